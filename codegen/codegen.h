@@ -1,0 +1,17 @@
+/* codegen.h: LLVM code generation for the Unit's entry graphs.
+ * Owner: everything LLVM-side is created and disposed inside cg_emit. */
+#ifndef RLX_CODEGEN_H
+#define RLX_CODEGEN_H
+
+#include "passes/passes.h"
+
+/* Compile u->entry (and u->grad/jvp/hvp when set) into one LLVM module
+ * and write what u->opt->emit asks for (object, header, asm, llvm) next
+ * to the output path. Graphs or ops it cannot compile are reported as
+ * diagnostics naming the op; returns false then and writes nothing. */
+bool cg_emit(Unit *u);
+
+/* Header text only (also used by --emit=header). */
+bool cg_write_header(Unit *u, FILE *f);
+
+#endif

@@ -1,0 +1,93 @@
+/* diag.c: compilation context and GCC-style diagnostics.
+ * Errors are collected on the Ctx (for unit tests) and, when diag_out
+ * is set, printed at once as `FILE:LINE:COL: error: MSG`, the source
+ * line and a caret. After max_errors errors further ones are dropped
+ * and one "too many errors" line is printed. */
+#include "ir/ir.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rlx_assert_fail(const char *file, int line, const char *expr) {
+  fprintf(stderr, "%s:%d: internal error: assertion `%s' failed\n", file,
+          line, expr);
+  abort();
+}
+
+Ctx *ctx_new(const char *file, const char *src, size_t len) {
+  Ctx *c = calloc(1, sizeof *c);
+  RLX_ASSERT(c != NULL);
+  c->arena = arena_new();
+  c->file = file ? file : "<input>";
+  c->src = src;
+  c->src_len = len;
+  c->diags_tail = &c->diags;
+  c->max_errors = 20;
+  ops_init();
+  return c;
+}
+
+void ctx_free(Ctx *c) {
+  if (!c) return;
+  arena_free(c->arena);
+  free(c);
+}
+
+/* Print source line `line` (1-based) and a caret under column col. */
+static void print_caret(const Ctx *c, Loc loc) {
+  if (!c->src || loc.line <= 0) return;
+  const char *p = c->src, *end = c->src + c->src_len;
+  for (int l = 1; l < loc.line && p < end; p++)
+    if (*p == '\n') l++;
+  const char *e = p;
+  while (e < end && *e != '\n') e++;
+  int len = (int)(e - p);
+  if (len > 400) len = 400;
+  fprintf(c->diag_out, "%.*s\n", len, p);
+  int col = loc.col > 0 ? loc.col - 1 : 0;
+  for (int i = 0; i < col && i < len; i++)
+    fputc(p[i] == '\t' ? '\t' : ' ', c->diag_out);
+  fputs("^\n", c->diag_out);
+}
+
+static void report(Ctx *c, Loc loc, const char *kind, const char *fmt,
+                   va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  Diag *d = arena_alloc(c->arena, sizeof *d);
+  d->loc = loc;
+  d->msg = arena_strdup(c->arena, buf);
+  *c->diags_tail = d;
+  c->diags_tail = &d->next;
+  if (!c->diag_out) return;
+  if (loc.line > 0)
+    fprintf(c->diag_out, "%s:%d:%d: %s: %s\n", c->file, loc.line, loc.col,
+            kind, buf);
+  else
+    fprintf(c->diag_out, "%s: %s: %s\n", c->file, kind, buf);
+  print_caret(c, loc);
+}
+
+bool diag_error(Ctx *c, Loc loc, const char *fmt, ...) {
+  if (c->nerrors >= c->max_errors) return false;
+  c->nerrors++;
+  va_list ap;
+  va_start(ap, fmt);
+  report(c, loc, "error", fmt, ap);
+  va_end(ap);
+  if (c->nerrors == c->max_errors && c->diag_out)
+    fprintf(c->diag_out, "%s: error: too many errors, stopping\n", c->file);
+  return false;
+}
+
+bool diag_note(Ctx *c, Loc loc, const char *fmt, ...) {
+  if (c->nerrors >= c->max_errors) return false;
+  va_list ap;
+  va_start(ap, fmt);
+  report(c, loc, "note", fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool diag_too_many(const Ctx *c) { return c->nerrors >= c->max_errors; }

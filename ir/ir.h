@@ -1,0 +1,283 @@
+/* ir.h: the rlxc intermediate representation.
+ *
+ * A Module holds Graphs; a Graph is a list of Nodes in topological
+ * order (every operand is defined earlier in the same list). Each Node
+ * is one SSA value: an op applied to operand Nodes, with attributes and
+ * a Type inferred by the op's shape rule (ir/shape_*.c).
+ *
+ * Ownership: every IR object, string and array lives in the Ctx's
+ * Arena and is freed once by ctx_free(). Nothing here is freed alone.
+ *
+ * Error handling: user mistakes are reported with diag_error() and
+ * collected on the Ctx; a node whose type could not be inferred gets
+ * dtype DT_INVALID, and rules skip nodes with invalid operands so one
+ * mistake yields one diagnostic. RLX_ASSERT guards internal invariants
+ * only: no user input may reach a failing one.
+ */
+#ifndef RLX_IR_H
+#define RLX_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RLX_MAX_RANK 8
+/* Largest element count / dimension we accept (keeps byte sizes in
+ * int64 with room for arithmetic). */
+#define RLX_MAX_ELEMS ((int64_t)1 << 40)
+
+/* ---- internal invariants ---- */
+void rlx_assert_fail(const char *file, int line, const char *expr);
+#define RLX_ASSERT(e) ((e) ? (void)0 : rlx_assert_fail(__FILE__, __LINE__, #e))
+
+/* ---- dtypes (ir/dtypes.def) ---- */
+enum { DTF_FLOAT = 1, DTF_INT = 2, DTF_BOOL = 4, DTF_COMPLEX = 8 };
+typedef enum {
+#define DTYPE(id, name, ctype, bytes, flags) DT_##id,
+#include "ir/dtypes.def"
+#undef DTYPE
+  DT_COUNT,
+  DT_INVALID = DT_COUNT /* type of a node whose inference failed */
+} DType;
+
+const char *dt_name(DType dt);
+int dt_size(DType dt);              /* bytes per element */
+bool dt_is_float(DType dt);         /* f32 f64 f16 bf16 */
+bool dt_is_int(DType dt);           /* i8 u8 i32 i64 */
+bool dt_is_complex(DType dt);
+DType dt_lookup(const char *name);  /* DT_INVALID if unknown */
+
+/* ---- types ---- */
+typedef struct {
+  DType dt;
+  int rank;
+  int64_t dims[RLX_MAX_RANK];
+} Type;
+
+int64_t type_numel(const Type *t);  /* product of dims (1 for rank 0) */
+int64_t type_bytes(const Type *t);
+bool type_eq(const Type *a, const Type *b);
+Type type_make(DType dt, int rank, const int64_t *dims);
+/* "f32[2, 3]" into buf (at least 128 bytes); returns buf */
+char *type_str(const Type *t, char *buf, size_t n);
+
+/* ---- source locations and diagnostics (ir/diag.c) ---- */
+typedef struct {
+  int line, col; /* 1-based; line 0 = no location */
+} Loc;
+
+typedef struct Diag {
+  Loc loc;
+  char *msg;
+  struct Diag *next;
+} Diag;
+
+/* ---- arena (ir/arena.c) ---- */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+size_t arena_used(const Arena *a);
+
+/* ---- attributes (ir/attrs.def) ---- */
+typedef enum { AK_INT, AK_INTS, AK_FLOAT, AK_BOOL, AK_DTYPE, AK_ENUM,
+               AK_GRAPH } AttrKind;
+typedef enum {
+#define ATTR(id, name, kind, words) ATTR_##id,
+#include "ir/attrs.def"
+#undef ATTR
+  ATTR_COUNT
+} AttrId;
+
+struct Graph;
+typedef struct {
+  AttrId id;
+  AttrKind kind;
+  Loc loc;
+  union {
+    int64_t i;     /* AK_INT */
+    double f;      /* AK_FLOAT */
+    bool b;        /* AK_BOOL */
+    DType dt;      /* AK_DTYPE */
+    const char *word; /* AK_ENUM: one of the attribute's words */
+    struct Graph *graph; /* AK_GRAPH: resolved subgraph */
+    struct { int n; int64_t *v; } ints; /* AK_INTS */
+  } u;
+} Attr;
+
+const char *attr_name(AttrId id);
+AttrKind attr_kind(AttrId id);
+AttrId attr_lookup(const char *name);   /* ATTR_COUNT if unknown */
+bool attr_word_ok(AttrId id, const char *word); /* enum word allowed? */
+
+/* ---- ops (ir/ops.def) ---- */
+/* Composite flags include the bits they imply: OPF_UNARY, OPF_BINARY
+ * and OPF_COMPARE are all OPF_ELEMENTWISE; compares are OPF_NO_GRAD. */
+enum {
+  OPF_PSEUDO = 1 << 0,     /* input/param/const: not callable */
+  OPF_ELEMENTWISE = 1 << 4,
+  OPF_NO_GRAD = 1 << 6,    /* output carries no gradient */
+  OPF_UNARY = 1 << 1 | OPF_ELEMENTWISE,  /* one operand */
+  OPF_BINARY = 1 << 2 | OPF_ELEMENTWISE, /* two operands, broadcast */
+  OPF_COMPARE = 1 << 3 | OPF_ELEMENTWISE | OPF_NO_GRAD, /* -> bool */
+  OPF_REDUCE = 1 << 5,     /* reduce_* over axes */
+  OPF_CONTROL = 1 << 7,    /* takes subgraphs */
+  OPF_FUSED = 1 << 8,      /* expanded into primitives before AD */
+  OPF_BACKWARD = 1 << 9,   /* closed-form backward op (6.9) */
+};
+
+typedef enum {
+#define OP(id, name, nmin, nmax, flags, rule, attrs, math) OP_##id,
+#include "ir/ops.def"
+#undef OP
+  OP_COUNT
+} Op;
+
+/* Per-op attribute declaration, parsed from the ops.def spec string. */
+typedef struct {
+  AttrId id;
+  bool required;
+  bool has_default;
+  Attr def;        /* the default value when has_default */
+} OpAttrSpec;
+
+typedef struct {
+  const char *name;
+  int min_in, max_in; /* max_in < 0: unbounded */
+  unsigned flags;
+  const char *attr_spec;
+  const char *math;
+  int nattrs;
+  const OpAttrSpec *attrs; /* filled by ops_init() */
+} OpInfo;
+
+const OpInfo *op_info(Op op);          /* ops_init() must have run */
+const char *op_name(Op op);
+Op op_lookup(const char *name);        /* OP_COUNT if unknown/pseudo */
+bool op_has(Op op, unsigned flags);    /* all bits of flags set */
+/* The op's declaration of attribute id, or NULL if it does not take it */
+const OpAttrSpec *op_attr_spec(Op op, AttrId id);
+void ops_init(void); /* idempotent; parses attr specs (static storage) */
+
+/* ---- nodes, graphs, modules (ir/graph.c) ---- */
+typedef struct Node Node;
+struct Node {
+  int id;             /* unique in its graph: creation order */
+  Op op;
+  Type type;          /* inferred; dt == DT_INVALID after an error */
+  const char *name;   /* user name without '%', or NULL (printed %N) */
+  int nin;
+  Node **in;
+  int nattr;
+  Attr *attrs;        /* only attributes that were set, any order */
+  /* OP_CONST: type.numel elements (or one if splat) of dtype storage */
+  void *data;
+  bool splat;
+  bool literal;       /* const written as a bare literal operand */
+  int arg_index;      /* OP_INPUT/OP_PARAM: position among graph args */
+  Loc loc;
+  void *aux;          /* scratch for the pass that owns the graph now */
+  int64_t aux_i;
+};
+
+typedef struct Graph {
+  const char *name;
+  Loc loc;
+  int nnodes, cap_nodes;
+  Node **nodes;       /* topological order; args first as declared */
+  int nargs;
+  Node **args;        /* OP_INPUT / OP_PARAM nodes, declaration order */
+  int nret;
+  Node **rets;
+  int next_id;
+} Graph;
+
+typedef struct Module {
+  int ngraphs, cap_graphs;
+  Graph **graphs;     /* declaration order: subgraphs before users */
+} Module;
+
+/* ---- compilation context (ir/ctx.c) ---- */
+typedef struct Ctx {
+  Arena *arena;
+  const char *file;        /* for diagnostics */
+  const char *src;         /* source text (may be NULL) */
+  size_t src_len;
+  Diag *diags, **diags_tail;
+  int nerrors;
+  int max_errors;          /* default 20 */
+  FILE *diag_out;          /* NULL: collect only (unit tests) */
+} Ctx;
+
+Ctx *ctx_new(const char *file, const char *src, size_t len);
+void ctx_free(Ctx *c);
+/* Report an error at loc; printed GCC-style with source line and caret
+ * when diag_out is set. Returns false so rules can `return diag_...`. */
+bool diag_error(Ctx *c, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool diag_note(Ctx *c, Loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool diag_too_many(const Ctx *c); /* error cap reached: stop early */
+
+Module *ir_module_new(Ctx *c);
+Graph *ir_graph_new(Ctx *c, Module *m, const char *name, Loc loc);
+Graph *ir_graph_find(const Module *m, const char *name);
+void ir_module_remove_graph(Module *m, Graph *g);
+/* Append a node to g. Operands are copied; attributes start empty.
+ * The type is left DT_INVALID: call shape_infer() after setting attrs. */
+Node *ir_node_new(Ctx *c, Graph *g, Op op, Node *const *in, int nin,
+                  Loc loc);
+Node *ir_arg_new(Ctx *c, Graph *g, Op op /* INPUT|PARAM */,
+                 const char *name, Type t, Loc loc);
+/* A constant; data (type numel elements, or 1 if splat) is copied. */
+Node *ir_const_new(Ctx *c, Graph *g, Type t, const void *data,
+                   bool splat, Loc loc);
+void ir_set_rets(Ctx *c, Graph *g, Node *const *rets, int n);
+
+/* Attributes: setters replace an existing value. */
+Attr *ir_attr_set(Ctx *c, Node *n, AttrId id, AttrKind kind);
+void ir_attr_set_int(Ctx *c, Node *n, AttrId id, int64_t v);
+void ir_attr_set_float(Ctx *c, Node *n, AttrId id, double v);
+void ir_attr_set_bool(Ctx *c, Node *n, AttrId id, bool v);
+void ir_attr_set_dtype(Ctx *c, Node *n, AttrId id, DType v);
+void ir_attr_set_word(Ctx *c, Node *n, AttrId id, const char *w);
+void ir_attr_set_graph(Ctx *c, Node *n, AttrId id, Graph *g);
+void ir_attr_set_ints(Ctx *c, Node *n, AttrId id, const int64_t *v, int k);
+/* Getters: the set value, else the op's default, else NULL / fallback. */
+const Attr *ir_attr(const Node *n, AttrId id);
+bool ir_attr_present(const Node *n, AttrId id); /* set explicitly */
+int64_t ir_attr_int(const Node *n, AttrId id, int64_t fallback);
+double ir_attr_float(const Node *n, AttrId id, double fallback);
+bool ir_attr_bool(const Node *n, AttrId id, bool fallback);
+Graph *ir_attr_graph(const Node *n, AttrId id);
+const char *ir_attr_word(const Node *n, AttrId id);
+/* ints list: count via *k; NULL if absent with no default */
+const int64_t *ir_attr_ints(const Node *n, AttrId id, int *k);
+void ir_attr_copy_all(Ctx *c, Node *dst, const Node *src);
+
+/* Scalar constant value of a const node (element i, as double). */
+double ir_const_get(const Node *n, int64_t i);
+
+/* ---- shape and dtype inference (ir/shape_*.c) ---- */
+/* Infer n->type from operands and attributes; on a user error emit a
+ * diagnostic naming the op and return false (type DT_INVALID). Nodes
+ * with an invalid operand fail silently. */
+bool shape_infer(Ctx *c, Node *n);
+
+/* ---- printing (ir/print.c) ---- */
+void ir_print_module(FILE *f, const Module *m);
+void ir_print_graph(FILE *f, const Graph *g);
+/* Shortest decimal that reads back to the same double / float. */
+void ir_fmt_double(char *buf, size_t n, double v);
+void ir_fmt_float(char *buf, size_t n, float v);
+
+/* ---- verification (ir/verify.c) ---- */
+/* Arity, attribute legality, dtypes and shapes (re-running inference),
+ * single definition, topological order / acyclicity, subgraph refs.
+ * Reports diagnostics; returns true if the module is well formed. */
+bool ir_verify(Ctx *c, const Module *m);
+
+#endif

@@ -1,0 +1,63 @@
+/* passes.h: the compilation unit, command-line options and the pass
+ * pipeline. A pass is a function over the Unit; pipeline.c lists them
+ * in order, one line each, and --dump-ir prints the module after each.
+ * Each pass file opens with what it requires and provides. */
+#ifndef RLX_PASSES_H
+#define RLX_PASSES_H
+
+#include "ir/ir.h"
+
+enum {
+  EMIT_OBJ = 1 << 0,
+  EMIT_HEADER = 1 << 1,
+  EMIT_ASM = 1 << 2,
+  EMIT_LLVM = 1 << 3,
+  EMIT_IR = 1 << 4,
+};
+
+typedef struct {
+  const char *input;      /* the .rlx file */
+  const char *output;     /* -o PATH, or NULL */
+  unsigned emit;          /* EMIT_* set */
+  const char *entry;      /* --entry, or NULL: last graph */
+  const char *name;       /* --name, or NULL: the entry graph's name */
+  bool grad;              /* --grad */
+  const char **wrt;       /* --wrt names without '%'; nwrt 0 = params */
+  int nwrt;
+  bool grad_missing_zero; /* --grad-missing=zero */
+  bool jvp;               /* --jvp */
+  const char **jvp_wrt;   /* --jvp=%a,... seeds; 0 = all inputs/params */
+  int njvp_wrt;
+  bool hvp;               /* --hvp */
+  const char *dump_ir;    /* NULL, "all" or a pass name */
+  int opt_level;          /* 0..3, default 2 */
+  const char *target;     /* NULL: host triple */
+  const char *mcpu;       /* NULL: host cpu */
+  bool check;             /* --check: write nothing */
+} Options;
+
+/* One compilation: the module and the graphs that become entry points.
+ * Passes replace these pointers as they rewrite graphs. */
+typedef struct {
+  Ctx *ctx;
+  Module *mod;
+  const Options *opt;
+  const char *cname;  /* C name of the entry points */
+  Graph *entry;       /* forward graph */
+  Graph *grad;        /* ENTRY_grad graph, or NULL */
+  Graph *jvp;         /* ENTRY_jvp, or NULL */
+  Graph *hvp;         /* ENTRY_hvp, or NULL */
+} Unit;
+
+typedef struct {
+  const char *name;      /* shown by --dump-ir, selectable by name */
+  bool (*run)(Unit *u);  /* false: diagnostics were reported */
+} Pass;
+
+/* Run every pass in order; verify after each in debug/test builds;
+ * print after each for --dump-ir. False on the first failing pass. */
+bool pass_run_pipeline(Unit *u);
+/* The pipeline's pass list (for --help and tests). */
+const Pass *pass_list(int *n);
+
+#endif
