@@ -1,0 +1,360 @@
+/* print.c: the canonical printer (language.md §4).
+ *
+ * Output is valid .rlx input, and printing is a fixed point of parsing:
+ * print(parse(print(parse(F)))) == print(parse(F)) byte for byte.
+ * Canonical form:
+ *   - graphs in module order (subgraphs before their users), separated
+ *     by one blank line; `graph NAME {` ... `}`;
+ *   - two-space indentation, one statement per line, in node order;
+ *   - arguments as `input %x: f32[4]` / `param %w: f32[4, 2]`;
+ *   - every definition `%name = op(operands, attr=value, ...) : TYPE`,
+ *     attributes in the op's declaration order (ops.def), only those set
+ *     on the node; attributes the op does not declare (malformed IR seen
+ *     in a dump) follow in node order so that nothing is hidden;
+ *   - a const with node->literal (a bare literal operand, rank 0) is
+ *     printed inline where it is used; other consts as
+ *     `%c = const f32[2] [1.0, 2.0] : f32[2]` or the splat form;
+ *   - unnamed nodes are `%N`, N counting from 0 in print order and
+ *     skipping numbers that are user names in the same graph, so that a
+ *     re-parse gives every node the name it was printed with;
+ *   - floats in the shortest form that reads back to the same bits,
+ *     always with a `.` or an exponent (or inf, -inf, nan).
+ * The printer never modifies the IR and tolerates malformed graphs
+ * (NULL or foreign operands print as `%<null>` / `%<foreign>`), so that
+ * --dump-ir can show what a broken pass produced.
+ * Entry points: ir_print_module, ir_print_graph, ir_fmt_double,
+ * ir_fmt_float.
+ */
+#include "ir/ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- float formatting ---- */
+
+/* Turn a %g result into lexer-friendly canonical text: no '+' or
+ * leading zeros in the exponent, and a ".0" when there is neither a
+ * '.' nor an exponent. */
+static void canon_float_text(char *buf, size_t n) {
+  char *e = strchr(buf, 'e');
+  if (e) {
+    char *src = e + 1, *dst = e + 1;
+    if (*src == '+') src++;
+    else if (*src == '-') *dst++ = *src++;
+    while (*src == '0' && src[1]) src++;
+    memmove(dst, src, strlen(src) + 1);
+    return;
+  }
+  if (!strchr(buf, '.') && strlen(buf) + 3 <= n) strcat(buf, ".0");
+}
+
+static bool special_float(char *buf, size_t n, double v) {
+  if (isnan(v)) snprintf(buf, n, "nan");
+  else if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
+  else return false;
+  return true;
+}
+
+/* Integral values of moderate size read best in fixed notation. */
+static bool integral_float(char *buf, size_t n, double v) {
+  if (v != floor(v) || fabs(v) >= 1e15) return false;
+  snprintf(buf, n, "%.1f", v);
+  return true;
+}
+
+void ir_fmt_double(char *buf, size_t n, double v) {
+  if (special_float(buf, n, v) || integral_float(buf, n, v)) return;
+  for (int p = 1; p <= 17; p++) {
+    snprintf(buf, n, "%.*g", p, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  canon_float_text(buf, n);
+}
+
+void ir_fmt_float(char *buf, size_t n, float v) {
+  if (special_float(buf, n, v) || integral_float(buf, n, v)) return;
+  for (int p = 1; p <= 9; p++) {
+    snprintf(buf, n, "%.*g", p, (double)v);
+    if (strtof(buf, NULL) == v) break;
+  }
+  canon_float_text(buf, n);
+}
+
+/* ---- half-precision storage (bit patterns, see language.md §2) ---- */
+
+static float f16_to_float(uint16_t h) {
+  int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  float v;
+  if (e == 0) v = ldexpf((float)m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexpf((float)(m | 1024), e - 25);
+  return s ? -v : v;
+}
+
+static float bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* Element i of a const's storage as literal text. */
+static void fmt_elem(char *buf, size_t n, const Node *c, int64_t i) {
+  const void *p = c->data;
+  switch (c->type.dt) {
+  case DT_F32: ir_fmt_float(buf, n, ((const float *)p)[i]); break;
+  case DT_F64: ir_fmt_double(buf, n, ((const double *)p)[i]); break;
+  case DT_F16:
+    ir_fmt_float(buf, n, f16_to_float(((const uint16_t *)p)[i]));
+    break;
+  case DT_BF16:
+    ir_fmt_float(buf, n, bf16_to_float(((const uint16_t *)p)[i]));
+    break;
+  case DT_I8: snprintf(buf, n, "%d", ((const int8_t *)p)[i]); break;
+  case DT_U8: snprintf(buf, n, "%u", ((const uint8_t *)p)[i]); break;
+  case DT_I32:
+    snprintf(buf, n, "%" PRId32, ((const int32_t *)p)[i]);
+    break;
+  case DT_I64:
+    snprintf(buf, n, "%" PRId64, ((const int64_t *)p)[i]);
+    break;
+  case DT_BOOL:
+    snprintf(buf, n, "%s", ((const uint8_t *)p)[i] ? "true" : "false");
+    break;
+  case DT_C64: {
+    /* element i is the pair (re, im); written as two list entries */
+    char re[48], im[48];
+    ir_fmt_float(re, sizeof re, ((const float *)p)[2 * i]);
+    ir_fmt_float(im, sizeof im, ((const float *)p)[2 * i + 1]);
+    snprintf(buf, n, "%s, %s", re, im);
+    break;
+  }
+  default: snprintf(buf, n, "<invalid>"); break;
+  }
+}
+
+/* ---- per-graph naming ---- */
+
+typedef struct {
+  const Graph *g;
+  int nids;
+  const Node **owner; /* owner[id] == node: the node belongs to g */
+  int64_t *num;       /* printed number of unnamed nodes, -1 if none */
+  bool *returned;     /* node is a return value */
+} Names;
+
+/* Is s a canonical decimal (what %N prints)? Sets *v. */
+static bool canon_number(const char *s, int64_t *v) {
+  if (!s[0] || (s[0] == '0' && s[1]) || strlen(s) > 15) return false;
+  int64_t x = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    x = x * 10 + (*p - '0');
+  }
+  *v = x;
+  return true;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool inline_literal(const Names *nm, const Node *n) {
+  return n->op == OP_CONST && n->literal && n->type.rank == 0 &&
+         n->type.dt < DT_COUNT && n->type.dt != DT_C64 && n->data &&
+         !(n->id >= 0 && n->id < nm->nids && nm->returned[n->id]);
+}
+
+static bool belongs(const Names *nm, const Node *n) {
+  return n && n->id >= 0 && n->id < nm->nids && nm->owner[n->id] == n;
+}
+
+static void names_init(Names *nm, const Graph *g) {
+  nm->g = g;
+  nm->nids = g->next_id;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i] && g->nodes[i]->id >= nm->nids)
+      nm->nids = g->nodes[i]->id + 1;
+  size_t k = (size_t)(nm->nids ? nm->nids : 1);
+  nm->owner = calloc(k, sizeof *nm->owner);
+  nm->num = malloc(k * sizeof *nm->num);
+  nm->returned = calloc(k, sizeof *nm->returned);
+  int64_t *taken = malloc((size_t)(g->nnodes + 1) * sizeof *taken);
+  RLX_ASSERT(nm->owner && nm->num && nm->returned && taken);
+  int ntaken = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = g->nodes[i];
+    if (!n || n->id < 0) continue;
+    nm->owner[n->id] = n;
+    if (n->name && canon_number(n->name, &taken[ntaken])) ntaken++;
+  }
+  for (int i = 0; i < g->nret; i++)
+    if (belongs(nm, g->rets[i])) nm->returned[g->rets[i]->id] = true;
+  qsort(taken, (size_t)ntaken, sizeof *taken, cmp_i64);
+  int64_t next = 0;
+  int t = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = g->nodes[i];
+    if (!n || n->id < 0) continue;
+    nm->num[n->id] = -1;
+    if (n->name || inline_literal(nm, n)) continue;
+    while (t < ntaken && taken[t] < next) t++;
+    while (t < ntaken && taken[t] == next) next++, t++;
+    nm->num[n->id] = next++;
+  }
+  free(taken);
+}
+
+static void names_free(Names *nm) {
+  free(nm->owner);
+  free(nm->num);
+  free(nm->returned);
+}
+
+static void print_ref(FILE *f, const Names *nm, const Node *n) {
+  if (!n) fputs("%<null>", f);
+  else if (!belongs(nm, n)) fputs("%<foreign>", f);
+  else if (n->name) fprintf(f, "%%%s", n->name);
+  else fprintf(f, "%%%" PRId64, nm->num[n->id]);
+}
+
+static void print_operand(FILE *f, const Names *nm, const Node *n) {
+  if (belongs(nm, n) && inline_literal(nm, n)) {
+    char buf[128];
+    fmt_elem(buf, sizeof buf, n, 0);
+    fputs(buf, f);
+  } else {
+    print_ref(f, nm, n);
+  }
+}
+
+/* ---- attributes ---- */
+
+static void print_attr_value(FILE *f, const Attr *a) {
+  char buf[64];
+  switch (a->kind) {
+  case AK_INT: fprintf(f, "%" PRId64, a->u.i); break;
+  case AK_FLOAT:
+    ir_fmt_double(buf, sizeof buf, a->u.f);
+    fputs(buf, f);
+    break;
+  case AK_BOOL: fputs(a->u.b ? "true" : "false", f); break;
+  case AK_DTYPE: fputs(dt_name(a->u.dt), f); break;
+  case AK_ENUM: fputs(a->u.word ? a->u.word : "<null>", f); break;
+  case AK_GRAPH:
+    fprintf(f, "@%s", a->u.graph ? a->u.graph->name : "<null>");
+    break;
+  case AK_INTS:
+    fputc('[', f);
+    for (int i = 0; i < a->u.ints.n; i++)
+      fprintf(f, "%s%" PRId64, i ? ", " : "", a->u.ints.v[i]);
+    fputc(']', f);
+    break;
+  }
+}
+
+static void print_attr(FILE *f, const Attr *a, bool *first) {
+  fputs(*first ? "" : ", ", f);
+  *first = false;
+  fprintf(f, "%s=", a->id < ATTR_COUNT ? attr_name(a->id) : "<bad>");
+  print_attr_value(f, a);
+}
+
+static void print_attrs(FILE *f, const Node *n, bool first) {
+  if (n->op >= OP_COUNT) return;
+  const OpInfo *oi = op_info(n->op);
+  for (int s = 0; s < oi->nattrs; s++)
+    for (int i = 0; i < n->nattr; i++)
+      if (n->attrs[i].id == oi->attrs[s].id) {
+        print_attr(f, &n->attrs[i], &first);
+        break;
+      }
+  for (int i = 0; i < n->nattr; i++)
+    if (n->attrs[i].id >= ATTR_COUNT ||
+        !op_attr_spec(n->op, n->attrs[i].id))
+      print_attr(f, &n->attrs[i], &first);
+}
+
+/* ---- statements ---- */
+
+static void print_type(FILE *f, const Type *t) {
+  char buf[256];
+  fputs(type_str(t, buf, sizeof buf), f);
+}
+
+static void print_const_body(FILE *f, const Node *n) {
+  char buf[128];
+  fputs("const ", f);
+  print_type(f, &n->type);
+  if (!n->data) {
+    fputs(" <no data>", f);
+    return;
+  }
+  if (n->splat) {
+    fmt_elem(buf, sizeof buf, n, 0);
+    fprintf(f, " %s", buf);
+    return;
+  }
+  int64_t k = type_numel(&n->type);
+  fputs(" [", f);
+  for (int64_t i = 0; i < k; i++) {
+    fmt_elem(buf, sizeof buf, n, i);
+    fprintf(f, "%s%s", i ? ", " : "", buf);
+  }
+  fputc(']', f);
+}
+
+static void print_node(FILE *f, const Names *nm, const Node *n) {
+  if (n->op == OP_INPUT || n->op == OP_PARAM) {
+    fprintf(f, "  %s ", n->op == OP_INPUT ? "input" : "param");
+    print_ref(f, nm, n);
+    fputs(": ", f);
+    print_type(f, &n->type);
+    fputc('\n', f);
+    return;
+  }
+  if (inline_literal(nm, n)) return;
+  fputs("  ", f);
+  print_ref(f, nm, n);
+  fputs(" = ", f);
+  if (n->op == OP_CONST) {
+    print_const_body(f, n);
+  } else {
+    fprintf(f, "%s(", op_name(n->op));
+    for (int i = 0; i < n->nin; i++) {
+      if (i) fputs(", ", f);
+      print_operand(f, nm, n->in[i]);
+    }
+    print_attrs(f, n, n->nin == 0);
+    fputc(')', f);
+  }
+  fputs(" : ", f);
+  print_type(f, &n->type);
+  fputc('\n', f);
+}
+
+void ir_print_graph(FILE *f, const Graph *g) {
+  Names nm;
+  names_init(&nm, g);
+  fprintf(f, "graph %s {\n", g->name ? g->name : "<unnamed>");
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i]) print_node(f, &nm, g->nodes[i]);
+  fputs("  return", f);
+  for (int i = 0; i < g->nret; i++) {
+    fputs(i ? ", " : " ", f);
+    print_ref(f, &nm, g->rets[i]);
+  }
+  fputs("\n}\n", f);
+  names_free(&nm);
+}
+
+void ir_print_module(FILE *f, const Module *m) {
+  if (!m) return;
+  for (int i = 0; i < m->ngraphs; i++) {
+    if (i) fputc('\n', f);
+    ir_print_graph(f, m->graphs[i]);
+  }
+}
