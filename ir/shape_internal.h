@@ -1,0 +1,102 @@
+/* shape_internal.h: private interface of the shape/dtype inference
+ * rules (ir/shape*.c).
+ *
+ * Every ops.def row names a rule; the X-macro below declares
+ * `bool shape_RULE(Ctx *, Node *)` for each, so a rule that no file
+ * defines is a link error. A rule reads n->in[] and n's attributes,
+ * writes n->type and returns true, or reports one diagnostic through
+ * sh_err() (message "OPNAME: ...", at the node's location) and returns
+ * false. The dispatcher (shape.c) has already checked: no operand is
+ * DT_INVALID, the operand count is within the op's bounds, required
+ * attributes are present and every set attribute has its declared kind.
+ * After a rule succeeds the dispatcher checks the result's element
+ * count (RLX_MAX_ELEMS). Rules never assert on user input.
+ */
+#ifndef RLX_SHAPE_INTERNAL_H
+#define RLX_SHAPE_INTERNAL_H
+
+#include "ir/ir.h"
+
+#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+  bool shape_##rule(Ctx *c, Node *n);
+#include "ir/ops.def"
+#undef OP
+
+/* Operand i's type. */
+#define IN(n, i) (&(n)->in[(i)]->type)
+
+/* Diagnostic "OPNAME: message" at n's location; returns false. */
+bool sh_err(Ctx *c, const Node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Type as text, returned by value (valid to the end of the full
+ * expression in C11, so TS(a) and TS(b) can share one printf). */
+typedef struct { char s[160]; } TypeStr;
+TypeStr sh_ts(const Type *t);
+#define TS(t) (sh_ts(t).s)
+
+/* ---- dtype classes ---- */
+/* Require operand i (described as `what`) to be f32/f64/f16/bf16. */
+bool sh_want_float(Ctx *c, const Node *n, int i, const char *what);
+/* Float or c64. */
+bool sh_want_float_or_complex(Ctx *c, const Node *n, int i,
+                              const char *what);
+/* Index operand: i32, i64 or f32 holding integral values. */
+bool sh_want_index(Ctx *c, const Node *n, int i, const char *what);
+/* Operands i and j share a dtype ("add: dtype mismatch: f32 vs f64"). */
+bool sh_same_dtype(Ctx *c, const Node *n, int i, int j);
+/* Operand i has exactly type t (names both in the message). */
+bool sh_want_type(Ctx *c, const Node *n, int i, const char *what,
+                  const Type *t);
+bool sh_want_rank(Ctx *c, const Node *n, int i, const char *what,
+                  int rank);
+bool sh_is_index_dt(DType dt);
+
+/* ---- dims and axes ---- */
+/* Normalize axis (negative counts from the end) for rank; diagnoses
+ * "OP: axis A out of range for rank R" (`what` names the attribute). */
+bool sh_axis(Ctx *c, const Node *n, int64_t axis, int rank, int *out);
+/* Overflow-checked arithmetic on dims; false (and a diagnostic) when
+ * the result leaves [0, RLX_MAX_ELEMS]. */
+bool sh_mul(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
+bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
+/* NumPy broadcast of a and b into out (rank max, dtype left as a's). */
+bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
+              Type *out);
+/* An int attribute, checked to lie in [lo, hi]. */
+bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
+                 int64_t *out);
+/* A list attribute with exactly k entries, each in [lo, hi]; a missing
+ * optional attribute yields def (k entries) if def is non-NULL. */
+bool sh_ints_attr(Ctx *c, const Node *n, AttrId id, int k, int64_t lo,
+                  int64_t hi, const int64_t *def, int64_t *out);
+
+/* ---- shared op geometry (used by forward and backward rules) ---- */
+/* conv2d output [N, Cout, Ho, Wo] for x/w types; w dtype unchecked. */
+bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
+                   Type *out);
+/* pool output type for an NCHW x under n's kernel/stride/padding. */
+bool sh_pool2d_out(Ctx *c, const Node *n, const Type *x, Type *out);
+/* attention: checks q, k, v (operands 0..2) and the mask operand
+ * (index mask_i, or -1 if the op has none) and writes the output type. */
+bool sh_attention_check(Ctx *c, const Node *n, int mask_i, Type *out);
+/* gather output type for table shape/dtype t and indices type idx. */
+bool sh_gather_out(Ctx *c, const Node *n, const Type *t, const Type *idx,
+                   Type *out);
+/* layer/rms norm: x with gamma-like operand types of [x.shape[axis]] */
+bool sh_norm_axis(Ctx *c, const Node *n, const Type *x, int *axis);
+bool sh_group_count(Ctx *c, const Node *n, const Type *x);
+
+/* ---- subgraphs (control flow) ---- */
+/* Graph attribute id of n; NULL with a diagnostic if unusable. */
+Graph *sh_graph(Ctx *c, const Node *n, AttrId id);
+/* Graph g (attribute `role`) takes exactly nexp inputs of types exp[];
+ * names[i] (may be NULL entries / NULL array) are required arg names. */
+bool sh_sub_inputs(Ctx *c, const Node *n, const char *role, const Graph *g,
+                   const Type *exp, int nexp, const char *const *names);
+/* g returns exactly nexp values; exp NULL: only the count is checked.
+ * A DT_INVALID return (already diagnosed in g) fails silently. */
+bool sh_sub_rets(Ctx *c, const Node *n, const char *role, const Graph *g,
+                 const Type *exp, int nexp);
+
+#endif
