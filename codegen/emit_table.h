@@ -1,0 +1,107 @@
+/* emit_table.h: code emitter of every core op, by op ID (see cg.h).
+ * emit.c expands one entry per row of ir/ops.def, so an op with no
+ * CG_<ID> macro here or in emit_table_ops.h fails the build. An entry
+ * is {emit function, scratch-bytes function or NULL}; ops that are not
+ * compiled use CG_UNSUPPORTED (a diagnostic naming the op). Ops owned
+ * by the codegen-ops files are listed in emit_table_ops.h. */
+#ifndef RLX_EMIT_TABLE_H
+#define RLX_EMIT_TABLE_H
+
+#define CG_UNSUPPORTED {cg_emit_unsupported, NULL}
+
+#define CG_INPUT {cg_emit_nothing, NULL}
+#define CG_PARAM {cg_emit_nothing, NULL}
+#define CG_CONST {cg_emit_const, NULL}
+#define CG_RELU {cg_emit_elementwise, NULL}
+#define CG_GELU {cg_emit_elementwise, NULL}
+#define CG_GELU_TANH {cg_emit_elementwise, NULL}
+#define CG_SILU {cg_emit_elementwise, NULL}
+#define CG_SIGMOID {cg_emit_elementwise, NULL}
+#define CG_TANH {cg_emit_elementwise, NULL}
+#define CG_EXP {cg_emit_elementwise, NULL}
+#define CG_LOG {cg_emit_elementwise, NULL}
+#define CG_SQRT {cg_emit_elementwise, NULL}
+#define CG_RSQRT {cg_emit_elementwise, NULL}
+#define CG_NEG {cg_emit_elementwise, NULL}
+#define CG_ABS {cg_emit_elementwise, NULL}
+#define CG_SIN {cg_emit_elementwise, NULL}
+#define CG_COS {cg_emit_elementwise, NULL}
+#define CG_TAN {cg_emit_elementwise, NULL}
+#define CG_ATAN {cg_emit_elementwise, NULL}
+#define CG_ROUND {cg_emit_elementwise, NULL}
+#define CG_ADD {cg_emit_elementwise, NULL}
+#define CG_SUB {cg_emit_elementwise, NULL}
+#define CG_MUL {cg_emit_elementwise, NULL}
+#define CG_DIV {cg_emit_elementwise, NULL}
+#define CG_MIN {cg_emit_elementwise, NULL}
+#define CG_MAX {cg_emit_elementwise, NULL}
+#define CG_POW {cg_emit_elementwise, NULL}
+#define CG_EQ {cg_emit_elementwise, NULL}
+#define CG_NE {cg_emit_elementwise, NULL}
+#define CG_LT {cg_emit_elementwise, NULL}
+#define CG_LE {cg_emit_elementwise, NULL}
+#define CG_GT {cg_emit_elementwise, NULL}
+#define CG_GE {cg_emit_elementwise, NULL}
+#define CG_WHERE {cg_emit_elementwise, NULL}
+#define CG_CAST {cg_emit_elementwise, NULL}
+#define CG_STOP_GRADIENT {cg_emit_elementwise, NULL}
+#define CG_MATMUL {cg_emit_matmul, NULL}
+#define CG_DENSE_SOLVE CG_UNSUPPORTED
+#define CG_BATCHED_DENSE_SOLVE CG_UNSUPPORTED
+#define CG_RESHAPE {cg_emit_alias, NULL}
+#define CG_LAYER_NORM CG_UNSUPPORTED
+#define CG_RMS_NORM CG_UNSUPPORTED
+#define CG_GROUP_NORM CG_UNSUPPORTED
+#define CG_BATCH_NORM_INFERENCE CG_UNSUPPORTED
+#define CG_ROPE CG_UNSUPPORTED
+#define CG_ATTENTION CG_UNSUPPORTED
+#define CG_CONV2D CG_UNSUPPORTED
+#define CG_MAX_POOL2D CG_UNSUPPORTED
+#define CG_AVG_POOL2D CG_UNSUPPORTED
+#define CG_FUSED_TRANSFORMER_LAYER CG_UNSUPPORTED
+#define CG_SELECTIVE_SCAN CG_UNSUPPORTED
+#define CG_GATED_DELTA_NET CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE_LSQ CG_UNSUPPORTED
+#define CG_QUANTIZE CG_UNSUPPORTED
+#define CG_DEQUANTIZE CG_UNSUPPORTED
+#define CG_Q_MATMUL CG_UNSUPPORTED
+#define CG_Q_CONV2D CG_UNSUPPORTED
+#define CG_DEQUANT_MATMUL CG_UNSUPPORTED
+#define CG_GROUPED_MATMUL CG_UNSUPPORTED
+#define CG_CONJUGATE CG_UNSUPPORTED
+#define CG_COMPLEX_NORM_SQ CG_UNSUPPORTED
+#define CG_COMPLEX CG_UNSUPPORTED
+#define CG_REAL CG_UNSUPPORTED
+#define CG_IMAG CG_UNSUPPORTED
+#define CG_FFT CG_UNSUPPORTED
+#define CG_LOG_MEL CG_UNSUPPORTED
+#define CG_RNG_UNIFORM CG_UNSUPPORTED
+#define CG_RNG_NORMAL CG_UNSUPPORTED
+#define CG_SAMPLE CG_UNSUPPORTED
+#define CG_LAYER_NORM_BACKWARD_INPUT CG_UNSUPPORTED
+#define CG_LAYER_NORM_BACKWARD_GAMMA CG_UNSUPPORTED
+#define CG_RMS_NORM_BACKWARD_INPUT CG_UNSUPPORTED
+#define CG_RMS_NORM_BACKWARD_GAMMA CG_UNSUPPORTED
+#define CG_RMS_NORM_BACKWARD_BETA CG_UNSUPPORTED
+#define CG_GROUP_NORM_BACKWARD_INPUT CG_UNSUPPORTED
+#define CG_GROUP_NORM_BACKWARD_GAMMA CG_UNSUPPORTED
+#define CG_GROUP_NORM_BACKWARD_BETA CG_UNSUPPORTED
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_INPUT CG_UNSUPPORTED
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_GAMMA CG_UNSUPPORTED
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_BETA CG_UNSUPPORTED
+#define CG_ROPE_BACKWARD CG_UNSUPPORTED
+#define CG_MAX_POOL2D_BACKWARD CG_UNSUPPORTED
+#define CG_AVG_POOL2D_BACKWARD CG_UNSUPPORTED
+#define CG_CONV2D_BACKWARD_INPUT CG_UNSUPPORTED
+#define CG_CONV2D_BACKWARD_WEIGHT CG_UNSUPPORTED
+#define CG_ATTENTION_BACKWARD CG_UNSUPPORTED
+#define CG_COMPLEX_NORM_SQ_BACKWARD CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE_BACKWARD CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE CG_UNSUPPORTED
+#define CG_LOG_MEL_BACKWARD CG_UNSUPPORTED
+
+#include "codegen/emit_table_ops.h"
+
+#endif

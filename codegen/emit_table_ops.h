@@ -1,0 +1,37 @@
+/* emit_table_ops.h: emitters of the ops owned by the codegen-ops files
+ * (emit_reduce.c, emit_data.c, emit_control.c, emit_backward.c).
+ * Same format as emit_table.h: CG_<ID> {emit fn, scratch fn or NULL};
+ * declare the functions in cg.h or a header of your own included here.
+ * Until an op is implemented it stays CG_UNSUPPORTED. */
+#ifndef RLX_EMIT_TABLE_OPS_H
+#define RLX_EMIT_TABLE_OPS_H
+
+#define CG_REDUCE_SUM CG_UNSUPPORTED
+#define CG_REDUCE_MEAN CG_UNSUPPORTED
+#define CG_REDUCE_MAX CG_UNSUPPORTED
+#define CG_REDUCE_MIN CG_UNSUPPORTED
+#define CG_REDUCE_PROD CG_UNSUPPORTED
+#define CG_SOFTMAX CG_UNSUPPORTED
+#define CG_LOG_SOFTMAX CG_UNSUPPORTED
+#define CG_CUMSUM CG_UNSUPPORTED
+#define CG_SOFTMAX_CROSS_ENTROPY CG_UNSUPPORTED
+#define CG_TOPK CG_UNSUPPORTED
+#define CG_TRANSPOSE CG_UNSUPPORTED
+#define CG_EXPAND CG_UNSUPPORTED
+#define CG_CONCAT CG_UNSUPPORTED
+#define CG_NARROW CG_UNSUPPORTED
+#define CG_GATHER CG_UNSUPPORTED
+#define CG_SCATTER_ADD CG_UNSUPPORTED
+#define CG_SCAN CG_UNSUPPORTED
+#define CG_IF CG_UNSUPPORTED
+#define CG_WHILE CG_UNSUPPORTED
+#define CG_CUSTOM_FN CG_UNSUPPORTED
+#define CG_RELU_BACKWARD CG_UNSUPPORTED
+#define CG_ACTIVATION_BACKWARD CG_UNSUPPORTED
+#define CG_CUMSUM_BACKWARD CG_UNSUPPORTED
+#define CG_GATHER_BACKWARD CG_UNSUPPORTED
+#define CG_SOFTMAX_CROSS_ENTROPY_BACKWARD CG_UNSUPPORTED
+#define CG_SCAN_BACKWARD CG_UNSUPPORTED
+#define CG_SCAN_BACKWARD_XS CG_UNSUPPORTED
+
+#endif
