@@ -1,1 +1,473 @@
-int main(void) { return 0; }
+/* main.c: the rlxc driver (abi.md §1) and the only place that exits.
+ *
+ * Flow: parse the command line by hand into Options (a bad command line
+ * prints "rlxc: error: ..." and exits 2); read the input file whole
+ * (binary safe: the front end accepts NUL bytes and reports them); parse
+ * it into a Module (fe_parse); pick the entry graph; fill a Unit; run
+ * the pass pipeline (which verifies after each pass); then either print
+ * the canonical IR (--emit=ir) or hand the Unit to code generation
+ * (cg_emit) for obj/header/asm/llvm. Errors in the input are
+ * diagnostics on stderr and exit status 1; success is 0.
+ *
+ * Outputs: -o PATH names the object file; the header is PATH with its
+ * extension replaced by .h (codegen derives the other names the same
+ * way); without -o they are ENTRY.o / ENTRY.h in the current directory.
+ * --emit=ir alone writes the IR to -o PATH, or stdout without -o; when
+ * ir is combined with other kinds, the IR goes to stdout.
+ */
+#include "codegen/codegen.h"
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RLXC_VERSION "0.1.0"
+
+typedef struct {
+  Options o;
+  const char *wrt_list[256];
+  const char *jvp_list[256];
+  bool list_ops;
+  const char *list_fmt; /* NULL: names; "md": the docs/ops.md table */
+  bool help, version;
+} Cli;
+
+static const char usage[] =
+    "usage: rlxc [options] FILE.rlx\n"
+    "  -o PATH              output path (default: ENTRY.o, ENTRY.h in cwd)\n"
+    "  --emit=K[,K...]      obj, header, asm, llvm, ir "
+    "(default: obj,header)\n"
+    "  --entry=NAME         graph to compile (default: the last graph)\n"
+    "  --name=SYM           C name of the entry points (default: entry "
+    "graph name)\n"
+    "  --grad               also emit ENTRY_grad (reverse mode)\n"
+    "  --wrt=%a,%b          values to differentiate against "
+    "(default: params)\n"
+    "  --grad-missing=error|zero  a wrt without gradient: error or zeros\n"
+    "  --jvp[=%a,...]       also emit ENTRY_jvp (forward mode)\n"
+    "  --hvp                also emit ENTRY_hvp (Hessian-vector product)\n"
+    "  --dump-ir[=all|PASS] print the IR after every pass (or one) to "
+    "stderr\n"
+    "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
+    "  --target=TRIPLE      LLVM target triple (default: host)\n"
+    "  --mcpu=CPU           target CPU (default: host)\n"
+    "  --check              parse, verify and run passes; write nothing\n"
+    "  --list-ops[=md]      print every op (md: the reference table)\n"
+    "  -h, --help           this text\n"
+    "  --version            print the version\n";
+
+/* ---- command-line errors ---- */
+static bool cli_err(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static bool cli_err(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("rlxc: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n(run 'rlxc --help' for usage)\n", stderr);
+  va_end(ap);
+  return false;
+}
+
+/* ---- C names ---- */
+static const char *const c_keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do",
+    "double", "else", "enum", "extern", "float", "for", "goto", "if",
+    "inline", "int", "long", "register", "restrict", "return", "short",
+    "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+    "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof",
+    "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+    "_Static_assert", "_Thread_local", "bool", "true", "false", "alignas",
+    "alignof", "constexpr", "nullptr", "static_assert", "thread_local",
+    "typeof", "typeof_unqual", "asm", NULL};
+
+/* NULL if s can name the entry points, else the reason it cannot. */
+static const char *cname_problem(const char *s) {
+  if (!*s) return "it is empty";
+  if (*s >= '0' && *s <= '9') return "it starts with a digit";
+  for (const char *p = s; *p; p++)
+    if (!(*p == '_' || (*p >= '0' && *p <= '9') ||
+          (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+      return "it is not a valid C identifier";
+  if (!strcmp(s, "main")) return "'main' is reserved for the program";
+  for (int i = 0; c_keywords[i]; i++)
+    if (!strcmp(s, c_keywords[i])) return "it is a C keyword";
+  if (s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z')))
+    return "identifiers starting with __ or _X are reserved in C";
+  if (!strncmp(s, "rlx_", 4)) return "the prefix rlx_ belongs to the runtime";
+  return NULL;
+}
+
+/* ---- option parsing ---- */
+
+/* "--opt=VALUE" or "--opt VALUE": the value, advancing *i for the
+ * second form; NULL (with a message) if missing. */
+static const char *opt_value(int argc, char **argv, int *i,
+                             const char *opt) {
+  size_t n = strlen(opt);
+  const char *a = argv[*i];
+  if (a[n] == '=') return a + n + 1;
+  if (*i + 1 >= argc) {
+    cli_err("option %s needs a value", opt);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static bool is_opt(const char *a, const char *opt) {
+  size_t n = strlen(opt);
+  return !strncmp(a, opt, n) && (a[n] == 0 || a[n] == '=');
+}
+
+/* Split "a,b,%c" into names without '%'. */
+static bool split_names(char *s, const char **out, int *n,
+                        const char *opt) {
+  *n = 0;
+  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+    if (*tok == '%') tok++;
+    if (!*tok) return cli_err("%s: empty value name", opt);
+    if (*n == 256) return cli_err("%s: too many names", opt);
+    out[(*n)++] = tok;
+  }
+  if (!*n) return cli_err("%s: expected a list of values", opt);
+  return true;
+}
+
+static bool parse_emit(Cli *c, char *s) {
+  static const struct { const char *w; unsigned bit; } kinds[] = {
+      {"obj", EMIT_OBJ}, {"header", EMIT_HEADER}, {"asm", EMIT_ASM},
+      {"llvm", EMIT_LLVM}, {"ir", EMIT_IR}};
+  c->o.emit = 0;
+  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+    unsigned bit = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+      if (!strcmp(tok, kinds[k].w)) bit = kinds[k].bit;
+    if (!bit)
+      return cli_err("--emit: unknown kind '%s' (expected obj, header, "
+                     "asm, llvm, ir)", tok);
+    c->o.emit |= bit;
+  }
+  if (!c->o.emit) return cli_err("--emit: expected at least one kind");
+  return true;
+}
+
+static bool parse_dump(Cli *c, const char *v) {
+  if (!strcmp(v, "all")) {
+    c->o.dump_ir = v;
+    return true;
+  }
+  int n;
+  const Pass *p = pass_list(&n);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(p[i].name, v)) {
+      c->o.dump_ir = v;
+      return true;
+    }
+  fprintf(stderr, "rlxc: error: --dump-ir: unknown pass '%s'; valid: all",
+          v);
+  for (int i = 0; i < n; i++) fprintf(stderr, ", %s", p[i].name);
+  fputc('\n', stderr);
+  return false;
+}
+
+/* Options that take a value. */
+static bool parse_valued(Cli *c, int argc, char **argv, int *i,
+                         bool *handled) {
+  static const char *const names[] = {"--emit", "--entry", "--name",
+      "--wrt", "--grad-missing", "--target", "--mcpu", NULL};
+  const char *a = argv[*i];
+  int k = 0;
+  while (names[k] && !is_opt(a, names[k])) k++;
+  *handled = names[k] != NULL;
+  if (!*handled) return true;
+  char *v = (char *)opt_value(argc, argv, i, names[k]);
+  if (!v) return false;
+  switch (k) {
+  case 0: return parse_emit(c, v);
+  case 1: c->o.entry = v; return *v || cli_err("--entry: empty name");
+  case 2: {
+    const char *why = cname_problem(v);
+    if (why) return cli_err("--name=%s: %s", v, why);
+    c->o.name = v;
+    return true;
+  }
+  case 3: return split_names(v, c->wrt_list, &c->o.nwrt, "--wrt");
+  case 4:
+    if (strcmp(v, "error") && strcmp(v, "zero"))
+      return cli_err("--grad-missing: expected 'error' or 'zero', got "
+                     "'%s'", v);
+    c->o.grad_missing_zero = !strcmp(v, "zero");
+    return true;
+  case 5: c->o.target = v; return *v || cli_err("--target: empty");
+  default: c->o.mcpu = v; return *v || cli_err("--mcpu: empty");
+  }
+}
+
+/* Options without a value, or with an optional "=VALUE". */
+static bool parse_flag(Cli *c, char *a) {
+  if (!strcmp(a, "-h") || !strcmp(a, "--help")) c->help = true;
+  else if (!strcmp(a, "--version")) c->version = true;
+  else if (!strcmp(a, "--grad")) c->o.grad = true;
+  else if (!strcmp(a, "--hvp")) c->o.hvp = true;
+  else if (!strcmp(a, "--check")) c->o.check = true;
+  else if (!strcmp(a, "--list-ops")) c->list_ops = true;
+  else if (!strcmp(a, "--list-ops=md")) c->list_ops = true, c->list_fmt = "md";
+  else if (!strcmp(a, "--jvp")) c->o.jvp = true;
+  else if (!strncmp(a, "--jvp=", 6)) {
+    c->o.jvp = true;
+    return split_names(a + 6, c->jvp_list, &c->o.njvp_wrt, "--jvp");
+  } else if (!strcmp(a, "--dump-ir")) c->o.dump_ir = "all";
+  else if (!strncmp(a, "--dump-ir=", 10)) return parse_dump(c, a + 10);
+  else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' &&
+           !a[3])
+    c->o.opt_level = a[2] - '0';
+  else return cli_err("unknown option '%s'", a);
+  return true;
+}
+
+static bool parse_args(Cli *c, int argc, char **argv) {
+  bool only_files = false;
+  c->o.emit = EMIT_OBJ | EMIT_HEADER;
+  c->o.opt_level = 2;
+  c->o.wrt = c->wrt_list;
+  c->o.jvp_wrt = c->jvp_list;
+  for (int i = 1; i < argc; i++) {
+    char *a = argv[i];
+    bool handled;
+    if (only_files || a[0] != '-' || !strcmp(a, "-")) {
+      if (c->o.input) return cli_err("more than one input file ('%s', "
+                                     "'%s')", c->o.input, a);
+      c->o.input = a;
+    } else if (!strcmp(a, "--")) {
+      only_files = true;
+    } else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
+      c->o.output = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!c->o.output || !*c->o.output)
+        return cli_err("option -o needs a path");
+    } else if (!parse_valued(c, argc, argv, &i, &handled)) {
+      return false;
+    } else if (!handled && !parse_flag(c, a)) {
+      return false;
+    }
+  }
+  if (c->help || c->version || c->list_ops) return true;
+  if (!c->o.input) return cli_err("no input file");
+  if (c->o.hvp && c->o.jvp && c->o.njvp_wrt)
+    return cli_err("--hvp seeds the wrt values; do not combine it with "
+                   "--jvp=LIST");
+  return true;
+}
+
+/* ---- --list-ops ---- */
+
+static void md_flags(unsigned f) {
+  static const struct { unsigned bit; const char *w; } fl[] = {
+      {OPF_COMPARE, "compare"}, {OPF_BINARY, "binary"},
+      {OPF_UNARY, "unary"}, {OPF_ELEMENTWISE, "elementwise"},
+      {OPF_REDUCE, "reduce"}, {OPF_CONTROL, "control"},
+      {OPF_FUSED, "fused"}, {OPF_BACKWARD, "backward"},
+      {OPF_NO_GRAD, "no-grad"}};
+  unsigned shown = 0;
+  const char *sep = "";
+  for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+    if ((f & fl[i].bit) == fl[i].bit && (fl[i].bit & ~shown)) {
+      printf("%s%s", sep, fl[i].w);
+      sep = ", ";
+      shown |= fl[i].bit;
+    }
+}
+
+static void md_attrs(const char *spec) {
+  const char *sep = "";
+  for (const char *p = spec; *p;) {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (!n) break;
+    printf("%s`%.*s`", sep, (int)n, p);
+    sep = " ";
+    p += n;
+  }
+}
+
+static void list_ops_md(void) {
+  puts("# rlxc op reference\n");
+  puts("Generated by `rlxc --list-ops=md` from `ir/ops.def` and "
+       "`ir/attrs.def`;\ndo not edit by hand (a test compares this file "
+       "with the output).\n");
+  puts("Attributes: `name` is required, `name=VALUE` is optional with "
+       "that default,\n`name?` is optional without a default (its "
+       "absence has a meaning stated\nin docs/language.md). Operands: "
+       "`a..b` a range, `n+` n or more.\n");
+  puts("| op | operands | attributes | flags | math |");
+  puts("|---|---|---|---|---|");
+  for (int i = 0; i < OP_COUNT; i++) {
+    const OpInfo *oi = op_info((Op)i);
+    if (oi->flags & OPF_PSEUDO) continue;
+    printf("| `%s` | ", oi->name);
+    if (oi->max_in < 0) printf("%d+", oi->min_in);
+    else if (oi->max_in == oi->min_in) printf("%d", oi->min_in);
+    else printf("%d..%d", oi->min_in, oi->max_in);
+    printf(" | ");
+    md_attrs(oi->attr_spec);
+    printf(" | ");
+    md_flags(oi->flags);
+    printf(" | %s |\n", oi->math);
+  }
+  static const char *const kinds[] = {"int", "int list", "float", "bool",
+                                      "dtype", "enum", "graph"};
+  static const char *const words[] = {
+#define ATTR(id, name, kind, words) words,
+#include "ir/attrs.def"
+#undef ATTR
+  };
+  puts("\n## Attributes\n");
+  puts("| attribute | kind | words |");
+  puts("|---|---|---|");
+  for (int a = 0; a < ATTR_COUNT; a++) {
+    printf("| `%s` | %s | ", attr_name((AttrId)a),
+           kinds[attr_kind((AttrId)a)]);
+    md_attrs(words[a]);
+    puts(" |");
+  }
+}
+
+static void list_ops(const char *fmt) {
+  ops_init();
+  if (fmt) {
+    list_ops_md();
+    return;
+  }
+  for (int i = 0; i < OP_COUNT; i++)
+    if (!op_has((Op)i, OPF_PSEUDO)) puts(op_name((Op)i));
+}
+
+/* ---- input ---- */
+
+/* Read a whole file (or stdin for "-") into malloc'ed memory with a
+ * terminating NUL after len bytes. NULL with a message on failure. */
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) {
+    fprintf(stderr, "rlxc: error: cannot open '%s': %s\n", path,
+            strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  for (size_t got; buf; n += got) {
+    if (cap - n < 2) {
+      char *nb = cap > ((size_t)-1) / 4 ? NULL : realloc(buf, cap * 2);
+      if (!nb) free(buf);
+      buf = nb;
+      cap *= 2;
+      if (!buf) break;
+    }
+    got = fread(buf + n, 1, cap - n - 1, f);
+    if (!got) break;
+  }
+  int err = ferror(f) ? errno : 0;
+  if (f != stdin) fclose(f);
+  if (!buf || err) {
+    fprintf(stderr, "rlxc: error: cannot read '%s': %s\n", path,
+            buf ? strerror(err) : "out of memory");
+    free(buf);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+/* ---- compilation ---- */
+
+static Graph *pick_entry(Ctx *c, Module *m, const Options *o) {
+  if (m->ngraphs == 0) {
+    diag_error(c, (Loc){0, 0}, "the file declares no graph");
+    return NULL;
+  }
+  if (!o->entry) return m->graphs[m->ngraphs - 1];
+  Graph *g = ir_graph_find(m, o->entry);
+  if (!g) diag_error(c, (Loc){0, 0}, "entry graph '%s' not found",
+                     o->entry);
+  return g;
+}
+
+static bool pick_cname(Unit *u) {
+  if (u->opt->name) {
+    u->cname = u->opt->name;
+    return true;
+  }
+  const char *why = cname_problem(u->entry->name);
+  if (why)
+    return diag_error(u->ctx, u->entry->loc, "graph '%s' cannot name the "
+                      "entry points (%s); use --name=SYM",
+                      u->entry->name, why);
+  u->cname = u->entry->name;
+  return true;
+}
+
+static bool write_ir(const Unit *u) {
+  const Options *o = u->opt;
+  bool to_file = o->output && o->emit == EMIT_IR;
+  FILE *f = to_file ? fopen(o->output, "w") : stdout;
+  if (!f)
+    return diag_error(u->ctx, (Loc){0, 0}, "cannot write '%s': %s",
+                      o->output, strerror(errno));
+  ir_print_module(f, u->mod);
+  bool ok = !ferror(f);
+  if (to_file) ok = (fclose(f) == 0) && ok;
+  else ok = (fflush(f) == 0) && ok;
+  if (!ok)
+    diag_error(u->ctx, (Loc){0, 0}, "cannot write the IR to '%s'",
+               to_file ? o->output : "stdout");
+  return ok;
+}
+
+/* Front end, pipeline, outputs. Returns the exit status. */
+static int compile(const Options *o, const char *src, size_t len) {
+  const char *file = strcmp(o->input, "-") ? o->input : "<stdin>";
+  Ctx *c = ctx_new(file, src, len);
+  c->diag_out = stderr;
+  Module *m = fe_parse(c);
+  Unit u = {.ctx = c, .mod = m, .opt = o};
+  bool ok = m && c->nerrors == 0;
+  if (ok) ok = (u.entry = pick_entry(c, m, o)) != NULL;
+  if (ok && (o->check || o->emit != EMIT_IR)) ok = pick_cname(&u);
+  if (ok) ok = pass_run_pipeline(&u) && c->nerrors == 0;
+  if (ok && !o->check && (o->emit & EMIT_IR)) ok = write_ir(&u);
+  if (ok && !o->check && (o->emit & ~(unsigned)EMIT_IR))
+    ok = cg_emit(&u) && c->nerrors == 0;
+  if (!ok && c->nerrors == 0)
+    diag_error(c, (Loc){0, 0}, "internal: compilation failed without a "
+               "diagnostic");
+  ctx_free(c);
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  Cli cli;
+  memset(&cli, 0, sizeof cli);
+  if (!parse_args(&cli, argc, argv)) exit(2);
+  if (cli.help) {
+    fputs(usage, stdout);
+    exit(0);
+  }
+  if (cli.version) {
+    puts("rlxc " RLXC_VERSION);
+    exit(0);
+  }
+  if (cli.list_ops) {
+    list_ops(cli.list_fmt);
+    exit(0);
+  }
+  size_t len = 0;
+  char *src = read_all(cli.o.input, &len);
+  if (!src) exit(1);
+  int status = compile(&cli.o, src, len);
+  free(src);
+  exit(status);
+}
