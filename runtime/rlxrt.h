@@ -84,8 +84,9 @@ typedef void (*rlx_task_fn)(void *ctx, int64_t begin, int64_t end);
 
 /* Run fn over [0, n) split into chunks of at least `grain` items on the
    pool; the calling thread participates; returns when all are done.
-   The split is static: chunk count c = min(threads, ceil(n / grain))
-   (grain <= 0 counts as 1), and chunk i is [n*i/c, n*(i+1)/c).  Which
+   The split is static: chunk count c = min(threads, max(1, n / grain))
+   (grain <= 0 counts as 1); chunk i has n / c items, plus one for the
+   first n % c chunks, in index order.  Which
    thread runs a chunk is unspecified, so fn must not depend on it.
    Nested calls from inside a task run serially in the caller.  If
    another user thread is using the pool, the call runs serially in the
@@ -117,6 +118,15 @@ void rlx_gemm_c64(int64_t batch, int64_t m, int64_t n, int64_t k,
                   const float *a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                   const float *b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
                   float *c, int64_t c_bs, int64_t c_rs, int accumulate);
+
+/* Test and benchmark hooks for GEMM kernel dispatch.  By default the
+   first GEMM call picks the best kernels the CPU supports.
+   rlx_gemm_select_isa("avx512" | "avx2" | "scalar") forces one (NULL:
+   the best); returns RLX_ERR_INVALID, changing nothing, if this CPU or
+   build lacks it.  Not for use while GEMMs run on other threads.
+   rlx_gemm_isa() names the kernels in use. */
+int rlx_gemm_select_isa(const char *isa);
+const char *rlx_gemm_isa(void);
 
 /* Top-k along the last axis: x is [rows, n] row-major, out_idx is
    [rows, k].  Row r gets the indices of its k largest elements in

@@ -1,0 +1,170 @@
+/* gemm.c -- rlx_gemm_f32 / rlx_gemm_f64: CPU dispatch, the thread
+ * split, and the two instantiations of the driver in gemm_tmpl.h.
+ *
+ * Dispatch: the first call picks, once (pthread_once), the best kernel
+ * table the CPU supports: AVX-512F, else AVX2+FMA, else portable C.
+ * rlx_gemm_select_isa (a test hook) may override it later.
+ * Thread split (choose_grid): the batch first; when there are fewer
+ * batch elements than threads, each element's C is cut into a grid of
+ * tm x tn regions aligned to the register tile.  K is never split, so
+ * results are bit-identical for any thread count (see gemm_tmpl.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "runtime/gemm_internal.h"
+#include "runtime/rlxrt.h"
+
+/* Below this many flops per task, splitting is not worth a wake-up. */
+#define MIN_TASK_FLOPS (2.0 * 48 * 48 * 48)
+
+typedef struct {
+  int64_t tm, tn, mt, nt, grain;
+} Grid;
+
+static _Atomic(const RlxGemmCfgF32 *) cfg_f32;
+static _Atomic(const RlxGemmCfgF64 *) cfg_f64;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+
+static int cpu_has(const char *isa)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (strcmp(isa, "avx512") == 0)
+    return __builtin_cpu_supports("avx512f");
+  if (strcmp(isa, "avx2") == 0)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return strcmp(isa, "scalar") == 0;
+}
+
+int rlx_gemm_select_isa(const char *isa)
+{
+  static const struct {
+    const char *name;
+    const RlxGemmCfgF32 *f32;
+    const RlxGemmCfgF64 *f64;
+  } tab[] = {
+    {"avx512", &rlx_gemm_avx512_f32, &rlx_gemm_avx512_f64},
+    {"avx2", &rlx_gemm_avx2_f32, &rlx_gemm_avx2_f64},
+    {"scalar", &rlx_gemm_scalar_f32, &rlx_gemm_scalar_f64},
+  };
+  for (int i = 0; i < 3; i++) {
+    if ((isa && strcmp(isa, tab[i].name) != 0) || !tab[i].f32->kern ||
+        !cpu_has(tab[i].name))
+      continue;
+    atomic_store(&cfg_f32, tab[i].f32);
+    atomic_store(&cfg_f64, tab[i].f64);
+    return RLX_OK;
+  }
+  return RLX_ERR_INVALID;
+}
+
+static void select_best(void)
+{
+  if (!atomic_load(&cfg_f32))
+    rlx_gemm_select_isa(NULL);
+}
+
+const char *rlx_gemm_isa(void)
+{
+  pthread_once(&isa_once, select_best);
+  return atomic_load(&cfg_f32)->name;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+  return (a + b - 1) / b;
+}
+
+/* Best tm x tn = g split of an m x n C (smallest largest region, ties
+   to more column splits). */
+static void split_regions(Grid *gr, int64_t g, int64_t m, int64_t n,
+                          int mr, int nr)
+{
+  int64_t mb = ceil_div(m, mr), nb = ceil_div(n, nr), best = -1;
+  for (int64_t tn = 1; tn <= g; tn++) {
+    int64_t tm = g / tn;
+    if (g % tn || tn > nb || tm > mb)
+      continue;
+    int64_t mt = ceil_div(mb, tm) * mr, nt = ceil_div(nb, tn) * nr;
+    if (best < 0 || mt * nt <= best) {
+      best = mt * nt;
+      *gr = (Grid){tm, tn, mt, nt, 1};
+    }
+  }
+}
+
+static Grid choose_grid(int64_t batch, int64_t m, int64_t n, int64_t k,
+                        int mr, int nr)
+{
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  int64_t threads = rlx_get_num_threads();
+  Grid gr = {1, 1, m, n, 1};
+  if (flops < MIN_TASK_FLOPS)
+    gr.grain = (int64_t)(MIN_TASK_FLOPS / (flops + 1.0)) + 1;
+  if (batch >= threads || flops < 2 * MIN_TASK_FLOPS)
+    return gr;
+  int64_t g = ceil_div(threads, batch);
+  if (flops / (double)g < MIN_TASK_FLOPS)
+    g = (int64_t)(flops / MIN_TASK_FLOPS);
+  if (g > 1)
+    split_regions(&gr, g, m, n, mr, nr);
+  return gr;
+}
+
+#define T float
+#define SFX f32
+#define CFG RlxGemmCfgF32
+#include "runtime/gemm_tmpl.h"
+#undef T
+#undef SFX
+#undef CFG
+
+#define T double
+#define SFX f64
+#define CFG RlxGemmCfgF64
+#include "runtime/gemm_tmpl.h"
+#undef T
+#undef SFX
+#undef CFG
+
+void rlx_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const float *a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                  const float *b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                  float *c, int64_t c_bs, int64_t c_rs, int accumulate)
+{
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    if (!accumulate)
+      zero_c_f32(batch, m, n, c, c_bs, c_rs);
+    return;
+  }
+  pthread_once(&isa_once, select_best);
+  Job_f32 jb = {atomic_load(&cfg_f32), m, n, k, a, a_bs, a_rs, a_cs,
+                b, b_bs, b_rs, b_cs, c, c_bs, c_rs, accumulate,
+                0, 0, 0, 0};
+  run_f32(&jb, batch);
+}
+
+void rlx_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const double *a, int64_t a_bs, int64_t a_rs,
+                  int64_t a_cs, const double *b, int64_t b_bs,
+                  int64_t b_rs, int64_t b_cs, double *c, int64_t c_bs,
+                  int64_t c_rs, int accumulate)
+{
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    if (!accumulate)
+      zero_c_f64(batch, m, n, c, c_bs, c_rs);
+    return;
+  }
+  pthread_once(&isa_once, select_best);
+  Job_f64 jb = {atomic_load(&cfg_f64), m, n, k, a, a_bs, a_rs, a_cs,
+                b, b_bs, b_rs, b_cs, c, c_bs, c_rs, accumulate,
+                0, 0, 0, 0};
+  run_f64(&jb, batch);
+}

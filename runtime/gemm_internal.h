@@ -1,0 +1,58 @@
+/* gemm_internal.h -- micro-kernel interface shared by the GEMM files.
+ *
+ * A micro-kernel computes one MR x NR tile of C from packed panels:
+ *   C(i,j) = (load ? C(i,j) : 0) + sum_{p<kc} ap[p*MR + i] * bp[p*NR + j]
+ * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  Each C element is
+ * accumulated with one fused multiply-add per p, in increasing p order,
+ * in a single accumulator -- so an element's value depends only on the
+ * packed data and kc, never on the tile's position or on the thread.
+ * The packed panels are 64-byte aligned and zero-padded to MR / NR.
+ *
+ * Kernel tables (RlxGemmIsa) are immutable; gemm.c picks one per dtype
+ * at run time from the CPU features.  The ISA-specific files compile to
+ * nothing (and their tables report `ok = 0`) off x86-64.
+ */
+#ifndef RLX_GEMM_INTERNAL_H
+#define RLX_GEMM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void (*RlxKernF32)(int64_t kc, const float *ap, const float *bp,
+                           float *c, int64_t ldc, int load);
+typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
+                           double *c, int64_t ldc, int load);
+
+/* Largest MR and NR of any kernel: sizes the edge-tile buffer. */
+enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
+
+/* Rows of A packed at a time (the packed A block lives in L3). */
+enum { RLX_GEMM_MC = 1008 };
+
+/* One ISA's kernels and cache blocking (in elements).  kc: depth of a
+   packed block; nc: columns of the packed B block (kc x nc stays in
+   L2); mr / nr: the register tile. */
+typedef struct {
+  const char *name;
+  int mr, nr, kc, nc;
+  RlxKernF32 kern;
+} RlxGemmCfgF32;
+
+typedef struct {
+  const char *name;
+  int mr, nr, kc, nc;
+  RlxKernF64 kern;
+} RlxGemmCfgF64;
+
+/* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */
+extern const RlxGemmCfgF32 rlx_gemm_avx512_f32, rlx_gemm_avx2_f32,
+    rlx_gemm_scalar_f32;
+extern const RlxGemmCfgF64 rlx_gemm_avx512_f64, rlx_gemm_avx2_f64,
+    rlx_gemm_scalar_f64;
+
+/* Per-thread scratch of at least `bytes` bytes, 64-byte aligned, owned
+   by the calling thread and reused across calls (freed at thread exit).
+   NULL on allocation failure.  At most one user per thread at a time. */
+void *rlx_thread_scratch(size_t bytes);
+
+#endif

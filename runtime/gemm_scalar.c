@@ -1,0 +1,38 @@
+/* gemm_scalar.c -- portable C GEMM micro-kernels (4x8), the fallback
+ * when the CPU has neither AVX-512F nor AVX2+FMA (or off x86-64).
+ *
+ * Uses fma()/fmaf() so that every step is one fused multiply-add, as
+ * the contract in gemm_internal.h requires; with -O2 on a machine with
+ * hardware FMA these become single instructions.
+ */
+#include <math.h>
+
+#include "runtime/gemm_internal.h"
+
+#define MR 4
+#define NR 8
+
+#define SCALAR_KERNEL(NAME, T, FMA)                                       \
+  static void NAME(int64_t kc, const T *ap, const T *bp, T *c,            \
+                   int64_t ldc, int load)                                 \
+  {                                                                       \
+    T acc[MR][NR];                                                        \
+    for (int i = 0; i < MR; i++)                                          \
+      for (int j = 0; j < NR; j++)                                        \
+        acc[i][j] = load ? c[i * ldc + j] : (T)0;                         \
+    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR)                  \
+      for (int i = 0; i < MR; i++)                                        \
+        for (int j = 0; j < NR; j++)                                      \
+          acc[i][j] = FMA(ap[i], bp[j], acc[i][j]);                       \
+    for (int i = 0; i < MR; i++)                                          \
+      for (int j = 0; j < NR; j++)                                        \
+        c[i * ldc + j] = acc[i][j];                                       \
+  }
+
+SCALAR_KERNEL(kern_f32, float, fmaf)
+SCALAR_KERNEL(kern_f64, double, fma)
+
+const RlxGemmCfgF32 rlx_gemm_scalar_f32 = {"scalar", MR, NR, 256, 512,
+                                           kern_f32};
+const RlxGemmCfgF64 rlx_gemm_scalar_f64 = {"scalar", MR, NR, 256, 512,
+                                           kern_f64};

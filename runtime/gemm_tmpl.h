@@ -1,0 +1,244 @@
+/* gemm_tmpl.h -- the blocked, packed GEMM driver, instantiated by gemm.c
+ * once per real dtype.  Before including, define T (element type), SFX
+ * (name suffix: f32 / f64) and CFG (RlxGemmCfgF32 / RlxGemmCfgF64).
+ *
+ * Structure (GotoBLAS / BLIS with the roles of the loops swapped, so the
+ * packed A micro-panel stays in L1 and the packed B block in L2):
+ *   for each thread region of C (rows [m0,m1) x cols [n0,n1)):
+ *     for ic step MC (RLX_GEMM_MC rows):  for pc step KC:
+ *       pack A(ic:ic+mc, pc:pc+kc) into MR-row panels         (L3)
+ *       for jc step NC:
+ *         pack B(pc:pc+kc, jc:jc+nc) into NR-column panels    (L2)
+ *         for ir step MR (one A panel, L1):  for jr step NR:
+ *           micro-kernel on the MR x NR tile of C
+ * so A and B are each packed about once per element (B once per MC
+ * rows).
+ * Partial tiles go through an MR x NR buffer and the same kernel.
+ * Determinism: K is never split across threads, and every C element is
+ * accumulated in increasing p order in one accumulator (KC blocks in
+ * order, C carried through memory between blocks), whatever the region
+ * and tile it falls in -- so results do not depend on the thread count.
+ */
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SFX)
+
+typedef struct {
+  const CFG *cfg;
+  int64_t m, n, k;
+  const T *a;
+  int64_t a_bs, a_rs, a_cs;
+  const T *b;
+  int64_t b_bs, b_rs, b_cs;
+  T *c;
+  int64_t c_bs, c_rs;
+  int acc;
+  int64_t tm, tn; /* region grid per batch element */
+  int64_t mt, nt; /* rows / cols per region */
+} FN(Job_);
+
+/* Pack rows [0,mr) x cols [0,kc) of A (element (i,p) at a[i*rs+p*cs])
+   as ap[p*MR + i], zero-padding rows mr..MR-1. */
+static void FN(pack_a_)(const T *a, int64_t rs, int64_t cs, int mr,
+                        int64_t kc, int MR, T *ap)
+{
+  for (int64_t p = 0; p < kc; p++)
+    for (int i = 0; i < mr; i++)
+      ap[p * MR + i] = a[i * rs + p * cs];
+  for (int64_t p = 0; p < kc && mr < MR; p++)
+    for (int i = mr; i < MR; i++)
+      ap[p * MR + i] = 0;
+}
+
+/* Pack one panel: rows [0,kc) x cols [0,nr) of B as bp[p*NR + j]. */
+static void FN(pack_b_panel_)(const T *b, int64_t rs, int64_t cs, int nr,
+                              int64_t kc, int NR, T *bp)
+{
+  if (cs == 1) {
+    for (int64_t p = 0; p < kc; p++)
+      for (int j = 0; j < nr; j++)
+        bp[p * NR + j] = b[p * rs + j];
+  } else if (rs == 1) {
+    for (int j = 0; j < nr; j++)
+      for (int64_t p = 0; p < kc; p++)
+        bp[p * NR + j] = b[j * cs + p];
+  } else {
+    for (int64_t p = 0; p < kc; p++)
+      for (int j = 0; j < nr; j++)
+        bp[p * NR + j] = b[p * rs + j * cs];
+  }
+  for (int64_t p = 0; p < kc && nr < NR; p++)
+    for (int j = nr; j < NR; j++)
+      bp[p * NR + j] = 0;
+}
+
+/* Pack a kc x nc block of B into consecutive NR-column panels.  With
+   unit column stride, rows are read whole (sequential streams). */
+static void FN(pack_b_)(const T *b, int64_t rs, int64_t cs, int64_t nc,
+                        int64_t kc, int NR, T *bp)
+{
+  int64_t full = nc / NR * NR;
+  if (cs == 1) {
+    for (int64_t p = 0; p < kc; p++)
+      for (int64_t jr = 0; jr < full; jr += NR)
+        memcpy(bp + jr * kc + p * NR, b + p * rs + jr, NR * sizeof(T));
+  } else {
+    for (int64_t jr = 0; jr < full; jr += NR)
+      FN(pack_b_panel_)(b + jr * cs, rs, cs, NR, kc, NR, bp + jr * kc);
+  }
+  if (full < nc)
+    FN(pack_b_panel_)(b + full * cs, rs, cs, (int)(nc - full), kc, NR,
+                      bp + full * kc);
+}
+
+/* One tile of C with mr <= MR rows and nr <= NR columns. */
+static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
+                      T *c, int64_t ldc, int mr, int nr, int load)
+{
+  if (mr == cfg->mr && nr == cfg->nr) {
+    cfg->kern(kc, ap, bp, c, ldc, load);
+    return;
+  }
+  _Alignas(64) T tmp[RLX_MR_MAX * RLX_NR_MAX];
+  int NR = cfg->nr;
+  for (int i = 0; i < cfg->mr * NR; i++)
+    tmp[i] = 0;
+  for (int i = 0; i < mr && load; i++)
+    for (int j = 0; j < nr; j++)
+      tmp[i * NR + j] = c[i * ldc + j];
+  cfg->kern(kc, ap, bp, tmp, NR, 1);
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      c[i * ldc + j] = tmp[i * NR + j];
+}
+
+/* Pack rows [m0,m1) x kc of A into consecutive MR-row panels. */
+static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
+                              int64_t m1, int64_t kc, T *ap)
+{
+  int MR = jb->cfg->mr;
+  for (int64_t ic = m0; ic < m1; ic += MR) {
+    int mr = m1 - ic < MR ? (int)(m1 - ic) : MR;
+    FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
+                ap + (ic - m0) * kc);
+  }
+}
+
+/* The packed rows [m0,m1) x kc (ap) times the packed kc x nc block bp,
+   into C (c points at row 0, column jc). */
+static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
+                       int64_t kc, int64_t nc, const T *ap, const T *bp,
+                       T *c, int load)
+{
+  const CFG *cfg = jb->cfg;
+  for (int64_t ic = m0; ic < m1; ic += cfg->mr) {
+    int mr = m1 - ic < cfg->mr ? (int)(m1 - ic) : cfg->mr;
+    const T *apan = ap + (ic - m0) * kc;
+    for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
+      int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
+      FN(tile_)(cfg, kc, apan, bp + jr * kc, c + ic * jb->c_rs + jr,
+                jb->c_rs, mr, nr, load);
+    }
+  }
+}
+
+/* Unpacked fallback when the packing buffer cannot be allocated. */
+static void FN(naive_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
+                       int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+  for (int64_t i = m0; i < m1; i++)
+    for (int64_t j = n0; j < n1; j++) {
+      T s = jb->acc ? c[i * jb->c_rs + j] : 0;
+      for (int64_t p = 0; p < jb->k; p++)
+        s += a[i * jb->a_rs + p * jb->a_cs] * b[p * jb->b_rs + j * jb->b_cs];
+      c[i * jb->c_rs + j] = s;
+    }
+}
+
+/* Packing buffer: the B block, then an A block of up to MC rows. */
+static int64_t FN(bsize_)(const CFG *cfg)
+{
+  return cfg->kc * ((cfg->nc + cfg->nr - 1) / cfg->nr * cfg->nr);
+}
+
+static int64_t FN(asize_)(const CFG *cfg)
+{
+  return cfg->kc * ((RLX_GEMM_MC + cfg->mr - 1) / cfg->mr * cfg->mr);
+}
+
+/* Rows [m0,m1) (at most MC) times B columns [n0,n1), all of K. */
+static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
+                      int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                      T *bp)
+{
+  const CFG *cfg = jb->cfg;
+  T *ap = bp + FN(bsize_)(cfg);
+  for (int64_t pc = 0; pc < jb->k; pc += cfg->kc) {
+    int64_t kc = jb->k - pc < cfg->kc ? jb->k - pc : cfg->kc;
+    FN(pack_a_block_)(jb, a + pc * jb->a_cs, m0, m1, kc, ap);
+    for (int64_t jc = n0; jc < n1; jc += cfg->nc) {
+      int64_t nc = n1 - jc < cfg->nc ? n1 - jc : cfg->nc;
+      FN(pack_b_)(b + pc * jb->b_rs + jc * jb->b_cs, jb->b_rs, jb->b_cs,
+                  nc, kc, cfg->nr, bp);
+      FN(macro_)(jb, m0, m1, kc, nc, ap, bp, c + jc, jb->acc || pc > 0);
+    }
+  }
+}
+
+/* C region rows [m0,m1) x cols [n0,n1) of one batch element. */
+static void FN(region_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
+                        int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+  const CFG *cfg = jb->cfg;
+  size_t elems = (size_t)(FN(bsize_)(cfg) + FN(asize_)(cfg));
+  T *bp = rlx_thread_scratch(elems * sizeof(T));
+  if (!bp) {
+    FN(naive_)(jb, a, b, c, m0, m1, n0, n1);
+    return;
+  }
+  for (int64_t ic = m0; ic < m1; ic += RLX_GEMM_MC) {
+    int64_t ie = m1 - ic < RLX_GEMM_MC ? m1 : ic + RLX_GEMM_MC;
+    FN(rows_)(jb, a, b, c, ic, ie, n0, n1, bp);
+  }
+}
+
+static void FN(task_)(void *ctx, int64_t begin, int64_t end)
+{
+  const FN(Job_) *jb = ctx;
+  int64_t per = jb->tm * jb->tn;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t bi = t / per, im = t % per / jb->tn, in = t % per % jb->tn;
+    int64_t m0 = im * jb->mt, n0 = in * jb->nt;
+    int64_t m1 = m0 + jb->mt < jb->m ? m0 + jb->mt : jb->m;
+    int64_t n1 = n0 + jb->nt < jb->n ? n0 + jb->nt : jb->n;
+    if (m0 >= m1 || n0 >= n1)
+      continue;
+    FN(region_)(jb, jb->a + bi * jb->a_bs, jb->b + bi * jb->b_bs,
+                jb->c + bi * jb->c_bs, m0, m1, n0, n1);
+  }
+}
+
+/* k == 0: C = 0 unless accumulating. */
+static void FN(zero_c_)(int64_t batch, int64_t m, int64_t n, T *c,
+                        int64_t c_bs, int64_t c_rs)
+{
+  for (int64_t bi = 0; bi < batch; bi++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        c[bi * c_bs + i * c_rs + j] = 0;
+}
+
+static void FN(run_)(FN(Job_) *jb, int64_t batch)
+{
+  const CFG *cfg = jb->cfg;
+  Grid g = choose_grid(batch, jb->m, jb->n, jb->k, cfg->mr, cfg->nr);
+  jb->tm = g.tm;
+  jb->tn = g.tn;
+  jb->mt = g.mt;
+  jb->nt = g.nt;
+  rlx_parallel_for(batch * g.tm * g.tn, g.grain, FN(task_), jb);
+}
+
+#undef FN
+#undef CAT
+#undef CAT_

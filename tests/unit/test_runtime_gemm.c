@@ -1,0 +1,253 @@
+/* test_runtime_gemm.c -- CUnit tests of rlx_gemm_f32 / _f64 / _c64.
+ *
+ * Every case is compared with a naive reference accumulated in double
+ * (long double sums for f64).  Tolerance per element:
+ *   |c - ref| <= 4 * (k + 2) * eps * (sum_p |a_ip||b_pj| + |c0_ij|) + tiny
+ * i.e. a few times the standard error bound of a length-k dot product
+ * (eps = FLT_EPSILON / DBL_EPSILON).  Cases cover 1x1, 1xN, Nx1, primes,
+ * sizes just below / at / above every register and cache block (MR 4..14,
+ * NR 8..32, KC 256/384, NC 512..1024, MC 1008), transposed and strided
+ * operands, batch-stride-0 broadcasting, accumulate, k = 0, padding of C
+ * rows left untouched, and bit-identical results for 1..4 threads.  The
+ * whole suite runs for every kernel ISA this CPU supports.
+ */
+#include <CUnit/Basic.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+enum { PAD = 3 };
+static const float SENTINEL = 12345.0f;
+
+typedef struct {
+  int64_t batch, m, n, k;
+  int ta, tb;        /* operand stored transposed */
+  int a_bcast, b_bcast;
+  int acc;
+} Case;
+
+static double rnd(void)
+{
+  return (double)rand() / RAND_MAX * 2.0 - 1.0;
+}
+
+/* Strides of an m x k operand stored row-major (or transposed). */
+static void strides(int64_t rows, int64_t cols, int trans, int bcast,
+                    int64_t *bs, int64_t *rs, int64_t *cs)
+{
+  *rs = trans ? 1 : cols + 1;   /* + 1: a non-dense leading dimension */
+  *cs = trans ? rows + 2 : 1;
+  *bs = bcast ? 0 : rows * cols + rows * 2 + cols + 5;
+}
+
+#define DEFINE_CHECK(SFX, T, EPS, ACC_T)                                  \
+  static int check_##SFX(Case cs)                                         \
+  {                                                                       \
+    int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs;                           \
+    strides(cs.m, cs.k, cs.ta, cs.a_bcast, &a_bs, &a_rs, &a_cs);          \
+    strides(cs.k, cs.n, cs.tb, cs.b_bcast, &b_bs, &b_rs, &b_cs);          \
+    int64_t c_rs = cs.n + PAD, c_bs = cs.m * c_rs;                        \
+    size_t alen = (size_t)(a_bs * cs.batch + (cs.m + 2) * (cs.k + 2));    \
+    size_t blen = (size_t)(b_bs * cs.batch + (cs.k + 2) * (cs.n + 2));    \
+    size_t clen = (size_t)(c_bs * cs.batch);                              \
+    T *a = malloc(alen * sizeof(T)), *b = malloc(blen * sizeof(T));       \
+    T *c = malloc(clen * sizeof(T)), *c0 = malloc(clen * sizeof(T));      \
+    for (size_t i = 0; i < alen; i++)                                     \
+      a[i] = (T)rnd();                                                    \
+    for (size_t i = 0; i < blen; i++)                                     \
+      b[i] = (T)rnd();                                                    \
+    for (size_t i = 0; i < clen; i++)                                     \
+      c[i] = c0[i] = (i % c_rs) >= (size_t)cs.n ? SENTINEL : (T)rnd();    \
+    rlx_gemm_##SFX(cs.batch, cs.m, cs.n, cs.k, a, a_bs, a_rs, a_cs, b,    \
+                   b_bs, b_rs, b_cs, c, c_bs, c_rs, cs.acc);              \
+    int ok = 1;                                                           \
+    for (int64_t bi = 0; bi < cs.batch; bi++)                             \
+      for (int64_t i = 0; i < cs.m; i++)                                  \
+        for (int64_t j = 0; j < cs.n + PAD; j++) {                        \
+          size_t ci = (size_t)(bi * c_bs + i * c_rs + j);                 \
+          if (j >= cs.n) {                                                \
+            ok &= c[ci] == SENTINEL;                                      \
+            continue;                                                     \
+          }                                                               \
+          ACC_T ref = cs.acc ? c0[ci] : 0, mag = cs.acc ? fabs(c0[ci]) : 0;\
+          for (int64_t p = 0; p < cs.k; p++) {                            \
+            ACC_T x = a[bi * a_bs + i * a_rs + p * a_cs];                 \
+            ACC_T y = b[bi * b_bs + p * b_rs + j * b_cs];                 \
+            ref += x * y;                                                 \
+            mag += fabs((double)(x * y));                                 \
+          }                                                               \
+          double tol = 4.0 * (cs.k + 2) * EPS * mag + 1e-30;              \
+          ok &= fabs((double)(c[ci] - ref)) <= tol;                       \
+        }                                                                 \
+    free(a), free(b), free(c), free(c0);                                  \
+    return ok;                                                            \
+  }
+
+DEFINE_CHECK(f32, float, FLT_EPSILON, double)
+DEFINE_CHECK(f64, double, DBL_EPSILON, long double)
+
+static const Case shapes[] = {
+  {1, 1, 1, 1, 0, 0, 0, 0, 0},     {1, 1, 1, 1, 0, 0, 0, 0, 1},
+  {1, 1, 37, 5, 0, 0, 0, 0, 0},    {1, 37, 1, 5, 0, 0, 0, 0, 0},
+  {1, 1, 1, 300, 0, 0, 0, 0, 0},   {1, 7, 13, 17, 0, 0, 0, 0, 0},
+  {1, 97, 101, 103, 0, 0, 0, 0, 0}, {1, 13, 31, 255, 0, 0, 0, 0, 0},
+  {1, 14, 32, 256, 0, 0, 0, 0, 0}, {1, 15, 33, 257, 0, 0, 0, 0, 0},
+  {1, 29, 65, 383, 0, 0, 0, 0, 0}, {1, 28, 64, 384, 0, 0, 0, 0, 1},
+  {1, 43, 17, 385, 0, 0, 0, 0, 0}, {1, 5, 511, 769, 0, 0, 0, 0, 0},
+  {1, 9, 513, 9, 0, 0, 0, 0, 0},   {1, 3, 1025, 7, 0, 0, 0, 0, 0},
+  {1, 1009, 3, 5, 0, 0, 0, 0, 0},  {1, 2017, 2, 3, 0, 0, 0, 0, 1},
+  {1, 61, 67, 71, 1, 0, 0, 0, 0},  {1, 61, 67, 71, 0, 1, 0, 0, 0},
+  {1, 61, 67, 71, 1, 1, 0, 0, 1},  {1, 30, 770, 400, 1, 1, 0, 0, 0},
+  {3, 19, 23, 29, 0, 0, 1, 0, 0},  {4, 19, 23, 29, 0, 0, 0, 1, 1},
+  {5, 33, 40, 50, 1, 0, 0, 0, 0},  {2, 150, 260, 390, 0, 1, 1, 0, 0},
+  {1, 0, 5, 5, 0, 0, 0, 0, 0},     {1, 5, 0, 5, 0, 0, 0, 0, 0},
+};
+
+static void run_shapes(int f64)
+{
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    int ok = f64 ? check_f64(shapes[i]) : check_f32(shapes[i]);
+    if (!ok)
+      fprintf(stderr, "\n  %s isa=%s case %zu failed\n",
+              f64 ? "f64" : "f32", rlx_gemm_isa(), i);
+    CU_ASSERT(ok);
+  }
+}
+
+static const char *const isas[] = {"avx512", "avx2", "scalar"};
+
+static void test_shapes_f32(void)
+{
+  for (int t = 1; t <= 2; t++)
+    for (int i = 0; i < 3; i++)
+      if (rlx_gemm_select_isa(isas[i]) == RLX_OK) {
+        rlx_set_num_threads(t);
+        run_shapes(0);
+      }
+  rlx_gemm_select_isa(NULL);
+  rlx_set_num_threads(0);
+}
+
+static void test_shapes_f64(void)
+{
+  for (int t = 1; t <= 2; t++)
+    for (int i = 0; i < 3; i++)
+      if (rlx_gemm_select_isa(isas[i]) == RLX_OK) {
+        rlx_set_num_threads(t);
+        run_shapes(1);
+      }
+  rlx_gemm_select_isa(NULL);
+  rlx_set_num_threads(0);
+}
+
+static void test_k_zero(void)
+{
+  float a[4] = {1, 2, 3, 4}, c[6] = {1, 2, 3, 4, 5, 6};
+  rlx_gemm_f32(1, 2, 3, 0, a, 0, 0, 1, a, 0, 3, 1, c, 0, 3, 1);
+  CU_ASSERT(c[0] == 1 && c[5] == 6);
+  rlx_gemm_f32(1, 2, 3, 0, a, 0, 0, 1, a, 0, 3, 1, c, 0, 3, 0);
+  for (int i = 0; i < 6; i++)
+    CU_ASSERT(c[i] == 0);
+  double d[2] = {7, 8};
+  rlx_gemm_f64(2, 1, 1, 0, NULL, 0, 0, 1, NULL, 0, 0, 1, d, 1, 1, 0);
+  CU_ASSERT(d[0] == 0 && d[1] == 0);
+}
+
+/* Same inputs, 1..4 threads (and batch splits): identical bits. */
+static void determinism_case(int64_t batch, int64_t m, int64_t n,
+                             int64_t k)
+{
+  size_t al = (size_t)(batch * m * k), bl = (size_t)(batch * k * n);
+  size_t cl = (size_t)(batch * m * n);
+  float *a = malloc(al * 4), *b = malloc(bl * 4);
+  float *c1 = malloc(cl * 4), *c2 = malloc(cl * 4);
+  for (size_t i = 0; i < al; i++)
+    a[i] = (float)rnd();
+  for (size_t i = 0; i < bl; i++)
+    b[i] = (float)rnd();
+  for (int t = 1; t <= 4; t++) {
+    float *c = t == 1 ? c1 : c2;
+    rlx_set_num_threads(t);
+    rlx_gemm_f32(batch, m, n, k, a, m * k, k, 1, b, k * n, n, 1, c, m * n,
+                 n, 0);
+    if (t > 1)
+      CU_ASSERT(memcmp(c1, c2, cl * 4) == 0);
+  }
+  rlx_set_num_threads(0);
+  free(a), free(b), free(c1), free(c2);
+}
+
+static void test_determinism(void)
+{
+  determinism_case(1, 200, 300, 800);
+  determinism_case(1, 33, 1100, 390);
+  determinism_case(1, 1500, 40, 300);
+  determinism_case(3, 70, 90, 500);
+  determinism_case(7, 5, 9, 11);
+}
+
+/* Complex: reference in double, interleaved (re, im). */
+static void test_c64(void)
+{
+  int64_t m = 13, n = 21, k = 17;
+  float *a = malloc(2 * m * k * 4), *b = malloc(2 * k * n * 4);
+  float *c = malloc(2 * m * n * 4), *c0 = malloc(2 * m * n * 4);
+  for (int64_t i = 0; i < 2 * m * k; i++)
+    a[i] = (float)rnd();
+  for (int64_t i = 0; i < 2 * k * n; i++)
+    b[i] = (float)rnd();
+  for (int64_t i = 0; i < 2 * m * n; i++)
+    c[i] = c0[i] = (float)rnd();
+  for (int acc = 0; acc < 2; acc++) {
+    memcpy(c, c0, 2 * m * n * 4);
+    /* B read transposed: B(p,j) at b[j*k + p]. */
+    rlx_gemm_c64(1, m, n, k, a, 0, k, 1, b, 0, 1, k, c, 0, n, acc);
+    int ok = 1;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double re = acc ? c0[2 * (i * n + j)] : 0;
+        double im = acc ? c0[2 * (i * n + j) + 1] : 0;
+        for (int64_t p = 0; p < k; p++) {
+          double ar = a[2 * (i * k + p)], ai = a[2 * (i * k + p) + 1];
+          double br = b[2 * (j * k + p)], bi = b[2 * (j * k + p) + 1];
+          re += ar * br - ai * bi;
+          im += ar * bi + ai * br;
+        }
+        ok &= fabs(c[2 * (i * n + j)] - re) < 1e-4;
+        ok &= fabs(c[2 * (i * n + j) + 1] - im) < 1e-4;
+      }
+    CU_ASSERT(ok);
+  }
+  free(a), free(b), free(c), free(c0);
+}
+
+static void test_isa_select(void)
+{
+  CU_ASSERT(rlx_gemm_select_isa("scalar") == RLX_OK);
+  CU_ASSERT_STRING_EQUAL(rlx_gemm_isa(), "scalar");
+  CU_ASSERT(rlx_gemm_select_isa("no-such-isa") == RLX_ERR_INVALID);
+  CU_ASSERT_STRING_EQUAL(rlx_gemm_isa(), "scalar");
+  CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+}
+
+int main(void)
+{
+  srand(12345);
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("runtime_gemm", NULL, NULL);
+  CU_add_test(s, "shapes_f32", test_shapes_f32);
+  CU_add_test(s, "shapes_f64", test_shapes_f64);
+  CU_add_test(s, "k_zero", test_k_zero);
+  CU_add_test(s, "determinism", test_determinism);
+  CU_add_test(s, "c64", test_c64);
+  CU_add_test(s, "isa_select", test_isa_select);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned fails = CU_get_number_of_failures();
+  CU_cleanup_registry();
+  return fails != 0;
+}
