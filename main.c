@@ -315,7 +315,10 @@ static void list_ops_md(void) {
     md_attrs(oi->attr_spec);
     printf(" | ");
     md_flags(oi->flags);
-    printf(" | %s |\n", oi->math);
+    printf(" | ");
+    for (const char *m = oi->math; *m; m++)
+      printf(*m == '|' ? "\\|" : "%c", *m);
+    puts(" |");
   }
   static const char *const kinds[] = {"int", "int list", "float", "bool",
                                       "dtype", "enum", "graph"};

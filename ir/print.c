@@ -293,7 +293,7 @@ static void print_const_body(FILE *f, const Node *n) {
     fputs(" <no data>", f);
     return;
   }
-  if (n->splat) {
+  if (n->splat || n->type.rank == 0) {
     fmt_elem(buf, sizeof buf, n, 0);
     fprintf(f, " %s", buf);
     return;
