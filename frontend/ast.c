@@ -126,7 +126,11 @@ FeExpr *fe_ast_call_arg(FeState *s, FeExpr *call, FeExpr *operand,
   FeArg *a = &call->args[call->nargs++];
   a->attr = attr;
   a->operand = operand;
-  if (val) a->val = *val;
+  if (val) {
+    FeVal *v = arena_alloc(s->c->arena, sizeof *v);
+    *v = *val;
+    a->val = v;
+  }
   a->loc = loc;
   return call;
 }
@@ -134,7 +138,9 @@ FeExpr *fe_ast_call_arg(FeState *s, FeExpr *call, FeExpr *operand,
 FeExpr *fe_ast_const(FeState *s, FeType *t, const FeVal *lit, Loc loc) {
   FeExpr *e = new_expr(s, FX_CONST, loc);
   e->type = t;
-  e->lit = *lit;
+  FeVal *v = arena_alloc(s->c->arena, sizeof *v);
+  *v = *lit;
+  e->lit = v;
   return e;
 }
 

@@ -152,7 +152,7 @@ static bool build_attrs(FeBuild *b, Op op, const FeExpr *e, Attr *attrs,
     seen[id] = a->loc;
     Attr *out = &attrs[*n];
     *out = (Attr){.id = id, .kind = attr_kind(id), .loc = a->loc};
-    if (attr_value(b, &a->val, out)) (*n)++;
+    if (attr_value(b, a->val, out)) (*n)++;
     else ok = false;
   }
   return ok;
@@ -223,12 +223,15 @@ static Node *build_call(FeBuild *b, const FeExpr *e) {
   int nin = 0, nattr = 0;
   for (int i = 0; i < e->nargs; i++)
     if (!e->args[i].attr) nin++;
+  int given = e->nargs - nin;
   Node **in = arena_alloc(b->c->arena, sizeof(Node *) * (size_t)(nin + 1));
   bool ok = build_operands(b, op, e, in, nin);
   if (op == OP_COUNT) return NULL;
-  Attr *attrs = arena_alloc(b->c->arena,
-                            sizeof(Attr) * (size_t)(e->nargs + 1));
-  if (!build_attrs(b, op, e, attrs, &nattr) || !ok) return NULL;
+  Attr *attrs = given ? arena_alloc(b->c->arena,
+                                    sizeof(Attr) * (size_t)given)
+                      : NULL;
+  if (given && !build_attrs(b, op, e, attrs, &nattr)) ok = false;
+  if (!ok) return NULL;
   Node *n = ir_node_new(b->c, b->g, op, in, nin, e->loc);
   for (int i = 0; i < nattr; i++) {
     Attr *a = ir_attr_set(b->c, n, attrs[i].id, attrs[i].kind);

@@ -74,7 +74,7 @@ typedef struct FeExpr FeExpr;
 typedef struct {
   const char *attr; /* NULL: an operand */
   FeExpr *operand;
-  FeVal val;
+  const FeVal *val; /* attributes only */
   Loc loc;          /* operand start or attribute name */
 } FeArg;
 
@@ -86,7 +86,7 @@ struct FeExpr {
   int nargs, cap;     /* FX_CALL */
   FeArg *args;
   FeType *type;       /* FX_CONST */
-  FeVal lit;          /* FX_CONST: FV_SCALAR or FV_LIST */
+  const FeVal *lit;   /* FX_CONST: FV_SCALAR or FV_LIST */
 };
 
 /* ---- statements and graphs ---- */

@@ -167,14 +167,14 @@ static bool const_list(Ctx *c, const FeList *l, const Type *t,
 Node *fe_build_const(FeBuild *b, const FeExpr *e) {
   Type t;
   if (!fe_build_type(b->c, e->type, &t)) return NULL;
-  if (e->lit.kind == FV_SCALAR) {
+  if (e->lit->kind == FV_SCALAR) {
     unsigned char buf[16];
-    if (!fe_store_scalar(b->c, &e->lit.s, t.dt, buf)) return NULL;
+    if (!fe_store_scalar(b->c, &e->lit->s, t.dt, buf)) return NULL;
     return ir_const_new(b->c, b->g, t, buf, true, e->loc);
   }
   void *data = NULL;
-  if (e->lit.list->n == (t.dt == DT_C64 ? 2 : 1) * type_numel(&t))
+  if (e->lit->list->n == (t.dt == DT_C64 ? 2 : 1) * type_numel(&t))
     data = arena_alloc(b->c->arena, (size_t)type_bytes(&t) + 1);
-  if (!const_list(b->c, e->lit.list, &t, data)) return NULL;
+  if (!const_list(b->c, e->lit->list, &t, data)) return NULL;
   return ir_const_new(b->c, b->g, t, data, false, e->loc);
 }
