@@ -242,6 +242,9 @@ bool sh_ints_attr(Ctx *c, const Node *n, AttrId id, int k, int64_t lo,
     return sh_err(c, n, "%s must have %d entries, got %d", attr_name(id),
                   k, m);
   for (int i = 0; i < k; i++) {
+    if ((v[i] < lo || v[i] > hi) && hi >= RLX_MAX_ELEMS)
+      return sh_err(c, n, "%s[%d] must be >= %lld, got %lld",
+                    attr_name(id), i, (long long)lo, (long long)v[i]);
     if (v[i] < lo || v[i] > hi)
       return sh_err(c, n, "%s[%d] must be in [%lld, %lld], got %lld",
                     attr_name(id), i, (long long)lo, (long long)hi,
