@@ -23,21 +23,21 @@ typedef struct {
 
 static ShFix F;
 
-static int sh_setup(void) {
+static inline int sh_setup(void) {
   F.c = ctx_new("test.rlx", NULL, 0);
   F.m = ir_module_new(F.c);
   F.g = ir_graph_new(F.c, F.m, "main", (Loc){1, 1});
   return 0;
 }
 
-static int sh_teardown(void) {
+static inline int sh_teardown(void) {
   ctx_free(F.c);
   memset(&F, 0, sizeof F);
   return 0;
 }
 
 /* "f32[2, 3]" -> Type (test input: aborts on a malformed string). */
-static Type ty(const char *s) {
+static inline Type ty(const char *s) {
   char name[8];
   size_t k = strcspn(s, "[");
   if (k >= sizeof name) abort();
@@ -69,7 +69,8 @@ static Node *mk(Op op, Node *const *in, int nin) {
   mk(OP_##op, (Node *[]){__VA_ARGS__},                           \
      (int)(sizeof((Node *[]){__VA_ARGS__}) / sizeof(Node *)))
 
-static void set_ints(Node *n, AttrId id, int k, const int64_t *v) {
+static inline void set_ints(Node *n, AttrId id, int k,
+                            const int64_t *v) {
   ir_attr_set_ints(F.c, n, id, v, k);
 }
 #define INTS(n, id, ...)                                           \
@@ -88,7 +89,7 @@ static const char *last_msg(void) {
   return d ? d->msg : "";
 }
 
-static void check_ok(Node *n, const char *want, int line) {
+static inline void check_ok(Node *n, const char *want, int line) {
   int before = F.c->nerrors;
   bool ok = shape_infer(F.c, n);
   char buf[160];
@@ -100,7 +101,7 @@ static void check_ok(Node *n, const char *want, int line) {
   CU_ASSERT(ok && !strcmp(buf, want) && F.c->nerrors == before);
 }
 
-static void check_bad(Node *n, const char *sub, int line) {
+static inline void check_bad(Node *n, const char *sub, int line) {
   int before = F.c->nerrors;
   bool ok = shape_infer(F.c, n);
   const char *m = F.c->nerrors == before + 1 ? last_msg() : "";
@@ -118,7 +119,7 @@ static void check_bad(Node *n, const char *sub, int line) {
 
 /* Register tests[] (NULL-terminated) as one suite and run it. */
 typedef struct { const char *name; void (*fn)(void); } ShTest;
-static int sh_run(const char *suite, const ShTest *tests) {
+static inline int sh_run(const char *suite, const ShTest *tests) {
   if (CU_initialize_registry() != CUE_SUCCESS) return 1;
   CU_pSuite s = CU_add_suite(suite, NULL, NULL);
   for (const ShTest *t = tests; t->name; t++)
