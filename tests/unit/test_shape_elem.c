@@ -44,6 +44,26 @@ SH_TEST(t_unary) {
   BAD(MK(NEG, IN_("bool[2]")), "neg: operand must be numeric, got bool");
 }
 
+/* Every op of the unary/binary/compare rows, straight from the table. */
+SH_TEST(t_table_rows) {
+  Node *x = IN_("f32[2, 3]"), *y = IN_("f32[3]");
+  for (int op = 0; op < OP_COUNT; op++) {
+    if (op_has((Op)op, OPF_COMPARE)) {
+      OK(mk((Op)op, (Node *[]){x, y}, 2), "bool[2, 3]");
+    } else if (op_has((Op)op, OPF_BINARY)) {
+      OK(mk((Op)op, (Node *[]){x, y}, 2), "f32[2, 3]");
+    } else if (op_has((Op)op, OPF_UNARY)) {
+      OK(mk((Op)op, &x, 1), "f32[2, 3]");
+      BAD(mk((Op)op, (Node *[]){x, x}, 2), "expected 1 operand, got 2");
+    }
+  }
+  Node *p = ir_arg_new(F.c, F.g, OP_PARAM, "w", ty("f64[4]"), (Loc){3, 1});
+  CU_ASSERT(shape_infer(F.c, p) && p->type.dt == DT_F64);
+  float one = 1;
+  Node *k = ir_const_new(F.c, F.g, ty("f32[]"), &one, false, (Loc){4, 1});
+  CU_ASSERT(shape_infer(F.c, k) && k->type.rank == 0);
+}
+
 SH_TEST(t_binary) {
   OK(MK(ADD, IN_("f32[64, 10]"), IN_("f32[10]")), "f32[64, 10]");
   OK(MK(MUL, IN_("f32[3, 1, 5]"), IN_("f32[4, 1]")), "f32[3, 4, 5]");
@@ -206,7 +226,8 @@ SH_TEST(t_limits) {
 
 int main(void) {
   static const ShTest tests[] = {
-      {"generic", t_generic}, {"unary", t_unary}, {"binary", t_binary},
+      {"generic", t_generic}, {"table_rows", t_table_rows},
+      {"unary", t_unary}, {"binary", t_binary},
       {"compare_where_cast", t_compare_where_cast}, {"matmul", t_matmul},
       {"reduce", t_reduce}, {"softmax_cumsum_topk", t_softmax_cumsum_topk},
       {"limits", t_limits}, {NULL, NULL}};
