@@ -134,6 +134,26 @@ static void bench_size(Bench *bn, Size s, int threads)
   rlx_free(c);
 }
 
+/* Spin up both pools and the clocks before the first measurement. */
+static void warm_up(Bench *bn, int threads)
+{
+  Size s = {256, 256, 256};
+  void *a = random_buf(256 * 256, bn->f64);
+  bn->a32 = bn->b32 = bn->c32 = a;
+  bn->a64 = bn->b64 = bn->c64 = a;
+  float *c = rlx_alloc(256 * 256 * 8);
+  bn->c32 = c;
+  bn->c64 = (double *)c;
+  rlx_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  for (double t0 = now(); now() - t0 < 0.5;) {
+    run_rlx(bn, s);
+    run_blas(bn, s);
+  }
+  rlx_free(a);
+  rlx_free(c);
+}
+
 int main(int argc, char **argv)
 {
   Bench bn = {0, 0.5, 0, 0, 0, 0, 0, 0};
@@ -161,6 +181,7 @@ int main(int argc, char **argv)
   for (int t = 1; t <= 2; t++) {
     if (threads && t != threads)
       continue;
+    warm_up(&bn, t);
     for (int i = 0; i < nsizes; i++)
       bench_size(&bn, sizes[i], t);
   }

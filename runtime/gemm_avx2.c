@@ -67,10 +67,10 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 }
 
 const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", MR, 16, 256, 1024,
-                                         kern_f32};
+                                         kern_f32, 0, 0};
 const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", MR, 8, 256, 512,
-                                         kern_f64};
+                                         kern_f64, 0, 0};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", 1, 1, 1, 1, 0};
-const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", 1, 1, 1, 1, 0};
+const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", 1, 1, 1, 1, 0, 0, 0};
+const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", 1, 1, 1, 1, 0, 0, 0};
 #endif

@@ -50,6 +50,73 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
   }
 }
 
+/* In-register transpose: r[i] lane j <-> r[j] lane i (16 x 16). */
+TGT static inline void transpose16(__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 4; g++) {
+    __m512d t0 = _mm512_castps_pd(t[4 * g]);
+    __m512d t1 = _mm512_castps_pd(t[4 * g + 1]);
+    __m512d t2 = _mm512_castps_pd(t[4 * g + 2]);
+    __m512d t3 = _mm512_castps_pd(t[4 * g + 3]);
+    r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  /* Now r[4g + c], 128-bit lane L, holds rows 4g..4g+3 of column
+     4L + c; gather the four row groups of each column. */
+  for (int c = 0; c < 4; c++) {
+    __m512 a0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+    __m512 a1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+    __m512 a2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+    __m512 a3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+    t[c] = _mm512_shuffle_f32x4(a0, a2, 0x88);
+    t[8 + c] = _mm512_shuffle_f32x4(a0, a2, 0xDD);
+    t[4 + c] = _mm512_shuffle_f32x4(a1, a3, 0x88);
+    t[12 + c] = _mm512_shuffle_f32x4(a1, a3, 0xDD);
+  }
+  for (int i = 0; i < 16; i++)
+    r[i] = t[i];
+}
+
+/* pack_a for MR = 14: 16 columns of the 14 rows at a time. */
+TGT static void pack_a_f32(const float *a, int64_t rs, int64_t kc,
+                           int64_t count, float *ap)
+{
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    __m512 r[16];
+    for (int i = 0; i < MR; i++)
+      r[i] = _mm512_loadu_ps(a + i * rs + p);
+    for (int i = MR; i < 16; i++)
+      r[i] = _mm512_setzero_ps();
+    transpose16(r);
+    for (int j = 0; j < 16; j++)
+      _mm512_mask_storeu_ps(ap + (p + j) * MR, (1 << MR) - 1, r[j]);
+  }
+  for (; p < kc; p++)
+    for (int i = 0; i < MR; i++)
+      ap[p * MR + i] = a[i * rs + p];
+}
+
+/* pack_b for NR = 32: row by row across all panels. */
+TGT static void pack_b_f32(const float *b, int64_t rs, int64_t kc,
+                           int64_t npanels, float *bp)
+{
+  for (int64_t p = 0; p < kc; p++)
+    for (int64_t q = 0; q < npanels; q++) {
+      const float *src = b + p * rs + q * 32;
+      float *dst = bp + q * 32 * kc + p * 32;
+      _mm512_store_ps(dst, _mm512_loadu_ps(src));
+      _mm512_store_ps(dst + 16, _mm512_loadu_ps(src + 16));
+    }
+}
+
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
                          double *c, int64_t ldc, int load)
 {
@@ -83,11 +150,12 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
   }
 }
 
-const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", MR, 32, 384, 768,
-                                           kern_f32};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", MR, 32, 384, 448,
+                                           kern_f32, pack_a_f32,
+                                           pack_b_f32};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", MR, 16, 256, 512,
-                                           kern_f64};
+                                           kern_f64, 0, 0};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0};
-const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
+const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
 #endif

@@ -23,6 +23,16 @@ typedef void (*RlxKernF32)(int64_t kc, const float *ap, const float *bp,
 typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
                            double *c, int64_t ldc, int load);
 
+/* Optional ISA-specific packing (NULL: the generic C loops).
+   pack_a: a full MR-row panel of A with unit column stride:
+     ap[p*MR + i] = a[i*rs + p] for i < MR, p < kc.
+   pack_b: npanels full NR-column panels of B with unit column stride:
+     bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ... */
+typedef void (*RlxPackF32)(const float *src, int64_t rs, int64_t kc,
+                           int64_t count, float *dst);
+typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
+                           int64_t count, double *dst);
+
 /* Largest MR and NR of any kernel: sizes the edge-tile buffer. */
 enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
 
@@ -36,12 +46,15 @@ typedef struct {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF32 kern;
+  RlxPackF32 pack_a; /* count unused (one panel) */
+  RlxPackF32 pack_b; /* count = npanels */
 } RlxGemmCfgF32;
 
 typedef struct {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF64 kern;
+  RlxPackF64 pack_a, pack_b;
 } RlxGemmCfgF64;
 
 /* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */

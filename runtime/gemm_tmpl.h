@@ -74,11 +74,14 @@ static void FN(pack_b_panel_)(const T *b, int64_t rs, int64_t cs, int nr,
 
 /* Pack a kc x nc block of B into consecutive NR-column panels.  With
    unit column stride, rows are read whole (sequential streams). */
-static void FN(pack_b_)(const T *b, int64_t rs, int64_t cs, int64_t nc,
-                        int64_t kc, int NR, T *bp)
+static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
+                        int64_t cs, int64_t nc, int64_t kc, T *bp)
 {
+  int NR = cfg->nr;
   int64_t full = nc / NR * NR;
-  if (cs == 1) {
+  if (cs == 1 && cfg->pack_b) {
+    cfg->pack_b(b, rs, kc, full / NR, bp);
+  } else if (cs == 1) {
     for (int64_t p = 0; p < kc; p++)
       for (int64_t jr = 0; jr < full; jr += NR)
         memcpy(bp + jr * kc + p * NR, b + p * rs + jr, NR * sizeof(T));
@@ -116,11 +119,15 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
 static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
                               int64_t m1, int64_t kc, T *ap)
 {
-  int MR = jb->cfg->mr;
+  const CFG *cfg = jb->cfg;
+  int MR = cfg->mr;
   for (int64_t ic = m0; ic < m1; ic += MR) {
     int mr = m1 - ic < MR ? (int)(m1 - ic) : MR;
-    FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
-                ap + (ic - m0) * kc);
+    if (cfg->pack_a && mr == MR && jb->a_cs == 1)
+      cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, 1, ap + (ic - m0) * kc);
+    else
+      FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
+                  ap + (ic - m0) * kc);
   }
 }
 
@@ -178,8 +185,8 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
     FN(pack_a_block_)(jb, a + pc * jb->a_cs, m0, m1, kc, ap);
     for (int64_t jc = n0; jc < n1; jc += cfg->nc) {
       int64_t nc = n1 - jc < cfg->nc ? n1 - jc : cfg->nc;
-      FN(pack_b_)(b + pc * jb->b_rs + jc * jb->b_cs, jb->b_rs, jb->b_cs,
-                  nc, kc, cfg->nr, bp);
+      FN(pack_b_)(cfg, b + pc * jb->b_rs + jc * jb->b_cs, jb->b_rs,
+                  jb->b_cs, nc, kc, bp);
       FN(macro_)(jb, m0, m1, kc, nc, ap, bp, c + jc, jb->acc || pc > 0);
     }
   }
@@ -196,8 +203,13 @@ static void FN(region_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
     FN(naive_)(jb, a, b, c, m0, m1, n0, n1);
     return;
   }
-  for (int64_t ic = m0; ic < m1; ic += RLX_GEMM_MC) {
-    int64_t ie = m1 - ic < RLX_GEMM_MC ? m1 : ic + RLX_GEMM_MC;
+  /* Equal row blocks of at most MC rows (a short last block would
+     repack B for little work). */
+  int64_t nblk = (m1 - m0 + RLX_GEMM_MC - 1) / RLX_GEMM_MC;
+  int64_t step = (m1 - m0 + nblk - 1) / nblk;
+  step = (step + cfg->mr - 1) / cfg->mr * cfg->mr;
+  for (int64_t ic = m0; ic < m1; ic += step) {
+    int64_t ie = m1 - ic < step ? m1 : ic + step;
     FN(rows_)(jb, a, b, c, ic, ie, n0, n1, bp);
   }
 }

@@ -145,9 +145,11 @@ int rlx_topk_f64(const double *x, int64_t rows, int64_t n, int64_t k,
    pivoting (the largest |pivot| in the column, first one on ties).
    scratch is caller-provided, n*n + n elements per batch (only the
    first n*n + n are used: batches are solved one after another and
-   reuse it); it may not overlap the others; x may equal b.  Returns RLX_ERR_SINGULAR if some
-   pivot is exactly 0 (x is then unspecified), else RLX_OK.  Batches are
-   solved serially in order (the result does not depend on threads). */
+   reuse it); it may not overlap the others; x may equal b.
+   Returns RLX_ERR_SINGULAR if some pivot is exactly 0 (that batch's x
+   is then unspecified; the other batches are still solved), else
+   RLX_OK; RLX_ERR_INVALID for a negative size.  Serial, in batch order
+   (the result does not depend on the thread count). */
 int rlx_dense_solve_f32(int64_t batch, int64_t n, int64_t nrhs,
                         const float *a, const float *b, float *x,
                         float *scratch);
