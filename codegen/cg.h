@@ -138,9 +138,18 @@ LLVMValueRef cg_graph_fn(Cg *cg, Graph *g, int64_t *ws_bytes);
  * a non-zero result branches to the current error exit. */
 void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                       LLVMValueRef *outs, int nout, LLVMValueRef ws);
+/* Start emitting function fn (params in, out, ws first): entry block
+ * for allocas, status slot, error exit; makes f current. */
+void cg_fn_begin(Cg *cg, CgFn *f, LLVMValueRef fn, CgPlan *plan);
+/* The current block returns 0; the error exit returns the status. */
+void cg_fn_finish(Cg *cg);
 /* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
  * around the graph function, plus NAME_signature(). */
 bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes);
+
+/* Name of argument/return value n at position j: its name, else
+ * "output<j>" written into buf (at least 64 bytes). */
+const char *cg_out_name(const Node *n, int j, char *buf);
 
 /* ---- storage of nodes ---- */
 /* Pointer to n's storage in the current function (inputs, outputs,
@@ -165,11 +174,16 @@ LLVMValueRef cg_i32(Cg *cg, int32_t v);
 LLVMValueRef cg_const(Cg *cg, DType dt, double v);
 /* Element idx (i64) of a dt buffer at base, in compute type. */
 LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx);
+/* Element i of a const node as a constant of its compute type. */
+LLVMValueRef cg_const_elem(Cg *cg, const Node *n, int64_t i);
 void cg_store(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx,
               LLVMValueRef v);
 /* Convert a compute-type value between dtypes with cast semantics
  * (float->int truncates and saturates, NaN->0; x->bool is x != 0). */
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
+/* f16/bf16: round an f32 compute value to the dtype (nearest even) and
+ * back; other dtypes: v unchanged. */
+LLVMValueRef cg_round_dt(Cg *cg, DType dt, LLVMValueRef v);
 /* Pointer arithmetic: base + off bytes (off i64 value). */
 LLVMValueRef cg_gep(Cg *cg, LLVMValueRef base, LLVMValueRef off);
 /* alloca in the current function's entry block. */

@@ -1,0 +1,276 @@
+/* abi.c: graph functions, exported entry points, signatures, storage.
+ *
+ * cg_graph_fn() compiles one Graph into an internal function
+ * `i32 f(ptr inputs, ptr outputs, ptr ws)`: fuse, ask every node's
+ * emitter for scratch, plan memory, then run the emitters in node order
+ * and finally copy returned values that were not computed in place
+ * (inputs, constants, aliases, repeated returns) into their outputs.
+ * cg_entry() wraps it in the exported ABI function (abi.md §3): a NULL
+ * workspace makes it rlx_alloc/rlx_free its own, allocation failure
+ * returns RLX_ERR_NOMEM. It also defines NAME_signature().
+ * cg_buf() maps a node to a pointer in the current function.
+ */
+#include "codegen/cg.h"
+
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+CgSlot *cg_slot(Cg *cg, Node *n) {
+  CgPlan *p = cg->fn->plan;
+  RLX_ASSERT(n->id >= 0 && n->id < p->nslots);
+  return &p->slot[n->id];
+}
+
+static LLVMValueRef arg_ptr(Cg *cg, LLVMValueRef arr, int i) {
+  LLVMValueRef idx = cg_i64(cg, i);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, arr, &idx, 1, "");
+  return LLVMBuildLoad2(cg->b, cg->t_ptr, p, "");
+}
+
+static LLVMValueRef const_global(Cg *cg, Node *n) {
+  int64_t bytes = type_bytes(&n->type);
+  LLVMValueRef init = LLVMConstStringInContext(
+      cg->lc, (const char *)n->data, (unsigned)bytes, 1);
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.const");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(g, 64);
+  return g;
+}
+
+LLVMValueRef cg_buf(Cg *cg, Node *n) {
+  CgSlot *s = cg_slot(cg, n);
+  switch (s->kind) {
+  case CG_SLOT_INPUT: return arg_ptr(cg, cg->fn->in, s->index);
+  case CG_SLOT_OUTPUT: return arg_ptr(cg, cg->fn->out, s->index);
+  case CG_SLOT_WS: return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->offset));
+  case CG_SLOT_CONST:
+    if (!s->global) s->global = const_global(cg, n);
+    return s->global;
+  case CG_SLOT_ALIAS: return cg_buf(cg, s->alias);
+  default:
+    RLX_ASSERT(!"cg_buf: node has no storage");
+    return NULL;
+  }
+}
+
+LLVMValueRef cg_scratch(Cg *cg, Node *n) {
+  CgSlot *s = cg_slot(cg, n);
+  RLX_ASSERT(s->scratch_off >= 0);
+  return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->scratch_off));
+}
+
+/* Fuse, collect scratch requests, plan. */
+static CgPlan *plan_graph(Cg *cg, Graph *g) {
+  CgPlan *p = cg_plan_new(cg->ctx, g);
+  if (!cg_fuse(g, p)) return NULL;
+  int64_t *scratch = arena_alloc(cg->ctx->arena,
+                                 sizeof(int64_t) * (size_t)(g->next_id + 1));
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    const CgOpEntry *e = cg_op_entry(n->op);
+    if (e->scratch && p->slot[n->id].kind == CG_SLOT_NONE) {
+      scratch[n->id] = e->scratch(cg, n);
+      if (scratch[n->id] < 0) return NULL;
+    }
+  }
+  return cg_memplan(g, p, scratch) ? p : NULL;
+}
+
+static void copy_outputs(Cg *cg, Graph *g) {
+  for (int j = 0; j < g->nret; j++) {
+    Node *r = g->rets[j];
+    CgSlot *s = cg_slot(cg, r);
+    if (s->kind == CG_SLOT_OUTPUT && s->index == j) continue;
+    cg_memcpy(cg, arg_ptr(cg, cg->fn->out, j), cg_buf(cg, r),
+              type_bytes(&r->type));
+  }
+}
+
+static bool emit_body(Cg *cg, Graph *g, LLVMValueRef fn, CgPlan *p) {
+  CgFn f;
+  cg_fn_begin(cg, &f, fn, p);
+  for (int i = 0; i < g->nnodes; i++)
+    if (!cg_emit_node(cg, g->nodes[i])) {
+      cg->failed = true;
+      return false;
+    }
+  copy_outputs(cg, g);
+  cg_fn_finish(cg);
+  return true;
+}
+
+LLVMValueRef cg_graph_fn(Cg *cg, Graph *g, int64_t *ws_bytes) {
+  for (CgSub *s = cg->subs; s; s = s->next)
+    if (s->g == g) {
+      *ws_bytes = s->ws_bytes;
+      return s->fn;
+    }
+  CgFn *saved_fn = cg->fn;
+  LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(cg->b);
+  LLVMValueRef fn = NULL;
+  CgPlan *p = plan_graph(cg, g);
+  if (p) {
+    char name[256];
+    snprintf(name, sizeof name, "rlx.graph.%s.%d", g->name, cg->uniq++);
+    fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    cg_fn_attrs(cg, fn);
+    if (!emit_body(cg, g, fn, p)) fn = NULL;
+  }
+  cg->fn = saved_fn;
+  if (saved_bb) LLVMPositionBuilderAtEnd(cg->b, saved_bb);
+  if (!fn) return NULL;
+  CgSub *s = arena_alloc(cg->ctx->arena, sizeof *s);
+  *s = (CgSub){g, fn, p->ws_bytes, cg->subs};
+  cg->subs = s;
+  *ws_bytes = p->ws_bytes;
+  return fn;
+}
+
+static LLVMValueRef ptr_array(Cg *cg, LLVMValueRef *v, int n) {
+  LLVMTypeRef at = LLVMArrayType(cg->t_ptr, (unsigned)(n ? n : 1));
+  LLVMValueRef a = cg_alloca(cg, at, "args");
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef idx[2] = {cg_i64(cg, 0), cg_i64(cg, i)};
+    LLVMBuildStore(cg->b, v[i],
+                   LLVMBuildInBoundsGEP2(cg->b, at, a, idx, 2, ""));
+  }
+  return a;
+}
+
+void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
+                      LLVMValueRef *outs, int nout, LLVMValueRef ws) {
+  LLVMValueRef args[3] = {ptr_array(cg, ins, nin), ptr_array(cg, outs, nout),
+                          ws};
+  LLVMValueRef r = LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, args, 3, "");
+  LLVMValueRef ne = LLVMBuildICmp(cg->b, LLVMIntNE, r, cg_i32(cg, 0), "");
+  LLVMBasicBlockRef fail = cg_block(cg, "sub.fail");
+  LLVMBasicBlockRef ok = cg_block(cg, "sub.ok");
+  LLVMBuildCondBr(cg->b, ne, fail, ok);
+  LLVMPositionBuilderAtEnd(cg->b, fail);
+  LLVMBuildStore(cg->b, r, cg->fn->status);
+  LLVMBuildBr(cg->b, cg->fn->err_bb);
+  LLVMPositionBuilderAtEnd(cg->b, ok);
+}
+
+/* NAME(in, out, ws): allocate the workspace when ws is NULL. */
+static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
+                          int64_t ws_bytes) {
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
+  cg_fn_attrs(cg, fn);
+  LLVMBuilderRef b = cg->b;
+  LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
+  LLVMBasicBlockRef given = LLVMAppendBasicBlockInContext(cg->lc, fn, "ws");
+  LLVMBasicBlockRef own = LLVMAppendBasicBlockInContext(cg->lc, fn, "alloc");
+  LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->lc, fn, "run");
+  LLVMBasicBlockRef nomem = LLVMAppendBasicBlockInContext(cg->lc, fn, "nomem");
+  LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
+  LLVMValueRef ws = LLVMGetParam(fn, 2);
+  LLVMPositionBuilderAtEnd(b, e);
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
+  LLVMPositionBuilderAtEnd(b, given);
+  LLVMValueRef a3[3] = {in, out, ws};
+  LLVMBuildRet(b, LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, ""));
+  LLVMPositionBuilderAtEnd(b, own);
+  LLVMValueRef sz = cg_i64(cg, ws_bytes);
+  LLVMValueRef mem = cg_call(cg, "rlx_alloc", cg->t_ptr, &sz, 1);
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, mem, ""), nomem, run);
+  LLVMPositionBuilderAtEnd(b, nomem);
+  LLVMBuildRet(b, cg_i32(cg, RLX_ERR_NOMEM));
+  LLVMPositionBuilderAtEnd(b, run);
+  a3[2] = mem;
+  LLVMValueRef r = LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, "");
+  cg_call(cg, "rlx_free", cg->t_void, &mem, 1);
+  LLVMBuildRet(b, r);
+}
+
+static LLVMValueRef cstr(Cg *cg, const char *s) {
+  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s,
+                                               (unsigned)strlen(s), 0);
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.str");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  return g;
+}
+
+static LLVMValueRef const_global_of(Cg *cg, LLVMValueRef init) {
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.sig");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  return g;
+}
+
+/* rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims} */
+static LLVMValueRef desc(Cg *cg, LLVMTypeRef dt, Node *n, const char *name) {
+  LLVMValueRef dims[RLX_MAX_RANK];
+  for (int i = 0; i < n->type.rank; i++) dims[i] = cg_i64(cg, n->type.dims[i]);
+  LLVMValueRef dp = LLVMConstNull(cg->t_ptr);
+  if (n->type.rank)
+    dp = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims,
+                                             (uint64_t)n->type.rank));
+  LLVMValueRef f[4] = {cstr(cg, name), cg_i32(cg, (int)n->type.dt),
+                       cg_i32(cg, n->type.rank), dp};
+  return LLVMConstNamedStruct(dt, f, 4);
+}
+
+const char *cg_out_name(const Node *n, int j, char *buf) {
+  if (n->name) return n->name;
+  snprintf(buf, 64, "output%d", j);
+  return buf;
+}
+
+static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n) {
+  if (!n) return LLVMConstNull(cg->t_ptr);
+  LLVMValueRef *d = arena_alloc(cg->ctx->arena, sizeof *d * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    char buf[64];
+    d[i] = desc(cg, dt, v[i], cg_out_name(v[i], i, buf));
+  }
+  return const_global_of(cg, LLVMConstArray2(dt, d, (uint64_t)n));
+}
+
+static LLVMTypeRef named_struct(Cg *cg, const char *name, LLVMTypeRef *f,
+                                unsigned n) {
+  LLVMTypeRef t = LLVMGetTypeByName2(cg->lc, name);
+  if (t) return t;
+  t = LLVMStructCreateNamed(cg->lc, name);
+  LLVMStructSetBody(t, f, n, 0);
+  return t;
+}
+
+static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
+  LLVMTypeRef df[4] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr};
+  LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 4);
+  LLVMTypeRef sf[6] = {cg->t_ptr, cg->t_i32, cg->t_i32,
+                       cg->t_ptr, cg->t_ptr, cg->t_i64};
+  LLVMTypeRef st = named_struct(cg, "rlx_signature", sf, 6);
+  LLVMValueRef f[6] = {cstr(cg, name), cg_i32(cg, g->nargs),
+                       cg_i32(cg, g->nret),
+                       desc_array(cg, dt, g->args, g->nargs),
+                       desc_array(cg, dt, g->rets, g->nret),
+                       cg_i64(cg, ws)};
+  LLVMValueRef sig = const_global_of(cg, LLVMConstNamedStruct(st, f, 6));
+  char fname[300];
+  snprintf(fname, sizeof fname, "%s_signature", name);
+  LLVMTypeRef ft = LLVMFunctionType(cg->t_ptr, NULL, 0, 0);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, fname, ft);
+  cg_fn_attrs(cg, fn);
+  LLVMPositionBuilderAtEnd(cg->b,
+                           LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMBuildRet(cg->b, sig);
+}
+
+bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes) {
+  LLVMValueRef impl = cg_graph_fn(cg, g, ws_bytes);
+  if (!impl) return false;
+  build_wrapper(cg, name, impl, *ws_bytes);
+  build_signature(cg, g, name, *ws_bytes);
+  return true;
+}

@@ -1,0 +1,225 @@
+/* emit_elementwise.c: fused elementwise loop nests.
+ *
+ * A root (an elementwise node with storage) is emitted with the tree of
+ * FUSED nodes under it (fuse.c) as ONE loop nest: no intermediate
+ * buffers. Leaves (operands with storage, constants) are read with NumPy
+ * broadcast strides. Dimensions that are contiguous for the output and
+ * every leaf are coalesced, so a same-shape chain is a single flat loop;
+ * the outermost loop is outlined and run through rlx_parallel_for when
+ * the work is large (every element is independent: deterministic), and
+ * the body receives the buffers as noalias parameters so the innermost
+ * loop vectorizes at host width. Inside one element every node of the
+ * tree is computed once (memoized).
+ *
+ * Arithmetic: the ops of ew_ops.c on compute types (values.c). f16 and
+ * bf16 values are computed in f32 and rounded to their dtype after every
+ * op, exactly as if each op were run on its own.
+ */
+#include "codegen/cg.h"
+
+#include <stdlib.h>
+
+#define MAX_LEAVES 256
+#define MAX_VAL_LEAVES 40 /* leaves passed to the body as noalias args */
+
+typedef struct {
+  Cg *cg;
+  Node *root;
+  int nleaf;
+  Node *leaf[MAX_LEAVES];
+  int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
+  LLVMValueRef ptr[MAX_LEAVES];
+  int *leaf_of;        /* node id -> leaf index + 1 */
+  LLVMValueRef *memo;  /* node id -> value in the current element */
+  int ndim;
+  LLVMValueRef idx[RLX_MAX_RANK];
+} Ew;
+
+bool cg_ew_check(Cg *cg, Node *n);
+LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v);
+
+static bool inner(const Ew *e, const Node *n) {
+  return n == e->root ||
+         e->cg->fn->plan->slot[n->id].kind == CG_SLOT_FUSED;
+}
+
+static bool splat_leaf(const Node *n) {
+  return n->op == OP_CONST && (n->splat || type_numel(&n->type) == 1);
+}
+
+static bool collect(Ew *e, Node *n) {
+  if (e->leaf_of[n->id]) return true;
+  if (!inner(e, n)) {
+    if (e->nleaf == MAX_LEAVES)
+      return cg_unsupported(e->cg, e->root, "too many fused operands");
+    e->leaf[e->nleaf++] = n;
+    e->leaf_of[n->id] = e->nleaf;
+    return true;
+  }
+  e->leaf_of[n->id] = -1;
+  for (int k = 0; k < n->nin; k++)
+    if (!collect(e, n->in[k])) return false;
+  return cg_ew_check(e->cg, n);
+}
+
+static LLVMValueRef value(Ew *e, Node *n) {
+  Cg *cg = e->cg;
+  if (e->memo[n->id]) return e->memo[n->id];
+  LLVMValueRef v;
+  if (inner(e, n)) {
+    LLVMValueRef in[3];
+    for (int k = 0; k < n->nin; k++) in[k] = value(e, n->in[k]);
+    v = cg_ew_op(cg, n, in);
+  } else if (splat_leaf(n)) {
+    v = cg_const_elem(cg, n, 0);
+  } else {
+    int l = e->leaf_of[n->id] - 1;
+    LLVMValueRef off = cg_i64(cg, 0);
+    for (int d = 0; d < e->ndim; d++)
+      if (e->stride[l][d])
+        off = LLVMBuildNSWAdd(cg->b, off,
+                              LLVMBuildNSWMul(cg->b, e->idx[d],
+                                              cg_i64(cg, e->stride[l][d]),
+                                              ""),
+                              "");
+    v = cg_load(cg, n->type.dt, e->ptr[l], off);
+  }
+  e->memo[n->id] = v;
+  return v;
+}
+
+static bool ew_init(Ew *e, Cg *cg, Node *root) {
+  e->cg = cg;
+  e->root = root;
+  int ns = cg->fn->plan->nslots + 1;
+  e->leaf_of = calloc((size_t)ns, sizeof(int));
+  e->memo = calloc((size_t)ns, sizeof(LLVMValueRef));
+  if (!e->leaf_of || !e->memo) {
+    free(e->leaf_of);
+    free(e->memo);
+    return false;
+  }
+  return true;
+}
+
+static void ew_done(Ew *e) {
+  free(e->leaf_of);
+  free(e->memo);
+}
+
+/* Coalesce the output dims: drop size-1 dims, merge a dim into the next
+ * when every leaf (and the output) is contiguous across them. */
+static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
+  int64_t full[MAX_LEAVES + 1][RLX_MAX_RANK];
+  cg_strides(t, full[0]);
+  for (int l = 0; l < e->nleaf; l++)
+    cg_bcast_strides(&e->leaf[l]->type, t, full[l + 1]);
+  int k = 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->dims[d] == 1) continue;
+    bool merge = k > 0;
+    for (int l = 0; merge && l <= e->nleaf; l++) {
+      int64_t *prev = l ? e->stride[l - 1] : ostr;
+      if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
+    }
+    if (merge) {
+      cd[k - 1] *= t->dims[d];
+      ostr[k - 1] = full[0][d];
+      for (int l = 0; l < e->nleaf; l++) e->stride[l][k - 1] = full[l + 1][d];
+      continue;
+    }
+    cd[k] = t->dims[d];
+    ostr[k] = full[0][d];
+    for (int l = 0; l < e->nleaf; l++) e->stride[l][k] = full[l + 1][d];
+    k++;
+  }
+  if (k == 0) {
+    cd[0] = type_numel(t);
+    ostr[0] = 1;
+    for (int l = 0; l < e->nleaf; l++) e->stride[l][0] = 0;
+    k = 1;
+  }
+  return k;
+}
+
+/* Inner loops d = 1..k-1 around one element; then store it. */
+static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
+                      LLVMValueRef out) {
+  Cg *cg = e->cg;
+  CgLoop loops[RLX_MAX_RANK];
+  for (int d = 1; d < k; d++)
+    e->idx[d] = cg_loop_begin(cg, &loops[d], cg_i64(cg, 0),
+                              cg_i64(cg, cd[d]), NULL, 0);
+  LLVMValueRef v = value(e, e->root);
+  LLVMValueRef off = cg_i64(cg, 0);
+  for (int d = 0; d < k; d++)
+    off = LLVMBuildNSWAdd(
+        cg->b, off, LLVMBuildNSWMul(cg->b, e->idx[d], cg_i64(cg, ostr[d]), ""),
+        "");
+  cg_store(cg, e->root->type.dt, out, off, v);
+  for (int d = k - 1; d >= 1; d--) cg_loop_end(cg, &loops[d], NULL);
+}
+
+bool cg_emit_elementwise(Cg *cg, Node *n) {
+  Ew e = {0};
+  if (!ew_init(&e, cg, n)) return false;
+  bool ok = collect(&e, n);
+  if (ok) {
+    int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
+    int k = coalesce(&e, &n->type, cd, ostr);
+    e.ndim = k;
+    int64_t rest = cd[0] ? type_numel(&n->type) / cd[0] : 0;
+    LLVMValueRef vals[MAX_VAL_LEAVES + 1];
+    int nv = 0, map[MAX_LEAVES];
+    vals[nv++] = cg_buf(cg, n);
+    for (int l = 0; l < e.nleaf; l++) {
+      map[l] = -1;
+      if (!splat_leaf(e.leaf[l]) && nv <= MAX_VAL_LEAVES) {
+        map[l] = nv;
+        vals[nv++] = cg_buf(cg, e.leaf[l]);
+      }
+    }
+    CgPar p;
+    e.idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), cg_grain(cd[0], rest),
+                            vals, nv, true);
+    for (int l = 0; l < e.nleaf; l++)
+      if (!splat_leaf(e.leaf[l]))
+        e.ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e.leaf[l]);
+    emit_nest(&e, k, cd, ostr, vals[0]);
+    cg_par_end(cg, &p);
+  }
+  ew_done(&e);
+  return ok;
+}
+
+/* Value of any node at a multi-index of its own shape. */
+LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
+  CgSlot *s = cg_slot(cg, n);
+  if (s->kind == CG_SLOT_FOLDED) {
+    LLVMValueRef sw[RLX_MAX_RANK];
+    int r = n->type.rank;
+    for (int d = 0; d < r; d++) sw[d] = idx[d];
+    sw[r - 2] = idx[r - 1];
+    sw[r - 1] = idx[r - 2];
+    return cg_elem_at(cg, n->in[0], sw);
+  }
+  Ew e = {0};
+  RLX_ASSERT(ew_init(&e, cg, n));
+  if (s->kind != CG_SLOT_FUSED) {
+    e.root = NULL;
+    e.leaf[0] = n;
+    e.leaf_of[n->id] = e.nleaf = 1;
+  } else if (!collect(&e, n)) {
+    ew_done(&e);
+    return LLVMGetUndef(cg_ctype(cg, n->type.dt));
+  }
+  e.ndim = n->type.rank;
+  for (int d = 0; d < e.ndim; d++) e.idx[d] = idx[d];
+  for (int l = 0; l < e.nleaf; l++) {
+    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
+    if (!splat_leaf(e.leaf[l])) e.ptr[l] = cg_buf(cg, e.leaf[l]);
+  }
+  LLVMValueRef v = value(&e, n);
+  ew_done(&e);
+  return v;
+}

@@ -1,0 +1,488 @@
+/* emit_reduce.c: reductions (reduce_sum/mean/max/min/prod over any set
+ * of axes), softmax / log_softmax over any axis, cumsum, softmax
+ * cross-entropy and topk.
+ *
+ * Reductions: the input dims are canonicalized (size-1 dims dropped,
+ * neighbouring dims of the same kind merged) into alternating kept and
+ * reduced groups. The output is filled with the identity, then the
+ * input is visited in row-major order and each element combined into
+ * its output element, so every output element accumulates its inputs
+ * in one fixed order. An innermost reduced group is folded with vector
+ * partial accumulators (fixed width and tree: still a fixed order); an
+ * innermost kept group is an elementwise update that LLVM vectorizes.
+ * The parallel loop splits the first kept group (blocks of 256 when it
+ * is innermost), never a reduced one, so results are bit-identical for
+ * any thread count. f16/bf16 accumulate each output element in f32.
+ * reduce_mean divides the sum by the element count (0/0 = NaN for an
+ * empty reduction, as NumPy).
+ *
+ * softmax / log_softmax / cumsum work on the [outer, n, inner] view of
+ * the axis: inner == 1 rows are folded with vector partials; otherwise
+ * a vector of `lanes` adjacent columns is processed at once
+ * (cg_ops_cols). All are numerically stable (x - max before exp).
+ *
+ * Entry points: cg_emit_reduce, cg_emit_softmax, cg_emit_cumsum,
+ * cg_emit_softmax_xent, cg_emit_topk (and cg_emit_cumsum_backward in
+ * emit_backward.c, which reuses the cumsum kernel through
+ * cg_ops_cumsum below).
+ */
+#include "codegen/emit_ops.h"
+
+#include "runtime/rlxrt.h"
+
+/* ---------------- reductions ---------------- */
+
+typedef struct {
+  int nd, nred;
+  int64_t size[RLX_MAX_RANK];
+  bool red[RLX_MAX_RANK];
+  int64_t istr[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
+} RShape;
+
+typedef struct {
+  Cg *cg;
+  DType dt;
+  CgRed r;
+  bool mean, direct;
+  double count;
+  RShape s;
+  int p;              /* parallel (first kept) group, -1 if none */
+  int64_t blk;        /* block of group p per parallel unit */
+  LLVMValueRef y, x;  /* output, input (body copies) */
+} Red;
+
+static CgRed red_kind(Op op) {
+  switch (op) {
+  case OP_REDUCE_PROD: return CG_RED_PROD;
+  case OP_REDUCE_MAX: return CG_RED_MAX;
+  case OP_REDUCE_MIN: return CG_RED_MIN;
+  default: return CG_RED_SUM;
+  }
+}
+
+static void rshape(const Node *n, RShape *s) {
+  const Type *t = &n->in[0]->type;
+  bool red[RLX_MAX_RANK] = {false};
+  int k;
+  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
+  for (int i = 0; i < t->rank; i++) red[i] = ax == NULL;
+  for (int i = 0; ax && i < k; i++)
+    red[ax[i] < 0 ? ax[i] + t->rank : ax[i]] = true;
+  s->nd = s->nred = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->dims[i] == 1) continue;
+    if (s->nd > 0 && s->red[s->nd - 1] == red[i]) {
+      s->size[s->nd - 1] *= t->dims[i];
+      continue;
+    }
+    s->size[s->nd] = t->dims[i];
+    s->red[s->nd++] = red[i];
+  }
+  if (s->nd == 0) { /* a single element: one kept group of 1 */
+    s->size[0] = 1;
+    s->red[0] = false;
+    s->nd = 1;
+  }
+  int64_t is = 1, os = 1;
+  for (int i = s->nd - 1; i >= 0; i--) {
+    s->istr[i] = is;
+    is *= s->size[i];
+    s->ostr[i] = s->red[i] ? 0 : os;
+    if (!s->red[i]) os *= s->size[i];
+    s->nred += s->red[i];
+  }
+}
+
+static LLVMValueRef add64(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWAdd(cg->b, a, b, "");
+}
+
+static LLVMValueRef mulc(Cg *cg, LLVMValueRef a, int64_t c) {
+  if (c == 1) return a;
+  return LLVMBuildNSWMul(cg->b, a, cg_i64(cg, c), "");
+}
+
+static LLVMValueRef div_count(Red *R, LLVMValueRef v) {
+  return LLVMBuildFDiv(R->cg->b, v, cg_const(R->cg, R->dt, R->count), "");
+}
+
+static void store_acc(Red *R, LLVMValueRef off, LLVMValueRef acc) {
+  Cg *cg = R->cg;
+  if (!R->direct)
+    acc = cg_ops_combine(cg, R->dt, R->r, cg_load(cg, R->dt, R->y, off), acc);
+  else if (R->mean)
+    acc = div_count(R, acc);
+  cg_store(cg, R->dt, R->y, off, acc);
+}
+
+/* Loop nest over groups d.. with input/output offsets; group p runs
+ * over [lo, hi). */
+static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
+                     LLVMValueRef lo, LLVMValueRef hi) {
+  Cg *cg = R->cg;
+  RShape *s = &R->s;
+  bool last = d == s->nd - 1;
+  if (last && s->red[d]) {
+    LLVMValueRef init = cg_ops_red_init(cg, R->dt, R->r);
+    store_acc(R, ooff, cg_ops_row_fold(cg, R->dt, R->r, R->x, ioff,
+                                       s->size[d], init, NULL, NULL));
+    return;
+  }
+  LLVMValueRef b = cg_i64(cg, 0), e = cg_i64(cg, s->size[d]);
+  if (d == R->p) {
+    b = lo;
+    e = hi;
+  }
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, b, e, NULL, 0);
+  LLVMValueRef ii = add64(cg, ioff, mulc(cg, j, s->istr[d]));
+  LLVMValueRef oi = add64(cg, ooff, mulc(cg, j, s->ostr[d]));
+  if (last) {
+    LLVMValueRef v = cg_ops_combine(cg, R->dt, R->r,
+                                    cg_load(cg, R->dt, R->y, oi),
+                                    cg_load(cg, R->dt, R->x, ii));
+    cg_store(cg, R->dt, R->y, oi, v);
+  } else {
+    red_nest(R, d + 1, ii, oi, lo, hi);
+  }
+  cg_loop_end(cg, &l, NULL);
+}
+
+/* y[i] = v(i) for the whole output (serial, vectorizable). */
+static void red_fill(Red *R, int64_t numel, bool divide) {
+  Cg *cg = R->cg;
+  CgLoop l;
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, numel),
+                                 NULL, 0);
+  LLVMValueRef v = divide ? div_count(R, cg_load(cg, R->dt, R->y, i))
+                          : cg_ops_red_init(cg, R->dt, R->r);
+  cg_store(cg, R->dt, R->y, i, v);
+  cg_loop_end(cg, &l, NULL);
+}
+
+static void red_parallel(Red *R, int64_t in_numel) {
+  Cg *cg = R->cg;
+  RShape *s = &R->s;
+  int64_t nunits = 1;
+  if (R->p >= 0) nunits = (s->size[R->p] + R->blk - 1) / R->blk;
+  LLVMValueRef vals[2] = {R->y, R->x};
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, nunits),
+                                cg_grain(nunits, in_numel / nunits + 1),
+                                vals, 2, true);
+  Red B = *R;
+  B.y = vals[0];
+  B.x = vals[1];
+  LLVMValueRef lo = mulc(cg, u, R->blk), hi = NULL;
+  if (R->p >= 0) {
+    hi = add64(cg, lo, cg_i64(cg, R->blk));
+    LLVMValueRef lim = cg_i64(cg, s->size[R->p]);
+    hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, hi, lim, ""),
+                         hi, lim, "");
+  }
+  red_nest(&B, 0, cg_i64(cg, 0), cg_i64(cg, 0), lo, hi);
+  cg_par_end(cg, &par);
+}
+
+/* f16/bf16: per output element, an f32 accumulator over reduced groups
+ * (kept indices decoded from the flat output index). */
+static LLVMValueRef red_scalar_nest(Red *R, int d, LLVMValueRef ioff,
+                                    LLVMValueRef acc) {
+  Cg *cg = R->cg;
+  while (d < R->s.nd && !R->s.red[d]) d++;
+  if (d == R->s.nd)
+    return cg_ops_combine(cg, R->dt, R->r, acc,
+                          cg_load(cg, R->dt, R->x, ioff));
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0),
+                                 cg_i64(cg, R->s.size[d]), &acc, 1);
+  acc = red_scalar_nest(R, d + 1, add64(cg, ioff, mulc(cg, j, R->s.istr[d])),
+                        acc);
+  cg_loop_end(cg, &l, &acc);
+  return acc;
+}
+
+static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
+  Cg *cg = R->cg;
+  LLVMValueRef vals[2] = {R->y, R->x};
+  CgPar par;
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_i64(cg, out_numel),
+                                cg_grain(out_numel, in_numel / out_numel + 1),
+                                vals, 2, true);
+  Red B = *R;
+  B.y = vals[0];
+  B.x = vals[1];
+  LLVMValueRef ioff = cg_i64(cg, 0), rem = o;
+  for (int d = R->s.nd - 1; d >= 0; d--) {
+    if (R->s.red[d]) continue;
+    LLVMValueRef sz = cg_i64(cg, R->s.size[d]);
+    LLVMValueRef id = LLVMBuildSRem(cg->b, rem, sz, "");
+    rem = LLVMBuildSDiv(cg->b, rem, sz, "");
+    ioff = add64(cg, ioff, mulc(cg, id, R->s.istr[d]));
+  }
+  LLVMValueRef acc = red_scalar_nest(&B, 0, ioff,
+                                     cg_ops_red_init(cg, R->dt, R->r));
+  if (R->mean) acc = div_count(&B, acc);
+  cg_store(cg, R->dt, B.y, o, acc);
+  cg_par_end(cg, &par);
+}
+
+bool cg_emit_reduce(Cg *cg, Node *n) {
+  DType dt = n->type.dt;
+  Red R = {.cg = cg, .dt = dt, .r = red_kind(n->op),
+           .mean = n->op == OP_REDUCE_MEAN};
+  if (dt == DT_BOOL || dt == DT_C64)
+    return cg_unsupported(cg, n, "dtype bool/c64 in a reduction");
+  if (R.mean && !dt_is_float(dt))
+    return cg_unsupported(cg, n, "reduce_mean of an integer dtype");
+  rshape(n, &R.s);
+  int64_t in_numel = type_numel(&n->in[0]->type);
+  int64_t out_numel = type_numel(&n->type);
+  R.count = out_numel ? (double)in_numel / (double)out_numel : 0;
+  if (out_numel == 0) return true;
+  R.y = cg_buf(cg, n);
+  R.x = cg_buf(cg, n->in[0]);
+  if (in_numel == 0) {
+    red_fill(&R, out_numel, false);
+    if (R.mean) red_fill(&R, out_numel, true);
+    return true;
+  }
+  if (dt == DT_F16 || dt == DT_BF16) {
+    red_scalar(&R, out_numel, in_numel);
+    return true;
+  }
+  R.p = -1;
+  for (int d = 0; d < R.s.nd && R.p < 0; d++)
+    if (!R.s.red[d]) R.p = d;
+  R.blk = R.p == R.s.nd - 1 ? 256 : 1;
+  R.direct = R.s.nred == 1 && R.s.red[R.s.nd - 1];
+  if (!R.direct) red_fill(&R, out_numel, false);
+  red_parallel(&R, in_numel);
+  if (!R.direct && R.mean) red_fill(&R, out_numel, true);
+  return true;
+}
+
+/* ---------------- softmax / log_softmax ---------------- */
+
+typedef struct {
+  DType dt;
+  bool log;
+  LLVMValueRef y, m, s; /* body copies; m, s scalars or vectors */
+} Smx;
+
+static LLVMValueRef vsplat(Cg *cg, LLVMValueRef v, int lanes) {
+  if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind) return v;
+  return cg_ops_splat(cg, v, lanes);
+}
+
+/* exp(x - m) */
+static LLVMValueRef smx_exp(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
+                            int lanes, void *ctx) {
+  Smx *S = ctx;
+  return cg_ops_exp(cg, LLVMBuildFSub(cg->b, x, vsplat(cg, S->m, lanes), ""));
+}
+
+/* e = exp(x - m), stored into y, returned for the sum */
+static LLVMValueRef smx_exp_store(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
+                                  int lanes, void *ctx) {
+  Smx *S = ctx;
+  LLVMValueRef e = smx_exp(cg, x, idx, lanes, ctx);
+  cg_ops_vstore(cg, S->dt, S->y, idx, e, lanes);
+  return e;
+}
+
+static LLVMValueRef smx_out(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
+                            int lanes, void *ctx) {
+  Smx *S = ctx;
+  LLVMValueRef s = vsplat(cg, S->s, lanes);
+  if (S->log) {
+    LLVMValueRef t = LLVMBuildFSub(cg->b, x, vsplat(cg, S->m, lanes), "");
+    return LLVMBuildFSub(cg->b, t, cg_ops_log(cg, s), "");
+  }
+  return LLVMBuildFDiv(cg->b, smx_exp(cg, x, idx, lanes, ctx), s, "");
+}
+
+static LLVMValueRef smx_scale(Cg *cg, LLVMValueRef e, LLVMValueRef idx,
+                              int lanes, void *ctx) {
+  Smx *S = ctx;
+  return LLVMBuildFDiv(cg->b, e, vsplat(cg, S->s, lanes), "");
+}
+
+/* Rows (inner == 1): fold max, fold sum of exp, then write. */
+static void smx_rows(Cg *cg, Smx *S, int64_t outer, int64_t n,
+                     LLVMValueRef *vals) {
+  CgPar par;
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_i64(cg, outer),
+                                cg_grain(outer, 3 * n), vals, 2, true);
+  S->y = vals[0];
+  LLVMValueRef x = vals[1], off = mulc(cg, o, n);
+  S->m = cg_ops_row_fold(cg, S->dt, CG_RED_MAX, x, off, n,
+                         cg_ops_red_init(cg, S->dt, CG_RED_MAX), NULL, NULL);
+  bool store = !S->log && (S->dt == DT_F32 || S->dt == DT_F64);
+  S->s = cg_ops_row_fold(cg, S->dt, CG_RED_SUM, x, off, n,
+                         cg_const(cg, S->dt, 0),
+                         store ? smx_exp_store : smx_exp, S);
+  if (store)
+    cg_ops_row_map(cg, S->dt, S->y, S->y, off, n, smx_scale, S);
+  else
+    cg_ops_row_map(cg, S->dt, S->y, x, off, n, smx_out, S);
+  cg_par_end(cg, &par);
+}
+
+typedef struct {
+  Smx *S;
+  int64_t n, inner;
+} SmxCols;
+
+/* acc = fold over j of f(x[base + j*inner]) in `lanes` columns. */
+static LLVMValueRef col_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef x,
+                             LLVMValueRef base, int64_t n, int64_t inner,
+                             int lanes, CgOpsMapFn f, void *ctx) {
+  LLVMValueRef acc = cg_ops_splat(cg, cg_ops_red_init(cg, dt, r), lanes);
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, n),
+                                 &acc, 1);
+  LLVMValueRef idx = add64(cg, base, mulc(cg, j, inner));
+  LLVMValueRef v = cg_ops_vload(cg, dt, x, idx, lanes);
+  if (f) v = f(cg, v, idx, lanes, ctx);
+  acc = cg_ops_combine(cg, dt, r, acc, v);
+  cg_loop_end(cg, &l, &acc);
+  return acc;
+}
+
+static void smx_col_body(Cg *cg, int lanes, LLVMValueRef base,
+                         LLVMValueRef *vals, void *ctx) {
+  SmxCols *C = ctx;
+  Smx *S = C->S;
+  S->y = vals[0];
+  LLVMValueRef x = vals[1];
+  S->m = col_fold(cg, S->dt, CG_RED_MAX, x, base, C->n, C->inner, lanes,
+                  NULL, NULL);
+  S->s = col_fold(cg, S->dt, CG_RED_SUM, x, base, C->n, C->inner, lanes,
+                  smx_exp, S);
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
+                                 NULL, 0);
+  LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
+  LLVMValueRef v = cg_ops_vload(cg, S->dt, x, idx, lanes);
+  cg_ops_vstore(cg, S->dt, S->y, idx, smx_out(cg, v, idx, lanes, S), lanes);
+  cg_loop_end(cg, &l, NULL);
+}
+
+bool cg_emit_softmax(Cg *cg, Node *n) {
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt))
+    return cg_unsupported(cg, n, "softmax of a non-float dtype");
+  int64_t outer, len, inner;
+  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
+                    &inner);
+  if (type_numel(&n->type) == 0) return true;
+  Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
+  LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
+  if (inner == 1) {
+    smx_rows(cg, &S, outer, len, vals);
+    return true;
+  }
+  SmxCols C = {&S, len, inner};
+  cg_ops_cols(cg, dt, outer, len, inner, vals, 2, smx_col_body, &C);
+  return true;
+}
+
+/* ---------------- cumsum ---------------- */
+
+typedef struct {
+  DType dt;
+  bool excl, rev;
+  int64_t n, inner;
+} Cum;
+
+static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
+                     LLVMValueRef *vals, void *ctx) {
+  Cum *C = ctx;
+  LLVMValueRef acc = cg_ops_splat(cg, cg_const(cg, C->dt, 0), lanes);
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
+                                 &acc, 1);
+  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
+  LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
+  LLVMValueRef x = cg_ops_vload(cg, C->dt, vals[1], idx, lanes);
+  LLVMValueRef nxt = cg_ops_combine(cg, C->dt, CG_RED_SUM, acc, x);
+  cg_ops_vstore(cg, C->dt, vals[0], idx, C->excl ? acc : nxt, lanes);
+  acc = nxt;
+  cg_loop_end(cg, &l, &acc);
+}
+
+bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
+  DType dt = n->type.dt;
+  if (dt == DT_BOOL || dt == DT_C64)
+    return cg_unsupported(cg, n, "dtype bool/c64");
+  int64_t outer, len, inner;
+  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
+                    &inner);
+  if (type_numel(&n->type) == 0) return true;
+  Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
+  LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
+  cg_ops_cols(cg, dt, outer, len, inner, vals, 2, cum_body, &C);
+  return true;
+}
+
+bool cg_emit_cumsum(Cg *cg, Node *n) { return cg_ops_cumsum(cg, n, false); }
+
+/* ---------------- softmax cross-entropy ---------------- */
+
+void cg_ops_xent_row(Cg *cg, Node *n, LLVMValueRef *vals, LLVMValueRef r,
+                     XentRow *X) {
+  DType dt = n->in[0]->type.dt;
+  int64_t c = n->in[0]->type.dims[1];
+  X->lab = cg_ops_index(cg, n->in[1]->type.dt, vals[2], r, c);
+  X->off = mulc(cg, r, c);
+  X->m = cg_ops_row_fold(cg, dt, CG_RED_MAX, vals[1], X->off, c,
+                         cg_ops_red_init(cg, dt, CG_RED_MAX), NULL, NULL);
+  Smx S = {.dt = dt, .m = X->m};
+  X->s = cg_ops_row_fold(cg, dt, CG_RED_SUM, vals[1], X->off, c,
+                         cg_const(cg, dt, 0), smx_exp, &S);
+}
+
+bool cg_emit_softmax_xent(Cg *cg, Node *n) {
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt))
+    return cg_unsupported(cg, n, "logits must be a float dtype");
+  if (!cg_ops_index_dtype_ok(n->in[1]->type.dt))
+    return cg_unsupported(cg, n, "labels must be i32, i64 or f32");
+  int64_t rows = n->in[0]->type.dims[0], c = n->in[0]->type.dims[1];
+  if (rows == 0) return true;
+  LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n->in[1])};
+  CgPar par;
+  LLVMValueRef r = cg_par_begin(cg, &par, cg_i64(cg, rows),
+                                cg_grain(rows, 2 * c + 1), vals, 3, true);
+  XentRow X;
+  cg_ops_xent_row(cg, n, vals, r, &X);
+  LLVMValueRef xl = cg_load(cg, dt, vals[1], add64(cg, X.off, X.lab));
+  LLVMValueRef lse = LLVMBuildFAdd(cg->b, X.m, cg_ops_log(cg, X.s), "");
+  cg_store(cg, dt, vals[0], r, LLVMBuildFSub(cg->b, lse, xl, ""));
+  cg_par_end(cg, &par);
+  return true;
+}
+
+/* ---------------- topk ---------------- */
+
+bool cg_emit_topk(Cg *cg, Node *n) {
+  const Type *t = &n->in[0]->type;
+  DType dt = t->dt;
+  if (dt != DT_F32 && dt != DT_F64)
+    return cg_unsupported(cg, n, "topk is compiled for f32 and f64 only");
+  if (t->rank < 1) return cg_unsupported(cg, n, "rank-0 operand");
+  int64_t len = t->dims[t->rank - 1];
+  int64_t rows = len ? type_numel(t) / len : 0;
+  int64_t k = n->type.dims[n->type.rank - 1];
+  if (type_numel(&n->type) == 0) return true;
+  LLVMValueRef args[5] = {cg_buf(cg, n->in[0]), cg_i64(cg, rows),
+                          cg_i64(cg, len), cg_i64(cg, k), cg_buf(cg, n)};
+  LLVMValueRef rc = cg_call(cg, dt == DT_F32 ? "rlx_topk_f32"
+                                             : "rlx_topk_f64",
+                            cg->t_i32, args, 5);
+  cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
+             RLX_ERR_INVALID);
+  return true;
+}

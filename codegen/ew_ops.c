@@ -1,0 +1,217 @@
+/* ew_ops.c: scalar semantics of the elementwise ops (language.md §6.1)
+ * on compute-type values, and which dtypes each op compiles for.
+ *
+ * Floats (f32, f64; f16/bf16 computed in f32 and rounded back after
+ * each op): every op. min/max propagate NaN (llvm.minimum/maximum);
+ * relu(NaN) = NaN; round is half-to-even; transcendental functions
+ * without a vectorizable LLVM intrinsic call libm (tanh, erf, tan, atan).
+ * Integers (i8 u8 i32 i64; u8 unsigned): add sub mul (wrapping) min max
+ * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
+ * add sub mul neg, where, cast. Anything else is a diagnostic.
+ */
+#include "codegen/cg.h"
+
+#include <math.h>
+
+static bool int_ok(Op op) {
+  switch (op) {
+  case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX:
+  case OP_NEG: case OP_ABS: case OP_RELU: return true;
+  default: return false;
+  }
+}
+
+static bool c64_ok(Op op) {
+  return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_NEG;
+}
+
+bool cg_ew_check(Cg *cg, Node *n) {
+  if (n->op == OP_WHERE || n->op == OP_CAST || n->op == OP_STOP_GRADIENT)
+    return true;
+  DType dt = n->in[0]->type.dt;
+  bool ok;
+  if (op_has(n->op, OPF_COMPARE))
+    ok = dt != DT_C64 &&
+         (dt != DT_BOOL || n->op == OP_EQ || n->op == OP_NE);
+  else if (dt_is_float(dt))
+    ok = true;
+  else if (dt_is_int(dt))
+    ok = int_ok(n->op);
+  else if (dt == DT_C64)
+    ok = c64_ok(n->op);
+  else
+    ok = false;
+  if (ok) return true;
+  char why[64];
+  snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+  return cg_unsupported(cg, n, why);
+}
+
+static bool is_f64(Cg *cg, LLVMValueRef v) { return LLVMTypeOf(v) == cg->t_f64; }
+
+static LLVMValueRef fc(Cg *cg, LLVMValueRef like, double c) {
+  return LLVMConstReal(LLVMTypeOf(like), c);
+}
+
+static LLVMValueRef intr1(Cg *cg, const char *nm, LLVMValueRef x) {
+  return cg_intrinsic(cg, nm, LLVMTypeOf(x), &x, 1);
+}
+
+static LLVMValueRef intr2(Cg *cg, const char *nm, LLVMValueRef a,
+                          LLVMValueRef b) {
+  LLVMValueRef v[2] = {a, b};
+  return cg_intrinsic(cg, nm, LLVMTypeOf(a), v, 2);
+}
+
+/* libm call: name for double, name+"f" for float. */
+static LLVMValueRef libm(Cg *cg, const char *nm, LLVMValueRef x) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%s%s", nm, is_f64(cg, x) ? "" : "f");
+  LLVMValueRef r = cg_call(cg, buf, LLVMTypeOf(x), &x, 1);
+  return r;
+}
+
+static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef e = intr1(cg, "llvm.exp", LLVMBuildFNeg(b, x, ""));
+  return LLVMBuildFDiv(b, fc(cg, x, 1), LLVMBuildFAdd(b, fc(cg, x, 1), e, ""),
+                       "");
+}
+
+static LLVMValueRef gelu(Cg *cg, LLVMValueRef x, bool tanh_form) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef t;
+  if (tanh_form) {
+    LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
+    LLVMValueRef in = LLVMBuildFAdd(
+        b, x, LLVMBuildFMul(b, fc(cg, x, 0.044715), x3, ""), "");
+    in = LLVMBuildFMul(b, fc(cg, x, 0.7978845608028654), in, "");
+    t = libm(cg, "tanh", in);
+  } else {
+    t = libm(cg, "erf", LLVMBuildFMul(b, x, fc(cg, x, M_SQRT1_2), ""));
+  }
+  LLVMValueRef h = LLVMBuildFMul(b, fc(cg, x, 0.5), x, "");
+  return LLVMBuildFMul(b, h, LLVMBuildFAdd(b, fc(cg, x, 1), t, ""), "");
+}
+
+static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
+  LLVMBuilderRef b = cg->b;
+  switch (op) {
+  case OP_RELU:
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(cg, x, 0), ""),
+                           fc(cg, x, 0), x, "");
+  case OP_GELU: return gelu(cg, x, false);
+  case OP_GELU_TANH: return gelu(cg, x, true);
+  case OP_SILU: return LLVMBuildFMul(b, x, sigmoid(cg, x), "");
+  case OP_SIGMOID: return sigmoid(cg, x);
+  case OP_TANH: return libm(cg, "tanh", x);
+  case OP_EXP: return intr1(cg, "llvm.exp", x);
+  case OP_LOG: return intr1(cg, "llvm.log", x);
+  case OP_SQRT: return intr1(cg, "llvm.sqrt", x);
+  case OP_RSQRT:
+    return LLVMBuildFDiv(b, fc(cg, x, 1), intr1(cg, "llvm.sqrt", x), "");
+  case OP_NEG: return LLVMBuildFNeg(b, x, "");
+  case OP_ABS: return intr1(cg, "llvm.fabs", x);
+  case OP_SIN: return intr1(cg, "llvm.sin", x);
+  case OP_COS: return intr1(cg, "llvm.cos", x);
+  case OP_TAN: return libm(cg, "tan", x);
+  case OP_ATAN: return libm(cg, "atan", x);
+  case OP_ROUND: return intr1(cg, "llvm.roundeven", x);
+  default: RLX_ASSERT(!"not a float unary op"); return NULL;
+  }
+}
+
+static LLVMValueRef unary_int(Cg *cg, Op op, LLVMValueRef x, DType dt) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef z = LLVMConstNull(LLVMTypeOf(x));
+  if (dt == DT_U8 && (op == OP_ABS || op == OP_RELU)) return x;
+  switch (op) {
+  case OP_NEG: return LLVMBuildSub(b, z, x, "");
+  case OP_ABS: {
+    LLVMValueRef a[2] = {x, LLVMConstInt(cg->t_i1, 0, 0)};
+    return cg_intrinsic(cg, "llvm.abs", LLVMTypeOf(x), a, 2);
+  }
+  case OP_RELU: return intr2(cg, "llvm.smax", x, z);
+  default: RLX_ASSERT(!"not an int unary op"); return NULL;
+  }
+}
+
+static LLVMValueRef c64_mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef bd = cg->b;
+  LLVMValueRef i0 = cg_i32(cg, 0), i1 = cg_i32(cg, 1);
+  LLVMValueRef ar = LLVMBuildExtractElement(bd, a, i0, "");
+  LLVMValueRef ai = LLVMBuildExtractElement(bd, a, i1, "");
+  LLVMValueRef br = LLVMBuildExtractElement(bd, b, i0, "");
+  LLVMValueRef bi = LLVMBuildExtractElement(bd, b, i1, "");
+  LLVMValueRef re = LLVMBuildFSub(bd, LLVMBuildFMul(bd, ar, br, ""),
+                                  LLVMBuildFMul(bd, ai, bi, ""), "");
+  LLVMValueRef im = LLVMBuildFAdd(bd, LLVMBuildFMul(bd, ar, bi, ""),
+                                  LLVMBuildFMul(bd, ai, br, ""), "");
+  LLVMValueRef v = LLVMBuildInsertElement(bd, LLVMGetUndef(cg->t_c64), re,
+                                          i0, "");
+  return LLVMBuildInsertElement(bd, v, im, i1, "");
+}
+
+static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
+                           DType dt) {
+  LLVMBuilderRef b = cg->b;
+  bool fl = dt_is_float(dt) || dt == DT_C64;
+  bool u = dt == DT_U8;
+  switch (op) {
+  case OP_ADD: return fl ? LLVMBuildFAdd(b, a, c, "") : LLVMBuildAdd(b, a, c, "");
+  case OP_SUB: return fl ? LLVMBuildFSub(b, a, c, "") : LLVMBuildSub(b, a, c, "");
+  case OP_MUL:
+    if (dt == DT_C64) return c64_mul(cg, a, c);
+    return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");
+  case OP_DIV: return LLVMBuildFDiv(b, a, c, "");
+  case OP_POW: return intr2(cg, "llvm.pow", a, c);
+  case OP_MIN:
+    return intr2(cg, fl ? "llvm.minimum" : u ? "llvm.umin" : "llvm.smin", a, c);
+  case OP_MAX:
+    return intr2(cg, fl ? "llvm.maximum" : u ? "llvm.umax" : "llvm.smax", a, c);
+  default: RLX_ASSERT(!"not a binary op"); return NULL;
+  }
+}
+
+static LLVMValueRef compare(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
+                            DType dt) {
+  static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                         LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+  static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                        LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                        LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  int k = (int)op - (int)OP_EQ;
+  if (dt_is_float(dt)) return LLVMBuildFCmp(cg->b, fp[k], a, c, "");
+  bool u = dt == DT_U8 || dt == DT_BOOL;
+  return LLVMBuildICmp(cg->b, u ? up[k] : sp[k], a, c, "");
+}
+
+static LLVMValueRef cast(Cg *cg, Node *n, LLVMValueRef v) {
+  DType from = n->in[0]->type.dt, to = n->type.dt;
+  if (from == DT_F64 && to == DT_F16) /* one rounding, not two */
+    return LLVMBuildFPExt(cg->b, LLVMBuildFPTrunc(cg->b, v, cg->t_f16, ""),
+                          cg->t_f32, "");
+  return cg_round_dt(cg, to, cg_convert(cg, v, from, to));
+}
+
+LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v) {
+  DType dt = n->in[0]->type.dt;
+  LLVMValueRef r;
+  if (n->op == OP_STOP_GRADIENT) return v[0];
+  if (n->op == OP_CAST) return cast(cg, n, v[0]);
+  if (n->op == OP_WHERE) {
+    LLVMValueRef c = cg_convert(cg, v[0], dt, DT_BOOL);
+    return LLVMBuildSelect(cg->b, c, v[1], v[2], "");
+  }
+  if (op_has(n->op, OPF_COMPARE)) return compare(cg, n->op, v[0], v[1], dt);
+  if (op_has(n->op, OPF_BINARY))
+    r = binary(cg, n->op, v[0], v[1], dt);
+  else if (dt == DT_C64)
+    r = LLVMBuildFNeg(cg->b, v[0], "");
+  else if (dt_is_float(dt))
+    r = unary_float(cg, n->op, v[0]);
+  else
+    r = unary_int(cg, n->op, v[0], dt);
+  return cg_round_dt(cg, n->type.dt, r);
+}

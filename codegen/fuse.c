@@ -1,0 +1,118 @@
+/* fuse.c: which nodes get no storage of their own.
+ *
+ * FUSED: an elementwise node that is not returned and whose consumers
+ * are all elementwise nodes of the same output shape belonging to one
+ * group. It is computed inside the loop of the group's root (the one
+ * node of the group with storage), once per element (memoized), so an
+ * elementwise chain with broadcasts becomes one loop nest with no
+ * intermediate buffers. A producer whose shape differs from a consumer
+ * (it is broadcast) keeps its buffer, so nothing is recomputed.
+ * FOLDED: a transpose that only swaps the last two dims and is read
+ * only by matmul, which folds it into its GEMM strides.
+ * ALIAS: reshape (same bytes, row-major), resolved to the node that
+ * owns the storage.
+ * Decided in reverse node order, so consumers are decided first.
+ */
+#include "codegen/cg.h"
+
+#include <stdlib.h>
+
+static bool same_dims(const Type *a, const Type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+static bool is_ew(const Node *n) {
+  return op_has(n->op, OPF_ELEMENTWISE) && !op_has(n->op, OPF_PSEUDO);
+}
+
+static bool is_swap_last2(const Node *n) {
+  if (n->op != OP_TRANSPOSE || n->type.rank < 2) return false;
+  int k;
+  const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
+  int r = n->type.rank;
+  if (!perm || k != r) return false;
+  for (int i = 0; i < r - 2; i++)
+    if (perm[i] != i) return false;
+  return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+/* Consumers of each node, as a CSR list. */
+typedef struct {
+  int *start, *list;
+} Uses;
+
+static bool uses_build(Graph *g, Uses *u) {
+  int n = g->next_id;
+  u->start = calloc((size_t)n + 2, sizeof(int));
+  int tot = 0;
+  for (int i = 0; i < g->nnodes; i++) tot += g->nodes[i]->nin;
+  u->list = malloc(((size_t)tot + 1) * sizeof(int));
+  if (!u->start || !u->list) return false;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++)
+      u->start[g->nodes[i]->in[k]->id + 2]++;
+  for (int i = 0; i < n; i++) u->start[i + 2] += u->start[i + 1];
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++)
+      u->list[u->start[g->nodes[i]->in[k]->id + 1]++] = i;
+  return true;
+}
+
+/* n joins its consumers' group: returns the group root or NULL. */
+static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
+                     const bool *isret) {
+  if (!is_ew(n) || isret[n->id]) return NULL;
+  Node *r = NULL;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
+    Node *c = g->nodes[u->list[k]];
+    if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
+    if (r && root[c->id] != r) return NULL;
+    r = root[c->id];
+  }
+  return r;
+}
+
+static bool all_matmul(Graph *g, Node *n, Uses *u) {
+  int cnt = 0;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++, cnt++)
+    if (g->nodes[u->list[k]]->op != OP_MATMUL) return false;
+  return cnt > 0;
+}
+
+bool cg_fuse(Graph *g, CgPlan *plan) {
+  Uses u = {0};
+  bool *isret = calloc((size_t)g->next_id + 1, sizeof(bool));
+  Node **root = calloc((size_t)g->next_id + 1, sizeof(Node *));
+  bool ok = isret && root && uses_build(g, &u);
+  for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
+  for (int i = g->nnodes - 1; ok && i >= 0; i--) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &plan->slot[n->id];
+    Node *r = fusable(g, n, &u, root, isret);
+    root[n->id] = r ? r : n;
+    if (r)
+      s->kind = CG_SLOT_FUSED;
+    else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, &u))
+      s->kind = CG_SLOT_FOLDED;
+  }
+  /* aliases, in forward order so chains resolve to their owner */
+  for (int i = 0; ok && i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->op != OP_RESHAPE) continue;
+    CgSlot *s = &plan->slot[n->id], *src = &plan->slot[n->in[0]->id];
+    s->kind = CG_SLOT_ALIAS;
+    s->alias = src->kind == CG_SLOT_ALIAS ? src->alias : n->in[0];
+  }
+  free(u.start);
+  free(u.list);
+  free(isret);
+  free(root);
+  return ok;
+}
+
+bool cg_is_fused(const CgPlan *plan, const Node *n) {
+  return plan->slot[n->id].kind == CG_SLOT_FUSED;
+}

@@ -1,0 +1,194 @@
+/* llvm.c: LLVM lifetime, target machine, optimization and output.
+ *
+ * cg_new() creates the context, module, builder and target machine for
+ * the options' triple/CPU (host by default); cg_free() disposes all of
+ * them. cg_optimize() verifies the module and runs the new pass manager
+ * ("default<On>"); cg_write_obj()/cg_write_ll() write the results.
+ * Every generated function carries the target attributes from
+ * cg_fn_attrs(), including prefer-vector-width=512 on x86 so that loops
+ * vectorize at AVX-512 width when the CPU has it (LLVM otherwise
+ * prefers 256-bit vectors on most AVX-512 CPUs).
+ */
+#include "codegen/cg.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void init_targets(void) {
+  LLVMInitializeAllTargetInfos();
+  LLVMInitializeAllTargets();
+  LLVMInitializeAllTargetMCs();
+  LLVMInitializeAllAsmPrinters();
+}
+
+static void init_types(Cg *cg) {
+  LLVMContextRef c = cg->lc;
+  cg->t_void = LLVMVoidTypeInContext(c);
+  cg->t_i1 = LLVMInt1TypeInContext(c);
+  cg->t_i8 = LLVMInt8TypeInContext(c);
+  cg->t_i16 = LLVMInt16TypeInContext(c);
+  cg->t_i32 = LLVMInt32TypeInContext(c);
+  cg->t_i64 = LLVMInt64TypeInContext(c);
+  cg->t_f16 = LLVMHalfTypeInContext(c);
+  cg->t_f32 = LLVMFloatTypeInContext(c);
+  cg->t_f64 = LLVMDoubleTypeInContext(c);
+  cg->t_ptr = LLVMPointerTypeInContext(c, 0);
+  cg->t_c64 = LLVMVectorType(cg->t_f32, 2);
+  LLVMTypeRef p3[3] = {cg->t_ptr, cg->t_ptr, cg->t_ptr};
+  cg->t_graph_fn = LLVMFunctionType(cg->t_i32, p3, 3, 0);
+  LLVMTypeRef tp[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
+  cg->t_task_fn = LLVMFunctionType(cg->t_void, tp, 3, 0);
+}
+
+/* Triple, CPU and feature strings, all malloc'ed by LLVM. */
+static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
+  bool host = !o || !o->target;
+  cg->triple = host ? LLVMGetDefaultTargetTriple()
+                    : LLVMNormalizeTargetTriple(o->target);
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(cg->triple, t, &err)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: unknown target '%s': %s",
+               o && o->target ? o->target : cg->triple, err ? err : "");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  if (o && o->mcpu) {
+    cg->cpu = LLVMCreateMessage(o->mcpu);
+    cg->features = LLVMCreateMessage("");
+  } else if (host) {
+    cg->cpu = LLVMGetHostCPUName();
+    cg->features = LLVMGetHostCPUFeatures();
+  } else {
+    cg->cpu = LLVMCreateMessage("generic");
+    cg->features = LLVMCreateMessage("");
+  }
+  return true;
+}
+
+Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
+  init_targets();
+  Cg *cg = calloc(1, sizeof *cg);
+  if (!cg) return NULL;
+  cg->ctx = ctx;
+  cg->u = u;
+  const Options *o = u ? u->opt : NULL;
+  cg->opt_level = o ? o->opt_level : 2;
+  if (cg->opt_level < 0 || cg->opt_level > 3) cg->opt_level = 2;
+  LLVMTargetRef t;
+  if (!pick_target(cg, o, &t)) {
+    cg_free(cg);
+    return NULL;
+  }
+  LLVMCodeGenOptLevel lvl = cg->opt_level == 0   ? LLVMCodeGenLevelNone
+                            : cg->opt_level == 1 ? LLVMCodeGenLevelLess
+                            : cg->opt_level == 2 ? LLVMCodeGenLevelDefault
+                                                 : LLVMCodeGenLevelAggressive;
+  cg->tm = LLVMCreateTargetMachine(t, cg->triple, cg->cpu, cg->features, lvl,
+                                   LLVMRelocPIC, LLVMCodeModelDefault);
+  if (!cg->tm) {
+    diag_error(ctx, (Loc){0, 0}, "codegen: cannot create a target machine "
+               "for '%s' (cpu '%s')", cg->triple, cg->cpu);
+    cg_free(cg);
+    return NULL;
+  }
+  cg->avx512 = strstr(cg->features, "+avx512f") != NULL;
+  cg->lc = LLVMContextCreate();
+  cg->mod = LLVMModuleCreateWithNameInContext(module_name, cg->lc);
+  cg->b = LLVMCreateBuilderInContext(cg->lc);
+  cg->td = LLVMCreateTargetDataLayout(cg->tm);
+  LLVMSetModuleDataLayout(cg->mod, cg->td);
+  LLVMSetTarget(cg->mod, cg->triple);
+  init_types(cg);
+  return cg;
+}
+
+void cg_free(Cg *cg) {
+  if (!cg) return;
+  if (cg->b) LLVMDisposeBuilder(cg->b);
+  if (cg->mod) LLVMDisposeModule(cg->mod);
+  if (cg->td) LLVMDisposeTargetData(cg->td);
+  if (cg->tm) LLVMDisposeTargetMachine(cg->tm);
+  if (cg->lc) LLVMContextDispose(cg->lc);
+  LLVMDisposeMessage(cg->triple);
+  LLVMDisposeMessage(cg->cpu);
+  LLVMDisposeMessage(cg->features);
+  free(cg);
+}
+
+static bool is_x86(const Cg *cg) {
+  return strncmp(cg->triple, "x86_64", 6) == 0 ||
+         strncmp(cg->triple, "i386", 4) == 0 ||
+         strncmp(cg->triple, "i686", 4) == 0;
+}
+
+static void str_attr(Cg *cg, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAttributeRef a = LLVMCreateStringAttribute(
+      cg->lc, k, (unsigned)strlen(k), v, (unsigned)strlen(v));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+}
+
+static void enum_attr(Cg *cg, LLVMValueRef fn, unsigned idx,
+                      const char *name) {
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(cg->lc, k, 0));
+}
+
+void cg_fn_attrs(Cg *cg, LLVMValueRef fn) {
+  str_attr(cg, fn, "target-cpu", cg->cpu);
+  if (cg->features[0]) str_attr(cg, fn, "target-features", cg->features);
+  if (is_x86(cg)) str_attr(cg, fn, "prefer-vector-width", "512");
+  enum_attr(cg, fn, LLVMAttributeFunctionIndex, "nounwind");
+}
+
+bool cg_optimize(Cg *cg) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &msg)) {
+    diag_error(cg->ctx, (Loc){0, 0},
+               "codegen: internal error: invalid LLVM module: %s", msg);
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMDisposeMessage(msg);
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", cg->opt_level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(po, cg->opt_level >= 2);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, cg->opt_level >= 2);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, cg->opt_level >= 2);
+  LLVMErrorRef e = LLVMRunPasses(cg->mod, pipeline, cg->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: optimization failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return false;
+  }
+  return true;
+}
+
+bool cg_write_obj(Cg *cg, const char *path, bool assembly) {
+  char *err = NULL;
+  if (LLVMTargetMachineEmitToFile(cg->tm, cg->mod, path,
+                                  assembly ? LLVMAssemblyFile
+                                           : LLVMObjectFile,
+                                  &err)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot write '%s': %s", path,
+               err ? err : "");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  return true;
+}
+
+bool cg_write_ll(Cg *cg, const char *path) {
+  char *err = NULL;
+  if (LLVMPrintModuleToFile(cg->mod, path, &err)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot write '%s': %s", path,
+               err ? err : "");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  return true;
+}

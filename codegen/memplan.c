@@ -1,0 +1,166 @@
+/* memplan.c: the static memory plan of one graph.
+ *
+ * After cg_fuse(), every node that still needs storage gets a place:
+ * graph arguments -> inputs[i]; the first return of a computed node ->
+ * outputs[j] (other returns are copied out at the end); non-splat
+ * constants -> a global; everything else (including splat constants
+ * read through a buffer) -> an offset in the workspace.
+ *
+ * Live range of a workspace block, in node positions: from its
+ * definition to the last node that reads it, where reading a FUSED node
+ * reads the operands of its tree, reading a FOLDED transpose or an ALIAS
+ * reads the storage underneath, and returned values live to the end.
+ * A node's scratch area lives only at its own position. A node's output
+ * never shares bytes with its operands (operands are live at its
+ * position), so emitters may assume no overlap.
+ *
+ * Placement: blocks in definition order, each at the lowest 64-aligned
+ * offset that does not overlap any block whose live range intersects it
+ * (first fit). Invariant checked by tests: no two simultaneously live
+ * blocks overlap.
+ */
+#include "codegen/cg.h"
+
+#include <stdlib.h>
+
+int64_t cg_align(int64_t bytes) { return (bytes + 63) & ~(int64_t)63; }
+
+CgPlan *cg_plan_new(Ctx *ctx, Graph *g) {
+  CgPlan *p = arena_alloc(ctx->arena, sizeof *p);
+  p->g = g;
+  p->nslots = g->next_id;
+  p->slot = arena_alloc(ctx->arena, sizeof(CgSlot) * (size_t)(g->next_id + 1));
+  for (int i = 0; i <= g->next_id; i++) {
+    p->slot[i].scratch_off = -1;
+    p->slot[i].def = p->slot[i].last = -1;
+  }
+  return p;
+}
+
+/* The node owning the bytes that reading n reads; NULL when n is FUSED
+ * (its operands are read instead). */
+static Node *owner(const CgPlan *p, Node *n) {
+  const CgSlot *s = &p->slot[n->id];
+  if (s->kind == CG_SLOT_ALIAS) return s->alias;
+  if (s->kind == CG_SLOT_FOLDED) return owner(p, n->in[0]);
+  if (s->kind == CG_SLOT_FUSED) return NULL;
+  return n;
+}
+
+/* Mark everything reader-at-pos reads; via_ew: read as an elementwise
+ * leaf (a splat constant read that way needs no buffer). */
+static void mark_reads(CgPlan *p, Node *n, int64_t pos, bool via_ew) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    Node *w = owner(p, o);
+    if (!w) {
+      mark_reads(p, o, pos, true);
+      continue;
+    }
+    CgSlot *s = &p->slot[w->id];
+    if (s->last < pos) s->last = pos;
+    bool ew_leaf = via_ew && w == o;
+    if (!ew_leaf) s->uses_buf = true;
+  }
+}
+
+typedef struct {
+  int64_t def, last, size, *off;
+} Block;
+
+typedef struct {
+  int64_t off, size;
+} Span;
+
+static int cmp_off(const void *a, const void *b) {
+  int64_t x = ((const Span *)a)->off, y = ((const Span *)b)->off;
+  return x < y ? -1 : x > y;
+}
+
+/* First fit of blocks[i] against earlier blocks live at the same time. */
+static int64_t place(const Block *bl, int i, Span *tmp) {
+  int m = 0;
+  for (int j = 0; j < i; j++)
+    if (bl[j].def <= bl[i].last && bl[i].def <= bl[j].last && bl[j].size)
+      tmp[m++] = (Span){*bl[j].off, bl[j].size};
+  qsort(tmp, (size_t)m, sizeof *tmp, cmp_off);
+  int64_t off = 0;
+  for (int k = 0; k < m; k++) {
+    if (off + bl[i].size <= tmp[k].off) break;
+    if (tmp[k].off + tmp[k].size > off) off = tmp[k].off + tmp[k].size;
+  }
+  return off;
+}
+
+static bool needs_ws(const Node *n, const CgSlot *s) {
+  if (s->kind != CG_SLOT_NONE) return false;
+  if (n->op == OP_INPUT || n->op == OP_PARAM) return false;
+  if (n->op == OP_CONST) return n->splat && s->uses_buf;
+  return true;
+}
+
+static void assign_fixed(Graph *g, CgPlan *p) {
+  for (int i = 0; i < g->nargs; i++) {
+    CgSlot *s = &p->slot[g->args[i]->id];
+    s->kind = CG_SLOT_INPUT;
+    s->index = i;
+  }
+  for (int j = 0; j < g->nret; j++) {
+    Node *r = g->rets[j];
+    CgSlot *s = &p->slot[r->id];
+    if (s->kind == CG_SLOT_NONE && r->op != OP_CONST) {
+      s->kind = CG_SLOT_OUTPUT;
+      s->index = j;
+    }
+  }
+}
+
+bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
+  int nb = 0;
+  Block *bl = calloc((size_t)g->nnodes * 2 + 1, sizeof *bl);
+  Span *tmp = calloc((size_t)g->nnodes * 2 + 1, sizeof *tmp);
+  if (!bl || !tmp) {
+    free(bl);
+    free(tmp);
+    return false;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &p->slot[n->id];
+    s->def = i;
+    if (s->kind != CG_SLOT_FUSED && s->kind != CG_SLOT_FOLDED &&
+        s->kind != CG_SLOT_ALIAS)
+      mark_reads(p, n, i, op_has(n->op, OPF_ELEMENTWISE));
+  }
+  for (int j = 0; j < g->nret; j++) {
+    Node *w = owner(p, g->rets[j]);
+    p->slot[w->id].last = g->nnodes;
+    p->slot[w->id].uses_buf = true;
+  }
+  assign_fixed(g, p);
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &p->slot[n->id];
+    if (s->last < i) s->last = i;
+    if (needs_ws(n, s)) {
+      s->kind = CG_SLOT_WS;
+      bl[nb++] = (Block){i, s->last, cg_align(type_bytes(&n->type)),
+                         &s->offset};
+    } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
+      s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
+    }
+    if (scratch && scratch[n->id] > 0) {
+      s->scratch_bytes = scratch[n->id];
+      bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};
+    }
+  }
+  int64_t total = 0;
+  for (int i = 0; i < nb; i++) {
+    *bl[i].off = place(bl, i, tmp);
+    if (*bl[i].off + bl[i].size > total) total = *bl[i].off + bl[i].size;
+  }
+  p->ws_bytes = cg_align(total);
+  free(bl);
+  free(tmp);
+  return true;
+}

@@ -1,0 +1,301 @@
+/* values.c: element types, loads/stores with dtype conversion, casts,
+ * runtime calls, intrinsics and run-time error exits.
+ *
+ * Storage vs compute types: f16/bf16 are stored as i16 bit patterns and
+ * computed in float (rounded back on store: round to nearest even);
+ * bool is stored as i8 (0/1) and computed as i1; c64 is <2 x float>.
+ * cg_convert() implements cast semantics between compute types:
+ * float->int truncates toward zero and saturates with NaN -> 0
+ * (llvm.fpto[su]i.sat), x->bool is x != 0, c64->real takes the real
+ * part (NumPy), real->c64 has a zero imaginary part.
+ */
+#include "codegen/cg.h"
+
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+LLVMTypeRef cg_stype(Cg *cg, DType dt) {
+  switch (dt) {
+  case DT_F32: return cg->t_f32;
+  case DT_F64: return cg->t_f64;
+  case DT_F16: case DT_BF16: return cg->t_i16;
+  case DT_I8: case DT_U8: case DT_BOOL: return cg->t_i8;
+  case DT_I32: return cg->t_i32;
+  case DT_I64: return cg->t_i64;
+  case DT_C64: return cg->t_c64;
+  default: RLX_ASSERT(!"bad dtype"); return NULL;
+  }
+}
+
+LLVMTypeRef cg_ctype(Cg *cg, DType dt) {
+  switch (dt) {
+  case DT_F16: case DT_BF16: return cg->t_f32;
+  case DT_BOOL: return cg->t_i1;
+  default: return cg_stype(cg, dt);
+  }
+}
+
+LLVMValueRef cg_i64(Cg *cg, int64_t v) {
+  return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1);
+}
+
+LLVMValueRef cg_i32(Cg *cg, int32_t v) {
+  return LLVMConstInt(cg->t_i32, (unsigned long long)(int64_t)v, 1);
+}
+
+LLVMValueRef cg_const(Cg *cg, DType dt, double v) {
+  LLVMTypeRef t = cg_ctype(cg, dt);
+  if (dt_is_float(dt)) return LLVMConstReal(t, v);
+  if (dt == DT_BOOL) return LLVMConstInt(t, v != 0, 0);
+  if (dt == DT_C64) {
+    LLVMValueRef e[2] = {LLVMConstReal(cg->t_f32, v),
+                         LLVMConstReal(cg->t_f32, 0)};
+    return LLVMConstVector(e, 2);
+  }
+  return LLVMConstInt(t, (unsigned long long)(int64_t)v, 1);
+}
+
+LLVMValueRef cg_gep(Cg *cg, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, base, &off, 1, "");
+}
+
+static LLVMValueRef elem_ptr(Cg *cg, DType dt, LLVMValueRef base,
+                             LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(cg->b, cg_stype(cg, dt), base, &idx, 1, "");
+}
+
+static LLVMValueRef bf16_to_f32(Cg *cg, LLVMValueRef bits) {
+  LLVMValueRef w = LLVMBuildZExt(cg->b, bits, cg->t_i32, "");
+  w = LLVMBuildShl(cg->b, w, cg_i32(cg, 16), "");
+  return LLVMBuildBitCast(cg->b, w, cg->t_f32, "");
+}
+
+/* Round to nearest even; NaN stays a quiet NaN with its sign. */
+static LLVMValueRef f32_to_bf16(Cg *cg, LLVMValueRef f) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef u = LLVMBuildBitCast(b, f, cg->t_i32, "");
+  LLVMValueRef lsb = LLVMBuildAnd(
+      b, LLVMBuildLShr(b, u, cg_i32(cg, 16), ""), cg_i32(cg, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(
+      b, u, LLVMBuildAdd(b, lsb, cg_i32(cg, 0x7fff), ""), "");
+  r = LLVMBuildLShr(b, r, cg_i32(cg, 16), "");
+  LLVMValueRef nan = LLVMBuildOr(
+      b, LLVMBuildLShr(b, u, cg_i32(cg, 16), ""), cg_i32(cg, 0x40), "");
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, f, f, "");
+  r = LLVMBuildSelect(b, isnan, nan, r, "");
+  return LLVMBuildTrunc(b, r, cg->t_i16, "");
+}
+
+LLVMValueRef cg_round_dt(Cg *cg, DType dt, LLVMValueRef v) {
+  if (dt == DT_F16)
+    return LLVMBuildFPExt(cg->b, LLVMBuildFPTrunc(cg->b, v, cg->t_f16, ""),
+                          cg->t_f32, "");
+  if (dt == DT_BF16) return bf16_to_f32(cg, f32_to_bf16(cg, v));
+  return v;
+}
+
+static LLVMValueRef to_compute(Cg *cg, DType dt, LLVMValueRef v) {
+  switch (dt) {
+  case DT_F16:
+    v = LLVMBuildBitCast(cg->b, v, cg->t_f16, "");
+    return LLVMBuildFPExt(cg->b, v, cg->t_f32, "");
+  case DT_BF16: return bf16_to_f32(cg, v);
+  case DT_BOOL:
+    return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0),
+                         "");
+  default: return v;
+  }
+}
+
+LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMValueRef p = elem_ptr(cg, dt, base, idx);
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_stype(cg, dt), p, "");
+  if (dt == DT_C64) LLVMSetAlignment(v, 4);
+  return to_compute(cg, dt, v);
+}
+
+LLVMValueRef cg_const_elem(Cg *cg, const Node *n, int64_t i) {
+  DType dt = n->type.dt;
+  if (n->splat) i = 0;
+  const char *p = (const char *)n->data + i * dt_size(dt);
+  LLVMValueRef v;
+  switch (dt) {
+  case DT_F32: {
+    float f;
+    memcpy(&f, p, 4);
+    return LLVMConstReal(cg->t_f32, f);
+  }
+  case DT_F64: {
+    double d;
+    memcpy(&d, p, 8);
+    return LLVMConstReal(cg->t_f64, d);
+  }
+  case DT_C64: {
+    float f[2];
+    memcpy(f, p, 8);
+    LLVMValueRef e[2] = {LLVMConstReal(cg->t_f32, f[0]),
+                         LLVMConstReal(cg->t_f32, f[1])};
+    return LLVMConstVector(e, 2);
+  }
+  default: {
+    uint64_t u = 0;
+    memcpy(&u, p, (size_t)dt_size(dt)); /* little-endian host */
+    v = LLVMConstInt(cg_stype(cg, dt), u, 0);
+  }
+  }
+  return to_compute(cg, dt, v);
+}
+
+void cg_store(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx,
+              LLVMValueRef v) {
+  switch (dt) {
+  case DT_F16:
+    v = LLVMBuildFPTrunc(cg->b, v, cg->t_f16, "");
+    v = LLVMBuildBitCast(cg->b, v, cg->t_i16, "");
+    break;
+  case DT_BF16: v = f32_to_bf16(cg, v); break;
+  case DT_BOOL: v = LLVMBuildZExt(cg->b, v, cg->t_i8, ""); break;
+  default: break;
+  }
+  LLVMValueRef s = LLVMBuildStore(cg->b, v, elem_ptr(cg, dt, base, idx));
+  if (dt == DT_C64) LLVMSetAlignment(s, 4);
+}
+
+static LLVMValueRef intrinsic2(Cg *cg, const char *name, LLVMTypeRef *tys,
+                               int nt, LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  RLX_ASSERT(id != 0);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(cg->mod, id, tys, (size_t)nt);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(cg->lc, id, tys, (size_t)nt);
+  return LLVMBuildCall2(cg->b, ft, f, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t,
+                          LLVMValueRef *args, int nargs) {
+  return intrinsic2(cg, name, &t, t ? 1 : 0, args, nargs);
+}
+
+static bool is_unsigned(DType dt) { return dt == DT_U8 || dt == DT_BOOL; }
+
+static LLVMValueRef from_float(Cg *cg, LLVMValueRef v, DType to) {
+  LLVMTypeRef t = cg_ctype(cg, to);
+  if (to == DT_BOOL)
+    return LLVMBuildFCmp(cg->b, LLVMRealUNE, v,
+                         LLVMConstReal(LLVMTypeOf(v), 0), "");
+  if (dt_is_float(to)) {
+    unsigned a = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMDoubleTypeKind;
+    unsigned c = LLVMGetTypeKind(t) == LLVMDoubleTypeKind;
+    if (a == c) return v;
+    return a ? LLVMBuildFPTrunc(cg->b, v, t, "")
+             : LLVMBuildFPExt(cg->b, v, t, "");
+  }
+  if (to == DT_C64) {
+    v = from_float(cg, v, DT_F32);
+    LLVMValueRef z = LLVMConstNull(cg->t_c64);
+    return LLVMBuildInsertElement(cg->b, z, v, cg_i32(cg, 0), "");
+  }
+  LLVMTypeRef tys[2] = {t, LLVMTypeOf(v)};
+  return intrinsic2(cg, is_unsigned(to) ? "llvm.fptoui.sat"
+                                        : "llvm.fptosi.sat",
+                    tys, 2, &v, 1);
+}
+
+static LLVMValueRef from_int(Cg *cg, LLVMValueRef v, DType from, DType to) {
+  LLVMTypeRef t = cg_ctype(cg, to);
+  if (to == DT_BOOL)
+    return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)),
+                         "");
+  if (to == DT_C64)
+    return from_float(cg, from_int(cg, v, from, DT_F32), DT_C64);
+  if (dt_is_float(to))
+    return is_unsigned(from) ? LLVMBuildUIToFP(cg->b, v, t, "")
+                             : LLVMBuildSIToFP(cg->b, v, t, "");
+  unsigned wf = LLVMGetIntTypeWidth(LLVMTypeOf(v));
+  unsigned wt = LLVMGetIntTypeWidth(t);
+  if (wf == wt) return v;
+  if (wf > wt) return LLVMBuildTrunc(cg->b, v, t, "");
+  return is_unsigned(from) ? LLVMBuildZExt(cg->b, v, t, "")
+                           : LLVMBuildSExt(cg->b, v, t, "");
+}
+
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to) {
+  if (from == to) return v;
+  if (dt_is_float(from)) return from_float(cg, v, to);
+  if (from == DT_C64) {
+    if (to == DT_BOOL) {
+      LLVMValueRef ne = LLVMBuildFCmp(cg->b, LLVMRealUNE, v,
+                                      LLVMConstNull(cg->t_c64), "");
+      LLVMValueRef a = LLVMBuildExtractElement(cg->b, ne, cg_i32(cg, 0), "");
+      LLVMValueRef c = LLVMBuildExtractElement(cg->b, ne, cg_i32(cg, 1), "");
+      return LLVMBuildOr(cg->b, a, c, "");
+    }
+    v = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, 0), "");
+    return from_float(cg, v, to);
+  }
+  return from_int(cg, v, from, to);
+}
+
+LLVMValueRef cg_alloca(Cg *cg, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+  LLVMValueRef first = LLVMGetFirstInstruction(cg->fn->alloca_bb);
+  if (first)
+    LLVMPositionBuilderBefore(cg->b, first);
+  else
+    LLVMPositionBuilderAtEnd(cg->b, cg->fn->alloca_bb);
+  LLVMValueRef a = LLVMBuildAlloca(cg->b, t, name);
+  LLVMPositionBuilderAtEnd(cg->b, cur);
+  return a;
+}
+
+LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret,
+                     LLVMValueRef *args, int nargs) {
+  LLVMTypeRef pt[32];
+  RLX_ASSERT(nargs <= 32);
+  for (int i = 0; i < nargs; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)nargs, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
+  if (!f) {
+    f = LLVMAddFunction(cg->mod, name, ft);
+    unsigned k = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(cg->lc, k, 0));
+  }
+  return LLVMBuildCall2(cg->b, ft, f, args, (unsigned)nargs, "");
+}
+
+void cg_memcpy(Cg *cg, LLVMValueRef dst, LLVMValueRef src, int64_t bytes) {
+  if (bytes <= 0) return;
+  LLVMBuildMemCpy(cg->b, dst, 1, src, 1, cg_i64(cg, bytes));
+}
+
+void cg_memset0(Cg *cg, LLVMValueRef dst, int64_t bytes) {
+  if (bytes <= 0) return;
+  LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),
+                  cg_i64(cg, bytes), 1);
+}
+
+LLVMBasicBlockRef cg_block(Cg *cg, const char *name) {
+  return LLVMAppendBasicBlockInContext(cg->lc, cg->fn->fn, name);
+}
+
+void cg_fail_if(Cg *cg, LLVMValueRef cond, int code) {
+  LLVMBasicBlockRef fail = cg_block(cg, "fail");
+  LLVMBasicBlockRef ok = cg_block(cg, "ok");
+  LLVMValueRef br = LLVMBuildCondBr(cg->b, cond, fail, ok);
+  (void)br;
+  LLVMPositionBuilderAtEnd(cg->b, fail);
+  LLVMBuildStore(cg->b, cg_i32(cg, code), cg->fn->status);
+  LLVMBuildBr(cg->b, cg->fn->err_bb);
+  LLVMPositionBuilderAtEnd(cg->b, ok);
+}
+
+void cg_check_index(Cg *cg, LLVMValueRef idx, LLVMValueRef bound) {
+  if (LLVMTypeOf(idx) != cg->t_i64)
+    idx = LLVMBuildSExt(cg->b, idx, cg->t_i64, "");
+  if (LLVMTypeOf(bound) != cg->t_i64)
+    bound = LLVMBuildSExt(cg->b, bound, cg->t_i64, "");
+  /* unsigned compare catches negative indices too */
+  LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntUGE, idx, bound, "");
+  cg_fail_if(cg, bad, RLX_ERR_INDEX);
+}
