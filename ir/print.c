@@ -162,9 +162,17 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A c64 element (re, +0.0) reads back from the scalar text "re". */
+static bool c64_real(const Node *n, int64_t i) {
+  uint32_t im;
+  memcpy(&im, (const float *)n->data + 2 * i + 1, sizeof im);
+  return im == 0;
+}
+
 static bool inline_literal(const Names *nm, const Node *n) {
   return n->op == OP_CONST && n->literal && n->type.rank == 0 &&
-         n->type.dt < DT_COUNT && n->type.dt != DT_C64 && n->data &&
+         n->type.dt < DT_COUNT && n->data &&
+         (n->type.dt != DT_C64 || c64_real(n, 0)) &&
          !(n->id >= 0 && n->id < nm->nids && nm->returned[n->id]);
 }
 
@@ -224,7 +232,13 @@ static void print_ref(FILE *f, const Names *nm, const Node *n) {
 static void print_operand(FILE *f, const Names *nm, const Node *n) {
   if (belongs(nm, n) && inline_literal(nm, n)) {
     char buf[128];
-    fmt_elem(buf, sizeof buf, n, 0);
+    /* literal operands are numeric in the grammar: a bool one is 0/1 */
+    if (n->type.dt == DT_BOOL)
+      snprintf(buf, sizeof buf, "%d", *(const uint8_t *)n->data ? 1 : 0);
+    else if (n->type.dt == DT_C64)
+      ir_fmt_float(buf, sizeof buf, *(const float *)n->data);
+    else
+      fmt_elem(buf, sizeof buf, n, 0);
     fputs(buf, f);
   } else {
     print_ref(f, nm, n);
@@ -293,15 +307,18 @@ static void print_const_body(FILE *f, const Node *n) {
     fputs(" <no data>", f);
     return;
   }
-  if (n->splat || n->type.rank == 0) {
-    fmt_elem(buf, sizeof buf, n, 0);
+  bool c64 = n->type.dt == DT_C64;
+  if ((n->splat || n->type.rank == 0) && (!c64 || c64_real(n, 0))) {
+    if (c64) ir_fmt_float(buf, sizeof buf, *(const float *)n->data);
+    else fmt_elem(buf, sizeof buf, n, 0);
     fprintf(f, " %s", buf);
     return;
   }
+  /* a complex splat with an imaginary part has no scalar form */
   int64_t k = type_numel(&n->type);
   fputs(" [", f);
   for (int64_t i = 0; i < k; i++) {
-    fmt_elem(buf, sizeof buf, n, i);
+    fmt_elem(buf, sizeof buf, n, n->splat ? 0 : i);
     fprintf(f, "%s%s", i ? ", " : "", buf);
   }
   fputc(']', f);

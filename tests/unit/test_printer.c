@@ -262,6 +262,40 @@ static void test_print_subgraphs(void) {
   ctx_free(c);
 }
 
+/* Literal and splat forms that the grammar cannot write directly:
+ * bool literals print as 0/1, c64 literals with a zero imaginary part
+ * as the real part, a c64 splat with an imaginary part as a full list. */
+static void test_print_special_literals(void) {
+  Ctx *c = ctx_new(NULL, NULL, 0);
+  Module *m = ir_module_new(c);
+  Graph *g = ir_graph_new(c, m, "g", L0);
+  Node *b = ir_arg_new(c, g, OP_INPUT, "b", ty(DT_BOOL, 1, 2, 0), L0);
+  Node *z = ir_arg_new(c, g, OP_INPUT, "z", ty(DT_C64, 1, 2, 0), L0);
+  Node *one = ir_const_new(c, g, ty(DT_BOOL, 0, 0, 0), (uint8_t[]){1},
+                           false, L0);
+  one->literal = true;
+  Node *e = bin(c, g, OP_EQ, b, one);
+  Node *k = ir_const_new(c, g, ty(DT_C64, 0, 0, 0), (float[]){3, 0},
+                         false, L0);
+  k->literal = true;
+  Node *a = bin(c, g, OP_ADD, z, k);
+  Node *s = ir_const_new(c, g, ty(DT_C64, 1, 2, 0), (float[]){1, 2},
+                         true, L0);
+  ir_set_rets(c, g, (Node *[]){e, a, s}, 3);
+  char *t = print_module_str(m);
+  CU_ASSERT_STRING_EQUAL(t,
+      "graph g {\n"
+      "  input %b: bool[2]\n"
+      "  input %z: c64[2]\n"
+      "  %0 = eq(%b, 1) : bool[2]\n"
+      "  %1 = add(%z, 3.0) : c64[2]\n"
+      "  %2 = const c64[2] [1.0, 2.0, 1.0, 2.0] : c64[2]\n"
+      "  return %0, %1, %2\n"
+      "}\n");
+  free(t);
+  ctx_free(c);
+}
+
 /* Malformed IR (as a broken pass might leave it) still prints. */
 static void test_print_malformed(void) {
   Ctx *c = ctx_new(NULL, NULL, 0);
@@ -332,6 +366,7 @@ int main(void) {
   CU_add_test(s, "print_returned_literal", test_print_returned_literal);
   CU_add_test(s, "print_consts", test_print_consts);
   CU_add_test(s, "print_subgraphs", test_print_subgraphs);
+  CU_add_test(s, "print_special_literals", test_print_special_literals);
   CU_add_test(s, "print_malformed", test_print_malformed);
   CU_add_test(s, "round_trip_fe", test_round_trip_fe);
   CU_basic_set_mode(CU_BRM_VERBOSE);
