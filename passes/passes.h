@@ -60,4 +60,15 @@ bool pass_run_pipeline(Unit *u);
 /* The pipeline's pass list (for --help and tests). */
 const Pass *pass_list(int *n);
 
+/* Autodiff passes (passes/<name>.c; each returns true and does nothing
+ * without --grad). In pipeline order: */
+bool pass_prepare_if(Unit *u);      /* if -> both branches + where */
+bool pass_prepare_while(Unit *u);   /* while -> bounded unrolling */
+bool pass_inline_custom_fn(Unit *u);/* custom_fn w/o vjp/jvp -> fwd */
+bool pass_scan_prep(Unit *u);       /* scan bcast + trajectory form */
+bool pass_grad(Unit *u);            /* builds u->grad (reverse walk) */
+bool pass_simplify(Unit *u);        /* folding, algebraic identities */
+bool pass_cse(Unit *u);             /* common subexpressions */
+bool pass_dce(Unit *u);             /* dead code */
+
 #endif

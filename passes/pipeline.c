@@ -38,6 +38,14 @@ static bool pass_verify(Unit *u) { return ir_verify(u->ctx, u->mod); }
 static const Pass passes[] = {
     {"parse", pass_parse},
     {"verify", pass_verify},
+    {"prepare_if", pass_prepare_if},
+    {"prepare_while", pass_prepare_while},
+    {"inline_custom_fn", pass_inline_custom_fn},
+    {"scan_prep", pass_scan_prep},
+    {"grad", pass_grad},
+    {"simplify", pass_simplify},
+    {"cse", pass_cse},
+    {"dce", pass_dce},
 };
 
 const Pass *pass_list(int *n) {

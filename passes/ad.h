@@ -1,0 +1,69 @@
+/* ad.h: internal interface of reverse-mode autodiff (passes/grad.c,
+ * vjp.c, scan_ad.c) and of the clean-up passes the AD code reuses on
+ * graphs it creates.
+ *
+ * grad_into() is the core: it copies a source graph into a destination
+ * graph (binding the source's arguments to given nodes), then walks the
+ * source in reverse topological order and, for every node that has an
+ * upstream gradient, emits its VJP rule (vjp.c) into the destination.
+ * Gradients reaching one value are summed with `add`; a gradient whose
+ * shape is a broadcast of its operand's shape is reduced back in one
+ * place (grad_accum). Only values that depend on a target receive
+ * gradients (activity analysis), so no work is spent on inputs nobody
+ * asked about.
+ */
+#ifndef RLX_AD_H
+#define RLX_AD_H
+
+#include "passes/ir_build.h"
+#include "passes/passes.h"
+
+typedef struct GradCtx {
+  IrBuilder b;        /* appends to the destination graph */
+  Module *mod;        /* where generated subgraphs go */
+  const Graph *src;
+  Node **fwd;         /* src node id -> its copy in the destination */
+  Node **adj;         /* src node id -> accumulated gradient, or NULL */
+  bool *active;       /* src node id -> depends on a target */
+  bool ok;            /* false once a rule reported a diagnostic */
+} GradCtx;
+
+/* Copy src into b->g with src's args bound to args[] (keep_names: copy
+ * value names too, for the top-level gradient graph), seed the
+ * gradient of src's return i with seeds[i] (NULL: none), and compute
+ * the gradient of every node in targets[0..nt). grads[k] receives the
+ * gradient of targets[k] (NULL when none reaches it). fwd_out, when
+ * non-NULL, receives the copies of src's return values. False when a
+ * diagnostic was reported. */
+bool grad_into(IrBuilder *b, Module *mod, const Graph *src,
+               Node *const *args, bool keep_names, Node *const *seeds,
+               Node *const *targets, int nt, Node **grads, Node **fwd_out);
+
+/* Accumulate gradient g into operand `opnd` (a src node), reducing a
+ * broadcast gradient to the operand's shape. Inactive or
+ * non-differentiable operands are skipped. */
+void grad_accum(GradCtx *gc, const Node *opnd, Node *g);
+/* The destination copy of src node n. */
+#define GV(gc, n) ((gc)->fwd[(n)->id])
+/* Reduce g (a broadcast of type t) back to t: sum + reshape. */
+Node *grad_unbroadcast(IrBuilder *b, Node *g, const Type *t);
+
+/* The VJP rule of n's op: reads GV() of n and its operands, the
+ * upstream gradient g, and calls grad_accum() per operand. */
+bool vjp_apply(GradCtx *gc, const Node *n, Node *g);
+
+/* Does reverse mode have a rule for op (not none/unsupported)? */
+bool vjp_supported(Op op);
+
+/* Reverse mode of a scan node (scan_ad.c). */
+bool scan_vjp(GradCtx *gc, const Node *n, Node *g);
+
+/* Clean-up on one graph (simplify.c, cse.c, dce.c). */
+void pass_simplify_graph(Ctx *c, Graph *g);
+void pass_cse_graph(Ctx *c, Graph *g);
+void pass_dce_graph(Ctx *c, Graph *g);
+
+/* Run fn on every graph of the module in order (subgraphs first). */
+bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g));
+
+#endif

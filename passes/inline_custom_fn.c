@@ -1,0 +1,29 @@
+/* inline_custom_fn.c: AD preparation, custom_fn without derivative
+ * bodies -> its fwd graph inlined.
+ *
+ * Runs only with --grad, on every graph in module order. A custom_fn
+ * with a vjp body stays (reverse mode uses the body, vjp.c); one with
+ * only a jvp body stays too (reverse mode then reports that it needs a
+ * vjp body). Provides: every remaining custom_fn has a derivative body.
+ */
+#include "passes/ad.h"
+
+static Node *rewrite_cf(IrBuilder *b, Node *n, void *ud) {
+  (void)ud;
+  if (n->op != OP_CUSTOM_FN || ir_attr_graph(n, ATTR_VJP) ||
+      ir_attr_graph(n, ATTR_JVP))
+    return n;
+  Node *r = ib_inline(b, ir_attr_graph(n, ATTR_FWD), n->in)[0];
+  if (r->id > n->id && !r->name) r->name = n->name;
+  return r;
+}
+
+static bool prep_graph(Unit *u, Graph *g) {
+  ib_rewrite(u->ctx, g, rewrite_cf, NULL);
+  return true;
+}
+
+bool pass_inline_custom_fn(Unit *u) {
+  if (!u->opt || !u->opt->grad) return true;
+  return ad_each_graph(u, prep_graph);
+}

@@ -1,0 +1,304 @@
+/* scan_ad.c: reverse mode of `scan`, lowered to ordinary IR.
+ *
+ * Requires: num_bcast = 0 (scan_prep materialized broadcasts).
+ * The backward sweep is itself a `scan`, run over reversed sequences
+ * (gather with constant indices), whose body `BODY_vjp` is the VJP of
+ * the forward body built by grad_into. Its carry packs, flattened and
+ * concatenated into one vector [P], the carry gradient and the
+ * gradients of the active per-step operands of the step just processed;
+ * with save_trajectory=true the backward scan's rows then hold every
+ * step's dx, which narrow + reshape + reverse turn into dxs. Code
+ * generation therefore needs nothing beyond scan, gather, narrow,
+ * reshape and concat.
+ *
+ * Step t (L-1 down to 0): dcarry += upstream row t (trajectory scans);
+ * carry_in(t) = init (t = 0) or row t-1 of the trajectory;
+ * (dcarry, dx_t...) = body_vjp(carry_in(t), x_t..., dcarry).
+ *
+ * Scans that return only the final carry and have checkpoints=K
+ * (0 < K < L) keep K carries, at t_k = ceil((k+1)L/K) - 1, computed by
+ * segment scans (the last one is the forward result itself, which is
+ * untouched, so the loss is exact). Each segment is reversed by
+ * recursive bisection: compute the carry at the midpoint, reverse the
+ * second half, then the first; a segment of one step needs only its
+ * start carry. Live extra memory is O(log L) carries; gradients equal
+ * the un-checkpointed ones. Final-carry scans without checkpoints
+ * recompute their trajectory once.
+ */
+#include "passes/ad.h"
+
+#include <stdio.h>
+
+typedef struct {
+  GradCtx *gc;
+  const Node *n;       /* the forward scan (source graph) */
+  Graph *body;
+  int nx;              /* per-step operands */
+  Type ct;             /* carry type */
+  int64_t nc, P;       /* carry elements, packed vector length */
+  bool *want;          /* per xs: gradient needed */
+  int64_t *off;        /* per xs: offset in the packed vector */
+} ScanAd;
+
+#define SB (&s->gc->b)
+
+static Node *flat(ScanAd *s, Node *v) {
+  int64_t n = type_numel(&v->type);
+  return v->type.rank == 1 ? v : ib_reshape(SB, v, 1, &n);
+}
+
+/* ---- the backward body ---- */
+
+static Node *body_arg(Ctx *c, Graph *g, const char *nm, Type t) {
+  return ir_arg_new(c, g, OP_INPUT, nm, t, g->loc);
+}
+
+static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
+                            Node **args, Node *dtraj) {
+  Node *dc = dpack;
+  if (s->P != s->nc) dc = ib_narrow(bb, dc, 0, 0, s->nc);
+  dc = ib_reshape_as(bb, dc, &s->ct);
+  if (dtraj) dc = ib_bin(bb, OP_ADD, dc, dtraj);
+  Arena *ar = bb->c->arena;
+  Node **t = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 1));
+  Node **gr = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 1));
+  int nt = 0;
+  t[nt++] = s->body->args[0];
+  for (int i = 0; i < s->nx; i++)
+    if (s->want[i]) t[nt++] = s->body->args[1 + i];
+  if (!grad_into(bb, s->gc->mod, s->body, args, false, &dc, t, nt, gr,
+                 NULL))
+    return false;
+  Node **parts = arena_alloc(ar, sizeof(Node *) * (size_t)(nt + 1));
+  for (int k = 0; k < nt; k++) {
+    Node *v = gr[k] ? gr[k] : ib_fill(bb, t[k]->type, 0);
+    int64_t m = type_numel(&v->type);
+    parts[k] = v->type.rank == 1 ? v : ib_reshape(bb, v, 1, &m);
+  }
+  Node *ret = ib_concat(bb, parts, nt, 0);
+  ir_set_rets(bb->c, bb->g, &ret, 1);
+  return true;
+}
+
+/* BODY_vjp(dpack, carry, x..., [dtraj]) -> dpack' */
+static Graph *bwd_body(ScanAd *s, bool has_dtraj) {
+  Ctx *c = s->gc->b.c;
+  char nm[256];
+  snprintf(nm, sizeof nm, "%s_vjp", s->body->name);
+  Graph *g = ib_graph_detached(c, ib_fresh_graph_name(c, s->gc->mod, nm),
+                               s->n->loc);
+  int64_t P = s->P;
+  Node *dpack = body_arg(c, g, "dpack", type_make(s->ct.dt, 1, &P));
+  Node **args = arena_alloc(c->arena, sizeof(Node *) * (size_t)(s->nx + 1));
+  args[0] = body_arg(c, g, "carry", s->ct);
+  for (int i = 0; i < s->nx; i++) {
+    snprintf(nm, sizeof nm, "x%d", i);
+    args[1 + i] = body_arg(c, g, nm, s->body->args[1 + i]->type);
+  }
+  Node *dt = has_dtraj ? body_arg(c, g, "dtraj", s->ct) : NULL;
+  IrBuilder bb = {c, g, s->n->loc};
+  if (!build_body_rets(s, &bb, dpack, args, dt)) return NULL;
+  pass_simplify_graph(c, g);
+  pass_cse_graph(c, g);
+  pass_dce_graph(c, g);
+  return ib_attach(c, s->gc->mod, g);
+}
+
+/* ---- forward helpers ---- */
+
+static Node *mk_scan(ScanAd *s, Node *init, Node **xs, int64_t len,
+                     bool traj) {
+  Arena *ar = SB->c->arena;
+  Node **in = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 1));
+  in[0] = init;
+  for (int i = 0; i < s->nx; i++) in[1 + i] = xs[i];
+  Node *r = ib_op(SB, OP_SCAN, in, s->nx + 1);
+  ir_attr_copy_all(SB->c, r, s->n);
+  ir_attr_set_int(SB->c, r, ATTR_LENGTH, len);
+  ir_attr_set_bool(SB->c, r, ATTR_SAVE_TRAJ, traj);
+  ir_attr_set_int(SB->c, r, ATTR_CHECKPOINTS, 0);
+  return ib_finish(SB, r);
+}
+
+/* xs narrowed to steps [a, a+len) */
+static Node **slice_xs(ScanAd *s, Node **xs, int64_t a, int64_t len) {
+  Node **r = arena_alloc(SB->c->arena,
+                         sizeof(Node *) * (size_t)(s->nx + 1));
+  for (int i = 0; i < s->nx; i++)
+    r[i] = a == 0 && len == xs[i]->type.dims[0] ? xs[i]
+         : ib_narrow(SB, xs[i], 0, a, len);
+  return r;
+}
+
+/* [len, ...carry]: init, then trajectory rows 0..len-2 */
+static Node *carries_in(ScanAd *s, Node *init, Node *traj, int64_t len) {
+  Type t1 = s->ct;
+  t1.rank = s->ct.rank + 1;
+  t1.dims[0] = 1;
+  for (int i = 0; i < s->ct.rank; i++) t1.dims[1 + i] = s->ct.dims[i];
+  Node *first = ib_reshape_as(SB, init, &t1);
+  if (len == 1) return first;
+  Node *parts[2] = {first, ib_narrow(SB, traj, 0, 0, len - 1)};
+  return ib_concat(SB, parts, 2, 0);
+}
+
+/* ---- the sweep ---- */
+
+/* Reverse len steps. dtraj: per-step upstream rows or NULL; dlast: the
+ * gradient of the carry after the last step or NULL. */
+static void sweep(ScanAd *s, Graph *bb, int64_t len, Node *cin, Node **xs,
+                  Node *dtraj, Node *dlast, Node **dinit, Node **dxs) {
+  int64_t P = s->P, rest = P - s->nc;
+  Node *pk0 = ib_fill(SB, type_make(s->ct.dt, 1, &P), 0);
+  if (dlast) {
+    Node *parts[2] = {flat(s, dlast), NULL};
+    if (rest) parts[1] = ib_fill(SB, type_make(s->ct.dt, 1, &rest), 0);
+    pk0 = ib_concat(SB, parts, rest ? 2 : 1, 0);
+  }
+  Arena *ar = SB->c->arena;
+  Node **in = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 3));
+  int k = 0;
+  in[k++] = pk0;
+  in[k++] = ib_reverse0(SB, cin);
+  for (int i = 0; i < s->nx; i++) in[k++] = ib_reverse0(SB, xs[i]);
+  if (dtraj) in[k++] = ib_reverse0(SB, dtraj);
+  Node *sc = ib_op(SB, OP_SCAN, in, k);
+  ir_attr_set_graph(SB->c, sc, ATTR_BODY, bb);
+  ir_attr_set_int(SB->c, sc, ATTR_LENGTH, len);
+  ir_attr_set_bool(SB->c, sc, ATTR_SAVE_TRAJ, true);
+  ib_finish(SB, sc);
+  Node *last = ib_narrow(SB, sc, 0, len - 1, 1);
+  if (rest) last = ib_narrow(SB, last, 1, 0, s->nc);
+  *dinit = ib_reshape_as(SB, last, &s->ct);
+  for (int i = 0; i < s->nx; i++) {
+    if (!s->want[i]) continue;
+    int64_t ni = type_numel(&s->body->args[1 + i]->type);
+    Node *col = ib_narrow(SB, sc, 1, s->off[i], ni);
+    dxs[i] = ib_reverse0(SB, ib_reshape_as(SB, col, &xs[i]->type));
+  }
+}
+
+/* ---- checkpointed reversal ---- */
+
+static void concat_dxs(ScanAd *s, Node **a, Node **b2, Node **out) {
+  for (int i = 0; i < s->nx; i++) {
+    if (!s->want[i]) continue;
+    Node *parts[2] = {a[i], b2[i]};
+    out[i] = ib_concat(SB, parts, 2, 0);
+  }
+}
+
+static Node **new_dxs(ScanAd *s) {
+  return arena_alloc(SB->c->arena, sizeof(Node *) * (size_t)(s->nx + 1));
+}
+
+/* Reverse len steps from carry `start` given the gradient of the carry
+ * after them: recursive bisection. */
+static Node *bisect(ScanAd *s, Graph *bb, Node *start, Node **xs,
+                    int64_t len, Node *dend, Node **dxs) {
+  Node *dstart;
+  if (len == 1) {
+    sweep(s, bb, 1, carries_in(s, start, NULL, 1), xs, NULL, dend, &dstart,
+          dxs);
+    return dstart;
+  }
+  int64_t h = len / 2;
+  Node **x1 = slice_xs(s, xs, 0, h), **x2 = slice_xs(s, xs, h, len - h);
+  Node *mid = mk_scan(s, start, x1, h, false);
+  Node **d1 = new_dxs(s), **d2 = new_dxs(s);
+  Node *dmid = bisect(s, bb, mid, x2, len - h, dend, d2);
+  dstart = bisect(s, bb, start, x1, h, dmid, d1);
+  concat_dxs(s, d1, d2, dxs);
+  return dstart;
+}
+
+static Node *checkpointed(ScanAd *s, Graph *bb, Node *init, Node **xs,
+                          int64_t L, int64_t K, Node *g, Node **dxs) {
+  Arena *ar = SB->c->arena;
+  int64_t *lo = arena_alloc(ar, sizeof(int64_t) * (size_t)(K + 1));
+  Node **ck = arena_alloc(ar, sizeof(Node *) * (size_t)(K + 1));
+  lo[0] = 0;
+  for (int64_t k = 0; k < K; k++) /* t_k = ceil((k+1)L/K) - 1 */
+    lo[k + 1] = ((k + 1) * L + K - 1) / K;
+  ck[0] = init;
+  for (int64_t k = 0; k + 1 < K; k++)
+    ck[k + 1] = mk_scan(s, ck[k], slice_xs(s, xs, lo[k], lo[k + 1] - lo[k]),
+                        lo[k + 1] - lo[k], false);
+  Node *d = g, **acc = NULL;
+  for (int64_t k = K - 1; k >= 0; k--) {
+    int64_t len = lo[k + 1] - lo[k];
+    Node **dk = new_dxs(s);
+    d = bisect(s, bb, ck[k], slice_xs(s, xs, lo[k], len), len, d, dk);
+    if (acc) {
+      Node **m = new_dxs(s);
+      concat_dxs(s, dk, acc, m);
+      acc = m;
+    } else {
+      acc = dk;
+    }
+  }
+  for (int i = 0; i < s->nx; i++) dxs[i] = acc[i];
+  return d;
+}
+
+/* ---- entry ---- */
+
+static bool setup(ScanAd *s, GradCtx *gc, const Node *n) {
+  Ctx *c = gc->b.c;
+  s->gc = gc;
+  s->n = n;
+  s->body = ir_attr_graph(n, ATTR_BODY);
+  s->nx = n->nin - 1;
+  s->ct = n->in[0]->type;
+  s->nc = s->P = type_numel(&s->ct);
+  s->want = arena_alloc(c->arena, sizeof(bool) * (size_t)(s->nx + 1));
+  s->off = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(s->nx + 1));
+  if (ir_attr_int(n, ATTR_NUM_BCAST, 0) != 0)
+    return diag_error(c, n->loc, "internal: scan reached reverse mode "
+                      "with broadcast operands (scan_prep did not run)");
+  for (int i = 0; i < s->nx; i++) {
+    const Node *x = n->in[1 + i];
+    s->want[i] = gc->active[x->id] &&
+                 (dt_is_float(x->type.dt) || dt_is_complex(x->type.dt));
+    if (!s->want[i]) continue;
+    if (x->type.dt != s->ct.dt)
+      return diag_error(c, n->loc, "scan: reverse mode needs per-step "
+                        "operands of the carry's dtype %s (operand %d is "
+                        "%s)", dt_name(s->ct.dt), 1 + i,
+                        dt_name(x->type.dt));
+    s->off[i] = s->P;
+    s->P += type_numel(&s->body->args[1 + i]->type);
+  }
+  return true;
+}
+
+bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
+  ScanAd s;
+  if (!setup(&s, gc, n)) return false;
+  bool traj = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  int64_t L = traj ? n->type.dims[0]
+      : s.nx ? n->in[1]->type.dims[0] : ir_attr_int(n, ATTR_LENGTH, 0);
+  int64_t K = ir_attr_int(n, ATTR_CHECKPOINTS, 0);
+  if (L == 0) {
+    if (!traj) grad_accum(gc, n->in[0], g);
+    return true;
+  }
+  Graph *bb = bwd_body(&s, traj);
+  if (!bb) return false;
+  Node *init = GV(gc, n->in[0]), *dinit;
+  Node **xs = new_dxs(&s), **dxs = new_dxs(&s);
+  for (int i = 0; i < s.nx; i++) xs[i] = GV(gc, n->in[1 + i]);
+  if (traj) {
+    sweep(&s, bb, L, carries_in(&s, init, GV(gc, n), L), xs, g, NULL,
+          &dinit, dxs);
+  } else if (K > 0 && K < L) {
+    dinit = checkpointed(&s, bb, init, xs, L, K, g, dxs);
+  } else {
+    Node *t = mk_scan(&s, init, xs, L, true);
+    sweep(&s, bb, L, carries_in(&s, init, t, L), xs, NULL, g, &dinit, dxs);
+  }
+  grad_accum(gc, n->in[0], dinit);
+  for (int i = 0; i < s.nx; i++)
+    if (s.want[i]) grad_accum(gc, n->in[1 + i], dxs[i]);
+  return true;
+}

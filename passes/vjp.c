@@ -1,0 +1,607 @@
+/* vjp.c: the table of vector-Jacobian product rules, one short rule
+ * per op, built from ordinary ops plus the closed-form backward ops of
+ * language.md 6.9.
+ *
+ * The table is generated from ops.def: row ID needs a macro VJP_ID
+ * naming its rule, so an op added to ops.def without deciding its
+ * reverse mode does not compile. Three kinds of entries exist:
+ *   - a rule (vjp_<op>);
+ *   - vjp_none: the op carries no gradient (OPF_NO_GRAD or pseudo ops;
+ *     grad_into never calls it);
+ *   - vjp_unsupported: reverse mode through the op is outside this
+ *     compiler's AD scope; reaching it is a diagnostic naming the op.
+ *
+ * Conventions inside a rule: X(i) is operand i in the gradient graph,
+ * Y the op's own value there, g the upstream gradient (Y's type), and
+ * ACC(i, v) accumulates v into operand i (broadcast gradients are
+ * reduced in grad_accum, the one place that does so). WANT(i) is false
+ * when operand i needs no gradient, so rules build nothing for it.
+ * Complex (c64) gradients follow the conjugate-Wirtinger convention:
+ * g times the conjugate of the partial derivative (CJ).
+ */
+#include "passes/ad.h"
+
+#include <string.h>
+
+#define B (&gc->b)
+#define X(i) GV(gc, n->in[i])
+#define Y GV(gc, n)
+#define ACC(i, v) grad_accum(gc, n->in[i], (v))
+#define WANT(i) (gc->active[n->in[i]->id])
+#define DT (g->type.dt)
+#define K(v) ib_scalar(B, DT, (v))
+#define UN(op, a) ib_un(B, op, a)
+#define BIN(op, a, b2) ib_bin(B, op, a, b2)
+#define MUL(a, b2) BIN(OP_MUL, a, b2)
+
+typedef bool (*VjpRule)(GradCtx *gc, const Node *n, Node *g);
+
+static Node *CJ(GradCtx *gc, Node *v) {
+  return dt_is_complex(v->type.dt) ? ib_un(B, OP_CONJUGATE, v) : v;
+}
+
+static bool vjp_none(GradCtx *gc, const Node *n, Node *g) {
+  RLX_ASSERT(!"vjp_none reached: op carries no gradient");
+  return false;
+}
+
+static bool vjp_unsupported(GradCtx *gc, const Node *n, Node *g) {
+  return diag_error(B->c, n->loc, "reverse mode through '%s' is not "
+                    "supported (--grad covers the core ops, control flow "
+                    "and custom_fn; see docs/autodiff.md)", op_name(n->op));
+}
+
+/* ---- unary elementwise ---- */
+
+static bool act_backward(GradCtx *gc, const Node *n, Node *g,
+                         const char *kind) {
+  Node *in[2] = {X(0), g};
+  Node *r = ib_op(B, OP_ACTIVATION_BACKWARD, in, 2);
+  ir_attr_set_word(B->c, r, ATTR_KIND, kind);
+  ACC(0, ib_finish(B, r));
+  return true;
+}
+
+static bool vjp_relu(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, BIN(OP_RELU_BACKWARD, X(0), g));
+  return true;
+}
+static bool vjp_act(GradCtx *gc, const Node *n, Node *g) {
+  return act_backward(gc, n, g, op_name(n->op));
+}
+static bool vjp_sigmoid(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, MUL(Y, BIN(OP_SUB, K(1), Y))));
+  return true;
+}
+static bool vjp_tanh(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, BIN(OP_SUB, K(1), MUL(Y, Y))));
+  return true;
+}
+static bool vjp_exp(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, Y));
+  return true;
+}
+static bool vjp_log(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, BIN(OP_DIV, g, X(0)));
+  return true;
+}
+static bool vjp_sqrt(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, BIN(OP_DIV, g, MUL(Y, K(2))));
+  return true;
+}
+static bool vjp_rsqrt(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, MUL(K(-0.5), BIN(OP_DIV, Y, X(0)))));
+  return true;
+}
+static bool vjp_neg(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, UN(OP_NEG, g));
+  return true;
+}
+static bool vjp_sin(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, UN(OP_COS, X(0))));
+  return true;
+}
+static bool vjp_cos(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, UN(OP_NEG, MUL(g, UN(OP_SIN, X(0)))));
+  return true;
+}
+static bool vjp_tan(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, MUL(g, BIN(OP_ADD, K(1), MUL(Y, Y))));
+  return true;
+}
+static bool vjp_atan(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, BIN(OP_DIV, g, BIN(OP_ADD, K(1), MUL(X(0), X(0)))));
+  return true;
+}
+/* identity: round (straight-through), expand (grad_accum sums the
+ * stretched axes back) */
+static bool vjp_ident(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, g);
+  return true;
+}
+static bool vjp_conjugate(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, ib_un(B, OP_CONJUGATE, g));
+  return true;
+}
+
+/* ---- binary elementwise ---- */
+
+static bool vjp_add(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, g);
+  ACC(1, g);
+  return true;
+}
+static bool vjp_sub(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, g);
+  if (WANT(1)) ACC(1, UN(OP_NEG, g));
+  return true;
+}
+static bool vjp_mul(GradCtx *gc, const Node *n, Node *g) {
+  if (WANT(0)) ACC(0, MUL(g, CJ(gc, X(1))));
+  if (WANT(1)) ACC(1, MUL(g, CJ(gc, X(0))));
+  return true;
+}
+static bool vjp_div(GradCtx *gc, const Node *n, Node *g) {
+  Node *q = BIN(OP_DIV, g, CJ(gc, X(1)));
+  ACC(0, q);
+  if (WANT(1)) ACC(1, UN(OP_NEG, MUL(q, CJ(gc, Y))));
+  return true;
+}
+/* min/max: ties send the gradient to operand 0 */
+static bool vjp_minmax(GradCtx *gc, const Node *n, Node *g) {
+  Op cmp = n->op == OP_MAX ? OP_GE : OP_LE;
+  Node *m = BIN(cmp, X(0), X(1)), *z = K(0);
+  if (WANT(0)) ACC(0, ib_where(B, m, g, z));
+  if (WANT(1)) ACC(1, ib_where(B, m, z, g));
+  return true;
+}
+static bool vjp_pow(GradCtx *gc, const Node *n, Node *g) {
+  Node *a = X(0), *e = X(1);
+  if (WANT(0))
+    ACC(0, MUL(g, MUL(e, BIN(OP_POW, a, BIN(OP_SUB, e, K(1))))));
+  if (WANT(1)) ACC(1, MUL(g, MUL(Y, UN(OP_LOG, a))));
+  return true;
+}
+
+/* ---- other elementwise ---- */
+
+static bool vjp_where(GradCtx *gc, const Node *n, Node *g) {
+  Node *z = K(0);
+  if (WANT(1)) ACC(1, ib_where(B, X(0), g, z));
+  if (WANT(2)) ACC(2, ib_where(B, X(0), z, g));
+  return true;
+}
+/* cast: the gradient is cast back (only between float/complex types;
+ * grad_accum ignores integer operands) */
+static bool vjp_cast(GradCtx *gc, const Node *n, Node *g) {
+  DType from = n->in[0]->type.dt;
+  if (dt_is_float(from) || dt_is_complex(from)) ACC(0, ib_cast(B, g, from));
+  return true;
+}
+static bool vjp_stop_gradient(GradCtx *gc, const Node *n, Node *g) {
+  return true; /* zero gradient: nothing flows to the operand */
+}
+
+/* ---- linear algebra ---- */
+
+static bool vjp_matmul(GradCtx *gc, const Node *n, Node *g) {
+  if (WANT(0)) ACC(0, BIN(OP_MATMUL, g, ib_mT(B, CJ(gc, X(1)))));
+  if (WANT(1)) ACC(1, BIN(OP_MATMUL, ib_mT(B, CJ(gc, X(0))), g));
+  return true;
+}
+/* x = solve(a, b): db = solve(a^T, g), da = -db x^T */
+static bool vjp_solve(GradCtx *gc, const Node *n, Node *g) {
+  Node *db = BIN(n->op, ib_mT(B, X(0)), g);
+  ACC(1, db);
+  if (!WANT(0)) return true;
+  Node *x = Y;
+  int ra = n->in[0]->type.rank;
+  if (x->type.rank < ra) { /* vector right-hand side: outer product */
+    int64_t d[3];
+    for (int i = 0; i < ra; i++) d[i] = n->in[0]->type.dims[i];
+    d[ra - 1] = 1;
+    Node *col = ib_reshape(B, db, ra, d);
+    Node *row = ib_mT(B, ib_reshape(B, x, ra, d));
+    ACC(0, UN(OP_NEG, BIN(OP_MATMUL, col, row)));
+  } else {
+    ACC(0, UN(OP_NEG, BIN(OP_MATMUL, db, ib_mT(B, x))));
+  }
+  return true;
+}
+
+/* ---- reductions ---- */
+
+/* Normalized reduction axes of n (all when absent) and the keep_dims
+ * shape of its result. Returns the number of axes. */
+static int red_axes(const Node *n, int64_t *axes, Type *kept) {
+  const Type *xt = &n->in[0]->type;
+  int k;
+  const int64_t *a = ir_attr_ints(n, ATTR_AXES, &k);
+  bool mark[RLX_MAX_RANK] = {false};
+  if (!a) {
+    for (int i = 0; i < xt->rank; i++) mark[i] = true;
+  } else {
+    for (int i = 0; i < k; i++)
+      mark[a[i] < 0 ? a[i] + xt->rank : a[i]] = true;
+  }
+  *kept = *xt;
+  int m = 0;
+  for (int i = 0; i < xt->rank; i++)
+    if (mark[i]) {
+      axes[m++] = i;
+      kept->dims[i] = 1;
+    }
+  kept->dt = n->type.dt;
+  return m;
+}
+
+/* g reshaped to the keep_dims shape (broadcastable against x) */
+static Node *kept_grad(GradCtx *gc, const Node *n, Node *g, Type *kept) {
+  int64_t axes[RLX_MAX_RANK];
+  red_axes(n, axes, kept);
+  return type_eq(&g->type, kept) ? g : ib_reshape_as(B, g, kept);
+}
+
+static bool vjp_reduce_sum(GradCtx *gc, const Node *n, Node *g) {
+  Type kept;
+  Node *gk = kept_grad(gc, n, g, &kept);
+  Node *e = ib_expand(B, gk, &n->in[0]->type);
+  if (n->op == OP_REDUCE_MEAN) {
+    double cnt = (double)type_numel(&n->in[0]->type) /
+                 (double)type_numel(&n->type);
+    e = MUL(e, K(1.0 / cnt));
+  }
+  ACC(0, e);
+  return true;
+}
+/* max/min: every element equal to the result receives the gradient */
+static bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
+  Type kept;
+  Node *gk = kept_grad(gc, n, g, &kept);
+  Node *yk = ib_reshape_as(B, Y, &kept);
+  Node *m = BIN(OP_EQ, X(0), yk);
+  ACC(0, ib_where(B, m, gk, K(0)));
+  return true;
+}
+/* prod, exact with zeros: with c zeros in a reduced set and p the
+ * product of its non-zero elements, d/dx_i = p/x_i if c = 0; p at the
+ * zero if c = 1; 0 otherwise. */
+static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
+  Type kept;
+  int64_t axes[RLX_MAX_RANK];
+  int k = red_axes(n, axes, &kept);
+  Node *gk = kept_grad(gc, n, g, &kept), *x = X(0);
+  Node *z = BIN(OP_EQ, x, K(0));
+  Node *cnt = ib_reduce(B, OP_REDUCE_SUM, ib_cast(B, z, DT), axes, k, 1);
+  Node *xs = ib_where(B, z, K(1), x);
+  Node *p = ib_reduce(B, OP_REDUCE_PROD, xs, axes, k, true);
+  Node *none = BIN(OP_DIV, p, xs);
+  Node *one = ib_where(B, z, p, K(0));
+  Node *r = ib_where(B, BIN(OP_EQ, cnt, K(1)), one, K(0));
+  r = ib_where(B, BIN(OP_EQ, cnt, K(0)), none, r);
+  ACC(0, MUL(r, gk));
+  return true;
+}
+
+static Node *sum_axis(GradCtx *gc, Node *v, int64_t axis) {
+  if (axis < 0) axis += v->type.rank;
+  return ib_reduce(B, OP_REDUCE_SUM, v, &axis, 1, true);
+}
+static bool vjp_softmax(GradCtx *gc, const Node *n, Node *g) {
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  Node *s = Y;
+  ACC(0, MUL(s, BIN(OP_SUB, g, sum_axis(gc, MUL(g, s), ax))));
+  return true;
+}
+static bool vjp_log_softmax(GradCtx *gc, const Node *n, Node *g) {
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  ACC(0, BIN(OP_SUB, g, MUL(UN(OP_EXP, Y), sum_axis(gc, g, ax))));
+  return true;
+}
+
+/* op(g) with n's attributes: cumsum <-> cumsum_backward adjoints */
+static Node *same_attrs(GradCtx *gc, const Node *n, Op op, Node *const *in,
+                        int nin) {
+  Node *r = ib_op(B, op, in, nin);
+  ir_attr_copy_all(B->c, r, n);
+  return ib_finish(B, r);
+}
+static bool vjp_cumsum(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, same_attrs(gc, n, OP_CUMSUM_BACKWARD, &g, 1));
+  return true;
+}
+static bool vjp_cumsum_backward(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, same_attrs(gc, n, OP_CUMSUM, &g, 1));
+  return true;
+}
+static bool vjp_xent(GradCtx *gc, const Node *n, Node *g) {
+  Node *in[3] = {X(0), X(1), g};
+  ACC(0, ib_finish(B, ib_op(B, OP_SOFTMAX_CROSS_ENTROPY_BACKWARD, in, 3)));
+  return true;
+}
+/* (l, lab, d) -> (softmax(l) - onehot) * d[:, None] */
+static bool vjp_xent_backward(GradCtx *gc, const Node *n, Node *g) {
+  Node *l = X(0), *d = X(2);
+  int64_t col[2] = {d->type.dims[0], 1};
+  if (WANT(0)) {
+    Node *s = ib_un(B, OP_SOFTMAX, l);
+    Node *t = MUL(g, ib_reshape(B, d, 2, col));
+    ACC(0, MUL(s, BIN(OP_SUB, t, sum_axis(gc, MUL(t, s), 1))));
+  }
+  if (WANT(2)) {
+    Node *in[3] = {l, X(1), ib_fill(B, d->type, 1)};
+    Node *q = ib_finish(B, ib_op(B, n->op, in, 3));
+    int64_t ax = 1;
+    ACC(2, ib_reduce(B, OP_REDUCE_SUM, MUL(g, q), &ax, 1, false));
+  }
+  return true;
+}
+
+/* ---- shape and data movement ---- */
+
+static bool vjp_reshape(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, ib_reshape_as(B, g, &n->in[0]->type));
+  return true;
+}
+static bool vjp_transpose(GradCtx *gc, const Node *n, Node *g) {
+  int k;
+  const int64_t *p = ir_attr_ints(n, ATTR_PERM, &k);
+  int64_t inv[RLX_MAX_RANK];
+  for (int i = 0; i < k; i++) inv[p[i]] = i;
+  ACC(0, ib_transpose(B, g, inv));
+  return true;
+}
+static int norm_axis(const Node *n, int rank) {
+  int64_t a = ir_attr_int(n, ATTR_AXIS, 0);
+  return (int)(a < 0 ? a + rank : a);
+}
+static bool vjp_concat(GradCtx *gc, const Node *n, Node *g) {
+  int ax = norm_axis(n, n->type.rank);
+  int64_t off = 0;
+  for (int i = 0; i < n->nin; i++) {
+    int64_t len = n->in[i]->type.dims[ax];
+    if (WANT(i)) ACC(i, ib_narrow(B, g, ax, off, len));
+    off += len;
+  }
+  return true;
+}
+/* narrow: the gradient padded with zeros (simplify merges the zeros
+ * when several narrows of one value are summed) */
+static bool vjp_narrow(GradCtx *gc, const Node *n, Node *g) {
+  const Type *xt = &n->in[0]->type;
+  int ax = norm_axis(n, xt->rank);
+  int64_t s = ir_attr_int(n, ATTR_START, 0), l = ir_attr_int(n, ATTR_LEN, 0);
+  int64_t rest = xt->dims[ax] - s - l;
+  Node *parts[3];
+  int k = 0;
+  Type zt = *xt;
+  if (s > 0) {
+    zt.dims[ax] = s;
+    parts[k++] = ib_fill(B, zt, 0);
+  }
+  parts[k++] = g;
+  if (rest > 0) {
+    zt.dims[ax] = rest;
+    parts[k++] = ib_fill(B, zt, 0);
+  }
+  ACC(0, ib_concat(B, parts, k, ax));
+  return true;
+}
+static bool vjp_gather(GradCtx *gc, const Node *n, Node *g) {
+  const Type *t = &n->in[0]->type;
+  Node *in[2] = {g, X(1)};
+  Node *r = ib_op(B, OP_GATHER_BACKWARD, in, 2);
+  ir_attr_set_int(B->c, r, ATTR_AXIS, norm_axis(n, t->rank));
+  ir_attr_set_ints(B->c, r, ATTR_SHAPE, t->dims, t->rank);
+  ACC(0, ib_finish(B, r));
+  return true;
+}
+static bool vjp_gather_backward(GradCtx *gc, const Node *n, Node *g) {
+  Node *in[2] = {g, X(1)};
+  Node *r = ib_op(B, OP_GATHER, in, 2);
+  ir_attr_set_int(B->c, r, ATTR_AXIS, ir_attr_int(n, ATTR_AXIS, 0));
+  ACC(0, ib_finish(B, r));
+  return true;
+}
+static bool vjp_scatter_add(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, BIN(OP_GATHER, g, X(1)));
+  return true;
+}
+
+/* ---- backward ops (second order) ---- */
+
+static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
+  /* d/dx is zero almost everywhere */
+  if (WANT(1)) ACC(1, BIN(OP_RELU_BACKWARD, X(0), g));
+  return true;
+}
+/* (x, dy) -> dy * f'(x): dy gets f'(x) * g; x gets g * dy * f''(x) */
+static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
+  const char *kind = ir_attr_word(n, ATTR_KIND);
+  if (WANT(1)) {
+    Node *in[2] = {X(0), g};
+    Node *r = ib_op(B, OP_ACTIVATION_BACKWARD, in, 2);
+    ir_attr_set_word(B->c, r, ATTR_KIND, kind);
+    ACC(1, ib_finish(B, r));
+  }
+  if (!WANT(0) || !strcmp(kind, "abs") || !strcmp(kind, "relu"))
+    return true;
+  return diag_error(B->c, n->loc, "second-order reverse mode through "
+                    "activation_backward(kind=%s) w.r.t. its first operand "
+                    "is not supported", kind);
+}
+
+/* ---- control flow and user functions ---- */
+
+static bool vjp_custom_fn(GradCtx *gc, const Node *n, Node *g) {
+  Graph *v = ir_attr_graph(n, ATTR_VJP);
+  if (!v)
+    return diag_error(B->c, n->loc, "custom_fn: reverse mode needs a vjp "
+                      "body (this one has only a jvp body)");
+  Node **args = arena_alloc(B->c->arena, sizeof(Node *) *
+                                             (size_t)(v->nargs + 1));
+  for (int i = 0; i < v->nargs; i++) {
+    const char *nm = v->args[i]->name;
+    args[i] = i < n->nin ? X(i)
+        : nm && !strcmp(nm, "primal_output") ? Y : g;
+  }
+  Node **r = ib_inline(B, v, args);
+  bool ok = true;
+  for (int i = 0; i < n->nin && i < v->nret; i++) {
+    char a[128], b2[128];
+    if (!type_eq(&r[i]->type, &n->in[i]->type) &&
+        (dt_is_float(n->in[i]->type.dt) || dt_is_complex(n->in[i]->type.dt)))
+      ok = diag_error(B->c, n->loc, "custom_fn: vjp body '%s' returns %s "
+                      "for operand %d of type %s", v->name,
+                      type_str(&r[i]->type, a, sizeof a), i,
+                      type_str(&n->in[i]->type, b2, sizeof b2));
+    else
+      ACC(i, r[i]);
+  }
+  return ok;
+}
+static bool vjp_unprepared(GradCtx *gc, const Node *n, Node *g) {
+  return diag_error(B->c, n->loc, "internal: '%s' reached the reverse walk "
+                    "before the AD preparation passes", op_name(n->op));
+}
+static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
+  return scan_vjp(gc, n, g);
+}
+
+/* ---- the table: every ops.def row must name its rule ---- */
+#define VJP_INPUT vjp_none
+#define VJP_PARAM vjp_none
+#define VJP_CONST vjp_none
+#define VJP_RELU vjp_relu
+#define VJP_GELU vjp_act
+#define VJP_GELU_TANH vjp_act
+#define VJP_SILU vjp_act
+#define VJP_SIGMOID vjp_sigmoid
+#define VJP_TANH vjp_tanh
+#define VJP_EXP vjp_exp
+#define VJP_LOG vjp_log
+#define VJP_SQRT vjp_sqrt
+#define VJP_RSQRT vjp_rsqrt
+#define VJP_NEG vjp_neg
+#define VJP_ABS vjp_act
+#define VJP_SIN vjp_sin
+#define VJP_COS vjp_cos
+#define VJP_TAN vjp_tan
+#define VJP_ATAN vjp_atan
+#define VJP_ROUND vjp_ident
+#define VJP_ADD vjp_add
+#define VJP_SUB vjp_sub
+#define VJP_MUL vjp_mul
+#define VJP_DIV vjp_div
+#define VJP_MIN vjp_minmax
+#define VJP_MAX vjp_minmax
+#define VJP_POW vjp_pow
+#define VJP_EQ vjp_none
+#define VJP_NE vjp_none
+#define VJP_LT vjp_none
+#define VJP_LE vjp_none
+#define VJP_GT vjp_none
+#define VJP_GE vjp_none
+#define VJP_WHERE vjp_where
+#define VJP_CAST vjp_cast
+#define VJP_STOP_GRADIENT vjp_stop_gradient
+#define VJP_MATMUL vjp_matmul
+#define VJP_DENSE_SOLVE vjp_solve
+#define VJP_BATCHED_DENSE_SOLVE vjp_solve
+#define VJP_REDUCE_SUM vjp_reduce_sum
+#define VJP_REDUCE_MEAN vjp_reduce_sum
+#define VJP_REDUCE_MAX vjp_reduce_maxmin
+#define VJP_REDUCE_MIN vjp_reduce_maxmin
+#define VJP_REDUCE_PROD vjp_reduce_prod
+#define VJP_SOFTMAX vjp_softmax
+#define VJP_LOG_SOFTMAX vjp_log_softmax
+#define VJP_CUMSUM vjp_cumsum
+#define VJP_SOFTMAX_CROSS_ENTROPY vjp_xent
+#define VJP_TOPK vjp_none
+#define VJP_RESHAPE vjp_reshape
+#define VJP_TRANSPOSE vjp_transpose
+#define VJP_EXPAND vjp_ident
+#define VJP_CONCAT vjp_concat
+#define VJP_NARROW vjp_narrow
+#define VJP_GATHER vjp_gather
+#define VJP_SCATTER_ADD vjp_scatter_add
+#define VJP_LAYER_NORM vjp_unsupported
+#define VJP_RMS_NORM vjp_unsupported
+#define VJP_GROUP_NORM vjp_unsupported
+#define VJP_BATCH_NORM_INFERENCE vjp_unsupported
+#define VJP_ROPE vjp_unsupported
+#define VJP_ATTENTION vjp_unsupported
+#define VJP_CONV2D vjp_unsupported
+#define VJP_MAX_POOL2D vjp_unsupported
+#define VJP_AVG_POOL2D vjp_unsupported
+#define VJP_SCAN vjp_scan
+#define VJP_IF vjp_unprepared
+#define VJP_WHILE vjp_unprepared
+#define VJP_CUSTOM_FN vjp_custom_fn
+#define VJP_FUSED_TRANSFORMER_LAYER vjp_unsupported
+#define VJP_SELECTIVE_SCAN vjp_unsupported
+#define VJP_GATED_DELTA_NET vjp_unsupported
+#define VJP_FAKE_QUANTIZE vjp_unsupported
+#define VJP_FAKE_QUANTIZE_LSQ vjp_unsupported
+#define VJP_QUANTIZE vjp_unsupported
+#define VJP_DEQUANTIZE vjp_unsupported
+#define VJP_Q_MATMUL vjp_none
+#define VJP_Q_CONV2D vjp_none
+#define VJP_DEQUANT_MATMUL vjp_unsupported
+#define VJP_GROUPED_MATMUL vjp_unsupported
+#define VJP_CONJUGATE vjp_conjugate
+#define VJP_COMPLEX_NORM_SQ vjp_unsupported
+#define VJP_COMPLEX vjp_unsupported
+#define VJP_REAL vjp_unsupported
+#define VJP_IMAG vjp_unsupported
+#define VJP_FFT vjp_unsupported
+#define VJP_LOG_MEL vjp_unsupported
+#define VJP_RNG_UNIFORM vjp_none
+#define VJP_RNG_NORMAL vjp_none
+#define VJP_SAMPLE vjp_none
+#define VJP_RELU_BACKWARD vjp_relu_backward
+#define VJP_ACTIVATION_BACKWARD vjp_act_backward
+#define VJP_LAYER_NORM_BACKWARD_INPUT vjp_unsupported
+#define VJP_LAYER_NORM_BACKWARD_GAMMA vjp_unsupported
+#define VJP_RMS_NORM_BACKWARD_INPUT vjp_unsupported
+#define VJP_RMS_NORM_BACKWARD_GAMMA vjp_unsupported
+#define VJP_RMS_NORM_BACKWARD_BETA vjp_unsupported
+#define VJP_GROUP_NORM_BACKWARD_INPUT vjp_unsupported
+#define VJP_GROUP_NORM_BACKWARD_GAMMA vjp_unsupported
+#define VJP_GROUP_NORM_BACKWARD_BETA vjp_unsupported
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_INPUT vjp_unsupported
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA vjp_unsupported
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_BETA vjp_unsupported
+#define VJP_ROPE_BACKWARD vjp_unsupported
+#define VJP_CUMSUM_BACKWARD vjp_cumsum_backward
+#define VJP_GATHER_BACKWARD vjp_gather_backward
+#define VJP_MAX_POOL2D_BACKWARD vjp_unsupported
+#define VJP_AVG_POOL2D_BACKWARD vjp_unsupported
+#define VJP_CONV2D_BACKWARD_INPUT vjp_unsupported
+#define VJP_CONV2D_BACKWARD_WEIGHT vjp_unsupported
+#define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
+#define VJP_ATTENTION_BACKWARD vjp_unsupported
+#define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_unsupported
+#define VJP_FAKE_QUANTIZE_BACKWARD vjp_unsupported
+#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_unsupported
+#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_unsupported
+#define VJP_SCAN_BACKWARD vjp_unsupported
+#define VJP_SCAN_BACKWARD_XS vjp_unsupported
+#define VJP_LOG_MEL_BACKWARD vjp_unsupported
+
+static const VjpRule rules[OP_COUNT] = {
+#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+  [OP_##id] = VJP_##id,
+#include "ir/ops.def"
+#undef OP
+};
+
+bool vjp_apply(GradCtx *gc, const Node *n, Node *g) {
+  return rules[n->op](gc, n, g);
+}
+
+/* For tests and docs: does reverse mode support op? */
+bool vjp_supported(Op op) {
+  return rules[op] != vjp_unsupported && rules[op] != vjp_none &&
+         rules[op] != vjp_unprepared;
+}

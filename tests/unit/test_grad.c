@@ -1,0 +1,369 @@
+/* test_grad.c: reverse-mode autodiff at the IR level. Each test parses
+ * a source string, runs the whole pass pipeline with --grad (which
+ * verifies the module after every pass) and checks the gradient graph:
+ * its signature (abi.md section 3), which ops it contains, node counts
+ * after clean-up, and the diagnostics for missing gradients, unbounded
+ * while loops and unsupported ops. Numbers are checked end to end by
+ * tests/gradcheck/. */
+#include "frontend/frontend.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  Ctx *c;
+  Module *m;
+  Options o;
+  Unit u;
+  bool ok;
+} T;
+
+/* Parse src and run the pipeline; wrt: comma-free list or NULL. */
+static T *run(const char *src, const char *const *wrt, int nwrt,
+              bool zero) {
+  T *t = calloc(1, sizeof *t);
+  t->c = ctx_new("t.rlx", src, strlen(src));
+  t->m = fe_parse(t->c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(t->m);
+  CU_ASSERT_EQUAL_FATAL(t->c->nerrors, 0);
+  t->o.grad = true;
+  t->o.wrt = (const char **)wrt;
+  t->o.nwrt = nwrt;
+  t->o.grad_missing_zero = zero;
+  t->o.opt_level = 2;
+  t->u.ctx = t->c;
+  t->u.mod = t->m;
+  t->u.opt = &t->o;
+  t->u.entry = t->m->graphs[t->m->ngraphs - 1];
+  t->u.cname = t->u.entry->name;
+  t->ok = pass_run_pipeline(&t->u);
+  return t;
+}
+
+static void done(T *t) {
+  ctx_free(t->c);
+  free(t);
+}
+
+static int count_op(const Graph *g, Op op) {
+  int k = 0;
+  for (int i = 0; i < g->nnodes; i++) k += g->nodes[i]->op == op;
+  return k;
+}
+
+static bool has_diag(const T *t, const char *what, int line) {
+  for (Diag *d = t->c->diags; d; d = d->next)
+    if (strstr(d->msg, what) && (!line || d->loc.line == line)) return true;
+  return false;
+}
+
+static void dump_diags(const T *t) {
+  for (Diag *d = t->c->diags; d; d = d->next)
+    fprintf(stderr, "  %d:%d: %s\n", d->loc.line, d->loc.col, d->msg);
+}
+
+#define OK(t) do { if (!(t)->ok) dump_diags(t); CU_ASSERT_TRUE_FATAL((t)->ok); } while (0)
+
+static const char *MLP =
+    "graph mlp {\n"
+    "  input %x: f32[4, 3]\n"
+    "  param %w: f32[3, 5]\n"
+    "  param %b: f32[5]\n"
+    "  input %y: i32[4]\n"
+    "  %h = relu(add(matmul(%x, %w), %b))\n"
+    "  %l = softmax_cross_entropy(%h, %y)\n"
+    "  %loss = reduce_mean(%l, axes=[0])\n"
+    "  return %loss, %h\n"
+    "}\n";
+
+static void test_signature(void) {
+  T *t = run(MLP, NULL, 0, false);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+  CU_ASSERT_STRING_EQUAL(g->name, "mlp_grad");
+  CU_ASSERT_PTR_EQUAL(t->m->graphs[t->m->ngraphs - 1], g);
+  CU_ASSERT_EQUAL(g->nargs, 5);
+  CU_ASSERT_STRING_EQUAL(g->args[4]->name, "d_output");
+  CU_ASSERT_EQUAL(g->args[4]->type.rank, 0);
+  CU_ASSERT_EQUAL(g->nret, 4);
+  CU_ASSERT_TRUE(type_eq(&g->rets[2]->type, &t->u.entry->args[1]->type));
+  CU_ASSERT_TRUE(type_eq(&g->rets[3]->type, &t->u.entry->args[2]->type));
+  CU_ASSERT_STRING_EQUAL(g->rets[2]->name, "d_w");
+  CU_ASSERT_STRING_EQUAL(g->rets[3]->name, "d_b");
+  CU_ASSERT_EQUAL(count_op(g, OP_SOFTMAX_CROSS_ENTROPY_BACKWARD), 1);
+  CU_ASSERT_EQUAL(count_op(g, OP_RELU_BACKWARD), 1);
+  CU_ASSERT_EQUAL(count_op(g, OP_MATMUL), 2); /* forward + dw only */
+  done(t);
+}
+
+static void test_wrt_names(void) {
+  const char *w[] = {"b", "x"};
+  T *t = run(MLP, w, 2, false);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(g->nret, 4);
+  CU_ASSERT_TRUE(type_eq(&g->rets[2]->type, &t->u.entry->args[2]->type));
+  CU_ASSERT_TRUE(type_eq(&g->rets[3]->type, &t->u.entry->args[0]->type));
+  done(t);
+}
+
+static const char *UNUSED =
+    "graph f {\n"
+    "  param %a: f32[3]\n"
+    "  param %b: f32[3]\n"
+    "  param %c: f32[3]\n"
+    "  input %i: i32[3]\n"
+    "  %s = reduce_sum(mul(%a, %a))\n"
+    "  %t = stop_gradient(%c)\n"
+    "  return %s, %t\n"
+    "}\n";
+
+static void test_missing_listed(void) {
+  T *t = run(UNUSED, NULL, 0, false);
+  CU_ASSERT_FALSE(t->ok);
+  CU_ASSERT_TRUE(has_diag(t, "'%b' receives no gradient", 3));
+  CU_ASSERT_TRUE(has_diag(t, "'%c' receives no gradient", 4));
+  CU_ASSERT_EQUAL(t->c->nerrors, 2);
+  done(t);
+}
+
+static void test_missing_zero(void) {
+  T *t = run(UNUSED, NULL, 0, true);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(g->nret, 5);
+  CU_ASSERT_EQUAL(g->rets[3]->op, OP_CONST);
+  CU_ASSERT_EQUAL(g->rets[4]->op, OP_CONST);
+  done(t);
+}
+
+static void test_bad_wrt(void) {
+  const char *w[] = {"nope", "i"};
+  T *t = run(UNUSED, w, 2, false);
+  CU_ASSERT_FALSE(t->ok);
+  CU_ASSERT_TRUE(has_diag(t, "no value named '%nope'", 0));
+  CU_ASSERT_TRUE(has_diag(t, "'%i' has dtype i32", 5));
+  done(t);
+}
+
+static const char *WHILE_NOMAX =
+    "graph c { input %x: f32[] %k = lt(%x, 10.0) return %k }\n"
+    "graph b { input %x: f32[] %y = mul(%x, 2.0) return %y }\n"
+    "graph w {\n"
+    "  param %p: f32[]\n"
+    "  %r = while(%p, cond=@c, body=@b)\n"
+    "  return %r\n"
+    "}\n";
+
+static void test_while_needs_max(void) {
+  T *t = run(WHILE_NOMAX, NULL, 0, false);
+  CU_ASSERT_FALSE(t->ok);
+  CU_ASSERT_TRUE(has_diag(t, "needs max_iterations", 5));
+  done(t);
+}
+
+static const char *WHILE_MAX =
+    "graph c { input %x: f32[] %k = lt(%x, 10.0) return %k }\n"
+    "graph b { input %x: f32[] %y = mul(%x, 2.0) return %y }\n"
+    "graph w {\n"
+    "  param %p: f32[]\n"
+    "  %r = while(%p, cond=@c, body=@b, max_iterations=5)\n"
+    "  return %r\n"
+    "}\n";
+
+static void test_while_unrolled(void) {
+  T *t = run(WHILE_MAX, NULL, 0, false);
+  OK(t);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHILE), 0);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_LT), 5);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHERE), 10);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_WHILE), 0);
+  done(t);
+}
+
+static const char *IF_SRC =
+    "graph t { input %a: f32[3] %y = mul(%a, %a) return %y }\n"
+    "graph e { input %a: f32[3] %y = sin(%a) return %y }\n"
+    "graph f {\n"
+    "  param %p: f32[3]\n"
+    "  input %q: bool[]\n"
+    "  %r = if(%q, %p, then=@t, else=@e)\n"
+    "  %s = reduce_sum(%r)\n"
+    "  return %s\n"
+    "}\n";
+
+static void test_if_to_where(void) {
+  T *t = run(IF_SRC, NULL, 0, false);
+  OK(t);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_IF), 0);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHERE), 1);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_COS), 1);
+  done(t);
+}
+
+static const char *CUSTOM =
+    "graph sq { input %x: f32[3] %y = mul(%x, %x) return %y }\n"
+    "graph sq_vjp {\n"
+    "  input %x: f32[3]\n"
+    "  input %primal_output: f32[3]\n"
+    "  input %d_output: f32[3]\n"
+    "  %g = mul(%d_output, 3.0)\n"
+    "  return %g\n"
+    "}\n"
+    "graph cube { input %x: f32[3] %y = mul(%x, mul(%x, %x)) return %y }\n"
+    "graph f {\n"
+    "  param %p: f32[3]\n"
+    "  %a = custom_fn(%p, fwd=@sq, vjp=@sq_vjp)\n"
+    "  %b = custom_fn(%p, fwd=@cube)\n"
+    "  %s = reduce_sum(add(%a, %b))\n"
+    "  return %s\n"
+    "}\n";
+
+static void test_custom_fn(void) {
+  T *t = run(CUSTOM, NULL, 0, false);
+  OK(t);
+  /* the vjp body's constant 3 reaches the gradient graph; cube was
+   * inlined (no custom_fn left for it) */
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_CUSTOM_FN), 1);
+  bool three = false;
+  for (int i = 0; i < t->u.grad->nnodes; i++) {
+    Node *n = t->u.grad->nodes[i];
+    if (n->op == OP_CONST && n->type.dt == DT_F32 && ir_const_get(n, 0) == 3)
+      three = true;
+  }
+  CU_ASSERT_TRUE(three);
+  done(t);
+}
+
+static const char *SCAN_SRC =
+    "graph cell {\n"
+    "  input %h: f32[4]\n"
+    "  input %w: f32[4, 4]\n"
+    "  input %x: f32[4]\n"
+    "  %hw = reshape(matmul(reshape(%h, shape=[1, 4]), %w), shape=[4])\n"
+    "  %n = tanh(add(%hw, %x))\n"
+    "  return %n\n"
+    "}\n"
+    "graph rnn {\n"
+    "  param %h0: f32[4]\n"
+    "  param %w: f32[4, 4]\n"
+    "  param %xs: f32[6, 4]\n"
+    "  %hT = scan(%h0, %w, %xs, body=@cell, num_bcast=1\n"
+    ;
+static const char *SCAN_TAIL =
+    ")\n"
+    "  %loss = reduce_sum(%hT)\n"
+    "  return %loss\n"
+    "}\n";
+
+static T *run_scan(const char *attrs) {
+  char src[2048];
+  snprintf(src, sizeof src, "%s%s%s", SCAN_SRC, attrs, SCAN_TAIL);
+  return run(src, NULL, 0, false);
+}
+
+static void test_scan_plain(void) {
+  T *t = run_scan("");
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(count_op(g, OP_SCAN), 2); /* forward + backward */
+  CU_ASSERT_TRUE(ir_graph_find(t->m, "cell_vjp") != NULL);
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i]->op == OP_SCAN)
+      CU_ASSERT_EQUAL(ir_attr_int(g->nodes[i], ATTR_NUM_BCAST, 0), 0);
+  CU_ASSERT_EQUAL(g->nret, 4);
+  done(t);
+}
+
+static void test_scan_checkpoints(void) {
+  T *t = run_scan(", checkpoints=2");
+  OK(t);
+  Graph *g = t->u.grad;
+  /* forward + 1 checkpoint scan + bisection scans + 6 one-step sweeps */
+  CU_ASSERT_TRUE(count_op(g, OP_SCAN) > 6);
+  /* the forward result is the untouched forward scan */
+  CU_ASSERT_EQUAL(g->rets[0]->op, OP_REDUCE_SUM);
+  CU_ASSERT_EQUAL(g->rets[0]->in[0]->op, OP_SCAN);
+  CU_ASSERT_FALSE(ir_attr_bool(g->rets[0]->in[0], ATTR_SAVE_TRAJ, true));
+  done(t);
+}
+
+static const char *UNSUP =
+    "graph f {\n"
+    "  param %x: f32[2, 4]\n"
+    "  param %g: f32[4]\n"
+    "  param %b: f32[4]\n"
+    "  %y = layer_norm(%x, %g, %b)\n"
+    "  %s = reduce_sum(%y)\n"
+    "  return %s\n"
+    "}\n";
+
+static void test_unsupported(void) {
+  T *t = run(UNSUP, NULL, 0, false);
+  CU_ASSERT_FALSE(t->ok);
+  CU_ASSERT_TRUE(has_diag(t, "reverse mode through 'layer_norm'", 5));
+  done(t);
+}
+
+/* narrow VJPs summed: zeros merged away by simplify */
+static const char *NARROW =
+    "graph f {\n"
+    "  param %x: f32[6]\n"
+    "  %a = narrow(%x, axis=0, start=0, len=3)\n"
+    "  %b = narrow(%x, axis=0, start=3, len=3)\n"
+    "  %s = reduce_sum(mul(%a, %b))\n"
+    "  return %s\n"
+    "}\n";
+
+static void test_simplify_narrow(void) {
+  T *t = run(NARROW, NULL, 0, false);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(count_op(g, OP_CONCAT), 1);
+  CU_ASSERT_EQUAL(count_op(g, OP_ADD), 0);
+  done(t);
+}
+
+static const char *PROD =
+    "graph f {\n"
+    "  param %x: f32[2, 3, 4]\n"
+    "  %p = reduce_prod(%x, axes=[0, 2])\n"
+    "  %m = reduce_max(%x, axes=[1], keep_dims=true)\n"
+    "  %s = add(reduce_sum(%p), reduce_sum(%m))\n"
+    "  return %s\n"
+    "}\n";
+
+static void test_reductions(void) {
+  T *t = run(PROD, NULL, 0, false);
+  OK(t);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_REDUCE_PROD), 2);
+  done(t);
+}
+
+int main(void) {
+  CU_initialize_registry();
+  CU_pSuite s = CU_add_suite("grad", NULL, NULL);
+  CU_add_test(s, "signature", test_signature);
+  CU_add_test(s, "wrt_names", test_wrt_names);
+  CU_add_test(s, "missing_listed", test_missing_listed);
+  CU_add_test(s, "missing_zero", test_missing_zero);
+  CU_add_test(s, "bad_wrt", test_bad_wrt);
+  CU_add_test(s, "while_needs_max", test_while_needs_max);
+  CU_add_test(s, "while_unrolled", test_while_unrolled);
+  CU_add_test(s, "if_to_where", test_if_to_where);
+  CU_add_test(s, "custom_fn", test_custom_fn);
+  CU_add_test(s, "scan_plain", test_scan_plain);
+  CU_add_test(s, "scan_checkpoints", test_scan_checkpoints);
+  CU_add_test(s, "unsupported", test_unsupported);
+  CU_add_test(s, "simplify_narrow", test_simplify_narrow);
+  CU_add_test(s, "reductions", test_reductions);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned f = CU_get_number_of_failures();
+  CU_cleanup_registry();
+  return f ? 1 : 0;
+}
