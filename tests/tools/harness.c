@@ -362,23 +362,32 @@ static int compare_float(const HxTensor *t, const double *ref, int j,
   return bad;
 }
 
-static int compare_exact(const HxTensor *t, const void *ref, int j)
+static bool is_half(int dt)
+{
+  return dt == RLX_DT_F16 || dt == RLX_DT_BF16;
+}
+
+/* Bit-exact for integers and bool; f16/bf16 compare values exactly
+ * (any NaN matches any NaN, -0 equals +0). */
+static int compare_exact(const HxTensor *t, const void *ref, int j,
+                         bool by_value)
 {
   size_t es = rlx_dtype_size(t->desc->dtype);
+  HxTensor rt = *t;
+  rt.data = (void *)(uintptr_t)ref;
   int bad = 0;
   for (int64_t i = 0; i < t->numel; i++) {
     const char *g = (const char *)t->data + i * es;
     const char *r = (const char *)ref + i * es;
-    if (memcmp(g, r, es) == 0)
+    double gv = hx_get(t, i), rv = hx_get(&rt, i);
+    if (by_value ? (gv == rv || (isnan(gv) && isnan(rv)))
+                 : memcmp(g, r, es) == 0)
       continue;
     if (bad++ < HX_MAX_REPORT) {
       char where[256];
       report_index(t, i, where, sizeof where);
-      HxTensor rt = *t;
-      rt.data = (void *)(uintptr_t)ref;
       fprintf(stderr, "  output %d (%s)%s: got %.17g, want %.17g "
-              "(exact)\n", j, t->desc->name, where, hx_get(t, i),
-              hx_get(&rt, i));
+              "(exact)\n", j, t->desc->name, where, gv, rv);
     }
   }
   return bad;
@@ -403,7 +412,7 @@ int hx_compare_outputs(const HxCall *c, const char *dir, const HxTol *tol)
     HxTol dt = hx_default_tol(t->desc->dtype);
     int bad = is_real_float(t->desc->dtype)
                   ? compare_float(t, ref, j, tol ? tol : &dt)
-                  : compare_exact(t, ref, j);
+                  : compare_exact(t, ref, j, is_half(t->desc->dtype));
     if (bad) {
       fprintf(stderr, "  output %d (%s: %s): %d of %lld elements differ\n",
               j, t->desc->name, hx_desc_str(t->desc, ty, sizeof ty), bad,

@@ -1,0 +1,50 @@
+#!/bin/sh
+# run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
+# it with its C driver and run it.
+#
+#   sh samples/run_demo.sh [train|forward] [driver arguments...]
+#     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
+#              on the 8x8 digits by SGD (samples/train_digits.c); fails
+#              when the test accuracy is below 95%
+#     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
+#
+# Environment: RLX_BUILD (build directory, default ./build),
+# RLX_NO_BUILD=1 (use an existing build), CMAKE_ARGS (extra configure
+# arguments), CC (C compiler, default cc).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${RLX_BUILD:-$root/build}
+cc=${CC:-cc}
+what=${1:-train}
+[ $# -gt 0 ] && shift
+
+if [ "${RLX_NO_BUILD:-0}" != 1 ]; then
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build" ${CMAKE_ARGS:-} >/dev/null
+  cmake --build "$build" -j2 --target rlxc rlxrt >/dev/null
+fi
+rlxc=$build/rlxc
+lib=$build/runtime/librlxrt.a
+out=$build/samples
+mkdir -p "$out"
+cflags="-std=c11 -O2 -I$root -I$root/runtime -I$out"
+
+case $what in
+train)
+  "$rlxc" "$root/samples/mlp.rlx" --grad -o "$out/mlp.o"
+  $cc $cflags "$root/samples/train_digits.c" "$out/mlp.o" "$lib" \
+    -lm -lpthread -o "$out/train_digits"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  "$out/train_digits" "$out/digits.csv" "$@"
+  ;;
+forward)
+  "$rlxc" "$root/samples/forward.rlx" -o "$out/forward.o"
+  $cc $cflags "$root/samples/forward_demo.c" "$out/forward.o" "$lib" \
+    -lm -lpthread -o "$out/forward_demo"
+  "$out/forward_demo" "$@"
+  ;;
+*)
+  echo "usage: $0 [train|forward] [args...]" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""e2e.py -- compile, link, run and check end-to-end cases.
+
+A case NAME is tests/e2e/cases/NAME.rlx plus tests/e2e/golden/NAME/,
+written by tests/tools/gen_goldens.py.  golden/NAME/run.txt says what
+to do, one directive per line ('#' starts a comment):
+
+  rlxc ARGS...          extra rlxc arguments (e.g. --grad), may repeat
+  run ENTRY DIR ARGS... link tests/tools/rlx_run.c for entry ENTRY, run
+                        it on golden/NAME/DIR (inI.bin, outJ.bin) with
+                        the rlx_run ARGS (--expect RC, --threads 1,2,3,
+                        --null-ws, --rtol X, --atol Y, --fd, ...);
+                        '--grad-entry E' defines RLX_GRAD_ENTRY=E
+
+Steps per case: rlxc NAME.rlx -o WORK/NAME.o (+ header), cc the driver
+with -include WORK/NAME.h, link with librlxrt.a, run every 'run' line.
+Only the Python standard library is used (no NumPy, no torch): all
+numeric comparison happens in C (tests/tools/harness.c).
+
+Usage: e2e.py [--build DIR] [--work DIR] [-v] [CASE...]
+  no CASE: every case with a run.txt.  Prints PASS/FAIL NAME: reason
+  per case; exit 0 when all pass.
+"""
+import argparse
+import glob
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+CASES = os.path.join(SRC, "tests", "e2e", "cases")
+GOLDEN = os.path.join(SRC, "tests", "e2e", "golden")
+TOOLS = os.path.join(SRC, "tests", "tools")
+HARNESS = ["harness.c", "harness_fd.c"]
+
+
+class CaseFail(Exception):
+    """One case failed at a step; str() is a one-line reason."""
+
+
+def sh(cmd, cwd=None, env=None, timeout=300):
+    """Run cmd; return (rc, combined output)."""
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except subprocess.TimeoutExpired:
+        return 124, "timed out after %ds" % timeout
+    except OSError as e:
+        return 127, str(e)
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+def first_line(text, pattern=("error", "FAIL", "fd:", "harness")):
+    """The most telling line of a tool's output, for the summary."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    for l in lines:
+        if any(p in l for p in pattern):
+            return l[:200]
+    return lines[0][:200] if lines else "(no output)"
+
+
+def find_runtime(build):
+    for p in ("runtime/librlxrt.a", "librlxrt.a", "lib/librlxrt.a"):
+        if os.path.exists(os.path.join(build, p)):
+            return os.path.join(build, p)
+    hits = glob.glob(os.path.join(build, "**", "librlxrt.a"),
+                     recursive=True)
+    if not hits:
+        raise CaseFail("librlxrt.a not found under %s" % build)
+    return hits[0]
+
+
+class Runner:
+    def __init__(self, args):
+        self.build = os.path.abspath(args.build)
+        self.work = os.path.abspath(args.work or tempfile.mkdtemp(
+            prefix="rlx-e2e-"))
+        self.cc = args.cc
+        self.verbose = args.verbose
+        self.rlxc = os.path.join(self.build, "rlxc")
+        self.harness_objs = None
+        os.makedirs(self.work, exist_ok=True)
+
+    def cflags(self):
+        return ["-std=c11", "-D_GNU_SOURCE", "-O1", "-I" + SRC,
+                "-I" + os.path.join(SRC, "runtime")]
+
+    def harness(self, wdir):
+        """Compile the harness once per run of this script, inside the
+        first case's directory (parallel ctest runs never share it)."""
+        if self.harness_objs is None:
+            d = os.path.join(wdir, "_harness")
+            os.makedirs(d, exist_ok=True)
+            objs = []
+            for src in HARNESS:
+                obj = os.path.join(d, src.replace(".c", ".o"))
+                rc, out = sh([self.cc] + self.cflags() + [
+                    "-c", os.path.join(TOOLS, src), "-o", obj])
+                if rc:
+                    raise CaseFail("harness does not compile: " +
+                                   first_line(out))
+                objs.append(obj)
+            self.harness_objs = objs
+        return self.harness_objs
+
+    def compile_case(self, name, wdir, rlxc_args):
+        if not os.path.exists(self.rlxc):
+            raise CaseFail("rlxc not built (%s)" % self.rlxc)
+        obj = os.path.join(wdir, name + ".o")
+        cmd = [self.rlxc, os.path.join(CASES, name + ".rlx"), "-o", obj]
+        rc, out = sh(cmd + rlxc_args, cwd=wdir)
+        if self.verbose:
+            print(" ".join(cmd + rlxc_args) + "\n" + out)
+        if rc:
+            raise CaseFail("rlxc exit %d: %s" % (rc, first_line(out)))
+        hdr = os.path.join(wdir, name + ".h")
+        if not os.path.exists(obj) or not os.path.exists(hdr):
+            raise CaseFail("rlxc wrote no %s.o/%s.h" % (name, name))
+        return obj, hdr
+
+    def link(self, wdir, obj, hdr, entry, grad_entry):
+        exe = os.path.join(wdir, "run_" + entry)
+        defs = ["-DRLX_ENTRY=" + entry]
+        if grad_entry:
+            defs.append("-DRLX_GRAD_ENTRY=" + grad_entry)
+        cmd = ([self.cc] + self.cflags() + ["-I" + wdir, "-include", hdr] +
+               defs + [os.path.join(TOOLS, "rlx_run.c")] +
+               self.harness(wdir) + [obj, find_runtime(self.build), "-lm",
+                                     "-lpthread", "-o", exe])
+        rc, out = sh(cmd)
+        if rc:
+            raise CaseFail("driver for %s does not link: %s" %
+                           (entry, first_line(out, ("error",))))
+        return exe
+
+    def run_case(self, name):
+        spec = read_spec(name)
+        wdir = os.path.join(self.work, name)
+        os.makedirs(wdir, exist_ok=True)
+        obj, hdr = self.compile_case(name, wdir, spec["rlxc"])
+        for entry, sub, rargs in spec["runs"]:
+            grad_entry = None
+            if "--grad-entry" in rargs:
+                i = rargs.index("--grad-entry")
+                grad_entry = rargs[i + 1]
+                rargs = rargs[:i] + rargs[i + 2:]
+            exe = self.link(wdir, obj, hdr, entry, grad_entry)
+            gdir = os.path.join(GOLDEN, name, sub)
+            rc, out = sh([exe] + rargs + [gdir], cwd=wdir)
+            if self.verbose:
+                print(out)
+            if rc:
+                raise CaseFail("%s %s: %s" % (entry, " ".join(rargs),
+                                              first_line(out)))
+
+
+def read_spec(name):
+    path = os.path.join(GOLDEN, name, "run.txt")
+    if not os.path.exists(path):
+        raise CaseFail("no %s" % path)
+    spec = {"rlxc": [], "runs": []}
+    with open(path) as f:
+        for line in f:
+            words = shlex.split(line, comments=True)
+            if not words:
+                continue
+            if words[0] == "rlxc":
+                spec["rlxc"] += words[1:]
+            elif words[0] == "run" and len(words) >= 3:
+                spec["runs"].append((words[1], words[2], words[3:]))
+            else:
+                raise CaseFail("%s: bad line: %s" % (path, line.strip()))
+    return spec
+
+
+def all_cases():
+    return sorted(os.path.basename(os.path.dirname(p)) for p in
+                  glob.glob(os.path.join(GOLDEN, "*", "run.txt")))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cases", nargs="*")
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    r = Runner(args)
+    cases = args.cases or all_cases()
+    failed = 0
+    for name in cases:
+        try:
+            r.run_case(name)
+            print("PASS %s" % name)
+        except CaseFail as e:
+            failed += 1
+            print("FAIL %s: %s" % (name, e))
+        sys.stdout.flush()
+    if len(cases) > 1:
+        print("%d/%d cases passed" % (len(cases) - failed, len(cases)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
