@@ -1,0 +1,219 @@
+/* test_memplan.c: fusion decisions (codegen/fuse.c) and the static
+ * memory plan (codegen/memplan.c). Properties: no two workspace blocks
+ * that are live at the same time overlap (including aliases, fused
+ * trees and scratch areas), offsets are 64-byte aligned, memory is
+ * reused once a value dies, elementwise chains need no buffers,
+ * broadcast producers keep theirs, transposes fold into matmul, and
+ * returns are computed in place in the outputs. Graphs come from the
+ * front end; a randomized test checks the invariant on many graphs. */
+#include "codegen/cg.h"
+#include "frontend/frontend.h"
+
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  Ctx *c;
+  Graph *g;
+  CgPlan *p;
+} Planned;
+
+static Planned plan_src(const char *src, const int64_t *scratch) {
+  Planned r = {0};
+  ops_init();
+  r.c = ctx_new("t.rlx", src, strlen(src));
+  Module *m = fe_parse(r.c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(r.c->nerrors, 0);
+  r.g = m->graphs[m->ngraphs - 1];
+  r.p = cg_plan_new(r.c, r.g);
+  CU_ASSERT_TRUE(cg_fuse(r.g, r.p));
+  CU_ASSERT_TRUE(cg_memplan(r.g, r.p, scratch));
+  return r;
+}
+
+static Node *node(const Planned *r, const char *name) {
+  for (int i = 0; i < r->g->nnodes; i++)
+    if (r->g->nodes[i]->name && !strcmp(r->g->nodes[i]->name, name))
+      return r->g->nodes[i];
+  CU_FAIL_FATAL("no such node");
+  return NULL;
+}
+
+static CgSlot *slot(const Planned *r, const char *name) {
+  return &r->p->slot[node(r, name)->id];
+}
+
+typedef struct {
+  int64_t def, last, off, size;
+} Blk;
+
+/* Every pair of blocks live at the same time is disjoint; aligned. */
+static int check_invariant(const Planned *r) {
+  Blk b[4096];
+  int n = 0;
+  for (int i = 0; i < r->g->nnodes && n < 4094; i++) {
+    Node *x = r->g->nodes[i];
+    CgSlot *s = &r->p->slot[x->id];
+    if (s->kind == CG_SLOT_WS)
+      b[n++] = (Blk){s->def, s->last, s->offset, type_bytes(&x->type)};
+    if (s->scratch_off >= 0)
+      b[n++] = (Blk){s->def, s->def, s->scratch_off, s->scratch_bytes};
+  }
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    CU_ASSERT_EQUAL(b[i].off % 64, 0);
+    CU_ASSERT_TRUE(b[i].off + b[i].size <= r->p->ws_bytes);
+    for (int j = 0; j < i; j++) {
+      bool live = b[i].def <= b[j].last && b[j].def <= b[i].last;
+      bool space = b[i].off < b[j].off + b[j].size &&
+                   b[j].off < b[i].off + b[i].size;
+      if (live && space && b[i].size && b[j].size) bad++;
+    }
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  CU_ASSERT_EQUAL(r->p->ws_bytes % 64, 0);
+  return n;
+}
+
+static void test_fused_chain(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8, 16]  input %b: f32[16]\n"
+      "  %a = add(%x, %b)  %m = mul(%a, %a)  %e = exp(%m)\n"
+      "  %r = relu(%e)  return %r }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "a")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "m")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "e")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "r")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(slot(&r, "x")->kind, CG_SLOT_INPUT);
+  CU_ASSERT_EQUAL(slot(&r, "b")->index, 1);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 0);
+  ctx_free(r.c);
+}
+
+static void test_broadcast_producer_kept(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8, 16]  input %b: f32[16]\n"
+      "  %e = exp(%b)  %y = add(%x, %e)  return %y }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "e")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(slot(&r, "y")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 64);
+  ctx_free(r.c);
+}
+
+static void test_reuse(void) {
+  /* a chain of matmuls: each result dies after the next one */
+  Planned r = plan_src(
+      "graph g { input %x: f32[64, 64]  input %w: f32[64, 64]\n"
+      "  %a = matmul(%x, %w)  %b = matmul(%a, %w)  %c = matmul(%b, %w)\n"
+      "  %d = matmul(%c, %w)  %e = matmul(%d, %w)  return %e }", NULL);
+  check_invariant(&r);
+  int64_t one = 64 * 64 * 4;
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 2 * one); /* 4 temporaries, 2 live */
+  CU_ASSERT_NOT_EQUAL(slot(&r, "a")->offset, slot(&r, "b")->offset);
+  CU_ASSERT_EQUAL(slot(&r, "a")->offset, slot(&r, "c")->offset);
+  ctx_free(r.c);
+}
+
+static void test_alias_extends_life(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[4, 16]  input %w: f32[16, 16]\n"
+      "  %a = matmul(%x, %w)  %v = reshape(%a, shape=[16, 4])\n"
+      "  %b = matmul(%x, %w)  %c = matmul(%b, %w)\n"
+      "  %t = reshape(%v, shape=[4, 16])  %d = add(%t, %c)  return %d }",
+      NULL);
+  CU_ASSERT_EQUAL(slot(&r, "v")->kind, CG_SLOT_ALIAS);
+  CU_ASSERT_PTR_EQUAL(slot(&r, "t")->alias, node(&r, "a"));
+  CgSlot *a = slot(&r, "a");
+  CU_ASSERT_TRUE(a->last >= slot(&r, "d")->def);
+  check_invariant(&r);
+  CU_ASSERT_NOT_EQUAL(a->offset, slot(&r, "b")->offset);
+  CU_ASSERT_NOT_EQUAL(a->offset, slot(&r, "c")->offset);
+  ctx_free(r.c);
+}
+
+static void test_transpose_folded(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[3, 4, 5]  input %w: f32[3, 6, 5]\n"
+      "  %t = transpose(%w, perm=[0, 2, 1])  %y = matmul(%x, %t)\n"
+      "  %u = transpose(%w, perm=[1, 0, 2])  return %y, %u }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "t")->kind, CG_SLOT_FOLDED);
+  CU_ASSERT_EQUAL(slot(&r, "u")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 0);
+  ctx_free(r.c);
+}
+
+static void test_returns(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[4]  %a = neg(%x)  %r = reshape(%a, "
+      "shape=[2, 2])\n  return %a, %a, %x, %r }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "a")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(slot(&r, "a")->index, 0);
+  CU_ASSERT_EQUAL(slot(&r, "r")->kind, CG_SLOT_ALIAS);
+  ctx_free(r.c);
+}
+
+static void test_scratch(void) {
+  const char *src =
+      "graph g { input %x: f32[16, 16]\n"
+      "  %a = matmul(%x, %x)  %b = matmul(%a, %x)  %c = matmul(%b, %x)\n"
+      "  return %c }";
+  int64_t scratch[64] = {0};
+  Planned r = plan_src(src, NULL); /* to learn %b's id */
+  int bid = node(&r, "b")->id;
+  ctx_free(r.c);
+  scratch[bid] = 1000;
+  r = plan_src(src, scratch);
+  CgSlot *b = slot(&r, "b");
+  CU_ASSERT_EQUAL(b->scratch_bytes, 1000);
+  CU_ASSERT_TRUE(b->scratch_off >= 0);
+  CU_ASSERT_EQUAL(check_invariant(&r), 3);
+  ctx_free(r.c);
+}
+
+/* Random DAGs of matmul / add / exp / reshape with random reuse. */
+static void test_random_graphs(void) {
+  srand(12345);
+  for (int trial = 0; trial < 60; trial++) {
+    char *src = malloc(1 << 16);
+    int k = sprintf(src, "graph g { input %%x: f32[8, 8]\n");
+    int nv = 1 + rand() % 40;
+    for (int i = 0; i < nv; i++) {
+      int a = rand() % (i + 1), b = rand() % (i + 1);
+      char na[16], nb[16];
+      snprintf(na, sizeof na, a ? "%%v%d" : "%%x", a - 1);
+      snprintf(nb, sizeof nb, b ? "%%v%d" : "%%x", b - 1);
+      switch (rand() % 4) {
+      case 0: k += sprintf(src + k, "%%v%d = matmul(%s, %s)\n", i, na, nb); break;
+      case 1: k += sprintf(src + k, "%%v%d = add(%s, %s)\n", i, na, nb); break;
+      case 2: k += sprintf(src + k, "%%v%d = exp(%s)\n", i, na); break;
+      default:
+        k += sprintf(src + k, "%%v%d = reshape(%s, shape=[8, 8])\n", i, na);
+      }
+    }
+    sprintf(src + k, "return %%v%d, %%v%d }", nv - 1, rand() % nv);
+    Planned r = plan_src(src, NULL);
+    check_invariant(&r);
+    ctx_free(r.c);
+    free(src);
+  }
+}
+
+int main(void) {
+  CU_initialize_registry();
+  CU_pSuite s = CU_add_suite("memplan", NULL, NULL);
+  CU_add_test(s, "fused chain", test_fused_chain);
+  CU_add_test(s, "broadcast producer kept", test_broadcast_producer_kept);
+  CU_add_test(s, "reuse", test_reuse);
+  CU_add_test(s, "alias extends life", test_alias_extends_life);
+  CU_add_test(s, "transpose folded", test_transpose_folded);
+  CU_add_test(s, "returns", test_returns);
+  CU_add_test(s, "scratch", test_scratch);
+  CU_add_test(s, "random graphs", test_random_graphs);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned f = CU_get_number_of_failures();
+  CU_cleanup_registry();
+  return f ? 1 : 0;
+}
