@@ -70,6 +70,11 @@ SH_TEST(t_scan) {
   GRAPH(n, BODY, scan_body("f32[4]", "f32[3]", "f32[3]"));
   INT(n, NUM_BCAST, 1);
   BAD(n, "input 1 (%b) has type f32[3], expected f32[2]");
+}
+
+SH_TEST(t_scan_body_rets) {
+  Node *init = IN_("f32[4]"), *xs = IN_("f32[7, 3]");
+  Node *n;
   Graph *g = sub("wrong_ret");
   arg_in(g, "h", "f32[4]");
   rets(g, arg_in(g, "x", "f32[3]"), NULL);
@@ -312,7 +317,8 @@ SH_TEST(t_custom_fn) {
 
 int main(void) {
   static const ShTest tests[] = {
-      {"scan", t_scan}, {"scan_backward", t_scan_backward}, {"if", t_if},
+      {"scan", t_scan}, {"scan_body_rets", t_scan_body_rets},
+      {"scan_backward", t_scan_backward}, {"if", t_if},
       {"while", t_while}, {"custom_fn", t_custom_fn}, {NULL, NULL}};
   return sh_run("shape_control", tests);
 }

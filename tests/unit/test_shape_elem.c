@@ -70,9 +70,11 @@ SH_TEST(t_binary) {
   OK(MK(SUB, IN_("f64[]"), IN_("f64[2, 0]")), "f64[2, 0]");
   OK(MK(DIV, IN_("c64[2]"), IN_("c64[2]")), "c64[2]");
   OK(MK(POW, IN_("i32[2]"), IN_("i32[1]")), "i32[2]");
-  BAD(MK(ADD, IN_("f32[2]"), IN_("f64[2]")), "add: dtype mismatch: f32 vs f64");
+  BAD(MK(ADD, IN_("f32[2]"), IN_("f64[2]")),
+      "add: dtype mismatch: f32 vs f64");
   BAD(MK(ADD, IN_("f32[2, 3]"), IN_("f32[4]")),
-      "add: shapes f32[2, 3] and f32[4] do not broadcast (dimension 1: 3 vs 4)");
+      "add: shapes f32[2, 3] and f32[4] do not broadcast "
+      "(dimension 1: 3 vs 4)");
   BAD(MK(MAX, IN_("c64[2]"), IN_("c64[2]")), "max: c64 operands");
   BAD(MK(MUL, IN_("bool[2]"), IN_("bool[2]")), "mul: bool operands");
 }
@@ -81,7 +83,8 @@ SH_TEST(t_compare_where_cast) {
   OK(MK(LT, IN_("f32[4, 1]"), IN_("f32[3]")), "bool[4, 3]");
   OK(MK(EQ, IN_("c64[2]"), IN_("c64[2]")), "bool[2]");
   OK(MK(GE, IN_("bool[2]"), IN_("bool[]")), "bool[2]");
-  BAD(MK(GT, IN_("c64[2]"), IN_("c64[2]")), "gt: c64 operands cannot be ordered");
+  BAD(MK(GT, IN_("c64[2]"), IN_("c64[2]")),
+      "gt: c64 operands cannot be ordered");
   BAD(MK(EQ, IN_("i32[2]"), IN_("i64[2]")), "eq: dtype mismatch: i32 vs i64");
   OK(MK(WHERE, IN_("bool[4, 1]"), IN_("f32[3]"), IN_("f32[]")), "f32[4, 3]");
   OK(MK(WHERE, IN_("f32[2]"), IN_("i64[2, 2]"), IN_("i64[2]")), "i64[2, 2]");

@@ -94,6 +94,10 @@ SH_TEST(t_quant) {
   n = MK(DEQUANTIZE, x);
   FLT(n, SCALE, 0.1);
   BAD(n, "dequantize: operand must be i8, got f32[4, 6]");
+}
+
+SH_TEST(t_quant_matmul) {
+  Node *n;
   Node *xi = IN_("i8[3, 5]"), *wi = IN_("i8[5, 7]"), *bi = IN_("i32[7]");
   n = MK(Q_MATMUL, xi, wi, bi);
   FLT(n, MULT, 0.01);
@@ -191,6 +195,7 @@ int main(void) {
   static const ShTest tests[] = {
       {"transformer", t_transformer},
       {"sequence_blocks", t_sequence_blocks}, {"quant", t_quant},
+      {"quant_matmul", t_quant_matmul},
       {"complex_signal", t_complex_signal}, {"random", t_random},
       {NULL, NULL}};
   return sh_run("shape_misc", tests);

@@ -120,7 +120,10 @@ SH_TEST(t_attention) {
   BAD(n, "dtype mismatch: f32 vs f64");
   n = attn("f32[5, 8]", "f32[9, 8]", "f32[9, 8]");
   BAD(n, "q must be [B, S, H*D] or [B, H, S, D]");
-  /* masks */
+}
+
+SH_TEST(t_attention_masks) {
+  Node *n;
   n = attn("f32[2, 4, 5, 8]", "f32[2, 4, 9, 8]", "f32[2, 4, 9, 8]");
   WORD(n, MASK, "sliding_window");
   BAD(n, "mask=sliding_window needs a window attribute");
@@ -215,6 +218,7 @@ SH_TEST(t_conv_pool) {
 int main(void) {
   static const ShTest tests[] = {
       {"norms", t_norms}, {"rope", t_rope}, {"attention", t_attention},
+      {"attention_masks", t_attention_masks},
       {"conv_pool", t_conv_pool}, {NULL, NULL}};
   return sh_run("shape_nn", tests);
 }
