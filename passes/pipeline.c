@@ -9,6 +9,13 @@
  *     RLX_NO_VERIFY (to time the passes alone). A verifier failure after
  *     a pass is a compiler bug: the verifier reports it as
  *     "internal: verifier: ..." and a note names the pass.
+ *     A structural fingerprint of the module (every node's op, operands,
+ *     attributes, type and flags; every graph's node list, arguments and
+ *     returns; the Unit's graph pointers) is taken after each successful
+ *     verification; a pass that leaves the fingerprint unchanged changed
+ *     nothing the verifier looks at, so the module is not verified again
+ *     (the AD passes are no-ops without --grad, and hashing is several
+ *     times cheaper than verifying).
  * The pipeline stops at the first pass that fails (returns false or
  * reports an error); the diagnostics are already on the Ctx.
  *
@@ -18,6 +25,7 @@
  */
 #include "passes/passes.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,20 +73,95 @@ static void dump(const Unit *u, const char *pass) {
   fflush(stderr);
 }
 
+/* ---- structural fingerprint ---- */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
+  return h * 0xFF51AFD7ED558CCDu;
+}
+
+static uint64_t mix_ptr(uint64_t h, const void *p) {
+  return mix(h, (uint64_t)(uintptr_t)p);
+}
+
+static uint64_t hash_attr(uint64_t h, const Attr *a) {
+  uint64_t w[sizeof a->u / sizeof(uint64_t) + 1] = {0};
+  memcpy(w, &a->u, sizeof a->u);
+  h = mix(h, (uint64_t)a->id << 8 | a->kind);
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) h = mix(h, w[i]);
+  if (a->kind == AK_INTS && a->u.ints.v)
+    for (int i = 0; i < a->u.ints.n; i++)
+      h = mix(h, (uint64_t)a->u.ints.v[i]);
+  return h;
+}
+
+static uint64_t hash_node(uint64_t h, const Node *n) {
+  h = mix_ptr(h, n);
+  if (!n) return h;
+  h = mix(h, (uint64_t)n->id << 32 | n->op);
+  h = mix(h, (uint64_t)n->type.dt << 32 | (uint32_t)n->type.rank);
+  for (int i = 0; i < n->type.rank && i < RLX_MAX_RANK; i++)
+    h = mix(h, (uint64_t)n->type.dims[i]);
+  h = mix(h, (uint64_t)n->nin << 32 | (uint32_t)n->nattr);
+  h = mix_ptr(mix_ptr(mix_ptr(h, n->name), n->data), n->in);
+  h = mix(h, (uint64_t)n->arg_index << 2 | n->splat << 1 | n->literal);
+  for (int i = 0; i < n->nin && n->in; i++) h = mix_ptr(h, n->in[i]);
+  for (int i = 0; i < n->nattr && n->attrs; i++)
+    h = hash_attr(h, &n->attrs[i]);
+  return h;
+}
+
+static uint64_t fingerprint(const Unit *u) {
+  uint64_t h = mix_ptr(mix_ptr(mix_ptr(mix_ptr(1, u->entry), u->grad),
+                               u->jvp), u->hvp);
+  const Module *m = u->mod;
+  h = mix(mix_ptr(h, m), m ? (uint64_t)m->ngraphs : 0);
+  for (int gi = 0; m && gi < m->ngraphs; gi++) {
+    const Graph *g = m->graphs[gi];
+    h = mix_ptr(h, g);
+    if (!g) continue;
+    h = mix_ptr(h, g->name);
+    h = mix(h, (uint64_t)g->nnodes << 40 ^ (uint64_t)g->nargs << 20 ^
+                   (uint64_t)g->nret);
+    for (int i = 0; i < g->nnodes; i++) h = hash_node(h, g->nodes[i]);
+    for (int i = 0; i < g->nargs; i++) h = mix_ptr(h, g->args[i]);
+    for (int i = 0; i < g->nret; i++) h = mix_ptr(h, g->rets[i]);
+  }
+  return h;
+}
+
+/* Verify unless nothing changed since the last verification. */
+static bool verify_after(Unit *u, const char *pass, uint64_t *last,
+                         bool *have) {
+  uint64_t fp = fingerprint(u);
+  if (*have && fp == *last) return true;
+  if (!ir_verify(u->ctx, u->mod)) {
+    diag_note(u->ctx, (Loc){0, 0}, "the module was malformed after "
+              "pass '%s'", pass);
+    return false;
+  }
+  *last = fp;
+  *have = true;
+  return true;
+}
+
 bool pass_run_pipeline(Unit *u) {
   int n;
   const Pass *p = pass_list(&n);
-  bool verify = getenv("RLX_NO_VERIFY") == NULL;
+  bool verify = getenv("RLX_NO_VERIFY") == NULL, have = false;
+  uint64_t last = 0;
   for (int i = 0; i < n; i++) {
+    /* with automatic verification on, the explicit "verify" pass is
+     * the same check and is skipped when nothing changed */
+    if (verify && p[i].run == pass_verify) {
+      if (!verify_after(u, p[i].name, &last, &have)) return false;
+      if (want_dump(u->opt, p[i].name)) dump(u, p[i].name);
+      continue;
+    }
     int before = u->ctx->nerrors;
     bool ok = p[i].run(u) && u->ctx->nerrors == before;
     if (want_dump(u->opt, p[i].name)) dump(u, p[i].name);
     if (!ok) return false;
-    if (verify && strcmp(p[i].name, "verify") && !ir_verify(u->ctx, u->mod)) {
-      diag_note(u->ctx, (Loc){0, 0}, "the module was malformed after "
-                "pass '%s'", p[i].name);
-      return false;
-    }
+    if (verify && !verify_after(u, p[i].name, &last, &have)) return false;
   }
   return true;
 }
