@@ -12,15 +12,44 @@
 #include "codegen/cg.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Disassembler.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void init_targets(void) {
   LLVMInitializeAllTargetInfos();
   LLVMInitializeAllTargets();
   LLVMInitializeAllTargetMCs();
   LLVMInitializeAllAsmPrinters();
+  LLVMInitializeAllDisassemblers();
+}
+
+/* LLVM only warns on stderr about an unknown CPU (and may then abort
+ * later), so build an MC subtarget for it with stderr captured and look
+ * for that warning. */
+static bool cpu_known(const char *triple, const char *cpu) {
+  fflush(stderr);
+  FILE *tmp = tmpfile();
+  int saved = dup(2);
+  if (!tmp || saved < 0 || dup2(fileno(tmp), 2) < 0) {
+    if (tmp) fclose(tmp);
+    if (saved >= 0) close(saved);
+    return true; /* cannot check: let LLVM decide */
+  }
+  LLVMDisasmContextRef d = LLVMCreateDisasmCPU(triple, cpu, NULL, 0, NULL,
+                                               NULL);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  if (d) LLVMDisasmDispose(d);
+  char buf[512] = {0};
+  rewind(tmp);
+  size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+  buf[n] = 0;
+  fclose(tmp);
+  return !strstr(buf, "not a recognized processor");
 }
 
 static void init_types(Cg *cg) {
@@ -55,8 +84,14 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
     return false;
   }
   if (o && o->mcpu) {
+    if (!cpu_known(cg->triple, o->mcpu))
+      return diag_error(cg->ctx, (Loc){0, 0},
+                        "codegen: unknown CPU '%s' for target '%s'", o->mcpu,
+                        cg->triple);
     cg->cpu = LLVMCreateMessage(o->mcpu);
-    cg->features = LLVMCreateMessage("");
+    /* x86_64 code needs the 64bit feature even for 32-bit-only CPUs */
+    bool x64 = strncmp(cg->triple, "x86_64", 6) == 0;
+    cg->features = LLVMCreateMessage(x64 ? "+64bit" : "");
   } else if (host) {
     cg->cpu = LLVMGetHostCPUName();
     cg->features = LLVMGetHostCPUFeatures();
