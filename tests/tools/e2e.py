@@ -53,12 +53,15 @@ def sh(cmd, cwd=None, env=None, timeout=300):
     return p.returncode, p.stdout.decode("utf-8", "replace")
 
 
-def first_line(text, pattern=("error", "FAIL", "fd:", "harness")):
-    """The most telling line of a tool's output, for the summary."""
+def first_line(text, pattern=("error", "output ", "fd:", "harness",
+                               "FAIL")):
+    """The most telling line of a tool's output, for the summary: the
+    first line holding the earliest pattern of the list."""
     lines = [l.strip() for l in text.splitlines() if l.strip()]
-    for l in lines:
-        if any(p in l for p in pattern):
-            return l[:200]
+    for p in pattern:
+        for l in lines:
+            if p in l:
+                return l[:200]
     return lines[0][:200] if lines else "(no output)"
 
 

@@ -1,0 +1,107 @@
+/* bench_mlp.c -- latency of the MLP 784-512-512-10 (batch 128, relu):
+ * forward (bench_mlp) and one training step (bench_mlp_train_grad:
+ * forward + backward, gradients of all params) at 1 and 2 threads.
+ *
+ * Built by bench/CMakeLists.txt (target bench_mlp, not in `all`):
+ * rlxc compiles bench_mlp.rlx and bench_mlp_train.rlx --grad, and this
+ * driver calls the entries through tests/tools/harness.c.
+ *   bench_mlp [--threads 1,2] [--seconds S]
+ * Prints one line per measurement,
+ *   rlx <forward|train_step> threads=T median_ms=M min_ms=N calls=K
+ * then the workspace bytes of the forward-only plan and the grad plan.
+ * bench/bench_mlp_torch.py --rlx PATH runs this and PyTorch and prints
+ * the comparison table of docs/performance.md.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_mlp.h"
+#include "bench_mlp_train.h"
+#include "tests/tools/harness.h"
+
+#define MAX_CALLS 2000
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Warm up, then call until `seconds` have passed (at least 10 calls). */
+static int measure(HxCall *c, const char *what, int threads,
+                   double seconds)
+{
+  static double t[MAX_CALLS];
+  rlx_set_num_threads(threads);
+  for (int i = 0; i < 5; i++)
+    if (hx_run(c))
+      return 1;
+  int n = 0;
+  double start = now_s();
+  while (n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
+    double t0 = now_s();
+    int rc = hx_run(c);
+    t[n++] = now_s() - t0;
+    if (rc) {
+      fprintf(stderr, "%s failed: %s\n", what, rlx_strerror(rc));
+      return 1;
+    }
+  }
+  qsort(t, (size_t)n, sizeof t[0], cmp_double);
+  printf("rlx %s threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n", what,
+         threads, t[n / 2] * 1e3, t[0] * 1e3, n);
+  fflush(stdout);
+  return 0;
+}
+
+/* Labels (input 1 of the training entry) must lie in [0, 10). */
+static void fix_labels(HxCall *c)
+{
+  int32_t *y = c->in[1].data;
+  for (int64_t i = 0; i < c->in[1].numel; i++)
+    y[i] = (int32_t)(i * 7 % 10);
+}
+
+int main(int argc, char **argv)
+{
+  int threads[8] = {1, 2}, nt = 2;
+  double seconds = 2.0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--seconds"))
+      seconds = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--threads")) {
+      nt = 0;
+      for (char *s = argv[i + 1]; *s && nt < 8; s += *s == ',')
+        threads[nt++] = (int)strtol(s, &s, 10);
+    }
+  }
+  HxCall fwd, step;
+  if (!hx_call_init(&fwd, bench_mlp, bench_mlp_signature(), false) ||
+      !hx_call_init(&step, bench_mlp_train_grad,
+                    bench_mlp_train_grad_signature(), false))
+    return 2;
+  hx_fill_inputs(&fwd, 1);
+  hx_fill_inputs(&step, 1);
+  fix_labels(&step);
+  hx_set(&step.in[step.sig->num_inputs - 1], 0, 1.0); /* d_output */
+  int bad = 0;
+  for (int k = 0; k < nt && !bad; k++)
+    bad |= measure(&fwd, "forward", threads[k], seconds) ||
+           measure(&step, "train_step", threads[k], seconds);
+  printf("workspace_bytes forward=%zu train_forward=%zu train_step=%zu\n",
+         (size_t)bench_mlp_WORKSPACE_BYTES,
+         (size_t)bench_mlp_train_WORKSPACE_BYTES,
+         (size_t)bench_mlp_train_grad_WORKSPACE_BYTES);
+  hx_call_free(&fwd);
+  hx_call_free(&step);
+  return bad;
+}
