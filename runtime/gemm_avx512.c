@@ -1,10 +1,15 @@
-/* gemm_avx512.c -- AVX-512F GEMM micro-kernels (f32 14x32, f64 14x16).
+/* gemm_avx512.c -- AVX-512F GEMM micro-kernels (f32 14x32, f64 14x16)
+ * and the f32 packing routines.
  *
  * Compiled with a per-function target attribute, so the file builds with
  * default flags and the code only runs after gemm.c has checked
  * __builtin_cpu_supports("avx512f").  Each kernel keeps the whole tile in
- * 28 zmm accumulators, loads two vectors of B and broadcasts one A
- * element per row per step (contract: gemm_internal.h).
+ * 28 zmm accumulators (starting at zero), loads two vectors of B and
+ * broadcasts one A element per row per step; the C tile is prefetched on
+ * entry and added once at the end, so its cache misses overlap the FMA
+ * loop (contract: gemm_internal.h).  Blocking for a Cascade Lake class
+ * core (32 KiB L1d, 1 MiB L2): the 14 x 384 A panel (21 KiB) stays in
+ * L1, the 384 x 448 B block (672 KiB) in L2.
  */
 #include "runtime/gemm_internal.h"
 

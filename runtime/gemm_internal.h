@@ -1,16 +1,19 @@
 /* gemm_internal.h -- micro-kernel interface shared by the GEMM files.
  *
  * A micro-kernel computes one MR x NR tile of C from packed panels:
- *   C(i,j) = (load ? C(i,j) : 0) + sum_{p<kc} ap[p*MR + i] * bp[p*NR + j]
- * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  Each C element is
- * accumulated with one fused multiply-add per p, in increasing p order,
- * in a single accumulator -- so an element's value depends only on the
- * packed data and kc, never on the tile's position or on the thread.
- * The packed panels are 64-byte aligned and zero-padded to MR / NR.
+ *   s(i,j) = sum_{p<kc} ap[p*MR + i] * bp[p*NR + j]
+ *   C(i,j) = load ? C(i,j) + s(i,j) : s(i,j)
+ * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  The sum is one
+ * fused multiply-add per p, in increasing p order, in one accumulator
+ * (a kernel may start that accumulator at C(i,j) instead of adding C at
+ * the end; each kernel always does the same).  So an element's value
+ * depends only on the packed data, kc, `load` and the old C -- never on
+ * the tile's position or on the thread.  The packed panels are 64-byte
+ * aligned and zero-padded to MR / NR.
  *
- * Kernel tables (RlxGemmIsa) are immutable; gemm.c picks one per dtype
+ * Kernel tables (RlxGemmCfg*) are immutable; gemm.c picks one per dtype
  * at run time from the CPU features.  The ISA-specific files compile to
- * nothing (and their tables report `ok = 0`) off x86-64.
+ * a table with kern == NULL off x86-64 (or without GCC/Clang).
  */
 #ifndef RLX_GEMM_INTERNAL_H
 #define RLX_GEMM_INTERNAL_H

@@ -109,7 +109,7 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
   for (int i = 0; i < mr && load; i++)
     for (int j = 0; j < nr; j++)
       tmp[i * NR + j] = c[i * ldc + j];
-  cfg->kern(kc, ap, bp, tmp, NR, 1);
+  cfg->kern(kc, ap, bp, tmp, NR, load); /* same op sequence as full */
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = tmp[i * NR + j];
