@@ -8,12 +8,14 @@
  * sizes just below / at / above every register and cache block (MR 4..14,
  * NR 8..32, KC 256/384, NC 512..1024, MC 1008), transposed and strided
  * operands, batch-stride-0 broadcasting, accumulate, k = 0, padding of C
- * rows left untouched, and bit-identical results for 1..4 threads.  The
- * whole suite runs for every kernel ISA this CPU supports.
+ * rows left untouched, bit-identical results for 1..4 threads and for
+ * concurrent callers.  The shape suite runs for every kernel ISA this
+ * CPU supports.
  */
 #include <CUnit/Basic.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +191,53 @@ static void test_determinism(void)
   determinism_case(7, 5, 9, 11);
 }
 
+/* Several user threads running GEMMs at once (the pool is shared, so
+   most calls run serially in their thread): results must match. */
+typedef struct {
+  const float *a, *b;
+  const float *want;
+  int bad;
+} ConcJob;
+
+static void *conc_thread(void *arg)
+{
+  ConcJob *cj = arg;
+  float *c = malloc(120 * 140 * 4);
+  for (int rep = 0; rep < 20; rep++) {
+    rlx_gemm_f32(1, 120, 140, 500, cj->a, 0, 500, 1, cj->b, 0, 140, 1, c,
+                 0, 140, 0);
+    cj->bad += memcmp(c, cj->want, 120 * 140 * 4) != 0;
+  }
+  free(c);
+  return NULL;
+}
+
+static void test_concurrent(void)
+{
+  float *a = malloc(120 * 500 * 4), *b = malloc(500 * 140 * 4);
+  float *want = malloc(120 * 140 * 4);
+  for (int i = 0; i < 120 * 500; i++)
+    a[i] = (float)rnd();
+  for (int i = 0; i < 500 * 140; i++)
+    b[i] = (float)rnd();
+  rlx_set_num_threads(2);
+  rlx_gemm_f32(1, 120, 140, 500, a, 0, 500, 1, b, 0, 140, 1, want, 0, 140,
+               0);
+  pthread_t th[3];
+  ConcJob jobs[3];
+  for (int i = 0; i < 3; i++) {
+    jobs[i] = (ConcJob){a, b, want, 0};
+    CU_ASSERT_FATAL(pthread_create(&th[i], NULL, conc_thread, &jobs[i]) ==
+                    0);
+  }
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    CU_ASSERT_EQUAL(jobs[i].bad, 0);
+  }
+  rlx_set_num_threads(0);
+  free(a), free(b), free(want);
+}
+
 /* Complex: reference in double, interleaved (re, im). */
 static void test_c64(void)
 {
@@ -243,6 +292,7 @@ int main(void)
   CU_add_test(s, "shapes_f64", test_shapes_f64);
   CU_add_test(s, "k_zero", test_k_zero);
   CU_add_test(s, "determinism", test_determinism);
+  CU_add_test(s, "concurrent", test_concurrent);
   CU_add_test(s, "c64", test_c64);
   CU_add_test(s, "isa_select", test_isa_select);
   CU_basic_set_mode(CU_BRM_VERBOSE);
