@@ -1,5 +1,5 @@
 /* gemm_avx512.c -- AVX-512F GEMM micro-kernels (f32 14x32, f64 14x16)
- * and the f32 packing routines.
+ * and their packing routines.
  *
  * Compiled with a per-function target attribute, so the file builds with
  * default flags and the code only runs after gemm.c has checked
@@ -122,6 +122,61 @@ TGT static void pack_b_f32(const float *b, int64_t rs, int64_t kc,
     }
 }
 
+/* out[j] lane i = r[i] lane j for 8 x 8 doubles. */
+TGT static inline void transpose8(const __m512d r[8], __m512d out[8])
+{
+  __m512d t[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+  }
+  /* t[2g + o], lane L: rows 2g, 2g+1 of column 2L + o. */
+  for (int o = 0; o < 2; o++) {
+    __m512d u0 = _mm512_shuffle_f64x2(t[o], t[2 + o], 0x88);
+    __m512d u1 = _mm512_shuffle_f64x2(t[4 + o], t[6 + o], 0x88);
+    __m512d u2 = _mm512_shuffle_f64x2(t[o], t[2 + o], 0xDD);
+    __m512d u3 = _mm512_shuffle_f64x2(t[4 + o], t[6 + o], 0xDD);
+    out[o] = _mm512_shuffle_f64x2(u0, u1, 0x88);
+    out[4 + o] = _mm512_shuffle_f64x2(u0, u1, 0xDD);
+    out[2 + o] = _mm512_shuffle_f64x2(u2, u3, 0x88);
+    out[6 + o] = _mm512_shuffle_f64x2(u2, u3, 0xDD);
+  }
+}
+
+/* pack_a for MR = 14 doubles: rows 0-7 and 8-13, 8 columns at a time. */
+TGT static void pack_a_f64(const double *a, int64_t rs, int64_t kc,
+                           int64_t count, double *ap)
+{
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8)
+    for (int h = 0; h < 2; h++) {
+      __m512d r[8], out[8];
+      for (int i = 0; i < 8; i++)
+        r[i] = h * 8 + i < MR ? _mm512_loadu_pd(a + (h * 8 + i) * rs + p)
+                              : _mm512_setzero_pd();
+      transpose8(r, out);
+      __mmask8 keep = h ? (1 << (MR - 8)) - 1 : 0xFF;
+      for (int j = 0; j < 8; j++)
+        _mm512_mask_storeu_pd(ap + (p + j) * MR + h * 8, keep, out[j]);
+    }
+  for (; p < kc; p++)
+    for (int i = 0; i < MR; i++)
+      ap[p * MR + i] = a[i * rs + p];
+}
+
+/* pack_b for NR = 16 doubles: row by row across all panels. */
+TGT static void pack_b_f64(const double *b, int64_t rs, int64_t kc,
+                           int64_t npanels, double *bp)
+{
+  for (int64_t p = 0; p < kc; p++)
+    for (int64_t q = 0; q < npanels; q++) {
+      const double *src = b + p * rs + q * 16;
+      double *dst = bp + q * 16 * kc + p * 16;
+      _mm512_store_pd(dst, _mm512_loadu_pd(src));
+      _mm512_store_pd(dst + 8, _mm512_loadu_pd(src + 8));
+    }
+}
+
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
                          double *c, int64_t ldc, int load)
 {
@@ -159,7 +214,8 @@ const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", MR, 32, 384, 448,
                                            kern_f32, pack_a_f32,
                                            pack_b_f32};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", MR, 16, 256, 512,
-                                           kern_f64, 0, 0};
+                                           kern_f64, pack_a_f64,
+                                           pack_b_f64};
 #else
 const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
