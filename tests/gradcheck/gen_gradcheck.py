@@ -1,0 +1,754 @@
+#!/usr/bin/python3
+"""gen_gradcheck.py -- write the gradient-check suite and its goldens.
+
+The suite loops over every op of ir/ops.def: each op that can carry a
+gradient (not a pseudo op, not OPF_NO_GRAD) must have at least one case
+here or be listed in SKIP with a reason, else this script fails (and so
+does run_gradcheck.py at test time, which repeats the check without
+torch). A new op therefore cannot silently skip the suite.
+
+Every case is written twice:
+  gc_NAME_f32  reverse mode in float32, compared with torch.autograd
+               computed in float64 on the same (rounded) inputs, under
+               |got-ref| <= 1e-4*|ref| + 1e-5*max(1, max|ref|)
+               (the harness default for f32);
+  gc_NAME_f64  the same graph in float64: the forward value and the
+               gradients against torch (f64 tolerance 1e-9*|ref| +
+               1e-11*max(1, max|ref|)) and a central finite-difference
+               check of ENTRY_grad against ENTRY (rlx_run --fd, step
+               1e-6, tolerance 1e-5*|fd| + 1e-7*max(1, max|fd|)).
+Inputs avoid kinks (relu/abs away from 0, no ties for min/max, logs of
+positive values, ...). Cases whose derivative is a convention rather
+than a limit (straight-through round, ties, a custom vjp body that
+differs from the true derivative) skip the finite-difference run; their
+torch reference implements the convention explicitly.
+
+Outputs: tests/gradcheck/cases/NAME.rlx, tests/gradcheck/golden/NAME/
+(run.txt + grad/ and fwd/ input and reference files) in the format of
+tests/tools/e2e.py, which run_gradcheck.py reuses.
+Needs /usr/bin/python3 with numpy and torch; CI does not.
+Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
+"""
+import os
+import re
+import shutil
+import sys
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
+import e2e_lib as L  # noqa: E402
+
+CASES_DIR = os.path.join(HERE, "cases")
+GOLDEN_DIR = os.path.join(HERE, "golden")
+
+# Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
+# diagnostic when a gradient would have to flow through them.
+SKIP = {}
+for _op in ("layer_norm rms_norm group_norm batch_norm_inference rope "
+            "attention conv2d max_pool2d avg_pool2d").split():
+    SKIP[_op] = "nn layer: reverse mode not in scope (diagnostic)"
+for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
+    SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
+for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
+            "dequant_matmul grouped_matmul").split():
+    SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
+for _op in "complex_norm_sq complex real imag fft log_mel".split():
+    SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
+SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
+for _op in ("layer_norm_backward_input layer_norm_backward_gamma "
+            "rms_norm_backward_input rms_norm_backward_gamma "
+            "rms_norm_backward_beta group_norm_backward_input "
+            "group_norm_backward_gamma group_norm_backward_beta "
+            "batch_norm_inference_backward_input "
+            "batch_norm_inference_backward_gamma "
+            "batch_norm_inference_backward_beta rope_backward "
+            "max_pool2d_backward avg_pool2d_backward "
+            "conv2d_backward_input conv2d_backward_weight "
+            "attention_backward complex_norm_sq_backward "
+            "fake_quantize_backward fake_quantize_lsq_backward_x "
+            "fake_quantize_lsq_backward_scale scan_backward "
+            "scan_backward_xs log_mel_backward").split():
+    SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
+SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
+SKIP["while"] = "removed by prepare_while before AD: see case ctl_while"
+
+
+def op_table():
+    """[(name, flags)] from ir/ops.def."""
+    text = open(os.path.join(SRC, "ir", "ops.def")).read()
+    rows = re.findall(r'^OP\(\s*\w+\s*,\s*"(\w+)"\s*,[^,]*,[^,]*,\s*([^,]+),',
+                      text, re.M)
+    return [(n, f.strip()) for n, f in rows]
+
+
+def needs_case(flags):
+    return not any(f in flags for f in ("OPF_PSEUDO", "OPF_NO_GRAD",
+                                        "OPF_COMPARE"))
+
+
+REG = []  # (name, ops covered, builder, fd?, extra rlxc args)
+
+
+def case(name, ops=(), fd=True, rlxc=()):
+    def deco(fn):
+        REG.append((name, tuple(ops) or (name,), fn, fd, list(rlxc)))
+        return fn
+    return deco
+
+
+class G:
+    """Builds one case for one float dtype."""
+
+    def __init__(self, dt, rng):
+        self.dt, self.rng, self.args = dt, rng, []
+
+    def p(self, name, v):
+        """A param (wrt) of the case's float dtype."""
+        t = L.T(self.dt, v, name, "param")
+        self.args.append(t)
+        return t
+
+    def i(self, name, dt, v):
+        """A non-differentiated input (indices, conditions)."""
+        t = L.T(dt, v, name, "input")
+        self.args.append(t)
+        return t
+
+    def u(self, shape, lo=-2.0, hi=2.0):
+        return self.rng.uniform(lo, hi, size=shape)
+
+    def away0(self, shape, m=0.2, hi=2.0):
+        s = np.where(self.rng.uniform(size=shape) < 0.5, -1.0, 1.0)
+        return s * self.rng.uniform(m, hi, size=shape)
+
+
+def unary(op, fn, sample=None, fd=True):
+    @case("u_" + op, ops=[op], fd=fd)
+    def _(g):
+        x = g.p("x", sample(g) if sample else g.u((3, 4)))
+        return "%%y = %s(%%x)" % op, "%y", lambda t: fn(t["x"])
+
+
+unary("relu", torch.relu, lambda g: g.away0((3, 4)))
+unary("gelu", F.gelu)
+unary("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"))
+unary("silu", F.silu)
+unary("sigmoid", torch.sigmoid)
+unary("tanh", torch.tanh)
+unary("exp", torch.exp)
+unary("log", torch.log, lambda g: g.u((3, 4), 0.3, 3.0))
+unary("sqrt", torch.sqrt, lambda g: g.u((3, 4), 0.3, 3.0))
+unary("rsqrt", torch.rsqrt, lambda g: g.u((3, 4), 0.3, 3.0))
+unary("neg", torch.neg)
+unary("abs", torch.abs, lambda g: g.away0((3, 4)))
+unary("sin", torch.sin)
+unary("cos", torch.cos)
+unary("tan", torch.tan, lambda g: g.u((3, 4), -1.2, 1.2))
+unary("atan", torch.atan)
+
+
+class _STE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+# round: straight-through by definition (no finite differences)
+unary("round", _STE.apply,
+      lambda g: np.round(g.u((3, 4), -3, 3)) + g.u((3, 4), -0.3, 0.3),
+      fd=False)
+
+
+def binary(op, fn, sa=None, sb=None):
+    @case("b_" + op, ops=[op])
+    def _(g):
+        b = sb(g) if sb else g.u((4,))
+        a = sa(g, b) if sa else g.u((3, 4))
+        g.p("a", a)
+        g.p("b", b)
+        return "%%y = %s(%%a, %%b)" % op, "%y", lambda t: fn(t["a"], t["b"])
+
+
+binary("add", torch.add)
+binary("sub", torch.sub)
+binary("mul", torch.mul)
+binary("div", torch.div, sb=lambda g: g.away0((4,), 0.5))
+binary("min", torch.minimum, sa=lambda g, b: b + g.away0((3, 4), 0.2, 1))
+binary("max", torch.maximum, sa=lambda g, b: b + g.away0((3, 4), 0.2, 1))
+binary("pow", torch.pow, sa=lambda g, b: g.u((3, 4), 0.5, 2.0),
+       sb=lambda g: g.u((4,), -1.5, 1.5))
+
+
+@case("where", ops=["where"])
+def _(g):
+    g.i("c", "bool", g.rng.uniform(size=(3, 4)) < 0.5)
+    g.p("a", g.u((3, 4)))
+    g.p("b", g.u((3, 1)))
+    return ("%y = where(%c, %a, %b)", "%y",
+            lambda t: torch.where(t["c"], t["a"], t["b"]))
+
+
+# the f64 variant rounds through f32: finite differences see the rounding
+@case("cast", ops=["cast"], fd=False)
+def _(g):
+    g.p("x", g.u((3, 4)))
+    other = "f64" if g.dt == "f32" else "f32"
+    body = ("%%c = cast(%%x, to=%s)\n%%y = mul(cast(%%c, to=%s), %%x)"
+            % (other, g.dt))
+    prec = torch.float32 if g.dt == "f64" else torch.float64
+    return body, "%y", lambda t: t["x"].to(prec).to(torch.float64) * t["x"]
+
+
+# stop_gradient changes the derivative on purpose: no finite differences
+@case("stop_gradient", ops=["stop_gradient"], fd=False)
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%s = mul(%x, %x)\n%y = add(%s, mul(stop_gradient(%s), %x))",
+            "%y", lambda t: t["x"] ** 2 + (t["x"] ** 2).detach() * t["x"])
+
+
+@case("matmul", ops=["matmul"])
+def _(g):
+    g.p("a", g.u((2, 3, 4)))
+    g.p("b", g.u((4, 5)))
+    return "%y = matmul(%a, %b)", "%y", lambda t: t["a"] @ t["b"]
+
+
+@case("matmul_bcast", ops=["matmul"])
+def _(g):
+    g.p("a", g.u((1, 3, 4)))
+    g.p("b", g.u((2, 1, 4, 5)))
+    return "%y = matmul(%a, %b)", "%y", lambda t: t["a"] @ t["b"]
+
+
+@case("dense_solve", ops=["dense_solve"])
+def _(g):
+    g.p("a", np.eye(3) * 3 + g.u((3, 3), -1, 1))
+    g.p("b", g.u((3, 2)))
+    return ("%y = dense_solve(%a, %b)", "%y",
+            lambda t: torch.linalg.solve(t["a"], t["b"]))
+
+
+@case("dense_solve_vec", ops=["dense_solve"])
+def _(g):
+    g.p("a", np.eye(3) * 3 + g.u((3, 3), -1, 1))
+    g.p("b", g.u((3,)))
+    return ("%y = dense_solve(%a, %b)", "%y",
+            lambda t: torch.linalg.solve(t["a"], t["b"]))
+
+
+@case("batched_dense_solve", ops=["batched_dense_solve"])
+def _(g):
+    g.p("a", np.eye(3) * 3 + g.u((2, 3, 3), -1, 1))
+    g.p("b", g.u((2, 3)))
+    return ("%y = batched_dense_solve(%a, %b)", "%y",
+            lambda t: torch.linalg.solve(t["a"], t["b"]))
+
+
+def distinct(g, shape):
+    n = int(np.prod(shape))
+    return (g.rng.permutation(n).reshape(shape) * 0.25 - n / 8.0)
+
+
+@case("reduce_sum", ops=["reduce_sum"])
+def _(g):
+    g.p("x", g.u((2, 3, 4)))
+    return ("%y = reduce_sum(%x, axes=[0, 2])", "%y",
+            lambda t: t["x"].sum(dim=(0, 2)))
+
+
+@case("reduce_mean", ops=["reduce_mean"])
+def _(g):
+    g.p("x", g.u((2, 3, 4)))
+    return ("%y = reduce_mean(%x, axes=[-1, 0], keep_dims=true)", "%y",
+            lambda t: t["x"].mean(dim=(0, 2), keepdim=True))
+
+
+@case("reduce_max", ops=["reduce_max"])
+def _(g):
+    g.p("x", distinct(g, (2, 3, 4)))
+    return ("%y = reduce_max(%x, axes=[0, 2])", "%y",
+            lambda t: t["x"].amax(dim=(0, 2)))
+
+
+@case("reduce_min", ops=["reduce_min"])
+def _(g):
+    g.p("x", distinct(g, (2, 3, 4)))
+    return ("%y = reduce_min(%x, axes=[1])", "%y",
+            lambda t: t["x"].amin(dim=1))
+
+
+@case("reduce_max_all", ops=["reduce_max"])
+def _(g):
+    g.p("x", distinct(g, (3, 4)))
+    return "%y = reduce_max(%x)", "%y", lambda t: t["x"].amax()
+
+
+def _tie_ref(x, red, dims):
+    """Every element equal to the result receives the full gradient."""
+    yk = red(x.detach(), dims, True)
+    mask = (x.detach() == yk).to(x.dtype)
+    return red(x.detach(), dims, False) + (x * mask).sum(dim=dims) - \
+        (x.detach() * mask).sum(dim=dims)
+
+
+@case("reduce_max_ties", ops=["reduce_max"], fd=False)
+def _(g):
+    x = np.round(g.u((2, 3, 4), -2, 2))  # integers: many ties
+    x[:, 1, :] = 1.0                      # a set that is all ties
+    g.p("x", x)
+    return ("%y = reduce_max(%x, axes=[0, 2])", "%y",
+            lambda t: _tie_ref(t["x"], lambda v, d, k: v.amax(dim=d, keepdim=k),
+                               (0, 2)))
+
+
+@case("reduce_min_ties", ops=["reduce_min"], fd=False)
+def _(g):
+    x = np.round(g.u((3, 4), -2, 2))
+    x[0, :] = -3.0
+    g.p("x", x)
+    return ("%y = reduce_min(%x, axes=[1])", "%y",
+            lambda t: _tie_ref(t["x"], lambda v, d, k: v.amin(dim=d, keepdim=k),
+                               (1,)))
+
+
+@case("reduce_prod", ops=["reduce_prod"])
+def _(g):
+    g.p("x", g.away0((2, 3, 4), 0.5, 1.5))
+    return ("%y = reduce_prod(%x, axes=[0, 2])", "%y",
+            lambda t: t["x"].prod(dim=2).prod(dim=0))
+
+
+@case("reduce_prod_zeros", ops=["reduce_prod"])
+def _(g):
+    x = g.away0((4, 3), 0.5, 1.5)
+    x[1, 0] = 0.0               # one zero in column 0
+    x[0, 2] = x[3, 2] = 0.0     # two zeros in column 2
+    g.p("x", x)
+    return ("%y = reduce_prod(%x, axes=[0])", "%y",
+            lambda t: t["x"].prod(dim=0))
+
+
+@case("softmax", ops=["softmax"])
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%y = softmax(%x, axis=0)", "%y",
+            lambda t: torch.softmax(t["x"], dim=0))
+
+
+@case("log_softmax", ops=["log_softmax"])
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%y = log_softmax(%x)", "%y",
+            lambda t: torch.log_softmax(t["x"], dim=-1))
+
+
+@case("cumsum", ops=["cumsum"])
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%y = cumsum(%x, axis=0)", "%y",
+            lambda t: torch.cumsum(t["x"], dim=0))
+
+
+@case("cumsum_excl", ops=["cumsum"])
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%y = cumsum(%x, exclusive=true)", "%y",
+            lambda t: torch.cumsum(t["x"], dim=1) - t["x"])
+
+
+@case("softmax_cross_entropy", ops=["softmax_cross_entropy"])
+def _(g):
+    g.p("l", g.u((4, 5)))
+    g.i("lab", "i32", g.rng.integers(0, 5, size=(4,)))
+    return ("%y = softmax_cross_entropy(%l, %lab)", "%y",
+            lambda t: F.cross_entropy(t["l"], t["lab"], reduction="none"))
+
+
+@case("reshape", ops=["reshape"])
+def _(g):
+    g.p("x", g.u((3, 4)))
+    return ("%y = mul(reshape(%x, shape=[2, -1]), reshape(%x, shape=[2, 6]))",
+            "%y", lambda t: t["x"].reshape(2, 6) ** 2)
+
+
+@case("transpose", ops=["transpose"])
+def _(g):
+    g.p("x", g.u((2, 3, 4)))
+    return ("%y = transpose(%x, perm=[2, 0, 1])", "%y",
+            lambda t: t["x"].permute(2, 0, 1))
+
+
+@case("expand", ops=["expand"])
+def _(g):
+    g.p("x", g.u((3, 1)))
+    return ("%y = expand(%x, shape=[2, 3, 4])", "%y",
+            lambda t: t["x"].expand(2, 3, 4))
+
+
+@case("concat", ops=["concat"])
+def _(g):
+    g.p("a", g.u((2, 3)))
+    g.p("b", g.u((2, 2)))
+    return ("%y = concat(%a, %b, %a, axis=-1)", "%y",
+            lambda t: torch.cat([t["a"], t["b"], t["a"]], dim=1))
+
+
+@case("narrow", ops=["narrow"])
+def _(g):
+    g.p("x", g.u((5, 4)))
+    return ("%y = mul(narrow(%x, axis=0, start=1, len=3), "
+            "narrow(%x, axis=0, start=2, len=3))", "%y",
+            lambda t: t["x"][1:4] * t["x"][2:5])
+
+
+@case("gather", ops=["gather"])
+def _(g):
+    g.p("t", g.u((5, 3)))
+    g.i("idx", "i32", np.array([[0, 2, 2], [4, 0, 1]]))
+    return ("%y = gather(%t, %idx, axis=0)", "%y",
+            lambda t: t["t"][t["idx"]])
+
+
+@case("gather_axis1", ops=["gather"])
+def _(g):
+    g.p("t", g.u((2, 5, 3)))
+    g.i("idx", "i64", np.array([3, 3, 0, 4]))
+    return ("%y = gather(%t, %idx, axis=1)", "%y",
+            lambda t: t["t"][:, t["idx"], :])
+
+
+@case("scatter_add", ops=["scatter_add"])
+def _(g):
+    g.p("u", g.u((4, 3)))
+    g.i("idx", "i32", np.array([1, 3, 1, 0]))
+    return ("%y = scatter_add(%u, %idx, shape=[5, 3])", "%y",
+            lambda t: torch.zeros(5, 3, dtype=torch.float64)
+            .index_add(0, t["idx"], t["u"]))
+
+
+# ---- backward ops (second order) ----
+
+@case("relu_backward", ops=["relu_backward"])
+def _(g):
+    g.i("x", g.dt, g.away0((3, 4)))
+    g.p("dy", g.u((3, 4)))
+    return ("%y = relu_backward(%x, %dy)", "%y",
+            lambda t: t["dy"] * (t["x"] > 0))
+
+
+def _dact(fn, x):
+    x = x.detach().requires_grad_(True)
+    y = fn(x)
+    (d,) = torch.autograd.grad(y.sum(), x)
+    return d.detach()
+
+
+@case("activation_backward", ops=["activation_backward"])
+def _(g):
+    g.i("x", g.dt, g.u((3, 4)))
+    g.p("dy", g.u((3, 4)))
+    return ("%y = activation_backward(%x, %dy, kind=silu)", "%y",
+            lambda t: t["dy"] * _dact(F.silu, t["x"]))
+
+
+@case("cumsum_backward", ops=["cumsum_backward"])
+def _(g):
+    g.p("dy", g.u((3, 4)))
+    return ("%y = cumsum_backward(%dy, axis=0)", "%y",
+            lambda t: torch.flip(torch.cumsum(torch.flip(t["dy"], [0]), 0),
+                                 [0]))
+
+
+@case("gather_backward", ops=["gather_backward"])
+def _(g):
+    g.p("dy", g.u((4, 3)))
+    g.i("idx", "i32", np.array([1, 3, 1, 0]))
+    return ("%y = gather_backward(%dy, %idx, axis=0, shape=[5, 3])", "%y",
+            lambda t: torch.zeros(5, 3, dtype=torch.float64)
+            .index_add(0, t["idx"], t["dy"]))
+
+
+@case("softmax_cross_entropy_backward",
+      ops=["softmax_cross_entropy_backward"])
+def _(g):
+    g.p("l", g.u((4, 5)))
+    g.i("lab", "i32", g.rng.integers(0, 5, size=(4,)))
+    g.p("d", g.u((4,)))
+    return ("%y = softmax_cross_entropy_backward(%l, %lab, %d)", "%y",
+            lambda t: (torch.softmax(t["l"], 1) -
+                       F.one_hot(t["lab"], 5).to(torch.float64)) *
+            t["d"][:, None])
+
+
+# ---- whole graphs ----
+
+@case("mlp", ops=[])
+def _(g):
+    g.i("x", g.dt, g.u((8, 6)))
+    g.p("w1", g.u((6, 5), -0.7, 0.7))
+    g.p("b1", g.u((5,), -0.5, 0.5))
+    g.p("w2", g.u((5, 3), -0.7, 0.7))
+    g.p("b2", g.u((3,), -0.5, 0.5))
+    g.i("lab", "i32", g.rng.integers(0, 3, size=(8,)))
+    body = ("%h = tanh(add(matmul(%x, %w1), %b1))\n"
+            "%z = add(matmul(%h, %w2), %b2)\n"
+            "%loss = reduce_mean(softmax_cross_entropy(%z, %lab), axes=[0])")
+
+    def ref(t):
+        h = torch.tanh(t["x"] @ t["w1"] + t["b1"])
+        return F.cross_entropy(h @ t["w2"] + t["b2"], t["lab"])
+    return body, "%loss", ref
+
+
+RNN_CELL = """graph cell_{dt} {{
+  input %h: {dt}[3]
+  input %w: {dt}[3, 3]
+  input %x: {dt}[3]
+  %hw = reshape(matmul(reshape(%h, shape=[1, 3]), %w), shape=[3])
+  %n = tanh(add(%hw, %x))
+  return %n
+}}
+"""
+
+
+def _rnn(t, steps):
+    h, hs = t["h0"], []
+    for s in range(steps):
+        h = torch.tanh(h @ t["w"] + t["xs"][s])
+        hs.append(h)
+    return h, torch.stack(hs)
+
+
+def rnn_case(name, attrs, traj, steps=7):
+    @case(name, ops=["scan"])
+    def _(g):
+        g.p("h0", g.u((3,), -0.5, 0.5))
+        g.p("w", g.u((3, 3), -0.8, 0.8))
+        g.p("xs", g.u((steps, 3), -1, 1))
+        body = ("%%y = scan(%%h0, %%w, %%xs, body=@cell_%s, num_bcast=1%s)"
+                % (g.dt, attrs))
+        return (body, "%y",
+                lambda t: _rnn(t, steps)[1 if traj else 0],
+                RNN_CELL.format(dt=g.dt))
+
+
+rnn_case("rnn", "", False)
+rnn_case("rnn_ckpt3", ", checkpoints=3", False)
+rnn_case("rnn_ckpt2_len8", ", checkpoints=2", False, steps=8)
+rnn_case("rnn_traj", ", save_trajectory=true", True)
+rnn_case("rnn_traj_ckpt", ", save_trajectory=true, checkpoints=2", True)
+
+IF_PRE = """graph th_{dt} {{ input %a: {dt}[3] input %b: {dt}[3] %y = mul(%a, %b) return %y }}
+graph el_{dt} {{ input %a: {dt}[3] input %b: {dt}[3] %y = sin(sub(%a, %b)) return %y }}
+"""
+
+
+def if_case(name, pred):
+    @case(name, ops=["if"])
+    def _(g):
+        g.i("q", "bool", np.array(pred))
+        g.p("a", g.u((3,)))
+        g.p("b", g.u((3,)))
+
+        def ref(t):
+            return t["a"] * t["b"] if pred else torch.sin(t["a"] - t["b"])
+        return ("%y = if(%q, %a, %b, then=@th_{0}, else=@el_{0})"
+                .format(g.dt), "%y", ref, IF_PRE.format(dt=g.dt))
+
+
+if_case("ctl_if_true", True)
+if_case("ctl_if_false", False)
+
+WHILE_PRE = """graph wc_{dt} {{ input %x: {dt}[3] input %w: {dt}[3] %k = lt(reduce_sum(%x), 6.0) return %k }}
+graph wb_{dt} {{
+  input %x: {dt}[3]
+  input %w: {dt}[3]
+  %n = add(mul(%x, %w), 0.25)
+  return %n, %w
+}}
+"""
+
+
+@case("ctl_while", ops=["while"])
+def _(g):
+    g.p("x", g.u((3,), 0.2, 0.6))
+    g.p("w", g.u((3,), 1.2, 1.6))
+
+    def ref(t):
+        x, w = t["x"], t["w"]
+        for _ in range(12):
+            if not float(x.sum()) < 6.0:
+                break
+            x = x * w + 0.25
+        return x
+    return ("%y = while(%x, %w, cond=@wc_{0}, body=@wb_{0}, "
+            "max_iterations=12)".format(g.dt), "%y", ref,
+            WHILE_PRE.format(dt=g.dt))
+
+
+CUSTOM_PRE = """graph sq_{dt} {{ input %x: {dt}[4] %y = mul(%x, %x) return %y }}
+graph sq_vjp_{dt} {{
+  input %x: {dt}[4]
+  input %primal_output: {dt}[4]
+  input %d_output: {dt}[4]
+  %g = mul(mul(%d_output, %x), 3.0)
+  return %g
+}}
+graph cube_{dt} {{ input %x: {dt}[4] %y = mul(%x, mul(%x, %x)) return %y }}
+"""
+
+
+class _Sq3(torch.autograd.Function):
+    """x*x whose declared vjp is 3*x*g (not the true 2*x*g)."""
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, gr):
+        (x,) = ctx.saved_tensors
+        return 3 * x * gr
+
+
+@case("custom_vjp", ops=["custom_fn"], fd=False)
+def _(g):
+    g.p("x", g.u((4,)))
+    return ("%y = add(custom_fn(%x, fwd=@sq_{0}, vjp=@sq_vjp_{0}), "
+            "custom_fn(%x, fwd=@cube_{0}))".format(g.dt), "%y",
+            lambda t: _Sq3.apply(t["x"]) + t["x"] ** 3,
+            CUSTOM_PRE.format(dt=g.dt))
+
+
+@case("bcast_all", ops=[])
+def _(g):
+    g.p("a", g.u((3, 1, 4)))
+    g.p("b", g.u((2, 1)))
+    g.p("c", g.u((4,)))
+    return ("%y = div(mul(add(%a, %b), sub(%c, %a)), add(exp(%b), 1.0))",
+            "%y", lambda t: (t["a"] + t["b"]) * (t["c"] - t["a"]) /
+            (torch.exp(t["b"]) + 1.0))
+
+
+# ---- generation ----
+
+def check_coverage():
+    covered = set()
+    for _, ops, _, _, _ in REG:
+        covered.update(ops)
+    missing = [n for n, f in op_table()
+               if needs_case(f) and n not in covered and n not in SKIP]
+    if missing:
+        sys.exit("gen_gradcheck: ops without a gradient case or SKIP "
+                 "entry: " + " ".join(missing))
+    return covered
+
+
+def torch_of(t):
+    if t.dt in ("f32", "f64"):
+        return torch.tensor(t.v, dtype=torch.float64,
+                            requires_grad=t.kind == "param")
+    if t.dt == "bool":
+        return torch.tensor(t.v != 0)
+    return torch.tensor(t.v, dtype=torch.int64)
+
+
+def graph_text(name, g, body, ret, pre):
+    s = ("// gradient check (tests/gradcheck/gen_gradcheck.py); "
+         "case %s\n" % name)
+    s += pre
+    s += "graph %s {\n" % name
+    for t in g.args:
+        s += "  %s %%%s: %s\n" % (t.kind, t.name, t.type_str())
+    for line in body.strip().splitlines():
+        s += "  " + line + "\n"
+    return s + "  return %s\n}\n" % ret
+
+
+def write_sub(gdir, sub, ins, outs):
+    d = os.path.join(gdir, sub)
+    os.makedirs(d, exist_ok=True)
+    meta = []
+    for i, t in enumerate(ins):
+        open(os.path.join(d, "in%d.bin" % i), "wb").write(t.storage())
+        meta.append("in%d  %-8s %s" % (i, t.name, t.type_str()))
+    for j, t in enumerate(outs):
+        open(os.path.join(d, "out%d.bin" % j), "wb").write(t.golden())
+        meta.append("out%d %-8s %s" % (j, t.name, t.type_str()))
+    open(os.path.join(d, "meta.txt"), "w").write("\n".join(meta) + "\n")
+
+
+def generate(cname, builder, fd, rlxc, dt):
+    name = "gc_%s_%s" % (cname, dt)
+    rng = np.random.default_rng(zlib.crc32(cname.encode()))
+    g = G(dt, rng)
+    res = builder(g)
+    body, ret, fn = res[:3]
+    pre = res[3] if len(res) > 3 else ""
+    ts = {t.name: torch_of(t) for t in g.args}
+    y = fn(ts)
+    dout = L.T(dt, rng.uniform(-1, 1, size=tuple(y.shape)), "d_output")
+    y.backward(torch.tensor(dout.v, dtype=torch.float64))
+    params = [t for t in g.args if t.kind == "param"]
+    grads = [ts[p.name].grad for p in params]
+    grads = [gr if gr is not None else torch.zeros(p.shape, dtype=torch.float64)
+             for gr, p in zip(grads, params)]
+    open(os.path.join(CASES_DIR, name + ".rlx"), "w").write(
+        graph_text(name, g, body, ret, pre))
+    gdir = os.path.join(GOLDEN_DIR, name)
+    if os.path.isdir(gdir):
+        shutil.rmtree(gdir)
+    os.makedirs(gdir)
+    yv = L.out(dt, y.detach().numpy(), "y")
+    gouts = [yv] + [L.out(dt, gr.numpy(), "d_" + p.name)
+                    for gr, p in zip(grads, params)]
+    write_sub(gdir, "grad", g.args + [dout], gouts)
+    runs = ["run %s_grad grad --threads 1,2" % name]
+    if dt == "f64" and fd:
+        write_sub(gdir, "fwd", g.args, [yv])
+        runs.append("run %s fwd --threads 1 --fd --fd-max 64 "
+                    "--grad-entry %s_grad" % (name, name))
+    with open(os.path.join(gdir, "run.txt"), "w") as f:
+        f.write("# generated by tests/gradcheck/gen_gradcheck.py\n")
+        f.write("rlxc --grad %s\n" % " ".join(rlxc))
+        f.write("\n".join(runs) + "\n")
+    return name
+
+
+def main(argv):
+    check_coverage()
+    os.makedirs(CASES_DIR, exist_ok=True)
+    os.makedirs(GOLDEN_DIR, exist_ok=True)
+    n = 0
+    for cname, ops, builder, fd, rlxc in REG:
+        if argv and cname not in argv:
+            continue
+        for dt in ("f32", "f64"):
+            generate(cname, builder, fd, rlxc, dt)
+            n += 1
+    with open(os.path.join(HERE, "manifest.txt"), "w") as f:
+        f.write("# case and the ops it checks (generated by "
+                "gen_gradcheck.py)\n")
+        for cname, ops, _, _, _ in REG:
+            f.write("%s %s\n" % (cname, " ".join(ops)))
+    with open(os.path.join(HERE, "skipped.txt"), "w") as f:
+        f.write("# ops without a gradient case, with the reason "
+                "(generated by gen_gradcheck.py)\n")
+        for op in sorted(SKIP):
+            f.write("%s\t%s\n" % (op, SKIP[op]))
+    print("wrote %d cases" % n)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,349 @@
+"""ir_eval.py -- a small NumPy interpreter of printed .rlx IR.
+
+It gives the gradient-check suite an independent way to evaluate the
+graphs rlxc's passes produce (rlxc --grad --emit=ir), so the VJP rules
+are checked numerically even where native code generation of an op is
+missing, and so a wrong number can be blamed on AD or on codegen.
+It reads the canonical printer output (one statement per line, every
+definition annotated with its type) and covers the ops that reverse
+mode emits. Values are computed in the declared dtypes (f32 in
+float32, f64 in float64). Needs only NumPy.
+
+Entry points: parse_module(text) -> {name: Graph};
+run_graph(graphs, name, inputs) -> list of outputs.
+"""
+import math
+import re
+
+import numpy as np
+
+NP = {"f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
+      "i32": np.int32, "i64": np.int64, "bool": np.bool_,
+      "c64": np.complex64}
+
+
+class Graph:
+    def __init__(self, name):
+        self.name, self.args, self.stmts, self.rets = name, [], [], []
+        self.params = []  # names of the `param` arguments
+
+
+def parse_type(s):
+    m = re.match(r"\s*(\w+)\[([^\]]*)\]", s)
+    dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+    return m.group(1), tuple(dims)
+
+
+def split_top(s):
+    """Split s at top-level commas."""
+    parts, depth, cur = [], 0, ""
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def parse_value(v):
+    v = v.strip()
+    if v.startswith("["):
+        return [int(x) for x in v[1:-1].split(",") if x.strip()]
+    if v in ("true", "false"):
+        return v == "true"
+    if v.startswith("@"):
+        return ("graph", v[1:])
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        return v  # enum word or dtype
+
+
+def parse_const(rest):
+    """'f32[2] [1, 2]' or 'f32[] 0.5' -> (dtype, shape, values, splat)."""
+    m = re.match(r"\s*const\s+(\w+\[[^\]]*\])\s+(.*)$", rest)
+    dt, shape = parse_type(m.group(1))
+    lit = m.group(2).strip()
+    if lit.startswith("["):
+        vals = [float(x) for x in lit[1:-1].split(",") if x.strip()]
+        return dt, shape, vals, False
+    return dt, shape, [float(lit)], True
+
+
+def parse_module(text):
+    graphs, g = {}, None
+    for raw in text.splitlines():
+        line = raw.split("//")[0].strip()
+        if not line:
+            continue
+        m = re.match(r"graph\s+(\w+)\s*\{", line)
+        if m:
+            g = Graph(m.group(1))
+            graphs[g.name] = g
+            continue
+        if line == "}":
+            g = None
+            continue
+        m = re.match(r"(input|param)\s+%([\w.]+)\s*:\s*(.*)$", line)
+        if m:
+            g.args.append((m.group(2), parse_type(m.group(3))))
+            if m.group(1) == "param":
+                g.params.append(m.group(2))
+            continue
+        m = re.match(r"return\s+(.*)$", line)
+        if m:
+            g.rets = [r.strip()[1:] for r in m.group(1).split(",")]
+            continue
+        m = re.match(r"%([\w.]+)\s*=\s*(.*?)\s*:\s*(\w+\[[^\]]*\])\s*$", line)
+        if not m:
+            raise ValueError("ir_eval: cannot parse: " + raw)
+        name, rhs, ty = m.group(1), m.group(2), parse_type(m.group(3))
+        if rhs.startswith("const "):
+            g.stmts.append((name, "const", parse_const(rhs), {}, ty))
+            continue
+        m2 = re.match(r"(\w+)\((.*)\)$", rhs)
+        op, args = m2.group(1), split_top(m2.group(2))
+        ops, attrs = [], {}
+        for a in args:
+            if re.match(r"^\w+=", a):
+                k, v = a.split("=", 1)
+                attrs[k] = parse_value(v)
+            else:
+                ops.append(a)
+        g.stmts.append((name, op, ops, attrs, ty))
+    return graphs
+
+
+# ---- op semantics ----
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _act(kind, x):
+    """f(x) and f'(x) in float64."""
+    x = x.astype(np.float64)
+    if kind == "gelu":
+        cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
+        return x * cdf, cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    if kind == "gelu_tanh":
+        k = math.sqrt(2 / math.pi)
+        u = k * (x + 0.044715 * x ** 3)
+        t = np.tanh(u)
+        return (0.5 * x * (1 + t),
+                0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k *
+                (1 + 3 * 0.044715 * x * x))
+    if kind == "silu":
+        s = 1 / (1 + np.exp(-x))
+        return x * s, s * (1 + x * (1 - s))
+    if kind == "sigmoid":
+        s = 1 / (1 + np.exp(-x))
+        return s, s * (1 - s)
+    if kind == "relu":
+        return np.maximum(x, 0), (x > 0).astype(np.float64)
+    if kind == "abs":
+        return np.abs(x), np.sign(x)
+    table = {"tanh": (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
+             "exp": (np.exp, np.exp), "log": (np.log, lambda v: 1 / v),
+             "sqrt": (np.sqrt, lambda v: 0.5 / np.sqrt(v)),
+             "rsqrt": (lambda v: 1 / np.sqrt(v), lambda v: -0.5 * v ** -1.5),
+             "neg": (np.negative, lambda v: -np.ones_like(v)),
+             "sin": (np.sin, np.cos), "cos": (np.cos, lambda v: -np.sin(v)),
+             "tan": (np.tan, lambda v: 1 / np.cos(v) ** 2),
+             "atan": (np.arctan, lambda v: 1 / (1 + v * v))}
+    f, d = table[kind]
+    return f(x), d(x)
+
+
+UNARY = ("relu gelu gelu_tanh silu sigmoid tanh exp log sqrt rsqrt neg abs "
+         "sin cos tan atan").split()
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+          "div": np.divide, "pow": np.power,
+          "min": np.minimum, "max": np.maximum}
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less,
+           "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+
+def _axes(a, rank):
+    ax = a.get("axes")
+    if ax is None:
+        return tuple(range(rank))
+    return tuple(sorted(x % rank for x in ax))
+
+
+def _reduce(op, x, a):
+    ax, keep = _axes(a, x.ndim), a.get("keep_dims", False)
+    f = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max,
+         "reduce_min": np.min, "reduce_prod": np.prod}[op]
+    return f(x, axis=ax, keepdims=keep)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _cumsum(x, axis, excl, reverse):
+    if reverse:
+        x = np.flip(x, axis)
+    y = np.cumsum(x, axis=axis)
+    if excl:
+        y = y - x
+    return np.flip(y, axis) if reverse else y
+
+
+def _sce(l, lab):
+    m = l.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(l - m).sum(axis=1)) + m[:, 0]
+    return lse - l[np.arange(l.shape[0]), lab.astype(np.int64)]
+
+
+def _scatter(dy, idx, axis, shape):
+    out = np.zeros(shape, dtype=dy.dtype)
+    idx = idx.astype(np.int64)
+    pre = (slice(None),) * axis
+    flat = idx.reshape(-1)
+    dyr = dy.reshape(dy.shape[:axis] + (flat.size,) +
+                     dy.shape[axis + idx.ndim:])
+    for k, i in enumerate(flat):
+        out[pre + (i,)] += dyr[pre + (k,)]
+    return out
+
+
+def _solve(a, b, batched):
+    if b.ndim == a.ndim - 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _scan(graphs, a, ins, ty):
+    body = graphs[a["body"][1]]
+    nb = a.get("num_bcast", 0)
+    carry, bc, xs = ins[0], ins[1:1 + nb], ins[1 + nb:]
+    length = a.get("length", xs[0].shape[0] if xs else 0)
+    traj = []
+    for t in range(length):
+        carry = run_graph(graphs, body.name,
+                          [carry] + list(bc) + [x[t] for x in xs])[0]
+        traj.append(carry)
+    if a.get("save_trajectory", False):
+        return np.stack(traj) if traj else np.zeros(ty[1])
+    return carry
+
+
+def apply(graphs, op, ins, a, ty):
+    dt = NP[ty[0]]
+    if op in UNARY:
+        return _act(op, ins[0])[0]
+    if op in ("round",):
+        return np.round(ins[0])
+    if op in ("stop_gradient",):
+        return ins[0]
+    if op in BINARY:
+        return BINARY[op](ins[0], ins[1])
+    if op in COMPARE:
+        return COMPARE[op](ins[0], ins[1])
+    if op == "where":
+        return np.where(ins[0] != 0, ins[1], ins[2])
+    if op == "cast":
+        x = ins[0]
+        if np.issubdtype(dt, np.integer) and np.issubdtype(x.dtype,
+                                                           np.floating):
+            x = np.trunc(np.nan_to_num(x))
+        return x.astype(dt)
+    if op == "conjugate":
+        return np.conj(ins[0])
+    if op == "matmul":
+        return np.matmul(ins[0], ins[1])
+    if op in ("dense_solve", "batched_dense_solve"):
+        return _solve(ins[0], ins[1], op.startswith("batched"))
+    if op.startswith("reduce_"):
+        return _reduce(op, ins[0], a)
+    if op == "softmax":
+        return _softmax(ins[0], a.get("axis", -1))
+    if op == "log_softmax":
+        return np.log(_softmax(ins[0].astype(np.float64), a.get("axis", -1)))
+    if op in ("cumsum", "cumsum_backward"):
+        return _cumsum(ins[0], a.get("axis", -1) % ins[0].ndim,
+                       a.get("exclusive", False), op == "cumsum_backward")
+    if op == "softmax_cross_entropy":
+        return _sce(ins[0].astype(np.float64), ins[1])
+    if op == "softmax_cross_entropy_backward":
+        l, lab, d = ins
+        oh = np.eye(l.shape[1])[lab.astype(np.int64)]
+        return (_softmax(l.astype(np.float64), 1) - oh) * d[:, None]
+    if op == "relu_backward":
+        return ins[1] * (ins[0] > 0)
+    if op == "activation_backward":
+        return ins[1] * _act(a["kind"], ins[0])[1]
+    if op == "reshape":
+        return ins[0].reshape(ty[1])
+    if op == "transpose":
+        return np.transpose(ins[0], a["perm"])
+    if op == "expand":
+        return np.broadcast_to(ins[0], a["shape"])
+    if op == "concat":
+        return np.concatenate(ins, axis=a.get("axis", 0))
+    if op == "narrow":
+        ax = a.get("axis", 0) % ins[0].ndim
+        s = (slice(None),) * ax + (slice(a["start"], a["start"] + a["len"]),)
+        return ins[0][s]
+    if op == "gather":
+        return np.take(ins[0], ins[1].astype(np.int64), axis=a.get("axis", 0))
+    if op == "gather_backward":
+        return _scatter(ins[0], ins[1], a.get("axis", 0) % len(a["shape"]),
+                        tuple(a["shape"]))
+    if op == "scatter_add":
+        return _scatter(ins[0], ins[1], 0, tuple(a["shape"]))
+    if op == "scan":
+        return _scan(graphs, a, ins, ty)
+    if op == "custom_fn":
+        return run_graph(graphs, a["fwd"][1], ins)[0]
+    raise NotImplementedError("ir_eval: op '%s'" % op)
+
+
+def operand(env, s, ty_hint):
+    if s.startswith("%"):
+        return env[s[1:]]
+    return np.array(parse_value(s))  # inline literal
+
+
+def run_graph(graphs, name, inputs):
+    g = graphs[name]
+    env = {}
+    for (n, (dt, shape)), v in zip(g.args, inputs):
+        env[n] = np.asarray(v, dtype=NP[dt]).reshape(shape)
+    for name_, op, ops, attrs, ty in g.stmts:
+        dt = NP[ty[0]]
+        if op == "const":
+            cdt, shape, vals, splat = ops
+            v = np.full(shape, vals[0]) if splat else \
+                np.array(vals).reshape(shape)
+            env[name_] = v.astype(dt)
+            continue
+        ins = [operand(env, s, ty) for s in ops]
+        # literal operands adopt the dtype of the other operands
+        ref = next((x for x in ins if x.ndim or x.dtype != np.float64),
+                   None)
+        ins = [x.astype(ref.dtype) if (ref is not None and x.ndim == 0 and
+                                       ops[i][0] != "%" and
+                                       ref.dtype != np.bool_) else x
+               for i, x in enumerate(ins)]
+        v = apply(graphs, op, ins, attrs, ty)
+        v = np.asarray(v)
+        if v.shape != ty[1]:
+            raise ValueError("ir_eval: %s %s gave shape %s, IR says %s" %
+                             (name_, op, v.shape, ty[1]))
+        env[name_] = v.astype(dt)
+    return [env[r] for r in g.rets]
