@@ -3,7 +3,8 @@
  *
  * Dispatch: the first call picks, once (pthread_once), the best kernel
  * table the CPU supports: AVX-512F, else AVX2+FMA, else portable C.
- * rlx_gemm_select_isa (a test hook) may override it later.
+ * rlx_gemm_select_isa (a test hook) may override it later.  Building
+ * with -DRLX_NO_SIMD leaves only the portable kernels.
  * Thread split (choose_grid): the batch first; when there are fewer
  * batch elements than threads, each element's C is cut into a grid of
  * tm x tn regions aligned to the register tile.  K is never split, so
@@ -29,7 +30,8 @@ static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
 static int cpu_has(const char *isa)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
   __builtin_cpu_init();
   if (strcmp(isa, "avx512") == 0)
     return __builtin_cpu_supports("avx512f");

@@ -13,7 +13,8 @@
  */
 #include "runtime/gemm_internal.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx512f")))
