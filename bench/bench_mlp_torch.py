@@ -5,12 +5,14 @@ Times the MLP 784-512-512-10 (batch 128, relu, float32) forward pass and
 one training step (forward + softmax cross-entropy + loss.backward(),
 gradients of all six parameters) with torch.set_num_threads(1) and (2),
 median of repeated calls after a warm-up, in the same output format as
-bench_mlp.  With --rlx PATH it also runs that bench_mlp binary and
-prints a Markdown table with the ratios torch_ms / rlx_ms (> 1 means
-rlxc is faster), plus the machine and date, for docs/performance.md.
+bench_mlp.  With --rlx PATH it also runs that bench_mlp binary,
+alternating the two --rounds times so that both see the same machine
+load, keeps the best median (and the best minimum) of each, and prints
+a Markdown table with the ratios torch_ms / rlx_ms (> 1 means rlxc is
+faster), plus the machine, date and load, for docs/performance.md.
 
 Usage: /usr/bin/python3 bench/bench_mlp_torch.py [--rlx build/bench/bench_mlp]
-       [--seconds S] [--threads 1,2]
+       [--seconds S] [--threads 1,2] [--rounds N]
 """
 import argparse
 import datetime
@@ -73,7 +75,7 @@ def run_torch(threads, seconds):
         torch.set_num_threads(t)
         for name, fn in (("forward", fwd), ("train_step", step)):
             med, mn, n = measure(fn, seconds)
-            res[(name, t)] = med
+            res[(name, t)] = (med, mn)
             print("torch %s threads=%d median_ms=%.3f min_ms=%.3f calls=%d"
                   % (name, t, med, mn, n), flush=True)
     return res
@@ -83,12 +85,21 @@ def run_rlx(path, threads, seconds):
     out = subprocess.run([path, "--threads", ",".join(map(str, threads)),
                           "--seconds", str(seconds)], check=True,
                          stdout=subprocess.PIPE).stdout.decode()
-    print(out, end="")
+    print(out, end="", flush=True)
     res = {}
-    for m in re.finditer(r"rlx (\w+) threads=(\d+) median_ms=([\d.]+)", out):
-        res[(m.group(1), int(m.group(2)))] = float(m.group(3))
+    pat = r"rlx (\w+) threads=(\d+) median_ms=([\d.]+) min_ms=([\d.]+)"
+    for m in re.finditer(pat, out):
+        res[(m.group(1), int(m.group(2)))] = (float(m.group(3)),
+                                              float(m.group(4)))
     ws = re.search(r"workspace_bytes (.*)", out)
     return res, ws.group(1) if ws else "?"
+
+
+def merge(best, res):
+    """Keep the lowest median and the lowest minimum over rounds."""
+    for k, (med, mn) in res.items():
+        om, on = best.get(k, (med, mn))
+        best[k] = (min(om, med), min(on, mn))
 
 
 def cpu_name():
@@ -98,30 +109,43 @@ def cpu_name():
     return platform.processor()
 
 
+def table(rb, tb, threads, ws):
+    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, "
+          "load average %s" %
+          (cpu_name(), os.cpu_count(),
+           datetime.datetime.now(datetime.timezone.utc).strftime(
+               "%Y-%m-%d %H:%M"),
+           torch.__version__, " ".join(open("/proc/loadavg").read()
+                                       .split()[:3])))
+    print("\n| measurement | threads | rlxc median (min) ms | PyTorch "
+          "median (min) ms | PyTorch / rlxc (median) |\n"
+          "|---|---|---|---|---|")
+    for name in ("forward", "train_step"):
+        for t in threads:
+            r, p = rb.get((name, t)), tb[(name, t)]
+            print("| %s | %d | %s | %.3f (%.3f) | %s |" %
+                  (name, t, "%.3f (%.3f)" % r if r else "?", p[0], p[1],
+                   "%.2f" % (p[0] / r[0]) if r else "?"))
+    print("\nWorkspace bytes: %s" % ws)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rlx")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate PyTorch and rlxc this many times")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
-    tr = run_torch(threads, a.seconds)
-    if not a.rlx:
-        return
-    rr, ws = run_rlx(a.rlx, threads, a.seconds)
-    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s" %
-          (cpu_name(), os.cpu_count(),
-           datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
-           torch.__version__))
-    print("\n| measurement | threads | rlxc ms | PyTorch ms | "
-          "PyTorch / rlxc |\n|---|---|---|---|---|")
-    for name in ("forward", "train_step"):
-        for t in threads:
-            r, p = rr.get((name, t)), tr[(name, t)]
-            ratio = "%.2f" % (p / r) if r else "?"
-            print("| %s | %d | %s | %.3f | %s |" %
-                  (name, t, "%.3f" % r if r else "?", p, ratio))
-    print("\nWorkspace bytes: %s" % ws)
+    tb, rb, ws = {}, {}, "?"
+    for _ in range(a.rounds):
+        merge(tb, run_torch(threads, a.seconds))
+        if a.rlx:
+            res, ws = run_rlx(a.rlx, threads, a.seconds)
+            merge(rb, res)
+    if a.rlx:
+        table(rb, tb, threads, ws)
 
 
 if __name__ == "__main__":
