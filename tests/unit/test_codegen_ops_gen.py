@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+"""test_codegen_ops_gen.py -- writes test_codegen_ops_data.h, the cases
+of test_codegen_ops.c (reductions, softmax, cumsum, cross-entropy, topk,
+data movement, gather/scatter, control flow, backward ops).
+
+Inputs are exact integer patterns v(i) = ((i*a + b) % m - m//2) * s
+(the C test regenerates them bit for bit); expected outputs are computed
+here in float64 with NumPy (derivatives of activations with PyTorch
+autograd when available, else NumPy formulas) and stored as doubles.
+Run with /usr/bin/python3 from tests/unit:  ./test_codegen_ops_gen.py
+"""
+import math
+import os
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # CI: goldens are committed, torch is optional
+    torch = None
+
+DT = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
+      "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8,
+      "bool": np.bool_}
+TOL = {"f32": 2e-5, "f64": 1e-11, "f16": 4e-3, "bf16": 2e-2}
+CASES = []
+
+
+def pat(shape, a=7, b=3, m=61, s=0.125):
+    return ("pat", shape, a, b, m, s)
+
+
+def lst(shape, vals):
+    return ("list", shape, list(np.array(vals, dtype=np.float64).ravel()))
+
+
+def make(dt, spec):
+    if spec[0] == "pat":
+        _, shape, a, b, m, s = spec
+        n = int(np.prod(shape))
+        i = np.arange(n, dtype=np.int64)
+        v = ((i * a + b) % m - m // 2).astype(np.float64) * s
+    else:
+        _, shape, vals = spec
+        v = np.array(vals, dtype=np.float64)
+    v = v.reshape(shape)
+    if dt == "bf16":
+        return v  # patterns are chosen exact in bf16
+    if dt in ("i8", "u8", "i32", "i64"):  # C: double -> int64 -> wrap
+        return v.astype(np.int64).astype(DT[dt]).astype(np.float64)
+    return v.astype(DT[dt]).astype(np.float64) if dt != "bool" else v
+
+
+def case(name, src, ins, outs, rc=0, tol=None):
+    """ins: [(dtype, spec)]; outs: [(dtype, array)] (ignored if rc)."""
+    CASES.append((name, src, ins, outs, rc, tol))
+
+
+def vals(ins, k):
+    dt, spec = ins[k]
+    return make(dt, spec)
+
+
+# ---------------- reductions ----------------
+def reductions():
+    x = ("f32", pat([37, 300], 13, 5, 201, 0.0625))
+    red = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}
+    for op, fn in red.items():
+        src = ("graph r_%s { input %%x: f32[37, 300]\n"
+               "  %%a = reduce_%s(%%x, axes=[1])\n"
+               "  %%b = reduce_%s(%%x, axes=[0])\n"
+               "  %%c = reduce_%s(%%x)\n"
+               "  %%d = reduce_%s(%%x, axes=[0, 1], keep_dims=true)\n"
+               "  return %%a, %%b, %%c, %%d }" % (op, op, op, op, op))
+        X = vals([x], 0)
+        case("r_" + op, src, [x],
+             [("f32", fn(X, axis=1)), ("f32", fn(X, axis=0)),
+              ("f32", fn(X)), ("f32", fn(X).reshape(1, 1))])
+    # interleaved kept / reduced groups, 4-D
+    z = ("f64", pat([3, 4, 5, 6], 11, 1, 97, 0.5))
+    Z = vals([z], 0)
+    src = ("graph r_mid { input %z: f64[3, 4, 5, 6]\n"
+           "  %a = reduce_sum(%z, axes=[1, 3])\n"
+           "  %b = reduce_max(%z, axes=[0, 2])\n"
+           "  %c = reduce_prod(reduce_mean(%z, axes=[1, 2]), axes=[1])\n"
+           "  %d = reduce_min(%z, axes=[2], keep_dims=true)\n"
+           "  return %a, %b, %c, %d }")
+    case("r_mid", src, [z],
+         [("f64", Z.sum(axis=(1, 3))), ("f64", Z.max(axis=(0, 2))),
+          ("f64", Z.mean(axis=(1, 2)).prod(axis=1)),
+          ("f64", Z.min(axis=2, keepdims=True))])
+    # prod near 1 over a long row
+    p = ("f64", pat([4, 100], 3, 1, 41, 1.0 / 512))
+    P = vals([p], 0) + 1.0
+    src = ("graph r_prod { input %p: f64[4, 100]\n"
+           "  %a = reduce_prod(add(%p, 1.0), axes=[1])\n"
+           "  return %a }")
+    case("r_prod", src, [p], [("f64", P.prod(axis=1))])
+    # integers
+    i = ("i32", pat([6, 50], 17, 2, 23, 1))
+    I = vals([i], 0).astype(np.int64)
+    u = ("u8", ("pat", [9, 7], 5, 1, 250, 1))
+    U = vals([u], 0)
+    src = ("graph r_int { input %i: i32[6, 50]  input %u: u8[9, 7]\n"
+           "  %a = reduce_sum(%i, axes=[1])\n"
+           "  %b = reduce_max(%i, axes=[0])\n"
+           "  %c = reduce_min(%i)\n"
+           "  %d = reduce_max(%u, axes=[0])\n"
+           "  %e = reduce_min(%u, axes=[1])\n"
+           "  return %a, %b, %c, %d, %e }")
+    case("r_int", src, [i, u],
+         [("i32", I.sum(axis=1)), ("i32", I.max(axis=0)),
+          ("i32", I.min()), ("u8", U.max(axis=0)), ("u8", U.min(axis=1))])
+    # f16 / bf16 accumulate in f32
+    h = ("f16", pat([8, 130], 7, 3, 255, 0.25))
+    H = vals([h], 0)
+    bf = ("bf16", pat([5, 40], 3, 1, 127, 0.5))
+    BF = vals([bf], 0)
+    src = ("graph r_half { input %h: f16[8, 130]  input %g: bf16[5, 40]\n"
+           "  %a = reduce_sum(%h, axes=[1])\n"
+           "  %b = reduce_mean(%h, axes=[0])\n"
+           "  %c = reduce_max(%g, axes=[1])\n"
+           "  %d = reduce_sum(%g, axes=[0])\n"
+           "  return %a, %b, %c, %d }")
+    case("r_half", src, [h, bf],
+         [("f16", H.sum(axis=1)), ("f16", H.mean(axis=0)),
+          ("bf16", BF.max(axis=1)), ("bf16", BF.sum(axis=0))])
+    # big enough to run in parallel (determinism across thread counts)
+    big = ("f32", pat([512, 520], 7919, 1, 1001, 1.0 / 64))
+    B = vals([big], 0)
+    src = ("graph r_big { input %x: f32[512, 520]\n"
+           "  %a = reduce_sum(%x, axes=[1])\n"
+           "  %b = reduce_sum(%x, axes=[0])\n"
+           "  %c = reduce_max(%x, axes=[0])\n"
+           "  %d = reduce_sum(%x)\n"
+           "  return %a, %b, %c, %d }")
+    case("r_big", src, [big],
+         [("f32", B.sum(axis=1)), ("f32", B.sum(axis=0)),
+          ("f32", B.max(axis=0)), ("f32", B.sum())], tol=1e-4)
+
+
+# ---------------- softmax, cumsum ----------------
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def softmaxes():
+    x = ("f32", pat([2, 19, 37], 13, 5, 101, 0.0625))
+    X = vals([x], 0)
+    src = ("graph smx { input %x: f32[2, 19, 37]\n"
+           "  %a = softmax(%x)\n  %b = softmax(%x, axis=1)\n"
+           "  %c = log_softmax(%x, axis=0)\n  %d = log_softmax(%x)\n"
+           "  return %a, %b, %c, %d }")
+    case("smx", src, [x],
+         [("f32", softmax(X, 2)), ("f32", softmax(X, 1)),
+          ("f32", log_softmax(X, 0)), ("f32", log_softmax(X, 2))])
+    y = ("f64", pat([12, 130], 7, 3, 401, 0.03125))
+    Y = vals([y], 0)
+    h = ("f16", pat([4, 20], 5, 1, 61, 0.125))
+    H = vals([h], 0)
+    src = ("graph smx2 { input %y: f64[12, 130]  input %h: f16[4, 20]\n"
+           "  %a = softmax(%y)\n  %b = log_softmax(%y, axis=0)\n"
+           "  %c = softmax(%h)\n  %d = log_softmax(%h, axis=0)\n"
+           "  return %a, %b, %c, %d }")
+    case("smx2", src, [y, h],
+         [("f64", softmax(Y, 1)), ("f64", log_softmax(Y, 0)),
+          ("f16", softmax(H, 1)), ("f16", log_softmax(H, 0))])
+    c = ("f32", pat([5, 23, 19], 3, 1, 17, 0.25))
+    C = vals([c], 0)
+    i = ("i32", pat([4, 9], 5, 2, 13, 1))
+    I = vals([i], 0)
+    rev = lambda a, ax: np.flip(np.cumsum(np.flip(a, ax), ax), ax)
+    excl = lambda a, ax: np.cumsum(a, ax) - a
+    src = ("graph cum { input %c: f32[5, 23, 19]  input %i: i32[4, 9]\n"
+           "  %a = cumsum(%c, axis=1)\n"
+           "  %b = cumsum(%c, exclusive=true)\n"
+           "  %d = cumsum(%i, axis=0, exclusive=true)\n"
+           "  %e = cumsum_backward(%c, axis=0)\n"
+           "  %f = cumsum_backward(%c, axis=-1, exclusive=true)\n"
+           "  return %a, %b, %d, %e, %f }")
+    case("cum", src, [c, i],
+         [("f32", np.cumsum(C, 1)), ("f32", excl(C, 2)),
+          ("i32", excl(I, 0)), ("f32", rev(C, 0)),
+          ("f32", rev(C, 2) - C)])
+
+
+def xents():
+    lg = ("f32", pat([6, 37], 7, 1, 53, 0.125))
+    L = vals([lg], 0)
+    lab = [3, 0, 36, 17, 5, 36]
+    dl = ("f32", pat([6], 3, 1, 7, 0.5))
+    D = vals([dl], 0)
+
+    def xent(L, lab):
+        m = L.max(axis=1)
+        return m + np.log(np.exp(L - m[:, None]).sum(axis=1)) - \
+            L[np.arange(len(lab)), lab]
+
+    def xent_b(L, lab, D):
+        p = softmax(L, 1)
+        p[np.arange(len(lab)), lab] -= 1
+        return p * D[:, None]
+    for ldt in ("i32", "i64", "f32"):
+        src = ("graph xe_%s { input %%l: f32[6, 37]  input %%y: %s[6]\n"
+               "  input %%d: f32[6]\n"
+               "  %%a = softmax_cross_entropy(%%l, %%y)\n"
+               "  %%b = softmax_cross_entropy_backward(%%l, %%y, %%d)\n"
+               "  return %%a, %%b }" % (ldt, ldt))
+        case("xe_" + ldt, src, [lg, (ldt, lst([6], lab)), dl],
+             [("f32", xent(L, lab)), ("f32", xent_b(L, lab, D))])
+    src = ("graph xe_bad { input %l: f32[6, 37]  input %y: i64[6]\n"
+           "  %a = softmax_cross_entropy(%l, %y)  return %a }")
+    case("xe_bad", src, [lg, ("i64", lst([6], [1, 2, 3, 37, 0, 0]))], [], 1)
+    src = ("graph xe_frac { input %l: f32[6, 37]  input %y: f32[6]\n"
+           "  %a = softmax_cross_entropy(%l, %y)  return %a }")
+    case("xe_frac", src, [lg, ("f32", lst([6], [1, 2, 3.5, 3, 0, 0]))],
+         [], 1)
+    src = ("graph xe_neg { input %l: f32[6, 37]  input %y: i32[6]\n"
+           "  %a = softmax_cross_entropy(%l, %y)  return %a }")
+    case("xe_neg", src, [lg, ("i32", lst([6], [1, -1, 3, 3, 0, 0]))],
+         [], 1)
+
+
+def topks():
+    t = ("f32", lst([2, 7], [1, 5, 5, 2, 9, -1, 5, 0, 0, 3, -2, 3, 3, 8]))
+    T = vals([t], 0)
+    u = ("f64", pat([3, 50], 7, 3, 29, 0.5))
+    U = vals([u], 0)
+
+    def topk(x, k):  # stable: ties to the smaller index
+        return np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    src = ("graph tk { input %t: f32[2, 7]  input %u: f64[3, 50]\n"
+           "  %a = topk(%t, k=4)  %b = topk(%u, k=9)\n"
+           "  return %a, %b }")
+    case("tk", src, [t, u], [("i64", topk(T, 4)), ("i64", topk(U, 9))])
+
+
+# ---------------- data movement ----------------
+def data():
+    x = ("f32", pat([4, 5, 33], 7, 1, 97, 0.5))
+    X = vals([x], 0)
+    b = ("i8", pat([3, 1, 6], 5, 1, 101, 1))
+    Bv = vals([b], 0)
+    src = ("graph mv { input %x: f32[4, 5, 33]  input %b: i8[3, 1, 6]\n"
+           "  %t = transpose(%x, perm=[2, 0, 1])\n"
+           "  %u = transpose(%b, perm=[1, 2, 0])\n"
+           "  %e = expand(%b, shape=[2, 3, 4, 6])\n"
+           "  %c = concat(%x, %x, narrow(%x, axis=1, start=1, len=2), axis=1)\n"
+           "  %n = narrow(%x, axis=2, start=30, len=3)\n"
+           "  return %t, %u, %e, %c, %n }")
+    case("mv", src, [x, b],
+         [("f32", X.transpose(2, 0, 1)), ("i8", Bv.transpose(1, 2, 0)),
+          ("i8", np.broadcast_to(Bv, (2, 3, 4, 6))),
+          ("f32", np.concatenate([X, X, X[:, 1:3]], axis=1)),
+          ("f32", X[:, :, 30:33])])
+    big = ("f64", pat([300, 260], 7919, 1, 1001, 0.25))
+    src = ("graph mvbig { input %x: f64[300, 260]\n"
+           "  %t = transpose(%x, perm=[1, 0])\n"
+           "  %s = reduce_sum(%t, axes=[1])\n"
+           "  return %s }")
+    case("mvbig", src, [big], [("f64", vals([big], 0).sum(axis=0))])
+    tb = ("f32", pat([3, 6, 4], 5, 1, 31, 0.5))
+    TB = vals([tb], 0)
+    idx = [5, 0, 0, 2, 5]
+    src = ("graph ga { input %t: f32[3, 6, 4]  input %i: i64[5]\n"
+           "  input %f: f32[2, 2]  input %dy: f32[3, 5, 4]\n"
+           "  %a = gather(%t, %i, axis=1)\n"
+           "  %b = gather(%t, %f, axis=0)\n"
+           "  %c = gather_backward(%dy, %i, axis=1, shape=[3, 6, 4])\n"
+           "  return %a, %b, %c }")
+    dy = ("f32", pat([3, 5, 4], 3, 2, 19, 0.25))
+    DY = vals([dy], 0)
+    gb = np.zeros((3, 6, 4))
+    for k, j in enumerate(idx):
+        gb[:, j, :] += DY[:, k, :]
+    F = [[2, 0], [1, 2]]
+    case("ga", src, [tb, ("i64", lst([5], idx)), ("f32", lst([2, 2], F)),
+                     dy],
+         [("f32", TB[:, idx, :]), ("f32", TB[np.array(F)]), ("f32", gb)])
+    src = ("graph ga_neg { input %t: f32[3, 6, 4]  input %i: i32[2]\n"
+           "  %a = gather(%t, %i, axis=1)  return %a }")
+    case("ga_neg", src, [tb, ("i32", lst([2], [1, -1]))], [], 1)
+    src = ("graph ga_big { input %t: f32[3, 6, 4]  input %i: i32[2]\n"
+           "  %a = gather(%t, %i, axis=2)  return %a }")
+    case("ga_big", src, [tb, ("i32", lst([2], [1, 4]))], [], 1)
+    up = ("f64", pat([7, 3, 2], 5, 1, 23, 0.5))
+    UP = vals([up], 0)
+    si = [4, 0, 4, 4, 1, 0, 2]
+    sa = np.zeros((5, 3, 2))
+    for k, j in enumerate(si):
+        sa[j] += UP[k]
+    src = ("graph sc { input %u: f64[7, 3, 2]  input %i: i32[7]\n"
+           "  %a = scatter_add(%u, %i, shape=[5, 3, 2])  return %a }")
+    case("sc", src, [up, ("i32", lst([7], si))], [("f64", sa)])
+    src = ("graph sc_bad { input %u: f64[7, 3, 2]  input %i: i32[7]\n"
+           "  %a = scatter_add(%u, %i, shape=[5, 3, 2])  return %a }")
+    case("sc_bad", src, [up, ("i32", lst([7], [0, 1, 2, 3, 4, 5, 0]))],
+         [], 1)
+
+
+# ---------------- control flow ----------------
+def control():
+    src = ("graph cell { input %h: f64[4]  input %w: f64[4]"
+           "  input %x: f64[4]\n"
+           "  %r = tanh(add(mul(%h, %w), %x))  return %r }\n"
+           "graph sc_t { input %h0: f64[4]  input %w: f64[4]"
+           "  input %xs: f64[6, 4]\n"
+           "  %a = scan(%h0, %w, %xs, body=@cell, num_bcast=1)\n"
+           "  %b = scan(%h0, %w, %xs, body=@cell, num_bcast=1,"
+           " save_trajectory=true, checkpoints=2)\n"
+           "  return %a, %b }")
+    h0 = ("f64", pat([4], 3, 1, 9, 0.25))
+    w = ("f64", pat([4], 5, 2, 7, 0.5))
+    xs = ("f64", pat([6, 4], 7, 1, 13, 0.125))
+    H, W, XS = vals([h0], 0), vals([w], 0), vals([xs], 0)
+    traj = []
+    h = H
+    for t in range(6):
+        h = np.tanh(h * W + XS[t])
+        traj.append(h)
+    case("sc_t", src, [h0, w, xs], [("f64", h), ("f64", np.array(traj))])
+    for L in (1, 2, 3):
+        src = ("graph cellf { input %%h: f32[3]  input %%x: f32[3]\n"
+               "  %%r = add(mul(%%h, 0.5), %%x)  return %%r }\n"
+               "graph sc_l%d { input %%h0: f32[3]  input %%xs: f32[%d, 3]\n"
+               "  %%a = scan(%%h0, %%xs, body=@cellf)  return %%a }"
+               % (L, L))
+        hs = ("f32", pat([3], 3, 1, 9, 0.25))
+        xx = ("f32", pat([L, 3], 5, 1, 11, 0.25))
+        h = vals([hs], 0)
+        for t in range(L):
+            h = h * 0.5 + vals([xx], 0)[t]
+        case("sc_l%d" % L, src, [hs, xx], [("f32", h)])
+    src = ("graph wc { input %x: f64[2]  input %n: i32[]\n"
+           "  %c = lt(%n, 100)  return %c }\n"
+           "graph wb { input %x: f64[2]  input %n: i32[]\n"
+           "  %y = mul(%x, 1.5)  %m = add(%n, 1)  return %y, %m }\n"
+           "graph wl { input %x: f64[2]  input %n: i32[]\n"
+           "  %a = while(%x, %n, cond=@wc, body=@wb, max_iterations=7)\n"
+           "  %b = while(%x, %n, cond=@wc, body=@wb)\n"
+           "  %c = while(%x, %n, cond=@wc, body=@wb, max_iterations=0)\n"
+           "  return %a, %b, %c }")
+    x = ("f64", lst([2], [1.0, -2.0]))
+    X = vals([x], 0)
+    case("wl", src, [x, ("i32", lst([], [95]))],
+         [("f64", X * 1.5 ** 5), ("f64", X * 1.5 ** 5), ("f64", X)])
+    src = ("graph tb { input %a: f32[3]  input %b: f32[3]\n"
+           "  %r = sub(%a, %b)  return %r }\n"
+           "graph eb { input %a: f32[3]  input %b: f32[3]\n"
+           "  %r = div(%a, %b)  return %r }\n"
+           "graph sq { input %a: f32[3]  %r = mul(%a, %a)  return %r }\n"
+           "graph cf { input %p: i64[]  input %q: f64[]  input %a: f32[3]\n"
+           "  input %b: f32[3]\n"
+           "  %x = if(%p, %a, %b, then=@tb, else=@eb)\n"
+           "  %y = if(%q, %a, %b, then=@tb, else=@eb)\n"
+           "  %z = custom_fn(%a, fwd=@sq)\n"
+           "  return %x, %y, %z }")
+    a = ("f32", lst([3], [1, 2, 3]))
+    b = ("f32", lst([3], [4, 8, 16]))
+    A, B = vals([a], 0), vals([b], 0)
+    case("cf", src, [("i64", lst([], [0])), ("f64", lst([], [-0.5])), a, b],
+         [("f32", A / B), ("f32", A - B), ("f32", A * A)])
+
+
+# ---------------- backward ops ----------------
+def d_act(kind, x):
+    if torch is not None and kind != "relu":
+        t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        f = {"gelu": lambda v: torch.nn.functional.gelu(v),
+             "gelu_tanh": lambda v: torch.nn.functional.gelu(
+                 v, approximate="tanh"),
+             "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid,
+             "tanh": torch.tanh, "exp": torch.exp, "log": torch.log,
+             "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "neg": torch.neg,
+             "abs": torch.abs, "sin": torch.sin, "cos": torch.cos,
+             "tan": torch.tan, "atan": torch.atan}[kind]
+        f(t).sum().backward()
+        return t.grad.numpy()
+    s = 1 / (1 + np.exp(-x))
+    erf = np.vectorize(math.erf)
+    k = math.sqrt(2 / math.pi)
+    th = np.tanh(k * (x + 0.044715 * x ** 3))
+    return {"relu": lambda: (x > 0) * 1.0,
+            "gelu": lambda: 0.5 * (1 + erf(x / math.sqrt(2))) +
+            x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi),
+            "gelu_tanh": lambda: 0.5 * (1 + th) + 0.5 * x * (1 - th ** 2) *
+            k * (1 + 3 * 0.044715 * x * x),
+            "silu": lambda: s * (1 + x * (1 - s)),
+            "sigmoid": lambda: s * (1 - s),
+            "tanh": lambda: 1 - np.tanh(x) ** 2, "exp": lambda: np.exp(x),
+            "log": lambda: 1 / x, "sqrt": lambda: 0.5 / np.sqrt(x),
+            "rsqrt": lambda: -0.5 * x ** -1.5,
+            "neg": lambda: -np.ones_like(x), "abs": lambda: np.sign(x),
+            "sin": lambda: np.cos(x), "cos": lambda: -np.sin(x),
+            "tan": lambda: 1 / np.cos(x) ** 2,
+            "atan": lambda: 1 / (1 + x * x)}[kind]()
+
+
+def backward():
+    kinds = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
+             "log", "sqrt", "rsqrt", "neg", "abs", "sin", "cos", "tan",
+             "atan"]
+    pos = {"log", "sqrt", "rsqrt"}
+    for dt in ("f64", "f32"):
+        xs = ("f64" if dt == "f64" else "f32",
+              pat([3, 11], 7, 1, 33, 0.0625))
+        xp = (dt, pat([3, 11], 7, 1, 33, 0.0625))
+        dy = (dt, pat([3, 11], 5, 2, 17, 0.5))
+        X, DY = vals([xs], 0), vals([dy], 0)
+        XP = X + 2.25
+        lines, outs = [], []
+        for k in kinds:
+            src_x = "%xp" if k in pos else "%x"
+            lines.append("  %%%s = activation_backward(%s, %%dy, kind=%s)"
+                         % (k, src_x, k))
+            xv = XP if k in pos else X
+            outs.append((dt, DY * d_act(k, xv)))
+        lines.append("  %rb = relu_backward(%x, %dy)")
+        outs.append((dt, DY * (X > 0)))
+        src = ("graph ab_%s { input %%x: %s[3, 11]  input %%dy: %s[3, 11]\n"
+               "  %%xp = add(%%x, 2.25)\n%s\n  return %s, %%rb }"
+               % (dt, dt, dt, "\n".join(lines),
+                  ", ".join("%" + k for k in kinds)))
+        case("ab_" + dt, src, [xp, dy], outs)
+
+
+def c_double(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "1" if v else "0"
+    v = float(v)
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return repr(v)
+
+
+def emit(f):
+    f.write("/* generated by test_codegen_ops_gen.py -- do not edit */\n")
+    for ci, (name, src, ins, outs, rc, tol) in enumerate(CASES):
+        for k, (dt, spec) in enumerate(ins):
+            if spec[0] == "list":
+                f.write("static const double c%d_l%d[] = {%s};\n" % (
+                    ci, k, ", ".join(c_double(v) for v in spec[2]) or "0"))
+        for k, (dt, arr) in enumerate(outs):
+            a = np.asarray(arr, dtype=np.float64).ravel()
+            f.write("static const double c%d_o%d[] = {%s};\n" % (
+                ci, k, ", ".join(c_double(v) for v in a)))
+        f.write("static const OpsIn c%d_in[] = {\n" % ci)
+        for k, (dt, spec) in enumerate(ins):
+            n = int(np.prod(spec[1]))
+            if spec[0] == "pat":
+                _, _, a, b, m, s = spec
+                f.write("  {%d, %d, %d, %d, %r, NULL},\n" % (n, a, b, m, s))
+            else:
+                f.write("  {%d, 0, 0, 0, 0, c%d_l%d},\n" % (n, ci, k))
+        f.write("};\n")
+        f.write("static const OpsOut c%d_out[] = {\n" % ci)
+        for k, (dt, arr) in enumerate(outs):
+            t = tol if tol is not None else TOL.get(dt, 0.0)
+            f.write("  {%d, %r, c%d_o%d},\n" % (
+                np.asarray(arr).size, t, ci, k))
+        if not outs:
+            f.write("  {0, 0, NULL},\n")
+        f.write("};\n")
+    f.write("static const OpsCase ops_cases[] = {\n")
+    for ci, (name, src, ins, outs, rc, tol) in enumerate(CASES):
+        f.write("  {%s, %s, %d, c%d_in, %d, c%d_out, %d},\n" % (
+            cstr(name), cstr(src), len(ins), ci, len(outs), ci, rc))
+    f.write("};\n")
+
+
+def cstr(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace(
+        "\n", '\\n"\n    "') + '"'
+
+
+def main():
+    reductions()
+    softmaxes()
+    xents()
+    topks()
+    data()
+    control()
+    backward()
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "test_codegen_ops_data.h"), "w") as f:
+        emit(f)
+
+
+if __name__ == "__main__":
+    main()
