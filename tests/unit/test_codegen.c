@@ -156,6 +156,13 @@ static void test_header(void) {
 
 /* ---- numeric cases: compile, link a driver, run ---- */
 
+/* A sanitized build's runtime needs the sanitizer runtimes too. */
+#ifdef __SANITIZE_ADDRESS__
+#define SAN_FLAGS "-fsanitize=address,undefined"
+#else
+#define SAN_FLAGS ""
+#endif
+
 static bool have_cc(void) { return system("cc --version >/dev/null 2>&1") == 0; }
 
 /* Build NAME.o from src and link it with the driver text; run with env.
@@ -175,8 +182,8 @@ static int run_case(const char *name, const char *src, const char *driver,
              "#include <stdint.h>\n#include <stdlib.h>\n"
              "#include \"%s/%s.h\"\n%s", tmpdir, name, driver);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "cc -O1 -I%s -o %s %s %s %s -lm -lpthread",
-           rtinc, exe, drv, obj, rtlib);
+  snprintf(cmd, sizeof cmd, "cc -O1 %s -I%s -o %s %s %s %s -lm -lpthread",
+           SAN_FLAGS, rtinc, exe, drv, obj, rtlib);
   CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
   snprintf(cmd, sizeof cmd, "%s %s", env ? env : "", exe);
   int st = system(cmd);
@@ -204,7 +211,8 @@ static void test_run_broadcast_parallel(void) {
       "    if (y < 0.25f) y = 0.25f;\n"
       "    if (y != z[i * 1024 + j]) return 3; }\n"
       "  FILE *f = fopen(getenv(\"OUTF\"), \"wb\");\n"
-      "  fwrite(z, 4, 512 * 1024, f); fclose(f); return 0; }\n";
+      "  fwrite(z, 4, 512 * 1024, f); fclose(f);\n"
+      "  free(x); free(b); free(c); free(z); return 0; }\n";
   char e1[PATH_MAX + 64], e2[PATH_MAX + 64];
   snprintf(e1, sizeof e1, "RLX_NUM_THREADS=1 OUTF=%s/bp1", tmpdir);
   snprintf(e2, sizeof e2, "RLX_NUM_THREADS=2 OUTF=%s/bp2", tmpdir);
@@ -293,7 +301,7 @@ static int setup(void) {
 static int teardown(void) {
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  return system(cmd) == 0 ? 0 : 1;
+  return getenv("RLX_KEEP_TMP") || system(cmd) == 0 ? 0 : 1;
 }
 
 int main(void) {
