@@ -11,6 +11,13 @@
  * generation therefore needs nothing beyond scan, gather, narrow,
  * reshape and concat.
  *
+ * Per-step operands that are broadcasts (expand along axis 0 of a
+ * [1, ...] value, as scan_prep makes them) need only the sum of their
+ * per-step gradients: their section of the packed carry accumulates
+ * instead, the gradient goes straight to the expanded value (the
+ * expand's VJP is that sum, and VJPs are linear), and when no operand
+ * needs per-step rows the backward scan keeps no trajectory at all.
+ *
  * Step t (L-1 down to 0): dcarry += upstream row t (trajectory scans);
  * carry_in(t) = init (t = 0) or row t-1 of the trajectory;
  * (dcarry, dx_t...) = body_vjp(carry_in(t), x_t..., dcarry).
@@ -36,16 +43,13 @@ typedef struct {
   int nx;              /* per-step operands */
   Type ct;             /* carry type */
   int64_t nc, P;       /* carry elements, packed vector length */
-  bool *want;          /* per xs: gradient needed */
+  char *kind;          /* per xs: XS_NONE, XS_STEP or XS_ACCUM */
   int64_t *off;        /* per xs: offset in the packed vector */
+  bool rows;           /* some xs is XS_STEP: keep the trajectory */
 } ScanAd;
 
+enum { XS_NONE, XS_STEP, XS_ACCUM };
 #define SB (&s->gc->b)
-
-static Node *flat(ScanAd *s, Node *v) {
-  int64_t n = type_numel(&v->type);
-  return v->type.rank == 1 ? v : ib_reshape(SB, v, 1, &n);
-}
 
 /* ---- the backward body ---- */
 
@@ -53,11 +57,22 @@ static Node *body_arg(Ctx *c, Graph *g, const char *nm, Type t) {
   return ir_arg_new(c, g, OP_INPUT, nm, t, g->loc);
 }
 
+/* Section [off, off+len) of the packed vector v, shaped like t. */
+static Node *section(IrBuilder *b, Node *v, int64_t off, int64_t len,
+                     int64_t total, const Type *t) {
+  int ax = v->type.rank - 1;
+  if (len != total) v = ib_narrow(b, v, ax, off, len);
+  return t ? ib_reshape_as(b, v, t) : v;
+}
+
+static Node *flat_b(IrBuilder *b, Node *v) {
+  int64_t m = type_numel(&v->type);
+  return v->type.rank == 1 ? v : ib_reshape(b, v, 1, &m);
+}
+
 static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
                             Node **args, Node *dtraj) {
-  Node *dc = dpack;
-  if (s->P != s->nc) dc = ib_narrow(bb, dc, 0, 0, s->nc);
-  dc = ib_reshape_as(bb, dc, &s->ct);
+  Node *dc = section(bb, dpack, 0, s->nc, s->P, &s->ct);
   if (dtraj) dc = ib_bin(bb, OP_ADD, dc, dtraj);
   Arena *ar = bb->c->arena;
   Node **t = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 1));
@@ -65,15 +80,19 @@ static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
   int nt = 0;
   t[nt++] = s->body->args[0];
   for (int i = 0; i < s->nx; i++)
-    if (s->want[i]) t[nt++] = s->body->args[1 + i];
+    if (s->kind[i] != XS_NONE) t[nt++] = s->body->args[1 + i];
   if (!grad_into(bb, s->gc->mod, s->body, args, false, &dc, t, nt, gr,
                  NULL))
     return false;
   Node **parts = arena_alloc(ar, sizeof(Node *) * (size_t)(nt + 1));
-  for (int k = 0; k < nt; k++) {
+  for (int i = -1, k = 0; i < s->nx; i++) {
+    if (i >= 0 && s->kind[i] == XS_NONE) continue;
     Node *v = gr[k] ? gr[k] : ib_fill(bb, t[k]->type, 0);
-    int64_t m = type_numel(&v->type);
-    parts[k] = v->type.rank == 1 ? v : ib_reshape(bb, v, 1, &m);
+    v = flat_b(bb, v);
+    if (i >= 0 && s->kind[i] == XS_ACCUM)
+      v = ib_bin(bb, OP_ADD, section(bb, dpack, s->off[i],
+                                     type_numel(&v->type), s->P, NULL), v);
+    parts[k++] = v;
   }
   Node *ret = ib_concat(bb, parts, nt, 0);
   ir_set_rets(bb->c, bb->g, &ret, 1);
@@ -103,6 +122,8 @@ static Graph *bwd_body(ScanAd *s, bool has_dtraj) {
   pass_dce_graph(c, g);
   return ib_attach(c, s->gc->mod, g);
 }
+
+static Node *flat(ScanAd *s, Node *v) { return flat_b(SB, v); }
 
 /* ---- forward helpers ---- */
 
@@ -165,26 +186,31 @@ static void sweep(ScanAd *s, Graph *bb, int64_t len, Node *cin, Node **xs,
   Node *sc = ib_op(SB, OP_SCAN, in, k);
   ir_attr_set_graph(SB->c, sc, ATTR_BODY, bb);
   ir_attr_set_int(SB->c, sc, ATTR_LENGTH, len);
-  ir_attr_set_bool(SB->c, sc, ATTR_SAVE_TRAJ, true);
+  ir_attr_set_bool(SB->c, sc, ATTR_SAVE_TRAJ, s->rows);
   ib_finish(SB, sc);
-  Node *last = ib_narrow(SB, sc, 0, len - 1, 1);
-  if (rest) last = ib_narrow(SB, last, 1, 0, s->nc);
-  *dinit = ib_reshape_as(SB, last, &s->ct);
+  Node *last = s->rows ? ib_narrow(SB, sc, 0, len - 1, 1) : sc;
+  *dinit = section(SB, last, 0, s->nc, P, &s->ct);
   for (int i = 0; i < s->nx; i++) {
-    if (!s->want[i]) continue;
-    int64_t ni = type_numel(&s->body->args[1 + i]->type);
-    Node *col = ib_narrow(SB, sc, 1, s->off[i], ni);
-    dxs[i] = ib_reverse0(SB, ib_reshape_as(SB, col, &xs[i]->type));
+    const Type *st = &s->body->args[1 + i]->type;
+    int64_t ni = type_numel(st);
+    if (s->kind[i] == XS_ACCUM) {
+      dxs[i] = section(SB, last, s->off[i], ni, P, st);
+    } else if (s->kind[i] == XS_STEP) {
+      Node *col = section(SB, sc, s->off[i], ni, P, NULL);
+      dxs[i] = ib_reverse0(SB, ib_reshape_as(SB, col, &xs[i]->type));
+    }
   }
 }
 
 /* ---- checkpointed reversal ---- */
 
+/* Join the xs gradients of two consecutive segments: rows concatenate,
+ * accumulated sums add. */
 static void concat_dxs(ScanAd *s, Node **a, Node **b2, Node **out) {
   for (int i = 0; i < s->nx; i++) {
-    if (!s->want[i]) continue;
     Node *parts[2] = {a[i], b2[i]};
-    out[i] = ib_concat(SB, parts, 2, 0);
+    if (s->kind[i] == XS_STEP) out[i] = ib_concat(SB, parts, 2, 0);
+    if (s->kind[i] == XS_ACCUM) out[i] = ib_bin(SB, OP_ADD, a[i], b2[i]);
   }
 }
 
@@ -243,6 +269,14 @@ static Node *checkpointed(ScanAd *s, Graph *bb, Node *init, Node **xs,
 
 /* ---- entry ---- */
 
+/* A per-step operand that is a broadcast over steps (expand along axis
+ * 0 of a [1, ...] value, unnamed so that nobody asked for its own
+ * gradient). */
+static bool is_bcast(const Node *x) {
+  return x->op == OP_EXPAND && !x->name &&
+         x->in[0]->type.rank == x->type.rank && x->in[0]->type.dims[0] == 1;
+}
+
 static bool setup(ScanAd *s, GradCtx *gc, const Node *n) {
   Ctx *c = gc->b.c;
   s->gc = gc;
@@ -251,25 +285,41 @@ static bool setup(ScanAd *s, GradCtx *gc, const Node *n) {
   s->nx = n->nin - 1;
   s->ct = n->in[0]->type;
   s->nc = s->P = type_numel(&s->ct);
-  s->want = arena_alloc(c->arena, sizeof(bool) * (size_t)(s->nx + 1));
+  s->kind = arena_alloc(c->arena, (size_t)(s->nx + 1));
   s->off = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(s->nx + 1));
+  s->rows = false;
   if (ir_attr_int(n, ATTR_NUM_BCAST, 0) != 0)
     return diag_error(c, n->loc, "internal: scan reached reverse mode "
                       "with broadcast operands (scan_prep did not run)");
   for (int i = 0; i < s->nx; i++) {
     const Node *x = n->in[1 + i];
-    s->want[i] = gc->active[x->id] &&
-                 (dt_is_float(x->type.dt) || dt_is_complex(x->type.dt));
-    if (!s->want[i]) continue;
+    if (!gc->active[x->id] ||
+        !(dt_is_float(x->type.dt) || dt_is_complex(x->type.dt)))
+      continue;
     if (x->type.dt != s->ct.dt)
       return diag_error(c, n->loc, "scan: reverse mode needs per-step "
                         "operands of the carry's dtype %s (operand %d is "
                         "%s)", dt_name(s->ct.dt), 1 + i,
                         dt_name(x->type.dt));
+    s->kind[i] = is_bcast(x) && gc->active[x->in[0]->id] ? XS_ACCUM
+                                                          : XS_STEP;
+    s->rows |= s->kind[i] == XS_STEP;
     s->off[i] = s->P;
     s->P += type_numel(&s->body->args[1 + i]->type);
   }
   return true;
+}
+
+/* Hand the xs gradients to the operands (accumulated sums go to the
+ * value that was expanded). */
+static void give_dxs(ScanAd *s, Node **dxs) {
+  for (int i = 0; i < s->nx; i++) {
+    const Node *x = s->n->in[1 + i];
+    if (s->kind[i] == XS_STEP) grad_accum(s->gc, x, dxs[i]);
+    if (s->kind[i] == XS_ACCUM)
+      grad_accum(s->gc, x->in[0], ib_reshape_as(SB, dxs[i],
+                                                &x->in[0]->type));
+  }
 }
 
 bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
@@ -298,7 +348,6 @@ bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
     sweep(&s, bb, L, carries_in(&s, init, t, L), xs, NULL, g, &dinit, dxs);
   }
   grad_accum(gc, n->in[0], dinit);
-  for (int i = 0; i < s.nx; i++)
-    if (s.want[i]) grad_accum(gc, n->in[1 + i], dxs[i]);
+  give_dxs(&s, dxs);
   return true;
 }

@@ -11,6 +11,9 @@
  *   - transpose with identity perm -> x; transpose of transpose -> one;
  *   - reshape to the same shape -> x; reshape of reshape -> one;
  *   - expand to the same shape, narrow of the whole axis -> x;
+ *   - gather with constant in-range indices along an axis that x
+ *     broadcasts (expand of size 1) -> x, when the type is unchanged
+ *     (reversing a broadcast, as scan reverse mode does);
  *   - concat(a...) + concat(b...) along one axis where one side's
  *     pieces are zeros (narrow/concat VJPs): the sum of the pieces,
  *     pairwise, as one concat (x + 0 drops the zero additions).
@@ -259,6 +262,26 @@ static Node *simp_add_concat(IrBuilder *b, Node *n) {
   return ib_concat(b, parts, m - 1, ax);
 }
 
+static bool const_in_range(const Node *idx, int64_t n) {
+  if (idx->op != OP_CONST) return false;
+  int64_t m = idx->splat ? 1 : type_numel(&idx->type);
+  for (int64_t i = 0; i < m; i++) {
+    double v = ir_const_get(idx, i);
+    if (v < 0 || v >= (double)n || v != (double)(int64_t)v) return false;
+  }
+  return true;
+}
+
+static Node *simp_gather(Node *n) {
+  Node *x = n->in[0];
+  int ax = concat_axis(n);
+  if (x->op != OP_EXPAND || !same_type(x, n) ||
+      x->in[0]->type.rank != x->type.rank || x->in[0]->type.dims[ax] != 1 ||
+      !const_in_range(n->in[1], x->type.dims[ax]))
+    return n;
+  return x;
+}
+
 static Node *rewrite_simp(IrBuilder *b, Node *n, void *ud) {
   (void)ud;
   if (op_has(n->op, OPF_PSEUDO)) return n;
@@ -266,6 +289,7 @@ static Node *rewrite_simp(IrBuilder *b, Node *n, void *ud) {
   Node *r = simp_arith(n);
   if (r != n) return r;
   if (n->op == OP_ADD) return simp_add_concat(b, n);
+  if (n->op == OP_GATHER) return simp_gather(n);
   return simp_shape(b, n);
 }
 
