@@ -199,7 +199,7 @@ void *fe_map_get(const FeMap *m, const char *key, bool *found, Loc *loc) {
 
 static void rehash(Ctx *c, FeMap *m) {
   FeMap old = *m;
-  m->cap = old.cap ? old.cap * 2 : 64;
+  m->cap = old.cap ? old.cap * 2 : 8;
   m->keys = arena_alloc(c->arena, sizeof(char *) * (size_t)m->cap);
   m->vals = arena_alloc(c->arena, sizeof(void *) * (size_t)m->cap);
   m->locs = arena_alloc(c->arena, sizeof(Loc) * (size_t)m->cap);

@@ -31,20 +31,34 @@ static bool define(FeBuild *b, const FeRef *ref, Node *n) {
   return true;
 }
 
+/* One graph argument, as ir_arg_new() makes it, except that g->args is
+ * set once for all arguments by build_args (ir_arg_new copies the array
+ * on every call: quadratic for files with many inputs). */
+static Node *new_arg(FeBuild *b, const FeStmt *st, Type t) {
+  Op op = st->kind == FT_INPUT ? OP_INPUT : OP_PARAM;
+  Node *n = ir_node_new(b->c, b->g, op, NULL, 0, st->target.loc);
+  n->name = st->target.name;
+  n->type = t;
+  n->arg_index = b->g->nargs++;
+  return n;
+}
+
 /* Create every graph argument up front; returns one Node* per
  * statement (NULL for non-arguments). */
 static Node **build_args(FeBuild *b, const FeGraph *fg) {
   Node **args = arena_alloc(b->c->arena,
+                            sizeof(Node *) * (size_t)(fg->stmts.n + 1));
+  Node **list = arena_alloc(b->c->arena,
                             sizeof(Node *) * (size_t)(fg->stmts.n + 1));
   for (int i = 0; i < fg->stmts.n; i++) {
     const FeStmt *st = fg->stmts.v[i];
     if (st->kind != FT_INPUT && st->kind != FT_PARAM) continue;
     Type t;
     if (!fe_build_type(b->c, st->type, &t)) t = (Type){.dt = DT_INVALID};
-    args[i] = ir_arg_new(b->c, b->g, st->kind == FT_INPUT ? OP_INPUT
-                                                           : OP_PARAM,
-                         st->target.name, t, st->target.loc);
+    args[i] = new_arg(b, st, t);
+    list[args[i]->arg_index] = args[i];
   }
+  b->g->args = list;
   return args;
 }
 
