@@ -278,6 +278,9 @@ bool cg_emit_const(Cg *cg, Node *n);
 bool cg_emit_elementwise(Cg *cg, Node *n); /* root of a fused group */
 bool cg_emit_alias(Cg *cg, Node *n);       /* reshape: copy if needed */
 bool cg_emit_matmul(Cg *cg, Node *n);
+int64_t cg_scratch_matmul(Cg *cg, Node *n); /* f16/bf16: f32 copies */
+bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
+int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
 
 /* ---- fusion and memory planning ---- */

@@ -7,7 +7,13 @@
  * every operand is contiguous (or broadcast) across them; the innermost
  * remaining batch dim is the GEMM's batch (stride 0 broadcasts) and any
  * outer ones become a loop of GEMM calls. The GEMM is deterministic for
- * any thread count (runtime/rlxrt.h). Other dtypes are diagnosed.
+ * any thread count (runtime/rlxrt.h). f16/bf16 operands are widened to
+ * f32 in the node's scratch area, multiplied in f32 and rounded once to
+ * the dtype (nearest even). Other dtypes are diagnosed.
+ *
+ * dense_solve / batched_dense_solve (f32, f64) call rlx_dense_solve_*
+ * with scratch n*n + n elements; a singular matrix returns
+ * RLX_ERR_SINGULAR from the entry point.
  */
 #include "codegen/cg.h"
 
@@ -82,15 +88,66 @@ static LLVMValueRef at(Cg *cg, LLVMValueRef p, LLVMValueRef elems, int es) {
   return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, elems, cg_i64(cg, es), ""));
 }
 
+static bool half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+
+int64_t cg_scratch_matmul(Cg *cg, Node *n) {
+  (void)cg;
+  if (!half(n->type.dt)) return 0;
+  return cg_align(type_numel(&n->in[0]->type) * 4) +
+         cg_align(type_numel(&n->in[1]->type) * 4) +
+         cg_align(type_numel(&n->type) * 4);
+}
+
+/* dst[i] = convert(src[i]) for i < count (a fused-style flat loop). */
+static void convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                         DType sdt, int64_t count) {
+  LLVMValueRef v[2] = {dst, src};
+  CgPar p;
+  LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, count),
+                                cg_grain(count, 1), v, 2, true);
+  LLVMValueRef x = cg_load(cg, sdt, v[1], i);
+  cg_store(cg, ddt, v[0], i, cg_convert(cg, x, sdt, ddt));
+  cg_par_end(cg, &p);
+}
+
+static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
+                 LLVMValueRef pb, LLVMValueRef pc, int es);
+
 bool cg_emit_matmul(Cg *cg, Node *n) {
-  const char *fn = gemm_name(n->type.dt);
+  DType dt = n->type.dt;
+  const char *fn = gemm_name(half(dt) ? DT_F32 : dt);
   if (!fn) {
     char why[64];
-    snprintf(why, sizeof why, "dtype %s", dt_name(n->type.dt));
+    snprintf(why, sizeof why, "dtype %s", dt_name(dt));
     return cg_unsupported(cg, n, why);
   }
+  if (type_numel(&n->type) == 0) return true;
+  Node *sa = cg_slot(cg, n->in[0])->kind == CG_SLOT_FOLDED ? n->in[0]->in[0]
+                                                          : n->in[0];
+  Node *sb = cg_slot(cg, n->in[1])->kind == CG_SLOT_FOLDED ? n->in[1]->in[0]
+                                                          : n->in[1];
+  if (!half(dt)) {
+    gemm(cg, n, fn, cg_buf(cg, sa), cg_buf(cg, sb), cg_buf(cg, n),
+         dt_size(dt));
+    return true;
+  }
+  int64_t na = type_numel(&sa->type), nb = type_numel(&sb->type);
+  LLVMValueRef s = cg_scratch(cg, n);
+  LLVMValueRef fa = s, fb = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4)));
+  LLVMValueRef fc = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4) +
+                                             cg_align(nb * 4)));
+  convert_loop(cg, fa, DT_F32, cg_buf(cg, sa), dt, na);
+  convert_loop(cg, fb, DT_F32, cg_buf(cg, sb), dt, nb);
+  gemm(cg, n, fn, fa, fb, fc, 4);
+  convert_loop(cg, cg_buf(cg, n), dt, fc, DT_F32, type_numel(&n->type));
+  return true;
+}
+
+/* The GEMM call(s) for n with operand storage pa, pb (elements of es
+ * bytes, laid out as n's operands' storage nodes) into pc. */
+static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
+                 LLVMValueRef pb, LLVMValueRef pc, int es) {
   const Type *t = &n->type;
-  if (type_numel(t) == 0) return true;
   Operand a, b;
   operand(cg, n->in[0], t, &a);
   operand(cg, n->in[1], t, &b);
@@ -98,9 +155,6 @@ bool cg_emit_matmul(Cg *cg, Node *n) {
   int nb = coalesce(t, &a, &b, cbs, bd);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
   int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
-  int es = dt_size(n->type.dt);
-  LLVMValueRef pa = cg_buf(cg, a.store), pb = cg_buf(cg, b.store);
-  LLVMValueRef pc = cg_buf(cg, n);
   CgLoop loops[RLX_MAX_RANK];
   LLVMValueRef oa = cg_i64(cg, 0), obb = cg_i64(cg, 0), oc = cg_i64(cg, 0);
   for (int d = 0; d + 1 < nb; d++) {
@@ -123,5 +177,43 @@ bool cg_emit_matmul(Cg *cg, Node *n) {
       cg_i32(cg, 0)};
   cg_call(cg, fn, cg->t_void, args, 16);
   for (int d = nb - 2; d >= 0; d--) cg_loop_end(cg, &loops[d], NULL);
+}
+
+static const char *solve_name(DType dt) {
+  return dt == DT_F32 ? "rlx_dense_solve_f32"
+         : dt == DT_F64 ? "rlx_dense_solve_f64" : NULL;
+}
+
+int64_t cg_scratch_solve(Cg *cg, Node *n) {
+  (void)cg;
+  const Type *a = &n->in[0]->type;
+  int64_t N = a->dims[a->rank - 1];
+  return (N * N + N) * dt_size(n->type.dt);
+}
+
+bool cg_emit_solve(Cg *cg, Node *n) {
+  const char *fn = solve_name(n->type.dt);
+  if (!fn) {
+    char why[64];
+    snprintf(why, sizeof why, "dtype %s", dt_name(n->type.dt));
+    return cg_unsupported(cg, n, why);
+  }
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
+  int batched = n->op == OP_BATCHED_DENSE_SOLVE;
+  int64_t B = batched ? a->dims[0] : 1, N = a->dims[a->rank - 1];
+  int64_t K = b->rank == 2 + batched ? b->dims[b->rank - 1] : 1;
+  if (B * N * K == 0) return true;
+  LLVMValueRef args[7] = {cg_i64(cg, B), cg_i64(cg, N), cg_i64(cg, K),
+                          cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                          cg_buf(cg, n), cg_scratch(cg, n)};
+  LLVMValueRef r = cg_call(cg, fn, cg->t_i32, args, 7);
+  LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntNE, r, cg_i32(cg, 0), "");
+  LLVMBasicBlockRef fail = cg_block(cg, "solve.fail");
+  LLVMBasicBlockRef ok = cg_block(cg, "solve.ok");
+  LLVMBuildCondBr(cg->b, bad, fail, ok);
+  LLVMPositionBuilderAtEnd(cg->b, fail);
+  LLVMBuildStore(cg->b, r, cg->fn->status);
+  LLVMBuildBr(cg->b, cg->fn->err_bb);
+  LLVMPositionBuilderAtEnd(cg->b, ok);
   return true;
 }

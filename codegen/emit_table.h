@@ -45,9 +45,9 @@
 #define CG_WHERE {cg_emit_elementwise, NULL}
 #define CG_CAST {cg_emit_elementwise, NULL}
 #define CG_STOP_GRADIENT {cg_emit_elementwise, NULL}
-#define CG_MATMUL {cg_emit_matmul, NULL}
-#define CG_DENSE_SOLVE CG_UNSUPPORTED
-#define CG_BATCHED_DENSE_SOLVE CG_UNSUPPORTED
+#define CG_MATMUL {cg_emit_matmul, cg_scratch_matmul}
+#define CG_DENSE_SOLVE {cg_emit_solve, cg_scratch_solve}
+#define CG_BATCHED_DENSE_SOLVE {cg_emit_solve, cg_scratch_solve}
 #define CG_RESHAPE {cg_emit_alias, NULL}
 #define CG_LAYER_NORM CG_UNSUPPORTED
 #define CG_RMS_NORM CG_UNSUPPORTED
