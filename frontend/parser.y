@@ -77,8 +77,10 @@ stmts:
   ;
 
 stmt:
-    T_INPUT T_VALUE ':' type  { $$ = fe_ast_arg(s, FT_INPUT, L(@1), $2, L(@2), $4); }
-  | T_PARAM T_VALUE ':' type  { $$ = fe_ast_arg(s, FT_PARAM, L(@1), $2, L(@2), $4); }
+    T_INPUT T_VALUE ':' type
+                    { $$ = fe_ast_arg(s, FT_INPUT, L(@1), $2, L(@2), $4); }
+  | T_PARAM T_VALUE ':' type
+                    { $$ = fe_ast_arg(s, FT_PARAM, L(@1), $2, L(@2), $4); }
   | T_VALUE '=' expr          { $$ = fe_ast_def(s, $1, L(@1), $3, NULL); }
   | T_VALUE '=' expr ':' type { $$ = fe_ast_def(s, $1, L(@1), $3, $5); }
   | rets
@@ -120,12 +122,14 @@ call_head:
   ;
 
 arglist:
-    call_head operand         { $$ = fe_ast_call_arg(s, $1, $2, NULL, NULL, L(@2)); }
+    call_head operand
+                    { $$ = fe_ast_call_arg(s, $1, $2, NULL, NULL, L(@2)); }
   | call_head T_IDENT '=' attrval
-                              { $$ = fe_ast_call_arg(s, $1, NULL, $2, &$4, L(@2)); }
-  | arglist ',' operand       { $$ = fe_ast_call_arg(s, $1, $3, NULL, NULL, L(@3)); }
+                    { $$ = fe_ast_call_arg(s, $1, NULL, $2, &$4, L(@2)); }
+  | arglist ',' operand
+                    { $$ = fe_ast_call_arg(s, $1, $3, NULL, NULL, L(@3)); }
   | arglist ',' T_IDENT '=' attrval
-                              { $$ = fe_ast_call_arg(s, $1, NULL, $3, &$5, L(@3)); }
+                    { $$ = fe_ast_call_arg(s, $1, NULL, $3, &$5, L(@3)); }
   ;
 
 operand:
