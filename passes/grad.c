@@ -181,9 +181,9 @@ static bool check_missing(Unit *u, IrBuilder *b, Node *const *t, int nt,
       grads[k] = ib_fill(b, t[k]->type, 0.0);
       continue;
     }
-    ok = diag_error(u->ctx, t[k]->loc, "'%%%s' receives no gradient from "
-                    "the loss (it does not influence '%s''s first return "
-                    "value; use --grad-missing=zero for zeros)",
+    ok = diag_error(u->ctx, t[k]->loc, "'%%%s' receives no gradient: the "
+                    "first return value of '%s' does not depend on it "
+                    "(--grad-missing=zero returns zeros instead)",
                     t[k]->name ? t[k]->name : "?", u->entry->name) && ok;
   }
   return ok;

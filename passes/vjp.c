@@ -411,10 +411,59 @@ static bool vjp_scatter_add(GradCtx *gc, const Node *n, Node *g) {
 /* ---- backward ops (second order) ---- */
 
 static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
-  /* d/dx is zero almost everywhere */
+  /* d/dx is zero almost everywhere: an exact zero, still a gradient */
+  if (WANT(0)) ACC(0, ib_fill(B, n->in[0]->type, 0));
   if (WANT(1)) ACC(1, BIN(OP_RELU_BACKWARD, X(0), g));
   return true;
 }
+/* f''(x) for activation_backward's kinds, from ordinary ops; NULL when
+ * it is zero (piecewise-linear kinds). */
+static Node *act_second(GradCtx *gc, const char *kind, Node *x, DType dt) {
+#define KS(v) ib_scalar(B, dt, (v))
+#define IS(k) (!strcmp(kind, k))
+  if (IS("relu") || IS("abs") || IS("neg")) return NULL;
+  if (IS("sigmoid") || IS("silu")) {
+    Node *s = UN(OP_SIGMOID, x), *s1 = MUL(s, BIN(OP_SUB, KS(1), s));
+    if (IS("sigmoid")) return MUL(s1, BIN(OP_SUB, KS(1), MUL(KS(2), s)));
+    Node *q = MUL(x, BIN(OP_SUB, KS(1), MUL(KS(2), s)));
+    return MUL(s1, BIN(OP_ADD, KS(2), q));
+  }
+  if (IS("gelu")) { /* phi(x) (2 - x^2) */
+    Node *x2 = MUL(x, x);
+    Node *phi = MUL(KS(0.3989422804014327), UN(OP_EXP, MUL(KS(-0.5), x2)));
+    return MUL(phi, BIN(OP_SUB, KS(2), x2));
+  }
+  if (IS("gelu_tanh")) { /* (1-t^2) (u' + x/2 (u'' - 2 t u'^2)) */
+    double k = 0.7978845608028654, c = 0.044715;
+    Node *x2 = MUL(x, x);
+    Node *u = MUL(KS(k), BIN(OP_ADD, x, MUL(KS(c), MUL(x2, x))));
+    Node *t = UN(OP_TANH, u), *d = BIN(OP_SUB, KS(1), MUL(t, t));
+    Node *u1 = MUL(KS(k), BIN(OP_ADD, KS(1), MUL(KS(3 * c), x2)));
+    Node *u2 = MUL(KS(6 * k * c), x);
+    Node *in = BIN(OP_SUB, u2, MUL(KS(2), MUL(t, MUL(u1, u1))));
+    return MUL(d, BIN(OP_ADD, u1, MUL(MUL(KS(0.5), x), in)));
+  }
+  if (IS("tanh")) {
+    Node *t = UN(OP_TANH, x);
+    return MUL(KS(-2), MUL(t, BIN(OP_SUB, KS(1), MUL(t, t))));
+  }
+  if (IS("exp")) return UN(OP_EXP, x);
+  if (IS("log")) return BIN(OP_DIV, KS(-1), MUL(x, x));
+  if (IS("sqrt")) return MUL(KS(-0.25), BIN(OP_POW, x, KS(-1.5)));
+  if (IS("rsqrt")) return MUL(KS(0.75), BIN(OP_POW, x, KS(-2.5)));
+  if (IS("sin")) return UN(OP_NEG, UN(OP_SIN, x));
+  if (IS("cos")) return UN(OP_NEG, UN(OP_COS, x));
+  if (IS("tan")) {
+    Node *t = UN(OP_TAN, x);
+    return MUL(MUL(KS(2), t), BIN(OP_ADD, KS(1), MUL(t, t)));
+  }
+  RLX_ASSERT(IS("atan"));
+  Node *q = BIN(OP_ADD, KS(1), MUL(x, x));
+  return BIN(OP_DIV, MUL(KS(-2), x), MUL(q, q));
+#undef KS
+#undef IS
+}
+
 /* (x, dy) -> dy * f'(x): dy gets f'(x) * g; x gets g * dy * f''(x) */
 static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
   const char *kind = ir_attr_word(n, ATTR_KIND);
@@ -424,11 +473,11 @@ static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
     ir_attr_set_word(B->c, r, ATTR_KIND, kind);
     ACC(1, ib_finish(B, r));
   }
-  if (!WANT(0) || !strcmp(kind, "abs") || !strcmp(kind, "relu"))
-    return true;
-  return diag_error(B->c, n->loc, "second-order reverse mode through "
-                    "activation_backward(kind=%s) w.r.t. its first operand "
-                    "is not supported", kind);
+  if (!WANT(0)) return true;
+  Node *f2 = act_second(gc, kind, X(0), DT);
+  /* piecewise-linear kinds: an exact zero, still a gradient */
+  ACC(0, f2 ? MUL(MUL(g, X(1)), f2) : ib_fill(B, n->in[0]->type, 0));
+  return true;
 }
 
 /* ---- control flow and user functions ---- */

@@ -441,25 +441,45 @@ def _(g):
 
 @case("relu_backward", ops=["relu_backward"])
 def _(g):
-    g.i("x", g.dt, g.away0((3, 4)))
+    g.p("x", g.away0((3, 4)))
     g.p("dy", g.u((3, 4)))
     return ("%y = relu_backward(%x, %dy)", "%y",
             lambda t: t["dy"] * (t["x"] > 0))
 
 
 def _dact(fn, x):
-    x = x.detach().requires_grad_(True)
-    y = fn(x)
-    (d,) = torch.autograd.grad(y.sum(), x)
-    return d.detach()
+    """f'(x), differentiable again (create_graph)."""
+    xx = x if x.requires_grad else x.detach().requires_grad_(True)
+    (d,) = torch.autograd.grad(fn(xx).sum(), xx, create_graph=True)
+    return d
 
 
-@case("activation_backward", ops=["activation_backward"])
-def _(g):
-    g.i("x", g.dt, g.u((3, 4)))
-    g.p("dy", g.u((3, 4)))
-    return ("%y = activation_backward(%x, %dy, kind=silu)", "%y",
-            lambda t: t["dy"] * _dact(F.silu, t["x"]))
+ACT = {"gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
+       "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+       "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
+       "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos,
+       "tan": torch.tan, "atan": torch.atan, "abs": torch.abs,
+       "neg": torch.neg, "relu": torch.relu}
+
+
+def act_bwd_case(kind):
+    """activation_backward w.r.t. both operands (second order). abs'
+    is sign(x) with a zero derivative (torch's double backward of abs is
+    not, so its reference is written with sign directly)."""
+    @case("activation_backward_" + kind, ops=["activation_backward"])
+    def _(g):
+        pos = kind in ("log", "sqrt", "rsqrt")
+        g.p("x", g.u((3, 4), 0.3, 2.0) if pos else
+            g.away0((3, 4), 0.2, 1.2) if kind in ("abs", "relu") else
+            g.u((3, 4), -1.2, 1.2))
+        g.p("dy", g.u((3, 4)))
+        return ("%%y = activation_backward(%%x, %%dy, kind=%s)" % kind, "%y",
+                lambda t: t["dy"] * (torch.sign(t["x"]) if kind == "abs"
+                                     else _dact(ACT[kind], t["x"])))
+
+
+for _k in sorted(ACT):
+    act_bwd_case(_k)
 
 
 @case("cumsum_backward", ops=["cumsum_backward"])
