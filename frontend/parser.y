@@ -213,7 +213,7 @@ static void fe_yyerror(FE_YYLTYPE *l, FeState *s, void *scanner,
 Module *fe_parse(Ctx *c) {
   FeState s = {.c = c};
   void *scanner;
-  RLX_ASSERT(fe_scan_init(&s, &scanner) == 0);
+  if (fe_scan_init(&s, &scanner)) return NULL;
   int errors_before = c->nerrors;
   int rc = fe_yyparse(&s, scanner);
   fe_scan_free(scanner);

@@ -417,6 +417,16 @@ static void test_deep_nesting(void) {
   free(src);
 }
 
+static void test_huge_input(void) {
+  /* over 2 GiB: refused with a diagnostic before any byte is read */
+  static const char byte = ' ';
+  Ctx *c = ctx_new("big.rlx", &byte, (size_t)1 << 31);
+  CU_ASSERT_PTR_NULL(fe_parse(c));
+  CU_ASSERT_EQUAL(c->nerrors, 1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(c->diags->msg, "larger than 2 GiB"));
+  ctx_free(c);
+}
+
 int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS) return 1;
   CU_pSuite s = CU_add_suite("parser", NULL, NULL);
@@ -436,6 +446,7 @@ int main(void) {
   CU_add_test(s, "many_errors", test_many_errors);
   CU_add_test(s, "big_graph", test_big_graph);
   CU_add_test(s, "deep_nesting", test_deep_nesting);
+  CU_add_test(s, "huge_input", test_huge_input);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
