@@ -134,9 +134,13 @@ static void build_graph(FeBuild *b, const FeGraph *fg) {
   /* a duplicate is still checked, but not added to the module */
   b->g = ir_graph_new(b->c, found ? NULL : b->m, fg->name, fg->loc);
   b->values = (FeMap){0};
+  int errors = b->c->nerrors;
   Node **args = build_args(b, fg);
   build_body(b, fg, args);
-  if (!found) fe_map_put(b->c, b->graphs, fg->name, b->g, fg->loc);
+  /* a graph with errors is bound to NULL: its users fail silently */
+  if (!found)
+    fe_map_put(b->c, b->graphs, fg->name,
+               b->c->nerrors > errors ? NULL : b->g, fg->loc);
 }
 
 Module *fe_build(FeState *s) {

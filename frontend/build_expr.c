@@ -28,7 +28,8 @@ Node *fe_resolve(FeBuild *b, const char *name, Loc loc) {
   return n;
 }
 
-/* The graph @name, which must be declared earlier in the file. */
+/* The graph @name, which must be declared earlier in the file; NULL
+ * after a diagnostic, or silently if that graph had errors. */
 static Graph *resolve_graph(FeBuild *b, const char *name, Loc loc) {
   bool found;
   Graph *g = fe_map_get(b->graphs, name, &found, NULL);

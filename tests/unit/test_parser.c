@@ -333,6 +333,10 @@ static void test_names(void) {
          "graph g { input %y: f32[2] return %y }", 2, 7,
          "redefinition of graph 'g'");
   CU_ASSERT(has_diag(1, 7, "previous definition of graph 'g'"));
+  /* a call of a graph with errors is not checked again */
+  parse("graph f { input %x: f32[2] }\n"
+        "graph g { input %x: f32[2] %y = custom_fn(%x, fwd=@f) return %y }");
+  CU_ASSERT_EQUAL(ctx->nerrors, 1);
   /* value names are per graph */
   ok("graph a { input %x: f32[2] return %x }\n"
      "graph b { input %x: f32[2] return %x }");
