@@ -569,8 +569,18 @@ rnn_case("rnn_ckpt2_len8", ", checkpoints=2", False, steps=8)
 rnn_case("rnn_traj", ", save_trajectory=true", True)
 rnn_case("rnn_traj_ckpt", ", save_trajectory=true, checkpoints=2", True)
 
-IF_PRE = """graph th_{dt} {{ input %a: {dt}[3] input %b: {dt}[3] %y = mul(%a, %b) return %y }}
-graph el_{dt} {{ input %a: {dt}[3] input %b: {dt}[3] %y = sin(sub(%a, %b)) return %y }}
+IF_PRE = """graph th_{dt} {{
+  input %a: {dt}[3]
+  input %b: {dt}[3]
+  %y = mul(%a, %b)
+  return %y
+}}
+graph el_{dt} {{
+  input %a: {dt}[3]
+  input %b: {dt}[3]
+  %y = sin(sub(%a, %b))
+  return %y
+}}
 """
 
 
@@ -590,7 +600,12 @@ def if_case(name, pred):
 if_case("ctl_if_true", True)
 if_case("ctl_if_false", False)
 
-WHILE_PRE = """graph wc_{dt} {{ input %x: {dt}[3] input %w: {dt}[3] %k = lt(reduce_sum(%x), 6.0) return %k }}
+WHILE_PRE = """graph wc_{dt} {{
+  input %x: {dt}[3]
+  input %w: {dt}[3]
+  %k = lt(reduce_sum(%x), 6.0)
+  return %k
+}}
 graph wb_{dt} {{
   input %x: {dt}[3]
   input %w: {dt}[3]

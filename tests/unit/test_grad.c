@@ -65,7 +65,11 @@ static void dump_diags(const T *t) {
     fprintf(stderr, "  %d:%d: %s\n", d->loc.line, d->loc.col, d->msg);
 }
 
-#define OK(t) do { if (!(t)->ok) dump_diags(t); CU_ASSERT_TRUE_FATAL((t)->ok); } while (0)
+#define OK(t)                                                       \
+  do {                                                              \
+    if (!(t)->ok) dump_diags(t);                                    \
+    CU_ASSERT_TRUE_FATAL((t)->ok);                                  \
+  } while (0)
 
 static const char *MLP =
     "graph mlp {\n"
