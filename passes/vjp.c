@@ -62,8 +62,10 @@ static bool act_backward(GradCtx *gc, const Node *n, Node *g,
   return true;
 }
 
+/* relu: y > 0 exactly where x > 0, so the output serves as the mask
+ * and the pre-activation need not stay alive for the backward pass */
 static bool vjp_relu(GradCtx *gc, const Node *n, Node *g) {
-  ACC(0, BIN(OP_RELU_BACKWARD, X(0), g));
+  ACC(0, BIN(OP_RELU_BACKWARD, Y, g));
   return true;
 }
 static bool vjp_act(GradCtx *gc, const Node *n, Node *g) {
