@@ -181,8 +181,11 @@ def run_native(build, cases):
     sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
     import e2e
     e2e.CASES, e2e.GOLDEN = CASES, GOLDEN
-    args = argparse.Namespace(build=build, work=None, verbose=False,
-                              cc=os.environ.get("CC", "cc"))
+    class Args(argparse.Namespace):
+        def __getattr__(self, name):  # options e2e.py adds later: empty
+            return ""
+    args = Args(build=build, work=None, verbose=False,
+                cc=os.environ.get("CC", "cc"))
     r = e2e.Runner(args)
     failed = 0
     for name in cases:
