@@ -11,6 +11,7 @@
 #include "ir/ir.h"
 
 #include <CUnit/Basic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static inline Type ty(const char *s) {
 }
 
 /* A new graph input of type s in graph g (NULL: the main graph). */
-static Node *arg_in(Graph *g, const char *name, const char *s) {
+static inline Node *arg_in(Graph *g, const char *name, const char *s) {
   return ir_arg_new(F.c, g ? g : F.g, OP_INPUT, name, ty(s),
                     (Loc){2, 3});
 }
@@ -83,10 +84,12 @@ static inline void set_ints(Node *n, AttrId id, int k,
 #define WORD(n, id, w) ir_attr_set_word(F.c, n, ATTR_##id, w)
 #define GRAPH(n, id, gr) ir_attr_set_graph(F.c, n, ATTR_##id, gr)
 
-static const char *last_msg(void) {
-  const Diag *d = F.c->diags;
-  while (d && d->next) d = d->next;
-  return d ? d->msg : "";
+/* The newest diagnostic (diags_tail points at its `next` field). */
+static inline const char *last_msg(void) {
+  if (!F.c->diags) return "";
+  const Diag *d =
+      (const Diag *)((char *)F.c->diags_tail - offsetof(Diag, next));
+  return d->msg;
 }
 
 static inline void check_ok(Node *n, const char *want, int line) {
