@@ -10,14 +10,15 @@ to do, one directive per line ('#' starts a comment):
                         it on golden/NAME/DIR (inI.bin, outJ.bin) with
                         the rlx_run ARGS (--expect RC, --threads 1,2,3,
                         --null-ws, --rtol X, --atol Y, --fd, ...);
-                        '--grad-entry E' defines RLX_GRAD_ENTRY=E
+                        '--grad-entry E' defines RLX_GRAD_ENTRY=E;
+                        '--env K=V' sets an environment variable
 
 Steps per case: rlxc NAME.rlx -o WORK/NAME.o (+ header), cc the driver
 with -include WORK/NAME.h, link with librlxrt.a, run every 'run' line.
 Only the Python standard library is used (no NumPy, no torch): all
 numeric comparison happens in C (tests/tools/harness.c).
 
-Usage: e2e.py [--build DIR] [--work DIR] [-v] [CASE...]
+Usage: e2e.py [--build DIR] [--work DIR] [--cflags F] [-v] [CASE...]
   no CASE: every case with a run.txt.  Prints PASS/FAIL NAME: reason
   per case; exit 0 when all pass.
 """
@@ -34,7 +35,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(
 CASES = os.path.join(SRC, "tests", "e2e", "cases")
 GOLDEN = os.path.join(SRC, "tests", "e2e", "golden")
 TOOLS = os.path.join(SRC, "tests", "tools")
-HARNESS = ["harness.c", "harness_fd.c"]
+HARNESS = ["harness.c", "harness_fd.c", "harness_mt.c"]
 
 
 class CaseFail(Exception):
@@ -82,14 +83,16 @@ class Runner:
         self.work = os.path.abspath(args.work or tempfile.mkdtemp(
             prefix="rlx-e2e-"))
         self.cc = args.cc
+        self.extra_cflags = args.cflags
         self.verbose = args.verbose
         self.rlxc = os.path.join(self.build, "rlxc")
         self.harness_objs = None
         os.makedirs(self.work, exist_ok=True)
 
     def cflags(self):
-        return ["-std=c11", "-D_GNU_SOURCE", "-O1", "-I" + SRC,
-                "-I" + os.path.join(SRC, "runtime")]
+        return (["-std=c11", "-D_GNU_SOURCE", "-O1", "-I" + SRC,
+                 "-I" + os.path.join(SRC, "runtime")] +
+                shlex.split(self.extra_cflags))
 
     def harness(self, wdir):
         """Compile the harness once per run of this script, inside the
@@ -145,14 +148,19 @@ class Runner:
         os.makedirs(wdir, exist_ok=True)
         obj, hdr = self.compile_case(name, wdir, spec["rlxc"])
         for entry, sub, rargs in spec["runs"]:
-            grad_entry = None
-            if "--grad-entry" in rargs:
-                i = rargs.index("--grad-entry")
-                grad_entry = rargs[i + 1]
+            grad_entry, env = None, dict(os.environ)
+            while "--grad-entry" in rargs or "--env" in rargs:
+                key = "--grad-entry" if "--grad-entry" in rargs else "--env"
+                i = rargs.index(key)
+                if key == "--env":
+                    k, _, v = rargs[i + 1].partition("=")
+                    env[k] = v
+                else:
+                    grad_entry = rargs[i + 1]
                 rargs = rargs[:i] + rargs[i + 2:]
             exe = self.link(wdir, obj, hdr, entry, grad_entry)
             gdir = os.path.join(GOLDEN, name, sub)
-            rc, out = sh([exe] + rargs + [gdir], cwd=wdir)
+            rc, out = sh([exe] + rargs + [gdir], cwd=wdir, env=env)
             if self.verbose:
                 print(out)
             if rc:
@@ -190,6 +198,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--cflags", default="",
+                    help="extra flags for compiling and linking the "
+                    "driver (e.g. -fsanitize=address,undefined)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     r = Runner(args)

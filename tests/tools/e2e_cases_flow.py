@@ -63,7 +63,7 @@ def scan_rnn(c, rng):
             comment="RNN written with scan: broadcast weights, per-step x,\n"
             "final carry, trajectory, and checkpoints (no effect on values)")
     c.run(ins, outs)
-    c.run(ins, outs, args=["--null-ws"])
+    c.run(ins, outs, args=["--null-ws", "--concurrent", "4"])
 
 
 @case()
@@ -216,7 +216,8 @@ def mlp_forward(c, rng):
             comment="MLP forward 16-32-10 with relu and softmax")
     outs = [out("f32", _mlp_fwd_ref(*[t.v for t in [x] + ps]), "p")]
     c.run([x] + ps, outs)
-    c.run([x] + ps, outs, args=["--null-ws"])
+    c.run([x] + ps, outs, args=["--null-ws", "--concurrent", "4"])
+    c.run([x] + ps, outs, args=["--concurrent", "3"])
 
 
 @case()
@@ -236,6 +237,9 @@ def determinism_big(c, rng):
             _outs_str(outs), comment="work big enough to be split across "
             "threads: outputs must be\nbit-identical for 1, 2, 3 threads")
     c.run([a, b, r, s], outs, args=["--threads", "1,2,3,1", "--null-ws"])
+    for n in ("1", "3"):  # the default thread count comes from the env
+        c.run([a, b, r, s], outs, args=["--env", "RLX_NUM_THREADS=" + n,
+                                        "--threads", "0,2"])
 
 
 # ---------------------------------------------------------------- grads
@@ -282,7 +286,8 @@ def _mlp_train_case(name, dt):
         dout = T(dt, 1.0, "d_output")
         gouts = outs + [out(dt, g, "d_" + n) for g, n in
                         zip(gr, ["w1", "b1", "w2", "b2"])]
-        c.run(ins + [dout], gouts, sub="grad", entry=name + "_grad")
+        c.run(ins + [dout], gouts, sub="grad", entry=name + "_grad",
+              args=["--threads", "1,2,3", "--concurrent", "3"])
         if dt == "f64":
             c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
                                               name + "_grad"])
@@ -388,3 +393,50 @@ graph lbody {
                     out("f64", 2 * a + 3 * uv, "d_u")]
     c.run(ins + [T("f64", 1.0, "d_output")], gouts, sub="grad",
           entry="control_grad_grad")
+
+
+@case(rlxc=["--grad"])
+def grad_misc(c, rng):
+    """Broadcasting everywhere, non-contiguous reduction axes, reduce_prod
+    with zeros, reduce_max and binary max with ties (language.md 6.1,
+    6.3: every tied element gets the full gradient of reduce_max; binary
+    max sends it to a on ties)."""
+    a = T("f64", uni(rng, (2, 3, 4)), "a", "param")
+    b = T("f64", uni(rng, (3, 1)), "b", "param")
+    cc = T("f64", uni(rng, (4,)), "c", "param")
+    v = T("f64", uni(rng, (3,)), "v", "param")
+    zv = uni(rng, (3, 4), 0.5, 1.5)
+    zv[1, 2] = 0.0
+    zv[2, 0] = zv[2, 3] = 0.0
+    z = T("f64", zv, "z", "param")
+    q = T("f64", [[1, 3, 3, 0], [2, 2, 2, 2], [-1, 0.5, 0.25, 0.5]], "q",
+          "param")
+    r = T("f64", [3, 2, 0.25, -5], "r", "param")
+    s = T("f64", [1.5, -2.0, 0.5], "s")
+    ins = [a, b, cc, v, z, q, r, s]
+    c.graph(ins, "%t1 = reduce_sum(mul(add(%a, %b), %c))\n"
+            "%t2 = reduce_sum(mul(reduce_sum(mul(%a, %a), axes=[0, 2]), %v))"
+            "\n%t3 = reduce_sum(reduce_prod(%z, axes=[1]))\n"
+            "%t4 = reduce_sum(mul(reduce_max(%q, axes=[1]), %s))\n"
+            "%t5 = reduce_sum(max(%q, %r))\n"
+            "%loss = add(add(add(add(%t1, %t2), %t3), %t4), %t5)", "%loss",
+            comment="gradients: broadcasting, non-contiguous axes, "
+            "reduce_prod with zeros,\nreduce_max / max ties")
+
+    def fn(ts):
+        A, B, C, V, Z, Q, R, S = [ts[t.name] for t in ins]
+        t1 = ((A + B) * C).sum()
+        t2 = ((A * A).sum(dim=(0, 2)) * V).sum()
+        t3 = Z.prod(dim=1).sum()
+        m = Q.detach().amax(dim=1, keepdim=True)
+        rmax = m.squeeze(1) + ((Q - Q.detach()) * (Q.detach() == m)).sum(1)
+        t4 = (rmax * S).sum()
+        t5 = torch.where(Q >= R, Q, R.expand(3, 4)).sum()
+        return [t1 + t2 + t3 + t4 + t5]
+    wrt = ["a", "b", "c", "v", "z", "q", "r"]
+    fo, gr = _grads(fn, ins, wrt)
+    outs = [out("f64", fo[0], "loss")]
+    c.run(ins, outs)
+    c.run(ins + [T("f64", 1.0, "d_output")],
+          outs + [out("f64", g, "d_" + n) for g, n in zip(gr, wrt)],
+          sub="grad", entry="grad_misc_grad")

@@ -83,6 +83,37 @@ def matmul_transposed(c, rng):
     c.run([a, b, x, y], outs)
 
 
+@case()
+def matmul_c64(c, rng):
+    def cplx(shape):
+        return uni(rng, shape) + 1j * uni(rng, shape)
+    a, b = T("c64", cplx((3, 4)), "a"), T("c64", cplx((4, 2)), "b")
+    x, y = T("c64", cplx((2, 3, 5)), "x"), T("c64", cplx((5, 4)), "y")
+    outs = [out("c64", a.v @ b.v, "ab"), out("c64", np.matmul(x.v, y.v),
+                                              "xy")]
+    c.graph([a, b, x, y], "%ab = matmul(%a, %b)\n%xy = matmul(%x, %y)",
+            _outs_str(outs), comment="complex (c64) matmul, plain product")
+    c.run([a, b, x, y], outs)
+
+
+@case()
+def empty_tensors(c, rng):
+    e = T("f32", np.zeros((0, 3)), "e")
+    b = T("f32", uni(rng, (3,)), "b")
+    k0 = T("f64", np.zeros((2, 0)), "k0")
+    m = T("f64", np.zeros((0, 3)), "m")
+    d = T("f64", uni(rng, (2, 3)), "d")
+    outs = [out("f32", e.v + b.v, "s"), out("f32", e.v.sum(0), "r"),
+            out("f64", k0.v @ m.v, "mm"),
+            out("f64", np.concatenate([k0.v, d.v], 1), "cc")]
+    c.graph([e, b, k0, m, d], "%s = add(%e, %b)\n"
+            "%r = reduce_sum(%e, axes=[0])\n%mm = matmul(%k0, %m)\n"
+            "%cc = concat(%k0, %d, axis=1)", _outs_str(outs),
+            comment="empty tensors: elementwise, sum over an empty axis,\n"
+            "matmul with K = 0, concat with an empty operand")
+    c.run([e, b, k0, m, d], outs)
+
+
 # ---------------------------------------------------------------- 6.3
 
 RED = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max,

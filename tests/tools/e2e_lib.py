@@ -43,6 +43,8 @@ def round_to(dt, v):
         return bf16_value(bf16_bits(v))
     if dt == "bool":
         return (v != 0).astype(np.int64)
+    if dt == "c64":
+        return v.astype(np.complex64).astype(np.complex128)
     lo, hi = INT_RANGE[dt]
     iv = np.asarray(v).astype(np.int64) if v.dtype.kind in "iub" else v
     if np.any(iv < lo) or np.any(iv > hi):
@@ -68,12 +70,16 @@ class T:
         """Input file bytes: raw, in the tensor's own dtype."""
         if self.dt == "bf16":
             return bf16_bits(self.v).astype("<u2").tobytes()
+        if self.dt == "c64":  # interleaved (re, im) float32
+            return self.v.astype("<c8").tobytes()
         return self.v.astype(NP[self.dt]).tobytes()
 
     def golden(self):
         """Reference file bytes: f32/f64 as f64, others raw."""
         if self.dt in ("f32", "f64"):
             return self.v.astype("<f8").tobytes()
+        if self.dt == "c64":  # interleaved (re, im) float64
+            return self.v.astype("<c16").tobytes()
         return self.storage()
 
 
@@ -82,7 +88,12 @@ def out(dt, v, name="out"):
     t = T.__new__(T)
     t.dt, t.name, t.kind = dt, name, "output"
     v = np.asarray(v)
-    t.v = v.astype(np.float64) if dt in ("f32", "f64") else round_to(dt, v)
+    if dt in ("f32", "f64"):
+        t.v = v.astype(np.float64)
+    elif dt == "c64":
+        t.v = v.astype(np.complex128)
+    else:
+        t.v = round_to(dt, v)
     return t
 
 

@@ -17,12 +17,14 @@
  * Tolerance (docs/testing.md): an element passes when
  *   |got - ref| <= rtol*|ref| + atol*max(1, max|ref|)
  * with defaults hx_default_tol(dtype); NaN matches only NaN, an infinity
- * only the same infinity.  Integers, bool, f16, bf16: bit-exact.
+ * only the same infinity.  Integers and bool: bit-exact; f16, bf16:
+ * exact by value.
  *
  * Ownership: an HxCall owns its tensors' buffers (rlx_alloc) and its
  * workspace; hx_call_free releases them.  No globals.
  * Entry points: hx_call_init, hx_load_inputs, hx_fill_inputs, hx_run,
- * hx_compare_outputs, hx_write_outputs, hx_check_threads, hx_fd_check.
+ * hx_compare_outputs, hx_write_outputs, hx_check_threads,
+ * hx_check_concurrent, hx_fd_check.
  */
 #ifndef RLX_HARNESS_H
 #define RLX_HARNESS_H
@@ -87,10 +89,16 @@ int hx_compare_outputs(const HxCall *c, const char *dir, const HxTol *tol);
 /* Write every output as DIR/outJ.bin in golden format (f32 -> f64). */
 bool hx_write_outputs(const HxCall *c, const char *dir);
 
-/* Run once per thread count in threads[0..n) (rlx_set_num_threads) and
- * require bit-identical outputs.  Returns true when identical and every
+/* Run once per thread count in threads[0..n) (rlx_set_num_threads; 0
+ * means the default, i.e. env RLX_NUM_THREADS) and require
+ * bit-identical outputs.  Returns true when identical and every
  * call returned 0. */
 bool hx_check_threads(HxCall *c, const int *threads, int n);
+
+/* Reentrancy: n user threads, each with its own copy of the call
+ * (inputs, outputs, workspace), call the entry reps times concurrently;
+ * every result must equal c's own call bit for bit (harness_mt.c). */
+bool hx_check_concurrent(HxCall *c, int n, int reps);
 
 /* Read the whole file; *len gets its size.  Caller frees (free()). */
 void *hx_read_file(const char *path, size_t *len);

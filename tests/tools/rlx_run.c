@@ -35,6 +35,7 @@ typedef struct {
   HxTol tol;
   int threads[16], nthreads;
   int time_iters;
+  int concurrent;
   double fd_eps;
   int64_t fd_max;
 } RunOpts;
@@ -46,8 +47,8 @@ static void usage(void)
           "[--null-ws]\n"
           "               [--threads 1,2,3] [--rtol X] [--atol Y] "
           "[--sig]\n"
-          "               [--time N] [--fd [--fd-eps E] [--fd-max N]] "
-          "[DIR]\n");
+          "               [--concurrent N] [--time N]\n"
+          "               [--fd [--fd-eps E] [--fd-max N]] [DIR]\n");
 }
 
 static int parse_threads(RunOpts *o, const char *s)
@@ -56,7 +57,7 @@ static int parse_threads(RunOpts *o, const char *s)
   while (*s && o->nthreads < 16) {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || v <= 0)
+    if (end == s || v < 0) /* 0: the default (env RLX_NUM_THREADS) */
       return 0;
     o->threads[o->nthreads++] = (int)v;
     s = *end == ',' ? end + 1 : end;
@@ -82,6 +83,8 @@ static bool parse_args(RunOpts *o, int argc, char **argv)
       o->tol.rtol = atof(v), o->have_tol = true;
     else if (!strcmp(a, "--atol") && v)
       o->tol.atol = atof(v), o->have_tol = true;
+    else if (!strcmp(a, "--concurrent") && v)
+      o->concurrent = atoi(v);
     else if (!strcmp(a, "--time") && v)
       o->time_iters = atoi(v);
     else if (!strcmp(a, "--fd-eps") && v)
@@ -161,6 +164,8 @@ static int run_fd(HxCall *fwd, const RunOpts *o)
 #else
 static int run_fd(HxCall *fwd, const RunOpts *o)
 {
+  (void)fwd;
+  (void)o;
   fprintf(stderr, "rlx_run: --fd needs -DRLX_GRAD_ENTRY=<name>_grad\n");
   return 2;
 }
@@ -189,6 +194,10 @@ static int check(HxCall *c, const RunOpts *o)
   }
   if (o->nthreads && !hx_check_threads(c, o->threads, o->nthreads)) {
     fprintf(stderr, "FAIL: results depend on the thread count\n");
+    return 1;
+  }
+  if (o->concurrent > 0 && !hx_check_concurrent(c, o->concurrent, 3)) {
+    fprintf(stderr, "FAIL: concurrent calls differ or fail\n");
     return 1;
   }
   return 0;
