@@ -3,8 +3,9 @@
  * unary: float dtypes only (f32 f64 f16 bf16), same type out.
  * unary_any (neg, abs, stop_gradient): any numeric dtype (not bool);
  *   abs rejects c64 (its result would be real: use complex_norm_sq).
- * binary: equal dtypes, NumPy broadcasting; bool is rejected; c64 only
- *   for add/sub/mul/div.
+ * binary: equal dtypes, NumPy broadcasting; c64 only for add/sub/mul/
+ *   div; bool only for mul/min/max (logical and/and/or on 0/1 values,
+ *   e.g. a running "active" flag), not add/sub/div/pow.
  * compare: equal dtypes, broadcasting, result bool; c64 only eq/ne.
  * where: cond bool or real numeric, a/b equal dtypes, 3-way broadcast.
  * cast: any real dtype to any dtype; c64 only to c64 (use real/imag).
@@ -31,7 +32,8 @@ bool shape_unary_any(Ctx *c, Node *n) {
 bool shape_binary(Ctx *c, Node *n) {
   if (!sh_same_dtype(c, n, 0, 1)) return false;
   DType dt = IN(n, 0)->dt;
-  if (dt == DT_BOOL)
+  bool bool_ok = n->op == OP_MUL || n->op == OP_MIN || n->op == OP_MAX;
+  if (dt == DT_BOOL && !bool_ok)
     return sh_err(c, n, "bool operands are not supported (cast first)");
   bool cplx_ok = n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL ||
                  n->op == OP_DIV;

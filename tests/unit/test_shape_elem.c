@@ -76,7 +76,9 @@ SH_TEST(t_binary) {
       "add: shapes f32[2, 3] and f32[4] do not broadcast "
       "(dimension 1: 3 vs 4)");
   BAD(MK(MAX, IN_("c64[2]"), IN_("c64[2]")), "max: c64 operands");
-  BAD(MK(MUL, IN_("bool[2]"), IN_("bool[2]")), "mul: bool operands");
+  BAD(MK(ADD, IN_("bool[2]"), IN_("bool[2]")), "add: bool operands");
+  OK(MK(MUL, IN_("bool[2]"), IN_("bool[]")), "bool[2]");
+  OK(MK(MAX, IN_("bool[2]"), IN_("bool[2]")), "bool[2]");
 }
 
 SH_TEST(t_compare_where_cast) {
