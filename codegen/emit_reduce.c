@@ -358,14 +358,16 @@ static void smx_col_body(Cg *cg, int lanes, LLVMValueRef base,
   LLVMValueRef x = vals[1];
   S->m = col_fold(cg, S->dt, CG_RED_MAX, x, base, C->n, C->inner, lanes,
                   NULL, NULL);
+  bool store = !S->log && (S->dt == DT_F32 || S->dt == DT_F64);
   S->s = col_fold(cg, S->dt, CG_RED_SUM, x, base, C->n, C->inner, lanes,
-                  smx_exp, S);
+                  store ? smx_exp_store : smx_exp, S);
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
                                  NULL, 0);
   LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
-  LLVMValueRef v = cg_ops_vload(cg, S->dt, x, idx, lanes);
-  cg_ops_vstore(cg, S->dt, S->y, idx, smx_out(cg, v, idx, lanes, S), lanes);
+  LLVMValueRef v = cg_ops_vload(cg, S->dt, store ? S->y : x, idx, lanes);
+  v = store ? smx_scale(cg, v, idx, lanes, S) : smx_out(cg, v, idx, lanes, S);
+  cg_ops_vstore(cg, S->dt, S->y, idx, v, lanes);
   cg_loop_end(cg, &l, NULL);
 }
 
