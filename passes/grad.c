@@ -8,7 +8,8 @@
  * whose arguments are the entry's arguments then `d_output` (typed like
  * the first return value) and whose returns are the entry's returns then
  * one gradient per wrt value (abi.md section 3). The entry graph itself
- * is not modified.
+ * is not modified. (grad_outputs.c names the gradient outputs once the
+ * clean-up passes are done.)
  *
  * Diagnostics: a wrt value that receives no gradient is reported at its
  * declaration, all of them in one run, unless --grad-missing=zero (then
@@ -189,24 +190,6 @@ static bool check_missing(Unit *u, IrBuilder *b, Node *const *t, int nt,
   return ok;
 }
 
-/* Name each gradient return `d_NAME` (the header's and the harness's
- * convention) when it is a fresh, unshared node and the name is free. */
-static void name_grads(Graph *gg, Node *const *t, int nt, Node **rets,
-                       int nfwd, Ctx *c) {
-  for (int k = 0; k < nt; k++) {
-    Node *r = rets[nfwd + k];
-    if (r->name || r->op == OP_INPUT || r->op == OP_PARAM || !t[k]->name)
-      continue;
-    bool shared = false;
-    for (int j = 0; j < nfwd + nt; j++) shared |= j != nfwd + k &&
-                                                  rets[j] == r;
-    char buf[256];
-    snprintf(buf, sizeof buf, "d_%s", t[k]->name);
-    if (!shared && !find_value(gg, buf)) r->name = arena_strdup(c->arena,
-                                                                buf);
-  }
-}
-
 bool pass_grad(Unit *u) {
   if (!u->opt || !u->opt->grad) return true;
   Graph *e = u->entry;
@@ -232,7 +215,6 @@ bool pass_grad(Unit *u) {
                  rets))
     return false;
   if (!check_missing(u, &b, t, nt, rets + e->nret)) return false;
-  name_grads(gg, t, nt, rets, e->nret, c);
   ir_set_rets(c, gg, rets, e->nret + nt);
   u->grad = ib_attach(c, u->mod, gg);
   return true;

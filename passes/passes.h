@@ -70,5 +70,6 @@ bool pass_grad(Unit *u);            /* builds u->grad (reverse walk) */
 bool pass_simplify(Unit *u);        /* folding, algebraic identities */
 bool pass_cse(Unit *u);             /* common subexpressions */
 bool pass_dce(Unit *u);             /* dead code */
+bool pass_grad_outputs(Unit *u);    /* own value + d_NAME per gradient */
 
 #endif

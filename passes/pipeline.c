@@ -54,6 +54,7 @@ static const Pass passes[] = {
     {"simplify", pass_simplify},
     {"cse", pass_cse},
     {"dce", pass_dce},
+    {"grad_outputs", pass_grad_outputs},
 };
 
 const Pass *pass_list(int *n) {
