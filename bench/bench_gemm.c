@@ -3,9 +3,9 @@
  * usage: bench_gemm [--f64] [--threads=N] [--isa=NAME] [--secs=S]
  *                   [MxNxK ...]
  * Default: f32, sizes 256^3 512^3 1024^3 2048^3 512x3072x768, with 1
- * and 2 threads.  Each figure is the best of repeated runs (rlx and
- * OpenBLAS alternating) over about 2 x --secs seconds (default 0.5),
- * after one warm-up call of each.  Row-major,
+ * and 2 threads.  Each figure is the best of repeated runs over about
+ * --secs seconds per library (default 0.5), in alternating blocks (see
+ * measure), after a warm-up.  Row-major,
  * no transposes, C overwritten.  Before timing, the two results are
  * compared (max relative difference printed as "diff").
  */
@@ -66,16 +66,29 @@ static double time_once(const Bench *bn, Size s,
   return now() - t0;
 }
 
-/* Best GFLOP/s of rlx (g[0]) and OpenBLAS (g[1]); the two alternate
-   run by run so that machine noise hits both alike. */
+/* Best time of fn over calls lasting about `secs`. */
+static double best_block(const Bench *bn, Size s, double secs,
+                         void (*fn)(const Bench *, Size))
+{
+  double best = 1e30, start = now();
+  for (int reps = 0; reps < 2 || now() - start < secs; reps++)
+    best = fmin(best, time_once(bn, s, fn));
+  return best;
+}
+
+/* Best GFLOP/s of rlx (g[0]) and OpenBLAS (g[1]), measured in blocks
+   that alternate three times, each after a 0.2 s pause: OpenBLAS's
+   idle workers spin for a while after each call, and would otherwise
+   steal the CPUs of rlx's workers (and the noise of a shared machine
+   would hit one library more than the other). */
 static void measure(const Bench *bn, Size s, double g[2])
 {
-  double best[2] = {1e30, 1e30}, start = now();
-  run_rlx(bn, s);
-  run_blas(bn, s);
-  for (int reps = 0; reps < 3 || now() - start < 2 * bn->secs; reps++) {
-    best[0] = fmin(best[0], time_once(bn, s, run_rlx));
-    best[1] = fmin(best[1], time_once(bn, s, run_blas));
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 3; round++) {
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    best[0] = fmin(best[0], best_block(bn, s, bn->secs / 3, run_rlx));
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    best[1] = fmin(best[1], best_block(bn, s, bn->secs / 3, run_blas));
   }
   for (int i = 0; i < 2; i++)
     g[i] = 2.0 * s.m * s.n * s.k / best[i] * 1e-9;
