@@ -194,9 +194,9 @@ bool pass_grad(Unit *u) {
   if (!u->opt || !u->opt->grad) return true;
   Graph *e = u->entry;
   Ctx *c = u->ctx;
-  if (e->nret < 1 || !dt_is_float(e->rets[0]->type.dt))
+  if (e->nret < 1 || !differentiable(e->rets[0]))
     return diag_error(c, e->loc, "--grad: the first return value of '%s' "
-                      "(the loss) must be a floating-point tensor",
+                      "(the loss) must be a floating-point or c64 tensor",
                       e->name);
   int nt;
   Node **t = resolve_wrt(u, &nt);

@@ -47,12 +47,19 @@ static void put_scalar(void *buf, DType dt, double v) {
 }
 
 Node *ib_fill(IrBuilder *b, Type t, double v) {
+  if (t.dt == DT_F16 || t.dt == DT_BF16) {
+    Type f = t;
+    f.dt = DT_F32;
+    return ib_cast(b, ib_fill(b, f, v), t.dt);
+  }
   unsigned char buf[16] = {0};
   put_scalar(buf, t.dt, v);
   return ir_const_new(b->c, b->g, t, buf, true, b->loc);
 }
 
 Node *ib_scalar(IrBuilder *b, DType dt, double v) {
+  if (dt == DT_F16 || dt == DT_BF16) /* no bit-pattern literal: a cast */
+    return ib_cast(b, ib_fill(b, type_make(DT_F32, 0, NULL), v), dt);
   return ib_fill(b, type_make(dt, 0, NULL), v);
 }
 

@@ -244,6 +244,8 @@ def _scan(graphs, a, ins, ty):
 
 def apply(graphs, op, ins, a, ty):
     dt = NP[ty[0]]
+    if op == "neg":  # also c64
+        return np.negative(ins[0])
     if op in UNARY:
         return _act(op, ins[0])[0]
     if op in ("round",):

@@ -116,11 +116,15 @@ def ir_case(rlxc, name, np, ir_eval):
 def compare(np, outs, d, g):
     for j, o in enumerate(outs):
         ref = np.fromfile(os.path.join(d, "out%d.bin" % j), dtype="<f8")
-        got = np.asarray(o, dtype=np.float64).reshape(-1)
+        if np.iscomplexobj(o):  # goldens hold (re, im) pairs
+            got = np.asarray(o, dtype=np.complex128).reshape(-1).view(
+                np.float64)
+        else:
+            got = np.asarray(o, dtype=np.float64).reshape(-1)
         if got.size != ref.size:
             return "output %d: %d elements, golden %d" % (j, got.size,
                                                           ref.size)
-        f32 = o.dtype == np.float32
+        f32 = o.dtype in (np.float32, np.complex64)
         rtol, atol = (1e-4, 1e-5) if f32 else (1e-8, 1e-10)
         scale = max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
         bad = np.abs(got - ref) > rtol * np.abs(ref) + atol * scale
