@@ -97,6 +97,9 @@ bool grad_into(IrBuilder *b, Module *mod, const Graph *src,
     Node *g = gc.adj[nd->id];
     if (!g || op_has(nd->op, OPF_PSEUDO) || op_has(nd->op, OPF_NO_GRAD))
       continue;
+    bool any = false; /* no operand needs a gradient: nothing to build */
+    for (int k = 0; k < nd->nin; k++) any |= gc.active[nd->in[k]->id];
+    if (!any) continue;
     gc.b.loc = nd->loc;
     if (!vjp_apply(&gc, nd, g)) gc.ok = false;
   }

@@ -594,6 +594,46 @@ rnn_case("rnn_ckpt2_len8", ", checkpoints=2", False, steps=8)
 rnn_case("rnn_traj", ", save_trajectory=true", True)
 rnn_case("rnn_traj_ckpt", ", save_trajectory=true, checkpoints=2", True)
 
+NEST_PRE = """graph inner_{dt} {{
+  input %c: {dt}[2]
+  input %x: {dt}[2]
+  %n = sin(add(mul(%c, %x), %c))
+  return %n
+}}
+graph outer_{dt} {{
+  input %h: {dt}[2]
+  input %w: {dt}[2]
+  input %xs: {dt}[3, 2]
+  %s = scan(%h, %xs, body=@inner_{dt})
+  %n = tanh(mul(%s, %w))
+  return %n
+}}
+"""
+
+
+def nested_case(name, attrs):
+    """A scan whose body runs a scan; broadcast weight; checkpoints."""
+    @case(name, ops=["scan"])
+    def _(g):
+        g.p("h0", g.u((2,), -1, 1))
+        g.p("w", g.u((2,), -1.5, 1.5))
+        g.p("ys", g.u((5, 3, 2), -1, 1))
+
+        def ref(t):
+            h = t["h0"]
+            for i in range(5):
+                s = h
+                for j in range(3):
+                    s = torch.sin(s * t["ys"][i, j] + s)
+                h = torch.tanh(s * t["w"])
+            return h
+        return ("%%y = scan(%%h0, %%w, %%ys, body=@outer_%s, num_bcast=1%s)"
+                % (g.dt, attrs), "%y", ref, NEST_PRE.format(dt=g.dt))
+
+
+nested_case("scan_nested", "")
+nested_case("scan_nested_ckpt", ", checkpoints=2")
+
 IF_PRE = """graph th_{dt} {{
   input %a: {dt}[3]
   input %b: {dt}[3]

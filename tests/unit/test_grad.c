@@ -118,6 +118,19 @@ static void test_grad_outputs(void) {
   done(t);
 }
 
+/* --wrt may name an intermediate value */
+static void test_wrt_intermediate(void) {
+  const char *w[] = {"h"};
+  T *t = run(MLP, w, 1, false);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(g->nret, 3);
+  CU_ASSERT_STRING_EQUAL(g->rets[2]->name, "d_h");
+  CU_ASSERT_EQUAL(g->rets[2]->type.dims[1], 5);
+  CU_ASSERT_EQUAL(count_op(g, OP_RELU_BACKWARD), 0); /* stops at %h */
+  done(t);
+}
+
 static void test_wrt_names(void) {
   const char *w[] = {"b", "x"};
   T *t = run(MLP, w, 2, false);
@@ -375,6 +388,7 @@ int main(void) {
   CU_add_test(s, "signature", test_signature);
   CU_add_test(s, "wrt_names", test_wrt_names);
   CU_add_test(s, "grad_outputs", test_grad_outputs);
+  CU_add_test(s, "wrt_intermediate", test_wrt_intermediate);
   CU_add_test(s, "missing_listed", test_missing_listed);
   CU_add_test(s, "missing_zero", test_missing_zero);
   CU_add_test(s, "bad_wrt", test_bad_wrt);
