@@ -44,7 +44,8 @@ static void print_caret(const Ctx *c, Loc loc) {
   while (e < end && *e != '\n') e++;
   int len = (int)(e - p);
   if (len > 400) len = 400;
-  fprintf(c->diag_out, "%.*s\n", len, p);
+  fwrite(p, 1, (size_t)len, c->diag_out);
+  fputc('\n', c->diag_out);
   int col = loc.col > 0 ? loc.col - 1 : 0;
   for (int i = 0; i < col && i < len; i++)
     fputc(p[i] == '\t' ? '\t' : ' ', c->diag_out);

@@ -96,10 +96,8 @@ Node *ir_arg_new(Ctx *c, Graph *g, Op op, const char *name, Type t,
   n->name = name ? arena_strdup(c->arena, name) : NULL;
   n->type = t;
   n->arg_index = g->nargs;
-  Node **args = arena_alloc(c->arena, sizeof(Node *) * (size_t)(g->nargs + 1));
-  if (g->nargs) memcpy(args, g->args, sizeof(Node *) * (size_t)g->nargs);
-  args[g->nargs++] = n;
-  g->args = args;
+  g->args = grow(c, g->args, g->nargs, &g->cap_args, sizeof(Node *));
+  g->args[g->nargs++] = n;
   return n;
 }
 

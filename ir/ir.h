@@ -188,7 +188,7 @@ typedef struct Graph {
   Loc loc;
   int nnodes, cap_nodes;
   Node **nodes;       /* topological order; args first as declared */
-  int nargs;
+  int nargs, cap_args;
   Node **args;        /* OP_INPUT / OP_PARAM nodes, declaration order */
   int nret;
   Node **rets;
