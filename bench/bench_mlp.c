@@ -7,7 +7,8 @@
  * driver calls the entries through tests/tools/harness.c.
  *   bench_mlp [--threads 1,2] [--seconds S]
  * Prints one line per measurement,
- *   rlx <forward|train_step> threads=T median_ms=M min_ms=N calls=K
+ *   rlx <forward|train_step|gemm_only> threads=T median_ms=M min_ms=N
+ * (gemm_only: the forward's three GEMMs called directly, a floor),
  * then the workspace bytes of the forward-only plan and the grad plan.
  * bench/bench_mlp_torch.py --rlx PATH runs this and PyTorch and prints
  * the comparison table of docs/performance.md.
@@ -63,6 +64,52 @@ static int measure(HxCall *c, const char *what, int threads,
   return 0;
 }
 
+/* The three GEMMs of the forward pass alone, straight through
+ * rlx_gemm_f32: a floor for the forward latency (bias and relu are
+ * left out).  Buffers come from the forward call's own inputs. */
+typedef struct {
+  HxCall *c;
+  float *h1, *h2, *z;
+} GemmOnly;
+
+static int gemm_only_run(GemmOnly *g)
+{
+  const float *x = g->c->in[0].data, *w1 = g->c->in[1].data;
+  const float *w2 = g->c->in[3].data, *w3 = g->c->in[5].data;
+  rlx_gemm_f32(1, 128, 512, 784, x, 0, 784, 1, w1, 0, 512, 1, g->h1, 0,
+               512, 0);
+  rlx_gemm_f32(1, 128, 512, 512, g->h1, 0, 512, 1, w2, 0, 512, 1, g->h2,
+               0, 512, 0);
+  rlx_gemm_f32(1, 128, 10, 512, g->h2, 0, 512, 1, w3, 0, 10, 1, g->z, 0,
+               10, 0);
+  return 0;
+}
+
+static void measure_gemm_only(HxCall *c, int threads, double seconds)
+{
+  static double t[MAX_CALLS];
+  GemmOnly g = {c, rlx_alloc(128 * 512 * 4), rlx_alloc(128 * 512 * 4),
+                rlx_alloc(128 * 10 * 4)};
+  if (!g.h1 || !g.h2 || !g.z)
+    return;
+  rlx_set_num_threads(threads);
+  for (int i = 0; i < 5; i++)
+    gemm_only_run(&g);
+  int n = 0;
+  double start = now_s();
+  while (n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
+    double t0 = now_s();
+    gemm_only_run(&g);
+    t[n++] = now_s() - t0;
+  }
+  qsort(t, (size_t)n, sizeof t[0], cmp_double);
+  printf("rlx gemm_only threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n",
+         threads, t[n / 2] * 1e3, t[0] * 1e3, n);
+  rlx_free(g.h1);
+  rlx_free(g.h2);
+  rlx_free(g.z);
+}
+
 /* Labels (input 1 of the training entry) must lie in [0, 10). */
 static void fix_labels(HxCall *c)
 {
@@ -94,9 +141,11 @@ int main(int argc, char **argv)
   fix_labels(&step);
   hx_set(&step.in[step.sig->num_inputs - 1], 0, 1.0); /* d_output */
   int bad = 0;
-  for (int k = 0; k < nt && !bad; k++)
+  for (int k = 0; k < nt && !bad; k++) {
     bad |= measure(&fwd, "forward", threads[k], seconds) ||
            measure(&step, "train_step", threads[k], seconds);
+    measure_gemm_only(&fwd, threads[k], seconds);
+  }
   printf("workspace_bytes forward=%zu train_forward=%zu train_step=%zu\n",
          (size_t)bench_mlp_WORKSPACE_BYTES,
          (size_t)bench_mlp_train_WORKSPACE_BYTES,

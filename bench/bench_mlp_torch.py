@@ -126,6 +126,11 @@ def table(rb, tb, threads, ws):
             print("| %s | %d | %s | %.3f (%.3f) | %s |" %
                   (name, t, "%.3f (%.3f)" % r if r else "?", p[0], p[1],
                    "%.2f" % (p[0] / r[0]) if r else "?"))
+    for t in threads:
+        g = rb.get(("gemm_only", t))
+        if g:
+            print("| rlxc forward GEMMs only | %d | %.3f (%.3f) | | |" %
+                  (t, g[0], g[1]))
     print("\nWorkspace bytes: %s" % ws)
 
 
