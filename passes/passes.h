@@ -71,5 +71,6 @@ bool pass_simplify(Unit *u);        /* folding, algebraic identities */
 bool pass_cse(Unit *u);             /* common subexpressions */
 bool pass_dce(Unit *u);             /* dead code */
 bool pass_grad_outputs(Unit *u);    /* own value + d_NAME per gradient */
+bool pass_jvp(Unit *u);             /* --jvp/--hvp: not implemented */
 
 #endif

@@ -46,6 +46,7 @@ static bool pass_verify(Unit *u) { return ir_verify(u->ctx, u->mod); }
 static const Pass passes[] = {
     {"parse", pass_parse},
     {"verify", pass_verify},
+    {"jvp", pass_jvp},
     {"prepare_if", pass_prepare_if},
     {"prepare_while", pass_prepare_while},
     {"inline_custom_fn", pass_inline_custom_fn},
