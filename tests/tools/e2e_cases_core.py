@@ -311,3 +311,121 @@ def cast_int_narrow(c, rng):
             "%b_u8 = cast(%b, to=u8)", ", ".join("%" + o.name for o in outs),
             comment="integer narrowing out of range: NumPy wrap-around")
     c.run([a, b], outs)
+
+
+# ------------------------------------------- vector bodies and extremes
+
+SIGNED_OK = [op for op in UNARY if op not in ("log", "sqrt", "rsqrt")]
+
+
+@case()
+def elementwise_long(c, rng):
+    """Every unary op on 1031 f32 and 517 f64 elements (vector loops
+    plus tails; the small cases only exercise tails), on a positive
+    range valid for all ops and on a negative range where defined."""
+    p32 = T("f32", uni(rng, (1031,), 0.05, 1.3), "p32")
+    n32 = T("f32", uni(rng, (1031,), -3.0, -0.05), "n32")
+    p64 = T("f64", uni(rng, (517,), 0.05, 1.3), "p64")
+    n64 = T("f64", uni(rng, (517,), -3.0, -0.05), "n64")
+    body, outs = [], []
+    for op, (fn, _) in UNARY.items():
+        srcs = [p32, p64] + ([n32, n64] if op in SIGNED_OK else [])
+        if op == "tan":
+            srcs = [p32, p64]
+        for t in srcs:
+            nm = "%s_%s" % (op, t.name)
+            body.append("%%%s = %s(%%%s)" % (nm, op, t.name))
+            outs.append(out(t.dt, fn(t.v), nm))
+    c.graph([p32, n32, p64, n64], "\n".join(body),
+            ", ".join("%" + o.name for o in outs),
+            comment="every unary op on long vectors, f32 and f64")
+    c.run([p32, n32, p64, n64], outs)
+
+
+@case()
+def unary_extremes(c, rng):
+    """Arguments near overflow/underflow of the vector math routines."""
+    e32 = T("f32", [88.0, 87.5, 80.0, -87.0, -100.0, -104.0, 0.0, 1e-30,
+                    -1e-30, 50.0, -50.0, 20.0, -20.0, 10.0, -10.0, 7.5,
+                    -7.5, 1e-3, -1e-3, 3e-8], "e32")
+    e64 = T("f64", [709.0, 700.0, -700.0, -745.0, 0.0, 1e-300, 40.0,
+                    -40.0, 20.0, -20.0, 10.0, -10.0, 1e-8, -1e-8, 30.5,
+                    -30.5, 5.0, -5.0], "e64")
+    pos32 = T("f32", [1e-30, 1e-38, 3e38, 1.0, 1e10, 1e-10, 2.0, 0.5],
+              "pos32")
+    pos64 = T("f64", [1e-300, 1e-308, 1e300, 1.0, 1e100, 1e-100], "pos64")
+    ops = ["exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "atan",
+           "sin", "cos"]
+    body, outs = [], []
+    for op in ops:
+        for t in (e32, e64):
+            nm = "%s_%s" % (op, t.name)
+            body.append("%%%s = %s(%%%s)" % (nm, op, t.name))
+            outs.append(out(t.dt, UNARY[op][0](t.v), nm))
+    for op in ("log", "sqrt", "rsqrt"):
+        for t in (pos32, pos64):
+            nm = "%s_%s" % (op, t.name)
+            body.append("%%%s = %s(%%%s)" % (nm, op, t.name))
+            outs.append(out(t.dt, UNARY[op][0](t.v), nm))
+    c.graph([e32, e64, pos32, pos64], "\n".join(body),
+            ", ".join("%" + o.name for o in outs),
+            comment="unary ops at extreme arguments (overflow, underflow,"
+            "\nsaturation of tanh/sigmoid, tiny and huge positives)")
+    with np.errstate(over="ignore"):
+        c.run([e32, e64, pos32, pos64], outs)
+
+
+@case()
+def fusion_chain(c, rng):
+    """Elementwise chains over a transposed input with broadcasting, a
+    value used by several consumers, a reduction prologue and a softmax
+    of a fused expression: fusion must not change results."""
+    x = T("f32", uni(rng, (2, 3, 4, 17)), "x")
+    y = T("f32", uni(rng, (4, 1, 17)), "y")
+    z = T("f32", uni(rng, (3, 1)), "z")
+    t = x.v.transpose(0, 2, 1, 3)
+    o1 = np.tanh(t * y.v + z.v)
+    outs = [out("f32", o1, "o1"),
+            out("f32", (o1 * t).sum(axis=(1, 3)), "o2"),
+            out("f32", torch.softmax(tt(o1 + 1.0), 1).numpy(), "o3"),
+            out("f32", np.where(t > 0, t, t * 0.1), "o4"),
+            out("f32", np.exp(-np.abs(o1)).reshape(8, 51), "o5")]
+    c.graph([x, y, z], "%t = transpose(%x, perm=[0, 2, 1, 3])\n"
+            "%o1 = tanh(add(mul(%t, %y), %z))\n"
+            "%o2 = reduce_sum(mul(%o1, %t), axes=[1, 3])\n"
+            "%o3 = softmax(add(%o1, 1.0), axis=1)\n"
+            "%o4 = where(gt(%t, 0.0), %t, mul(%t, 0.1))\n"
+            "%o5 = reshape(exp(neg(abs(%o1))), shape=[8, 51])",
+            "%o1, %o2, %o3, %o4, %o5",
+            comment="fused elementwise chains with broadcasting and a "
+            "transposed input")
+    c.run([x, y, z], outs)
+
+
+@case()
+def reduce_long(c, rng):
+    """Reductions, softmax and cumsum over long axes (vector bodies and
+    tails), innermost and outer."""
+    a = T("f32", uni(rng, (3, 1037)), "a")
+    b = T("f64", uni(rng, (523, 5)), "b")
+    s = T("f32", uni(rng, (2, 1031), -5, 5), "s")
+    outs = [out("f32", a.v.sum(1), "sa"), out("f32", a.v.max(1), "ma"),
+            out("f32", a.v.mean(), "mean_a"),
+            out("f64", b.v.sum(0), "sb"), out("f64", b.v.min(0), "mb"),
+            out("f64", np.prod(1 + b.v[:40] * 0.1, 0), "pb"),
+            out("f32", torch.softmax(tt(s.v), 1).numpy(), "sm"),
+            out("f32", torch.log_softmax(tt(s.v), 1).numpy(), "lsm"),
+            out("f64", np.cumsum(b.v, 0), "cb")]
+    c.graph([a, b, s], "%sa = reduce_sum(%a, axes=[1])\n"
+            "%ma = reduce_max(%a, axes=[1])\n%mean_a = reduce_mean(%a)\n"
+            "%sb = reduce_sum(%b, axes=[0])\n%mb = reduce_min(%b, axes=[0])"
+            "\n%pb = reduce_prod(add(mul(narrow(%b, axis=0, start=0, "
+            "len=40), 0.1), 1.0), axes=[0])\n"
+            "%sm = softmax(%s)\n%lsm = log_softmax(%s)\n"
+            "%cb = cumsum(%b, axis=0)",
+            _outs_names(outs), comment="reductions over long axes")
+    c.run([a, b, s], outs)
+
+
+def _outs_names(outs):
+    return ", ".join("%" + o.name for o in outs)
