@@ -1,7 +1,8 @@
 /* bench_gemm.c -- GFLOP/s of rlx_gemm_f32 / _f64 against OpenBLAS.
  *
- * usage: bench_gemm [--f64] [--threads=N] [--isa=NAME] [--secs=S]
- *                   [MxNxK ...]
+ * usage: bench_gemm [--f64] [--ta] [--tb] [--threads=N] [--isa=NAME]
+ *                   [--secs=S] [MxNxK ...]
+ * --ta / --tb: A stored K x M / B stored N x K (read transposed).
  * Default: f32, sizes 256^3 512^3 1024^3 2048^3 512x3072x768, with 1
  * and 2 threads.  Each figure is the best of repeated runs over about
  * --secs seconds per library (default 0.5), in alternating blocks (see
@@ -24,6 +25,7 @@ typedef struct {
 
 typedef struct {
   int f64;
+  int ta, tb; /* A stored as K x M / B stored as N x K (transposed) */
   double secs;
   const float *a32, *b32;
   const double *a64, *b64;
@@ -40,22 +42,27 @@ static double now(void)
 
 static void run_rlx(const Bench *bn, Size s)
 {
+  int64_t a_rs = bn->ta ? 1 : s.k, a_cs = bn->ta ? s.m : 1;
+  int64_t b_rs = bn->tb ? 1 : s.n, b_cs = bn->tb ? s.k : 1;
   if (bn->f64)
-    rlx_gemm_f64(1, s.m, s.n, s.k, bn->a64, 0, s.k, 1, bn->b64, 0, s.n, 1,
-                 bn->c64, 0, s.n, 0);
+    rlx_gemm_f64(1, s.m, s.n, s.k, bn->a64, 0, a_rs, a_cs, bn->b64, 0,
+                 b_rs, b_cs, bn->c64, 0, s.n, 0);
   else
-    rlx_gemm_f32(1, s.m, s.n, s.k, bn->a32, 0, s.k, 1, bn->b32, 0, s.n, 1,
-                 bn->c32, 0, s.n, 0);
+    rlx_gemm_f32(1, s.m, s.n, s.k, bn->a32, 0, a_rs, a_cs, bn->b32, 0,
+                 b_rs, b_cs, bn->c32, 0, s.n, 0);
 }
 
 static void run_blas(const Bench *bn, Size s)
 {
+  enum CBLAS_TRANSPOSE ta = bn->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = bn->tb ? CblasTrans : CblasNoTrans;
+  int lda = bn->ta ? s.m : s.k, ldb = bn->tb ? s.k : s.n;
   if (bn->f64)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k,
-                1.0, bn->a64, s.k, bn->b64, s.n, 0.0, bn->c64, s.n);
+    cblas_dgemm(CblasRowMajor, ta, tb, s.m, s.n, s.k, 1.0, bn->a64, lda,
+                bn->b64, ldb, 0.0, bn->c64, s.n);
   else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k,
-                1.0f, bn->a32, s.k, bn->b32, s.n, 0.0f, bn->c32, s.n);
+    cblas_sgemm(CblasRowMajor, ta, tb, s.m, s.n, s.k, 1.0f, bn->a32, lda,
+                bn->b32, ldb, 0.0f, bn->c32, s.n);
 }
 
 static double time_once(const Bench *bn, Size s,
@@ -169,7 +176,7 @@ static void warm_up(Bench *bn, int threads)
 
 int main(int argc, char **argv)
 {
-  Bench bn = {0, 0.5, 0, 0, 0, 0, 0, 0};
+  Bench bn = {0, 0, 0, 0.5, 0, 0, 0, 0, 0, 0};
   Size sizes[32] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024},
                     {2048, 2048, 2048}, {512, 3072, 768}};
   int nsizes = 5, given = 0, threads = 0;
@@ -177,6 +184,10 @@ int main(int argc, char **argv)
     long long m, n, k;
     if (strcmp(argv[i], "--f64") == 0)
       bn.f64 = 1;
+    else if (strcmp(argv[i], "--ta") == 0)
+      bn.ta = 1;
+    else if (strcmp(argv[i], "--tb") == 0)
+      bn.tb = 1;
     else if (strncmp(argv[i], "--threads=", 10) == 0)
       threads = atoi(argv[i] + 10);
     else if (strncmp(argv[i], "--secs=", 7) == 0)
@@ -190,7 +201,9 @@ int main(int argc, char **argv)
   }
   if (given)
     nsizes = given;
-  printf("# rlxrt kernels: %s; GFLOP/s, best of runs\n", rlx_gemm_isa());
+  printf("# rlxrt kernels: %s; GFLOP/s, best of runs%s%s\n",
+         rlx_gemm_isa(), bn.ta ? "; A transposed" : "",
+         bn.tb ? "; B transposed" : "");
   for (int t = 1; t <= 2; t++) {
     if (threads && t != threads)
       continue;

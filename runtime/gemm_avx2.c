@@ -14,7 +14,7 @@
 #define MR 6
 
 TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
-                         float *c, int64_t ldc, int load)
+                         int64_t ldb, float *c, int64_t ldc, int load)
 {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -23,7 +23,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     c1[i] = load ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
   }
   for (int64_t p = 0; p < kc; p++) {
-    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       __m256 a = _mm256_broadcast_ss(ap + i);
@@ -31,7 +31,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
       c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
     }
     ap += MR;
-    bp += 16;
+    bp += ldb;
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) {
@@ -41,7 +41,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
 }
 
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
-                         double *c, int64_t ldc, int load)
+                         int64_t ldb, double *c, int64_t ldc, int load)
 {
   __m256d c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -50,7 +50,7 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
     c1[i] = load ? _mm256_loadu_pd(c + i * ldc + 4) : _mm256_setzero_pd();
   }
   for (int64_t p = 0; p < kc; p++) {
-    __m256d b0 = _mm256_load_pd(bp), b1 = _mm256_load_pd(bp + 4);
+    __m256d b0 = _mm256_loadu_pd(bp), b1 = _mm256_loadu_pd(bp + 4);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       __m256d a = _mm256_broadcast_sd(ap + i);
@@ -58,7 +58,7 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
       c1[i] = _mm256_fmadd_pd(a, b1, c1[i]);
     }
     ap += MR;
-    bp += 8;
+    bp += ldb;
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) {
@@ -68,10 +68,10 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 }
 
 const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", MR, 16, 256, 1024,
-                                         kern_f32, 0, 0};
+                                         kern_f32, 0, 0, 0};
 const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", MR, 8, 256, 512,
-                                         kern_f64, 0, 0};
+                                         kern_f64, 0, 0, 0};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", 1, 1, 1, 1, 0, 0, 0};
-const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", 1, 1, 1, 1, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", 1, 1, 1, 1, 0, 0, 0, 0};
+const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", 1, 1, 1, 1, 0, 0, 0, 0};
 #endif

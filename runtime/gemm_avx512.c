@@ -24,7 +24,7 @@
 #endif
 
 TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
-                         float *c, int64_t ldc, int load)
+                         int64_t ldb, float *c, int64_t ldc, int load)
 {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -34,8 +34,8 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     c0[i] = c1[i] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kc; p++) {
-    __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-    _mm_prefetch((const char *)(bp + 256), _MM_HINT_T0);
+    __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+    _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
       __m512 a = _mm512_set1_ps(ap[i]);
@@ -43,7 +43,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
       c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
     }
     ap += MR;
-    bp += 32;
+    bp += ldb;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++) {
@@ -53,6 +53,67 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     }
     _mm512_storeu_ps(c + i * ldc, c0[i]);
     _mm512_storeu_ps(c + i * ldc + 16, c1[i]);
+  }
+}
+
+/* Edge tile of mr <= R rows and nr <= 16 * V columns, with R and V
+   compile-time constants after inlining.  Each element sees exactly the
+   operations of kern_f32 (zero, FMA chain, then + C), so results do
+   not depend on whether an element falls in an edge tile. */
+__attribute__((always_inline)) TGT static inline void
+edge_rv_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
+            int64_t ldb, float *c, int64_t ldc, int load, int mr, int nr)
+{
+  __m512 acc[MR][2];
+  __mmask16 mk[2];
+  mk[0] = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+  mk[1] = nr >= 32 ? 0xFFFF : nr <= 16 ? 0
+                            : (__mmask16)((1u << (nr - 16)) - 1);
+#pragma GCC unroll 16
+  for (int i = 0; i < R; i++)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, ap += MR, bp += ldb) {
+    __m512 b0 = _mm512_loadu_ps(bp);
+    __m512 b1 = V > 1 ? _mm512_loadu_ps(bp + 16) : b0;
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++) {
+      __m512 a = _mm512_set1_ps(ap[i]);
+      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+      if (V > 1)
+        acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; v++) {
+      if (i >= mr)
+        break;
+      float *ci = c + i * ldc + 16 * v;
+      __m512 r = acc[i][v];
+      if (load)
+        r = _mm512_add_ps(_mm512_maskz_loadu_ps(mk[v], ci), r);
+      _mm512_mask_storeu_ps(ci, mk[v], r);
+    }
+}
+
+TGT static void edge_f32(int64_t kc, const float *ap, const float *bp,
+                         int64_t ldb, float *c, int64_t ldc, int load, int mr, int nr)
+{
+  if (nr <= 16) {
+    if (mr <= 4)
+      edge_rv_f32(4, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+    else if (mr <= 8)
+      edge_rv_f32(8, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+    else
+      edge_rv_f32(MR, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+  } else {
+    if (mr <= 4)
+      edge_rv_f32(4, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+    else if (mr <= 8)
+      edge_rv_f32(8, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+    else
+      edge_rv_f32(MR, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
   }
 }
 
@@ -179,7 +240,7 @@ TGT static void pack_b_f64(const double *b, int64_t rs, int64_t kc,
 }
 
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
-                         double *c, int64_t ldc, int load)
+                         int64_t ldb, double *c, int64_t ldc, int load)
 {
   __m512d c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -189,8 +250,8 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
     c0[i] = c1[i] = _mm512_setzero_pd();
   }
   for (int64_t p = 0; p < kc; p++) {
-    __m512d b0 = _mm512_load_pd(bp), b1 = _mm512_load_pd(bp + 8);
-    _mm_prefetch((const char *)(bp + 128), _MM_HINT_T0);
+    __m512d b0 = _mm512_loadu_pd(bp), b1 = _mm512_loadu_pd(bp + 8);
+    _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
       __m512d a = _mm512_set1_pd(ap[i]);
@@ -198,7 +259,7 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
       c1[i] = _mm512_fmadd_pd(a, b1, c1[i]);
     }
     ap += MR;
-    bp += 16;
+    bp += ldb;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++) {
@@ -213,11 +274,12 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 
 const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", MR, 32, 384, 448,
                                            kern_f32, pack_a_f32,
-                                           pack_b_f32};
+                                           pack_b_f32, edge_f32};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", MR, 16, 256, 512,
                                            kern_f64, pack_a_f64,
-                                           pack_b_f64};
+                                           pack_b_f64, 0};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
-const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0, 0, 0,
+                                           0};
+const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0, 0, 0, 0};
 #endif

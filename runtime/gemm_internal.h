@@ -1,15 +1,17 @@
 /* gemm_internal.h -- micro-kernel interface shared by the GEMM files.
  *
  * A micro-kernel computes one MR x NR tile of C from packed panels:
- *   s(i,j) = sum_{p<kc} ap[p*MR + i] * bp[p*NR + j]
+ *   s(i,j) = sum_{p<kc} ap[p*MR + i] * bp[p*ldb + j]
  *   C(i,j) = load ? C(i,j) + s(i,j) : s(i,j)
  * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  The sum is one
  * fused multiply-add per p, in increasing p order, in one accumulator
  * (a kernel may start that accumulator at C(i,j) instead of adding C at
  * the end; each kernel always does the same).  So an element's value
  * depends only on the packed data, kc, `load` and the old C -- never on
- * the tile's position or on the thread.  The packed panels are 64-byte
- * aligned and zero-padded to MR / NR.
+ * the tile's position or on the thread.  The A panel is zero-padded to
+ * MR rows.  B rows are ldb apart: ldb = NR for a packed, zero-padded
+ * panel, or B's own row stride when small-M calls read B in place
+ * (always with all NR columns present).  Loads are unaligned-safe.
  *
  * Kernel tables (RlxGemmCfg*) are immutable; gemm.c picks one per dtype
  * at run time from the CPU features.  The ISA-specific files compile to
@@ -22,9 +24,9 @@
 #include <stdint.h>
 
 typedef void (*RlxKernF32)(int64_t kc, const float *ap, const float *bp,
-                           float *c, int64_t ldc, int load);
+                           int64_t ldb, float *c, int64_t ldc, int load);
 typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
-                           double *c, int64_t ldc, int load);
+                           int64_t ldb, double *c, int64_t ldc, int load);
 
 /* Optional ISA-specific packing (NULL: the generic C loops).
    pack_a: a full MR-row panel of A with unit column stride:
@@ -36,11 +38,25 @@ typedef void (*RlxPackF32)(const float *src, int64_t rs, int64_t kc,
 typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
                            int64_t count, double *dst);
 
+/* Optional edge kernel (NULL: the full kernel on a buffer): the tile
+   contract above restricted to i < mr, j < nr (1 <= mr <= MR,
+   1 <= nr <= NR), touching no other C element; it must perform, per
+   element, the same operations as the full kernel. */
+typedef void (*RlxEdgeF32)(int64_t kc, const float *ap, const float *bp,
+                           int64_t ldb, float *c, int64_t ldc, int load,
+                           int mr, int nr);
+typedef void (*RlxEdgeF64)(int64_t kc, const double *ap,
+                           const double *bp, int64_t ldb, double *c,
+                           int64_t ldc, int load, int mr, int nr);
+
 /* Largest MR and NR of any kernel: sizes the edge-tile buffer. */
 enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
 
 /* Rows of A packed at a time (the packed A block lives in L3). */
 enum { RLX_GEMM_MC = 1008 };
+
+/* Row blocks of at most this many MR tiles read B in place (unpacked). */
+enum { RLX_DIRECT_B_ROWS = 2 };
 
 /* One ISA's kernels and cache blocking (in elements).  kc: depth of a
    packed block; nc: columns of the packed B block (kc x nc stays in
@@ -51,6 +67,7 @@ typedef struct {
   RlxKernF32 kern;
   RlxPackF32 pack_a; /* count unused (one panel) */
   RlxPackF32 pack_b; /* count = npanels */
+  RlxEdgeF32 edge;
 } RlxGemmCfgF32;
 
 typedef struct {
@@ -58,6 +75,7 @@ typedef struct {
   int mr, nr, kc, nc;
   RlxKernF64 kern;
   RlxPackF64 pack_a, pack_b;
+  RlxEdgeF64 edge;
 } RlxGemmCfgF64;
 
 /* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */

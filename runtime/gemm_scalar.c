@@ -13,14 +13,14 @@
 #define NR 8
 
 #define SCALAR_KERNEL(NAME, T, FMA)                                       \
-  static void NAME(int64_t kc, const T *ap, const T *bp, T *c,            \
-                   int64_t ldc, int load)                                 \
+  static void NAME(int64_t kc, const T *ap, const T *bp, int64_t ldb,    \
+                   T *c, int64_t ldc, int load)                           \
   {                                                                       \
     T acc[MR][NR];                                                        \
     for (int i = 0; i < MR; i++)                                          \
       for (int j = 0; j < NR; j++)                                        \
         acc[i][j] = load ? c[i * ldc + j] : (T)0;                         \
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR)                  \
+    for (int64_t p = 0; p < kc; p++, ap += MR, bp += ldb)                 \
       for (int i = 0; i < MR; i++)                                        \
         for (int j = 0; j < NR; j++)                                      \
           acc[i][j] = FMA(ap[i], bp[j], acc[i][j]);                       \
@@ -33,6 +33,6 @@ SCALAR_KERNEL(kern_f32, float, fmaf)
 SCALAR_KERNEL(kern_f64, double, fma)
 
 const RlxGemmCfgF32 rlx_gemm_scalar_f32 = {"scalar", MR, NR, 256, 512,
-                                           kern_f32, 0, 0};
+                                           kern_f32, 0, 0, 0};
 const RlxGemmCfgF64 rlx_gemm_scalar_f64 = {"scalar", MR, NR, 256, 512,
-                                           kern_f64, 0, 0};
+                                           kern_f64, 0, 0, 0};

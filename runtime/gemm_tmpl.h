@@ -13,7 +13,9 @@
  *           micro-kernel on the MR x NR tile of C
  * so A and B are each packed about once per element (B once per MC
  * rows).
- * Partial tiles go through an MR x NR buffer and the same kernel.
+ * Partial tiles use the ISA's edge kernel, else an MR x NR buffer and the
+ * full kernel.  With at most RLX_DIRECT_B_ROWS register tiles of rows,
+ * full B panels are read in place instead of packed.
  * Determinism: K is never split across threads, and every C element is
  * accumulated in increasing p order in one accumulator (KC blocks in
  * order, C carried through memory between blocks), whatever the region
@@ -96,10 +98,15 @@ static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
 
 /* One tile of C with mr <= MR rows and nr <= NR columns. */
 static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
-                      T *c, int64_t ldc, int mr, int nr, int load)
+                      int64_t ldb, T *c, int64_t ldc, int mr, int nr,
+                      int load)
 {
   if (mr == cfg->mr && nr == cfg->nr) {
-    cfg->kern(kc, ap, bp, c, ldc, load);
+    cfg->kern(kc, ap, bp, ldb, c, ldc, load);
+    return;
+  }
+  if (cfg->edge) {
+    cfg->edge(kc, ap, bp, ldb, c, ldc, load, mr, nr);
     return;
   }
   _Alignas(64) T tmp[RLX_MR_MAX * RLX_NR_MAX];
@@ -109,7 +116,7 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
   for (int i = 0; i < mr && load; i++)
     for (int j = 0; j < nr; j++)
       tmp[i * NR + j] = c[i * ldc + j];
-  cfg->kern(kc, ap, bp, tmp, NR, load); /* same op sequence as full */
+  cfg->kern(kc, ap, bp, ldb, tmp, NR, load); /* same ops as full */
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = tmp[i * NR + j];
@@ -131,11 +138,13 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
   }
 }
 
-/* The packed rows [m0,m1) x kc (ap) times the packed kc x nc block bp,
-   into C (c points at row 0, column jc). */
+/* The packed rows [m0,m1) x kc (ap) times the kc x nc block of B, into
+   C (c points at row 0, column jc).  Full B panels come from bdir (B in
+   place, rows jb->b_rs apart) when it is not NULL, else from the packed
+   block bp, which always holds the partial last panel. */
 static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
                        int64_t kc, int64_t nc, const T *ap, const T *bp,
-                       T *c, int load)
+                       const T *bdir, T *c, int load)
 {
   const CFG *cfg = jb->cfg;
   for (int64_t ic = m0; ic < m1; ic += cfg->mr) {
@@ -143,7 +152,9 @@ static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
     const T *apan = ap + (ic - m0) * kc;
     for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
       int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
-      FN(tile_)(cfg, kc, apan, bp + jr * kc, c + ic * jb->c_rs + jr,
+      int direct = bdir && nr == cfg->nr;
+      FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc,
+                direct ? jb->b_rs : cfg->nr, c + ic * jb->c_rs + jr,
                 jb->c_rs, mr, nr, load);
     }
   }
@@ -180,14 +191,25 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
 {
   const CFG *cfg = jb->cfg;
   T *ap = bp + FN(bsize_)(cfg);
+  /* Few rows: packing B would cost as much as using it; read it in
+     place (unit column stride needed). */
+  int direct = jb->b_cs == 1 && m1 - m0 <= RLX_DIRECT_B_ROWS * cfg->mr;
   for (int64_t pc = 0; pc < jb->k; pc += cfg->kc) {
     int64_t kc = jb->k - pc < cfg->kc ? jb->k - pc : cfg->kc;
     FN(pack_a_block_)(jb, a + pc * jb->a_cs, m0, m1, kc, ap);
     for (int64_t jc = n0; jc < n1; jc += cfg->nc) {
       int64_t nc = n1 - jc < cfg->nc ? n1 - jc : cfg->nc;
-      FN(pack_b_)(cfg, b + pc * jb->b_rs + jc * jb->b_cs, jb->b_rs,
-                  jb->b_cs, nc, kc, bp);
-      FN(macro_)(jb, m0, m1, kc, nc, ap, bp, c + jc, jb->acc || pc > 0);
+      const T *bsrc = b + pc * jb->b_rs + jc * jb->b_cs;
+      if (direct) {
+        int64_t full = nc / cfg->nr * cfg->nr;
+        if (full < nc)
+          FN(pack_b_panel_)(bsrc + full, jb->b_rs, 1, (int)(nc - full),
+                            kc, cfg->nr, bp + full * kc);
+      } else {
+        FN(pack_b_)(cfg, bsrc, jb->b_rs, jb->b_cs, nc, kc, bp);
+      }
+      FN(macro_)(jb, m0, m1, kc, nc, ap, bp, direct ? bsrc : NULL, c + jc,
+                 jb->acc || pc > 0);
     }
   }
 }
