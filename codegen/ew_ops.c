@@ -187,11 +187,39 @@ static LLVMValueRef compare(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
   return LLVMBuildICmp(cg->b, u ? up[k] : sp[k], a, c, "");
 }
 
+/* double -> float rounded to odd (truncate toward zero, then set the
+ * last bit if inexact): a later round-to-nearest-even to a narrower
+ * format (bf16) then equals rounding the double directly. */
+static LLVMValueRef f64_to_f32_odd(Cg *cg, LLVMValueRef d) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef f = LLVMBuildFPTrunc(b, d, cg->t_f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, f, cg->t_f64, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, d, "");
+  LLVMValueRef away = LLVMBuildFCmp(
+      b, LLVMRealOGT, intr1(cg, "llvm.fabs", back), intr1(cg, "llvm.fabs", d),
+      "");
+  LLVMValueRef u = LLVMBuildBitCast(b, f, cg->t_i32, "");
+  LLVMValueRef dec = LLVMBuildSub(b, u, cg_i32(cg, 1), "");
+  u = LLVMBuildSelect(b, LLVMBuildAnd(b, inexact, away, ""), dec, u, "");
+  LLVMValueRef odd = LLVMBuildOr(b, u, cg_i32(cg, 1), "");
+  u = LLVMBuildSelect(b, inexact, odd, u, "");
+  return LLVMBuildBitCast(b, u, cg->t_f32, "");
+}
+
+/* Casts to f16/bf16 round once from the exact source value (through
+ * f64 for integers, exact up to 2^53). */
 static LLVMValueRef cast(Cg *cg, Node *n, LLVMValueRef v) {
   DType from = n->in[0]->type.dt, to = n->type.dt;
-  if (from == DT_F64 && to == DT_F16) /* one rounding, not two */
-    return LLVMBuildFPExt(cg->b, LLVMBuildFPTrunc(cg->b, v, cg->t_f16, ""),
-                          cg->t_f32, "");
+  bool half = to == DT_F16 || to == DT_BF16;
+  if (half && (dt_is_int(from) || from == DT_F64)) {
+    LLVMValueRef d = cg_convert(cg, v, from, DT_F64);
+    LLVMValueRef f =
+        to == DT_F16
+            ? LLVMBuildFPExt(cg->b, LLVMBuildFPTrunc(cg->b, d, cg->t_f16, ""),
+                             cg->t_f32, "")
+            : f64_to_f32_odd(cg, d);
+    return cg_round_dt(cg, to, f);
+  }
   return cg_round_dt(cg, to, cg_convert(cg, v, from, to));
 }
 
