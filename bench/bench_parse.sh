@@ -51,7 +51,7 @@ measure() { # measure LABEL ARGS...: prints seconds and peak RSS (MiB)
         END {printf "%.2f", u + s}' "$TMP/time.txt")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$TMP/time.txt")
   printf '%-10s %7s nodes  wall %-8s cpu %5ss  peak RSS %6.1f MiB\n' \
-    "$label" "$N" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)"
+    "$label" "$N" "$wall" "$cpu" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
 }
 
 echo "rlxc: $RLXC"
