@@ -6,6 +6,10 @@ written by tests/tools/gen_goldens.py.  golden/NAME/run.txt says what
 to do, one directive per line ('#' starts a comment):
 
   rlxc ARGS...          extra rlxc arguments (e.g. --grad), may repeat
+  diag REGEX            a known limitation: rlxc must exit 1 with a
+                        diagnostic matching REGEX; the runs are skipped
+                        (the case fails once the graph compiles, so the
+                        line gets removed and the goldens used)
   run ENTRY DIR ARGS... link tests/tools/rlx_run.c for entry ENTRY, run
                         it on golden/NAME/DIR (inI.bin, outJ.bin) with
                         the rlx_run ARGS (--expect RC, --threads 1,2,3,
@@ -25,6 +29,7 @@ Usage: e2e.py [--build DIR] [--work DIR] [--cflags F] [-v] [CASE...]
 import argparse
 import glob
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -127,6 +132,20 @@ class Runner:
             raise CaseFail("rlxc wrote no %s.o/%s.h" % (name, name))
         return obj, hdr
 
+    def expect_diag(self, name, wdir, spec):
+        if not os.path.exists(self.rlxc):
+            raise CaseFail("rlxc not built (%s)" % self.rlxc)
+        cmd = [self.rlxc, os.path.join(CASES, name + ".rlx"), "-o",
+               os.path.join(wdir, name + ".o")] + spec["rlxc"]
+        rc, out = sh(cmd, cwd=wdir)
+        if rc == 0:
+            raise CaseFail("compiles now: remove the 'diag' line of its "
+                           "run.txt (gen_goldens.py) to test its numbers")
+        if rc != 1 or not re.search(spec["diag"], out):
+            raise CaseFail("expected exit 1 and a diagnostic matching %r, "
+                           "got exit %d: %s" % (spec["diag"], rc,
+                                                first_line(out)))
+
     def link(self, wdir, obj, hdr, entry, grad_entry):
         exe = os.path.join(wdir, "run_" + entry)
         defs = ["-DRLX_ENTRY=" + entry]
@@ -146,6 +165,8 @@ class Runner:
         spec = read_spec(name)
         wdir = os.path.join(self.work, name)
         os.makedirs(wdir, exist_ok=True)
+        if spec["diag"]:
+            return self.expect_diag(name, wdir, spec)
         obj, hdr = self.compile_case(name, wdir, spec["rlxc"])
         for entry, sub, rargs in spec["runs"]:
             grad_entry, env = None, dict(os.environ)
@@ -172,7 +193,7 @@ def read_spec(name):
     path = os.path.join(GOLDEN, name, "run.txt")
     if not os.path.exists(path):
         raise CaseFail("no %s" % path)
-    spec = {"rlxc": [], "runs": []}
+    spec = {"rlxc": [], "runs": [], "diag": None}
     with open(path) as f:
         for line in f:
             words = shlex.split(line, comments=True)
@@ -180,6 +201,8 @@ def read_spec(name):
                 continue
             if words[0] == "rlxc":
                 spec["rlxc"] += words[1:]
+            elif words[0] == "diag" and len(words) == 2:
+                spec["diag"] = words[1]
             elif words[0] == "run" and len(words) >= 3:
                 spec["runs"].append((words[1], words[2], words[3:]))
             else:

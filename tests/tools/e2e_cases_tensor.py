@@ -431,3 +431,116 @@ def constants(c, rng):
             "%e = const i32[2] [7, -8]\n%r3 = add(%k, %e)", _outs_str(outs),
             comment="constants: flat lists, splats, f32/f64/i32")
     c.run([x, y, k], outs)
+
+
+# ------------------------------------------- other dtypes
+
+def _dtype_vals(rng, dt, shape):
+    if dt == "bool":
+        return rng.integers(0, 2, shape)
+    if dt == "u8":
+        return rng.integers(0, 12, shape)
+    if dt in ("i8", "i32", "i64"):
+        return rng.integers(-9, 10, shape)
+    if dt == "c64":
+        return rng.integers(-8, 9, shape) / 4 + 1j * rng.integers(-8, 9,
+                                                                  shape) / 4
+    return rng.integers(-40, 41, shape) / 8.0  # f16 / bf16: exact values
+
+
+def _dtype_case(dt):
+    def build(c, rng):
+        x = T(dt, _dtype_vals(rng, dt, (2, 3)), "x")
+        y = T(dt, _dtype_vals(rng, dt, (2, 3)), "y")
+        i = T("i32", [2, 0], "i")
+        j = T("i64", [3, 3], "j")
+        m = T("bool", rng.integers(0, 2, (2, 3)), "m")
+        xv, yv = x.v, y.v
+        ops = [("t", "transpose(%x, perm=[1, 0])", xv.T),
+               ("r", "reshape(%x, shape=[6])", xv.reshape(6)),
+               ("e", "expand(reshape(%x, shape=[1, 2, 3]), shape=[2, 2, 3])",
+                np.broadcast_to(xv, (2, 2, 3))),
+               ("n", "narrow(%x, axis=1, start=1, len=2)", xv[:, 1:]),
+               ("cc", "concat(%x, narrow(%y, axis=1, start=1, len=2), "
+                "axis=1)", np.concatenate([xv, yv[:, 1:]], 1)),
+               ("g", "gather(%x, %i, axis=1)", np.take(xv, i.v, 1)),
+               ("w", "where(%m, %x, %y)", np.where(m.v != 0, xv, yv))]
+        if dt != "c64":
+            ops += [("q", "eq(%x, %y)", xv == yv)]
+        if dt != "bool":
+            ops += [("a", "add(%x, %y)", xv + yv),
+                    ("mu", "mul(%x, %y)", xv * yv)]
+        if dt not in ("bool", "c64"):  # c64: see scatter_add_c64
+            sa = np.zeros((4, 3), dtype=xv.dtype)
+            np.add.at(sa, j.v, xv)
+            ops += [("sa", "scatter_add(%x, %j, shape=[4, 3])", sa)]
+        if dt in ("i8", "i32", "i64"):
+            ops += [("ng", "neg(%x)", -xv)]
+        if dt in ("i8", "u8", "i32", "i64"):
+            ops += [("rs", "reduce_sum(%x, axes=[1])", xv.sum(1)),
+                    ("mx", "reduce_max(%x, axes=[0])", xv.max(0)),
+                    ("cs", "cumsum(%x, axis=1)", np.cumsum(xv, 1))]
+        outs = []
+        for nm, _, v in ops:
+            odt = "bool" if nm == "q" else dt
+            outs.append(out(odt, v, nm))
+        c.graph([x, y, i, j, m], "\n".join("%%%s = %s" % (nm, e)
+                                            for nm, e, _ in ops),
+                _outs_str(outs), comment="data movement and simple "
+                "arithmetic on %s" % dt)
+        c.run([x, y, i, j, m], outs)
+    case("dtype_" + dt)(build)
+
+
+for _dt in ("i8", "u8", "i32", "i64", "bool", "f16", "bf16", "c64"):
+    _dtype_case(_dt)
+
+
+@case(diag=r"error: .*topk")
+def topk_int(c, rng):
+    """topk of integers: allowed by the shape rule, compiled only for
+    f32/f64 today; the compiler must say so (not miscompile)."""
+    a = T("i32", rng.integers(-3, 4, (3, 6)), "a")
+    b = T("i64", rng.integers(-3, 4, (5,)), "b")
+    outs = [out("i64", _topk_ref(a.v, 2), "ta"),
+            out("i64", _topk_ref(b.v, 3), "tb")]
+    c.graph([a, b], "%ta = topk(%a, k=2)\n%tb = topk(%b, k=3)",
+            _outs_str(outs), comment="topk on i32 and i64")
+    c.run([a, b], outs)
+
+
+@case(diag=r"error: .*'(eq|ne)'")
+def compare_c64(c, rng):
+    """eq/ne of complex values (NumPy allows them); not compiled today:
+    the compiler must say so."""
+    x = T("c64", _dtype_vals(rng, "c64", (4,)), "x")
+    y = T("c64", _dtype_vals(rng, "c64", (4,)), "y")
+    outs = [out("bool", x.v == y.v, "q"), out("bool", x.v != y.v, "nq")]
+    c.graph([x, y], "%q = eq(%x, %y)\n%nq = ne(%x, %y)", _outs_str(outs),
+            comment="eq and ne on c64")
+    c.run([x, y], outs)
+
+
+@case(diag=r"error: .*scatter_add")
+def scatter_add_c64(c, rng):
+    """scatter_add of complex updates: allowed by the shape rule, not
+    compiled today; the compiler must say so."""
+    u = T("c64", _dtype_vals(rng, "c64", (3, 2)), "u")
+    i = T("i64", [1, 1, 0], "i")
+    r = np.zeros((2, 2), dtype=np.complex128)
+    np.add.at(r, i.v, u.v)
+    outs = [out("c64", r, "s")]
+    c.graph([u, i], "%s = scatter_add(%u, %i, shape=[2, 2])", "%s",
+            comment="scatter_add on c64")
+    c.run([u, i], outs)
+
+
+@case(diag=r"error: .*reduce_sum")
+def reduce_sum_c64(c, rng):
+    """reduce_sum of complex values: allowed by the shape rule, not
+    compiled today; the compiler must say so."""
+    x = T("c64", _dtype_vals(rng, "c64", (2, 3)), "x")
+    outs = [out("c64", x.v.sum(1), "r"), out("c64", x.v.sum(), "ra")]
+    c.graph([x], "%r = reduce_sum(%x, axes=[1])\n%ra = reduce_sum(%x)",
+            _outs_str(outs), comment="reduce_sum on c64")
+    c.run([x], outs)

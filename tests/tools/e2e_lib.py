@@ -104,8 +104,9 @@ class Run:
 
 
 class Case:
-    def __init__(self, name, fn, rlxc):
+    def __init__(self, name, fn, rlxc, diag=None):
         self.name, self.fn, self.rlxc = name, fn, list(rlxc)
+        self.diag = diag  # rlxc is expected to reject it with this
         self.src, self.runs = "", []
 
     def build(self, rng):
@@ -138,9 +139,12 @@ class Case:
                              list(args)))
 
 
-def case(name=None, rlxc=()):
+def case(name=None, rlxc=(), diag=None):
+    """Register a case.  diag: a regular expression; the case documents
+    a limitation: rlxc must exit 1 with a matching diagnostic (the
+    goldens are still written, ready for when it compiles)."""
     def deco(fn):
-        REGISTRY.append(Case(name or fn.__name__, fn, rlxc))
+        REGISTRY.append(Case(name or fn.__name__, fn, rlxc, diag))
         return fn
     return deco
 
