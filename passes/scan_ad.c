@@ -151,15 +151,23 @@ static Node **slice_xs(ScanAd *s, Node **xs, int64_t a, int64_t len) {
   return r;
 }
 
-/* [len, ...carry]: init, then trajectory rows 0..len-2 */
-static Node *carries_in(ScanAd *s, Node *init, Node *traj, int64_t len) {
+/* The carries entering steps len-1, ..., 0 (the order the backward
+ * scan visits them): trajectory rows len-2 ... 0 (one gather), then
+ * init. */
+static Node *carries_in_rev(ScanAd *s, Node *init, Node *traj,
+                            int64_t len) {
   Type t1 = s->ct;
   t1.rank = s->ct.rank + 1;
   t1.dims[0] = 1;
   for (int i = 0; i < s->ct.rank; i++) t1.dims[1 + i] = s->ct.dims[i];
-  Node *first = ib_reshape_as(SB, init, &t1);
-  if (len == 1) return first;
-  Node *parts[2] = {first, ib_narrow(SB, traj, 0, 0, len - 1)};
+  Node *last = ib_reshape_as(SB, init, &t1);
+  if (len == 1) return last;
+  int64_t *idx = arena_alloc(SB->c->arena, sizeof(int64_t) * (size_t)len);
+  for (int64_t i = 0; i < len - 1; i++) idx[i] = len - 2 - i;
+  Node *in[2] = {traj, ib_i64s(SB, idx, len - 1)};
+  Node *gt = ib_op(SB, OP_GATHER, in, 2);
+  ir_attr_set_int(SB->c, gt, ATTR_AXIS, 0);
+  Node *parts[2] = {ib_finish(SB, gt), last};
   return ib_concat(SB, parts, 2, 0);
 }
 
@@ -180,7 +188,7 @@ static void sweep(ScanAd *s, Graph *bb, int64_t len, Node *cin, Node **xs,
   Node **in = arena_alloc(ar, sizeof(Node *) * (size_t)(s->nx + 3));
   int k = 0;
   in[k++] = pk0;
-  in[k++] = ib_reverse0(SB, cin);
+  in[k++] = cin; /* already in backward order */
   for (int i = 0; i < s->nx; i++) in[k++] = ib_reverse0(SB, xs[i]);
   if (dtraj) in[k++] = ib_reverse0(SB, dtraj);
   Node *sc = ib_op(SB, OP_SCAN, in, k);
@@ -204,13 +212,34 @@ static void sweep(ScanAd *s, Graph *bb, int64_t len, Node *cin, Node **xs,
 
 /* ---- checkpointed reversal ---- */
 
-/* Join the xs gradients of two consecutive segments: rows concatenate,
- * accumulated sums add. */
-static void concat_dxs(ScanAd *s, Node **a, Node **b2, Node **out) {
+/* Gradients of the per-step operands, gathered while segments are
+ * reversed (last step first): one row per step for XS_STEP operands
+ * (joined by one concat at the end), a running sum for XS_ACCUM. */
+typedef struct {
+  Node ***rows;  /* per xs: rows[i][0..n) in reverse step order */
+  Node **sum;    /* per xs: accumulated sum */
+  int64_t n;
+} Collect;
+
+static void collect_step(ScanAd *s, Collect *col, Node **dx) {
   for (int i = 0; i < s->nx; i++) {
-    Node *parts[2] = {a[i], b2[i]};
-    if (s->kind[i] == XS_STEP) out[i] = ib_concat(SB, parts, 2, 0);
-    if (s->kind[i] == XS_ACCUM) out[i] = ib_bin(SB, OP_ADD, a[i], b2[i]);
+    if (s->kind[i] == XS_STEP) col->rows[i][col->n] = dx[i];
+    if (s->kind[i] == XS_ACCUM)
+      col->sum[i] = col->sum[i] ? ib_bin(SB, OP_ADD, col->sum[i], dx[i])
+                                : dx[i];
+  }
+  col->n++;
+}
+
+static void collect_finish(ScanAd *s, Collect *col, Node **dxs) {
+  Node **parts = arena_alloc(SB->c->arena,
+                             sizeof(Node *) * (size_t)(col->n + 1));
+  for (int i = 0; i < s->nx; i++) {
+    if (s->kind[i] == XS_ACCUM) dxs[i] = col->sum[i];
+    if (s->kind[i] != XS_STEP) continue;
+    for (int64_t t = 0; t < col->n; t++)
+      parts[t] = col->rows[i][col->n - 1 - t];
+    dxs[i] = ib_concat(SB, parts, (int)col->n, 0);
   }
 }
 
@@ -218,24 +247,23 @@ static Node **new_dxs(ScanAd *s) {
   return arena_alloc(SB->c->arena, sizeof(Node *) * (size_t)(s->nx + 1));
 }
 
-/* Reverse len steps from carry `start` given the gradient of the carry
- * after them: recursive bisection. */
+/* Reverse steps [a, a+len) from carry `start` given the gradient of the
+ * carry after them: recursive bisection. Slices of xs are made where
+ * they are used, so none stays alive across a recursion. */
 static Node *bisect(ScanAd *s, Graph *bb, Node *start, Node **xs,
-                    int64_t len, Node *dend, Node **dxs) {
-  Node *dstart;
+                    int64_t a, int64_t len, Node *dend, Collect *col) {
   if (len == 1) {
-    sweep(s, bb, 1, carries_in(s, start, NULL, 1), xs, NULL, dend, &dstart,
-          dxs);
+    Node *dstart, **dx = new_dxs(s);
+    sweep(s, bb, 1, carries_in_rev(s, start, NULL, 1),
+          slice_xs(s, xs, a, 1),
+          NULL, dend, &dstart, dx);
+    collect_step(s, col, dx);
     return dstart;
   }
   int64_t h = len / 2;
-  Node **x1 = slice_xs(s, xs, 0, h), **x2 = slice_xs(s, xs, h, len - h);
-  Node *mid = mk_scan(s, start, x1, h, false);
-  Node **d1 = new_dxs(s), **d2 = new_dxs(s);
-  Node *dmid = bisect(s, bb, mid, x2, len - h, dend, d2);
-  dstart = bisect(s, bb, start, x1, h, dmid, d1);
-  concat_dxs(s, d1, d2, dxs);
-  return dstart;
+  Node *mid = mk_scan(s, start, slice_xs(s, xs, a, h), h, false);
+  Node *dmid = bisect(s, bb, mid, xs, a + h, len - h, dend, col);
+  return bisect(s, bb, start, xs, a, h, dmid, col);
 }
 
 static Node *checkpointed(ScanAd *s, Graph *bb, Node *init, Node **xs,
@@ -243,6 +271,11 @@ static Node *checkpointed(ScanAd *s, Graph *bb, Node *init, Node **xs,
   Arena *ar = SB->c->arena;
   int64_t *lo = arena_alloc(ar, sizeof(int64_t) * (size_t)(K + 1));
   Node **ck = arena_alloc(ar, sizeof(Node *) * (size_t)(K + 1));
+  Collect col = {arena_alloc(ar, sizeof(Node **) * (size_t)(s->nx + 1)),
+                 new_dxs(s), 0};
+  for (int i = 0; i < s->nx; i++)
+    if (s->kind[i] == XS_STEP)
+      col.rows[i] = arena_alloc(ar, sizeof(Node *) * (size_t)L);
   lo[0] = 0;
   for (int64_t k = 0; k < K; k++) /* t_k = ceil((k+1)L/K) - 1 */
     lo[k + 1] = ((k + 1) * L + K - 1) / K;
@@ -250,20 +283,10 @@ static Node *checkpointed(ScanAd *s, Graph *bb, Node *init, Node **xs,
   for (int64_t k = 0; k + 1 < K; k++)
     ck[k + 1] = mk_scan(s, ck[k], slice_xs(s, xs, lo[k], lo[k + 1] - lo[k]),
                         lo[k + 1] - lo[k], false);
-  Node *d = g, **acc = NULL;
-  for (int64_t k = K - 1; k >= 0; k--) {
-    int64_t len = lo[k + 1] - lo[k];
-    Node **dk = new_dxs(s);
-    d = bisect(s, bb, ck[k], slice_xs(s, xs, lo[k], len), len, d, dk);
-    if (acc) {
-      Node **m = new_dxs(s);
-      concat_dxs(s, dk, acc, m);
-      acc = m;
-    } else {
-      acc = dk;
-    }
-  }
-  for (int i = 0; i < s->nx; i++) dxs[i] = acc[i];
+  Node *d = g;
+  for (int64_t k = K - 1; k >= 0; k--)
+    d = bisect(s, bb, ck[k], xs, lo[k], lo[k + 1] - lo[k], d, &col);
+  collect_finish(s, &col, dxs);
   return d;
 }
 
@@ -322,6 +345,19 @@ static void give_dxs(ScanAd *s, Node **dxs) {
   }
 }
 
+/* The upstream gradient of a trajectory when only its last row has one
+ * (the narrow VJP of scan_prep's final-carry form: zeros, then the
+ * row): that row, shaped like the carry; else NULL. */
+static Node *last_row_only(ScanAd *s, Node *g, int64_t L) {
+  if (g->op != OP_CONCAT || g->nin != 2 || ir_attr_int(g, ATTR_AXIS, 0))
+    return NULL;
+  Node *z = g->in[0];
+  if (z->op != OP_CONST || !z->splat || ir_const_get(z, 0) != 0 ||
+      z->type.dims[0] != L - 1)
+    return NULL;
+  return ib_reshape_as(SB, g->in[1], &s->ct);
+}
+
 bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
   ScanAd s;
   if (!setup(&s, gc, n)) return false;
@@ -333,19 +369,19 @@ bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
     if (!traj) grad_accum(gc, n->in[0], g);
     return true;
   }
-  Graph *bb = bwd_body(&s, traj);
+  Node *dlast = traj ? last_row_only(&s, g, L) : g;
+  Node *dtraj = traj && !dlast ? g : NULL;
+  Graph *bb = bwd_body(&s, dtraj != NULL);
   if (!bb) return false;
   Node *init = GV(gc, n->in[0]), *dinit;
   Node **xs = new_dxs(&s), **dxs = new_dxs(&s);
   for (int i = 0; i < s.nx; i++) xs[i] = GV(gc, n->in[1 + i]);
-  if (traj) {
-    sweep(&s, bb, L, carries_in(&s, init, GV(gc, n), L), xs, g, NULL,
-          &dinit, dxs);
-  } else if (K > 0 && K < L) {
+  if (!traj && K > 0 && K < L) {
     dinit = checkpointed(&s, bb, init, xs, L, K, g, dxs);
   } else {
-    Node *t = mk_scan(&s, init, xs, L, true);
-    sweep(&s, bb, L, carries_in(&s, init, t, L), xs, NULL, g, &dinit, dxs);
+    Node *t = traj ? GV(gc, n) : mk_scan(&s, init, xs, L, true);
+    sweep(&s, bb, L, carries_in_rev(&s, init, t, L), xs, dtraj, dlast,
+          &dinit, dxs);
   }
   grad_accum(gc, n->in[0], dinit);
   give_dxs(&s, dxs);
