@@ -440,3 +440,191 @@ def grad_misc(c, rng):
     c.run(ins + [T("f64", 1.0, "d_output")],
           outs + [out("f64", g, "d_" + n) for g, n in zip(gr, wrt)],
           sub="grad", entry="grad_misc_grad")
+
+
+NEST_PRE = """
+graph halve {
+  input %c: f32[3]
+  %r = mul(%c, 0.5)
+  return %r
+}
+
+graph bump {
+  input %c: f32[3]
+  %r = add(%c, 1.0)
+  return %r
+}
+
+graph nbody {
+  input %c: f32[3]
+  input %x: f32[3]
+  %p = gt(reduce_sum(%c), 0.0)
+  %d = if(%p, %c, then=@halve, else=@bump)
+  %r = sub(%d, %x)
+  return %r
+}
+
+graph sq3 {
+  input %a: f32[3]
+  %r = mul(%a, %a)
+  return %r
+}
+
+graph wc {
+  input %v: f32[3]
+  input %k: f32[]
+  %c = lt(%k, 3.0)
+  return %c
+}
+
+graph wb {
+  input %v: f32[3]
+  input %k: f32[]
+  %v2 = add(custom_fn(%v, fwd=@sq3), 0.1)
+  %k2 = add(%k, 1.0)
+  return %v2, %k2
+}
+
+graph one {
+  input %c: f32[3]
+  input %x: f32[3]
+  %r = add(mul(%c, %x), 1.0)
+  return %r
+}
+
+graph tscan {
+  input %c: f32[3]
+  input %xs: f32[4, 3]
+  %r = scan(%c, %xs, body=@nbody, length=4)
+  return %r
+}
+
+graph escan {
+  input %c: f32[3]
+  input %xs: f32[4, 3]
+  %r = neg(%c)
+  return %r
+}
+
+graph gbody {
+  input %c: f32[2]
+  input %t: f32[5, 2]
+  input %i: i32[]
+  %g = gather(%t, %i)
+  %r = add(%c, %g)
+  return %r
+}
+"""
+
+
+@case()
+def nested_control(c, rng):
+    """Control flow inside control flow: a scan whose body has an if with
+    a data-dependent predicate, a while whose body calls a custom_fn, a
+    scan of length 1, a scan inside an if branch."""
+    c0 = T("f32", [0.5, -2.0, 1.0], "c0")
+    xs = T("f32", uni(rng, (4, 3)), "xs")
+    v0 = T("f32", uni(rng, (3,), -0.9, 0.9), "v0")
+    x1 = T("f32", uni(rng, (1, 3)), "x1")
+    p = T("bool", 1, "p")
+
+    def nb(cur, x):
+        d = cur * 0.5 if cur.sum() > 0 else cur + 1.0
+        return d - x
+    cur = c0.v
+    for t in range(4):
+        cur = nb(cur, xs.v[t])
+    v = v0.v.copy()
+    for _ in range(3):
+        v = v * v + 0.1
+    outs = [out("f32", cur, "s"), out("f32", v, "w"),
+            out("f32", c0.v * x1.v[0] + 1.0, "s1"),
+            out("f32", cur, "i")]
+    ins = [c0, xs, v0, x1, p]
+    c.graph(ins, "%s = scan(%c0, %xs, body=@nbody)\n"
+            "%k0 = const f32[] 0.0\n"
+            "%w = while(%v0, %k0, cond=@wc, body=@wb, max_iterations=8)\n"
+            "%s1 = scan(%c0, %x1, body=@one, length=1)\n"
+            "%i = if(%p, %c0, %xs, then=@tscan, else=@escan)",
+            "%s, %w, %s1, %i", pre=NEST_PRE,
+            comment="nested control flow")
+    c.run(ins, outs, sub="then")
+    pf = T("bool", 0, "p")
+    c.run([c0, xs, v0, x1, pf], outs[:3] + [out("f32", -c0.v, "i")],
+          sub="else")
+
+
+NEST_GRAD_PRE = """
+graph gh {
+  input %c: f64[3]
+  input %w: f64[3]
+  %r = mul(%c, %w)
+  return %r
+}
+
+graph gb {
+  input %c: f64[3]
+  input %w: f64[3]
+  %r = tanh(add(%c, %w))
+  return %r
+}
+
+graph gstep {
+  input %c: f64[3]
+  input %w: f64[3]
+  input %x: f64[3]
+  %p = gt(reduce_sum(%c), 0.0)
+  %d = if(%p, %c, %w, then=@gh, else=@gb)
+  %r = add(%d, %x)
+  return %r
+}
+"""
+
+
+@case(rlxc=["--grad"])
+def nested_grad(c, rng):
+    """Reverse mode through a scan whose body holds an if with a
+    data-dependent predicate (broadcast weight w, per-step x)."""
+    c0 = T("f64", [0.3, -0.2, 0.4], "c0")
+    w = T("f64", uni(rng, (3,), 0.5, 1.0), "w", "param")
+    # row offsets make the predicate flip: branches T F T T T, with
+    # |sum(c)| >= 0.5 at every step so finite differences keep them
+    xs = T("f64", uni(rng, (5, 3)) + np.array([[-1], [1], [-1], [1], [-1]]),
+           "xs", "param")
+    ins = [c0, w, xs]
+    c.graph(ins, "%h = scan(%c0, %w, %xs, body=@gstep, num_bcast=1)\n"
+            "%loss = reduce_sum(mul(%h, %h))", "%loss", pre=NEST_GRAD_PRE,
+            comment="gradients through scan(if(...)) of w and xs")
+
+    def fn(ts):
+        h = ts["c0"]
+        for t in range(5):
+            if float(h.detach().sum()) > 0:
+                d = h * ts["w"]
+            else:
+                d = torch.tanh(h + ts["w"])
+            h = d + ts["xs"][t]
+        return [(h * h).sum()]
+    fo, gr = _grads(fn, ins, ["w", "xs"])
+    outs = [out("f64", fo[0], "loss")]
+    c.run(ins, outs)
+    c.run(ins + [T("f64", 1.0, "d_output")],
+          outs + [out("f64", gr[0], "d_w"), out("f64", gr[1], "d_xs")],
+          sub="grad", entry="nested_grad_grad")
+    c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
+                                      "nested_grad_grad"])
+
+
+@case()
+def index_error_in_scan(c, rng):
+    """An out-of-range gather index inside a scan body must make the
+    entry return RLX_ERR_INDEX."""
+    c0 = T("f32", [0.0, 0.0], "c0")
+    tab = T("f32", uni(rng, (5, 2)), "tab")
+    ok = T("i32", [0, 4, 2], "ix")
+    bad = T("i32", [0, 5, 2], "ix")
+    ins = [c0, tab, ok]
+    c.graph(ins, "%r = scan(%c0, %tab, %ix, body=@gbody, num_bcast=1)",
+            "%r", pre=NEST_PRE, comment="index error inside a scan body")
+    c.run(ins, [out("f32", tab.v[[0, 4, 2]].sum(0), "r")], sub="ok")
+    c.run([c0, tab, bad], [], sub="bad", args=["--expect", "1"])
