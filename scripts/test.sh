@@ -8,28 +8,31 @@
 #   3. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
 #      front-end fuzzer runs for FUZZ_SECONDS (default 60) on the seed
 #      corpus and the golden files; any crash, leak or timeout fails.
-# Environment: JOBS (default 2), FUZZ_SECONDS, SKIP_ASAN=1, SKIP_FUZZ=1.
+# Environment: JOBS (default 2), FUZZ_SECONDS, SKIP_ASAN=1, SKIP_FUZZ=1,
+# BUILD_PREFIX (default ROOT/build-: the trees are PREFIXtest, PREFIXasan
+# and PREFIXfuzz).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 CLANG=${CLANG:-$(command -v clang-19 || command -v clang || true)}
+P=${BUILD_PREFIX:-$ROOT/build-}
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
-step "build (RelWithDebInfo) in build-test"
-cmake -S "$ROOT" -B "$ROOT/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$ROOT/build-test" -j"$JOBS"
+step "build (RelWithDebInfo) in ${P}test"
+cmake -S "$ROOT" -B "${P}test" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "${P}test" -j"$JOBS"
 step "ctest: all tiers"
-(cd "$ROOT/build-test" && ctest --output-on-failure -j"$JOBS")
+(cd "${P}test" && ctest --output-on-failure -j"$JOBS")
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
-  step "build with AddressSanitizer + UBSan in build-asan"
-  cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=Debug \
+  step "build with AddressSanitizer + UBSan in ${P}asan"
+  cmake -S "$ROOT" -B "${P}asan" -DCMAKE_BUILD_TYPE=Debug \
         -DRLX_SANITIZE=ON
-  cmake --build "$ROOT/build-asan" -j"$JOBS"
+  cmake --build "${P}asan" -j"$JOBS"
   step "ctest under ASan: unit, golden, errors, cli"
-  (cd "$ROOT/build-asan" &&
+  (cd "${P}asan" &&
    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$JOBS" -R '^(unit|golden|errors|cli)\.')
@@ -37,11 +40,11 @@ fi
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   [ -n "$CLANG" ] || { echo "test.sh: clang is needed for the fuzzer"; exit 1; }
-  step "build the front-end fuzzer with $CLANG in build-fuzz"
-  cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  step "build the front-end fuzzer with $CLANG in ${P}fuzz"
+  cmake -S "$ROOT" -B "${P}fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
-  cmake --build "$ROOT/build-fuzz" -j"$JOBS" --target fuzz_frontend
-  FUZZER=$(find "$ROOT/build-fuzz" -name fuzz_frontend -type f -perm -u+x | head -1)
+  cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend
+  FUZZER=$(find "${P}fuzz" -name fuzz_frontend -type f -perm -u+x | head -1)
   [ -n "$FUZZER" ] || { echo "test.sh: fuzz_frontend was not built"; exit 1; }
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
@@ -50,7 +53,10 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     [ -d "$d" ] && SEEDS+=("$d")
   done
   step "fuzz for ${FUZZ_SECONDS}s"
+  DICT=()
+  [ -f "$ROOT/tests/fuzz/rlx.dict" ] && DICT=(-dict="$ROOT/tests/fuzz/rlx.dict")
   "$FUZZER" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-            -max_len=65536 -artifact_prefix="$WORK/" "$WORK" "${SEEDS[@]}"
+            -max_len=65536 -artifact_prefix="$WORK/" "${DICT[@]}" \
+            "$WORK" "${SEEDS[@]}"
 fi
 step "all tests passed"
