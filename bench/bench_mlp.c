@@ -37,31 +37,39 @@ static int cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Warm up, then call until `seconds` have passed (at least 10 calls). */
-static int measure(HxCall *c, const char *what, int threads,
+typedef int (*BenchFn)(void *ctx);
+
+/* Warm up, then call fn until `seconds` have passed (at least 10
+ * calls); print the median and the minimum. */
+static int time_fn(BenchFn fn, void *ctx, const char *what, int threads,
                    double seconds)
 {
   static double t[MAX_CALLS];
   rlx_set_num_threads(threads);
-  for (int i = 0; i < 5; i++)
-    if (hx_run(c))
-      return 1;
+  int rc = 0;
+  for (int i = 0; i < 5 && !rc; i++)
+    rc = fn(ctx);
   int n = 0;
   double start = now_s();
-  while (n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
+  while (!rc && n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
     double t0 = now_s();
-    int rc = hx_run(c);
+    rc = fn(ctx);
     t[n++] = now_s() - t0;
-    if (rc) {
-      fprintf(stderr, "%s failed: %s\n", what, rlx_strerror(rc));
-      return 1;
-    }
+  }
+  if (rc) {
+    fprintf(stderr, "%s failed: %s\n", what, rlx_strerror(rc));
+    return 1;
   }
   qsort(t, (size_t)n, sizeof t[0], cmp_double);
   printf("rlx %s threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n", what,
          threads, t[n / 2] * 1e3, t[0] * 1e3, n);
   fflush(stdout);
   return 0;
+}
+
+static int call_entry(void *c)
+{
+  return hx_run(c);
 }
 
 /* The three GEMMs of the forward pass alone, straight through
@@ -72,8 +80,9 @@ typedef struct {
   float *h1, *h2, *z;
 } GemmOnly;
 
-static int gemm_only_run(GemmOnly *g)
+static int gemm_only_run(void *ctx)
 {
+  GemmOnly *g = ctx;
   const float *x = g->c->in[0].data, *w1 = g->c->in[1].data;
   const float *w2 = g->c->in[3].data, *w3 = g->c->in[5].data;
   rlx_gemm_f32(1, 128, 512, 784, x, 0, 784, 1, w1, 0, 512, 1, g->h1, 0,
@@ -85,29 +94,16 @@ static int gemm_only_run(GemmOnly *g)
   return 0;
 }
 
-static void measure_gemm_only(HxCall *c, int threads, double seconds)
+static int measure_gemm_only(HxCall *c, int threads, double seconds)
 {
-  static double t[MAX_CALLS];
   GemmOnly g = {c, rlx_alloc(128 * 512 * 4), rlx_alloc(128 * 512 * 4),
                 rlx_alloc(128 * 10 * 4)};
-  if (!g.h1 || !g.h2 || !g.z)
-    return;
-  rlx_set_num_threads(threads);
-  for (int i = 0; i < 5; i++)
-    gemm_only_run(&g);
-  int n = 0;
-  double start = now_s();
-  while (n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
-    double t0 = now_s();
-    gemm_only_run(&g);
-    t[n++] = now_s() - t0;
-  }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  printf("rlx gemm_only threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n",
-         threads, t[n / 2] * 1e3, t[0] * 1e3, n);
+  int bad = !g.h1 || !g.h2 || !g.z ||
+            time_fn(gemm_only_run, &g, "gemm_only", threads, seconds);
   rlx_free(g.h1);
   rlx_free(g.h2);
   rlx_free(g.z);
+  return bad;
 }
 
 /* Labels (input 1 of the training entry) must lie in [0, 10). */
@@ -141,11 +137,10 @@ int main(int argc, char **argv)
   fix_labels(&step);
   hx_set(&step.in[step.sig->num_inputs - 1], 0, 1.0); /* d_output */
   int bad = 0;
-  for (int k = 0; k < nt && !bad; k++) {
-    bad |= measure(&fwd, "forward", threads[k], seconds) ||
-           measure(&step, "train_step", threads[k], seconds);
-    measure_gemm_only(&fwd, threads[k], seconds);
-  }
+  for (int k = 0; k < nt && !bad; k++)
+    bad = time_fn(call_entry, &fwd, "forward", threads[k], seconds) ||
+          time_fn(call_entry, &step, "train_step", threads[k], seconds) ||
+          measure_gemm_only(&fwd, threads[k], seconds);
   printf("workspace_bytes forward=%zu train_forward=%zu train_step=%zu\n",
          (size_t)bench_mlp_WORKSPACE_BYTES,
          (size_t)bench_mlp_train_WORKSPACE_BYTES,

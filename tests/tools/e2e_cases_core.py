@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from e2e_lib import T, case, out, round_to, tt, uni
+from e2e_lib import T, case, out, outs_str, round_to, tt, uni
 
 # ---------------------------------------------------------------- 6.1
 
@@ -108,7 +108,7 @@ def _binary_case(op, fn, kind):
         if op != "pow":  # pow(y, x) would take negative bases
             body += "\n%%r3 = %s(%%y, %%x)" % op
             outs.append(out("f64", fn(y.v, x.v), "r3"))
-        c.graph([a, b, x, y, s], body, ", ".join("%" + o.name for o in outs),
+        c.graph([a, b, x, y, s], body, outs_str(outs),
                 comment="binary %s with broadcasting, f32 and f64" % op)
         c.run([a, b, x, y, s], outs)
     case("binary_" + op)(build)
@@ -133,7 +133,7 @@ def binary_int(c, rng):
         outs += [out("i32", fn(a.v, b.v), op + "32"),
                  out("i64", fn(x.v, y.v), op + "64")]
     c.graph([a, b, x, y], "\n".join(body),
-            ", ".join("%" + o.name for o in outs),
+            outs_str(outs),
             comment="integer add/sub/mul/min/max with broadcasting")
     c.run([a, b, x, y], outs)
 
@@ -284,7 +284,7 @@ def _cast_case(src):
             body.append("%%w_%s = cast(%%w, to=%s)" % (to, to))
             outs.append(out(to, cast_ref(w.v, to), "w_" + to))
         c.graph([p, w], "\n".join(body),
-                ", ".join("%" + o.name for o in outs),
+                outs_str(outs),
                 comment="cast from %s to every real dtype; w holds "
                 "saturating / special values" % src)
         c.run([p, w], outs)
@@ -308,7 +308,7 @@ def cast_int_narrow(c, rng):
             out("u8", cast_ref(b.v, "u8"), "b_u8")]
     c.graph([a, b], "%a_i8 = cast(%a, to=i8)\n%a_u8 = cast(%a, to=u8)\n"
             "%a_i32 = cast(%a, to=i32)\n%b_i8 = cast(%b, to=i8)\n"
-            "%b_u8 = cast(%b, to=u8)", ", ".join("%" + o.name for o in outs),
+            "%b_u8 = cast(%b, to=u8)", outs_str(outs),
             comment="integer narrowing out of range: NumPy wrap-around")
     c.run([a, b], outs)
 
@@ -337,7 +337,7 @@ def elementwise_long(c, rng):
             body.append("%%%s = %s(%%%s)" % (nm, op, t.name))
             outs.append(out(t.dt, fn(t.v), nm))
     c.graph([p32, n32, p64, n64], "\n".join(body),
-            ", ".join("%" + o.name for o in outs),
+            outs_str(outs),
             comment="every unary op on long vectors, f32 and f64")
     c.run([p32, n32, p64, n64], outs)
 
@@ -369,7 +369,7 @@ def unary_extremes(c, rng):
             body.append("%%%s = %s(%%%s)" % (nm, op, t.name))
             outs.append(out(t.dt, UNARY[op][0](t.v), nm))
     c.graph([e32, e64, pos32, pos64], "\n".join(body),
-            ", ".join("%" + o.name for o in outs),
+            outs_str(outs),
             comment="unary ops at extreme arguments (overflow, underflow,"
             "\nsaturation of tanh/sigmoid, tiny and huge positives)")
     np.seterr(**saved)
@@ -424,9 +424,5 @@ def reduce_long(c, rng):
             "len=40), 0.1), 1.0), axes=[0])\n"
             "%sm = softmax(%s)\n%lsm = log_softmax(%s)\n"
             "%cb = cumsum(%b, axis=0)",
-            _outs_names(outs), comment="reductions over long axes")
+            outs_str(outs), comment="reductions over long axes")
     c.run([a, b, s], outs)
-
-
-def _outs_names(outs):
-    return ", ".join("%" + o.name for o in outs)

@@ -9,13 +9,9 @@ against torch.autograd in float64 and by finite differences (--fd).
 import numpy as np
 import torch
 
-from e2e_lib import T, case, out, tt, uni
+from e2e_lib import T, case, out, outs_str, tt, uni
 
 THREADS = ["--threads", "1,2,3"]
-
-
-def _outs_str(outs):
-    return ", ".join("%" + o.name for o in outs)
 
 
 # ---------------------------------------------------------------- scan
@@ -58,7 +54,7 @@ def scan_rnn(c, rng):
             out("f32", hT, "hc")]
     call = "scan(%h0, %wx, %wh, %b, %xs, body=@cell, length=6, num_bcast=3"
     c.graph(ins, "%%hT = %s)\n%%traj = %s, save_trajectory=true)\n"
-            "%%hc = %s, checkpoints=2)" % (call, call, call), _outs_str(outs),
+            "%%hc = %s, checkpoints=2)" % (call, call, call), outs_str(outs),
             pre=CELL.replace("DT", "f32"),
             comment="RNN written with scan: broadcast weights, per-step x,\n"
             "final carry, trajectory, and checkpoints (no effect on values)")
@@ -90,7 +86,7 @@ graph step {
     c.graph([c0, s, x1, x2],
             "%r = scan(%c0, %s, %x1, %x2, body=@step, num_bcast=1)\n"
             "%tr = scan(%c0, %s, %x1, %x2, body=@step, length=5, "
-            "num_bcast=1, save_trajectory=true)", _outs_str(outs), pre=pre,
+            "num_bcast=1, save_trajectory=true)", outs_str(outs), pre=pre,
             comment="scan with a scalar broadcast and two per-step operands"
             "\n(length inferred from xs in the first call)")
     c.run([c0, s, x1, x2], outs)
@@ -234,7 +230,7 @@ def determinism_big(c, rng):
     c.graph([a, b, r, s], "%ab = matmul(%a, %b)\n"
             "%rs = reduce_sum(%r, axes=[0])\n%sm = softmax(%a, axis=0)\n"
             "%cs = cumsum(%s, axis=1)\n%rm = reduce_mean(%r)",
-            _outs_str(outs), comment="work big enough to be split across "
+            outs_str(outs), comment="work big enough to be split across "
             "threads: outputs must be\nbit-identical for 1, 2, 3 threads")
     c.run([a, b, r, s], outs, args=["--threads", "1,2,3,1", "--null-ws"])
     for n in ("1", "3"):  # the default thread count comes from the env

@@ -11,15 +11,11 @@ References: NumPy / PyTorch in float64.
 import numpy as np
 import torch
 
-from e2e_lib import T, case, out, tt, uni
+from e2e_lib import T, case, out, outs_str, tt, uni
 
 ERR_INDEX = "1"  # RLX_ERR_INDEX in rlxrt.h
 
 # ---------------------------------------------------------------- 6.2
-
-
-def _outs_str(outs):
-    return ", ".join("%" + o.name for o in outs)
 
 
 @case()
@@ -30,7 +26,7 @@ def matmul_2d(c, rng):
     outs = [out("f32", a.v @ b.v, "ab"), out("f64", x.v @ y.v, "xy"),
             out("f32", u.v @ v.v, "uv"), out("f32", v.v @ u.v, "vu")]
     c.graph([a, b, x, y, u, v], "%ab = matmul(%a, %b)\n%xy = matmul(%x, %y)"
-            "\n%uv = matmul(%u, %v)\n%vu = matmul(%v, %u)", _outs_str(outs),
+            "\n%uv = matmul(%u, %v)\n%vu = matmul(%v, %u)", outs_str(outs),
             comment="2-D matmul, f32 and f64, 1xN and Nx1")
     c.run([a, b, x, y, u, v], outs)
 
@@ -42,7 +38,7 @@ def matmul_large(c, rng):
     x, y = T("f64", uni(rng, (33, 65)), "x"), T("f64", uni(rng, (65, 17)), "y")
     outs = [out("f32", a.v @ b.v, "ab"), out("f64", x.v @ y.v, "xy")]
     c.graph([a, b, x, y], "%ab = matmul(%a, %b)\n%xy = matmul(%x, %y)",
-            _outs_str(outs), comment="matmul with sizes past one GEMM block")
+            outs_str(outs), comment="matmul with sizes past one GEMM block")
     c.run([a, b, x, y], outs)
 
 
@@ -58,7 +54,7 @@ def matmul_batch(c, rng):
             out("f64", np.matmul(x.v, y.v), "xy"),
             out("f64", np.matmul(p.v, q.v), "pq")]
     c.graph([a, b, x, y, p, q], "%ab = matmul(%a, %b)\n"
-            "%xy = matmul(%x, %y)\n%pq = matmul(%p, %q)", _outs_str(outs),
+            "%xy = matmul(%x, %y)\n%pq = matmul(%p, %q)", outs_str(outs),
             comment="batched matmul with broadcast batch dimensions")
     c.run([a, b, x, y, p, q], outs)
 
@@ -79,7 +75,7 @@ def matmul_transposed(c, rng):
             "%ta = matmul(%at, %a)\n"
             "%xt = transpose(%x, perm=[0, 2, 1])\n"
             "%xy = matmul(%xt, transpose(%y, perm=[0, 2, 1]))",
-            _outs_str(outs), comment="matmul of transposed operands")
+            outs_str(outs), comment="matmul of transposed operands")
     c.run([a, b, x, y], outs)
 
 
@@ -92,7 +88,7 @@ def matmul_c64(c, rng):
     outs = [out("c64", a.v @ b.v, "ab"), out("c64", np.matmul(x.v, y.v),
                                               "xy")]
     c.graph([a, b, x, y], "%ab = matmul(%a, %b)\n%xy = matmul(%x, %y)",
-            _outs_str(outs), comment="complex (c64) matmul, plain product")
+            outs_str(outs), comment="complex (c64) matmul, plain product")
     c.run([a, b, x, y], outs)
 
 
@@ -108,7 +104,7 @@ def empty_tensors(c, rng):
             out("f64", np.concatenate([k0.v, d.v], 1), "cc")]
     c.graph([e, b, k0, m, d], "%s = add(%e, %b)\n"
             "%r = reduce_sum(%e, axes=[0])\n%mm = matmul(%k0, %m)\n"
-            "%cc = concat(%k0, %d, axis=1)", _outs_str(outs),
+            "%cc = concat(%k0, %d, axis=1)", outs_str(outs),
             comment="empty tensors: elementwise, sum over an empty axis,\n"
             "matmul with K = 0, concat with an empty operand")
     c.run([e, b, k0, m, d], outs)
@@ -145,7 +141,7 @@ def _reduce_case(op, dt):
             body.append("%%r%d = %s(%%%s%s)" % (i, op, t.name,
                                                  _attr(axes, keep)))
             outs.append(out(dt, fn(t.v, axis=ax, keepdims=keep), "r%d" % i))
-        c.graph([x, z], "\n".join(body), _outs_str(outs),
+        c.graph([x, z], "\n".join(body), outs_str(outs),
                 comment="%s over every axes pattern, %s" % (op, dt))
         c.run([x, z], outs)
     case("%s_%s" % (op, dt))(build)
@@ -171,7 +167,7 @@ def _softmax_case(dt):
                 body.append("%%%s = %s(%%x%s)" % (nm, op, attr))
                 outs.append(out(dt, f(tt(x.v), -1 if ax is None else ax)
                                 .numpy(), nm))
-        c.graph([x], "\n".join(body), _outs_str(outs),
+        c.graph([x], "\n".join(body), outs_str(outs),
                 comment="softmax and log_softmax on every axis, %s" % dt)
         c.run([x], outs)
     case("softmax_" + dt)(build)
@@ -193,7 +189,7 @@ def _cumsum_case(dt):
                 attr += ", exclusive=true" if excl else ""
                 body.append("%%%s = cumsum(%%x%s)" % (nm, attr))
                 outs.append(out(dt, r, nm))
-        c.graph([x], "\n".join(body), _outs_str(outs),
+        c.graph([x], "\n".join(body), outs_str(outs),
                 comment="cumsum inclusive and exclusive on every axis, "
                 "%s" % dt)
         c.run([x], outs)
@@ -223,7 +219,7 @@ def softmax_xent(c, rng):
             out("f32", _xent(lv, y3.v), "e3")]
     c.graph([l1, y1, l2, y2, y3], "%e1 = softmax_cross_entropy(%l1, %y1)\n"
             "%e2 = softmax_cross_entropy(%l2, %y2)\n"
-            "%e3 = softmax_cross_entropy(%l1, %y3)", _outs_str(outs),
+            "%e3 = softmax_cross_entropy(%l1, %y3)", outs_str(outs),
             comment="softmax_cross_entropy with i32, i64 and f32 labels")
     c.run([l1, y1, l2, y2, y3], outs)
 
@@ -255,7 +251,7 @@ def topk(c, rng):
             out("i64", _topk_ref(d.v, 5), "td"),
             out("i64", _topk_ref(a.v, 1), "t1")]
     c.graph([a, b, d], "%ta = topk(%a, k=3)\n%tb = topk(%b, k=2)\n"
-            "%td = topk(%d, k=5)\n%t1 = topk(%a, k=1)", _outs_str(outs),
+            "%td = topk(%d, k=5)\n%t1 = topk(%a, k=1)", outs_str(outs),
             comment="topk: i64 indices, descending, ties to smaller index")
     c.run([a, b, d], outs)
 
@@ -274,7 +270,7 @@ def reshape(c, rng):
             for i, sh in enumerate(shapes)]
     body.append("%rs = reshape(%s, shape=[1, 1])")
     outs.append(out("f64", s.v.reshape(1, 1), "rs"))
-    c.graph([x, s], "\n".join(body), _outs_str(outs),
+    c.graph([x, s], "\n".join(body), outs_str(outs),
             comment="reshape, including -1 and rank 0")
     c.run([x, s], outs)
 
@@ -291,7 +287,7 @@ def transpose(c, rng):
         body.append("%%r%d = transpose(%%%s, perm=[%s])" %
                     (i, t.name, ", ".join(map(str, p))))
         outs.append(out(t.dt, t.v.transpose(p), "r%d" % i))
-    c.graph([x, y, m], "\n".join(body), _outs_str(outs),
+    c.graph([x, y, m], "\n".join(body), outs_str(outs),
             comment="transpose with several permutations")
     c.run([x, y, m], outs)
 
@@ -309,7 +305,7 @@ def expand(c, rng):
         body.append("%%r%d = expand(%%%s, shape=[%s])" %
                     (i, t.name, ", ".join(map(str, sh))))
         outs.append(out(t.dt, np.broadcast_to(t.v, sh), "r%d" % i))
-    c.graph([a, b, s, d], "\n".join(body), _outs_str(outs),
+    c.graph([a, b, s, d], "\n".join(body), outs_str(outs),
             comment="expand = numpy broadcast_to")
     c.run([a, b, s, d], outs)
 
@@ -327,7 +323,7 @@ def concat(c, rng):
             out("f32", np.concatenate([e.v], 0), "c_one")]
     c.graph([a, b, d, e, x, y], "%c1 = concat(%a, %b, %d, axis=1)\n"
             "%c0 = concat(%a, %e, axis=0)\n%cm = concat(%x, %y, %x, axis=-1)"
-            "\n%c_one = concat(%e)", _outs_str(outs),
+            "\n%c_one = concat(%e)", outs_str(outs),
             comment="concat along several axes, 1 to 3 operands")
     c.run([a, b, d, e, x, y], outs)
 
@@ -344,7 +340,7 @@ def narrow(c, rng):
                     (i, t.name, ax, st, ln))
         outs.append(out(t.dt, np.take(t.v, range(st, st + ln), axis=ax),
                         "r%d" % i))
-    c.graph([x, y], "\n".join(body), _outs_str(outs),
+    c.graph([x, y], "\n".join(body), outs_str(outs),
             comment="narrow along every axis")
     c.run([x, y], outs)
 
@@ -364,7 +360,7 @@ def gather(c, rng):
             out("f32", np.take(t1.v, i4.v, 0), "g4")]
     c.graph([t1, i1, t2, i2, t3, i3, i4], "%g1 = gather(%t1, %i1)\n"
             "%g2 = gather(%t2, %i2, axis=1)\n%g3 = gather(%t3, %i3, axis=2)"
-            "\n%g4 = gather(%t1, %i4, axis=0)", _outs_str(outs),
+            "\n%g4 = gather(%t1, %i4, axis=0)", outs_str(outs),
             comment="gather (numpy take) with i32, i64, f32 and rank-0 "
             "indices")
     c.run([t1, i1, t2, i2, t3, i3, i4], outs)
@@ -399,7 +395,7 @@ def scatter_add(c, rng):
     c.graph([u1, i1, u2, i2, u3, i3],
             "%s1 = scatter_add(%u1, %i1, shape=[4, 3])\n"
             "%s2 = scatter_add(%u2, %i2, shape=[3])\n"
-            "%s3 = scatter_add(%u3, %i3, shape=[5, 2, 2])", _outs_str(outs),
+            "%s3 = scatter_add(%u3, %i3, shape=[5, 2, 2])", outs_str(outs),
             comment="scatter_add with duplicate indices, i32/i64/f32")
     c.run([u1, i1, u2, i2, u3, i3], outs)
 
@@ -428,7 +424,7 @@ def constants(c, rng):
             "%c = const f32[2, 3] [1, 2, 3, 4, 5, 6]\n%r0 = add(%x, %c)\n"
             "%r1 = const f32[2, 3] 0.5\n"
             "%d = const f64[3] [1e-3, -2.5, 3.0]\n%r2 = mul(%y, %d)\n"
-            "%e = const i32[2] [7, -8]\n%r3 = add(%k, %e)", _outs_str(outs),
+            "%e = const i32[2] [7, -8]\n%r3 = add(%k, %e)", outs_str(outs),
             comment="constants: flat lists, splats, f32/f64/i32")
     c.run([x, y, k], outs)
 
@@ -486,7 +482,7 @@ def _dtype_case(dt):
             outs.append(out(odt, v, nm))
         c.graph([x, y, i, j, m], "\n".join("%%%s = %s" % (nm, e)
                                             for nm, e, _ in ops),
-                _outs_str(outs), comment="data movement and simple "
+                outs_str(outs), comment="data movement and simple "
                 "arithmetic on %s" % dt)
         c.run([x, y, i, j, m], outs)
     case("dtype_" + dt)(build)
@@ -505,7 +501,7 @@ def topk_int(c, rng):
     outs = [out("i64", _topk_ref(a.v, 2), "ta"),
             out("i64", _topk_ref(b.v, 3), "tb")]
     c.graph([a, b], "%ta = topk(%a, k=2)\n%tb = topk(%b, k=3)",
-            _outs_str(outs), comment="topk on i32 and i64")
+            outs_str(outs), comment="topk on i32 and i64")
     c.run([a, b], outs)
 
 
@@ -516,7 +512,7 @@ def compare_c64(c, rng):
     x = T("c64", _dtype_vals(rng, "c64", (4,)), "x")
     y = T("c64", _dtype_vals(rng, "c64", (4,)), "y")
     outs = [out("bool", x.v == y.v, "q"), out("bool", x.v != y.v, "nq")]
-    c.graph([x, y], "%q = eq(%x, %y)\n%nq = ne(%x, %y)", _outs_str(outs),
+    c.graph([x, y], "%q = eq(%x, %y)\n%nq = ne(%x, %y)", outs_str(outs),
             comment="eq and ne on c64")
     c.run([x, y], outs)
 
@@ -542,5 +538,5 @@ def reduce_sum_c64(c, rng):
     x = T("c64", _dtype_vals(rng, "c64", (2, 3)), "x")
     outs = [out("c64", x.v.sum(1), "r"), out("c64", x.v.sum(), "ra")]
     c.graph([x], "%r = reduce_sum(%x, axes=[1])\n%ra = reduce_sum(%x)",
-            _outs_str(outs), comment="reduce_sum on c64")
+            outs_str(outs), comment="reduce_sum on c64")
     c.run([x], outs)

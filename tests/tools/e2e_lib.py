@@ -149,6 +149,11 @@ def case(name=None, rlxc=(), diag=None):
     return deco
 
 
+def outs_str(outs):
+    """The return list of a graph: "%a, %b" for output tensors a, b."""
+    return ", ".join("%" + o.name for o in outs)
+
+
 def uni(rng, shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, size=shape)
 
