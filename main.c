@@ -256,9 +256,6 @@ static bool parse_args(Cli *c, int argc, char **argv) {
   }
   if (c->help || c->version || c->list_ops) return true;
   if (!c->o.input) return cli_err("no input file");
-  if (c->o.hvp && c->o.jvp && c->o.njvp_wrt)
-    return cli_err("--hvp seeds the wrt values; do not combine it with "
-                   "--jvp=LIST");
   return true;
 }
 

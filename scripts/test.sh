@@ -45,7 +45,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
         -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
   cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend
   FUZZER=$(find "${P}fuzz" -name fuzz_frontend -type f -perm -u+x | head -1)
-  [ -n "$FUZZER" ] || { echo "test.sh: fuzz_frontend was not built"; exit 1; }
+  [ -n "$FUZZER" ] || { echo "test.sh: no fuzz_frontend"; exit 1; }
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
   SEEDS=()
