@@ -115,8 +115,9 @@ void hx_set(HxTensor *t, int64_t i, double v);
  * wrt[k] is the forward input index of gradient k (n_wrt of them);
  * when wrt is NULL, gradient k is matched by name: its output desc name
  * with a leading "d_" removed equals a forward input's name.
- * For each wrt input, up to max_elems elements (evenly spaced) are
- * perturbed by +-eps; the central difference of <d_output, out0>
+ * For each wrt input, up to max_elems elements (evenly spaced; for
+ * c64 the real and imaginary parts count separately, and gradients
+ * follow PyTorch: (dL/dre, dL/dim)) are perturbed by +-eps; the central difference of <d_output, out0>
  * is compared with the analytic gradient under tol.  d_output is filled
  * with deterministic values from seed.  Returns the number of failing
  * elements (or -1 on a setup error); prints each failure. */

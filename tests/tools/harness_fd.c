@@ -1,8 +1,9 @@
 /* harness_fd.c -- central finite-difference check of an ENTRY_grad
  * against its forward entry (declared in harness.h: hx_fd_check).
  *
- * The scalar probed is s(x) = <d_output, out0(x)> computed in double;
- * for a scalar loss with d_output = 1 that is the loss itself.  The
+ * The scalar probed is s(x) = <d_output, out0(x)> computed in double
+ * (for c64 outputs Re(sum conj(d_output) * out0)); for a scalar loss
+ * with d_output = 1 that is the loss itself.  The
  * perturbation actually applied (after rounding to the input's dtype)
  * is used as the step, so f32 inputs give honest differences.
  */
@@ -62,19 +63,23 @@ static int check_one(HxCall *fwd, HxCall *grad, int k, int idx,
   const HxTensor *g = &grad->out[nfo + k];
   const HxTensor *dout = &grad->in[fwd->sig->num_inputs];
   int dt = t->desc->dtype;
-  if ((dt != RLX_DT_F32 && dt != RLX_DT_F64) || g->numel != t->numel) {
+  if ((dt != RLX_DT_F32 && dt != RLX_DT_F64 && dt != RLX_DT_C64) ||
+      g->numel != t->numel || g->desc->dtype != dt) {
     fprintf(stderr, "fd: gradient %d (%s) does not match input %d\n", k,
             g->desc->name, idx);
     return 1;
   }
+  /* c64: real and imaginary parts are perturbed separately; the
+   * gradient's (re, im) are dL/dre and dL/dim (PyTorch's convention). */
+  int64_t n = dt == RLX_DT_C64 ? 2 * t->numel : t->numel;
   double scale = 1;
-  for (int64_t i = 0; i < g->numel; i++)
+  for (int64_t i = 0; i < n; i++)
     scale = fmax(scale, fabs(hx_get(g, i)));
   int64_t step = 1;
-  if (o->max_elems > 0 && t->numel > o->max_elems)
-    step = (t->numel + o->max_elems - 1) / o->max_elems;
+  if (o->max_elems > 0 && n > o->max_elems)
+    step = (n + o->max_elems - 1) / o->max_elems;
   int bad = 0;
-  for (int64_t i = 0; i < t->numel; i += step) {
+  for (int64_t i = 0; i < n; i += step) {
     double fd = fd_one(fwd, t, i, dout, o->eps), an = hx_get(g, i);
     double lim = o->tol.rtol * fabs(fd) + o->tol.atol * scale;
     if (!(fabs(fd - an) <= lim)) {
