@@ -67,11 +67,15 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
   }
 }
 
-const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", MR, 16, 256, 1024,
-                                         kern_f32, 0, 0, 0};
-const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", MR, 8, 256, 512,
-                                         kern_f64, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {
+  .name = "avx2", .mr = MR, .nr = 16, .kc = 256, .nc = 1024,
+  .kern = kern_f32};
+const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {
+  .name = "avx2", .mr = MR, .nr = 8, .kc = 256, .nc = 512,
+  .kern = kern_f64};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {"avx2", 1, 1, 1, 1, 0, 0, 0, 0};
-const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {"avx2", 1, 1, 1, 1, 0, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {.name = "avx2", .mr = 1, .nr = 1,
+                                         .kc = 1, .nc = 1};
+const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {.name = "avx2", .mr = 1, .nr = 1,
+                                         .kc = 1, .nc = 1};
 #endif

@@ -98,7 +98,8 @@ edge_rv_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
 }
 
 TGT static void edge_f32(int64_t kc, const float *ap, const float *bp,
-                         int64_t ldb, float *c, int64_t ldc, int load, int mr, int nr)
+                         int64_t ldb, float *c, int64_t ldc, int load,
+                         int mr, int nr)
 {
   if (nr <= 16) {
     if (mr <= 4)
@@ -239,6 +240,30 @@ TGT static void pack_b_f64(const double *b, int64_t rs, int64_t kc,
     }
 }
 
+/* pack_b for NR = 32 when B is stored transposed (B(p,j) at
+   b[j*cs + p]): 16 x 16 blocks through transpose16. */
+TGT static void pack_bt_f32(const float *b, int64_t cs, int64_t kc,
+                            int64_t npanels, float *bp)
+{
+  for (int64_t q = 0; q < npanels; q++) {
+    const float *bq = b + q * 32 * cs;
+    float *dst = bp + q * 32 * kc;
+    int64_t p = 0;
+    for (; p + 16 <= kc; p += 16)
+      for (int h = 0; h < 2; h++) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++)
+          r[i] = _mm512_loadu_ps(bq + (h * 16 + i) * cs + p);
+        transpose16(r);
+        for (int j = 0; j < 16; j++)
+          _mm512_store_ps(dst + (p + j) * 32 + h * 16, r[j]);
+      }
+    for (; p < kc; p++)
+      for (int j = 0; j < 32; j++)
+        dst[p * 32 + j] = bq[j * cs + p];
+  }
+}
+
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
                          int64_t ldb, double *c, int64_t ldc, int load)
 {
@@ -272,14 +297,16 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
   }
 }
 
-const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", MR, 32, 384, 448,
-                                           kern_f32, pack_a_f32,
-                                           pack_b_f32, edge_f32};
-const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", MR, 16, 256, 512,
-                                           kern_f64, pack_a_f64,
-                                           pack_b_f64, 0};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {
+  .name = "avx512", .mr = MR, .nr = 32, .kc = 384, .nc = 448,
+  .kern = kern_f32, .pack_a = pack_a_f32, .pack_b = pack_b_f32,
+  .pack_bt = pack_bt_f32, .edge = edge_f32};
+const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {
+  .name = "avx512", .mr = MR, .nr = 16, .kc = 256, .nc = 512,
+  .kern = kern_f64, .pack_a = pack_a_f64, .pack_b = pack_b_f64};
 #else
-const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {"avx512", 1, 1, 1, 1, 0, 0, 0,
-                                           0};
-const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {"avx512", 1, 1, 1, 1, 0, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {.name = "avx512", .mr = 1,
+                                           .nr = 1, .kc = 1, .nc = 1};
+const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {.name = "avx512", .mr = 1,
+                                           .nr = 1, .kc = 1, .nc = 1};
 #endif

@@ -32,7 +32,9 @@ typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
    pack_a: a full MR-row panel of A with unit column stride:
      ap[p*MR + i] = a[i*rs + p] for i < MR, p < kc.
    pack_b: npanels full NR-column panels of B with unit column stride:
-     bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ... */
+     bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ...
+   pack_bt: the same from B stored transposed (unit row stride), with
+     `rs` the column stride: bp[jr*kc + p*NR + j] = b[(jr + j)*rs + p]. */
 typedef void (*RlxPackF32)(const float *src, int64_t rs, int64_t kc,
                            int64_t count, float *dst);
 typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
@@ -67,6 +69,7 @@ typedef struct {
   RlxKernF32 kern;
   RlxPackF32 pack_a; /* count unused (one panel) */
   RlxPackF32 pack_b; /* count = npanels */
+  RlxPackF32 pack_bt; /* count = npanels */
   RlxEdgeF32 edge;
 } RlxGemmCfgF32;
 
@@ -74,7 +77,7 @@ typedef struct {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF64 kern;
-  RlxPackF64 pack_a, pack_b;
+  RlxPackF64 pack_a, pack_b, pack_bt;
   RlxEdgeF64 edge;
 } RlxGemmCfgF64;
 

@@ -32,7 +32,9 @@
 SCALAR_KERNEL(kern_f32, float, fmaf)
 SCALAR_KERNEL(kern_f64, double, fma)
 
-const RlxGemmCfgF32 rlx_gemm_scalar_f32 = {"scalar", MR, NR, 256, 512,
-                                           kern_f32, 0, 0, 0};
-const RlxGemmCfgF64 rlx_gemm_scalar_f64 = {"scalar", MR, NR, 256, 512,
-                                           kern_f64, 0, 0, 0};
+const RlxGemmCfgF32 rlx_gemm_scalar_f32 = {
+  .name = "scalar", .mr = MR, .nr = NR, .kc = 256, .nc = 512,
+  .kern = kern_f32};
+const RlxGemmCfgF64 rlx_gemm_scalar_f64 = {
+  .name = "scalar", .mr = MR, .nr = NR, .kc = 256, .nc = 512,
+  .kern = kern_f64};

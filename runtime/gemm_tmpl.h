@@ -83,6 +83,8 @@ static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
   int64_t full = nc / NR * NR;
   if (cs == 1 && cfg->pack_b) {
     cfg->pack_b(b, rs, kc, full / NR, bp);
+  } else if (rs == 1 && cfg->pack_bt) {
+    cfg->pack_bt(b, cs, kc, full / NR, bp);
   } else if (cs == 1) {
     for (int64_t p = 0; p < kc; p++)
       for (int64_t jr = 0; jr < full; jr += NR)
