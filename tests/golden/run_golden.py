@@ -17,6 +17,10 @@ For one FILE.rlx:
      CHECK lines belong to the closest RUN line above them.
 With --coverage DIR: every op of `rlxc --list-ops` (and `const`) must be
 used by the printed IR of some DIR/*.rlx.
+With --roundtrip-all ROOT: every .rlx file under ROOT (except
+tests/errors and build trees) that `rlxc --check` accepts must round
+trip; so must the module after the last pass of `--grad` (printed by
+--dump-ir=all) whenever `--check --grad --grad-missing=zero` accepts it.
 Exit status 0 on success, 1 with a report on failure.
 """
 import argparse
@@ -168,12 +172,56 @@ def coverage(rlxc, d):
     return []
 
 
+def last_dump(err):
+    """The module printed after the last pass in a --dump-ir=all log."""
+    parts = re.split(r"^// ---- after [a-z_0-9]+ ----\n", err, flags=re.M)
+    return parts[-1] if len(parts) > 1 else None
+
+
+def reparse_errors(rlxc, what, text):
+    with tempfile.NamedTemporaryFile("w", suffix=".rlx",
+                                     delete=False) as t:
+        t.write(text)
+    try:
+        rc, again, err = run(rlxc, ["--emit=ir", t.name])
+    finally:
+        os.unlink(t.name)
+    if rc != 0:
+        return ["%s: printed IR does not parse:\n%s" % (what, err)]
+    if again != text:
+        return ["%s: round trip differs:\n%s"
+                % (what, diff(text, again, "print1", "print2"))]
+    return []
+
+
+def roundtrip_all(rlxc, root):
+    errs, n = [], 0
+    for f in sorted(glob.glob(os.path.join(root, "**", "*.rlx"),
+                              recursive=True)):
+        rel = os.path.relpath(f, root)
+        if rel.startswith(("tests/errors", "build")) or "/build" in rel:
+            continue
+        rc, p1, _ = run(rlxc, ["--emit=ir", f])
+        if rc != 0:
+            continue
+        n += 1
+        errs += reparse_errors(rlxc, rel, p1)
+        rc, _, err = run(rlxc, ["--check", "--grad", "--grad-missing=zero",
+                                "--dump-ir=all", f])
+        dump = last_dump(err) if rc == 0 else None
+        if dump:
+            errs += reparse_errors(rlxc, rel + " (after --grad)", dump)
+    print("round trip checked on %d files" % n)
+    return errs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rlxc", required=True)
     ap.add_argument("--update", action="store_true",
                     help="rewrite FILE.expected.rlx from the printer")
     ap.add_argument("--coverage", metavar="DIR")
+    ap.add_argument("--roundtrip-all", metavar="ROOT")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     failed = 0
@@ -181,6 +229,11 @@ def main():
         errs = coverage(a.rlxc, a.coverage)
         for e in errs:
             print("FAIL coverage: " + e)
+        failed += bool(errs)
+    if a.roundtrip_all:
+        errs = roundtrip_all(a.rlxc, a.roundtrip_all)
+        for e in errs:
+            print("FAIL " + e)
         failed += bool(errs)
     for f in a.files:
         errs = check_file(a.rlxc, f, a.update)
