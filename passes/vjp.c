@@ -177,6 +177,8 @@ static bool vjp_where(GradCtx *gc, const Node *n, Node *g) {
  * grad_accum ignores integer operands) */
 static bool vjp_cast(GradCtx *gc, const Node *n, Node *g) {
   DType from = n->in[0]->type.dt;
+  if (dt_is_complex(DT) && dt_is_float(from)) /* real -> c64: Re(g) */
+    g = ib_un(B, OP_REAL, g);
   if (dt_is_float(from) || dt_is_complex(from)) ACC(0, ib_cast(B, g, from));
   return true;
 }

@@ -131,6 +131,18 @@ static void test_wrt_intermediate(void) {
   done(t);
 }
 
+/* real -> c64 cast: the gradient is the real part of the cotangent */
+static void test_cast_complex(void) {
+  const char *src = "graph f { param %x: f64[3]\n"
+                    "  %y = mul(cast(%x, to=c64), cast(%x, to=c64))\n"
+                    "  return %y }\n";
+  T *t = run(src, NULL, 0, false);
+  OK(t);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_REAL), 1);
+  CU_ASSERT_EQUAL(t->u.grad->rets[1]->type.dt, DT_F64);
+  done(t);
+}
+
 static void test_wrt_names(void) {
   const char *w[] = {"b", "x"};
   T *t = run(MLP, w, 2, false);
@@ -389,6 +401,7 @@ int main(void) {
   CU_add_test(s, "wrt_names", test_wrt_names);
   CU_add_test(s, "grad_outputs", test_grad_outputs);
   CU_add_test(s, "wrt_intermediate", test_wrt_intermediate);
+  CU_add_test(s, "cast_complex", test_cast_complex);
   CU_add_test(s, "missing_listed", test_missing_listed);
   CU_add_test(s, "missing_zero", test_missing_zero);
   CU_add_test(s, "bad_wrt", test_bad_wrt);
