@@ -14,7 +14,8 @@
 #define MR 6
 
 TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
-                         int64_t ldb, float *c, int64_t ldc, int load)
+                         int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                         int load)
 {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -30,7 +31,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
       c0[i] = _mm256_fmadd_ps(a, b0, c0[i]);
       c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
     }
-    ap += MR;
+    ap += lda;
     bp += ldb;
   }
 #pragma GCC unroll 8
@@ -41,7 +42,8 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
 }
 
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
-                         int64_t ldb, double *c, int64_t ldc, int load)
+                         int64_t lda, int64_t ldb, double *c,
+                         int64_t ldc, int load)
 {
   __m256d c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -57,7 +59,7 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
       c0[i] = _mm256_fmadd_pd(a, b0, c0[i]);
       c1[i] = _mm256_fmadd_pd(a, b1, c1[i]);
     }
-    ap += MR;
+    ap += lda;
     bp += ldb;
   }
 #pragma GCC unroll 8

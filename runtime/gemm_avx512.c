@@ -24,7 +24,8 @@
 #endif
 
 TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
-                         int64_t ldb, float *c, int64_t ldc, int load)
+                         int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                         int load)
 {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -42,7 +43,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
       c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
       c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
     }
-    ap += MR;
+    ap += lda;
     bp += ldb;
   }
 #pragma GCC unroll 16
@@ -62,7 +63,8 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
    not depend on whether an element falls in an edge tile. */
 __attribute__((always_inline)) TGT static inline void
 edge_rv_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
-            int64_t ldb, float *c, int64_t ldc, int load, int mr, int nr)
+            int64_t lda, int64_t ldb, float *c, int64_t ldc, int load,
+            int mr, int nr)
 {
   __m512 acc[MR][2];
   __mmask16 mk[2];
@@ -72,7 +74,7 @@ edge_rv_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
 #pragma GCC unroll 16
   for (int i = 0; i < R; i++)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < kc; p++, ap += MR, bp += ldb) {
+  for (int64_t p = 0; p < kc; p++, ap += lda, bp += ldb) {
     __m512 b0 = _mm512_loadu_ps(bp);
     __m512 b1 = V > 1 ? _mm512_loadu_ps(bp + 16) : b0;
 #pragma GCC unroll 16
@@ -98,23 +100,24 @@ edge_rv_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
 }
 
 TGT static void edge_f32(int64_t kc, const float *ap, const float *bp,
-                         int64_t ldb, float *c, int64_t ldc, int load,
+                         int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                         int load,
                          int mr, int nr)
 {
   if (nr <= 16) {
     if (mr <= 4)
-      edge_rv_f32(4, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(4, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
     else if (mr <= 8)
-      edge_rv_f32(8, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(8, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
     else
-      edge_rv_f32(MR, 1, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(MR, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
   } else {
     if (mr <= 4)
-      edge_rv_f32(4, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(4, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
     else if (mr <= 8)
-      edge_rv_f32(8, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(8, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
     else
-      edge_rv_f32(MR, 2, kc, ap, bp, ldb, c, ldc, load, mr, nr);
+      edge_rv_f32(MR, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
   }
 }
 
@@ -265,7 +268,8 @@ TGT static void pack_bt_f32(const float *b, int64_t cs, int64_t kc,
 }
 
 TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
-                         int64_t ldb, double *c, int64_t ldc, int load)
+                         int64_t lda, int64_t ldb, double *c,
+                         int64_t ldc, int load)
 {
   __m512d c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -283,7 +287,7 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
       c0[i] = _mm512_fmadd_pd(a, b0, c0[i]);
       c1[i] = _mm512_fmadd_pd(a, b1, c1[i]);
     }
-    ap += MR;
+    ap += lda;
     bp += ldb;
   }
 #pragma GCC unroll 16

@@ -1,17 +1,18 @@
 /* gemm_internal.h -- micro-kernel interface shared by the GEMM files.
  *
  * A micro-kernel computes one MR x NR tile of C from packed panels:
- *   s(i,j) = sum_{p<kc} ap[p*MR + i] * bp[p*ldb + j]
+ *   s(i,j) = sum_{p<kc} ap[p*lda + i] * bp[p*ldb + j]
  *   C(i,j) = load ? C(i,j) + s(i,j) : s(i,j)
  * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  The sum is one
  * fused multiply-add per p, in increasing p order, in one accumulator
  * (a kernel may start that accumulator at C(i,j) instead of adding C at
  * the end; each kernel always does the same).  So an element's value
  * depends only on the packed data, kc, `load` and the old C -- never on
- * the tile's position or on the thread.  The A panel is zero-padded to
- * MR rows.  B rows are ldb apart: ldb = NR for a packed, zero-padded
- * panel, or B's own row stride when small-M calls read B in place
- * (always with all NR columns present).  Loads are unaligned-safe.
+ * the tile's position or on the thread.  lda = MR for a packed,
+ * zero-padded A panel, or A's column stride when a transposed A is read
+ * in place (small-N calls; all MR rows present).  Likewise ldb = NR for
+ * a packed, zero-padded B panel, or B's row stride when small-M calls
+ * read B in place (all NR columns present).  Loads are unaligned-safe.
  *
  * Kernel tables (RlxGemmCfg*) are immutable; gemm.c picks one per dtype
  * at run time from the CPU features.  The ISA-specific files compile to
@@ -24,9 +25,11 @@
 #include <stdint.h>
 
 typedef void (*RlxKernF32)(int64_t kc, const float *ap, const float *bp,
-                           int64_t ldb, float *c, int64_t ldc, int load);
+                           int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                           int load);
 typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
-                           int64_t ldb, double *c, int64_t ldc, int load);
+                           int64_t lda, int64_t ldb, double *c,
+                           int64_t ldc, int load);
 
 /* Optional ISA-specific packing (NULL: the generic C loops).
    pack_a: a full MR-row panel of A with unit column stride:
@@ -45,11 +48,12 @@ typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
    1 <= nr <= NR), touching no other C element; it must perform, per
    element, the same operations as the full kernel. */
 typedef void (*RlxEdgeF32)(int64_t kc, const float *ap, const float *bp,
-                           int64_t ldb, float *c, int64_t ldc, int load,
-                           int mr, int nr);
+                           int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                           int load, int mr, int nr);
 typedef void (*RlxEdgeF64)(int64_t kc, const double *ap,
-                           const double *bp, int64_t ldb, double *c,
-                           int64_t ldc, int load, int mr, int nr);
+                           const double *bp, int64_t lda, int64_t ldb,
+                           double *c, int64_t ldc, int load, int mr,
+                           int nr);
 
 /* Largest MR and NR of any kernel: sizes the edge-tile buffer. */
 enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
@@ -57,8 +61,9 @@ enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
 /* Rows of A packed at a time (the packed A block lives in L3). */
 enum { RLX_GEMM_MC = 1008 };
 
-/* Row blocks of at most this many MR tiles read B in place (unpacked). */
-enum { RLX_DIRECT_B_ROWS = 2 };
+/* Row blocks of at most this many MR tiles read B in place (unpacked);
+   regions of at most RLX_DIRECT_A_COLS NR tiles read A^T in place. */
+enum { RLX_DIRECT_B_ROWS = 2, RLX_DIRECT_A_COLS = 2 };
 
 /* One ISA's kernels and cache blocking (in elements).  kc: depth of a
    packed block; nc: columns of the packed B block (kc x nc stays in

@@ -13,14 +13,14 @@
 #define NR 8
 
 #define SCALAR_KERNEL(NAME, T, FMA)                                       \
-  static void NAME(int64_t kc, const T *ap, const T *bp, int64_t ldb,    \
-                   T *c, int64_t ldc, int load)                           \
+  static void NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,    \
+                   int64_t ldb, T *c, int64_t ldc, int load)              \
   {                                                                       \
     T acc[MR][NR];                                                        \
     for (int i = 0; i < MR; i++)                                          \
       for (int j = 0; j < NR; j++)                                        \
         acc[i][j] = load ? c[i * ldc + j] : (T)0;                         \
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += ldb)                 \
+    for (int64_t p = 0; p < kc; p++, ap += lda, bp += ldb)                \
       for (int i = 0; i < MR; i++)                                        \
         for (int j = 0; j < NR; j++)                                      \
           acc[i][j] = FMA(ap[i], bp[j], acc[i][j]);                       \

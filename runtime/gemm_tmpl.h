@@ -15,7 +15,8 @@
  * rows).
  * Partial tiles use the ISA's edge kernel, else an MR x NR buffer and the
  * full kernel.  With at most RLX_DIRECT_B_ROWS register tiles of rows,
- * full B panels are read in place instead of packed.
+ * full B panels are read in place instead of packed; with at most
+ * RLX_DIRECT_A_COLS tiles of columns, a transposed A is read in place.
  * Determinism: K is never split across threads, and every C element is
  * accumulated in increasing p order in one accumulator (KC blocks in
  * order, C carried through memory between blocks), whatever the region
@@ -100,15 +101,15 @@ static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
 
 /* One tile of C with mr <= MR rows and nr <= NR columns. */
 static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
-                      int64_t ldb, T *c, int64_t ldc, int mr, int nr,
-                      int load)
+                      int64_t lda, int64_t ldb, T *c, int64_t ldc, int mr,
+                      int nr, int load)
 {
   if (mr == cfg->mr && nr == cfg->nr) {
-    cfg->kern(kc, ap, bp, ldb, c, ldc, load);
+    cfg->kern(kc, ap, bp, lda, ldb, c, ldc, load);
     return;
   }
   if (cfg->edge) {
-    cfg->edge(kc, ap, bp, ldb, c, ldc, load, mr, nr);
+    cfg->edge(kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
     return;
   }
   _Alignas(64) T tmp[RLX_MR_MAX * RLX_NR_MAX];
@@ -118,20 +119,23 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
   for (int i = 0; i < mr && load; i++)
     for (int j = 0; j < nr; j++)
       tmp[i * NR + j] = c[i * ldc + j];
-  cfg->kern(kc, ap, bp, ldb, tmp, NR, load); /* same ops as full */
+  cfg->kern(kc, ap, bp, lda, ldb, tmp, NR, load); /* same ops */
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = tmp[i * NR + j];
 }
 
-/* Pack rows [m0,m1) x kc of A into consecutive MR-row panels. */
+/* Pack rows [m0,m1) x kc of A into consecutive MR-row panels (with
+   `direct`, only the partial last panel: full ones are read in place). */
 static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
-                              int64_t m1, int64_t kc, T *ap)
+                              int64_t m1, int64_t kc, T *ap, int direct)
 {
   const CFG *cfg = jb->cfg;
   int MR = cfg->mr;
   for (int64_t ic = m0; ic < m1; ic += MR) {
     int mr = m1 - ic < MR ? (int)(m1 - ic) : MR;
+    if (direct && mr == MR)
+      continue;
     if (cfg->pack_a && mr == MR && jb->a_cs == 1)
       cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, 1, ap + (ic - m0) * kc);
     else
@@ -145,17 +149,19 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
    place, rows jb->b_rs apart) when it is not NULL, else from the packed
    block bp, which always holds the partial last panel. */
 static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
-                       int64_t kc, int64_t nc, const T *ap, const T *bp,
-                       const T *bdir, T *c, int load)
+                       int64_t kc, int64_t nc, const T *ap, const T *adir,
+                       const T *bp, const T *bdir, T *c, int load)
 {
   const CFG *cfg = jb->cfg;
   for (int64_t ic = m0; ic < m1; ic += cfg->mr) {
     int mr = m1 - ic < cfg->mr ? (int)(m1 - ic) : cfg->mr;
-    const T *apan = ap + (ic - m0) * kc;
+    int in_place = adir && mr == cfg->mr;
+    const T *apan = in_place ? adir + ic : ap + (ic - m0) * kc;
+    int64_t lda = in_place ? jb->a_cs : cfg->mr;
     for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
       int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
       int direct = bdir && nr == cfg->nr;
-      FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc,
+      FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc, lda,
                 direct ? jb->b_rs : cfg->nr, c + ic * jb->c_rs + jr,
                 jb->c_rs, mr, nr, load);
     }
@@ -196,9 +202,14 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
   /* Few rows: packing B would cost as much as using it; read it in
      place (unit column stride needed). */
   int direct = jb->b_cs == 1 && m1 - m0 <= RLX_DIRECT_B_ROWS * cfg->mr;
+  /* Few columns: likewise read a transposed A (unit row stride) in
+     place. */
+  int adirect = !direct && jb->a_rs == 1 &&
+                n1 - n0 <= RLX_DIRECT_A_COLS * cfg->nr;
   for (int64_t pc = 0; pc < jb->k; pc += cfg->kc) {
     int64_t kc = jb->k - pc < cfg->kc ? jb->k - pc : cfg->kc;
-    FN(pack_a_block_)(jb, a + pc * jb->a_cs, m0, m1, kc, ap);
+    const T *asrc = a + pc * jb->a_cs;
+    FN(pack_a_block_)(jb, asrc, m0, m1, kc, ap, adirect);
     for (int64_t jc = n0; jc < n1; jc += cfg->nc) {
       int64_t nc = n1 - jc < cfg->nc ? n1 - jc : cfg->nc;
       const T *bsrc = b + pc * jb->b_rs + jc * jb->b_cs;
@@ -210,8 +221,8 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
       } else {
         FN(pack_b_)(cfg, bsrc, jb->b_rs, jb->b_cs, nc, kc, bp);
       }
-      FN(macro_)(jb, m0, m1, kc, nc, ap, bp, direct ? bsrc : NULL, c + jc,
-                 jb->acc || pc > 0);
+      FN(macro_)(jb, m0, m1, kc, nc, ap, adirect ? asrc : NULL, bp,
+                 direct ? bsrc : NULL, c + jc, jb->acc || pc > 0);
     }
   }
 }
