@@ -22,7 +22,8 @@ with -include WORK/NAME.h, link with librlxrt.a, run every 'run' line.
 Only the Python standard library is used (no NumPy, no torch): all
 numeric comparison happens in C (tests/tools/harness.c).
 
-Usage: e2e.py [--build DIR] [--work DIR] [--cflags F] [-v] [CASE...]
+Usage: e2e.py [--build DIR] [--work DIR] [--cflags F] [--rlxc-args A]
+              [-v] [CASE...]
   no CASE: every case with a run.txt.  Prints PASS/FAIL NAME: reason
   per case; exit 0 when all pass.
 """
@@ -89,6 +90,7 @@ class Runner:
             prefix="rlx-e2e-"))
         self.cc = args.cc
         self.extra_cflags = args.cflags
+        self.rlxc_extra = args.rlxc_args
         self.verbose = args.verbose
         self.rlxc = os.path.join(self.build, "rlxc")
         self.harness_objs = None
@@ -122,6 +124,7 @@ class Runner:
             raise CaseFail("rlxc not built (%s)" % self.rlxc)
         obj = os.path.join(wdir, name + ".o")
         cmd = [self.rlxc, os.path.join(CASES, name + ".rlx"), "-o", obj]
+        rlxc_args = rlxc_args + shlex.split(self.rlxc_extra)
         rc, out = sh(cmd + rlxc_args, cwd=wdir)
         if self.verbose:
             print(" ".join(cmd + rlxc_args) + "\n" + out)
@@ -224,6 +227,8 @@ def main():
     ap.add_argument("--cflags", default="",
                     help="extra flags for compiling and linking the "
                     "driver (e.g. -fsanitize=address,undefined)")
+    ap.add_argument("--rlxc-args", default="",
+                    help="extra rlxc arguments for every case (e.g. -O0)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     r = Runner(args)
