@@ -9,8 +9,9 @@
  * (it is broadcast) keeps its buffer, so nothing is recomputed.
  * FOLDED: a transpose that only swaps the last two dims and is read
  * only by matmul, which folds it into its GEMM strides.
- * ALIAS: reshape (same bytes, row-major), resolved to the node that
- * owns the storage.
+ * ALIAS: reshape (same bytes, row-major) and a stop_gradient that is not
+ * fused into a consumer, resolved to the node that owns the storage (a
+ * stop_gradient root accepts no fused producers, so it can alias).
  * Decided in reverse node order, so consumers are decided first.
  */
 #include "codegen/cg.h"
@@ -69,6 +70,7 @@ static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
     Node *c = g->nodes[u->list[k]];
     if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
+    if (c->op == OP_STOP_GRADIENT && root[c->id] == c) return NULL;
     if (r && root[c->id] != r) return NULL;
     r = root[c->id];
   }
@@ -101,8 +103,11 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   /* aliases, in forward order so chains resolve to their owner */
   for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];
-    if (n->op != OP_RESHAPE) continue;
-    CgSlot *s = &plan->slot[n->id], *src = &plan->slot[n->in[0]->id];
+    CgSlot *s = &plan->slot[n->id];
+    if (n->op != OP_RESHAPE &&
+        !(n->op == OP_STOP_GRADIENT && s->kind == CG_SLOT_NONE))
+      continue;
+    CgSlot *src = &plan->slot[n->in[0]->id];
     s->kind = CG_SLOT_ALIAS;
     s->alias = src->kind == CG_SLOT_ALIAS ? src->alias : n->in[0];
   }

@@ -154,6 +154,20 @@ static void test_returns(void) {
   ctx_free(r.c);
 }
 
+static void test_stop_gradient(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8]  input %w: f32[8, 8]\n"
+      "  %e = exp(%x)  %s = stop_gradient(%e)  %m = matmul(%w, %w)\n"
+      "  %t = stop_gradient(%x)  %y = add(stop_gradient(%t), %s)\n"
+      "  return %y, %m, %s }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "s")->kind, CG_SLOT_ALIAS);
+  CU_ASSERT_PTR_EQUAL(slot(&r, "s")->alias, node(&r, "e"));
+  CU_ASSERT_EQUAL(slot(&r, "e")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(slot(&r, "t")->kind, CG_SLOT_FUSED);
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
 static void test_scratch(void) {
   const char *src =
       "graph g { input %x: f32[16, 16]\n"
@@ -209,6 +223,7 @@ int main(void) {
   CU_add_test(s, "alias extends life", test_alias_extends_life);
   CU_add_test(s, "transpose folded", test_transpose_folded);
   CU_add_test(s, "returns", test_returns);
+  CU_add_test(s, "stop_gradient", test_stop_gradient);
   CU_add_test(s, "scratch", test_scratch);
   CU_add_test(s, "random graphs", test_random_graphs);
   CU_basic_set_mode(CU_BRM_VERBOSE);
