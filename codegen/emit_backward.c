@@ -23,8 +23,14 @@
 typedef LLVMValueRef (*GradFn)(Cg *cg, const char *kind, LLVMValueRef x,
                                LLVMValueRef dy);
 
+/* Constant v of like's type (scalar or vector). */
 static LLVMValueRef C(LLVMValueRef like, double v) {
-  return LLVMConstReal(LLVMTypeOf(like), v);
+  LLVMTypeRef t = LLVMTypeOf(like);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstReal(t, v);
+  LLVMValueRef e[64], s = LLVMConstReal(LLVMGetElementType(t), v);
+  unsigned n = LLVMGetVectorSize(t);
+  for (unsigned i = 0; i < n; i++) e[i] = s;
+  return LLVMConstVector(e, n);
 }
 
 static LLVMValueRef fmul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
@@ -53,7 +59,7 @@ static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
 }
 
 static LLVMValueRef gelu_d(Cg *cg, LLVMValueRef x) {
-  LLVMValueRef cdf = cg_ops_libm(cg, "erf", fmul(cg, x, C(x, 0.70710678118654752440)));
+  LLVMValueRef cdf = cg_ops_erf(cg, fmul(cg, x, C(x, 0.70710678118654752440)));
   cdf = fmul(cg, C(x, 0.5), fadd(cg, C(x, 1), cdf));
   LLVMValueRef pdf = cg_ops_exp(cg, fmul(cg, C(x, -0.5), fmul(cg, x, x)));
   pdf = fmul(cg, pdf, C(x, 0.39894228040143267794));
@@ -65,7 +71,7 @@ static LLVMValueRef gelu_tanh_d(Cg *cg, LLVMValueRef x) {
   LLVMValueRef x2 = fmul(cg, x, x);
   LLVMValueRef u = fmul(cg, C(x, k),
                         fadd(cg, x, fmul(cg, C(x, a), fmul(cg, x2, x))));
-  LLVMValueRef th = cg_ops_libm(cg, "tanh", u);
+  LLVMValueRef th = cg_ops_tanh(cg, u);
   LLVMValueRef du = fmul(cg, C(x, k), fadd(cg, C(x, 1),
                                            fmul(cg, C(x, 3 * a), x2)));
   LLVMValueRef sech2 = fsub(cg, C(x, 1), fmul(cg, th, th));
@@ -93,7 +99,7 @@ static LLVMValueRef deriv(Cg *cg, const char *k, LLVMValueRef x) {
     return fmul(cg, s, fsub(cg, C(x, 1), s));
   }
   if (!strcmp(k, "tanh")) {
-    LLVMValueRef t = cg_ops_libm(cg, "tanh", x);
+    LLVMValueRef t = cg_ops_tanh(cg, x);
     return fsub(cg, C(x, 1), fmul(cg, t, t));
   }
   if (!strcmp(k, "exp")) return cg_ops_exp(cg, x);
@@ -143,6 +149,55 @@ static LLVMValueRef bcast_off(Cg *cg, const Type *out, const Type *in,
   return off;
 }
 
+static LLVMValueRef act_grad(Cg *cg, const char *kind, LLVMValueRef x,
+                             LLVMValueRef dy) {
+  if (!strcmp(kind, "relu")) return sel(cg, LLVMRealOGT, x, dy, C(x, 0));
+  return fmul(cg, dy, deriv(cg, kind, x));
+}
+
+typedef struct {
+  const char *kind;
+  DType dt;
+  LLVMValueRef dy; /* body copy */
+} ActMap;
+
+static LLVMValueRef act_map(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
+                            int lanes, void *ctx) {
+  ActMap *A = ctx;
+  LLVMValueRef dy = cg_ops_vload(cg, A->dt, A->dy, idx, lanes);
+  return act_grad(cg, A->kind, x, dy);
+}
+
+#define ACT_BLOCK 4096
+
+/* Same shapes: blocks of ACT_BLOCK elements in parallel, each a vector
+ * loop (cg_ops_row_map), then the remainder. */
+static void act_blocks(Cg *cg, Node *n, const char *kind, int64_t numel) {
+  DType dt = n->type.dt;
+  int64_t nblk = numel / ACT_BLOCK, rest = numel - nblk * ACT_BLOCK;
+  LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n->in[1])};
+  ActMap A = {kind, dt, vals[2]};
+  if (nblk > 0) {
+    CgPar par;
+    LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, nblk),
+                                  cg_grain(nblk, 8 * ACT_BLOCK), vals, 3,
+                                  true);
+    A.dy = vals[2];
+    cg_ops_row_map(cg, dt, vals[0], vals[1],
+                   LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
+                   ACT_BLOCK, act_map, &A);
+    cg_par_end(cg, &par);
+  }
+  if (rest > 0) {
+    LLVMValueRef p[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                         cg_buf(cg, n->in[1])};
+    A.dy = p[2];
+    cg_ops_row_map(cg, dt, p[0], p[1], cg_i64(cg, nblk * ACT_BLOCK), rest,
+                   act_map, &A);
+  }
+}
+
 static bool emit_act_bwd(Cg *cg, Node *n, const char *kind) {
   DType dt = n->type.dt;
   if (!dt_is_float(dt))
@@ -151,21 +206,19 @@ static bool emit_act_bwd(Cg *cg, Node *n, const char *kind) {
     return cg_unsupported(cg, n, "x and dy dtypes differ");
   int64_t numel = type_numel(&n->type);
   if (numel == 0) return true;
-  bool same = type_eq(&n->type, &n->in[1]->type);
+  if (type_eq(&n->type, &n->in[1]->type)) {
+    act_blocks(cg, n, kind, numel);
+    return true;
+  }
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_buf(cg, n->in[1])};
   CgPar par;
   LLVMValueRef i = cg_par_begin(cg, &par, cg_i64(cg, numel),
                                 cg_grain(numel, 8), vals, 3, true);
   LLVMValueRef x = cg_load(cg, dt, vals[1], i);
-  LLVMValueRef di = same ? i : bcast_off(cg, &n->type, &n->in[1]->type, i);
-  LLVMValueRef dy = cg_load(cg, dt, vals[2], di);
-  LLVMValueRef r;
-  if (!strcmp(kind, "relu"))
-    r = sel(cg, LLVMRealOGT, x, dy, C(x, 0));
-  else
-    r = fmul(cg, dy, deriv(cg, kind, x));
-  cg_store(cg, dt, vals[0], i, r);
+  LLVMValueRef di = bcast_off(cg, &n->type, &n->in[1]->type, i);
+  cg_store(cg, dt, vals[0], i,
+           act_grad(cg, kind, x, cg_load(cg, dt, vals[2], di)));
   cg_par_end(cg, &par);
   return true;
 }

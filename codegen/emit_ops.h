@@ -78,9 +78,13 @@ void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
  * or f64 (intrinsics; vectors are expanded by LLVM). */
 LLVMValueRef cg_ops_exp(Cg *cg, LLVMValueRef v);
 LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v);
-/* libm call by base name ("tanh", "erf", ...) on a scalar float/double
- * (the float variant gets the 'f' suffix). */
+/* libm call by base name ("tanh", "erf", ...) on a float/double scalar
+ * (the float variant gets the 'f' suffix) or per lane of a vector. */
 LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v);
+/* tanh / erf: libm, except f32 vectors: straight-line approximations
+ * (absolute error ~1e-7) so that loops stay vectorized. */
+LLVMValueRef cg_ops_tanh(Cg *cg, LLVMValueRef v);
+LLVMValueRef cg_ops_erf(Cg *cg, LLVMValueRef v);
 
 /* Load index element i of an index buffer (i32, i64, or f32/f64 with
  * integral values), check 0 <= v < bound (else RLX_ERR_INDEX; a

@@ -266,13 +266,73 @@ LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v) {
   return cg_intrinsic(cg, "llvm.log", LLVMTypeOf(v), &v, 1);
 }
 
-LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v) {
+static LLVMValueRef libm1(Cg *cg, const char *name, LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
   char buf[32];
   bool f = LLVMGetTypeKind(t) == LLVMFloatTypeKind;
   snprintf(buf, sizeof buf, "%s%s", name, f ? "f" : "");
-  LLVMValueRef r = cg_call(cg, buf, t, &v, 1);
+  return cg_call(cg, buf, t, &v, 1);
+}
+
+LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return libm1(cg, name, v);
+  LLVMValueRef r = LLVMGetUndef(t);
+  for (unsigned i = 0; i < LLVMGetVectorSize(t); i++) {
+    LLVMValueRef e = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, (int)i), "");
+    r = LLVMBuildInsertElement(cg->b, r, libm1(cg, name, e),
+                               cg_i32(cg, (int)i), "");
+  }
   return r;
+}
+
+static bool is_vf32(Cg *cg, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+         LLVMGetElementType(t) == cg->t_f32;
+}
+
+/* f32 vectors: tanh x = sign(x) (1 - 2 / (exp(2|x|) + 1)) (absolute
+ * error ~1e-7); otherwise libm. */
+LLVMValueRef cg_ops_tanh(Cg *cg, LLVMValueRef x) {
+  if (!is_vf32(cg, x)) return cg_ops_libm(cg, "tanh", x);
+  LLVMTypeRef vt = LLVMTypeOf(x);
+  LLVMValueRef a = cg_intrinsic(cg, "llvm.fabs", vt, &x, 1);
+  LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFMul(cg->b, a,
+                                                splat_f(cg, vt, 2), ""));
+  LLVMValueRef q = LLVMBuildFDiv(
+      cg->b, splat_f(cg, vt, 2), LLVMBuildFAdd(cg->b, e, splat_f(cg, vt, 1),
+                                               ""), "");
+  LLVMValueRef t = LLVMBuildFSub(cg->b, splat_f(cg, vt, 1), q, "");
+  LLVMValueRef cs[2] = {t, x};
+  return cg_intrinsic(cg, "llvm.copysign", vt, cs, 2);
+}
+
+/* f32 vectors: erf by Abramowitz & Stegun 7.1.26 (absolute error
+ * < 1.5e-7), odd extension; otherwise libm. */
+LLVMValueRef cg_ops_erf(Cg *cg, LLVMValueRef x) {
+  if (!is_vf32(cg, x)) return cg_ops_libm(cg, "erf", x);
+  static const double A[] = {1.061405429, -1.453152027, 1.421413741,
+                             -0.284496736, 0.254829592};
+  LLVMTypeRef vt = LLVMTypeOf(x);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef a = cg_intrinsic(cg, "llvm.fabs", vt, &x, 1);
+  LLVMValueRef t = LLVMBuildFDiv(
+      b, splat_f(cg, vt, 1),
+      LLVMBuildFAdd(b, splat_f(cg, vt, 1),
+                    LLVMBuildFMul(b, a, splat_f(cg, vt, 0.3275911), ""), ""),
+      "");
+  LLVMValueRef p = splat_f(cg, vt, A[0]);
+  for (int i = 1; i < 5; i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, t, ""), splat_f(cg, vt, A[i]),
+                      "");
+  p = LLVMBuildFMul(b, p, t, "");
+  LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFNeg(b, LLVMBuildFMul(b, a, a, ""),
+                                                ""));
+  LLVMValueRef r = LLVMBuildFSub(b, splat_f(cg, vt, 1),
+                                 LLVMBuildFMul(b, p, e, ""), "");
+  LLVMValueRef cs[2] = {r, x};
+  return cg_intrinsic(cg, "llvm.copysign", vt, cs, 2);
 }
 
 bool cg_ops_index_dtype_ok(DType dt) {

@@ -428,9 +428,20 @@ def backward():
                % (dt, dt, dt, "\n".join(lines),
                   ", ".join("%" + k for k in kinds)))
         case("ab_" + dt, src, [xp, dy], outs)
+    # long f32 rows: parallel vector blocks (erf/tanh approximations)
+    x = ("f32", pat([4100], 7919, 1, 2001, 1.0 / 256))
+    dy = ("f32", pat([4100], 13, 2, 17, 0.5))
+    X, DY = vals([x], 0), vals([dy], 0)
+    ks = ["gelu", "gelu_tanh", "tanh", "sigmoid"]
+    src = ("graph ab_long { input %%x: f32[4100]  input %%dy: f32[4100]\n"
+           "%s\n  return %s }" % (
+               "\n".join("  %%%s = activation_backward(%%x, %%dy, kind=%s)"
+                         % (k, k) for k in ks),
+               ", ".join("%" + k for k in ks)))
+    case("ab_long", src, [x, dy], [("f32", DY * d_act(k, X)) for k in ks])
 
 
-def c_double(v):
+def c_double(v, digits=17):
     if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
     v = float(v)
@@ -438,7 +449,7 @@ def c_double(v):
         return "NAN"
     if math.isinf(v):
         return "INFINITY" if v > 0 else "-INFINITY"
-    return repr(v)
+    return repr(v) if digits == 17 else "%.*g" % (digits, v)
 
 
 def emit(f):
@@ -450,8 +461,9 @@ def emit(f):
                     ci, k, ", ".join(c_double(v) for v in spec[2]) or "0"))
         for k, (dt, arr) in enumerate(outs):
             a = np.asarray(arr, dtype=np.float64).ravel()
+            dg = 17 if dt in ("f64", "i64") else 10
             f.write("static const double c%d_o%d[] = {%s};\n" % (
-                ci, k, ", ".join(c_double(v) for v in a)))
+                ci, k, ", ".join(c_double(v, dg) for v in a)))
         f.write("static const OpsIn c%d_in[] = {\n" % ci)
         for k, (dt, spec) in enumerate(ins):
             n = int(np.prod(spec[1]))
