@@ -232,7 +232,8 @@ def determinism_big(c, rng):
             "%cs = cumsum(%s, axis=1)\n%rm = reduce_mean(%r)",
             outs_str(outs), comment="work big enough to be split across "
             "threads: outputs must be\nbit-identical for 1, 2, 3 threads")
-    c.run([a, b, r, s], outs, args=["--threads", "1,2,3,1", "--null-ws"])
+    c.run([a, b, r, s], outs, args=["--threads", "1,2,3,7,16,1", "--null-ws",
+                                    "--concurrent", "3"])
     for n in ("1", "3"):  # the default thread count comes from the env
         c.run([a, b, r, s], outs, args=["--env", "RLX_NUM_THREADS=" + n,
                                         "--threads", "0,2"])
