@@ -94,6 +94,7 @@ class Runner:
         self.verbose = args.verbose
         self.rlxc = os.path.join(self.build, "rlxc")
         self.harness_objs = None
+        self.linked = set()
         os.makedirs(self.work, exist_ok=True)
 
     def cflags(self):
@@ -150,7 +151,10 @@ class Runner:
                                                 first_line(out)))
 
     def link(self, wdir, obj, hdr, entry, grad_entry):
-        exe = os.path.join(wdir, "run_" + entry)
+        exe = os.path.join(wdir, "run_" + entry +
+                           ("_fd" if grad_entry else ""))
+        if exe in self.linked:
+            return exe
         defs = ["-DRLX_ENTRY=" + entry]
         if grad_entry:
             defs.append("-DRLX_GRAD_ENTRY=" + grad_entry)
@@ -162,6 +166,7 @@ class Runner:
         if rc:
             raise CaseFail("driver for %s does not link: %s" %
                            (entry, first_line(out, ("error",))))
+        self.linked.add(exe)
         return exe
 
     def run_case(self, name):
@@ -171,6 +176,7 @@ class Runner:
         if spec["diag"]:
             return self.expect_diag(name, wdir, spec)
         obj, hdr = self.compile_case(name, wdir, spec["rlxc"])
+        self.linked = set()
         for entry, sub, rargs in spec["runs"]:
             grad_entry, env = None, dict(os.environ)
             while "--grad-entry" in rargs or "--env" in rargs:
@@ -187,6 +193,9 @@ class Runner:
             rc, out = sh([exe] + rargs + [gdir], cwd=wdir, env=env)
             if self.verbose:
                 print(out)
+            if rc < 0:
+                raise CaseFail("%s %s: killed by signal %d" %
+                               (entry, " ".join(rargs), -rc))
             if rc:
                 raise CaseFail("%s %s: %s" % (entry, " ".join(rargs),
                                               first_line(out)))
