@@ -71,7 +71,18 @@ static void init_types(Cg *cg) {
   cg->t_task_fn = LLVMFunctionType(cg->t_void, tp, 3, 0);
 }
 
-/* Triple, CPU and feature strings, all malloc'ed by LLVM. */
+/* Does triple name the host's architecture (its first component)? */
+static bool same_arch(const char *triple) {
+  char *h = LLVMGetDefaultTargetTriple();
+  size_t n = strcspn(h, "-");
+  bool same = strncmp(h, triple, n) == 0 && (triple[n] == '-' || !triple[n]);
+  LLVMDisposeMessage(h);
+  return same;
+}
+
+/* Triple, CPU and feature strings, all malloc'ed by LLVM. Without
+ * --mcpu: the host CPU and features when the target is the host's
+ * architecture, else the target's generic CPU. */
 static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
   bool host = !o || !o->target;
   cg->triple = host ? LLVMGetDefaultTargetTriple()
@@ -92,7 +103,7 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
     /* x86_64 code needs the 64bit feature even for 32-bit-only CPUs */
     bool x64 = strncmp(cg->triple, "x86_64", 6) == 0;
     cg->features = LLVMCreateMessage(x64 ? "+64bit" : "");
-  } else if (host) {
+  } else if (host || same_arch(cg->triple)) {
     cg->cpu = LLVMGetHostCPUName();
     cg->features = LLVMGetHostCPUFeatures();
   } else {
