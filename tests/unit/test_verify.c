@@ -6,8 +6,10 @@
  * duplicate names and nodes, returns, args, duplicate graphs. */
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 #include <CUnit/Basic.h>
+#include <stdlib.h>
 #include <string.h>
 
 static Loc L0 = {0, 0};
@@ -235,6 +237,47 @@ static void test_parsed_module(void) {
   ctx_free(c);
 }
 
+/* The pipeline verifies the module and names the pass after which it
+ * was malformed; with RLX_NO_VERIFY the explicit "verify" pass still
+ * catches it. */
+static bool has_diag(const Ctx *c, const char *what) {
+  for (const Diag *d = c->diags; d; d = d->next)
+    if (strstr(d->msg, what)) return true;
+  return false;
+}
+
+static void test_pipeline_verifies(void) {
+  Options o = {.emit = EMIT_IR, .opt_level = 2};
+  for (int noverify = 0; noverify < 2; noverify++) {
+    Fix f = fixture();
+    Unit u = {.ctx = f.c, .mod = f.m, .opt = &o, .cname = "g",
+              .entry = f.g};
+    CU_ASSERT_TRUE(pass_run_pipeline(&u));
+    CU_ASSERT_EQUAL(f.c->nerrors, 0);
+    f.sum->type.dims[1] = 4; /* a stale type, as a buggy pass leaves */
+    if (noverify) setenv("RLX_NO_VERIFY", "1", 1);
+    CU_ASSERT_FALSE(pass_run_pipeline(&u));
+    unsetenv("RLX_NO_VERIFY");
+    CU_ASSERT_TRUE(has_diag(f.c, "internal: verifier: graph 'g'"));
+    CU_ASSERT_EQUAL(has_diag(f.c, "malformed after pass 'parse'"),
+                    !noverify);
+    ctx_free(f.c);
+  }
+}
+
+static void test_pass_list(void) {
+  int n;
+  const Pass *p = pass_list(&n);
+  CU_ASSERT_TRUE(n >= 2);
+  CU_ASSERT_STRING_EQUAL(p[0].name, "parse");
+  CU_ASSERT_STRING_EQUAL(p[1].name, "verify");
+  for (int i = 0; i < n; i++) {
+    CU_ASSERT_PTR_NOT_NULL(p[i].run);
+    for (int j = 0; j < i; j++) CU_ASSERT_STRING_NOT_EQUAL(p[i].name,
+                                                           p[j].name);
+  }
+}
+
 int main(void) {
   CU_initialize_registry();
   CU_pSuite s = CU_add_suite("verify", NULL, NULL);
@@ -261,6 +304,8 @@ int main(void) {
   CU_add_test(s, "duplicate_graph", test_duplicate_graph);
   CU_add_test(s, "const_without_data", test_const_without_data);
   CU_add_test(s, "parsed_module", test_parsed_module);
+  CU_add_test(s, "pipeline_verifies", test_pipeline_verifies);
+  CU_add_test(s, "pass_list", test_pass_list);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
