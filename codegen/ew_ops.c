@@ -3,8 +3,10 @@
  *
  * Floats (f32, f64; f16/bf16 computed in f32 and rounded back after
  * each op): every op. min/max propagate NaN (llvm.minimum/maximum);
- * relu(NaN) = NaN; round is half-to-even; transcendental functions
- * without a vectorizable LLVM intrinsic call libm (tanh, erf, tan, atan).
+ * relu(NaN) = NaN; round is half-to-even. f32 exp (also in sigmoid and
+ * silu) is straight-line code (Cephes polynomial, about 1 ulp) so fused
+ * loops vectorize; f64 exp, log, sin, cos use LLVM intrinsics; tanh, erf,
+ * tan, atan call libm (accuracy first; those loops stay scalar).
  * Integers (i8 u8 i32 i64; u8 unsigned): add sub mul (wrapping) min max
  * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
  * add sub mul neg, where, cast. Anything else is a diagnostic.
@@ -71,9 +73,43 @@ static LLVMValueRef libm(Cg *cg, const char *nm, LLVMValueRef x) {
   return r;
 }
 
+/* exp of a float: n = rint(x log2 e), r = x - n ln2 (two-part ln2),
+ * Cephes expf polynomial, times 2^n in two halves (denormal results
+ * right); x >= 89 -> inf, x <= -104 -> 0, NaN -> NaN. f64: llvm.exp. */
+static LLVMValueRef exp_(Cg *cg, LLVMValueRef x) {
+  if (is_f64(cg, x)) return intr1(cg, "llvm.exp", x);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef c = intr2(cg, "llvm.minnum", x, fc(cg, x, 89.0));
+  c = intr2(cg, "llvm.maxnum", c, fc(cg, x, -104.0));
+  LLVMValueRef n = intr1(cg, "llvm.rint",
+                         LLVMBuildFMul(b, c, fc(cg, x, 1.44269504088896341), ""));
+  LLVMValueRef r =
+      LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, fc(cg, x, 0.693359375), ""), "");
+  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(cg, x, -2.12194440e-4), ""),
+                    "");
+  static const double P[] = {1.9875691500E-4, 1.3981999507E-3,
+                             8.3334519073E-3, 4.1665795894E-2,
+                             1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = fc(cg, x, P[0]);
+  for (int i = 1; i < 6; i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), fc(cg, x, P[i]), "");
+  p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
+  p = LLVMBuildFAdd(b, p, LLVMBuildFAdd(b, r, fc(cg, x, 1.0), ""), "");
+  LLVMValueRef ni = LLVMBuildFPToSI(b, n, cg->t_i32, "");
+  LLVMValueRef n1 = LLVMBuildAShr(b, ni, cg_i32(cg, 1), "");
+  LLVMValueRef half[2] = {n1, LLVMBuildSub(b, ni, n1, "")};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef e = LLVMBuildAdd(b, half[i], cg_i32(cg, 127), "");
+    e = LLVMBuildShl(b, e, cg_i32(cg, 23), "");
+    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, cg->t_f32, ""), "");
+  }
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  return LLVMBuildSelect(b, nan, x, p, "");
+}
+
 static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef e = intr1(cg, "llvm.exp", LLVMBuildFNeg(b, x, ""));
+  LLVMValueRef e = exp_(cg, LLVMBuildFNeg(b, x, ""));
   return LLVMBuildFDiv(b, fc(cg, x, 1), LLVMBuildFAdd(b, fc(cg, x, 1), e, ""),
                        "");
 }
@@ -105,7 +141,7 @@ static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
   case OP_SILU: return LLVMBuildFMul(b, x, sigmoid(cg, x), "");
   case OP_SIGMOID: return sigmoid(cg, x);
   case OP_TANH: return libm(cg, "tanh", x);
-  case OP_EXP: return intr1(cg, "llvm.exp", x);
+  case OP_EXP: return exp_(cg, x);
   case OP_LOG: return intr1(cg, "llvm.log", x);
   case OP_SQRT: return intr1(cg, "llvm.sqrt", x);
   case OP_RSQRT:
