@@ -63,7 +63,13 @@ void pass_simplify_graph(Ctx *c, Graph *g);
 void pass_cse_graph(Ctx *c, Graph *g);
 void pass_dce_graph(Ctx *c, Graph *g);
 
-/* Run fn on every graph of the module in order (subgraphs first). */
+/* The AD working copy (ad_copy.c): clone u->entry and the graphs it
+ * references once (u->ad_entry, u->ad_graphs); later calls do nothing.
+ * ad_drop_unused removes the clones the gradient graph does not use. */
+void ad_working_copy(Unit *u);
+void ad_drop_unused(Unit *u);
+/* Run fn on every graph of the AD working copy (subgraphs first),
+ * creating the copy on first use. */
 bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g));
 
 #endif

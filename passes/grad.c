@@ -110,9 +110,9 @@ bool grad_into(IrBuilder *b, Module *mod, const Graph *src,
 }
 
 bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g)) {
-  int n0 = u->mod->ngraphs;
+  ad_working_copy(u);
   bool ok = true;
-  for (int i = 0; i < n0 && ok; i++) ok = fn(u, u->mod->graphs[i]);
+  for (int i = 0; i < u->n_ad_graphs; i++) ok = fn(u, u->ad_graphs[i]) && ok;
   return ok;
 }
 
@@ -126,8 +126,7 @@ static Node *find_value(const Graph *g, const char *name) {
 }
 
 /* The wrt nodes of e (--wrt names, else every param); NULL on error. */
-static Node **resolve_wrt(Unit *u, int *nt) {
-  const Graph *e = u->entry;
+static Node **resolve_wrt(Unit *u, const Graph *e, int *nt) {
   Ctx *c = u->ctx;
   int n = u->opt->nwrt, k = 0;
   Node **t = arena_alloc(c->arena, sizeof(Node *) * (size_t)(e->nargs +
@@ -138,13 +137,13 @@ static Node **resolve_wrt(Unit *u, int *nt) {
       if (e->args[i]->op == OP_PARAM) t[k++] = e->args[i];
     if (k == 0)
       ok = diag_error(c, e->loc, "--grad: graph '%s' has no param and no "
-                      "--wrt value was given", e->name);
+                      "--wrt value was given", u->entry->name);
   }
   for (int i = 0; i < n; i++) {
     Node *v = find_value(e, u->opt->wrt[i]);
     if (!v)
       ok = diag_error(c, e->loc, "--wrt: graph '%s' has no value named "
-                      "'%%%s'", e->name, u->opt->wrt[i]);
+                      "'%%%s'", u->entry->name, u->opt->wrt[i]);
     else if (!differentiable(v))
       ok = diag_error(c, v->loc, "--wrt: '%%%s' has dtype %s; only "
                       "floating-point values have gradients", v->name,
@@ -157,8 +156,7 @@ static Node **resolve_wrt(Unit *u, int *nt) {
 }
 
 /* Arguments of the gradient graph: the entry's, then d_output. */
-static Node **grad_args(Unit *u, Graph *gg, Node **dout) {
-  const Graph *e = u->entry;
+static Node **grad_args(Unit *u, const Graph *e, Graph *gg, Node **dout) {
   Node **a = arena_alloc(u->ctx->arena,
                          sizeof(Node *) * (size_t)(e->nargs + 1));
   for (int i = 0; i < e->nargs; i++) {
@@ -195,20 +193,21 @@ static bool check_missing(Unit *u, IrBuilder *b, Node *const *t, int nt,
 
 bool pass_grad(Unit *u) {
   if (!u->opt || !u->opt->grad) return true;
-  Graph *e = u->entry;
+  /* the prepared working copy (ad_copy.c), named after the entry */
+  Graph *e = u->ad_entry ? u->ad_entry : u->entry;
   Ctx *c = u->ctx;
   if (e->nret < 1 || !differentiable(e->rets[0]))
     return diag_error(c, e->loc, "--grad: the first return value of '%s' "
                       "(the loss) must be a floating-point or c64 tensor",
-                      e->name);
+                      u->entry->name);
   int nt;
-  Node **t = resolve_wrt(u, &nt);
+  Node **t = resolve_wrt(u, e, &nt);
   if (!t) return false;
   char nm[256];
-  snprintf(nm, sizeof nm, "%s_grad", e->name);
+  snprintf(nm, sizeof nm, "%s_grad", u->entry->name);
   Graph *gg = ib_graph_detached(c, ib_fresh_graph_name(c, u->mod, nm),
                                 e->loc);
-  Node *dout, **args = grad_args(u, gg, &dout);
+  Node *dout, **args = grad_args(u, e, gg, &dout);
   IrBuilder b = {c, gg, e->loc};
   Node **seeds = arena_alloc(c->arena, sizeof(Node *) * (size_t)e->nret);
   seeds[0] = dout;
@@ -220,5 +219,6 @@ bool pass_grad(Unit *u) {
   if (!check_missing(u, &b, t, nt, rets + e->nret)) return false;
   ir_set_rets(c, gg, rets, e->nret + nt);
   u->grad = ib_attach(c, u->mod, gg);
+  ad_drop_unused(u);
   return true;
 }

@@ -1,7 +1,7 @@
 /* inline_custom_fn.c: AD preparation, custom_fn without derivative
  * bodies -> its fwd graph inlined.
  *
- * Runs only with --grad, on every graph in module order. A custom_fn
+ * Runs only with --grad, on the AD working copy (ad_copy.c). A custom_fn
  * with a vjp body stays (reverse mode uses the body, vjp.c); one with
  * only a jvp body stays too (reverse mode then reports that it needs a
  * vjp body). Provides: every remaining custom_fn has a derivative body.

@@ -47,6 +47,12 @@ typedef struct {
   Graph *grad;        /* ENTRY_grad graph, or NULL */
   Graph *jvp;         /* ENTRY_jvp, or NULL */
   Graph *hvp;         /* ENTRY_hvp, or NULL */
+  /* AD working copies (passes/ad_copy.c): the entry and every graph it
+   * references, cloned before the AD preparation passes rewrite them,
+   * so that u->entry keeps its own semantics. NULL / 0 until then. */
+  Graph *ad_entry;
+  Graph **ad_graphs;  /* the clones, subgraphs first */
+  int n_ad_graphs;
 } Unit;
 
 typedef struct {

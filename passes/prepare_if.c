@@ -1,7 +1,8 @@
 /* prepare_if.c: AD preparation, `if` -> both branches inlined + where.
  *
- * Runs only with --grad, on every graph of the module in module order
- * (subgraphs first, so branches are already prepared when inlined).
+ * Runs only with --grad, on every graph of the AD working copy (ad_copy.c)
+ * in order (subgraphs first, so branches are already prepared when
+ * inlined).
  * if(pred, c..., then=@t, else=@e) becomes t(c...) and e(c...) inlined
  * in place and where(pred, t_out, e_out); a rank-0 pred broadcasts.
  * Both branches are evaluated, so the forward value is unchanged while

@@ -1,6 +1,6 @@
 /* prepare_while.c: AD preparation, `while` -> bounded unrolling.
  *
- * Runs only with --grad, on every graph in module order. A while
+ * Runs only with --grad, on the AD working copy (ad_copy.c). A while
  * without max_iterations is a diagnostic (reverse mode needs a bound).
  * while(c..., cond=@p, body=@b, max_iterations=N) becomes N copies of
  *   p_i = p(c...)            (cond on the current carries)
@@ -68,8 +68,5 @@ static bool prep_graph(Unit *u, Graph *g) {
 
 bool pass_prepare_while(Unit *u) {
   if (!u->opt || !u->opt->grad) return true;
-  bool ok = true;
-  int n0 = u->mod->ngraphs;
-  for (int i = 0; i < n0; i++) ok = prep_graph(u, u->mod->graphs[i]) && ok;
-  return ok;
+  return ad_each_graph(u, prep_graph);
 }

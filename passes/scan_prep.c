@@ -1,6 +1,7 @@
 /* scan_prep.c: AD preparation of scans (ops-detail.md steps 5a, 5b).
  *
- * Runs only with --grad, on every graph in module order.
+ * Runs only with --grad, on every graph of the AD working copy
+ * (ad_copy.c), subgraphs first.
  * (a) Broadcast materialization: each broadcast operand b becomes a
  *     per-step operand expand(reshape(b, [1, ...b]), [L, ...b]) and
  *     num_bcast becomes 0. The body is unchanged: its inputs are still

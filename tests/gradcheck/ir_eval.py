@@ -310,6 +310,16 @@ def apply(graphs, op, ins, a, ty):
         return _scatter(ins[0], ins[1], 0, tuple(a["shape"]))
     if op == "scan":
         return _scan(graphs, a, ins, ty)
+    if op == "if":
+        br = a["then"] if bool(np.asarray(ins[0]) != 0) else a["else"]
+        return run_graph(graphs, br[1], ins[1:])[0]
+    if op == "while":
+        c, n = list(ins), 0
+        while (n < a.get("max_iterations", 1 << 30) and
+               bool(np.asarray(run_graph(graphs, a["cond"][1], c)[0]) != 0)):
+            c = run_graph(graphs, a["body"][1], c)
+            n += 1
+        return c[0]
     if op == "custom_fn":
         return run_graph(graphs, a["fwd"][1], ins)[0]
     raise NotImplementedError("ir_eval: op '%s'" % op)

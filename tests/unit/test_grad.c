@@ -228,10 +228,12 @@ static const char *WHILE_MAX =
 static void test_while_unrolled(void) {
   T *t = run(WHILE_MAX, NULL, 0, false);
   OK(t);
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHILE), 0);
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_LT), 5);
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHERE), 10);
+  /* the entry keeps its loop; the gradient graph has it unrolled */
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHILE), 1);
   CU_ASSERT_EQUAL(count_op(t->u.grad, OP_WHILE), 0);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_LT), 5);
+  CU_ASSERT_TRUE(count_op(t->u.grad, OP_WHERE) >= 10);
+  CU_ASSERT_PTR_NULL(ir_graph_find(t->m, "w_ad")); /* working copy gone */
   done(t);
 }
 
@@ -249,8 +251,10 @@ static const char *IF_SRC =
 static void test_if_to_where(void) {
   T *t = run(IF_SRC, NULL, 0, false);
   OK(t);
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_IF), 0);
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHERE), 1);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_IF), 1);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_WHERE), 0);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_IF), 0);
+  CU_ASSERT_TRUE(count_op(t->u.grad, OP_WHERE) >= 1);
   CU_ASSERT_EQUAL(count_op(t->u.grad, OP_COS), 1);
   done(t);
 }
@@ -278,7 +282,8 @@ static void test_custom_fn(void) {
   OK(t);
   /* the vjp body's constant 3 reaches the gradient graph; cube was
    * inlined (no custom_fn left for it) */
-  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_CUSTOM_FN), 1);
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_CUSTOM_FN), 2);
+  CU_ASSERT_EQUAL(count_op(t->u.grad, OP_CUSTOM_FN), 1);
   bool three = false;
   for (int i = 0; i < t->u.grad->nnodes; i++) {
     Node *n = t->u.grad->nodes[i];
@@ -321,7 +326,13 @@ static void test_scan_plain(void) {
   OK(t);
   Graph *g = t->u.grad;
   CU_ASSERT_EQUAL(count_op(g, OP_SCAN), 2); /* forward + backward */
-  CU_ASSERT_TRUE(ir_graph_find(t->m, "cell_vjp") != NULL);
+  CU_ASSERT_TRUE(ir_graph_find(t->m, "cell_ad_vjp") != NULL);
+  /* the entry's scan is untouched */
+  CU_ASSERT_EQUAL(count_op(t->u.entry, OP_SCAN), 1);
+  for (int i = 0; i < t->u.entry->nnodes; i++)
+    if (t->u.entry->nodes[i]->op == OP_SCAN)
+      CU_ASSERT_EQUAL(ir_attr_int(t->u.entry->nodes[i], ATTR_NUM_BCAST, 0),
+                      1);
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i]->op == OP_SCAN)
       CU_ASSERT_EQUAL(ir_attr_int(g->nodes[i], ATTR_NUM_BCAST, 0), 0);
