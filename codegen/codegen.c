@@ -13,6 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Names the generated object or its runtime already use: an entry point
+ * with one of these names would clash at link time or capture calls. */
+static bool reserved(const char *nm) {
+  static const char *const libc[] = {
+      "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "tan",
+      "tanf", "atan", "atanf", "tanh", "tanhf", "erf", "erff", "pow", "powf",
+      "sqrt", "sqrtf", "fabs", "fabsf", "rint", "rintf", "roundeven",
+      "roundevenf", "fmin", "fminf", "fmax", "fmaxf", "exp2", "exp2f",
+      "log2", "log2f", "memcpy", "memset", "memmove", "malloc", "free",
+      "calloc", "realloc", "abort", "exit", "main", NULL};
+  if (!strncmp(nm, "rlx_", 4) || !strncmp(nm, "__", 2)) return true;
+  for (int i = 0; libc[i]; i++)
+    if (!strcmp(nm, libc[i])) return true;
+  return false;
+}
+
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
   struct { Graph *g; const char *suffix; } all[CG_MAX_ENTRIES] = {
       {u->entry, ""}, {u->grad, "_grad"}, {u->jvp, "_jvp"}, {u->hvp, "_hvp"}};
@@ -22,6 +38,10 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
     size_t len = strlen(u->cname) + strlen(all[i].suffix) + 1;
     char *nm = arena_alloc(u->ctx->arena, len);
     snprintf(nm, len, "%s%s", u->cname, all[i].suffix);
+    if (reserved(nm))
+      return diag_error(u->ctx, all[i].g->loc,
+                        "codegen: entry point name '%s' is reserved (C "
+                        "library or rlx runtime symbol); use --name", nm);
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){all[i].g, nm, 0};
     if (!cg_entry(cg, x->g, nm, &x->ws_bytes)) return false;

@@ -130,6 +130,11 @@ static void test_unsupported(void) {
                           EMIT_OBJ, p, 2, NULL, NULL));
   CU_ASSERT_TRUE(diag_has(k.c, "op 'div' is not supported: dtype i32"));
   ctx_free(k.c);
+  CU_ASSERT_FALSE(compile(&k, "graph expf { input %a: f32[4]\n"
+                              "  %m = neg(%a)  return %m }",
+                          EMIT_OBJ, p, 2, NULL, NULL));
+  CU_ASSERT_TRUE(diag_has(k.c, "entry point name 'expf' is reserved"));
+  ctx_free(k.c);
 }
 
 static void test_header(void) {
