@@ -17,6 +17,7 @@
  *    nested call (from inside a task: `in_task`), runs serially itself.
  *  - the caller returns only after every participant has finished, so
  *    the job fields are never read after the caller returns.
+ *  - fork: the child starts with no workers (pthread_atfork handler).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,9 +77,24 @@ static int env_threads(void)
   return cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
 }
 
+/* In a forked child only the forking thread exists: forget the
+   workers (new ones are spawned on demand) and reset the locks, which
+   may have been held by threads that are gone. */
+static void pool_after_fork(void)
+{
+  pthread_mutex_init(&pool.use, NULL);
+  pthread_mutex_init(&pool.lock, NULL);
+  pthread_cond_init(&pool.wake, NULL);
+  pthread_cond_init(&pool.done, NULL);
+  pool.nworkers = 0;
+  pool.participants = 0;
+  atomic_store(&pool.finished, 0);
+}
+
 static void pool_init(void)
 {
   pool.default_threads = env_threads();
+  pthread_atfork(NULL, NULL, pool_after_fork);
 }
 
 void rlx_set_num_threads(int n)

@@ -1,13 +1,16 @@
 /* test_runtime_pool.c -- CUnit tests of the runtime thread pool:
  * rlx_parallel_for covers [0, n) exactly once with the documented static
  * chunks for many n / grain / thread counts, nested calls run serially,
- * concurrent callers from several user threads are safe, and the
- * thread-count setting behaves as documented.
+ * concurrent callers from several user threads are safe, a forked
+ * child can use the pool, and the thread-count setting behaves as
+ * documented.
  */
 #include <CUnit/Basic.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "runtime/rlxrt.h"
 
@@ -152,6 +155,25 @@ static void test_many_jobs(void)
   rlx_set_num_threads(0);
 }
 
+/* A forked child (which has no pool threads) can still use the pool. */
+static void test_fork(void)
+{
+  atomic_int sum = 0;
+  rlx_set_num_threads(3);
+  rlx_parallel_for(300, 1, inner_task, &sum); /* workers exist now */
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    atomic_int child_sum = 0;
+    rlx_parallel_for(300, 1, inner_task, &child_sum);
+    _exit(atomic_load(&child_sum) == 300 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  rlx_set_num_threads(0);
+}
+
 static void test_num_threads(void)
 {
   rlx_set_num_threads(3);
@@ -174,6 +196,7 @@ int main(void)
   CU_add_test(s, "nested", test_nested);
   CU_add_test(s, "concurrent_callers", test_concurrent_callers);
   CU_add_test(s, "many_jobs", test_many_jobs);
+  CU_add_test(s, "fork", test_fork);
   CU_add_test(s, "num_threads", test_num_threads);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
