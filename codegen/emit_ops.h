@@ -17,6 +17,7 @@
 bool cg_emit_reduce(Cg *cg, Node *n);
 int64_t cg_scratch_reduce(Cg *cg, Node *n);
 bool cg_emit_softmax(Cg *cg, Node *n);
+int64_t cg_scratch_softmax(Cg *cg, Node *n);
 bool cg_emit_cumsum(Cg *cg, Node *n);
 bool cg_emit_softmax_xent(Cg *cg, Node *n);
 bool cg_emit_topk(Cg *cg, Node *n);

@@ -329,46 +329,147 @@ static void smx_rows(Cg *cg, Smx *S, int64_t outer, int64_t n,
   cg_par_end(cg, &par);
 }
 
-typedef struct {
-  Smx *S;
-  int64_t n, inner;
-} SmxCols;
+/* ---- softmax over an outer axis: row passes with per-unit scratch ----
+ * A unit is (o, block of SMX_CB columns); its running max m[] and sum
+ * s[] live in the node's scratch (compute dtype), so every pass streams
+ * whole contiguous row segments instead of walking columns with a
+ * large power-of-two stride (which thrashes cache sets). */
+#define SMX_CB 256
 
-/* acc = fold over j of f(x[base + j*inner]) in `lanes` columns. */
-static LLVMValueRef col_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef x,
-                             LLVMValueRef base, int64_t n, int64_t inner,
-                             int lanes, CgOpsMapFn f, void *ctx) {
-  LLVMValueRef acc = cg_ops_splat(cg, cg_ops_red_init(cg, dt, r), lanes);
+typedef struct {
+  DType dt, cdt;     /* storage, compute (f32 or f64) */
+  bool log, store;
+  int64_t n, inner, nb;
+  LLVMValueRef y, x, m, s, base; /* body values */
+  LLVMValueRef row;  /* base + j*inner of the current row */
+  int pass;
+} SmxSeg;
+
+typedef void (*SegFn)(Cg *cg, SmxSeg *S, LLVMValueRef i, int lanes);
+
+/* f(i, lanes) over [0, cnt): vector groups, then scalars. */
+static void seg_loop(Cg *cg, SmxSeg *S, int64_t cnt, SegFn f) {
+  int L = cg_ops_lanes(cg, S->dt);
+  int64_t nv = L > 1 ? cnt / L : 0;
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, n),
-                                 &acc, 1);
-  LLVMValueRef idx = add64(cg, base, mulc(cg, j, inner));
-  LLVMValueRef v = cg_ops_vload(cg, dt, x, idx, lanes);
-  if (f) v = f(cg, v, idx, lanes, ctx);
-  acc = cg_ops_combine(cg, dt, r, acc, v);
-  cg_loop_end(cg, &l, &acc);
-  return acc;
+  if (nv > 0) {
+    LLVMValueRef v = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, nv),
+                                   NULL, 0);
+    f(cg, S, mulc(cg, v, L), L);
+    cg_loop_end(cg, &l, NULL);
+  }
+  if (nv * L < cnt) {
+    LLVMValueRef t = cg_loop_begin(cg, &l, cg_i64(cg, nv * L),
+                                   cg_i64(cg, cnt), NULL, 0);
+    f(cg, S, t, 1);
+    cg_loop_end(cg, &l, NULL);
+  }
 }
 
-static void smx_col_body(Cg *cg, int lanes, LLVMValueRef base,
-                         LLVMValueRef *vals, void *ctx) {
-  SmxCols *C = ctx;
-  Smx *S = C->S;
+static void seg_init(Cg *cg, SmxSeg *S, LLVMValueRef i, int L) {
+  LLVMValueRef ninf = cg_ops_red_init(cg, S->cdt, CG_RED_MAX);
+  cg_ops_vstore(cg, S->cdt, S->m, i, cg_ops_splat(cg, ninf, L), L);
+  cg_ops_vstore(cg, S->cdt, S->s, i,
+                cg_ops_splat(cg, cg_const(cg, S->cdt, 0), L), L);
+}
+
+static LLVMValueRef seg_x(Cg *cg, SmxSeg *S, LLVMValueRef ptr,
+                          LLVMValueRef i, int L) {
+  return cg_ops_vload(cg, S->dt, ptr, add64(cg, S->row, i), L);
+}
+
+static void seg_row(Cg *cg, SmxSeg *S, LLVMValueRef i, int L) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef m = cg_ops_vload(cg, S->cdt, S->m, i, L);
+  LLVMValueRef x = seg_x(cg, S, S->x, i, L);
+  LLVMValueRef at = add64(cg, S->row, i);
+  if (S->pass == 1) {
+    cg_ops_vstore(cg, S->cdt, S->m, i,
+                  cg_ops_combine(cg, S->cdt, CG_RED_MAX, m, x), L);
+    return;
+  }
+  LLVMValueRef s = cg_ops_vload(cg, S->cdt, S->s, i, L);
+  if (S->pass == 2) {
+    LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFSub(b, x, m, ""));
+    if (S->store) cg_ops_vstore(cg, S->dt, S->y, at, e, L);
+    cg_ops_vstore(cg, S->cdt, S->s, i, LLVMBuildFAdd(b, s, e, ""), L);
+    return;
+  }
+  LLVMValueRef r;
+  if (S->store)
+    r = LLVMBuildFDiv(b, seg_x(cg, S, S->y, i, L), s, "");
+  else if (S->log) /* s holds log(sum) after pass 2 */
+    r = LLVMBuildFSub(b, LLVMBuildFSub(b, x, m, ""), s, "");
+  else
+    r = LLVMBuildFDiv(b, cg_ops_exp(cg, LLVMBuildFSub(b, x, m, "")), s, "");
+  cg_ops_vstore(cg, S->dt, S->y, at, r, L);
+}
+
+static void seg_log(Cg *cg, SmxSeg *S, LLVMValueRef i, int L) {
+  LLVMValueRef s = cg_ops_vload(cg, S->cdt, S->s, i, L);
+  cg_ops_vstore(cg, S->cdt, S->s, i, cg_ops_log(cg, s), L);
+}
+
+static void seg_unit(Cg *cg, SmxSeg *S, int64_t cnt) {
+  seg_loop(cg, S, cnt, seg_init);
+  for (S->pass = 1; S->pass <= 3; S->pass++) {
+    if (S->pass == 3 && S->log) seg_loop(cg, S, cnt, seg_log);
+    CgLoop l;
+    LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, S->n),
+                                   NULL, 0);
+    S->row = add64(cg, S->base, mulc(cg, j, S->inner));
+    seg_loop(cg, S, cnt, seg_row);
+    cg_loop_end(cg, &l, NULL);
+  }
+}
+
+static int64_t smx_units(Node *n, int64_t *inner, int64_t *len) {
+  int64_t outer;
+  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, len,
+                    inner);
+  return outer * ((*inner + SMX_CB - 1) / SMX_CB);
+}
+
+int64_t cg_scratch_softmax(Cg *cg, Node *n) {
+  int64_t inner, len, units = smx_units(n, &inner, &len);
+  if (inner == 1 || !dt_is_float(n->type.dt)) return 0;
+  int csz = n->type.dt == DT_F64 ? 8 : 4;
+  return units * 2 * SMX_CB * csz;
+}
+
+static void smx_outer_axis(Cg *cg, Node *n, SmxSeg *S, int64_t units) {
+  int64_t tail = S->inner % SMX_CB, nb = S->nb;
+  int csz = dt_size(S->cdt);
+  LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                          cg_scratch(cg, n)};
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
+                                cg_grain(units, 3 * S->n * SMX_CB), vals, 3,
+                                true);
   S->y = vals[0];
-  LLVMValueRef x = vals[1];
-  S->m = col_fold(cg, S->dt, CG_RED_MAX, x, base, C->n, C->inner, lanes,
-                  NULL, NULL);
-  bool store = !S->log && (S->dt == DT_F32 || S->dt == DT_F64);
-  S->s = col_fold(cg, S->dt, CG_RED_SUM, x, base, C->n, C->inner, lanes,
-                  store ? smx_exp_store : smx_exp, S);
-  CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
-                                 NULL, 0);
-  LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
-  LLVMValueRef v = cg_ops_vload(cg, S->dt, store ? S->y : x, idx, lanes);
-  v = store ? smx_scale(cg, v, idx, lanes, S) : smx_out(cg, v, idx, lanes, S);
-  cg_ops_vstore(cg, S->dt, S->y, idx, v, lanes);
-  cg_loop_end(cg, &l, NULL);
+  S->x = vals[1];
+  S->m = cg_gep(cg, vals[2], mulc(cg, u, 2 * SMX_CB * csz));
+  S->s = cg_gep(cg, S->m, cg_i64(cg, SMX_CB * csz));
+  LLVMValueRef o = LLVMBuildSDiv(cg->b, u, cg_i64(cg, nb), "");
+  LLVMValueRef blk = LLVMBuildSRem(cg->b, u, cg_i64(cg, nb), "");
+  S->base = add64(cg, mulc(cg, o, S->n * S->inner), mulc(cg, blk, SMX_CB));
+  if (tail == 0) {
+    seg_unit(cg, S, SMX_CB);
+  } else {
+    LLVMBasicBlockRef bf = cg_block(cg, "smx.full");
+    LLVMBasicBlockRef bt = cg_block(cg, "smx.tail");
+    LLVMBasicBlockRef bj = cg_block(cg, "smx.join");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, blk,
+                                         cg_i64(cg, nb - 1), ""), bf, bt);
+    LLVMPositionBuilderAtEnd(cg->b, bf);
+    seg_unit(cg, S, SMX_CB);
+    LLVMBuildBr(cg->b, bj);
+    LLVMPositionBuilderAtEnd(cg->b, bt);
+    seg_unit(cg, S, tail);
+    LLVMBuildBr(cg->b, bj);
+    LLVMPositionBuilderAtEnd(cg->b, bj);
+  }
+  cg_par_end(cg, &par);
 }
 
 bool cg_emit_softmax(Cg *cg, Node *n) {
@@ -385,8 +486,11 @@ bool cg_emit_softmax(Cg *cg, Node *n) {
     smx_rows(cg, &S, outer, len, vals);
     return true;
   }
-  SmxCols C = {&S, len, inner};
-  cg_ops_cols(cg, dt, outer, len, inner, vals, 2, smx_col_body, &C);
+  SmxSeg G = {.dt = dt, .cdt = dt == DT_F64 ? DT_F64 : DT_F32,
+              .log = S.log, .n = len, .inner = inner,
+              .nb = (inner + SMX_CB - 1) / SMX_CB};
+  G.store = !G.log && (dt == DT_F32 || dt == DT_F64);
+  smx_outer_axis(cg, n, &G, outer * G.nb);
   return true;
 }
 

@@ -171,6 +171,20 @@ def softmaxes():
     case("smx2", src, [y, h],
          [("f64", softmax(Y, 1)), ("f64", log_softmax(Y, 0)),
           ("f16", softmax(H, 1)), ("f16", log_softmax(H, 0))])
+    w = ("f32", pat([3, 600], 7, 3, 211, 0.0625))
+    W = vals([w], 0)
+    v = ("f64", pat([2, 3, 512], 5, 1, 97, 0.125))
+    V = vals([v], 0)
+    bf = ("bf16", pat([3, 260], 3, 1, 61, 0.125))
+    BF = vals([bf], 0)
+    src = ("graph smx3 { input %w: f32[3, 600]  input %v: f64[2, 3, 512]\n"
+           "  input %g: bf16[3, 260]\n"
+           "  %a = softmax(%w, axis=0)\n  %b = log_softmax(%v, axis=1)\n"
+           "  %c = softmax(%v, axis=1)\n  %d = log_softmax(%g, axis=0)\n"
+           "  return %a, %b, %c, %d }")
+    case("smx3", src, [w, v, bf],
+         [("f32", softmax(W, 0)), ("f64", log_softmax(V, 1)),
+          ("f64", softmax(V, 1)), ("bf16", log_softmax(BF, 0))])
     c = ("f32", pat([5, 23, 19], 3, 1, 17, 0.25))
     C = vals([c], 0)
     i = ("i32", pat([4, 9], 5, 2, 13, 1))
