@@ -28,7 +28,8 @@ static bool c64_ok(Op op) {
 }
 
 bool cg_ew_check(Cg *cg, Node *n) {
-  if (n->op == OP_WHERE || n->op == OP_CAST || n->op == OP_STOP_GRADIENT)
+  if (n->op == OP_WHERE || n->op == OP_CAST || n->op == OP_STOP_GRADIENT ||
+      n->op == OP_EXPAND)
     return true;
   DType dt = n->in[0]->type.dt;
   bool ok;
@@ -262,7 +263,8 @@ static LLVMValueRef cast(Cg *cg, Node *n, LLVMValueRef v) {
 LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v) {
   DType dt = n->in[0]->type.dt;
   LLVMValueRef r;
-  if (n->op == OP_STOP_GRADIENT) return v[0];
+  /* expand: the operand was read at the broadcast index already */
+  if (n->op == OP_STOP_GRADIENT || n->op == OP_EXPAND) return v[0];
   if (n->op == OP_CAST) return cast(cg, n, v[0]);
   if (n->op == OP_WHERE) {
     LLVMValueRef c = cg_convert(cg, v[0], dt, DT_BOOL);

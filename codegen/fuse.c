@@ -1,8 +1,9 @@
 /* fuse.c: which nodes get no storage of their own.
  *
- * FUSED: an elementwise node that is not returned and whose consumers
- * are all elementwise nodes of the same output shape belonging to one
- * group. It is computed inside the loop of the group's root (the one
+ * FUSED: an elementwise node (or expand) that is not returned and whose
+ * consumers are all elementwise nodes of the same output shape belonging
+ * to one group (an expand or stop_gradient that keeps storage accepts
+ * none). It is computed inside the loop of the group's root (the one
  * node of the group with storage), once per element (memoized), so an
  * elementwise chain with broadcasts becomes one loop nest with no
  * intermediate buffers. A producer whose shape differs from a consumer
@@ -25,7 +26,10 @@ static bool same_dims(const Type *a, const Type *b) {
   return true;
 }
 
+/* Elementwise for fusion: expand is a pure broadcast (its operand is
+ * read with broadcast strides), so it fuses like an identity op. */
 static bool is_ew(const Node *n) {
+  if (n->op == OP_EXPAND) return true;
   return op_has(n->op, OPF_ELEMENTWISE) && !op_has(n->op, OPF_PSEUDO);
 }
 
@@ -70,7 +74,9 @@ static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
     Node *c = g->nodes[u->list[k]];
     if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
-    if (c->op == OP_STOP_GRADIENT && root[c->id] == c) return NULL;
+    bool own = root[c->id] == c; /* c keeps storage: it is a root */
+    if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
+      return NULL; /* aliased / emitted by emit_data.c from a buffer */
     if (r && root[c->id] != r) return NULL;
     r = root[c->id];
   }

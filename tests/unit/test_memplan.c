@@ -168,6 +168,21 @@ static void test_stop_gradient(void) {
   ctx_free(r.c);
 }
 
+static void test_expand_fused(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8]  input %y: f32[4, 8]\n"
+      "  %e = expand(%x, shape=[4, 8])  %a = add(%e, %y)\n"
+      "  %f = expand(%x, shape=[4, 8])  %n = neg(%x)\n"
+      "  %g = expand(%n, shape=[2, 8])\n"
+      "  %m = matmul(%f, transpose(%y, perm=[1, 0]))  return %a, %m, %g }",
+      NULL);
+  CU_ASSERT_EQUAL(slot(&r, "e")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "f")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(slot(&r, "n")->kind, CG_SLOT_WS); /* read by a root */
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
 static void test_scratch(void) {
   const char *src =
       "graph g { input %x: f32[16, 16]\n"
@@ -224,6 +239,7 @@ int main(void) {
   CU_add_test(s, "transpose folded", test_transpose_folded);
   CU_add_test(s, "returns", test_returns);
   CU_add_test(s, "stop_gradient", test_stop_gradient);
+  CU_add_test(s, "expand fused", test_expand_fused);
   CU_add_test(s, "scratch", test_scratch);
   CU_add_test(s, "random graphs", test_random_graphs);
   CU_basic_set_mode(CU_BRM_VERBOSE);
