@@ -142,7 +142,7 @@ typedef struct {
   int nids;
   const Node **owner; /* owner[id] == node: the node belongs to g */
   int64_t *num;       /* printed number of unnamed nodes, -1 if none */
-  bool *returned;     /* node is a return value */
+  bool *noinline;     /* literal that must be printed as a definition */
 } Names;
 
 /* Is s a canonical decimal (what %N prints)? Sets *v. */
@@ -169,15 +169,78 @@ static bool c64_real(const Node *n, int64_t i) {
   return im == 0;
 }
 
+/* A literal const that could be printed inline (a bare operand). */
+static bool literal_candidate(const Node *n) {
+  return n && n->op == OP_CONST && n->literal && n->type.rank == 0 &&
+         !n->name && n->type.dt < DT_COUNT && n->data &&
+         (n->type.dt != DT_C64 || c64_real(n, 0));
+}
+
 static bool inline_literal(const Names *nm, const Node *n) {
-  return n->op == OP_CONST && n->literal && n->type.rank == 0 &&
-         n->type.dt < DT_COUNT && n->data &&
-         (n->type.dt != DT_C64 || c64_real(n, 0)) &&
-         !(n->id >= 0 && n->id < nm->nids && nm->returned[n->id]);
+  return literal_candidate(n) && n->id >= 0 && n->id < nm->nids &&
+         !nm->noinline[n->id];
 }
 
 static bool belongs(const Names *nm, const Node *n) {
   return n && n->id >= 0 && n->id < nm->nids && nm->owner[n->id] == n;
+}
+
+/* The operand whose dtype the front end gives to a literal at position
+ * i of u (frontend/build_expr.c): the other operand of a binary op or a
+ * compare, the other branch of where; -1: none (the literal is f32). */
+static int literal_partner(const Node *u, int i) {
+  if ((op_has(u->op, OPF_BINARY) || op_has(u->op, OPF_COMPARE)) &&
+      u->nin == 2)
+    return 1 - i;
+  if (u->op == OP_WHERE && u->nin == 3 && i > 0) return 3 - i;
+  return -1;
+}
+
+/* Dtype a re-parse would give to an inline literal at operand i of u. */
+static DType reparse_dtype(const Names *nm, const Node *u, int i) {
+  int o = literal_partner(u, i);
+  const Node *y = o >= 0 ? u->in[o] : NULL;
+  if (!y || inline_literal(nm, y) || y->type.dt >= DT_COUNT) return DT_F32;
+  return y->type.dt;
+}
+
+/* One sweep: literals whose inline text would re-parse with another
+ * dtype become definitions. Returns whether anything changed. */
+static bool literal_sweep(Names *nm, bool pairs_out) {
+  bool changed = false;
+  const Graph *g = nm->g;
+  for (int k = 0; k < g->nnodes; k++) {
+    const Node *u = g->nodes[k];
+    if (!u || u->op >= OP_COUNT || !u->in) continue;
+    for (int i = 0; i < u->nin; i++) {
+      const Node *x = u->in[i];
+      if (!belongs(nm, x) || !inline_literal(nm, x)) continue;
+      int o = literal_partner(u, i);
+      bool pair = o >= 0 && belongs(nm, u->in[o]) &&
+                  inline_literal(nm, u->in[o]);
+      if ((pairs_out && pair) || reparse_dtype(nm, u, i) != x->type.dt) {
+        nm->noinline[x->id] = true;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+/* Decide which literals print inline. Un-inlining one literal changes
+ * what its partner re-parses as, so sweep to a fixed point; after a few
+ * rounds (only reachable with literals shared by many users), literals
+ * paired with literals become definitions, which ends the cascade. */
+static void literals_init(Names *nm) {
+  const Graph *g = nm->g;
+  for (int i = 0; i < g->nret; i++)
+    if (belongs(nm, g->rets[i])) nm->noinline[g->rets[i]->id] = true;
+  for (int round = 0; literal_sweep(nm, false); round++)
+    if (round == 3) {
+      literal_sweep(nm, true);
+      literal_sweep(nm, false);
+      break;
+    }
 }
 
 static void names_init(Names *nm, const Graph *g) {
@@ -189,9 +252,9 @@ static void names_init(Names *nm, const Graph *g) {
   size_t k = (size_t)(nm->nids ? nm->nids : 1);
   nm->owner = calloc(k, sizeof *nm->owner);
   nm->num = malloc(k * sizeof *nm->num);
-  nm->returned = calloc(k, sizeof *nm->returned);
+  nm->noinline = calloc(k, sizeof *nm->noinline);
   int64_t *taken = malloc((size_t)(g->nnodes + 1) * sizeof *taken);
-  RLX_ASSERT(nm->owner && nm->num && nm->returned && taken);
+  RLX_ASSERT(nm->owner && nm->num && nm->noinline && taken);
   int ntaken = 0;
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = g->nodes[i];
@@ -199,8 +262,7 @@ static void names_init(Names *nm, const Graph *g) {
     nm->owner[n->id] = n;
     if (n->name && canon_number(n->name, &taken[ntaken])) ntaken++;
   }
-  for (int i = 0; i < g->nret; i++)
-    if (belongs(nm, g->rets[i])) nm->returned[g->rets[i]->id] = true;
+  literals_init(nm);
   qsort(taken, (size_t)ntaken, sizeof *taken, cmp_i64);
   int64_t next = 0;
   int t = 0;
@@ -219,7 +281,7 @@ static void names_init(Names *nm, const Graph *g) {
 static void names_free(Names *nm) {
   free(nm->owner);
   free(nm->num);
-  free(nm->returned);
+  free(nm->noinline);
 }
 
 static void print_ref(FILE *f, const Names *nm, const Node *n) {

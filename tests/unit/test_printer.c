@@ -296,6 +296,34 @@ static void test_print_special_literals(void) {
   ctx_free(c);
 }
 
+/* A literal made by a pass stays inline only where a re-parse would
+ * give it the same dtype; otherwise it is printed as a definition. */
+static void test_print_literal_contexts(void) {
+  Ctx *c = ctx_new(NULL, NULL, 0);
+  Module *m = ir_module_new(c);
+  Graph *g = ir_graph_new(c, m, "g", L0);
+  Type s64 = ty(DT_F64, 0, 0, 0);
+  Node *a = ir_const_new(c, g, s64, (double[]){2}, false, L0);
+  Node *b = ir_const_new(c, g, s64, (double[]){3}, false, L0);
+  Node *r = ir_const_new(c, g, s64, (double[]){4}, false, L0);
+  a->literal = b->literal = r->literal = true;
+  Node *sum = bin(c, g, OP_ADD, a, b);          /* both literals */
+  Node *neg = ir_node_new(c, g, OP_NEG, &r, 1, L0); /* f32 context */
+  neg->type = s64;
+  ir_set_rets(c, g, (Node *[]){sum, neg}, 2);
+  char *t = print_module_str(m);
+  CU_ASSERT_STRING_EQUAL(t,
+      "graph g {\n"
+      "  %0 = const f64[] 2.0 : f64[]\n"
+      "  %1 = const f64[] 4.0 : f64[]\n"
+      "  %2 = add(%0, 3.0) : f64[]\n"
+      "  %3 = neg(%1) : f64[]\n"
+      "  return %2, %3\n"
+      "}\n");
+  free(t);
+  ctx_free(c);
+}
+
 /* Malformed IR (as a broken pass might leave it) still prints. */
 static void test_print_malformed(void) {
   Ctx *c = ctx_new(NULL, NULL, 0);
@@ -367,6 +395,7 @@ int main(void) {
   CU_add_test(s, "print_consts", test_print_consts);
   CU_add_test(s, "print_subgraphs", test_print_subgraphs);
   CU_add_test(s, "print_special_literals", test_print_special_literals);
+  CU_add_test(s, "print_literal_contexts", test_print_literal_contexts);
   CU_add_test(s, "print_malformed", test_print_malformed);
   CU_add_test(s, "round_trip_fe", test_round_trip_fe);
   CU_basic_set_mode(CU_BRM_VERBOSE);
