@@ -436,7 +436,10 @@ static int compile(const Options *o, const char *src, size_t len) {
   Unit u = {.ctx = c, .mod = m, .opt = o};
   bool ok = m && c->nerrors == 0;
   if (ok) ok = (u.entry = pick_entry(c, m, o)) != NULL;
-  if (ok && (o->check || o->emit != EMIT_IR)) ok = pick_cname(&u);
+  /* the C name is validated only when C code may be generated */
+  bool need_cname = o->check || o->emit != EMIT_IR;
+  if (ok && need_cname) ok = pick_cname(&u);
+  else if (ok) u.cname = o->name ? o->name : u.entry->name;
   if (ok) ok = pass_run_pipeline(&u) && c->nerrors == 0;
   if (ok && !o->check && (o->emit & EMIT_IR)) ok = write_ir(&u);
   if (ok && !o->check && (o->emit & ~(unsigned)EMIT_IR))
