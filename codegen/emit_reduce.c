@@ -18,8 +18,10 @@
  *
  * softmax / log_softmax / cumsum work on the [outer, n, inner] view of
  * the axis: inner == 1 rows are folded with vector partials; otherwise
- * a vector of `lanes` adjacent columns is processed at once
- * (cg_ops_cols). All are numerically stable (x - max before exp).
+ * whole row segments are streamed (running max/sum per column in the
+ * node's scratch for softmax, the previous output row for cumsum),
+ * never a column walked with a large stride. Softmax is numerically
+ * stable (x - max before exp).
  *
  * Entry points: cg_emit_reduce, cg_emit_softmax, cg_emit_cumsum,
  * cg_emit_softmax_xent, cg_emit_topk (and cg_emit_cumsum_backward in
@@ -518,6 +520,100 @@ static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
   cg_loop_end(cg, &l, &acc);
 }
 
+/* Inner > 1 (f32/f64/integers): stream whole row segments, each output
+ * row = previous output row + an input row, so no column is walked
+ * with a large stride. Units: (o, block of CUM_CB columns). */
+#define CUM_CB 512
+
+typedef struct {
+  Cum *C;
+  LLVMValueRef y, x, row, prev; /* prev: NULL for the first row */
+} CumRow;
+
+static void cum_lanes(Cg *cg, CumRow *R, LLVMValueRef i, int L) {
+  DType dt = R->C->dt;
+  LLVMValueRef at = add64(cg, R->row, i), v;
+  if (!R->prev) {
+    v = R->C->excl ? cg_ops_splat(cg, cg_const(cg, dt, 0), L)
+                   : cg_ops_vload(cg, dt, R->x, at, L);
+  } else {
+    LLVMValueRef pi = add64(cg, R->prev, i);
+    v = cg_ops_combine(cg, dt, CG_RED_SUM, cg_ops_vload(cg, dt, R->y, pi, L),
+                       cg_ops_vload(cg, dt, R->x, R->C->excl ? pi : at, L));
+  }
+  cg_ops_vstore(cg, dt, R->y, at, v, L);
+}
+
+static void cum_row(Cg *cg, CumRow *R, int64_t cnt) {
+  int L = cg_ops_lanes(cg, R->C->dt);
+  int64_t nv = L > 1 ? cnt / L : 0;
+  CgLoop l;
+  if (nv > 0) {
+    LLVMValueRef v = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, nv),
+                                   NULL, 0);
+    cum_lanes(cg, R, mulc(cg, v, L), L);
+    cg_loop_end(cg, &l, NULL);
+  }
+  if (nv * L < cnt) {
+    LLVMValueRef t = cg_loop_begin(cg, &l, cg_i64(cg, nv * L),
+                                   cg_i64(cg, cnt), NULL, 0);
+    cum_lanes(cg, R, t, 1);
+    cg_loop_end(cg, &l, NULL);
+  }
+}
+
+static LLVMValueRef cum_row_off(Cg *cg, Cum *C, LLVMValueRef base,
+                                LLVMValueRef j) {
+  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
+  return add64(cg, base, mulc(cg, j, C->inner));
+}
+
+static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
+  Cum *C = R->C;
+  R->prev = NULL;
+  R->row = cum_row_off(cg, C, base, cg_i64(cg, 0));
+  cum_row(cg, R, cnt);
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 1), cg_i64(cg, C->n),
+                                 NULL, 0);
+  R->row = cum_row_off(cg, C, base, j);
+  R->prev = cum_row_off(cg, C, base,
+                        LLVMBuildNSWSub(cg->b, j, cg_i64(cg, 1), ""));
+  cum_row(cg, R, cnt);
+  cg_loop_end(cg, &l, NULL);
+}
+
+static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
+  int64_t nb = (C->inner + CUM_CB - 1) / CUM_CB, tail = C->inner % CUM_CB;
+  int64_t units = outer * nb;
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
+                                cg_grain(units, C->n * CUM_CB), vals, 2,
+                                true);
+  CumRow R = {C, vals[0], vals[1], NULL, NULL};
+  LLVMValueRef o = LLVMBuildSDiv(cg->b, u, cg_i64(cg, nb), "");
+  LLVMValueRef blk = LLVMBuildSRem(cg->b, u, cg_i64(cg, nb), "");
+  LLVMValueRef base = add64(cg, mulc(cg, o, C->n * C->inner),
+                            mulc(cg, blk, CUM_CB));
+  if (tail == 0) {
+    cum_unit(cg, &R, base, CUM_CB);
+  } else {
+    LLVMBasicBlockRef bf = cg_block(cg, "cum.full");
+    LLVMBasicBlockRef bt = cg_block(cg, "cum.tail");
+    LLVMBasicBlockRef bj = cg_block(cg, "cum.join");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, blk,
+                                         cg_i64(cg, nb - 1), ""), bf, bt);
+    LLVMPositionBuilderAtEnd(cg->b, bf);
+    cum_unit(cg, &R, base, CUM_CB);
+    LLVMBuildBr(cg->b, bj);
+    LLVMPositionBuilderAtEnd(cg->b, bt);
+    cum_unit(cg, &R, base, tail);
+    LLVMBuildBr(cg->b, bj);
+    LLVMPositionBuilderAtEnd(cg->b, bj);
+  }
+  cg_par_end(cg, &par);
+}
+
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
   if (dt == DT_BOOL || dt == DT_C64)
@@ -528,7 +624,10 @@ bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   if (type_numel(&n->type) == 0) return true;
   Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  cg_ops_cols(cg, dt, outer, len, inner, vals, 2, cum_body, &C);
+  if (inner > 1 && dt != DT_F16 && dt != DT_BF16 && len > 0)
+    cum_rows(cg, &C, outer, vals);
+  else /* rows, or f16/bf16: carry each column in f32 */
+    cg_ops_cols(cg, dt, outer, len, inner, vals, 2, cum_body, &C);
   return true;
 }
 

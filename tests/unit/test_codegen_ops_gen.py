@@ -204,6 +204,23 @@ def softmaxes():
           ("f32", rev(C, 2) - C)])
 
 
+    k = ("f64", pat([3, 1100], 7, 1, 37, 0.25))
+    K = vals([k], 0)
+    h = ("f16", pat([6, 40], 3, 1, 15, 0.25))
+    H = vals([h], 0)
+    src = ("graph cum2 { input %k: f64[3, 1100]  input %h: f16[6, 40]\n"
+           "  %a = cumsum(%k, axis=0)\n"
+           "  %b = cumsum(%k, axis=0, exclusive=true)\n"
+           "  %c = cumsum_backward(%k, axis=0, exclusive=true)\n"
+           "  %d = cumsum(%h, axis=0)\n"
+           "  %e = cumsum_backward(%h, axis=0)\n"
+           "  return %a, %b, %c, %d, %e }")
+    case("cum2", src, [k, h],
+         [("f64", np.cumsum(K, 0)), ("f64", excl(K, 0)),
+          ("f64", rev(K, 0) - K), ("f16", np.cumsum(H, 0)),
+          ("f16", rev(H, 0))])
+
+
 def xents():
     lg = ("f32", pat([6, 37], 7, 1, 53, 0.125))
     L = vals([lg], 0)
