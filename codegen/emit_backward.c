@@ -59,7 +59,7 @@ static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
 }
 
 static LLVMValueRef gelu_d(Cg *cg, LLVMValueRef x) {
-  LLVMValueRef cdf = cg_ops_erf(cg, fmul(cg, x, C(x, 0.70710678118654752440)));
+  LLVMValueRef cdf = cg_ops_erf(cg, fmul(cg, x, C(x, 0.7071067811865475)));
   cdf = fmul(cg, C(x, 0.5), fadd(cg, C(x, 1), cdf));
   LLVMValueRef pdf = cg_ops_exp(cg, fmul(cg, C(x, -0.5), fmul(cg, x, x)));
   pdf = fmul(cg, pdf, C(x, 0.39894228040143267794));
@@ -112,7 +112,8 @@ static LLVMValueRef deriv(Cg *cg, const char *k, LLVMValueRef x) {
     return sel(cg, LLVMRealOGT, x, C(x, 1),
                sel(cg, LLVMRealOLT, x, C(x, -1), C(x, 0)));
   if (!strcmp(k, "sin")) return intr(cg, "llvm.cos", x);
-  if (!strcmp(k, "cos")) return LLVMBuildFNeg(cg->b, intr(cg, "llvm.sin", x), "");
+  if (!strcmp(k, "cos"))
+    return LLVMBuildFNeg(cg->b, intr(cg, "llvm.sin", x), "");
   if (!strcmp(k, "tan")) {
     LLVMValueRef t = cg_ops_libm(cg, "tan", x);
     return fadd(cg, C(x, 1), fmul(cg, t, t));

@@ -49,6 +49,9 @@ typedef struct {
 
 #include "test_codegen_ops_data.h"
 
+/* Paths are built from a short mkdtemp directory and case names. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
 static char tmpdir[64];
 static char rtlib[PATH_MAX + 32];
 static char rtinc[PATH_MAX + 32];
