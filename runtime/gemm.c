@@ -10,6 +10,7 @@
  * tm x tn regions aligned to the register tile.  K is never split, so
  * results are bit-identical for any thread count (see gemm_tmpl.h).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -119,18 +120,22 @@ static Grid choose_grid(int64_t batch, int64_t m, int64_t n, int64_t k,
 #define T float
 #define SFX f32
 #define CFG RlxGemmCfgF32
+#define FMA_T fmaf
 #include "runtime/gemm_tmpl.h"
 #undef T
 #undef SFX
 #undef CFG
+#undef FMA_T
 
 #define T double
 #define SFX f64
 #define CFG RlxGemmCfgF64
+#define FMA_T fma
 #include "runtime/gemm_tmpl.h"
 #undef T
 #undef SFX
 #undef CFG
+#undef FMA_T
 
 void rlx_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                   const float *a, int64_t a_bs, int64_t a_rs, int64_t a_cs,

@@ -1,8 +1,10 @@
 /* gemm_avx2.c -- AVX2+FMA GEMM micro-kernels (f32 6x16, f64 6x8).
  *
  * Compiled with a per-function target attribute; gemm.c runs them only
- * after __builtin_cpu_supports("avx2") and ("fma").  12 ymm accumulators,
- * two B vectors and one broadcast per step (contract: gemm_internal.h).
+ * after __builtin_cpu_supports("avx2") and ("fma").  12 ymm accumulators
+ * (from zero; C added at the end), two B vectors and one broadcast per
+ * step (contract: gemm_internal.h).  KC matches the AVX-512 tables so
+ * that every ISA gives the same bits.
  */
 #include "runtime/gemm_internal.h"
 
@@ -19,10 +21,8 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
 {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; i++) {
-    c0[i] = load ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
-    c1[i] = load ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
-  }
+  for (int i = 0; i < MR; i++)
+    c0[i] = c1[i] = _mm256_setzero_ps();
   for (int64_t p = 0; p < kc; p++) {
     __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 8
@@ -36,6 +36,10 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) {
+    if (load) {
+      c0[i] = _mm256_add_ps(_mm256_loadu_ps(c + i * ldc), c0[i]);
+      c1[i] = _mm256_add_ps(_mm256_loadu_ps(c + i * ldc + 8), c1[i]);
+    }
     _mm256_storeu_ps(c + i * ldc, c0[i]);
     _mm256_storeu_ps(c + i * ldc + 8, c1[i]);
   }
@@ -47,10 +51,8 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 {
   __m256d c0[MR], c1[MR];
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; i++) {
-    c0[i] = load ? _mm256_loadu_pd(c + i * ldc) : _mm256_setzero_pd();
-    c1[i] = load ? _mm256_loadu_pd(c + i * ldc + 4) : _mm256_setzero_pd();
-  }
+  for (int i = 0; i < MR; i++)
+    c0[i] = c1[i] = _mm256_setzero_pd();
   for (int64_t p = 0; p < kc; p++) {
     __m256d b0 = _mm256_loadu_pd(bp), b1 = _mm256_loadu_pd(bp + 4);
 #pragma GCC unroll 8
@@ -64,13 +66,17 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) {
+    if (load) {
+      c0[i] = _mm256_add_pd(_mm256_loadu_pd(c + i * ldc), c0[i]);
+      c1[i] = _mm256_add_pd(_mm256_loadu_pd(c + i * ldc + 4), c1[i]);
+    }
     _mm256_storeu_pd(c + i * ldc, c0[i]);
     _mm256_storeu_pd(c + i * ldc + 4, c1[i]);
   }
 }
 
 const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {
-  .name = "avx2", .mr = MR, .nr = 16, .kc = 256, .nc = 1024,
+  .name = "avx2", .mr = MR, .nr = 16, .kc = 384, .nc = 512,
   .kern = kern_f32};
 const RlxGemmCfgF64 rlx_gemm_avx2_f64 = {
   .name = "avx2", .mr = MR, .nr = 8, .kc = 256, .nc = 512,

@@ -5,10 +5,9 @@
  *   C(i,j) = load ? C(i,j) + s(i,j) : s(i,j)
  * for i < MR, j < NR, with C(i,j) at c[i*ldc + j].  The sum is one
  * fused multiply-add per p, in increasing p order, in one accumulator
- * (a kernel may start that accumulator at C(i,j) instead of adding C at
- * the end; each kernel always does the same).  So an element's value
- * depends only on the packed data, kc, `load` and the old C -- never on
- * the tile's position or on the thread.  lda = MR for a packed,
+ * starting from zero; C is added once at the end.  So an element's
+ * value depends only on its inputs, kc, `load` and the old C -- never on
+ * the tile's position, the thread or the ISA.  lda = MR for a packed,
  * zero-padded A panel, or A's column stride when a transposed A is read
  * in place (small-N calls; all MR rows present).  Likewise ldb = NR for
  * a packed, zero-padded B panel, or B's row stride when small-M calls

@@ -1,6 +1,7 @@
 /* gemm_tmpl.h -- the blocked, packed GEMM driver, instantiated by gemm.c
  * once per real dtype.  Before including, define T (element type), SFX
- * (name suffix: f32 / f64) and CFG (RlxGemmCfgF32 / RlxGemmCfgF64).
+ * (name suffix: f32 / f64), CFG (RlxGemmCfgF32 / RlxGemmCfgF64) and
+ * FMA_T (fmaf / fma).
  *
  * Structure (GotoBLAS / BLIS with the roles of the loops swapped, so the
  * packed A micro-panel stays in L1 and the packed B block in L2):
@@ -18,9 +19,11 @@
  * full B panels are read in place instead of packed; with at most
  * RLX_DIRECT_A_COLS tiles of columns, a transposed A is read in place.
  * Determinism: K is never split across threads, and every C element is
- * accumulated in increasing p order in one accumulator (KC blocks in
- * order, C carried through memory between blocks), whatever the region
- * and tile it falls in -- so results do not depend on the thread count.
+ * accumulated in increasing p order in one accumulator per KC block
+ * (blocks in order, each added to C), whatever the region and tile it
+ * falls in -- so results do not depend on the thread count.  All ISA
+ * tables of a dtype share KC, so results do not depend on the ISA
+ * either.
  */
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -168,16 +171,22 @@ static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
   }
 }
 
-/* Unpacked fallback when the packing buffer cannot be allocated. */
+/* Unpacked fallback when the packing buffer cannot be allocated: the
+   same per-element operations as the kernels (slowly). */
 static void FN(naive_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
                        int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
+  int64_t KC = jb->cfg->kc;
   for (int64_t i = m0; i < m1; i++)
     for (int64_t j = n0; j < n1; j++) {
-      T s = jb->acc ? c[i * jb->c_rs + j] : 0;
-      for (int64_t p = 0; p < jb->k; p++)
-        s += a[i * jb->a_rs + p * jb->a_cs] * b[p * jb->b_rs + j * jb->b_cs];
-      c[i * jb->c_rs + j] = s;
+      T *cij = c + i * jb->c_rs + j;
+      for (int64_t pc = 0; pc < jb->k; pc += KC) {
+        T s = 0;
+        for (int64_t p = pc; p < jb->k && p < pc + KC; p++)
+          s = FMA_T(a[i * jb->a_rs + p * jb->a_cs],
+                    b[p * jb->b_rs + j * jb->b_cs], s);
+        *cij = jb->acc || pc > 0 ? *cij + s : s;
+      }
     }
 }
 

@@ -9,8 +9,8 @@
  * NR 8..32, KC 256/384, NC 512..1024, MC 1008), transposed and strided
  * operands, batch-stride-0 broadcasting, accumulate, k = 0, padding of C
  * rows left untouched, bit-identical results for 1..4 threads and for
- * concurrent callers.  The shape suite runs for every kernel ISA this
- * CPU supports.
+ * concurrent callers, and across kernel ISAs.  The shape suite runs for
+ * every kernel ISA this CPU supports.
  */
 #include <CUnit/Basic.h>
 #include <float.h>
@@ -275,6 +275,38 @@ static void test_c64(void)
   free(a), free(b), free(c), free(c0);
 }
 
+/* Every kernel ISA performs the same per-element operations with the
+   same KC, so the bits agree across ISAs. */
+static void test_isa_identical(void)
+{
+  enum { M = 45, N = 70, K = 800 };
+  float *a = malloc(M * K * 4), *b = malloc(K * N * 4);
+  float *c0 = malloc(M * N * 4), *c = malloc(M * N * 4);
+  double *ad = malloc(M * K * 8), *bd = malloc(K * N * 8);
+  double *d0 = malloc(M * N * 8), *d = malloc(M * N * 8);
+  for (int i = 0; i < M * K; i++)
+    ad[i] = a[i] = (float)rnd();
+  for (int i = 0; i < K * N; i++)
+    bd[i] = b[i] = (float)rnd();
+  for (int i = 0; i < 3; i++) {
+    if (rlx_gemm_select_isa(isas[i]) != RLX_OK)
+      continue;
+    float *cf = i == 0 ? c0 : c;
+    double *df = i == 0 ? d0 : d;
+    for (int j = 0; j < M * N; j++)
+      cf[j] = (float)(df[j] = j * 0.25);
+    rlx_gemm_f32(1, M, N, K, a, 0, K, 1, b, 0, 1, K, cf, 0, N, 1);
+    rlx_gemm_f64(1, M, N, K, ad, 0, 1, M, bd, 0, N, 1, df, 0, N, 0);
+    if (i > 0) {
+      CU_ASSERT(memcmp(c0, c, M * N * 4) == 0);
+      CU_ASSERT(memcmp(d0, d, M * N * 8) == 0);
+    }
+  }
+  rlx_gemm_select_isa(NULL);
+  free(a), free(b), free(c0), free(c), free(ad), free(bd), free(d0),
+      free(d);
+}
+
 static void test_isa_select(void)
 {
   CU_ASSERT(rlx_gemm_select_isa("scalar") == RLX_OK);
@@ -296,6 +328,7 @@ int main(void)
   CU_add_test(s, "determinism", test_determinism);
   CU_add_test(s, "concurrent", test_concurrent);
   CU_add_test(s, "c64", test_c64);
+  CU_add_test(s, "isa_identical", test_isa_identical);
   CU_add_test(s, "isa_select", test_isa_select);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
