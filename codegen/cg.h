@@ -62,6 +62,8 @@ typedef struct {
   int64_t def, last;     /* live range in node positions (memplan) */
   bool copy_out;         /* ret value not stored in place: copy it */
   bool uses_buf;         /* some consumer reads it through cg_buf */
+  Node *inplace_of;      /* WS elementwise root written over this leaf
+                            (same shape and dtype, dies at the root) */
 } CgSlot;
 
 /* The plan of one graph: slots indexed by Node.id. */

@@ -8,7 +8,9 @@
  * the outermost loop is outlined and run through rlx_parallel_for when
  * the work is large (every element is independent: deterministic), and
  * the body receives the buffers as noalias parameters so the innermost
- * loop vectorizes at host width. Inside one element every node of the
+ * loop vectorizes at host width (a root computed in place over a leaf,
+ * memplan.c, reads that leaf through its output pointer: one pointer,
+ * so noalias still holds). Inside one element every node of the
  * tree is computed once (memoized).
  *
  * Arithmetic: the ops of ew_ops.c on compute types (values.c). f16 and
@@ -172,9 +174,10 @@ bool cg_emit_elementwise(Cg *cg, Node *n) {
     LLVMValueRef vals[MAX_VAL_LEAVES + 1];
     int nv = 0, map[MAX_LEAVES];
     vals[nv++] = cg_buf(cg, n);
+    Node *inplace = cg_slot(cg, n)->inplace_of;
     for (int l = 0; l < e.nleaf; l++) {
-      map[l] = -1;
-      if (!splat_leaf(e.leaf[l]) && nv <= MAX_VAL_LEAVES) {
+      map[l] = e.leaf[l] == inplace ? 0 : -1; /* read through out */
+      if (map[l] < 0 && !splat_leaf(e.leaf[l]) && nv <= MAX_VAL_LEAVES) {
         map[l] = nv;
         vals[nv++] = cg_buf(cg, e.leaf[l]);
       }

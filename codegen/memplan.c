@@ -12,7 +12,11 @@
  * reads the storage underneath, and returned values live to the end.
  * A node's scratch area lives only at its own position. A node's output
  * never shares bytes with its operands (operands are live at its
- * position), so emitters may assume no overlap.
+ * position), so emitters may assume no overlap -- with one exception:
+ * an elementwise root may take over the block of a leaf of its fused
+ * tree that has its shape and dtype and dies at the root (inplace_of);
+ * its loop reads element i before writing element i through the same
+ * pointer, which is safe.
  *
  * Placement: blocks in definition order, each at the lowest 64-aligned
  * offset that does not overlap any block whose live range intersects it
@@ -115,13 +119,42 @@ static void assign_fixed(Graph *g, CgPlan *p) {
   }
 }
 
+static bool same_type(const Type *a, const Type *b) {
+  if (a->dt != b->dt || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* A leaf of root n's fused tree whose workspace block n can take over. */
+static Node *inplace_leaf(CgPlan *p, Node *root, Node *n, int64_t pos) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    CgSlot *s = &p->slot[o->id];
+    if (s->kind == CG_SLOT_FUSED) {
+      Node *l = inplace_leaf(p, root, o, pos);
+      if (l) return l;
+    } else if (s->kind == CG_SLOT_WS && s->last == pos &&
+               same_type(&o->type, &root->type)) {
+      return o;
+    }
+  }
+  return NULL;
+}
+
+static bool ew_root(const Node *n) {
+  return op_has(n->op, OPF_ELEMENTWISE) && !op_has(n->op, OPF_PSEUDO);
+}
+
 bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   int nb = 0;
   Block *bl = calloc((size_t)g->nnodes * 2 + 1, sizeof *bl);
   Span *tmp = calloc((size_t)g->nnodes * 2 + 1, sizeof *tmp);
-  if (!bl || !tmp) {
+  int *blk = calloc((size_t)g->next_id + 1, sizeof *blk); /* id -> block */
+  if (!bl || !tmp || !blk) {
     free(bl);
     free(tmp);
+    free(blk);
     return false;
   }
   for (int i = 0; i < g->nnodes; i++) {
@@ -142,8 +175,15 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
     Node *n = g->nodes[i];
     CgSlot *s = &p->slot[n->id];
     if (s->last < i) s->last = i;
-    if (needs_ws(n, s)) {
+    Node *l = needs_ws(n, s) && ew_root(n) ? inplace_leaf(p, n, n, i) : NULL;
+    if (l) {
       s->kind = CG_SLOT_WS;
+      s->inplace_of = l;
+      blk[n->id] = blk[l->id];
+      if (bl[blk[n->id]].last < s->last) bl[blk[n->id]].last = s->last;
+    } else if (needs_ws(n, s)) {
+      s->kind = CG_SLOT_WS;
+      blk[n->id] = nb;
       bl[nb++] = (Block){i, s->last, cg_align(type_bytes(&n->type)),
                          &s->offset};
     } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
@@ -159,8 +199,13 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
     *bl[i].off = place(bl, i, tmp);
     if (*bl[i].off + bl[i].size > total) total = *bl[i].off + bl[i].size;
   }
+  for (int i = 0; i < g->nnodes; i++) {
+    CgSlot *s = &p->slot[g->nodes[i]->id];
+    if (s->inplace_of) s->offset = *bl[blk[g->nodes[i]->id]].off;
+  }
   p->ws_bytes = cg_align(total);
   free(bl);
   free(tmp);
+  free(blk);
   return true;
 }
