@@ -49,6 +49,13 @@ typedef struct {
 
 #include "test_codegen_ops_data.h"
 
+/* A sanitized build's runtime needs the sanitizer runtimes to link. */
+#ifdef __SANITIZE_ADDRESS__
+#define SAN_FLAGS "-fsanitize=address,undefined"
+#else
+#define SAN_FLAGS ""
+#endif
+
 /* Paths are built from a short mkdtemp directory and case names. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -80,6 +87,8 @@ static const char *DRIVER =
     "    snprintf(p, sizeof p, \"%s/out%d.bin\", argv[2], j);\n"
     "    f = fopen(p, \"wb\"); fwrite(out[j], 1, bytes(&s->outputs[j]), f);\n"
     "    fclose(f); }\n"
+    "  for (int i = 0; i < s->num_inputs; i++) free((void *)in[i]);\n"
+    "  for (int j = 0; j < s->num_outputs; j++) free(out[j]);\n"
     "  return 0; }\n";
 
 static bool have_cc(void) {
@@ -181,8 +190,8 @@ static bool build_case(const OpsCase *c, const char *dir, Type *outs) {
           c->name, c->name, c->name, DRIVER);
   fclose(f);
   snprintf(cmd, sizeof cmd,
-           "cc -std=c11 -O1 -I%s -I%s -o %s/run %s %s %s -lm -lpthread",
-           dir, rtinc, dir, drv, obj, rtlib);
+           "cc -std=c11 -O1 %s -I%s -I%s -o %s/run %s %s %s -lm -lpthread",
+           SAN_FLAGS, dir, rtinc, dir, drv, obj, rtlib);
   return system(cmd) == 0;
 }
 
