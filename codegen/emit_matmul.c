@@ -160,8 +160,8 @@ static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
   for (int d = 0; d + 1 < nb; d++) {
     LLVMValueRef i = cg_loop_begin(cg, &loops[d], cg_i64(cg, 0),
                                    cg_i64(cg, bd[d]), NULL, 0);
-    oa = LLVMBuildNSWAdd(cg->b, oa,
-                         LLVMBuildNSWMul(cg->b, i, cg_i64(cg, a.bs[d]), ""), "");
+    oa = LLVMBuildNSWAdd(
+        cg->b, oa, LLVMBuildNSWMul(cg->b, i, cg_i64(cg, a.bs[d]), ""), "");
     obb = LLVMBuildNSWAdd(
         cg->b, obb, LLVMBuildNSWMul(cg->b, i, cg_i64(cg, b.bs[d]), ""), "");
     oc = LLVMBuildNSWAdd(cg->b, oc,

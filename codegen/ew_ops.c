@@ -50,7 +50,9 @@ bool cg_ew_check(Cg *cg, Node *n) {
   return cg_unsupported(cg, n, why);
 }
 
-static bool is_f64(Cg *cg, LLVMValueRef v) { return LLVMTypeOf(v) == cg->t_f64; }
+static bool is_f64(Cg *cg, LLVMValueRef v) {
+  return LLVMTypeOf(v) == cg->t_f64;
+}
 
 static LLVMValueRef fc(Cg *cg, LLVMValueRef like, double c) {
   return LLVMConstReal(LLVMTypeOf(like), c);
@@ -82,8 +84,8 @@ static LLVMValueRef exp_(Cg *cg, LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef c = intr2(cg, "llvm.minnum", x, fc(cg, x, 89.0));
   c = intr2(cg, "llvm.maxnum", c, fc(cg, x, -104.0));
-  LLVMValueRef n = intr1(cg, "llvm.rint",
-                         LLVMBuildFMul(b, c, fc(cg, x, 1.44269504088896341), ""));
+  LLVMValueRef n = intr1(
+      cg, "llvm.rint", LLVMBuildFMul(b, c, fc(cg, x, 1.4426950408889634), ""));
   LLVMValueRef r =
       LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, fc(cg, x, 0.693359375), ""), "");
   r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(cg, x, -2.12194440e-4), ""),
@@ -135,8 +137,9 @@ static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
   switch (op) {
   case OP_RELU:
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(cg, x, 0), ""),
-                           fc(cg, x, 0), x, "");
+    return LLVMBuildSelect(
+        b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(cg, x, 0), ""), fc(cg, x, 0), x,
+        "");
   case OP_GELU: return gelu(cg, x, false);
   case OP_GELU_TANH: return gelu(cg, x, true);
   case OP_SILU: return LLVMBuildFMul(b, x, sigmoid(cg, x), "");
@@ -195,8 +198,10 @@ static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
   bool fl = dt_is_float(dt) || dt == DT_C64;
   bool u = dt == DT_U8;
   switch (op) {
-  case OP_ADD: return fl ? LLVMBuildFAdd(b, a, c, "") : LLVMBuildAdd(b, a, c, "");
-  case OP_SUB: return fl ? LLVMBuildFSub(b, a, c, "") : LLVMBuildSub(b, a, c, "");
+  case OP_ADD:
+    return fl ? LLVMBuildFAdd(b, a, c, "") : LLVMBuildAdd(b, a, c, "");
+  case OP_SUB:
+    return fl ? LLVMBuildFSub(b, a, c, "") : LLVMBuildSub(b, a, c, "");
   case OP_MUL:
     if (dt == DT_C64) return c64_mul(cg, a, c);
     return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");

@@ -9,7 +9,8 @@
  * iterations [b, e). Serially (grain <= 0) the caller calls it once
  * over [0, n). Bodies are never inlined: their noalias parameters keep
  * the loops vectorizable, and the graph function stays small (LLVM's
- * O2 pipeline is superlinear on one huge function). In parallel a task `void task(ptr ctx, i64 b, i64 e)`
+ * O2 pipeline is superlinear on one huge function). In parallel a task
+ * `void task(ptr ctx, i64 b, i64 e)`
  * unpacks a context struct {in, out, ws, i32 status, vals...} built on
  * the caller's stack and calls body; a non-zero status from any chunk is
  * stored (atomically) in the context and returned by the caller after

@@ -224,7 +224,9 @@ static void test_random_graphs(void) {
       snprintf(na, sizeof na, a ? "%%v%d" : "%%x", a - 1);
       snprintf(nb, sizeof nb, b ? "%%v%d" : "%%x", b - 1);
       switch (rand() % 4) {
-      case 0: k += sprintf(src + k, "%%v%d = matmul(%s, %s)\n", i, na, nb); break;
+      case 0:
+        k += sprintf(src + k, "%%v%d = matmul(%s, %s)\n", i, na, nb);
+        break;
       case 1: k += sprintf(src + k, "%%v%d = add(%s, %s)\n", i, na, nb); break;
       case 2: k += sprintf(src + k, "%%v%d = exp(%s)\n", i, na); break;
       default:
