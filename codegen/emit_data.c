@@ -179,8 +179,7 @@ bool cg_ops_scatter(Cg *cg, Node *n, Node *upd, Node *idx, int64_t a_c,
                     int64_t t_c, int64_t b_c) {
   Scatter S = {n->type.dt, idx->type.dt, a_c, t_c, b_c,
                type_numel(&idx->type), 0, 0};
-  if (S.dt == DT_BOOL || S.dt == DT_C64)
-    return cg_unsupported(cg, n, "dtype bool/c64");
+  if (S.dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
   if (!cg_ops_index_dtype_ok(S.idt))
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
   if (type_numel(&upd->type) != a_c * S.ni * b_c)

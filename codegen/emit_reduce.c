@@ -233,8 +233,9 @@ bool cg_emit_reduce(Cg *cg, Node *n) {
   DType dt = n->type.dt;
   Red R = {.cg = cg, .dt = dt, .r = red_kind(n->op),
            .mean = n->op == OP_REDUCE_MEAN};
-  if (dt == DT_BOOL || dt == DT_C64)
-    return cg_unsupported(cg, n, "dtype bool/c64 in a reduction");
+  if (dt == DT_BOOL || (dt == DT_C64 && n->op != OP_REDUCE_SUM))
+    return cg_unsupported(cg, n, "dtype bool, or c64 other than "
+                                 "reduce_sum");
   if (R.mean && !dt_is_float(dt))
     return cg_unsupported(cg, n, "reduce_mean of an integer dtype");
   rshape(n, &R.s);
@@ -616,8 +617,7 @@ static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
 
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
-  if (dt == DT_BOOL || dt == DT_C64)
-    return cg_unsupported(cg, n, "dtype bool/c64");
+  if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
   int64_t outer, len, inner;
   cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
                     &inner);

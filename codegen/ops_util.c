@@ -95,6 +95,10 @@ LLVMValueRef cg_ops_combine(Cg *cg, DType dt, CgRed r, LLVMValueRef a,
                             LLVMValueRef b) {
   LLVMValueRef ab[2] = {a, b};
   LLVMTypeRef t = LLVMTypeOf(a);
+  if (dt == DT_C64) {
+    RLX_ASSERT(r == CG_RED_SUM); /* callers diagnose other c64 folds */
+    return LLVMBuildFAdd(cg->b, a, b, "");
+  }
   if (dt_is_float(dt)) {
     switch (r) {
     case CG_RED_SUM: return LLVMBuildFAdd(cg->b, a, b, "");

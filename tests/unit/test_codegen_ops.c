@@ -142,16 +142,19 @@ static double decode(DType dt, const unsigned char *p) {
   }
 }
 
+static DType scalar_dt(DType dt) { return dt == DT_C64 ? DT_F32 : dt; }
+
 static bool write_inputs(const OpsCase *c, Graph *g, const char *dir) {
   if (g->nargs != c->nin) return false;
   for (int i = 0; i < c->nin; i++) {
     const Type *t = &g->args[i]->type;
-    int64_t n = type_numel(t);
+    DType dt = scalar_dt(t->dt); /* c64: interleaved f32 pairs */
+    int64_t n = type_numel(t) * (t->dt == DT_C64 ? 2 : 1);
     if (n != c->in[i].n) return false;
-    int es = dt_size(t->dt);
+    int es = dt_size(dt);
     unsigned char *buf = calloc((size_t)(n * es + 1), 1);
     for (int64_t k = 0; k < n; k++)
-      encode(t->dt, in_value(&c->in[i], k), buf + k * es);
+      encode(dt, in_value(&c->in[i], k), buf + k * es);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/in%d.bin", dir, i);
     FILE *f = fopen(p, "wb");
@@ -229,7 +232,8 @@ static int check_outputs(const OpsCase *c, const char *dir, const Type *t) {
     snprintf(pb, sizeof pb, "%s/b/out%d.bin", dir, j);
     long na = 0, nb = 0;
     unsigned char *a = read_all(pa, &na), *b = read_all(pb, &nb);
-    int es = dt_size(t[j].dt);
+    DType dt = scalar_dt(t[j].dt);
+    int es = dt_size(dt);
     if (!a || !b || na != nb || memcmp(a, b, (size_t)na) ||
         na != c->out[j].n * es) {
       fprintf(stderr, "%s: out%d differs across threads or size\n",
@@ -237,7 +241,7 @@ static int check_outputs(const OpsCase *c, const char *dir, const Type *t) {
       bad++;
     } else {
       for (int64_t k = 0; k < c->out[j].n; k++) {
-        double got = decode(t[j].dt, a + k * es), want = c->out[j].v[k];
+        double got = decode(dt, a + k * es), want = c->out[j].v[k];
         double tol = c->out[j].tol * (1 + fabs(want));
         if (fabs(got - want) <= tol || (isnan(got) && isnan(want))) continue;
         fprintf(stderr, "%s: out%d[%lld] = %.9g, want %.9g\n", c->name, j,

@@ -22,7 +22,7 @@ except ImportError:  # CI: goldens are committed, torch is optional
 DT = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
       "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8,
       "bool": np.bool_}
-TOL = {"f32": 2e-5, "f64": 1e-11, "f16": 4e-3, "bf16": 2e-2}
+TOL = {"c64": 2e-5, "f32": 2e-5, "f64": 1e-11, "f16": 4e-3, "bf16": 2e-2}
 CASES = []
 
 
@@ -37,12 +37,15 @@ def lst(shape, vals):
 def make(dt, spec):
     if spec[0] == "pat":
         _, shape, a, b, m, s = spec
-        n = int(np.prod(shape))
+        n = int(np.prod(shape)) * (2 if dt == "c64" else 1)
         i = np.arange(n, dtype=np.int64)
         v = ((i * a + b) % m - m // 2).astype(np.float64) * s
     else:
         _, shape, vals = spec
         v = np.array(vals, dtype=np.float64)
+    if dt == "c64":  # pairs (re, im), each exact in f32
+        v = v.astype(np.float32).astype(np.float64)
+        return (v[0::2] + 1j * v[1::2]).reshape(shape)
     v = v.reshape(shape)
     if dt == "bf16":
         return v  # patterns are chosen exact in bf16
@@ -219,6 +222,29 @@ def softmaxes():
          [("f64", np.cumsum(K, 0)), ("f64", excl(K, 0)),
           ("f64", rev(K, 0) - K), ("f16", np.cumsum(H, 0)),
           ("f16", rev(H, 0))])
+
+
+def complexes():
+    z = ("c64", pat([3, 4, 5], 7, 1, 31, 0.25))
+    Z = vals([z], 0)
+    u = ("c64", pat([6, 2], 5, 2, 13, 0.5))
+    U = vals([u], 0)
+    si = [2, 0, 2, 3, 3, 2]
+    sa = np.zeros((4, 2), dtype=complex)
+    for k, j in enumerate(si):
+        sa[j] += U[k]
+    src = ("graph cz { input %z: c64[3, 4, 5]  input %u: c64[6, 2]\n"
+           "  input %i: i32[6]\n"
+           "  %a = reduce_sum(%z, axes=[1])\n"
+           "  %b = reduce_sum(%z, axes=[0, 2], keep_dims=true)\n"
+           "  %c = cumsum(%z, axis=0)\n"
+           "  %d = scatter_add(%u, %i, shape=[4, 2])\n"
+           "  %e = transpose(%z, perm=[2, 0, 1])\n"
+           "  return %a, %b, %c, %d, %e }")
+    case("cz", src, [z, u, ("i32", lst([6], si))],
+         [("c64", Z.sum(axis=1)), ("c64", Z.sum(axis=(0, 2), keepdims=True)),
+          ("c64", np.cumsum(Z, 0)), ("c64", sa),
+          ("c64", Z.transpose(2, 0, 1))])
 
 
 def xents():
@@ -491,13 +517,16 @@ def emit(f):
                 f.write("static const double c%d_l%d[] = {%s};\n" % (
                     ci, k, ", ".join(c_double(v) for v in spec[2]) or "0"))
         for k, (dt, arr) in enumerate(outs):
-            a = np.asarray(arr, dtype=np.float64).ravel()
+            a = np.asarray(arr)
+            if dt == "c64":
+                a = np.stack([a.real, a.imag], -1)
+            a = a.astype(np.float64).ravel()
             dg = 17 if dt in ("f64", "i64") else 10
             f.write("static const double c%d_o%d[] = {%s};\n" % (
                 ci, k, ", ".join(c_double(v, dg) for v in a)))
         f.write("static const OpsIn c%d_in[] = {\n" % ci)
         for k, (dt, spec) in enumerate(ins):
-            n = int(np.prod(spec[1]))
+            n = int(np.prod(spec[1])) * (2 if dt == "c64" else 1)
             if spec[0] == "pat":
                 _, _, a, b, m, s = spec
                 f.write("  {%d, %d, %d, %d, %r, NULL},\n" % (n, a, b, m, s))
@@ -508,7 +537,7 @@ def emit(f):
         for k, (dt, arr) in enumerate(outs):
             t = tol if tol is not None else TOL.get(dt, 0.0)
             f.write("  {%d, %r, c%d_o%d},\n" % (
-                np.asarray(arr).size, t, ci, k))
+                np.asarray(arr).size * (2 if dt == "c64" else 1), t, ci, k))
         if not outs:
             f.write("  {0, 0, NULL},\n")
         f.write("};\n")
@@ -528,6 +557,7 @@ def main():
     reductions()
     softmaxes()
     xents()
+    complexes()
     topks()
     data()
     control()
