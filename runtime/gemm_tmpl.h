@@ -8,7 +8,7 @@
  *   for each thread region of C (rows [m0,m1) x cols [n0,n1)):
  *     for ic step MC (RLX_GEMM_MC rows):  for pc step KC:
  *       pack A(ic:ic+mc, pc:pc+kc) into MR-row panels         (L3)
- *       for jc step NC:
+ *       for jc step NC (equal blocks of at most NC columns):
  *         pack B(pc:pc+kc, jc:jc+nc) into NR-column panels    (L2)
  *         for ir step MR (one A panel, L1):  for jr step NR:
  *           micro-kernel on the MR x NR tile of C
@@ -215,12 +215,17 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
      place. */
   int adirect = !direct && jb->a_rs == 1 &&
                 n1 - n0 <= RLX_DIRECT_A_COLS * cfg->nr;
+  /* Equal column blocks of at most NC (a narrow last block would reuse
+     each A panel only a few times). */
+  int64_t nblk = (n1 - n0 + cfg->nc - 1) / cfg->nc;
+  int64_t nstep = (n1 - n0 + nblk - 1) / nblk;
+  nstep = (nstep + cfg->nr - 1) / cfg->nr * cfg->nr;
   for (int64_t pc = 0; pc < jb->k; pc += cfg->kc) {
     int64_t kc = jb->k - pc < cfg->kc ? jb->k - pc : cfg->kc;
     const T *asrc = a + pc * jb->a_cs;
     FN(pack_a_block_)(jb, asrc, m0, m1, kc, ap, adirect);
-    for (int64_t jc = n0; jc < n1; jc += cfg->nc) {
-      int64_t nc = n1 - jc < cfg->nc ? n1 - jc : cfg->nc;
+    for (int64_t jc = n0; jc < n1; jc += nstep) {
+      int64_t nc = n1 - jc < nstep ? n1 - jc : nstep;
       const T *bsrc = b + pc * jb->b_rs + jc * jb->b_cs;
       if (direct) {
         int64_t full = nc / cfg->nr * cfg->nr;
