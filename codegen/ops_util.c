@@ -149,10 +149,18 @@ static LLVMValueRef mul_c(Cg *cg, LLVMValueRef a, int64_t c) {
   return LLVMBuildNSWMul(cg->b, a, cg_i64(cg, c), "");
 }
 
+/* Lanes for a row of n_c elements: narrower vectors for short rows
+ * (the choice depends only on n_c, so the order stays fixed). */
+static int row_lanes(Cg *cg, DType dt, int64_t n_c) {
+  int L = cg_ops_lanes(cg, dt);
+  while (L > 4 && n_c < L) L /= 2;
+  return L;
+}
+
 LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
                              LLVMValueRef off, int64_t n_c,
                              LLVMValueRef init, CgOpsMapFn f, void *ctx) {
-  int L = cg_ops_lanes(cg, dt);
+  int L = row_lanes(cg, dt, n_c);
   int64_t nv = L > 1 ? n_c / L : 0;
   LLVMValueRef acc = init;
   CgLoop l;
@@ -181,7 +189,7 @@ LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
 
 void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
                     LLVMValueRef off, int64_t n_c, CgOpsMapFn f, void *ctx) {
-  int L = cg_ops_lanes(cg, dt);
+  int L = row_lanes(cg, dt, n_c);
   int64_t nv = L > 1 ? n_c / L : 0;
   CgLoop l;
   if (nv > 0) {
