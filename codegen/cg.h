@@ -286,6 +286,10 @@ int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
 
 /* ---- fusion and memory planning ---- */
+/* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops
+ * plus the elementwise complex ops (conjugate, real, imag, complex,
+ * complex_norm_sq, complex_norm_sq_backward). */
+bool cg_is_elementwise(Op op);
 /* Mark FUSED / FOLDED / ALIAS nodes of g in plan (fuse.c). */
 bool cg_fuse(Graph *g, CgPlan *plan);
 /* Is n computed inside its consumers' loops? */

@@ -9,7 +9,9 @@
  * tan, atan call libm (accuracy first; those loops stay scalar).
  * Integers (i8 u8 i32 i64; u8 unsigned): add sub mul (wrapping) min max
  * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
- * add sub mul neg, where, cast. Anything else is a diagnostic.
+ * add sub mul div neg, where, cast, and the complex ops conjugate, real,
+ * imag, complex(re, im), complex_norm_sq and its backward (g z).
+ * Anything else is a diagnostic.
  */
 #include "codegen/cg.h"
 
@@ -24,18 +26,29 @@ static bool int_ok(Op op) {
 }
 
 static bool c64_ok(Op op) {
-  return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_NEG;
+  return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV ||
+         op == OP_NEG;
+}
+
+static bool complex_op(Op op) {
+  return op == OP_CONJUGATE || op == OP_REAL || op == OP_IMAG ||
+         op == OP_COMPLEX || op == OP_COMPLEX_NORM_SQ ||
+         op == OP_COMPLEX_NORM_SQ_BACKWARD;
+}
+
+bool cg_is_elementwise(Op op) {
+  return complex_op(op) ||
+         (op_has(op, OPF_ELEMENTWISE) && !op_has(op, OPF_PSEUDO));
 }
 
 bool cg_ew_check(Cg *cg, Node *n) {
   if (n->op == OP_WHERE || n->op == OP_CAST || n->op == OP_STOP_GRADIENT ||
-      n->op == OP_EXPAND)
-    return true;
+      n->op == OP_EXPAND || complex_op(n->op))
+    return true; /* operand dtypes checked by their shape rules */
   DType dt = n->in[0]->type.dt;
   bool ok;
   if (op_has(n->op, OPF_COMPARE))
-    ok = dt != DT_C64 &&
-         (dt != DT_BOOL || n->op == OP_EQ || n->op == OP_NE);
+    ok = (dt != DT_C64 && dt != DT_BOOL) || n->op == OP_EQ || n->op == OP_NE;
   else if (dt_is_float(dt))
     ok = true;
   else if (dt_is_int(dt))
@@ -192,6 +205,48 @@ static LLVMValueRef c64_mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildInsertElement(bd, v, im, i1, "");
 }
 
+static LLVMValueRef lane(Cg *cg, LLVMValueRef v, int i) {
+  return LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "");
+}
+
+static LLVMValueRef c64_make(Cg *cg, LLVMValueRef re, LLVMValueRef im) {
+  LLVMValueRef v = LLVMBuildInsertElement(cg->b, LLVMGetUndef(cg->t_c64), re,
+                                          cg_i32(cg, 0), "");
+  return LLVMBuildInsertElement(cg->b, v, im, cg_i32(cg, 1), "");
+}
+
+static LLVMValueRef norm_sq(Cg *cg, LLVMValueRef z) {
+  LLVMValueRef re = lane(cg, z, 0), im = lane(cg, z, 1);
+  return LLVMBuildFAdd(cg->b, LLVMBuildFMul(cg->b, re, re, ""),
+                       LLVMBuildFMul(cg->b, im, im, ""), "");
+}
+
+/* a / b = a conj(b) / |b|^2 (textbook formula; fine away from
+ * overflow of |b|^2). */
+static LLVMValueRef c64_div(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef conj = c64_make(cg, lane(cg, b, 0),
+                               LLVMBuildFNeg(cg->b, lane(cg, b, 1), ""));
+  LLVMValueRef num = c64_mul(cg, a, conj), d = norm_sq(cg, b);
+  return c64_make(cg, LLVMBuildFDiv(cg->b, lane(cg, num, 0), d, ""),
+                  LLVMBuildFDiv(cg->b, lane(cg, num, 1), d, ""));
+}
+
+static LLVMValueRef complex_value(Cg *cg, Op op, LLVMValueRef *v) {
+  switch (op) {
+  case OP_CONJUGATE:
+    return c64_make(cg, lane(cg, v[0], 0),
+                    LLVMBuildFNeg(cg->b, lane(cg, v[0], 1), ""));
+  case OP_REAL: return lane(cg, v[0], 0);
+  case OP_IMAG: return lane(cg, v[0], 1);
+  case OP_COMPLEX: return c64_make(cg, v[0], v[1]);
+  case OP_COMPLEX_NORM_SQ: return norm_sq(cg, v[0]);
+  default: { /* complex_norm_sq_backward(z, g) = g z */
+    LLVMValueRef g = c64_make(cg, v[1], v[1]);
+    return LLVMBuildFMul(cg->b, g, v[0], "");
+  }
+  }
+}
+
 static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
                            DType dt) {
   LLVMBuilderRef b = cg->b;
@@ -205,7 +260,9 @@ static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
   case OP_MUL:
     if (dt == DT_C64) return c64_mul(cg, a, c);
     return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");
-  case OP_DIV: return LLVMBuildFDiv(b, a, c, "");
+  case OP_DIV:
+    if (dt == DT_C64) return c64_div(cg, a, c);
+    return LLVMBuildFDiv(b, a, c, "");
   case OP_POW: return intr2(cg, "llvm.pow", a, c);
   case OP_MIN:
     return intr2(cg, fl ? "llvm.minimum" : u ? "llvm.umin" : "llvm.smin", a, c);
@@ -224,6 +281,12 @@ static LLVMValueRef compare(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
   static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
                                         LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
   int k = (int)op - (int)OP_EQ;
+  if (dt == DT_C64) { /* eq: both parts equal; ne: either differs */
+    LLVMValueRef v = LLVMBuildFCmp(cg->b, fp[k], a, c, "");
+    LLVMValueRef x = lane(cg, v, 0), y = lane(cg, v, 1);
+    return op == OP_EQ ? LLVMBuildAnd(cg->b, x, y, "")
+                       : LLVMBuildOr(cg->b, x, y, "");
+  }
   if (dt_is_float(dt)) return LLVMBuildFCmp(cg->b, fp[k], a, c, "");
   bool u = dt == DT_U8 || dt == DT_BOOL;
   return LLVMBuildICmp(cg->b, u ? up[k] : sp[k], a, c, "");
@@ -270,6 +333,7 @@ LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v) {
   LLVMValueRef r;
   /* expand: the operand was read at the broadcast index already */
   if (n->op == OP_STOP_GRADIENT || n->op == OP_EXPAND) return v[0];
+  if (complex_op(n->op)) return complex_value(cg, n->op, v);
   if (n->op == OP_CAST) return cast(cg, n, v[0]);
   if (n->op == OP_WHERE) {
     LLVMValueRef c = cg_convert(cg, v[0], dt, DT_BOOL);

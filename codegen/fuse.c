@@ -29,8 +29,7 @@ static bool same_dims(const Type *a, const Type *b) {
 /* Elementwise for fusion: expand is a pure broadcast (its operand is
  * read with broadcast strides), so it fuses like an identity op. */
 static bool is_ew(const Node *n) {
-  if (n->op == OP_EXPAND) return true;
-  return op_has(n->op, OPF_ELEMENTWISE) && !op_has(n->op, OPF_PSEUDO);
+  return n->op == OP_EXPAND || cg_is_elementwise(n->op);
 }
 
 static bool is_swap_last2(const Node *n) {

@@ -142,9 +142,7 @@ static Node *inplace_leaf(CgPlan *p, Node *root, Node *n, int64_t pos) {
   return NULL;
 }
 
-static bool ew_root(const Node *n) {
-  return op_has(n->op, OPF_ELEMENTWISE) && !op_has(n->op, OPF_PSEUDO);
-}
+static bool ew_root(const Node *n) { return cg_is_elementwise(n->op); }
 
 bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   int nb = 0;
@@ -163,7 +161,7 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
     s->def = i;
     if (s->kind != CG_SLOT_FUSED && s->kind != CG_SLOT_FOLDED &&
         s->kind != CG_SLOT_ALIAS)
-      mark_reads(p, n, i, op_has(n->op, OPF_ELEMENTWISE));
+      mark_reads(p, n, i, cg_is_elementwise(n->op));
   }
   for (int j = 0; j < g->nret; j++) {
     Node *w = owner(p, g->rets[j]);
