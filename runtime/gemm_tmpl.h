@@ -6,7 +6,7 @@
  * Structure (GotoBLAS / BLIS with the roles of the loops swapped, so the
  * packed A micro-panel stays in L1 and the packed B block in L2):
  *   for each thread region of C (rows [m0,m1) x cols [n0,n1)):
- *     for ic step MC (RLX_GEMM_MC rows):  for pc step KC:
+ *     for ic step MC (RLX_GEMM_MC rows):  for pc step KC (equal blocks):
  *       pack A(ic:ic+mc, pc:pc+kc) into MR-row panels         (L3)
  *       for jc step NC (equal blocks of at most NC columns):
  *         pack B(pc:pc+kc, jc:jc+nc) into NR-column panels    (L2)
@@ -161,14 +161,25 @@ static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
     int in_place = adir && mr == cfg->mr;
     const T *apan = in_place ? adir + ic : ap + (ic - m0) * kc;
     int64_t lda = in_place ? jb->a_cs : cfg->mr;
+    T *cr = c + ic * jb->c_rs;
     for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
       int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
       int direct = bdir && nr == cfg->nr;
       FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc, lda,
-                direct ? jb->b_rs : cfg->nr, c + ic * jb->c_rs + jr,
-                jb->c_rs, mr, nr, load);
+                direct ? jb->b_rs : cfg->nr, cr + jr, jb->c_rs, mr, nr,
+                load);
     }
   }
+}
+
+/* Depth of the KC blocks: k cut into equal blocks of at most cfg->kc
+   (784 = 392 + 392, not 384 + 384 + 16: a thin last block costs a full
+   pass over C for little work).  Depends on k and the dtype's KC only,
+   so not on the thread count or the ISA. */
+static int64_t FN(kstep_)(const CFG *cfg, int64_t k)
+{
+  int64_t nblk = (k + cfg->kc - 1) / cfg->kc;
+  return (k + nblk - 1) / nblk;
 }
 
 /* Unpacked fallback when the packing buffer cannot be allocated: the
@@ -176,7 +187,7 @@ static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
 static void FN(naive_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
                        int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
-  int64_t KC = jb->cfg->kc;
+  int64_t KC = FN(kstep_)(jb->cfg, jb->k);
   for (int64_t i = m0; i < m1; i++)
     for (int64_t j = n0; j < n1; j++) {
       T *cij = c + i * jb->c_rs + j;
@@ -220,8 +231,9 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
   int64_t nblk = (n1 - n0 + cfg->nc - 1) / cfg->nc;
   int64_t nstep = (n1 - n0 + nblk - 1) / nblk;
   nstep = (nstep + cfg->nr - 1) / cfg->nr * cfg->nr;
-  for (int64_t pc = 0; pc < jb->k; pc += cfg->kc) {
-    int64_t kc = jb->k - pc < cfg->kc ? jb->k - pc : cfg->kc;
+  int64_t kstep = FN(kstep_)(cfg, jb->k);
+  for (int64_t pc = 0; pc < jb->k; pc += kstep) {
+    int64_t kc = jb->k - pc < kstep ? jb->k - pc : kstep;
     const T *asrc = a + pc * jb->a_cs;
     FN(pack_a_block_)(jb, asrc, m0, m1, kc, ap, adirect);
     for (int64_t jc = n0; jc < n1; jc += nstep) {
@@ -236,7 +248,8 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
         FN(pack_b_)(cfg, bsrc, jb->b_rs, jb->b_cs, nc, kc, bp);
       }
       FN(macro_)(jb, m0, m1, kc, nc, ap, adirect ? asrc : NULL, bp,
-                 direct ? bsrc : NULL, c + jc, jb->acc || pc > 0);
+                 direct ? bsrc : NULL, c + jc,
+                 jb->acc || pc > 0);
     }
   }
 }
