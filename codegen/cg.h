@@ -288,7 +288,7 @@ bool cg_emit_unsupported(Cg *cg, Node *n);
 /* ---- fusion and memory planning ---- */
 /* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops
  * plus the elementwise complex ops (conjugate, real, imag, complex,
- * complex_norm_sq, complex_norm_sq_backward). */
+ * complex_norm_sq, complex_norm_sq_backward), quantize, dequantize. */
 bool cg_is_elementwise(Op op);
 /* Mark FUSED / FOLDED / ALIAS nodes of g in plan (fuse.c). */
 bool cg_fuse(Graph *g, CgPlan *plan);

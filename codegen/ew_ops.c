@@ -11,6 +11,8 @@
  * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
  * add sub mul div neg, where, cast, and the complex ops conjugate, real,
  * imag, complex(re, im), complex_norm_sq and its backward (g z).
+ * quantize (float -> i8) and dequantize (i8 -> f32) with their scale and
+ * zero_point attributes.
  * Anything else is a diagnostic.
  */
 #include "codegen/cg.h"
@@ -36,14 +38,18 @@ static bool complex_op(Op op) {
          op == OP_COMPLEX_NORM_SQ_BACKWARD;
 }
 
+static bool quant_op(Op op) {
+  return op == OP_QUANTIZE || op == OP_DEQUANTIZE;
+}
+
 bool cg_is_elementwise(Op op) {
-  return complex_op(op) ||
+  return complex_op(op) || quant_op(op) ||
          (op_has(op, OPF_ELEMENTWISE) && !op_has(op, OPF_PSEUDO));
 }
 
 bool cg_ew_check(Cg *cg, Node *n) {
   if (n->op == OP_WHERE || n->op == OP_CAST || n->op == OP_STOP_GRADIENT ||
-      n->op == OP_EXPAND || complex_op(n->op))
+      n->op == OP_EXPAND || complex_op(n->op) || quant_op(n->op))
     return true; /* operand dtypes checked by their shape rules */
   DType dt = n->in[0]->type.dt;
   bool ok;
@@ -247,6 +253,21 @@ static LLVMValueRef complex_value(Cg *cg, Op op, LLVMValueRef *v) {
   }
 }
 
+/* quantize: sat_i8(roundeven(x / scale) + zero_point) (saturating
+ * conversion, NaN -> 0); dequantize: (q - zero_point) * scale in f32. */
+static LLVMValueRef quant_value(Cg *cg, Node *n, LLVMValueRef x) {
+  double s = ir_attr_float(n, ATTR_SCALE, 1.0);
+  double zp = (double)ir_attr_int(n, ATTR_ZERO_POINT, 0);
+  if (n->op == OP_DEQUANTIZE) {
+    LLVMValueRef q = cg_convert(cg, x, DT_I8, DT_F32);
+    q = LLVMBuildFSub(cg->b, q, fc(cg, q, zp), "");
+    return LLVMBuildFMul(cg->b, q, fc(cg, q, s), "");
+  }
+  LLVMValueRef t = LLVMBuildFDiv(cg->b, x, fc(cg, x, s), "");
+  t = LLVMBuildFAdd(cg->b, intr1(cg, "llvm.roundeven", t), fc(cg, x, zp), "");
+  return cg_convert(cg, t, is_f64(cg, x) ? DT_F64 : DT_F32, DT_I8);
+}
+
 static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
                            DType dt) {
   LLVMBuilderRef b = cg->b;
@@ -334,6 +355,7 @@ LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v) {
   /* expand: the operand was read at the broadcast index already */
   if (n->op == OP_STOP_GRADIENT || n->op == OP_EXPAND) return v[0];
   if (complex_op(n->op)) return complex_value(cg, n->op, v);
+  if (quant_op(n->op)) return quant_value(cg, n, v[0]);
   if (n->op == OP_CAST) return cast(cg, n, v[0]);
   if (n->op == OP_WHERE) {
     LLVMValueRef c = cg_convert(cg, v[0], dt, DT_BOOL);
