@@ -126,7 +126,22 @@ static bool same_type(const Type *a, const Type *b) {
   return true;
 }
 
-/* A leaf of root n's fused tree whose workspace block n can take over. */
+/* Does the fused tree under n read w's bytes through another node (an
+ * alias or folded view of w)? */
+static bool read_via_other(CgPlan *p, Node *n, Node *w) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    if (p->slot[o->id].kind == CG_SLOT_FUSED) {
+      if (read_via_other(p, o, w)) return true;
+    } else if (o != w && owner(p, o) == w) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* A leaf of root n's fused tree whose workspace block n can take over:
+ * same type as the root, dies at the root, read only as itself. */
 static Node *inplace_leaf(CgPlan *p, Node *root, Node *n, int64_t pos) {
   for (int k = 0; k < n->nin; k++) {
     Node *o = n->in[k];
@@ -135,7 +150,8 @@ static Node *inplace_leaf(CgPlan *p, Node *root, Node *n, int64_t pos) {
       Node *l = inplace_leaf(p, root, o, pos);
       if (l) return l;
     } else if (s->kind == CG_SLOT_WS && s->last == pos &&
-               same_type(&o->type, &root->type)) {
+               same_type(&o->type, &root->type) &&
+               !read_via_other(p, root, o)) {
       return o;
     }
   }

@@ -193,6 +193,21 @@ static void test_expand_fused(void) {
   ctx_free(r.c);
 }
 
+static void test_inplace(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[4, 4]\n"
+      "  %a = matmul(%x, %x)  %b = relu(add(%a, 1.0))\n"
+      "  %c = matmul(%b, %x)  %v = reshape(%c, shape=[4, 4])\n"
+      "  %d = add(%c, %v)  %e = matmul(%d, %d)  return %e }", NULL);
+  CU_ASSERT_PTR_EQUAL(slot(&r, "b")->inplace_of, node(&r, "a"));
+  CU_ASSERT_EQUAL(slot(&r, "b")->offset, slot(&r, "a")->offset);
+  /* %c is also read through its alias %v: no in-place for %d */
+  CU_ASSERT_PTR_NULL(slot(&r, "d")->inplace_of);
+  CU_ASSERT_NOT_EQUAL(slot(&r, "d")->offset, slot(&r, "c")->offset);
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
 static void test_scratch(void) {
   const char *src =
       "graph g { input %x: f32[16, 16]\n"
@@ -252,6 +267,7 @@ int main(void) {
   CU_add_test(s, "returns", test_returns);
   CU_add_test(s, "stop_gradient", test_stop_gradient);
   CU_add_test(s, "expand fused", test_expand_fused);
+  CU_add_test(s, "in place", test_inplace);
   CU_add_test(s, "scratch", test_scratch);
   CU_add_test(s, "random graphs", test_random_graphs);
   CU_basic_set_mode(CU_BRM_VERBOSE);
