@@ -697,6 +697,91 @@ def _(g):
             WHILE_PRE.format(dt=g.dt))
 
 
+NESTED_CTL_PRE = """graph nth_{dt} {{
+  input %a: {dt}[2]
+  %y = mul(%a, sin(%a))
+  return %y
+}}
+graph nel_{dt} {{
+  input %a: {dt}[2]
+  %y = tanh(%a)
+  return %y
+}}
+graph nwc_{dt} {{
+  input %x: {dt}[2]
+  %k = lt(reduce_sum(abs(%x)), 3.0)
+  return %k
+}}
+graph nwb_{dt} {{
+  input %x: {dt}[2]
+  %n = mul(%x, 1.3)
+  return %n
+}}
+graph nbody_{dt} {{
+  input %h: {dt}[2]
+  input %x: {dt}[2]
+  %p = gt(reduce_sum(%x), 0.0)
+  %a = if(%p, add(%h, %x), then=@nth_{dt}, else=@nel_{dt})
+  %b = while(%a, cond=@nwc_{dt}, body=@nwb_{dt}, max_iterations=4)
+  return %b
+}}
+graph ninner_{dt} {{
+  input %c: {dt}[2]
+  input %x: {dt}[2]
+  %n = sin(add(%c, %x))
+  return %n
+}}
+graph nth2_{dt} {{
+  input %a: {dt}[2]
+  input %xs: {dt}[3, 2]
+  %y = scan(%a, %xs, body=@ninner_{dt})
+  return %y
+}}
+graph nel2_{dt} {{
+  input %a: {dt}[2]
+  input %xs: {dt}[3, 2]
+  %y = mul(%a, 2.0)
+  return %y
+}}
+"""
+
+
+def _nested_ctl(t, q):
+    h = t["h0"]
+    for i in range(5):
+        x = t["xs"][i]
+        a = h + x
+        a = a * torch.sin(a) if float(x.sum()) > 0 else torch.tanh(a)
+        for _ in range(4):
+            if not float(a.abs().sum()) < 3.0:
+                break
+            a = a * 1.3
+        h = a
+    if q:
+        for j in range(3):
+            h = torch.sin(h + t["ys"][j])
+        return h
+    return h * 2.0
+
+
+def nested_ctl_case(name, q):
+    """if and while inside a checkpointed scan body; a scan inside an
+    if branch."""
+    @case(name, ops=["if", "while", "scan"])
+    def _(g):
+        g.p("h0", g.u((2,), -1, 1))
+        g.p("xs", g.u((5, 2), -1, 1))
+        g.p("ys", g.u((3, 2), -1, 1))
+        g.i("q", "bool", np.array(q))
+        return ("%r = scan(%h0, %xs, body=@nbody_{0}, checkpoints=2)\n"
+                "%y = if(%q, %r, %ys, then=@nth2_{0}, else=@nel2_{0})"
+                .format(g.dt), "%y", lambda t: _nested_ctl(t, q),
+                NESTED_CTL_PRE.format(dt=g.dt))
+
+
+nested_ctl_case("ctl_nested_true", True)
+nested_ctl_case("ctl_nested_false", False)
+
 CUSTOM_PRE = """graph sq_{dt} {{ input %x: {dt}[4] %y = mul(%x, %x) return %y }}
 graph sq_vjp_{dt} {{
   input %x: {dt}[4]
