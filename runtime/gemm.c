@@ -9,6 +9,8 @@
  * batch elements than threads, each element's C is cut into a grid of
  * tm x tn regions aligned to the register tile.  K is never split, so
  * results are bit-identical for any thread count (see gemm_tmpl.h).
+ * An f32 table may name an alternative MR (pick_cfg_f32), used for calls
+ * whose M it pads less (M = 128: 12-row tiles rather than 14).
  */
 #include <math.h>
 #include <pthread.h>
@@ -117,6 +119,26 @@ static Grid choose_grid(int64_t batch, int64_t m, int64_t n, int64_t k,
   return gr;
 }
 
+/* Rows of work for M rows in MR-row tiles: full tiles, plus the edge
+   kernel's rounding of the last one (4, 8 or MR rows). */
+static int64_t padded_rows(int64_t m, int mr)
+{
+  int64_t r = m % mr, e = r == 0 ? 0 : r <= 4 ? 4 : r <= 8 ? 8 : mr;
+  return m - r + (e < mr ? e : mr);
+}
+
+/* The table for an M-row call: cfg, or its alternative MR where that
+   pads fewer rows (ties keep cfg).  Depends on M only; all kernels
+   compute each element alike, so the choice never changes bits. */
+static const RlxGemmCfgF32 *pick_cfg_f32(const RlxGemmCfgF32 *cfg,
+                                         int64_t m)
+{
+  const RlxGemmCfgF32 *alt = cfg->alt;
+  if (alt && padded_rows(m, alt->mr) < padded_rows(m, cfg->mr))
+    return alt;
+  return cfg;
+}
+
 #define T float
 #define SFX f32
 #define CFG RlxGemmCfgF32
@@ -150,7 +172,7 @@ void rlx_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     return;
   }
   pthread_once(&isa_once, select_best);
-  Job_f32 jb = {atomic_load(&cfg_f32), m, n, k, a, a_bs, a_rs, a_cs,
+  Job_f32 jb = {pick_cfg_f32(atomic_load(&cfg_f32), m), m, n, k, a, a_bs, a_rs, a_cs,
                 b, b_bs, b_rs, b_cs, c, c_bs, c_rs, accumulate,
                 0, 0, 0, 0};
   run_f32(&jb, batch);

@@ -23,13 +23,14 @@
 #define PF_C _MM_HINT_T0
 #endif
 
-TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
-                         int64_t lda, int64_t ldb, float *c, int64_t ldc,
-                         int load)
+/* The f32 R x 32 tile (R = 14 or 12 after inlining). */
+__attribute__((always_inline)) TGT static inline void
+kern_r_f32(int R, int64_t kc, const float *ap, const float *bp,
+           int64_t lda, int64_t ldb, float *c, int64_t ldc, int load)
 {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; i++) {
+  for (int i = 0; i < R; i++) {
     _mm_prefetch((const char *)(c + i * ldc), PF_C);
     _mm_prefetch((const char *)(c + i * ldc + 16), PF_C);
     c0[i] = c1[i] = _mm512_setzero_ps();
@@ -38,7 +39,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
     _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
       __m512 a = _mm512_set1_ps(ap[i]);
       c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
       c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
@@ -47,7 +48,7 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     bp += ldb;
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; i++) {
+  for (int i = 0; i < R; i++) {
     if (load) {
       c0[i] = _mm512_add_ps(_mm512_loadu_ps(c + i * ldc), c0[i]);
       c1[i] = _mm512_add_ps(_mm512_loadu_ps(c + i * ldc + 16), c1[i]);
@@ -55,6 +56,20 @@ TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
     _mm512_storeu_ps(c + i * ldc, c0[i]);
     _mm512_storeu_ps(c + i * ldc + 16, c1[i]);
   }
+}
+
+TGT static void kern_f32(int64_t kc, const float *ap, const float *bp,
+                         int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                         int load)
+{
+  kern_r_f32(MR, kc, ap, bp, lda, ldb, c, ldc, load);
+}
+
+TGT static void kern12_f32(int64_t kc, const float *ap, const float *bp,
+                           int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                           int load)
+{
+  kern_r_f32(12, kc, ap, bp, lda, ldb, c, ldc, load);
 }
 
 /* Edge tile of mr <= R rows and nr <= 16 * V columns, with R and V
@@ -121,6 +136,26 @@ TGT static void edge_f32(int64_t kc, const float *ap, const float *bp,
   }
 }
 
+/* Edge tiles of the 12-row table (never more than 12 rows of A). */
+TGT static void edge12_f32(int64_t kc, const float *ap, const float *bp,
+                           int64_t lda, int64_t ldb, float *c,
+                           int64_t ldc, int load, int mr, int nr)
+{
+  int v = nr > 16 ? 2 : 1;
+  if (mr <= 4 && v == 1)
+    edge_rv_f32(4, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  else if (mr <= 4)
+    edge_rv_f32(4, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  else if (mr <= 8 && v == 1)
+    edge_rv_f32(8, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  else if (mr <= 8)
+    edge_rv_f32(8, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  else if (v == 1)
+    edge_rv_f32(12, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  else
+    edge_rv_f32(12, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+}
+
 /* In-register transpose: r[i] lane j <-> r[j] lane i (16 x 16). */
 TGT static inline void transpose16(__m512 r[16])
 {
@@ -155,24 +190,36 @@ TGT static inline void transpose16(__m512 r[16])
     r[i] = t[i];
 }
 
-/* pack_a for MR = 14: 16 columns of the 14 rows at a time. */
-TGT static void pack_a_f32(const float *a, int64_t rs, int64_t kc,
-                           int64_t count, float *ap)
+/* pack_a for R = 14 or 12 rows: 16 columns of the R rows at a time. */
+__attribute__((always_inline)) TGT static inline void
+pack_a_r_f32(int R, const float *a, int64_t rs, int64_t kc, float *ap)
 {
   int64_t p = 0;
   for (; p + 16 <= kc; p += 16) {
     __m512 r[16];
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
       r[i] = _mm512_loadu_ps(a + i * rs + p);
-    for (int i = MR; i < 16; i++)
+    for (int i = R; i < 16; i++)
       r[i] = _mm512_setzero_ps();
     transpose16(r);
     for (int j = 0; j < 16; j++)
-      _mm512_mask_storeu_ps(ap + (p + j) * MR, (1 << MR) - 1, r[j]);
+      _mm512_mask_storeu_ps(ap + (p + j) * R, (1 << R) - 1, r[j]);
   }
   for (; p < kc; p++)
-    for (int i = 0; i < MR; i++)
-      ap[p * MR + i] = a[i * rs + p];
+    for (int i = 0; i < R; i++)
+      ap[p * R + i] = a[i * rs + p];
+}
+
+TGT static void pack_a_f32(const float *a, int64_t rs, int64_t kc,
+                           int64_t count, float *ap)
+{
+  pack_a_r_f32(MR, a, rs, kc, ap);
+}
+
+TGT static void pack_a12_f32(const float *a, int64_t rs, int64_t kc,
+                             int64_t count, float *ap)
+{
+  pack_a_r_f32(12, a, rs, kc, ap);
 }
 
 /* pack_b for NR = 32: row by row across all panels. */
@@ -304,13 +351,22 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {
   .name = "avx512", .mr = MR, .nr = 32, .kc = 384, .nc = 448,
   .kern = kern_f32, .pack_a = pack_a_f32, .pack_b = pack_b_f32,
-  .pack_bt = pack_bt_f32, .edge = edge_f32};
+  .pack_bt = pack_bt_f32, .edge = edge_f32,
+  .alt = &rlx_gemm_avx512_f32_12};
+/* 12 x 32 tiles: chosen by gemm.c where M wastes fewer padded rows
+   (M = 128: 10 x 12 + an 8-row edge, against 9 x 14 + a 4-row one). */
+const RlxGemmCfgF32 rlx_gemm_avx512_f32_12 = {
+  .name = "avx512", .mr = 12, .nr = 32, .kc = 384, .nc = 448,
+  .kern = kern12_f32, .pack_a = pack_a12_f32, .pack_b = pack_b_f32,
+  .pack_bt = pack_bt_f32, .edge = edge12_f32};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {
   .name = "avx512", .mr = MR, .nr = 16, .kc = 256, .nc = 512,
   .kern = kern_f64, .pack_a = pack_a_f64, .pack_b = pack_b_f64};
 #else
 const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {.name = "avx512", .mr = 1,
                                            .nr = 1, .kc = 1, .nc = 1};
+const RlxGemmCfgF32 rlx_gemm_avx512_f32_12 = {.name = "avx512", .mr = 1,
+                                              .nr = 1, .kc = 1, .nc = 1};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {.name = "avx512", .mr = 1,
                                            .nr = 1, .kc = 1, .nc = 1};
 #endif

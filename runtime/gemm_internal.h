@@ -67,7 +67,8 @@ enum { RLX_DIRECT_B_ROWS = 2, RLX_DIRECT_A_COLS = 2 };
 /* One ISA's kernels and cache blocking (in elements).  kc: depth of a
    packed block; nc: columns of the packed B block (kc x nc stays in
    L2); mr / nr: the register tile. */
-typedef struct {
+typedef struct RlxGemmCfgF32 RlxGemmCfgF32;
+struct RlxGemmCfgF32 {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF32 kern;
@@ -75,7 +76,10 @@ typedef struct {
   RlxPackF32 pack_b; /* count = npanels */
   RlxPackF32 pack_bt; /* count = npanels */
   RlxEdgeF32 edge;
-} RlxGemmCfgF32;
+  /* Optional table of the same ISA and KC with another MR, used for
+     calls whose M it pads less (see gemm.c); NULL: none. */
+  const RlxGemmCfgF32 *alt;
+};
 
 typedef struct {
   const char *name;
@@ -86,8 +90,8 @@ typedef struct {
 } RlxGemmCfgF64;
 
 /* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */
-extern const RlxGemmCfgF32 rlx_gemm_avx512_f32, rlx_gemm_avx2_f32,
-    rlx_gemm_scalar_f32;
+extern const RlxGemmCfgF32 rlx_gemm_avx512_f32, rlx_gemm_avx512_f32_12,
+    rlx_gemm_avx2_f32, rlx_gemm_scalar_f32;
 extern const RlxGemmCfgF64 rlx_gemm_avx512_f64, rlx_gemm_avx2_f64,
     rlx_gemm_scalar_f64;
 
