@@ -278,7 +278,7 @@ bool cg_unsupported(Cg *cg, Node *n, const char *why);
 bool cg_emit_nothing(Cg *cg, Node *n);     /* input, param */
 bool cg_emit_const(Cg *cg, Node *n);
 bool cg_emit_elementwise(Cg *cg, Node *n); /* root of a fused group */
-bool cg_emit_alias(Cg *cg, Node *n);       /* reshape: copy if needed */
+bool cg_emit_alias(Cg *cg, Node *n);       /* reshape: shares bytes */
 bool cg_emit_matmul(Cg *cg, Node *n);
 int64_t cg_scratch_matmul(Cg *cg, Node *n); /* f16/bf16: f32 copies */
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
