@@ -190,15 +190,18 @@ TGT static inline void transpose16(__m512 r[16])
     r[i] = t[i];
 }
 
-/* pack_a for R = 14 or 12 rows: 16 columns of the R rows at a time. */
+/* pack_a for R = 14 or 12 rows, of which the first `rows` are present
+   (the rest packed as zeros): 16 columns at a time. */
 __attribute__((always_inline)) TGT static inline void
-pack_a_r_f32(int R, const float *a, int64_t rs, int64_t kc, float *ap)
+pack_a_r_f32(int R, const float *a, int64_t rs, int64_t kc, int64_t rows,
+             float *ap)
 {
   int64_t p = 0;
   for (; p + 16 <= kc; p += 16) {
     __m512 r[16];
     for (int i = 0; i < R; i++)
-      r[i] = _mm512_loadu_ps(a + i * rs + p);
+      r[i] = i < rows ? _mm512_loadu_ps(a + i * rs + p)
+                      : _mm512_setzero_ps();
     for (int i = R; i < 16; i++)
       r[i] = _mm512_setzero_ps();
     transpose16(r);
@@ -207,19 +210,19 @@ pack_a_r_f32(int R, const float *a, int64_t rs, int64_t kc, float *ap)
   }
   for (; p < kc; p++)
     for (int i = 0; i < R; i++)
-      ap[p * R + i] = a[i * rs + p];
+      ap[p * R + i] = i < rows ? a[i * rs + p] : 0.0f;
 }
 
 TGT static void pack_a_f32(const float *a, int64_t rs, int64_t kc,
                            int64_t count, float *ap)
 {
-  pack_a_r_f32(MR, a, rs, kc, ap);
+  pack_a_r_f32(MR, a, rs, kc, count, ap);
 }
 
 TGT static void pack_a12_f32(const float *a, int64_t rs, int64_t kc,
                              int64_t count, float *ap)
 {
-  pack_a_r_f32(12, a, rs, kc, ap);
+  pack_a_r_f32(12, a, rs, kc, count, ap);
 }
 
 /* pack_b for NR = 32: row by row across all panels. */
@@ -256,7 +259,8 @@ TGT static inline void transpose8(const __m512d r[8], __m512d out[8])
   }
 }
 
-/* pack_a for MR = 14 doubles: rows 0-7 and 8-13, 8 columns at a time. */
+/* pack_a for MR = 14 doubles (the first `count` rows present, the rest
+   zeros): rows 0-7 and 8-13, 8 columns at a time. */
 TGT static void pack_a_f64(const double *a, int64_t rs, int64_t kc,
                            int64_t count, double *ap)
 {
@@ -265,8 +269,9 @@ TGT static void pack_a_f64(const double *a, int64_t rs, int64_t kc,
     for (int h = 0; h < 2; h++) {
       __m512d r[8], out[8];
       for (int i = 0; i < 8; i++)
-        r[i] = h * 8 + i < MR ? _mm512_loadu_pd(a + (h * 8 + i) * rs + p)
-                              : _mm512_setzero_pd();
+        r[i] = h * 8 + i < count
+                   ? _mm512_loadu_pd(a + (h * 8 + i) * rs + p)
+                   : _mm512_setzero_pd();
       transpose8(r, out);
       __mmask8 keep = h ? (1 << (MR - 8)) - 1 : 0xFF;
       for (int j = 0; j < 8; j++)
@@ -274,7 +279,7 @@ TGT static void pack_a_f64(const double *a, int64_t rs, int64_t kc,
     }
   for (; p < kc; p++)
     for (int i = 0; i < MR; i++)
-      ap[p * MR + i] = a[i * rs + p];
+      ap[p * MR + i] = i < count ? a[i * rs + p] : 0.0;
 }
 
 /* pack_b for NR = 16 doubles: row by row across all panels. */

@@ -31,8 +31,9 @@ typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
                            int64_t ldc, int load);
 
 /* Optional ISA-specific packing (NULL: the generic C loops).
-   pack_a: a full MR-row panel of A with unit column stride:
-     ap[p*MR + i] = a[i*rs + p] for i < MR, p < kc.
+   pack_a: an MR-row panel of A with unit column stride, of which the
+     first `count` (1..MR) rows are present:
+     ap[p*MR + i] = i < count ? a[i*rs + p] : 0 for i < MR, p < kc.
    pack_b: npanels full NR-column panels of B with unit column stride:
      bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ...
    pack_bt: the same from B stored transposed (unit row stride), with
@@ -72,7 +73,7 @@ struct RlxGemmCfgF32 {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF32 kern;
-  RlxPackF32 pack_a; /* count unused (one panel) */
+  RlxPackF32 pack_a; /* count = rows present */
   RlxPackF32 pack_b; /* count = npanels */
   RlxPackF32 pack_bt; /* count = npanels */
   RlxEdgeF32 edge;

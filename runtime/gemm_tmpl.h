@@ -60,10 +60,11 @@ static void FN(pack_a_)(const T *a, int64_t rs, int64_t cs, int mr,
 static void FN(pack_b_panel_)(const T *b, int64_t rs, int64_t cs, int nr,
                               int64_t kc, int NR, T *bp)
 {
-  if (cs == 1) {
+  if (cs == 1) { /* one pass per row, padding included (no memset) */
     for (int64_t p = 0; p < kc; p++)
-      for (int j = 0; j < nr; j++)
-        bp[p * NR + j] = b[p * rs + j];
+      for (int j = 0; j < NR; j++)
+        bp[p * NR + j] = j < nr ? b[p * rs + j] : 0;
+    return;
   } else if (rs == 1) {
     for (int j = 0; j < nr; j++)
       for (int64_t p = 0; p < kc; p++)
@@ -139,8 +140,9 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
     int mr = m1 - ic < MR ? (int)(m1 - ic) : MR;
     if (direct && mr == MR)
       continue;
-    if (cfg->pack_a && mr == MR && jb->a_cs == 1)
-      cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, 1, ap + (ic - m0) * kc);
+    if (cfg->pack_a && jb->a_cs == 1)
+      cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, mr,
+                  ap + (ic - m0) * kc);
     else
       FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
                   ap + (ic - m0) * kc);
