@@ -27,8 +27,9 @@
  * segment scans (the last one is the forward result itself, which is
  * untouched, so the loss is exact). Each segment is reversed by
  * recursive bisection: compute the carry at the midpoint, reverse the
- * second half, then the first; a segment of one step needs only its
- * start carry. Live extra memory is O(log L) carries; gradients equal
+ * second half, then the first; a segment of at most BISECT_LEAF steps
+ * recomputes its carries and is reversed by one backward scan. Live
+ * extra memory is O(log L) carries; gradients equal
  * the un-checkpointed ones. Final-carry scans without checkpoints
  * recompute their trajectory once.
  */
@@ -212,9 +213,15 @@ static void sweep(ScanAd *s, Graph *bb, int64_t len, Node *cin, Node **xs,
 
 /* ---- checkpointed reversal ---- */
 
+/* Segments of at most this many steps are reversed from a recomputed
+ * trajectory instead of being bisected further (fewer, longer backward
+ * scans; a constant number of extra carries). */
+#define BISECT_LEAF 4
+
 /* Gradients of the per-step operands, gathered while segments are
- * reversed (last step first): one row per step for XS_STEP operands
- * (joined by one concat at the end), a running sum for XS_ACCUM. */
+ * reversed (last segment first): a block of rows per segment for
+ * XS_STEP operands (joined by one concat at the end), a running sum for
+ * XS_ACCUM. */
 typedef struct {
   Node ***rows;  /* per xs: rows[i][0..n) in reverse step order */
   Node **sum;    /* per xs: accumulated sum */
@@ -252,11 +259,11 @@ static Node **new_dxs(ScanAd *s) {
  * they are used, so none stays alive across a recursion. */
 static Node *bisect(ScanAd *s, Graph *bb, Node *start, Node **xs,
                     int64_t a, int64_t len, Node *dend, Collect *col) {
-  if (len == 1) {
-    Node *dstart, **dx = new_dxs(s);
-    sweep(s, bb, 1, carries_in_rev(s, start, NULL, 1),
-          slice_xs(s, xs, a, 1),
-          NULL, dend, &dstart, dx);
+  if (len <= BISECT_LEAF) { /* a short segment: recompute its rows */
+    Node *dstart, **dx = new_dxs(s), **xl = slice_xs(s, xs, a, len);
+    Node *t = len > 1 ? mk_scan(s, start, xl, len, true) : NULL;
+    sweep(s, bb, len, carries_in_rev(s, start, t, len), xl, NULL, dend,
+          &dstart, dx);
     collect_step(s, col, dx);
     return dstart;
   }
