@@ -492,25 +492,59 @@ for _dt in ("i8", "u8", "i32", "i64", "bool", "f16", "bf16", "c64"):
     _dtype_case(_dt)
 
 
-@case(diag=r"error: .*topk")
+@case()
 def topk_int(c, rng):
-    """topk of integers: allowed by the shape rule, compiled only for
-    f32/f64 today; the compiler must say so (not miscompile)."""
+    """topk of every integer dtype (ties to the smaller index, extremes
+    of each range)."""
     a = T("i32", rng.integers(-3, 4, (3, 6)), "a")
     b = T("i64", rng.integers(-3, 4, (5,)), "b")
+    e = T("i8", [-128, 127, 0, -1, 127, -128, 5], "e")
+    u = T("u8", [[0, 255, 128, 127, 255, 1], [3, 3, 0, 200, 3, 9]], "u")
     outs = [out("i64", _topk_ref(a.v, 2), "ta"),
-            out("i64", _topk_ref(b.v, 3), "tb")]
-    c.graph([a, b], "%ta = topk(%a, k=2)\n%tb = topk(%b, k=3)",
-            outs_str(outs), comment="topk on i32 and i64")
-    c.run([a, b], outs)
+            out("i64", _topk_ref(b.v, 3), "tb"),
+            out("i64", _topk_ref(e.v, 7), "te"),
+            out("i64", _topk_ref(u.v, 4), "tu")]
+    c.graph([a, b, e, u], "%ta = topk(%a, k=2)\n%tb = topk(%b, k=3)\n"
+            "%te = topk(%e, k=7)\n%tu = topk(%u, k=4)",
+            outs_str(outs), comment="topk on i32, i64, i8 and u8")
+    c.run([a, b, e, u], outs)
 
 
-@case(diag=r"error: .*'(eq|ne)'")
+def _topk_nan_ref(x, k):
+    """Descending with NaN largest, ties (-0.0 == +0.0) to the smaller
+    index."""
+    x = np.asarray(x, dtype=np.float64)
+    rows = x.reshape(-1, x.shape[-1])
+    res = [sorted(range(len(r)), key=lambda i, r=r: (
+        (0, 0.0, i) if np.isnan(r[i]) else (1, -r[i], i)))[:k]
+        for r in rows]
+    return np.array(res, dtype=np.int64).reshape(x.shape[:-1] + (k,))
+
+
+@case()
+def topk_half(c, rng):
+    """topk of f16 and bf16, ordered as their f32 values: NaN largest,
+    +-inf, -0.0 equal to +0.0, ties to the smaller index."""
+    sp = [1.5, -0.0, np.nan, 0.0, -np.inf, 1.5, np.inf, -2.0, np.nan, 0.0]
+    h = T("f16", [sp, sp[::-1]], "h")
+    g = T("bf16", rng.integers(-4, 5, (3, 9)) / 4.0, "g")
+    s = T("bf16", sp, "s")
+    outs = [out("i64", _topk_nan_ref(h.v, 10), "th"),
+            out("i64", _topk_nan_ref(g.v, 4), "tg"),
+            out("i64", _topk_nan_ref(s.v, 6), "ts")]
+    c.graph([h, g, s], "%th = topk(%h, k=10)\n%tg = topk(%g, k=4)\n"
+            "%ts = topk(%s, k=6)", outs_str(outs),
+            comment="topk on f16 and bf16")
+    c.run([h, g, s], outs)
+
+
+@case()
 def compare_c64(c, rng):
-    """eq/ne of complex values (NumPy allows them); not compiled today:
-    the compiler must say so."""
+    """eq/ne of complex values (NumPy semantics: both parts compared)."""
     x = T("c64", _dtype_vals(rng, "c64", (4,)), "x")
-    y = T("c64", _dtype_vals(rng, "c64", (4,)), "y")
+    yv = _dtype_vals(rng, "c64", (4,))
+    yv[0], yv[2] = x.v[0], x.v[2]  # some equal, some not
+    y = T("c64", yv, "y")
     outs = [out("bool", x.v == y.v, "q"), out("bool", x.v != y.v, "nq")]
     c.graph([x, y], "%q = eq(%x, %y)\n%nq = ne(%x, %y)", outs_str(outs),
             comment="eq and ne on c64")
@@ -538,3 +572,23 @@ def reduce_sum_c64(c, rng):
     c.graph([x], "%r = reduce_sum(%x, axes=[1])\n%ra = reduce_sum(%x)",
             outs_str(outs), comment="reduce_sum on c64")
     c.run([x], outs)
+
+
+@case()
+def reduce_mean_prod_c64(c, rng):
+    """reduce_mean and reduce_prod of complex values over inner, outer
+    and all axes (keep_dims too)."""
+    x = T("c64", _dtype_vals(rng, "c64", (3, 4, 5)), "x")
+    y = T("c64", _dtype_vals(rng, "c64", (2, 3)), "y")
+    outs = [out("c64", x.v.mean(2), "m"),
+            out("c64", x.v.mean((0, 2), keepdims=True), "mk"),
+            out("c64", x.v.mean(), "ma"),
+            out("c64", y.v.prod(1), "p"),
+            out("c64", y.v.prod(0), "p0"),
+            out("c64", y.v.prod(), "pa")]
+    c.graph([x, y], "%m = reduce_mean(%x, axes=[2])\n"
+            "%mk = reduce_mean(%x, axes=[0, 2], keep_dims=true)\n"
+            "%ma = reduce_mean(%x)\n%p = reduce_prod(%y, axes=[1])\n"
+            "%p0 = reduce_prod(%y, axes=[0])\n%pa = reduce_prod(%y)",
+            outs_str(outs), comment="reduce_mean and reduce_prod on c64")
+    c.run([x, y], outs)
