@@ -126,6 +126,21 @@ static bool vjp_conjugate(GradCtx *gc, const Node *n, Node *g) {
   return true;
 }
 
+/* real(z) -> complex(g, 0); imag(z) -> complex(0, g) (torch's
+ * convention: the gradient of a real loss is dL/dre + i dL/dim) */
+static bool vjp_real_imag(GradCtx *gc, const Node *n, Node *g) {
+  Node *z = ib_fill(B, g->type, 0);
+  ACC(0, n->op == OP_REAL ? BIN(OP_COMPLEX, g, z) : BIN(OP_COMPLEX, z, g));
+  return true;
+}
+/* complex(re, im) -> real(g), imag(g); broadcast operands are reduced
+ * by grad_accum */
+static bool vjp_complex(GradCtx *gc, const Node *n, Node *g) {
+  if (WANT(0)) ACC(0, UN(OP_REAL, g));
+  if (WANT(1)) ACC(1, UN(OP_IMAG, g));
+  return true;
+}
+
 /* ---- binary elementwise ---- */
 
 static bool vjp_add(GradCtx *gc, const Node *n, Node *g) {
@@ -604,9 +619,9 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_GROUPED_MATMUL vjp_unsupported
 #define VJP_CONJUGATE vjp_conjugate
 #define VJP_COMPLEX_NORM_SQ vjp_unsupported
-#define VJP_COMPLEX vjp_unsupported
-#define VJP_REAL vjp_unsupported
-#define VJP_IMAG vjp_unsupported
+#define VJP_COMPLEX vjp_complex
+#define VJP_REAL vjp_real_imag
+#define VJP_IMAG vjp_real_imag
 #define VJP_FFT vjp_unsupported
 #define VJP_LOG_MEL vjp_unsupported
 #define VJP_RNG_UNIFORM vjp_none

@@ -58,7 +58,7 @@ for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
 for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
             "dequant_matmul grouped_matmul").split():
     SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
-for _op in "complex_norm_sq complex real imag fft log_mel".split():
+for _op in "complex_norm_sq fft log_mel".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
 for _op in ("layer_norm_backward_input layer_norm_backward_gamma "
@@ -534,6 +534,18 @@ def _(g):
     g.p("b", cplx(g, (2,)) * 2 + 2)
     return ("%y = add(div(%a, %b), sub(%b, %a))", "%y",
             lambda t: t["a"] / t["b"] + (t["b"] - t["a"]))
+
+
+@case("c64_real_imag_complex", ops=["real", "imag", "complex"],
+      dts=("f32",))
+def _(g):
+    g.args.append(L.T("c64", cplx(g, (2, 3)), "z", "param"))
+    g.p("r", g.u((2, 3)))
+    g.p("i", g.u((3,)))
+    return ("%w = mul(%z, complex(%r, %i))\n"
+            "%y = add(mul(real(%w), imag(%w)), mul(real(%z), %r))", "%y",
+            lambda t: (lambda w: w.real * w.imag + t["z"].real * t["r"])(
+                t["z"] * torch.complex(t["r"], t["i"].expand(2, 3))))
 
 
 # ---- whole graphs ----

@@ -266,6 +266,12 @@ def apply(graphs, op, ins, a, ty):
         return x.astype(dt)
     if op == "conjugate":
         return np.conj(ins[0])
+    if op == "real":
+        return np.real(ins[0])
+    if op == "imag":
+        return np.imag(ins[0])
+    if op == "complex":
+        return ins[0] + 1j * ins[1]
     if op == "matmul":
         return np.matmul(ins[0], ins[1])
     if op in ("dense_solve", "batched_dense_solve"):
