@@ -104,8 +104,13 @@ static LLVMValueRef mulc(Cg *cg, LLVMValueRef a, int64_t c) {
   return LLVMBuildNSWMul(cg->b, a, cg_i64(cg, c), "");
 }
 
+/* v / count; c64 divides both parts (cg_const of c64 is (count, 0)). */
 static LLVMValueRef div_count(Red *R, LLVMValueRef v) {
-  return LLVMBuildFDiv(R->cg->b, v, cg_const(R->cg, R->dt, R->count), "");
+  Cg *cg = R->cg;
+  LLVMValueRef c = R->dt == DT_C64
+                       ? cg_ops_splat(cg, cg_const(cg, DT_F32, R->count), 2)
+                       : cg_const(cg, R->dt, R->count);
+  return LLVMBuildFDiv(cg->b, v, c, "");
 }
 
 static void store_acc(Red *R, LLVMValueRef off, LLVMValueRef acc) {
@@ -233,10 +238,10 @@ bool cg_emit_reduce(Cg *cg, Node *n) {
   DType dt = n->type.dt;
   Red R = {.cg = cg, .dt = dt, .r = red_kind(n->op),
            .mean = n->op == OP_REDUCE_MEAN};
-  if (dt == DT_BOOL || (dt == DT_C64 && n->op != OP_REDUCE_SUM))
-    return cg_unsupported(cg, n, "dtype bool, or c64 other than "
-                                 "reduce_sum");
-  if (R.mean && !dt_is_float(dt))
+  if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
+  if (dt == DT_C64 && (R.r == CG_RED_MAX || R.r == CG_RED_MIN))
+    return cg_unsupported(cg, n, "c64 values are not ordered");
+  if (R.mean && !dt_is_float(dt) && dt != DT_C64)
     return cg_unsupported(cg, n, "reduce_mean of an integer dtype");
   rshape(n, &R.s);
   int64_t in_numel = type_numel(&n->in[0]->type);
@@ -672,11 +677,26 @@ bool cg_emit_softmax_xent(Cg *cg, Node *n) {
 
 /* ---------------- topk ---------------- */
 
+/* The runtime entry for dt (f16/bf16 compare as f32), NULL if none. */
+static const char *topk_fn(DType dt) {
+  switch (dt) {
+  case DT_F32: return "rlx_topk_f32";
+  case DT_F64: return "rlx_topk_f64";
+  case DT_F16: return "rlx_topk_f16";
+  case DT_BF16: return "rlx_topk_bf16";
+  case DT_I8: return "rlx_topk_i8";
+  case DT_U8: return "rlx_topk_u8";
+  case DT_I32: return "rlx_topk_i32";
+  case DT_I64: return "rlx_topk_i64";
+  default: return NULL;
+  }
+}
+
 bool cg_emit_topk(Cg *cg, Node *n) {
   const Type *t = &n->in[0]->type;
   DType dt = t->dt;
-  if (dt != DT_F32 && dt != DT_F64)
-    return cg_unsupported(cg, n, "topk is compiled for f32 and f64 only");
+  const char *fn = topk_fn(dt);
+  if (!fn) return cg_unsupported(cg, n, "topk of a bool or c64 operand");
   if (t->rank < 1) return cg_unsupported(cg, n, "rank-0 operand");
   int64_t len = t->dims[t->rank - 1];
   int64_t rows = len ? type_numel(t) / len : 0;
@@ -684,9 +704,7 @@ bool cg_emit_topk(Cg *cg, Node *n) {
   if (type_numel(&n->type) == 0) return true;
   LLVMValueRef args[5] = {cg_buf(cg, n->in[0]), cg_i64(cg, rows),
                           cg_i64(cg, len), cg_i64(cg, k), cg_buf(cg, n)};
-  LLVMValueRef rc = cg_call(cg, dt == DT_F32 ? "rlx_topk_f32"
-                                             : "rlx_topk_f64",
-                            cg->t_i32, args, 5);
+  LLVMValueRef rc = cg_call(cg, fn, cg->t_i32, args, 5);
   cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
              RLX_ERR_INVALID);
   return true;

@@ -41,6 +41,8 @@ static LLVMValueRef vptr(Cg *cg, DType dt, LLVMValueRef base,
 LLVMValueRef cg_ops_vload(Cg *cg, DType dt, LLVMValueRef base,
                           LLVMValueRef idx, int lanes) {
   if (lanes <= 1) return cg_load(cg, dt, base, idx);
+  Node *fused = cg->nfsrc ? cg_fused_src_of(cg, base) : NULL;
+  if (fused) return cg_fused_load(cg, fused, idx, lanes); /* prologue */
   LLVMTypeRef vt = LLVMVectorType(cg_stype(cg, dt), (unsigned)lanes);
   LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, vptr(cg, dt, base, idx), "");
   LLVMSetAlignment(v, (unsigned)dt_size(dt));
@@ -91,12 +93,32 @@ LLVMValueRef cg_ops_red_init(Cg *cg, DType dt, CgRed r) {
   }
 }
 
+/* Complex product of two <2 x float> (re, im) values by the textbook
+ * formula (ac - bd, ad + bc); no C Annex G inf/NaN recovery, like
+ * NumPy's complex64 multiply. */
+static LLVMValueRef c64_mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef i0 = cg_i32(cg, 0), i1 = cg_i32(cg, 1);
+  LLVMValueRef ar = LLVMBuildExtractElement(cg->b, a, i0, "");
+  LLVMValueRef ai = LLVMBuildExtractElement(cg->b, a, i1, "");
+  LLVMValueRef br = LLVMBuildExtractElement(cg->b, b, i0, "");
+  LLVMValueRef bi = LLVMBuildExtractElement(cg->b, b, i1, "");
+  LLVMValueRef re = LLVMBuildFSub(cg->b, LLVMBuildFMul(cg->b, ar, br, ""),
+                                  LLVMBuildFMul(cg->b, ai, bi, ""), "");
+  LLVMValueRef im = LLVMBuildFAdd(cg->b, LLVMBuildFMul(cg->b, ar, bi, ""),
+                                  LLVMBuildFMul(cg->b, ai, br, ""), "");
+  LLVMValueRef v = LLVMGetUndef(LLVMTypeOf(a));
+  v = LLVMBuildInsertElement(cg->b, v, re, i0, "");
+  return LLVMBuildInsertElement(cg->b, v, im, i1, "");
+}
+
 LLVMValueRef cg_ops_combine(Cg *cg, DType dt, CgRed r, LLVMValueRef a,
                             LLVMValueRef b) {
   LLVMValueRef ab[2] = {a, b};
   LLVMTypeRef t = LLVMTypeOf(a);
   if (dt == DT_C64) {
-    RLX_ASSERT(r == CG_RED_SUM); /* callers diagnose other c64 folds */
+    /* callers diagnose c64 max/min (not ordered) */
+    RLX_ASSERT(r == CG_RED_SUM || r == CG_RED_PROD);
+    if (r == CG_RED_PROD) return c64_mul(cg, a, b);
     return LLVMBuildFAdd(cg->b, a, b, "");
   }
   if (dt_is_float(dt)) {

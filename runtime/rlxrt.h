@@ -139,6 +139,21 @@ int rlx_topk_f32(const float *x, int64_t rows, int64_t n, int64_t k,
                  int64_t *out_idx);
 int rlx_topk_f64(const double *x, int64_t rows, int64_t n, int64_t k,
                  int64_t *out_idx);
+/* The same for the other real dtypes (appended): integers by value;
+   f16/bf16 given as uint16_t bit patterns, ordered as their f32 values
+   (NaN patterns largest, -0.0 equal to +0.0). */
+int rlx_topk_i8(const int8_t *x, int64_t rows, int64_t n, int64_t k,
+                int64_t *out_idx);
+int rlx_topk_u8(const uint8_t *x, int64_t rows, int64_t n, int64_t k,
+                int64_t *out_idx);
+int rlx_topk_i32(const int32_t *x, int64_t rows, int64_t n, int64_t k,
+                 int64_t *out_idx);
+int rlx_topk_i64(const int64_t *x, int64_t rows, int64_t n, int64_t k,
+                 int64_t *out_idx);
+int rlx_topk_f16(const uint16_t *x, int64_t rows, int64_t n, int64_t k,
+                 int64_t *out_idx);
+int rlx_topk_bf16(const uint16_t *x, int64_t rows, int64_t n, int64_t k,
+                  int64_t *out_idx);
 
 /* Solve A[b] X[b] = B[b] for b in [0, batch): a is [batch, n, n], b and
    x are [batch, n, nrhs], all row-major and dense.  LU with partial

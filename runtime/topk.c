@@ -1,5 +1,12 @@
-/* topk.c -- rlx_topk_f32 / rlx_topk_f64: per-row indices of the k
- * largest elements, descending, ties to the smaller index, NaN largest.
+/* topk.c -- rlx_topk_<dt> for f32 f64 i8 u8 i32 i64 f16 bf16: per-row
+ * indices of the k largest elements, descending, ties to the smaller
+ * index, NaN largest (float dtypes).
+ *
+ * Comparisons go through KEY(x) and ISNAN(x) per dtype: the value itself
+ * for f32/f64/integers; for f16/bf16 (uint16_t bit patterns) an integer
+ * key that orders exactly like the value converted to f32 (sign-magnitude
+ * to two's complement; -0 and +0 map to the same key), with NaN detected
+ * from the exponent/mantissa bits.
  *
  * Each row keeps a k-element heap in its own out_idx row (the worst
  * candidate at the root; no allocation), scanned in index order so an
@@ -8,15 +15,42 @@
  */
 #include "runtime/rlxrt.h"
 
+/* Order key of a half-precision bit pattern h whose magnitude bits are
+ * below the NaN range: -(magnitude) for a set sign bit, else magnitude;
+ * monotone in the value for f16 and bf16 alike (both are sign-magnitude
+ * with the exponent above the mantissa). */
+static int32_t half_key(uint16_t h)
+{
+  int32_t m = h & 0x7fff;
+  return (h & 0x8000) ? -m : m;
+}
+
+#define ISNAN_f32(v) ((v) != (v))
+#define ISNAN_f64(v) ((v) != (v))
+#define ISNAN_i8(v) 0
+#define ISNAN_u8(v) 0
+#define ISNAN_i32(v) 0
+#define ISNAN_i64(v) 0
+#define ISNAN_f16(v) (((v) & 0x7fff) > 0x7c00)
+#define ISNAN_bf16(v) (((v) & 0x7fff) > 0x7f80)
+#define KEY_f32(v) (v)
+#define KEY_f64(v) (v)
+#define KEY_i8(v) (v)
+#define KEY_u8(v) (v)
+#define KEY_i32(v) (v)
+#define KEY_i64(v) (v)
+#define KEY_f16(v) half_key(v)
+#define KEY_bf16(v) half_key(v)
+
 #define TOPK_IMPL(SFX, T)                                                 \
   /* Whether element i ranks before element j. */                         \
   static int better_##SFX(const T *x, int64_t i, int64_t j)               \
   {                                                                       \
-    int ni = x[i] != x[i], nj = x[j] != x[j];                             \
+    int ni = ISNAN_##SFX(x[i]), nj = ISNAN_##SFX(x[j]);                   \
     if (ni || nj)                                                         \
       return ni && nj ? i < j : ni;                                       \
-    if (x[i] != x[j])                                                     \
-      return x[i] > x[j];                                                 \
+    if (KEY_##SFX(x[i]) != KEY_##SFX(x[j]))                               \
+      return KEY_##SFX(x[i]) > KEY_##SFX(x[j]);                           \
     return i < j;                                                         \
   }                                                                       \
                                                                           \
@@ -85,3 +119,9 @@
 
 TOPK_IMPL(f32, float)
 TOPK_IMPL(f64, double)
+TOPK_IMPL(i8, int8_t)
+TOPK_IMPL(u8, uint8_t)
+TOPK_IMPL(i32, int32_t)
+TOPK_IMPL(i64, int64_t)
+TOPK_IMPL(f16, uint16_t)
+TOPK_IMPL(bf16, uint16_t)

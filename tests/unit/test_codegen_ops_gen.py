@@ -245,6 +245,19 @@ def complexes():
          [("c64", Z.sum(axis=1)), ("c64", Z.sum(axis=(0, 2), keepdims=True)),
           ("c64", np.cumsum(Z, 0)), ("c64", sa),
           ("c64", Z.transpose(2, 0, 1))])
+    w = ("c64", pat([2, 3], 5, 4, 11, 0.5))
+    W = vals([w], 0)
+    src = ("graph cr { input %z: c64[3, 4, 5]  input %w: c64[2, 3]\n"
+           "  %a = reduce_mean(%z, axes=[0, 2])\n"
+           "  %b = reduce_mean(%z)\n"
+           "  %c = reduce_prod(%w, axes=[1])\n"
+           "  %d = reduce_prod(%w, keep_dims=true)\n"
+           "  %e = reduce_prod(%z, axes=[2])\n"
+           "  return %a, %b, %c, %d, %e }")
+    case("cr", src, [z, w],
+         [("c64", Z.mean(axis=(0, 2))), ("c64", Z.mean()),
+          ("c64", W.prod(axis=1)), ("c64", W.prod(keepdims=True)),
+          ("c64", Z.prod(axis=2))])
 
 
 def xents():
@@ -296,6 +309,49 @@ def topks():
            "  %a = topk(%t, k=4)  %b = topk(%u, k=9)\n"
            "  return %a, %b }")
     case("tk", src, [t, u], [("i64", topk(T, 4)), ("i64", topk(U, 9))])
+    topks_dtypes()
+
+
+def topk_ref(x, k):
+    """Indices of the k largest along the last axis: NaN largest, ties
+    (and -0.0 == +0.0, NaN == NaN) to the smaller index."""
+    x = np.asarray(x, dtype=np.float64)
+    rows = x.reshape(-1, x.shape[-1])
+    out = [sorted(range(len(r)), key=lambda i, r=r: (
+        (0, 0.0, i) if math.isnan(r[i]) else (1, -r[i], i)))[:k]
+        for r in rows]
+    return np.array(out, dtype=np.int64).reshape(x.shape[:-1] + (k,))
+
+
+def topks_dtypes():
+    """topk on every other real dtype: integers (with their extremes),
+    f16/bf16 (compared as f32: NaN, +-inf, -0.0 == +0.0, ties)."""
+    ints = {"i8": [-128, 127, 5, 5, -1, 0, 127, -128],
+            "u8": [0, 255, 7, 7, 128, 1, 255, 0],
+            "i32": [-2147483648, 2147483647, 3, 3, -7, 0, 9, 3],
+            "i64": [-(2 ** 40), 2 ** 40, 3, 3, -7, 0, 9, 3]}
+    for dt, row in ints.items():
+        x = ("list", [2, 8], [float(v) for v in row + row[::-1]])
+        p = ("pat", [3, 40], 7, 3, 29, 1.0)
+        X, P = make(dt, x), make(dt, p)
+        src = ("graph tk_%s { input %%x: %s[2, 8]  input %%p: %s[3, 40]\n"
+               "  %%a = topk(%%x, k=5)  %%b = topk(%%p, k=40)\n"
+               "  %%c = topk(%%p, k=1)  return %%a, %%b, %%c }"
+               % (dt, dt, dt))
+        case("tk_" + dt, src, [(dt, x), (dt, p)],
+             [("i64", topk_ref(X, 5)), ("i64", topk_ref(P, 40)),
+              ("i64", topk_ref(P, 1))])
+    nan, inf = float("nan"), float("inf")
+    row = [1.5, -0.0, nan, 0.0, -inf, 1.5, inf, -2.0, nan, 0.0, -1.5, 3.0]
+    for dt in ("f16", "bf16"):
+        x = ("list", [2, 12], row + row[::-1])
+        p = ("pat", [4, 33], 5, 1, 23, 0.25)
+        X, P = make(dt, x), make(dt, p)
+        src = ("graph tk_%s { input %%x: %s[2, 12]  input %%p: %s[4, 33]\n"
+               "  %%a = topk(%%x, k=12)  %%b = topk(%%p, k=7)\n"
+               "  return %%a, %%b }" % (dt, dt, dt))
+        case("tk_" + dt, src, [(dt, x), (dt, p)],
+             [("i64", topk_ref(X, 12)), ("i64", topk_ref(P, 7))])
 
 
 # ---------------- data movement ----------------
