@@ -276,10 +276,11 @@ static void test_c64(void)
 }
 
 /* Every kernel ISA performs the same per-element operations with the
-   same KC, so the bits agree across ISAs. */
-static void test_isa_identical(void)
+   same KC, so the bits agree across ISAs.  M = 45 uses AVX-512's 14-row
+   tiles, M = 128 its 12-row table (gemm.c: pick_cfg_f32). */
+static void isa_identical_m(int M)
 {
-  enum { M = 45, N = 70, K = 800 };
+  enum { N = 70, K = 800 };
   float *a = malloc(M * K * 4), *b = malloc(K * N * 4);
   float *c0 = malloc(M * N * 4), *c = malloc(M * N * 4);
   double *ad = malloc(M * K * 8), *bd = malloc(K * N * 8);
@@ -305,6 +306,12 @@ static void test_isa_identical(void)
   rlx_gemm_select_isa(NULL);
   free(a), free(b), free(c0), free(c), free(ad), free(bd), free(d0),
       free(d);
+}
+
+static void test_isa_identical(void)
+{
+  isa_identical_m(45);
+  isa_identical_m(128);
 }
 
 static void test_isa_select(void)
