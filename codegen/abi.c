@@ -51,6 +51,7 @@ LLVMValueRef cg_buf(Cg *cg, Node *n) {
     if (!s->global) s->global = const_global(cg, n);
     return s->global;
   case CG_SLOT_ALIAS: return cg_buf(cg, s->alias);
+  case CG_SLOT_FUSED: return cg_fused_src(cg, n); /* prologue marker */
   default:
     RLX_ASSERT(!"cg_buf: node has no storage");
     return NULL;

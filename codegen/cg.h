@@ -93,6 +93,7 @@ typedef struct CgSub {
   struct CgSub *next;
 } CgSub;
 
+#define CG_MAX_FSRC 16
 typedef struct Cg {
   Ctx *ctx;
   Unit *u;                  /* may be NULL in unit tests */
@@ -113,6 +114,10 @@ typedef struct Cg {
   CgSub *subs;              /* compiled subgraphs (cg_graph_fn cache) */
   int uniq;                 /* counter for unique symbol names */
   bool failed;              /* a diagnostic was reported */
+  /* Prologue fusion (emit_elementwise.c): pointers standing for a FUSED
+   * producer read by a reduction; loads through them compute it. */
+  struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
+  int nfsrc;
 } Cg;
 
 /* ---- lifetime (llvm.c) ---- */
@@ -244,6 +249,7 @@ typedef struct {
   int64_t grain;
   LLVMValueRef body;   /* the outlined function */
   CgLoop loop;
+  int nfsrc0;          /* cg->nfsrc before the body's bindings */
 } CgPar;
 LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
                           LLVMValueRef *vals, int nv, bool noalias);
@@ -292,6 +298,20 @@ bool cg_emit_unsupported(Cg *cg, Node *n);
 bool cg_is_elementwise(Op op);
 /* Mark FUSED / FOLDED / ALIAS nodes of g in plan (fuse.c). */
 bool cg_fuse(Graph *g, CgPlan *plan);
+/* Prologue fusion: is n (FUSED) computed inside the loads of a
+ * reduction-family consumer (reduce_*, softmax and log_softmax over an
+ * innermost axis, softmax_cross_entropy logits)? */
+bool cg_fuse_prologue_ok(const Node *consumer, const Node *n);
+/* A pointer standing for FUSED node n (cg_buf of a prologue): loads
+ * through it (cg_load, cg_ops_vload, also inside outlined bodies that
+ * receive it) compute n's fused tree at the flat element index. Never
+ * stored through or offset by anything but those loads. */
+LLVMValueRef cg_fused_src(Cg *cg, Node *n);
+/* The FUSED node bound to pointer p, or NULL. */
+Node *cg_fused_src_of(Cg *cg, LLVMValueRef p);
+/* n's value at flat element index idx (i64), `lanes` lanes (vector of
+ * the compute type when lanes > 1). */
+LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes);
 /* Is n computed inside its consumers' loops? */
 bool cg_is_fused(const CgPlan *plan, const Node *n);
 /* Place every remaining node (memplan.c); scratch[id] = bytes a node

@@ -25,7 +25,10 @@ bool cg_emit_node(Cg *cg, Node *n) {
   CgSlotKind k = cg_slot(cg, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS)
     return true;
-  return cg_op_entry(n->op)->emit(cg, n);
+  int nfsrc = cg->nfsrc; /* prologue markers live for one emitter */
+  bool ok = cg_op_entry(n->op)->emit(cg, n);
+  cg->nfsrc = nfsrc;
+  return ok;
 }
 
 bool cg_unsupported(Cg *cg, Node *n, const char *why) {

@@ -20,6 +20,7 @@
 #include "codegen/cg.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_LEAVES 256
 #define MAX_VAL_LEAVES 40 /* leaves passed to the body as noalias args */
@@ -35,6 +36,8 @@ typedef struct {
   LLVMValueRef *memo;  /* node id -> value in the current element */
   int ndim;
   LLVMValueRef idx[RLX_MAX_RANK];
+  LLVMValueRef flat;          /* prologue: flat index of the element */
+  bool full[MAX_LEAVES];      /* prologue: leaf read at `flat` */
 } Ew;
 
 bool cg_ew_check(Cg *cg, Node *n);
@@ -77,7 +80,8 @@ static LLVMValueRef value(Ew *e, Node *n) {
   } else {
     int l = e->leaf_of[n->id] - 1;
     LLVMValueRef off = cg_i64(cg, 0);
-    for (int d = 0; d < e->ndim; d++)
+    if (e->flat && e->full[l]) off = e->flat;
+    for (int d = 0; !(e->flat && e->full[l]) && d < e->ndim; d++)
       if (e->stride[l][d])
         off = LLVMBuildNSWAdd(cg->b, off,
                               LLVMBuildNSWMul(cg->b, e->idx[d],
@@ -225,4 +229,81 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
   LLVMValueRef v = value(&e, n);
   ew_done(&e);
   return v;
+}
+
+/* ---- prologue fusion: a FUSED tree read by a reduction's loads ----
+ * The reduction emitter reads its operand through a pointer from
+ * cg_buf; for a prologue that pointer is a marker (an unused alloca)
+ * bound to the node. cg_par_begin rebinds the body's copy of it, and
+ * cg_load / cg_ops_vload through a bound pointer evaluate the tree at
+ * the flat element index, lane by lane (same scalar ops as the
+ * elementwise loop: results are bit-identical to the unfused graph). */
+
+LLVMValueRef cg_fused_src(Cg *cg, Node *n) {
+  RLX_ASSERT(cg->nfsrc < CG_MAX_FSRC);
+  LLVMValueRef p = cg_alloca(cg, cg->t_i8, "fused.src");
+  cg->fsrc[cg->nfsrc].n = n;
+  cg->fsrc[cg->nfsrc++].p = p;
+  return p;
+}
+
+Node *cg_fused_src_of(Cg *cg, LLVMValueRef p) {
+  for (int i = cg->nfsrc - 1; i >= 0; i--)
+    if (cg->fsrc[i].p == p) return cg->fsrc[i].n;
+  return NULL;
+}
+
+static bool full_strides(const int64_t *a, const Type *t) {
+  int64_t s[RLX_MAX_RANK];
+  cg_strides(t, s);
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] != 1 && a[d] != s[d]) return false;
+  return true;
+}
+
+/* Multi-index of flat index i in type t (only when some leaf needs it). */
+static void unflatten(Cg *cg, const Type *t, LLVMValueRef i,
+                      LLVMValueRef *idx) {
+  for (int d = t->rank - 1; d >= 0; d--) {
+    if (d == 0) {
+      idx[d] = i;
+      break;
+    }
+    LLVMValueRef sz = cg_i64(cg, t->dims[d]);
+    idx[d] = LLVMBuildURem(cg->b, i, sz, "");
+    i = LLVMBuildUDiv(cg->b, i, sz, "");
+  }
+}
+
+LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
+  Ew e = {0};
+  RLX_ASSERT(ew_init(&e, cg, n));
+  LLVMTypeRef ct = cg_ctype(cg, n->type.dt);
+  LLVMTypeRef rt = lanes > 1 ? LLVMVectorType(ct, (unsigned)lanes) : ct;
+  if (!collect(&e, n)) {
+    ew_done(&e);
+    return LLVMGetUndef(rt);
+  }
+  bool need_idx = false;
+  e.ndim = n->type.rank;
+  for (int l = 0; l < e.nleaf; l++) {
+    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
+    e.full[l] = full_strides(e.stride[l], &n->type);
+    if (!splat_leaf(e.leaf[l])) {
+      e.ptr[l] = cg_buf(cg, e.leaf[l]);
+      need_idx |= !e.full[l];
+    }
+  }
+  LLVMValueRef r = lanes > 1 ? LLVMGetUndef(rt) : NULL;
+  size_t ns = (size_t)cg->fn->plan->nslots + 1;
+  for (int k = 0; k < (lanes > 1 ? lanes : 1); k++) {
+    e.flat = k ? LLVMBuildNSWAdd(cg->b, idx, cg_i64(cg, k), "") : idx;
+    if (need_idx) unflatten(cg, &n->type, e.flat, e.idx);
+    memset(e.memo, 0, ns * sizeof *e.memo);
+    LLVMValueRef v = value(&e, n);
+    if (lanes <= 1) r = v;
+    else r = LLVMBuildInsertElement(cg->b, r, v, cg_i32(cg, k), "");
+  }
+  ew_done(&e);
+  return r;
 }

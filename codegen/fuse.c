@@ -8,6 +8,11 @@
  * elementwise chain with broadcasts becomes one loop nest with no
  * intermediate buffers. A producer whose shape differs from a consumer
  * (it is broadcast) keeps its buffer, so nothing is recomputed.
+ * Prologue: an elementwise node whose only consumer is a reduction
+ * (reduce_*), a softmax/log_softmax over an innermost axis or the
+ * logits of softmax_cross_entropy is FUSED with that consumer as its
+ * root: the reduction's loads compute it (cg_fused_load), no buffer;
+ * its own elementwise producers join the same group.
  * FOLDED: a transpose that only swaps the last two dims and is read
  * only by matmul, which folds it into its GEMM strides.
  * ALIAS: reshape (same bytes, row-major) and a stop_gradient that is not
@@ -65,10 +70,39 @@ static bool uses_build(Graph *g, Uses *u) {
   return true;
 }
 
-/* n joins its consumers' group: returns the group root or NULL. */
+bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
+  if (c->nin < 1 || c->in[0] != n) return false;
+  for (int k = 1; k < c->nin; k++)
+    if (c->in[k] == n) return false;
+  switch (c->op) {
+  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD:
+  case OP_SOFTMAX_CROSS_ENTROPY:
+    return true;
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: {
+    /* rows only: the outer-axis kernel offsets its input pointer */
+    const Type *t = &c->type;
+    if (t->rank == 0) return true;
+    int64_t ax = ir_attr_int(c, ATTR_AXIS, -1);
+    if (ax < 0) ax += t->rank;
+    int64_t inner = 1;
+    for (int i = (int)ax + 1; i < t->rank; i++) inner *= t->dims[i];
+    return inner == 1;
+  }
+  default:
+    return false;
+  }
+}
+
+/* n joins its consumers' group: returns the group root or NULL. A lone
+ * consumer of the reduction family takes n as its prologue. */
 static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
                      const bool *isret) {
   if (!is_ew(n) || isret[n->id]) return NULL;
+  if (u->start[n->id + 1] - u->start[n->id] == 1) {
+    Node *c = g->nodes[u->list[u->start[n->id]]];
+    if (cg_fuse_prologue_ok(c, n)) return c;
+  }
   Node *r = NULL;
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
     Node *c = g->nodes[u->list[k]];

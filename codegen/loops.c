@@ -124,6 +124,14 @@ LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
       add_attr(cg, p->body, (unsigned)i + 4, "noalias");
   fn_begin(cg, &p->body_fn, p->body, p->outer_fn->plan);
   for (int i = 0; i < nv; i++) vals[i] = LLVMGetParam(p->body, 3 + i);
+  p->nfsrc0 = cg->nfsrc; /* the body's copies of prologue markers */
+  for (int i = 0; i < nv; i++) {
+    Node *fs = cg_fused_src_of(cg, p->outer_vals[i]);
+    if (fs && cg->nfsrc < CG_MAX_FSRC) {
+      cg->fsrc[cg->nfsrc].n = fs;
+      cg->fsrc[cg->nfsrc++].p = vals[i];
+    }
+  }
   LLVMValueRef b = LLVMGetParam(p->body, 3 + nv);
   LLVMValueRef e = LLVMGetParam(p->body, 4 + nv);
   return cg_loop_begin(cg, &p->loop, b, e, NULL, 0);
@@ -198,6 +206,7 @@ static void call_parallel(Cg *cg, CgPar *p) {
 
 void cg_par_end(Cg *cg, CgPar *p) {
   cg_loop_end(cg, &p->loop, NULL);
+  cg->nfsrc = p->nfsrc0;
   cg_fn_finish(cg);
   cg->fn = p->outer_fn;
   if (p->grain > 0) {

@@ -109,6 +109,8 @@ static LLVMValueRef to_compute(Cg *cg, DType dt, LLVMValueRef v) {
 }
 
 LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx) {
+  Node *fn = cg->nfsrc ? cg_fused_src_of(cg, base) : NULL;
+  if (fn) return cg_fused_load(cg, fn, idx, 1); /* prologue (fuse.c) */
   LLVMValueRef p = elem_ptr(cg, dt, base, idx);
   LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_stype(cg, dt), p, "");
   if (dt == DT_C64) LLVMSetAlignment(v, 4);

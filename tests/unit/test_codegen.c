@@ -232,6 +232,71 @@ static void test_run_broadcast_parallel(void) {
   CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* Prologue fusion: each reduction-family op reads an elementwise
+ * producer that is fused into its loads (mul(y, x), ...) and the same
+ * value computed through a buffer (mul(x, y) is also returned, so it is
+ * not fused). Results must be bit-identical, for 1 and 2 threads. */
+static void test_run_prologue(void) {
+  if (!have_cc()) return;
+  const char *src =
+      "graph pf { input %x: f32[512, 1024]  input %y: f32[512, 1024]\n"
+      "  input %b: f32[1024]  input %l: i32[512]  input %d: f64[300, 7]\n"
+      "  %p = mul(%x, %y)  %s1 = reduce_sum(%p, axes=[1])\n"
+      "  %s2 = reduce_sum(mul(%y, %x), axes=[1])\n"
+      "  %c = sub(%x, %b)  %k1 = reduce_max(%c, axes=[0])\n"
+      "  %k2 = reduce_max(add(neg(%b), %x), axes=[0])\n"
+      "  %a = add(%x, %b)  %sm1 = log_softmax(%a)\n"
+      "  %sm2 = log_softmax(add(%b, %x))\n"
+      "  %z = mul(%y, %b)  %e1 = softmax_cross_entropy(%z, %l)\n"
+      "  %e2 = softmax_cross_entropy(mul(%b, %y), %l)\n"
+      "  %q = exp(%d)  %m1 = reduce_mean(%q)\n"
+      "  %m2 = reduce_mean(exp(mul(%d, 1.0)))\n"
+      "  return %s1, %s2, %k1, %k2, %sm1, %sm2, %e1, %e2, %m1, %m2,\n"
+      "         %p, %c, %a, %z, %q }";
+  const char *drv =
+      "#define N (512 * 1024)\n"
+      "int main(void) {\n"
+      "  float *x = malloc(4 * N), *y = malloc(4 * N), b[1024];\n"
+      "  int32_t l[512]; double d[2100];\n"
+      "  for (int i = 0; i < N; i++) x[i] = (i % 977) * 0.01f - 4;\n"
+      "  for (int i = 0; i < N; i++) y[i] = (i % 613) * 0.003f - 0.9f;\n"
+      "  for (int i = 0; i < 1024; i++) b[i] = i * 0.001f;\n"
+      "  for (int i = 0; i < 512; i++) l[i] = (i * 37) % 1024;\n"
+      "  for (int i = 0; i < 2100; i++) d[i] = sin(i) * 3;\n"
+      "  static float s1[512], s2[512], k1[1024], k2[1024], e1[512],\n"
+      "      e2[512];\n"
+      "  float *sm1 = malloc(4 * N), *sm2 = malloc(4 * N);\n"
+      "  float *p = malloc(4 * N), *c = malloc(4 * N), *a = malloc(4 * N),\n"
+      "      *z = malloc(4 * N);\n"
+      "  static double m1, m2, q[2100];\n"
+      "  const void *in[5] = {x, y, b, l, d};\n"
+      "  void *out[15] = {s1, s2, k1, k2, sm1, sm2, e1, e2, &m1, &m2,\n"
+      "                   p, c, a, z, q};\n"
+      "  if (pf(in, out, NULL)) return 2;\n"
+      "  if (memcmp(s1, s2, sizeof s1) || memcmp(k1, k2, sizeof k1))\n"
+      "    return 3;\n"
+      "  if (memcmp(sm1, sm2, 4 * N) || memcmp(e1, e2, sizeof e1)) return 4;\n"
+      "  if (m1 != m2) return 5;\n"
+      "  double r = 0;\n"
+      "  for (int j = 0; j < 1024; j++) r += (double)x[j] * y[j];\n"
+      "  if (fabs(r - s1[0]) > 1e-3 * (1 + fabs(r))) return 6;\n"
+      "  FILE *f = fopen(getenv(\"OUTF\"), \"wb\");\n"
+      "  fwrite(s2, 4, 512, f); fwrite(k2, 4, 1024, f); fwrite(sm2, 4, N, f);\n"
+      "  fwrite(e2, 4, 512, f); fwrite(&m2, 8, 1, f); fclose(f);\n"
+      "  free(x); free(y); free(sm1); free(sm2); free(p); free(c); free(a);\n"
+      "  free(z); return 0; }\n";
+  char e1[PATH_MAX + 64], e2[PATH_MAX + 64];
+  snprintf(e1, sizeof e1, "RLX_NUM_THREADS=1 OUTF=%s/pf1", tmpdir);
+  snprintf(e2, sizeof e2, "RLX_NUM_THREADS=2 OUTF=%s/pf2", tmpdir);
+  CU_ASSERT_EQUAL(run_case("pf", src, drv, e1), 0);
+  CU_ASSERT_EQUAL(run_case("pf", src, drv, e2), 0);
+  char p1[PATH_MAX], p2[PATH_MAX], cmd[3 * PATH_MAX];
+  path(p1, "pf1");
+  path(p2, "pf2");
+  snprintf(cmd, sizeof cmd, "cmp -s %s %s", p1, p2);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static void test_run_matmul_folded(void) {
   if (!have_cc()) return;
   const char *src =
@@ -322,6 +387,7 @@ int main(void) {
   CU_add_test(s, "unsupported", test_unsupported);
   CU_add_test(s, "header", test_header);
   CU_add_test(s, "run broadcast parallel", test_run_broadcast_parallel);
+  CU_add_test(s, "run prologue", test_run_prologue);
   CU_add_test(s, "run matmul folded", test_run_matmul_folded);
   CU_add_test(s, "run dtypes", test_run_dtypes);
   CU_basic_set_mode(CU_BRM_VERBOSE);

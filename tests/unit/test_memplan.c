@@ -3,9 +3,11 @@
  * that are live at the same time overlap (including aliases, fused
  * trees and scratch areas), offsets are 64-byte aligned, memory is
  * reused once a value dies, elementwise chains need no buffers,
- * broadcast producers keep theirs, transposes fold into matmul, and
- * returns are computed in place in the outputs. Graphs come from the
- * front end; a randomized test checks the invariant on many graphs. */
+ * broadcast producers keep theirs, elementwise producers read only by
+ * a reduction are fused into it (prologue), transposes fold into
+ * matmul, and returns are computed in place in the outputs. Graphs come
+ * from the front end; a randomized test checks the invariant on many
+ * graphs. */
 #include "codegen/cg.h"
 #include "frontend/frontend.h"
 
@@ -226,6 +228,47 @@ static void test_scratch(void) {
   ctx_free(r.c);
 }
 
+/* Prologue fusion: an elementwise producer read only by a reduction,
+ * a row softmax or softmax_cross_entropy logits gets no buffer. */
+static void test_prologue_fused(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8, 16]  input %y: f32[8, 16]\n"
+      "  input %b: f32[16]  input %l: i32[8]\n"
+      "  %p = mul(%x, %y)  %s = reduce_sum(%p, axes=[1])\n"
+      "  %q = mul(%x, %x)  %m = reduce_mean(%q)\n"
+      "  %a = add(%x, %b)  %sm = softmax(%a)\n"
+      "  %z = add(%y, %b)  %e = softmax_cross_entropy(%z, %l)\n"
+      "  %t = exp(%e)  %k = reduce_max(%t)\n"
+      "  return %s, %m, %sm, %k }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "p")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "q")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "a")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "z")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "t")->kind, CG_SLOT_FUSED);
+  /* the xent result is read by the fused exp: it keeps a buffer */
+  CU_ASSERT_EQUAL(slot(&r, "e")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 64); /* only %e (8 floats) */
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
+/* No prologue when the producer has another reader, or when softmax
+ * runs over an outer axis (that kernel offsets its input pointer). */
+static void test_prologue_kept(void) {
+  Planned r = plan_src(
+      "graph g { input %x: f32[8, 16]\n"
+      "  %p = mul(%x, %x)  %s = reduce_sum(%p, axes=[0])\n"
+      "  %u = add(%p, 1.0)\n"
+      "  %a = add(%x, 1.0)  %sm = softmax(%a, axis=0)\n"
+      "  %c = exp(%x)  %k = reduce_sum(%c)\n"
+      "  return %s, %u, %sm, %k, %c }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "p")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(slot(&r, "a")->kind, CG_SLOT_WS);
+  CU_ASSERT_NOT_EQUAL(slot(&r, "c")->kind, CG_SLOT_FUSED); /* returned */
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
 /* Random DAGs of matmul / add / exp / reshape with random reuse. */
 static void test_random_graphs(void) {
   srand(12345);
@@ -269,6 +312,8 @@ int main(void) {
   CU_add_test(s, "expand fused", test_expand_fused);
   CU_add_test(s, "in place", test_inplace);
   CU_add_test(s, "scratch", test_scratch);
+  CU_add_test(s, "prologue fused", test_prologue_fused);
+  CU_add_test(s, "prologue kept", test_prologue_kept);
   CU_add_test(s, "random graphs", test_random_graphs);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
