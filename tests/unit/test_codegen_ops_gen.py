@@ -479,6 +479,65 @@ def control():
     A, B = vals([a], 0), vals([b], 0)
     case("cf", src, [("i64", lst([], [0])), ("f64", lst([], [-0.5])), a, b],
          [("f32", A / B), ("f32", A - B), ("f32", A * A)])
+    control_dtypes()
+
+
+def control_dtypes():
+    """scan/while/if carrying i32, c64, f16, bool and u8 values, with f16
+    and bf16 predicates (values exact in every dtype)."""
+    src = ("graph sci { input %h: i32[3]  input %x: i32[3]\n"
+           "  %r = add(mul(%h, 2), %x)  return %r }\n"
+           "graph scc { input %h: c64[2]  input %x: c64[2]\n"
+           "  %r = add(%h, %x)  return %r }\n"
+           "graph sch { input %h: f16[3]  input %x: f16[3]\n"
+           "  %r = add(%h, %x)  return %r }\n"
+           "graph scb { input %h: bool[3]  input %x: bool[3]\n"
+           "  %r = ne(%h, %x)  return %r }\n"
+           "graph wcu { input %v: u8[2]  input %n: i8[]\n"
+           "  %c = lt(%n, 4)  return %c }\n"
+           "graph wbu { input %v: u8[2]  input %n: i8[]\n"
+           "  %v2 = add(%v, %v)  %n2 = add(%n, 1)  return %v2, %n2 }\n"
+           "graph tbb { input %a: bf16[2]  %r = neg(%a)  return %r }\n"
+           "graph ebb { input %a: bf16[2]  return %a }\n"
+           "graph cd { input %hi: i32[3]  input %xi: i32[4, 3]\n"
+           "  input %hc: c64[2]  input %xc: c64[3, 2]\n"
+           "  input %hh: f16[3]  input %xh: f16[2, 3]\n"
+           "  input %hb: bool[3]  input %xb: bool[2, 3]\n"
+           "  input %v: u8[2]  input %n: i8[]  input %ph: f16[]\n"
+           "  input %pb: bf16[]  input %a: bf16[2]\n"
+           "  %si = scan(%hi, %xi, body=@sci, save_trajectory=true)\n"
+           "  %sc = scan(%hc, %xc, body=@scc)\n"
+           "  %sh = scan(%hh, %xh, body=@sch)\n"
+           "  %sb = scan(%hb, %xb, body=@scb, save_trajectory=true)\n"
+           "  %w = while(%v, %n, cond=@wcu, body=@wbu)\n"
+           "  %i1 = if(%ph, %a, then=@tbb, else=@ebb)\n"
+           "  %i2 = if(%pb, %a, then=@tbb, else=@ebb)\n"
+           "  return %si, %sc, %sh, %sb, %w, %i1, %i2 }")
+    ins = [("i32", pat([3], 3, 1, 9, 1.0)),
+           ("i32", pat([4, 3], 5, 2, 11, 1.0)),
+           ("c64", pat([2], 3, 1, 9, 0.25)),
+           ("c64", pat([3, 2], 5, 2, 11, 0.5)),
+           ("f16", pat([3], 3, 1, 9, 0.25)),
+           ("f16", pat([2, 3], 7, 1, 13, 0.5)),
+           ("bool", lst([3], [1, 0, 0])),
+           ("bool", lst([2, 3], [1, 1, 0, 0, 1, 0])),
+           ("u8", lst([2], [3, 20])), ("i8", lst([], [0])),
+           ("f16", lst([], [0.0])), ("bf16", lst([], [-0.5])),
+           ("bf16", lst([2], [1.5, -2.0]))]
+    V = [vals(ins, k) for k in range(len(ins))]
+    h, traj = V[0], []
+    for t in range(4):
+        h = h * 2 + V[1][t]
+        traj.append(h)
+    hb, trb = V[6] != 0, []
+    for t in range(2):
+        hb = hb != (V[7][t] != 0)
+        trb.append(hb)
+    w = (V[8].astype(np.int64) * 16) % 256
+    case("cd", src, ins,
+         [("i32", np.array(traj)), ("c64", V[2] + V[3].sum(0)),
+          ("f16", V[4] + V[5].sum(0)), ("bool", np.array(trb)),
+          ("u8", w), ("bf16", V[12]), ("bf16", -V[12])])
 
 
 # ---------------- backward ops ----------------
