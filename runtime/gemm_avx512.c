@@ -1,5 +1,5 @@
-/* gemm_avx512.c -- AVX-512F GEMM micro-kernels (f32 14x32, f64 14x16)
- * and their packing routines.
+/* gemm_avx512.c -- AVX-512F GEMM micro-kernels (f32 14x32 and 12x32,
+ * f64 14x16) and their packing routines.
  *
  * Compiled with a per-function target attribute, so the file builds with
  * default flags and the code only runs after gemm.c has checked
@@ -7,9 +7,11 @@
  * 28 zmm accumulators (starting at zero), loads two vectors of B and
  * broadcasts one A element per row per step; the C tile is prefetched on
  * entry and added once at the end, so its cache misses overlap the FMA
- * loop (contract: gemm_internal.h).  Blocking for a Cascade Lake class
- * core (32 KiB L1d, 1 MiB L2): the 14 x 384 A panel (21 KiB) stays in
- * L1, the 384 x 448 B block (672 KiB) in L2.
+ * loop (contract: gemm_internal.h).  Blocking: the 14 x 384 A panel
+ * (21 KiB) stays in L1 (32 KiB on Cascade Lake, 48 KiB on Sapphire
+ * Rapids), the 384 x 512 B block (768 KiB) in L2 (1 / 2 MiB).  NC = 512
+ * (was 448) keeps N = 512 in one block: 3-4% on the MLP's M = 128
+ * GEMMs on Sapphire Rapids, no loss at 1024^3 on Cascade Lake.
  */
 #include "runtime/gemm_internal.h"
 
@@ -354,14 +356,14 @@ TGT static void kern_f64(int64_t kc, const double *ap, const double *bp,
 }
 
 const RlxGemmCfgF32 rlx_gemm_avx512_f32 = {
-  .name = "avx512", .mr = MR, .nr = 32, .kc = 384, .nc = 448,
+  .name = "avx512", .mr = MR, .nr = 32, .kc = 384, .nc = 512,
   .kern = kern_f32, .pack_a = pack_a_f32, .pack_b = pack_b_f32,
   .pack_bt = pack_bt_f32, .edge = edge_f32,
   .alt = &rlx_gemm_avx512_f32_12};
 /* 12 x 32 tiles: chosen by gemm.c where M wastes fewer padded rows
    (M = 128: 10 x 12 + an 8-row edge, against 9 x 14 + a 4-row one). */
 const RlxGemmCfgF32 rlx_gemm_avx512_f32_12 = {
-  .name = "avx512", .mr = 12, .nr = 32, .kc = 384, .nc = 448,
+  .name = "avx512", .mr = 12, .nr = 32, .kc = 384, .nc = 512,
   .kern = kern12_f32, .pack_a = pack_a12_f32, .pack_b = pack_b_f32,
   .pack_bt = pack_bt_f32, .edge = edge12_f32};
 const RlxGemmCfgF64 rlx_gemm_avx512_f64 = {
