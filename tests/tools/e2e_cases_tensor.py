@@ -577,7 +577,8 @@ def reduce_sum_c64(c, rng):
 @case()
 def reduce_mean_prod_c64(c, rng):
     """reduce_mean and reduce_prod of complex values over inner, outer
-    and all axes (keep_dims too)."""
+    and all axes (keep_dims too), and with a fused elementwise
+    prologue."""
     x = T("c64", _dtype_vals(rng, "c64", (3, 4, 5)), "x")
     y = T("c64", _dtype_vals(rng, "c64", (2, 3)), "y")
     outs = [out("c64", x.v.mean(2), "m"),
@@ -585,10 +586,14 @@ def reduce_mean_prod_c64(c, rng):
             out("c64", x.v.mean(), "ma"),
             out("c64", y.v.prod(1), "p"),
             out("c64", y.v.prod(0), "p0"),
-            out("c64", y.v.prod(), "pa")]
+            out("c64", y.v.prod(), "pa"),
+            out("c64", (y.v * y.v).prod(1), "pf"),
+            out("c64", np.conj(x.v).mean(1), "mf")]
     c.graph([x, y], "%m = reduce_mean(%x, axes=[2])\n"
             "%mk = reduce_mean(%x, axes=[0, 2], keep_dims=true)\n"
             "%ma = reduce_mean(%x)\n%p = reduce_prod(%y, axes=[1])\n"
-            "%p0 = reduce_prod(%y, axes=[0])\n%pa = reduce_prod(%y)",
+            "%p0 = reduce_prod(%y, axes=[0])\n%pa = reduce_prod(%y)\n"
+            "%pf = reduce_prod(mul(%y, %y), axes=[1])\n"
+            "%mf = reduce_mean(conjugate(%x), axes=[1])",
             outs_str(outs), comment="reduce_mean and reduce_prod on c64")
     c.run([x, y], outs)
