@@ -172,9 +172,9 @@ void rlx_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     return;
   }
   pthread_once(&isa_once, select_best);
-  Job_f32 jb = {pick_cfg_f32(atomic_load(&cfg_f32), m), m, n, k, a, a_bs, a_rs, a_cs,
-                b, b_bs, b_rs, b_cs, c, c_bs, c_rs, accumulate,
-                0, 0, 0, 0};
+  Job_f32 jb = {pick_cfg_f32(atomic_load(&cfg_f32), m), m, n, k,
+                a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
+                c, c_bs, c_rs, accumulate, 0, 0, 0, 0};
   run_f32(&jb, batch);
 }
 
