@@ -310,7 +310,9 @@ LLVMValueRef cg_fused_src(Cg *cg, Node *n);
 /* The FUSED node bound to pointer p, or NULL. */
 Node *cg_fused_src_of(Cg *cg, LLVMValueRef p);
 /* n's value at flat element index idx (i64), `lanes` lanes (vector of
- * the compute type when lanes > 1). */
+ * the compute type when lanes > 1). With lanes > 1 and a broadcast leaf
+ * the lanes must lie in one row of n's innermost dim of size > 1
+ * (fuse.c only builds prologues where vector loads do). */
 LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes);
 /* Is n computed inside its consumers' loops? */
 bool cg_is_fused(const CgPlan *plan, const Node *n);

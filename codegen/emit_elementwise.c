@@ -294,11 +294,18 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
       need_idx |= !e.full[l];
     }
   }
-  LLVMValueRef r = lanes > 1 ? LLVMGetUndef(rt) : NULL;
+  LLVMValueRef r = lanes > 1 ? LLVMGetUndef(rt) : NULL, i0 = NULL;
   size_t ns = (size_t)cg->fn->plan->nslots + 1;
+  int dl = n->type.rank - 1; /* innermost dim of size > 1 */
+  while (dl > 0 && n->type.dims[dl] == 1) dl--;
+  if (need_idx) {
+    unflatten(cg, &n->type, idx, e.idx);
+    i0 = dl >= 0 ? e.idx[dl] : NULL;
+  }
   for (int k = 0; k < (lanes > 1 ? lanes : 1); k++) {
     e.flat = k ? LLVMBuildNSWAdd(cg->b, idx, cg_i64(cg, k), "") : idx;
-    if (need_idx) unflatten(cg, &n->type, e.flat, e.idx);
+    if (need_idx && k) /* lanes stay in one row of dim dl (fuse.c) */
+      e.idx[dl] = LLVMBuildNSWAdd(cg->b, i0, cg_i64(cg, k), "");
     memset(e.memo, 0, ns * sizeof *e.memo);
     LLVMValueRef v = value(&e, n);
     if (lanes <= 1) r = v;

@@ -12,7 +12,9 @@
  * (reduce_*), a softmax/log_softmax over an innermost axis or the
  * logits of softmax_cross_entropy is FUSED with that consumer as its
  * root: the reduction's loads compute it (cg_fused_load), no buffer;
- * its own elementwise producers join the same group.
+ * its own elementwise producers join the same group. Not when a
+ * reduction folds vectors across rows of its innermost dim and the tree
+ * has a broadcast leaf (fix_prologue: kept as a root with a buffer).
  * FOLDED: a transpose that only swaps the last two dims and is read
  * only by matmul, which folds it into its GEMM strides.
  * ALIAS: reshape (same bytes, row-major) and a stop_gradient that is not
@@ -70,8 +72,33 @@ static bool uses_build(Graph *g, Uses *u) {
   return true;
 }
 
+static bool is_reduce(Op op) {
+  return op == OP_REDUCE_SUM || op == OP_REDUCE_MEAN || op == OP_REDUCE_MAX ||
+         op == OP_REDUCE_MIN || op == OP_REDUCE_PROD;
+}
+
+/* Does reduction c reduce the innermost dim of size > 1 of its input?
+ * Then its loads may be vectors spanning rows of that dim. */
+static bool reduces_innermost(const Node *c) {
+  const Type *t = &c->in[0]->type;
+  int dl = t->rank - 1;
+  while (dl >= 0 && t->dims[dl] == 1) dl--;
+  if (dl < 0) return false;
+  int k;
+  const int64_t *ax = ir_attr_ints(c, ATTR_AXES, &k);
+  if (!ax) return true;
+  for (int i = 0; i < k; i++)
+    if ((ax[i] < 0 ? ax[i] + t->rank : ax[i]) == dl) return true;
+  return false;
+}
+
 bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
   if (c->nin < 1 || c->in[0] != n) return false;
+  /* may be unfused again by fix_prologue, and these roots take no
+   * fused producers */
+  if (is_reduce(c->op) && reduces_innermost(c) &&
+      (n->op == OP_STOP_GRADIENT || n->op == OP_EXPAND))
+    return false;
   for (int k = 1; k < c->nin; k++)
     if (c->in[k] == n) return false;
   switch (c->op) {
@@ -116,6 +143,39 @@ static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
   return r;
 }
 
+/* A leaf of n's fused tree read with broadcast strides (not a scalar
+ * constant, not laid out like n)? */
+static bool bcast_leaf(const CgPlan *plan, const Node *root, const Node *n) {
+  for (int k = 0; k < n->nin; k++) {
+    const Node *o = n->in[k];
+    if (plan->slot[o->id].kind == CG_SLOT_FUSED) {
+      if (bcast_leaf(plan, root, o)) return true;
+      continue;
+    }
+    if (o->op == OP_CONST && (o->splat || type_numel(&o->type) == 1))
+      continue;
+    int64_t bs[RLX_MAX_RANK], rs[RLX_MAX_RANK];
+    cg_bcast_strides(&o->type, &root->type, bs);
+    cg_strides(&root->type, rs);
+    for (int d = 0; d < root->type.rank; d++)
+      if (root->type.dims[d] != 1 && bs[d] != rs[d]) return true;
+  }
+  return false;
+}
+
+/* A reduction whose vector loads cross rows cannot read a prologue with
+ * broadcast leaves (cg_fused_load): that producer keeps its buffer and
+ * becomes the root of its fused producers. */
+static void fix_prologue(Graph *g, CgPlan *plan) {
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *c = g->nodes[i];
+    if (!is_reduce(c->op) || !reduces_innermost(c)) continue;
+    Node *n = c->in[0];
+    if (plan->slot[n->id].kind == CG_SLOT_FUSED && bcast_leaf(plan, n, n))
+      plan->slot[n->id].kind = CG_SLOT_NONE;
+  }
+}
+
 static bool all_matmul(Graph *g, Node *n, Uses *u) {
   int cnt = 0;
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++, cnt++)
@@ -139,6 +199,7 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
     else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, &u))
       s->kind = CG_SLOT_FOLDED;
   }
+  if (ok) fix_prologue(g, plan);
   /* aliases, in forward order so chains resolve to their owner */
   for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];

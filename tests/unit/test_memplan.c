@@ -267,6 +267,22 @@ static void test_prologue_kept(void) {
   CU_ASSERT_NOT_EQUAL(slot(&r, "c")->kind, CG_SLOT_FUSED); /* returned */
   check_invariant(&r);
   ctx_free(r.c);
+  /* a broadcast leaf: fused when the reduction keeps the innermost dim
+   * (scalar loads) or for row softmax; kept as a root with its fused
+   * producers when vectors fold across rows */
+  r = plan_src(
+      "graph g { input %x: f32[8, 16]  input %b: f32[16]\n"
+      "  %m = mul(%x, 2.0)  %a = add(%m, %b)  %s = reduce_sum(%a, axes=[1])\n"
+      "  %c = mul(%x, %b)  %k = reduce_sum(%c, axes=[0])\n"
+      "  %d = sub(%x, %b)  %sm = softmax(%d)\n"
+      "  return %s, %k, %sm }", NULL);
+  CU_ASSERT_EQUAL(slot(&r, "a")->kind, CG_SLOT_WS);
+  CU_ASSERT_EQUAL(slot(&r, "m")->kind, CG_SLOT_FUSED); /* into %a */
+  CU_ASSERT_EQUAL(slot(&r, "c")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(slot(&r, "d")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 8 * 16 * 4);
+  check_invariant(&r);
+  ctx_free(r.c);
 }
 
 /* Random DAGs of matmul / add / exp / reshape with random reuse. */
