@@ -71,5 +71,8 @@ void ad_drop_unused(Unit *u);
 /* Run fn on every graph of the AD working copy (subgraphs first),
  * creating the copy on first use. */
 bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g));
+/* For --grad only: ib_rewrite every graph of the working copy with fn
+ * (a preparation pass that cannot fail). */
+bool ad_rewrite_each(Unit *u, RewriteFn fn);
 
 #endif

@@ -116,6 +116,14 @@ bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g)) {
   return ok;
 }
 
+bool ad_rewrite_each(Unit *u, RewriteFn fn) {
+  if (!u->opt || !u->opt->grad) return true;
+  ad_working_copy(u);
+  for (int i = 0; i < u->n_ad_graphs; i++)
+    ib_rewrite(u->ctx, u->ad_graphs[i], fn, NULL);
+  return true;
+}
+
 /* ---- the grad pass ---- */
 
 static Node *find_value(const Graph *g, const char *name) {

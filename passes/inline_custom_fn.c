@@ -18,12 +18,6 @@ static Node *rewrite_cf(IrBuilder *b, Node *n, void *ud) {
   return r;
 }
 
-static bool prep_graph(Unit *u, Graph *g) {
-  ib_rewrite(u->ctx, g, rewrite_cf, NULL);
-  return true;
-}
-
 bool pass_inline_custom_fn(Unit *u) {
-  if (!u->opt || !u->opt->grad) return true;
-  return ad_each_graph(u, prep_graph);
+  return ad_rewrite_each(u, rewrite_cf);
 }

@@ -24,12 +24,6 @@ static Node *rewrite_if(IrBuilder *b, Node *n, void *ud) {
   return r;
 }
 
-static bool prep_graph(Unit *u, Graph *g) {
-  ib_rewrite(u->ctx, g, rewrite_if, NULL);
-  return true;
-}
-
 bool pass_prepare_if(Unit *u) {
-  if (!u->opt || !u->opt->grad) return true;
-  return ad_each_graph(u, prep_graph);
+  return ad_rewrite_each(u, rewrite_if);
 }

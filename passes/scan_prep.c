@@ -66,12 +66,6 @@ static Node *rewrite_scan(IrBuilder *b, Node *n, void *ud) {
   return r;
 }
 
-static bool prep_graph(Unit *u, Graph *g) {
-  ib_rewrite(u->ctx, g, rewrite_scan, NULL);
-  return true;
-}
-
 bool pass_scan_prep(Unit *u) {
-  if (!u->opt || !u->opt->grad) return true;
-  return ad_each_graph(u, prep_graph);
+  return ad_rewrite_each(u, rewrite_scan);
 }
