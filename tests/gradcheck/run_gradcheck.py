@@ -183,14 +183,14 @@ def run_ir(rlxc, cases):
     return failed == 0
 
 
-def run_native(build, cases):
+def run_native(build, cases, cflags=""):
     sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
     import e2e
     e2e.CASES, e2e.GOLDEN = CASES, GOLDEN
     class Args(argparse.Namespace):
         def __getattr__(self, name):  # options e2e.py adds later: empty
             return ""
-    args = Args(build=build, work=None, verbose=False,
+    args = Args(build=build, work=None, verbose=False, cflags=cflags,
                 cc=os.environ.get("CC", "cc"))
     r = e2e.Runner(args)
     xfail = {}
@@ -222,6 +222,9 @@ def main():
     ap.add_argument("--coverage", action="store_true")
     ap.add_argument("--ir", metavar="RLXC")
     ap.add_argument("--native", metavar="BUILD")
+    ap.add_argument("--cflags", default="",
+                    help="extra C flags for the native drivers "
+                    "(e.g. -fsanitize=address,undefined)")
     a = ap.parse_args()
     cases = a.cases or all_cases()
     ok = True
@@ -230,7 +233,7 @@ def main():
     if a.ir:
         ok = run_ir(a.ir, cases) and ok
     if a.native:
-        ok = run_native(a.native, cases) and ok
+        ok = run_native(a.native, cases, a.cflags) and ok
     return 0 if ok else 1
 
 
