@@ -9,14 +9,8 @@
 
 #include <string.h>
 
-/* Grow *v (n used, *cap slots of elem bytes) to fit one more item. */
 static void *grow(Ctx *c, void *v, int n, int *cap, size_t elem) {
-  if (n < *cap) return v;
-  int ncap = *cap ? *cap * 2 : 4;
-  void *p = arena_alloc(c->arena, (size_t)ncap * elem);
-  if (n) memcpy(p, v, (size_t)n * elem);
-  *cap = ncap;
-  return p;
+  return arena_grow(c->arena, v, n, cap, elem);
 }
 
 void fe_vec_push(Ctx *c, FeVec *v, void *p) {

@@ -67,3 +67,12 @@ char *arena_strdup(Arena *a, const char *s) {
 }
 
 size_t arena_used(const Arena *a) { return a->total; }
+
+void *arena_grow(Arena *a, void *old, int n, int *cap, size_t elem) {
+  if (n < *cap) return old;
+  int ncap = *cap ? *cap * 2 : 8;
+  void *p = arena_alloc(a, (size_t)ncap * elem);
+  if (old && n) memcpy(p, old, (size_t)n * elem);
+  *cap = ncap;
+  return p;
+}

@@ -38,12 +38,7 @@ char *type_str(const Type *t, char *buf, size_t n) {
 
 /* ---- modules and graphs ---- */
 static void *grow(Ctx *c, void *old, int n, int *cap, size_t elem) {
-  if (n < *cap) return old;
-  int ncap = *cap ? *cap * 2 : 16;
-  void *p = arena_alloc(c->arena, (size_t)ncap * elem);
-  if (old) memcpy(p, old, (size_t)n * elem);
-  *cap = ncap;
-  return p;
+  return arena_grow(c->arena, old, n, cap, elem);
 }
 
 Module *ir_module_new(Ctx *c) { return arena_alloc(c->arena, sizeof(Module)); }

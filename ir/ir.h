@@ -81,6 +81,9 @@ void *arena_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 size_t arena_used(const Arena *a);
+/* Growable arena arrays: return an array (old, or a doubled copy) with
+ * room for item n; *cap is updated. Building n items is O(n). */
+void *arena_grow(Arena *a, void *old, int n, int *cap, size_t elem);
 
 /* ---- attributes (ir/attrs.def) ---- */
 typedef enum { AK_INT, AK_INTS, AK_FLOAT, AK_BOOL, AK_DTYPE, AK_ENUM,
