@@ -4,7 +4,8 @@
 Times the MLP 784-512-512-10 (batch 128, relu, float32) forward pass and
 one training step (forward + softmax cross-entropy + loss.backward(),
 gradients of all six parameters) with torch.set_num_threads(1) and (2),
-median of repeated calls after a warm-up, in the same output format as
+and OpenBLAS's own thread pool set to the same count (unless
+--no-blas-limit: torch.set_num_threads does not reach it), median of repeated calls after a warm-up, in the same output format as
 bench_mlp.  With --rlx PATH it also runs that bench_mlp binary,
 alternating the two --rounds times so that both see the same machine
 load, keeps the best median (and the best minimum) of each, and prints
@@ -12,9 +13,10 @@ a Markdown table with the ratios torch_ms / rlx_ms (> 1 means rlxc is
 faster), plus the machine, date and load, for docs/performance.md.
 
 Usage: /usr/bin/python3 bench/bench_mlp_torch.py [--rlx build/bench/bench_mlp]
-       [--seconds S] [--threads 1,2] [--rounds N]
+       [--seconds S] [--threads 1,2] [--rounds N] [--no-blas-limit]
 """
 import argparse
+import ctypes
 import datetime
 import os
 import platform
@@ -57,7 +59,28 @@ def measure(fn, seconds):
     return ts[len(ts) // 2] * 1e3, ts[0] * 1e3, len(ts)
 
 
-def run_torch(threads, seconds):
+def blas_libs():
+    """OpenBLAS libraries loaded into this process (Debian's torch calls
+    the system libblas.so.3, which is OpenBLAS when libopenblas is
+    installed)."""
+    return sorted({line.split()[-1] for line in open("/proc/self/maps")
+                   if "openblas" in line and ".so" in line})
+
+
+def set_blas_threads(t):
+    """torch.set_num_threads does not reach OpenBLAS's own pthread pool
+    (it defaults to every CPU): without this, PyTorch's "1 thread" GEMMs
+    run on 2 threads.  Returns the libraries it was set in."""
+    done = []
+    for path in blas_libs():
+        lib = ctypes.CDLL(path)
+        if hasattr(lib, "openblas_set_num_threads"):
+            lib.openblas_set_num_threads(ctypes.c_int(t))
+            done.append(os.path.basename(path))
+    return done
+
+
+def run_torch(threads, seconds, limit_blas):
     ps, x, y = model()
     res = {}
 
@@ -73,6 +96,8 @@ def run_torch(threads, seconds):
 
     for t in threads:
         torch.set_num_threads(t)
+        if limit_blas:
+            set_blas_threads(t)
         for name, fn in (("forward", fwd), ("train_step", step)):
             med, mn, n = measure(fn, seconds)
             res[(name, t)] = (med, mn)
@@ -109,14 +134,16 @@ def cpu_name():
     return platform.processor()
 
 
-def table(rb, tb, threads, ws):
+def table(rb, tb, threads, ws, limit_blas):
     print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, "
-          "load average %s" %
+          "load average %s, OpenBLAS set to T threads: %s" %
           (cpu_name(), os.cpu_count(),
            datetime.datetime.now(datetime.timezone.utc).strftime(
                "%Y-%m-%d %H:%M"),
            torch.__version__, " ".join(open("/proc/loadavg").read()
-                                       .split()[:3])))
+                                       .split()[:3]),
+           (", ".join(map(os.path.basename, blas_libs())) or "none")
+           if limit_blas else "no (default pool)"))
     print("\n| measurement | threads | rlxc median (min) ms | PyTorch "
           "median (min) ms | PyTorch / rlxc (median) |\n"
           "|---|---|---|---|---|")
@@ -139,18 +166,21 @@ def main():
     ap.add_argument("--rlx")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--no-blas-limit", action="store_true",
+                    help="leave OpenBLAS's pool at its default size "
+                    "(PyTorch's behaviour without OPENBLAS_NUM_THREADS)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternate PyTorch and rlxc this many times")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     tb, rb, ws = {}, {}, "?"
     for _ in range(a.rounds):
-        merge(tb, run_torch(threads, a.seconds))
+        merge(tb, run_torch(threads, a.seconds, not a.no_blas_limit))
         if a.rlx:
             res, ws = run_rlx(a.rlx, threads, a.seconds)
             merge(rb, res)
     if a.rlx:
-        table(rb, tb, threads, ws)
+        table(rb, tb, threads, ws, not a.no_blas_limit)
 
 
 if __name__ == "__main__":
