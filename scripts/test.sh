@@ -6,8 +6,9 @@
 #      every tier again: unit tests, corpora through an instrumented
 #      rlxc, and e2e/gradcheck drivers linked with the sanitized runtime.
 #   3. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
-#      front-end fuzzer runs for FUZZ_SECONDS (default 60) on the seed
-#      corpus and the golden files; any crash, leak or timeout fails.
+#      front-end and pass fuzzer runs for FUZZ_SECONDS (default 60),
+#      seeded with the fuzz corpus and every .rlx of the golden, error,
+#      gradcheck and e2e corpora; any crash, leak or timeout fails.
 # Every test has a time limit (TEST_TIMEOUT seconds, default 600), so a
 # hang fails its test instead of stalling CI.
 # Environment: JOBS (default 2), FUZZ_SECONDS, SKIP_MAIN=1, SKIP_ASAN=1,
@@ -47,7 +48,7 @@ fi
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   [ -n "$CLANG" ] || { echo "test.sh: clang is needed for the fuzzer"; exit 1; }
-  step "build the front-end fuzzer with $CLANG in ${P}fuzz"
+  step "build the front-end and pass fuzzer with $CLANG in ${P}fuzz"
   cmake -S "$ROOT" -B "${P}fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
   cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend
@@ -56,7 +57,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
   SEEDS=()
-  for d in "$ROOT/tests/fuzz/corpus" "$ROOT/tests/golden" "$ROOT/tests/errors"; do
+  for d in "$ROOT/tests/fuzz/corpus" "$ROOT/tests/golden" "$ROOT/tests/errors" \
+           "$ROOT/tests/gradcheck/cases" "$ROOT/tests/e2e/cases"; do
     [ -d "$d" ] && SEEDS+=("$d")
   done
   step "fuzz for ${FUZZ_SECONDS}s"

@@ -1,8 +1,14 @@
-/* fuzz_frontend.c: libFuzzer target for the front end.
+/* fuzz_frontend.c: libFuzzer target for the front end and the passes.
  *
  * Each input is a whole .rlx file: ctx_new on the bytes, fe_parse, and
- * for a clean parse ir_verify plus ir_print_module. No input may crash,
- * leak, hang or trip a sanitizer. With RLX_FUZZ_STRICT=1 in the
+ * for a clean parse ir_verify plus ir_print_module; a module that
+ * verifies then goes through the whole pass pipeline as
+ * `rlxc --grad --grad-missing=zero --check` would run it (entry = last
+ * graph), so the AD preparation passes, grad, simplify, cse, dce and
+ * grad_outputs see every graph the fuzzer finds. No input may crash,
+ * leak, hang or trip a sanitizer, and no pass may leave a module the
+ * verifier rejects ("internal: ..." diagnostic: abort). With
+ * RLX_FUZZ_STRICT=1 in the
  * environment it also checks the contracts between parser, verifier and
  * printer: a clean parse verifies, and the printed module parses again
  * and prints byte-identically (language.md section 4).
@@ -18,6 +24,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "passes/passes.h"
 
 /* The printed form of m (malloc'ed; *len bytes). */
 static char *print_module(const Module *m, size_t *len) {
@@ -48,6 +55,22 @@ static void check_round_trip(const Module *m) {
   free(p1);
 }
 
+/* The pipeline with --grad on the last graph; a diagnostic is fine (an
+   input may have nothing to differentiate), an internal one is not. */
+static void run_passes(Ctx *c, Module *m) {
+  if (m->ngraphs == 0) return;
+  Options o = {.input = "fuzz.rlx", .grad = true, .grad_missing_zero = true,
+               .check = true, .opt_level = 2};
+  Unit u = {.ctx = c, .mod = m, .opt = &o, .cname = "fuzz",
+            .entry = m->graphs[m->ngraphs - 1]};
+  pass_run_pipeline(&u);
+  for (const Diag *d = c->diags; d; d = d->next)
+    if (!strncmp(d->msg, "internal", 8)) {
+      fprintf(stderr, "pass pipeline: %s\n", d->msg);
+      abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static int strict = -1;
   if (strict < 0) {
@@ -65,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fclose(null);
     }
     if (strict && verified) check_round_trip(m);
+    if (verified) run_passes(c, m);
   }
   ctx_free(c);
   return 0;
