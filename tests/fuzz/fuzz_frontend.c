@@ -8,10 +8,10 @@
  * grad_outputs see every graph the fuzzer finds. No input may crash,
  * leak, hang or trip a sanitizer, and no pass may leave a module the
  * verifier rejects ("internal: ..." diagnostic: abort). With
- * RLX_FUZZ_STRICT=1 in the
- * environment it also checks the contracts between parser, verifier and
- * printer: a clean parse verifies, and the printed module parses again
- * and prints byte-identically (language.md section 4).
+ * RLX_FUZZ_STRICT=1 in the environment it also checks the contracts
+ * between parser, verifier and printer: a clean parse verifies, and the
+ * printed module parses again and prints byte-identically (language.md
+ * section 4).
  *
  * Build: CC=clang cmake -S . -B build-fuzz -DRLX_FUZZ=ON
  *        cmake --build build-fuzz --target fuzz_frontend
