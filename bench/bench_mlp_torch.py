@@ -6,9 +6,9 @@ one training step (forward + softmax cross-entropy + loss.backward(),
 gradients of all six parameters) with torch.set_num_threads(1) and (2),
 and OpenBLAS's own thread pool set to the same count (unless
 --no-blas-limit: torch.set_num_threads does not reach it), median of
-repeated calls after a warm-up, in the same output format as bench_mlp.  With --rlx PATH it also runs that bench_mlp binary,
-alternating the two --rounds times so that both see the same machine
-load, keeps the best median (and the best minimum) of each, and prints
+repeated calls after a warm-up, in the same output format as bench_mlp.
+With --rlx PATH it also runs that bench_mlp binary, alternating the two
+--rounds times so that both see the same machine load, keeps the best median (and the best minimum) of each, and prints
 a Markdown table with the ratios torch_ms / rlx_ms (> 1 means rlxc is
 faster), plus the machine, date and load, for docs/performance.md.
 
