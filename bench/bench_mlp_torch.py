@@ -10,7 +10,8 @@ repeated calls after a warm-up, in the same output format as bench_mlp.
 With --rlx PATH it also runs that bench_mlp binary, alternating the two
 --rounds times so that both see the same machine load, keeps the best
 median (and the best minimum) of each, and prints a Markdown table with
-the ratios torch_ms / rlx_ms (> 1 means rlxc is faster), plus the machine, date and load, for docs/performance.md.
+the ratios torch_ms / rlx_ms (> 1 means rlxc is faster), plus the
+machine, date and load, for docs/performance.md.
 
 Usage: /usr/bin/python3 bench/bench_mlp_torch.py [--rlx build/bench/bench_mlp]
        [--seconds S] [--threads 1,2] [--rounds N] [--no-blas-limit]
