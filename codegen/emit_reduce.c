@@ -21,7 +21,11 @@
  * whole row segments are streamed (running max/sum per column in the
  * node's scratch for softmax, the previous output row for cumsum),
  * never a column walked with a large stride. Softmax is numerically
- * stable (x - max before exp).
+ * stable (x - max before exp); log_softmax is (x - max) - log(sum) and
+ * the cross-entropy loss (max - x[label]) + log(sum), sum = sum of
+ * exp(x - max): never x - (max + log(sum)), which cancels to 0 (or to a
+ * multiple of the ulp of x) once |x| >> log(sum), e.g. a row of equal
+ * logits 1e8 in f32 (the loss is log C).
  *
  * Entry points: cg_emit_reduce, cg_emit_softmax, cg_emit_cumsum,
  * cg_emit_softmax_xent, cg_emit_topk (and cg_emit_cumsum_backward in
@@ -669,8 +673,9 @@ bool cg_emit_softmax_xent(Cg *cg, Node *n) {
   XentRow X;
   cg_ops_xent_row(cg, n, vals, r, &X);
   LLVMValueRef xl = cg_load(cg, dt, vals[1], add64(cg, X.off, X.lab));
-  LLVMValueRef lse = LLVMBuildFAdd(cg->b, X.m, cg_ops_log(cg, X.s), "");
-  cg_store(cg, dt, vals[0], r, LLVMBuildFSub(cg->b, lse, xl, ""));
+  LLVMValueRef d = LLVMBuildFSub(cg->b, X.m, xl, "");
+  cg_store(cg, dt, vals[0], r,
+           LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, X.s), ""));
   cg_par_end(cg, &par);
   return true;
 }

@@ -203,10 +203,17 @@ def _cumsum(x, axis, excl, reverse):
     return np.flip(y, axis) if reverse else y
 
 
+def _log_softmax(x, axis):
+    """(x - max) - log sum exp(x - max): no cancellation for huge x."""
+    m = x.max(axis=axis, keepdims=True)
+    return (x - m) - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
 def _sce(l, lab):
-    m = l.max(axis=1, keepdims=True)
-    lse = np.log(np.exp(l - m).sum(axis=1)) + m[:, 0]
-    return lse - l[np.arange(l.shape[0]), lab.astype(np.int64)]
+    """(max - l[label]) + log sum exp(l - max), never lse - l[label]."""
+    m = l.max(axis=1)
+    ls = np.log(np.exp(l - m[:, None]).sum(axis=1))
+    return (m - l[np.arange(l.shape[0]), lab.astype(np.int64)]) + ls
 
 
 def _scatter(dy, idx, axis, shape):
@@ -281,7 +288,7 @@ def apply(graphs, op, ins, a, ty):
     if op == "softmax":
         return _softmax(ins[0], a.get("axis", -1))
     if op == "log_softmax":
-        return np.log(_softmax(ins[0].astype(np.float64), a.get("axis", -1)))
+        return _log_softmax(ins[0].astype(np.float64), a.get("axis", -1))
     if op in ("cumsum", "cumsum_backward"):
         return _cumsum(ins[0], a.get("axis", -1) % ins[0].ndim,
                        a.get("exclusive", False), op == "cumsum_backward")

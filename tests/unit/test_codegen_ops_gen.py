@@ -297,6 +297,60 @@ def xents():
          [], 1)
 
 
+
+def _perm(k, n):
+    """k, 2k, 3k, ... mod n: a permutation of range(n) (gcd(k, n) = 1)."""
+    return [(i * k) % n for i in range(n)]
+
+
+def xent_rows(L, lab):
+    """(max - x[label]) + log sum exp(x - max): no cancellation."""
+    m = L.max(axis=1)
+    ls = np.log(np.exp(L - m[:, None]).sum(axis=1))
+    return (m - L[np.arange(len(lab)), lab]) + ls
+
+
+def xent_grad_rows(L, lab, D):
+    p = softmax(L, 1)
+    p[np.arange(len(lab)), lab] -= 1
+    return p * D[:, None]
+
+
+def xents_huge():
+    """Huge logits (issue: lse - x[label] cancelled to 0 for rows of
+    equal values 1e8); every dtype, with backward and log_softmax."""
+    c = 37
+    p = _perm(5, c)
+    rows = {
+        "f32": [[1e8] * c, [1e7] * c, [-1e8] * c, [3e38] * c,
+                [1e7 + k for k in p], [1e8 + 8 * k for k in p]],
+        "f64": [[1e17] * c, [1e16] * c, [-1e17] * c, [1e300] * c,
+                [1e15 + k for k in p], [1e16 + 2 * k for k in p]],
+        # exact in the format; column differences stay below 65504
+        "f16": [[60000] * c, [59008 + 32 * k for k in p],
+                [2048 + 2 * k for k in p], [-2048] * c],
+        "bf16": [[2.0 ** 27] * c, [-2.0 ** 27] * c, [2.0 ** 100] * c,
+                 [k * 0.25 - 4 for k in p]],
+    }
+    for dt, r in rows.items():
+        n = len(r)
+        lab = [(7 * i + 3) % c for i in range(n)]
+        lg = (dt, lst([n, c], r))
+        dl = (dt, pat([n], 3, 1, 7, 0.5))
+        L, D = vals([lg], 0), vals([dl], 0)
+        src = ("graph xh_%s { input %%l: %s[%d, %d]  input %%y: i32[%d]\n"
+               "  input %%d: %s[%d]\n"
+               "  %%a = softmax_cross_entropy(%%l, %%y)\n"
+               "  %%b = softmax_cross_entropy_backward(%%l, %%y, %%d)\n"
+               "  %%c = log_softmax(%%l)\n"
+               "  %%e = log_softmax(%%l, axis=0)\n"
+               "  return %%a, %%b, %%c, %%e }"
+               % (dt, dt, n, c, n, dt, n))
+        case("xh_" + dt, src, [lg, ("i32", lst([n], lab)), dl],
+             [(dt, xent_rows(L, lab)), (dt, xent_grad_rows(L, lab, D)),
+              (dt, log_softmax(L, 1)), (dt, log_softmax(L, 0))])
+
+
 def topks():
     t = ("f32", lst([2, 7], [1, 5, 5, 2, 9, -1, 5, 0, 0, 3, -2, 3, 3, 8]))
     T = vals([t], 0)
@@ -677,6 +731,7 @@ def main():
     data()
     control()
     backward()
+    xents_huge()
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "test_codegen_ops_data.h"), "w") as f:
         emit(f)
