@@ -10,12 +10,19 @@
  * diagnostics on stderr and exit status 1; success is 0.
  *
  * Outputs: -o PATH names the object file; the header is PATH with its
- * extension replaced by .h (codegen derives the other names the same
- * way); without -o they are ENTRY.o / ENTRY.h in the current directory.
- * --emit=ir alone writes the IR to -o PATH, or stdout without -o; when
- * ir is combined with other kinds, the IR goes to stdout.
+ * extension replaced by .h (out_path in codegen/output.c derives every
+ * name); without -o they are ENTRY.o / ENTRY.h in the current directory.
+ * Two outputs with one path are a command-line error. --emit=ir alone
+ * writes the IR to -o PATH, or stdout without -o; when ir is combined
+ * with other kinds, the IR goes to stdout. Files are written atomically
+ * (codegen/output.h): a failed run leaves no new file.
+ *
+ * --list-reserved (not in --help) prints the names the C name may not
+ * take, for the test that compares them with `nm -u` of the runtime.
  */
 #include "codegen/codegen.h"
+#include "codegen/output.h"
+#include "codegen/reserved.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -33,6 +40,7 @@ typedef struct {
   const char *jvp_list[256];
   bool list_ops;
   const char *list_fmt; /* NULL: names; "md": the docs/ops.md table */
+  bool list_reserved;   /* hidden: the names --name may not take */
   bool help, version;
 } Cli;
 
@@ -85,8 +93,10 @@ static const char *const c_keywords[] = {
     "alignof", "constexpr", "nullptr", "static_assert", "thread_local",
     "typeof", "typeof_unqual", "asm", NULL};
 
-/* NULL if s can name the entry points, else the reason it cannot. */
-static const char *cname_problem(const char *s) {
+/* NULL if s can name the entry points o asks for, else the reason it
+ * cannot (possibly in why, cap bytes). */
+static const char *cname_problem(const Options *o, const char *s,
+                                 char *why, size_t cap) {
   if (!*s) return "it is empty";
   if (*s >= '0' && *s <= '9') return "it starts with a digit";
   for (const char *p = s; *p; p++)
@@ -96,10 +106,16 @@ static const char *cname_problem(const char *s) {
   if (!strcmp(s, "main")) return "'main' is reserved for the program";
   for (int i = 0; c_keywords[i]; i++)
     if (!strcmp(s, c_keywords[i])) return "it is a C keyword";
-  if (s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z')))
-    return "identifiers starting with __ or _X are reserved in C";
-  if (!strncmp(s, "rlx_", 4)) return "the prefix rlx_ belongs to the runtime";
-  return NULL;
+  if (s[0] == '_')
+    return "identifiers starting with '_' are reserved at file scope in C";
+  if (!strncmp(s, "rlx_", 4))
+    return "the prefix rlx_ is reserved for the runtime";
+  char sym[256];
+  if (!cg_symbols_reserved(s, o->grad, o->jvp, o->hvp, sym, sizeof sym))
+    return NULL;
+  snprintf(why, cap, "%s%s' is reserved: a C library, POSIX or rlx runtime "
+           "name", strcmp(sym, s) ? "its symbol '" : "'", sym);
+  return why;
 }
 
 /* ---- option parsing ---- */
@@ -123,17 +139,32 @@ static bool is_opt(const char *a, const char *opt) {
   return !strncmp(a, opt, n) && (a[n] == 0 || a[n] == '=');
 }
 
+/* Split the comma-separated list s in place into items[0..*n). An
+ * empty list or an empty item (",a", "a,,b", "a,") is an error. */
+static bool split_list(char *s, char **items, int max, int *n,
+                       const char *opt) {
+  *n = 0;
+  if (!*s) return cli_err("%s: expected a comma-separated list", opt);
+  for (char *p = s;; p++) {
+    char *comma = strchr(p, ',');
+    if (comma) *comma = 0;
+    if (!*p) return cli_err("%s: empty item in the list", opt);
+    if (*n == max) return cli_err("%s: too many items", opt);
+    items[(*n)++] = p;
+    if (!comma) return true;
+    p = comma;
+  }
+}
+
 /* Split "a,b,%c" into names without '%'. */
 static bool split_names(char *s, const char **out, int *n,
                         const char *opt) {
-  *n = 0;
-  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-    if (*tok == '%') tok++;
-    if (!*tok) return cli_err("%s: empty value name", opt);
-    if (*n == 256) return cli_err("%s: too many names", opt);
-    out[(*n)++] = tok;
+  char *items[256];
+  if (!split_list(s, items, 256, n, opt)) return false;
+  for (int i = 0; i < *n; i++) {
+    out[i] = items[i] + (items[i][0] == '%');
+    if (!*out[i]) return cli_err("%s: empty value name", opt);
   }
-  if (!*n) return cli_err("%s: expected a list of values", opt);
   return true;
 }
 
@@ -141,17 +172,19 @@ static bool parse_emit(Cli *c, char *s) {
   static const struct { const char *w; unsigned bit; } kinds[] = {
       {"obj", EMIT_OBJ}, {"header", EMIT_HEADER}, {"asm", EMIT_ASM},
       {"llvm", EMIT_LLVM}, {"ir", EMIT_IR}};
+  char *items[64];
+  int n;
+  if (!split_list(s, items, 64, &n, "--emit")) return false;
   c->o.emit = 0;
-  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+  for (int i = 0; i < n; i++) {
     unsigned bit = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-      if (!strcmp(tok, kinds[k].w)) bit = kinds[k].bit;
+      if (!strcmp(items[i], kinds[k].w)) bit = kinds[k].bit;
     if (!bit)
       return cli_err("--emit: unknown kind '%s' (expected obj, header, "
-                     "asm, llvm, ir)", tok);
+                     "asm, llvm, ir)", items[i]);
     c->o.emit |= bit;
   }
-  if (!c->o.emit) return cli_err("--emit: expected at least one kind");
   return true;
 }
 
@@ -189,12 +222,7 @@ static bool parse_valued(Cli *c, int argc, char **argv, int *i,
   switch (k) {
   case 0: return parse_emit(c, v);
   case 1: c->o.entry = v; return *v || cli_err("--entry: empty name");
-  case 2: {
-    const char *why = cname_problem(v);
-    if (why) return cli_err("--name=%s: %s", v, why);
-    c->o.name = v;
-    return true;
-  }
+  case 2: c->o.name = v; return true; /* checked in parse_args */
   case 3: return split_names(v, c->wrt_list, &c->o.nwrt, "--wrt");
   case 4:
     if (strcmp(v, "error") && strcmp(v, "zero"))
@@ -216,6 +244,7 @@ static bool parse_flag(Cli *c, char *a) {
   else if (!strcmp(a, "--check")) c->o.check = true;
   else if (!strcmp(a, "--list-ops")) c->list_ops = true;
   else if (!strcmp(a, "--list-ops=md")) c->list_ops = true, c->list_fmt = "md";
+  else if (!strcmp(a, "--list-reserved")) c->list_reserved = true;
   else if (!strcmp(a, "--jvp")) c->o.jvp = true;
   else if (!strncmp(a, "--jvp=", 6)) {
     c->o.jvp = true;
@@ -227,6 +256,31 @@ static bool parse_flag(Cli *c, char *a) {
     c->o.opt_level = a[2] - '0';
   else return cli_err("unknown option '%s'", a);
   return true;
+}
+
+/* No two outputs of one run may have the same path (`-o x.h` would
+ * write the object and the header to x.h). Without -o they are CNAME
+ * plus distinct extensions; --emit=ir alone writes one file. */
+static bool check_outputs(const Options *o) {
+  static const struct { unsigned bit; const char *what; } kinds[] = {
+      {EMIT_OBJ, "object"}, {EMIT_HEADER, "header"},
+      {EMIT_ASM, "assembly"}, {EMIT_LLVM, "LLVM IR"}};
+  enum { NK = sizeof kinds / sizeof kinds[0] };
+  if (!o->output || o->check) return true;
+  char *path[NK] = {NULL};
+  bool ok = true;
+  for (int i = 0; i < NK && ok; i++) {
+    if (!(o->emit & kinds[i].bit)) continue;
+    path[i] = out_path(o, "", kinds[i].bit);
+    if (!path[i]) ok = cli_err("out of memory");
+    for (int j = 0; j < i && ok; j++)
+      if (path[j] && !strcmp(path[i], path[j]))
+        ok = cli_err("-o %s: the %s and the %s would both be written to "
+                     "'%s'", o->output, kinds[j].what, kinds[i].what,
+                     path[i]);
+  }
+  for (int i = 0; i < NK; i++) free(path[i]);
+  return ok;
 }
 
 static bool parse_args(Cli *c, int argc, char **argv) {
@@ -254,9 +308,13 @@ static bool parse_args(Cli *c, int argc, char **argv) {
       return false;
     }
   }
-  if (c->help || c->version || c->list_ops) return true;
+  if (c->help || c->version || c->list_ops || c->list_reserved) return true;
   if (!c->o.input) return cli_err("no input file");
-  return true;
+  char why[512];
+  const char *bad = c->o.name ? cname_problem(&c->o, c->o.name, why,
+                                              sizeof why) : NULL;
+  if (bad) return cli_err("--name=%s: %s", c->o.name, bad);
+  return check_outputs(&c->o);
 }
 
 /* ---- --list-ops ---- */
@@ -401,7 +459,8 @@ static bool pick_cname(Unit *u) {
     u->cname = u->opt->name;
     return true;
   }
-  const char *why = cname_problem(u->entry->name);
+  char buf[512];
+  const char *why = cname_problem(u->opt, u->entry->name, buf, sizeof buf);
   if (why)
     return diag_error(u->ctx, u->entry->loc, "graph '%s' cannot name the "
                       "entry points (%s); use --name=SYM",
@@ -410,21 +469,25 @@ static bool pick_cname(Unit *u) {
   return true;
 }
 
+/* The canonical IR to -o PATH (atomically, like every output file) or
+ * to stdout. */
 static bool write_ir(const Unit *u) {
   const Options *o = u->opt;
-  bool to_file = o->output && o->emit == EMIT_IR;
-  FILE *f = to_file ? fopen(o->output, "w") : stdout;
-  if (!f)
-    return diag_error(u->ctx, (Loc){0, 0}, "cannot write '%s': %s",
-                      o->output, strerror(errno));
-  ir_print_module(f, u->mod);
-  bool ok = !ferror(f);
-  if (to_file) ok = (fclose(f) == 0) && ok;
-  else ok = (fflush(f) == 0) && ok;
-  if (!ok)
-    diag_error(u->ctx, (Loc){0, 0}, "cannot write the IR to '%s'",
-               to_file ? o->output : "stdout");
-  return ok;
+  if (!(o->output && o->emit == EMIT_IR)) {
+    ir_print_module(stdout, u->mod);
+    if (!ferror(stdout) && fflush(stdout) == 0) return true;
+    return diag_error(u->ctx, (Loc){0, 0}, "cannot write the IR to "
+                      "stdout: %s", strerror(errno));
+  }
+  OutSet out;
+  OutMem m;
+  out_init(&out, u->ctx);
+  bool ok = out_mem_open(&out, &m);
+  if (ok) {
+    ir_print_module(m.f, u->mod);
+    ok = out_mem_add(&out, &m, o->output, true);
+  }
+  return out_finish(&out, ok);
 }
 
 /* Front end, pipeline, outputs. Returns the exit status. */
@@ -465,6 +528,10 @@ int main(int argc, char **argv) {
   }
   if (cli.list_ops) {
     list_ops(cli.list_fmt);
+    exit(0);
+  }
+  if (cli.list_reserved) {
+    cg_list_reserved(stdout);
     exit(0);
   }
   size_t len = 0;

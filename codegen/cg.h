@@ -69,9 +69,12 @@ typedef struct {
 /* The plan of one graph: slots indexed by Node.id. */
 typedef struct {
   Graph *g;
+  Ctx *ctx;              /* its arena holds the plan's tables */
   CgSlot *slot;          /* g->next_id entries */
   int nslots;
   int64_t ws_bytes;      /* total workspace, multiple of 64 */
+  unsigned *seen;        /* fused-tree walks: node id -> epoch seen */
+  unsigned epoch;
 } CgPlan;
 
 /* ---- the function being emitted ---- */
@@ -128,13 +131,18 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name);
 void cg_free(Cg *cg);
 /* Run the optimization pipeline (default<On>) and verify the module. */
 bool cg_optimize(Cg *cg);
-/* Write the module as object / assembly / LLVM IR text to path. */
-bool cg_write_obj(Cg *cg, const char *path, bool assembly);
-bool cg_write_ll(Cg *cg, const char *path);
+/* Stage the module as object / assembly / LLVM IR text for path in out
+ * (codegen/output.h); nothing is on disk before out_finish. */
+struct OutSet;
+bool cg_write_obj(Cg *cg, struct OutSet *out, const char *path,
+                  bool assembly);
+bool cg_write_ll(Cg *cg, struct OutSet *out, const char *path);
 /* Add the target attributes every generated function carries. */
 void cg_fn_attrs(Cg *cg, LLVMValueRef fn);
 
 /* ---- compiling graphs (abi.c) ---- */
+/* Nodes that emit code per segment function of a large graph. */
+#define CG_SEGMENT_NODES 32
 /* Compile g as an internal function `i32 f(ptr in, ptr out, ptr ws)`
  * (cached per Graph). *ws_bytes gets the workspace it needs. NULL after
  * a diagnostic. Saves and restores the caller's builder position, so it
@@ -209,6 +217,8 @@ LLVMBasicBlockRef cg_block(Cg *cg, const char *name); /* in current fn */
 /* ---- run-time errors ---- */
 /* If cond (i1) is true, return code from the current function. */
 void cg_fail_if(Cg *cg, LLVMValueRef cond, int code);
+/* code (i32) non-zero -> return it from the current function. */
+void cg_fail_if_nonzero(Cg *cg, LLVMValueRef code);
 /* idx (i64, signed) outside [0, bound) -> return RLX_ERR_INDEX. */
 void cg_check_index(Cg *cg, LLVMValueRef idx, LLVMValueRef bound);
 
@@ -220,6 +230,8 @@ typedef struct {
   int nc;
   LLVMValueRef init[CG_MAX_CARRY], phi[CG_MAX_CARRY];
 } CgLoop;
+/* Mark fn noinline (outlined bodies and segments stay separate). */
+void cg_noinline(Cg *cg, LLVMValueRef fn);
 /* for (i = begin; i < end; i++) with nc loop-carried values: carry[]
  * holds initial values and is replaced by the phis. Returns i (i64).
  * The body may create blocks freely. */
@@ -296,8 +308,18 @@ bool cg_emit_unsupported(Cg *cg, Node *n);
  * plus the elementwise complex ops (conjugate, real, imag, complex,
  * complex_norm_sq, complex_norm_sq_backward), quantize, dequantize. */
 bool cg_is_elementwise(Op op);
-/* Mark FUSED / FOLDED / ALIAS nodes of g in plan (fuse.c). */
+/* Mark FUSED / FOLDED / ALIAS nodes of g in plan (fuse.c). A fused
+ * group (its root and the FUSED nodes computed in the root's loop) has
+ * at most CG_MAX_GROUP_NODES nodes whose operand counts add up to at
+ * most CG_MAX_GROUP_OPERANDS, so a root has at most that many leaves. */
+#define CG_MAX_GROUP_NODES 64
+#define CG_MAX_GROUP_OPERANDS 128
 bool cg_fuse(Graph *g, CgPlan *plan);
+/* Walks over a fused tree that visit each FUSED node once: start one
+ * with cg_walk_begin; cg_walk_first(n) is true the first time n is met
+ * in it. One walk at a time per plan. */
+void cg_walk_begin(CgPlan *plan);
+bool cg_walk_first(CgPlan *plan, const Node *n);
 /* Prologue fusion: is n (FUSED) computed inside the loads of a
  * reduction-family consumer (reduce_*, softmax and log_softmax over an
  * innermost axis, softmax_cross_entropy logits)? */

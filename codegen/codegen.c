@@ -2,31 +2,34 @@
  *
  * One Cg (all LLVM objects) per call, created and disposed here. Every
  * entry of the Unit (ENTRY, ENTRY_grad, ENTRY_jvp, ENTRY_hvp) is built
- * first; only if all succeed are files written. Output names: with
+ * first; only if all succeed are files written, and then atomically:
+ * all of them or none (output.h). Output names come from out_path: with
  * -o PATH the object is PATH and the others replace its extension
  * (.h, .s, .ll); when no object is requested, a single asm or llvm
  * output is written to PATH itself. Without -o: ENTRY.o, ENTRY.h, ...
- * in the current directory.
+ * in the current directory. Entry point names (and the E_signature
+ * symbols derived from them) must not be reserved (reserved.c).
  */
 #include "codegen/cg_unit.h"
+#include "codegen/output.h"
+#include "codegen/reserved.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Names the generated object or its runtime already use: an entry point
- * with one of these names would clash at link time or capture calls. */
-static bool reserved(const char *nm) {
-  static const char *const libc[] = {
-      "exp", "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "tan",
-      "tanf", "atan", "atanf", "tanh", "tanhf", "erf", "erff", "pow", "powf",
-      "sqrt", "sqrtf", "fabs", "fabsf", "rint", "rintf", "roundeven",
-      "roundevenf", "fmin", "fminf", "fmax", "fmaxf", "exp2", "exp2f",
-      "log2", "log2f", "memcpy", "memset", "memmove", "malloc", "free",
-      "calloc", "realloc", "abort", "exit", "main", NULL};
-  if (!strncmp(nm, "rlx_", 4) || !strncmp(nm, "__", 2)) return true;
-  for (int i = 0; libc[i]; i++)
-    if (!strcmp(nm, libc[i])) return true;
-  return false;
+/* A diagnostic when an entry point named nm, or its nm_signature,
+ * would take a reserved name (reserved.c). */
+static bool check_reserved(Unit *u, const Graph *g, const char *nm) {
+  char sym[256];
+  if (!cg_symbols_reserved(nm, false, false, false, sym, sizeof sym))
+    return true;
+  if (!strcmp(sym, nm))
+    return diag_error(u->ctx, g->loc, "codegen: entry point name '%s' is "
+                      "reserved (C library, POSIX or rlx runtime "
+                      "symbol); use --name", nm);
+  return diag_error(u->ctx, g->loc, "codegen: symbol '%s' of entry point "
+                    "'%s' is reserved (C library, POSIX or rlx runtime "
+                    "symbol); use --name", sym, nm);
 }
 
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
@@ -38,10 +41,7 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
     size_t len = strlen(u->cname) + strlen(all[i].suffix) + 1;
     char *nm = arena_alloc(u->ctx->arena, len);
     snprintf(nm, len, "%s%s", u->cname, all[i].suffix);
-    if (reserved(nm))
-      return diag_error(u->ctx, all[i].g->loc,
-                        "codegen: entry point name '%s' is reserved (C "
-                        "library or rlx runtime symbol); use --name", nm);
+    if (!check_reserved(u, all[i].g, nm)) return false;
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){all[i].g, nm, 0};
     if (!cg_entry(cg, x->g, nm, &x->ws_bytes)) return false;
@@ -49,52 +49,46 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
   return !cg->failed;
 }
 
-/* base + ext, where base is PATH without its extension. */
-static char *derive(Unit *u, const char *path, const char *ext) {
-  const char *slash = strrchr(path, '/');
-  const char *dot = strrchr(path, '.');
-  size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - path)
-                                            : strlen(path);
-  char *s = arena_alloc(u->ctx->arena, n + strlen(ext) + 1);
-  memcpy(s, path, n);
-  strcpy(s + n, ext);
-  return s;
-}
-
-static const char *out_path(Unit *u, unsigned kind, const char *ext) {
-  const Options *o = u->opt;
-  if (!o->output) return derive(u, u->cname, ext);
-  unsigned files = o->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM);
-  if (kind == EMIT_OBJ || (kind != EMIT_HEADER && files == kind))
-    return o->output;
-  return derive(u, o->output, ext);
-}
-
-static bool write_header(Unit *u, const CgEntry *e, int ne) {
-  const char *p = out_path(u, EMIT_HEADER, ".h");
-  FILE *f = fopen(p, "w");
-  if (!f)
-    return diag_error(u->ctx, (Loc){0, 0}, "cannot write '%s'", p);
-  bool ok = cg_header_text(f, u, e, ne);
-  if (fclose(f) != 0) ok = false;
-  if (!ok) diag_error(u->ctx, (Loc){0, 0}, "cannot write '%s'", p);
+/* Stage the output of kind (EMIT_LLVM, EMIT_ASM, EMIT_OBJ) in out. */
+static bool stage_code(Cg *cg, Unit *u, OutSet *out, unsigned kind) {
+  char *p = out_path(u->opt, u->cname, kind);
+  if (!p)
+    return diag_error(u->ctx, (Loc){0, 0}, "out of memory");
+  bool ok = kind == EMIT_LLVM ? cg_write_ll(cg, out, p)
+                              : cg_write_obj(cg, out, p, kind == EMIT_ASM);
+  free(p);
   return ok;
 }
 
-static bool write_files(Cg *cg, Unit *u, const CgEntry *e, int ne) {
+static bool stage_header(Unit *u, OutSet *out, const CgEntry *e, int ne) {
+  char *p = out_path(u->opt, u->cname, EMIT_HEADER);
+  OutMem m;
+  bool ok = p && out_mem_open(out, &m);
+  if (ok) ok = out_mem_add(out, &m, p, cg_header_text(m.f, u, e, ne));
+  else if (!p) diag_error(u->ctx, (Loc){0, 0}, "out of memory");
+  free(p);
+  return ok;
+}
+
+static bool stage_files(Cg *cg, Unit *u, OutSet *out, const CgEntry *e,
+                        int ne) {
   unsigned emit = u->opt->emit;
-  if ((emit & EMIT_HEADER) && !write_header(u, e, ne)) return false;
+  if ((emit & EMIT_HEADER) && !stage_header(u, out, e, ne)) return false;
   if (!(emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM))) return true;
   if (!cg_optimize(cg)) return false;
-  if ((emit & EMIT_LLVM) && !cg_write_ll(cg, out_path(u, EMIT_LLVM, ".ll")))
-    return false;
-  if ((emit & EMIT_ASM) &&
-      !cg_write_obj(cg, out_path(u, EMIT_ASM, ".s"), true))
-    return false;
-  if ((emit & EMIT_OBJ) &&
-      !cg_write_obj(cg, out_path(u, EMIT_OBJ, ".o"), false))
-    return false;
+  static const unsigned kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ};
+  for (int i = 0; i < 3; i++)
+    if ((emit & kinds[i]) && !stage_code(cg, u, out, kinds[i]))
+      return false;
   return true;
+}
+
+/* Every output or none: nothing is renamed into place unless all of
+ * them were written (output.h). */
+static bool write_files(Cg *cg, Unit *u, const CgEntry *e, int ne) {
+  OutSet out;
+  out_init(&out, u->ctx);
+  return out_finish(&out, stage_files(cg, u, &out, e, ne));
 }
 
 bool cg_emit(Unit *u) {

@@ -3,13 +3,15 @@
  * cg_new() creates the context, module, builder and target machine for
  * the options' triple/CPU (host by default); cg_free() disposes all of
  * them. cg_optimize() verifies the module and runs the new pass manager
- * ("default<On>"); cg_write_obj()/cg_write_ll() write the results.
+ * ("mergefunc,default<On>"); cg_write_obj()/cg_write_ll() stage the
+ * results as output files (output.h).
  * Every generated function carries the target attributes from
  * cg_fn_attrs(), including prefer-vector-width=512 on x86 so that loops
  * vectorize at AVX-512 width when the CPU has it (LLVM otherwise
  * prefers 256-bit vectors on most AVX-512 CPUs).
  */
 #include "codegen/cg.h"
+#include "codegen/output.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Disassembler.h>
@@ -197,8 +199,11 @@ bool cg_optimize(Cg *cg) {
     return false;
   }
   LLVMDisposeMessage(msg);
+  /* mergefunc first: structurally identical functions (the outlined
+   * loop bodies of repeated layers) are optimized and compiled once */
   char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", cg->opt_level);
+  snprintf(pipeline, sizeof pipeline, "mergefunc,default<O%d>",
+           cg->opt_level);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, cg->opt_level >= 2);
   LLVMPassBuilderOptionsSetSLPVectorization(po, cg->opt_level >= 2);
@@ -214,27 +219,29 @@ bool cg_optimize(Cg *cg) {
   return true;
 }
 
-bool cg_write_obj(Cg *cg, const char *path, bool assembly) {
+/* The object or assembly is emitted to memory and staged through out:
+ * LLVM never opens the output itself (it would abort with "LLVM ERROR:
+ * IO failure on output stream" on a full disk). */
+bool cg_write_obj(Cg *cg, OutSet *out, const char *path, bool assembly) {
   char *err = NULL;
-  if (LLVMTargetMachineEmitToFile(cg->tm, cg->mod, path,
-                                  assembly ? LLVMAssemblyFile
-                                           : LLVMObjectFile,
-                                  &err)) {
-    diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot write '%s': %s", path,
-               err ? err : "");
+  LLVMMemoryBufferRef buf = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(
+          cg->tm, cg->mod, assembly ? LLVMAssemblyFile : LLVMObjectFile,
+          &err, &buf)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot generate '%s': %s",
+               path, err ? err : "");
     LLVMDisposeMessage(err);
     return false;
   }
-  return true;
+  bool ok = out_add(out, path, LLVMGetBufferStart(buf),
+                    LLVMGetBufferSize(buf));
+  LLVMDisposeMemoryBuffer(buf);
+  return ok;
 }
 
-bool cg_write_ll(Cg *cg, const char *path) {
-  char *err = NULL;
-  if (LLVMPrintModuleToFile(cg->mod, path, &err)) {
-    diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot write '%s': %s", path,
-               err ? err : "");
-    LLVMDisposeMessage(err);
-    return false;
-  }
-  return true;
+bool cg_write_ll(Cg *cg, OutSet *out, const char *path) {
+  char *text = LLVMPrintModuleToString(cg->mod);
+  bool ok = out_add(out, path, text, strlen(text));
+  LLVMDisposeMessage(text);
+  return ok;
 }

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """rlxc command-line tests (abi.md §1): help, version, --list-ops,
 exit statuses (0 ok, 1 input errors, 2 bad command line), --emit=ir to a
-file, --dump-ir, --name/--entry checks, and docs/ops.md == --list-ops=md.
+file, --dump-ir, --name/--entry checks (reserved names), atomic output
+files (a failing run leaves no new file: directory targets, write errors
+through RLIMIT_FSIZE, /dev/full and a full tmpfs when mounting is
+permitted, unwritable directories when not root), outputs that would
+share a path, CR / CRLF / BOM sources, and docs/ops.md == --list-ops=md.
 Every case runs; the report lists all failures."""
 import argparse
 import os
+import resource
+import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -27,9 +35,13 @@ graph model {
 """
 
 
-def run(rlxc, args, stdin=None):
+def run(rlxc, args, stdin=None, fsize=None):
+    def limit():  # write(2) past fsize bytes fails with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     p = subprocess.run([rlxc] + args, input=stdin, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=60)
+                       stderr=subprocess.PIPE, timeout=60,
+                       preexec_fn=limit if fsize is not None else None)
     return (p.returncode, p.stdout.decode("utf-8", "replace"),
             p.stderr.decode("utf-8", "replace"))
 
@@ -72,6 +84,14 @@ def test_bad_command_lines(rlxc, good):
         ("bad-dump", ["--dump-ir=nosuchpass", good], "valid: all"),
         ("bad-grad-missing", ["--grad-missing=maybe", good], "expected"),
         ("name-main", ["--name=main", good], "reserved"),
+        ("name-underscore", ["--name=_model", good], "reserved"),
+        ("name-rlx", ["--name=rlx_model", good], "runtime"),
+        ("name-derived", ["--name=rlx", good], "'rlx_signature' is reserved"),
+        ("emit-trailing-comma", ["--emit=obj,", good], "empty item"),
+        ("emit-empty-item", ["--emit=obj,,header", good], "empty item"),
+        ("emit-leading-comma", ["--emit=,obj", good], "empty item"),
+        ("wrt-trailing-comma", ["--wrt=%w,", good], "empty item"),
+        ("jvp-empty-item", ["--jvp=%x,,%w", good], "empty item"),
         ("name-keyword", ["--name=int", good], "keyword"),
         ("name-invalid", ["--name=a-b", good], "C identifier"),
         ("name-digit", ["--name=9a", good], "digit"),
@@ -79,8 +99,33 @@ def test_bad_command_lines(rlxc, good):
         ("wrt-empty", ["--wrt=", good], "--wrt"),
         ("list-ops-fmt", ["--list-ops=xml"], "unknown option"),
     ]
+    for sym in ["getenv", "sysconf", "pthread_create", "aligned_alloc",
+                "printf", "expf", "memcpy", "malloc", "mmap", "dlopen",
+                "open", "write", "sched_yield", "posix_memalign",
+                "atomic_flag_clear", "tanhf", "erff", "powl"]:
+        case_status(rlxc, "bad-cli.name-" + sym, ["--name=" + sym, good], 2,
+                    "'%s' is reserved" % sym)
     for name, args, msg in cases:
         case_status(rlxc, "bad-cli." + name, args, 2, msg)
+
+
+def test_reserved_graphs(rlxc, tmp):
+    """A graph named after a library symbol cannot name the entry points
+    (exit 1, at the graph); --name fixes it; ordinary names pass."""
+    for sym in ["getenv", "sysconf", "pthread_create", "printf", "_x"]:
+        f = os.path.join(tmp, "r_%s.rlx" % sym)
+        open(f, "w").write("graph %s {\n  input %%x: f32[]\n"
+                           "  return %%x\n}\n" % sym)
+        case_status(rlxc, "graph-reserved-" + sym, ["--check", f], 1,
+                    "graph '%s' cannot name the entry points" % sym)
+        case_status(rlxc, "graph-reserved-renamed-" + sym,
+                    ["--check", "--name=model", f], 0)
+    ok = os.path.join(tmp, "ok_names.rlx")
+    open(ok, "w").write("graph mlp {\n  input %x: f32[]\n  return %x\n}\n")
+    for name in ["model", "mlp", "train", "net", "forward", "predict",
+                 "digits", "loss", "step", "f"]:
+        case_status(rlxc, "name-allowed-" + name,
+                    ["--check", "--name=" + name, ok], 0)
 
 
 def test_inputs(rlxc, tmp, good):
@@ -125,6 +170,159 @@ def test_emit_ir(rlxc, tmp, good):
            and "graph model {" in err, err)
 
 
+def listing(d):
+    return sorted(os.listdir(d))
+
+
+def expect_fails_clean(rlxc, name, d, args, reason, fsize=None, where=None):
+    """args fail with exit 1, `WHERE: error: ...: REASON`, and leave d as
+    it was (no output, no temporary)."""
+    before = listing(d)
+    rc, _, err = run(rlxc, args, fsize=fsize)
+    expect(name, rc == 1, "exit %d: %s" % (rc, err))
+    expect(name, reason in err, "stderr lacks %r: %s" % (reason, err))
+    if where:
+        expect(name, err.startswith(where + ": error: "),
+               "stderr does not start with %r: %s" % (where + ": error:",
+                                                      err))
+    expect(name, "LLVM ERROR" not in err, err)
+    expect(name, listing(d) == before, "left %s (was %s)"
+           % (listing(d), before))
+
+
+def test_outputs(rlxc, tmp, good):
+    d = os.path.join(tmp, "out")
+    os.mkdir(d)
+    obj, hdr = os.path.join(d, "x.o"), os.path.join(d, "x.h")
+    rc, _, err = run(rlxc, ["-o", obj, good])
+    expect("outputs-ok", rc == 0 and listing(d) == ["x.h", "x.o"],
+           "%d %s %s" % (rc, listing(d), err))
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = 0o666 & ~umask
+    for f in (obj, hdr):
+        m = stat.S_IMODE(os.stat(f).st_mode) if os.path.exists(f) else 0
+        expect("outputs-mode", m == mode, "%s: %o, expected %o" % (f, m, mode))
+    size = os.path.getsize(obj) if rc == 0 else 0
+    hsize = os.path.getsize(hdr) if rc == 0 else 600
+    open(obj, "w").write("old")
+    rc, _, err = run(rlxc, ["-o", obj, good])
+    expect("outputs-replace", rc == 0 and os.path.getsize(obj) == size, err)
+    shutil.rmtree(d)
+    os.mkdir(d)
+    os.mkdir(os.path.join(d, "dir.o"))
+    dir_o = os.path.join(d, "dir.o")
+    expect_fails_clean(rlxc, "outputs-dir", d, ["-o", dir_o, good],
+                       "Is a directory", where=dir_o)
+    os.mkdir(os.path.join(d, "dir.h"))
+    expect_fails_clean(rlxc, "outputs-dir-header", d,
+                       ["-o", os.path.join(d, "dir.obj"), good],
+                       "Is a directory",
+                       where=os.path.join(d, "dir.h"))
+    expect_fails_clean(rlxc, "outputs-dir-ir", d,
+                       ["--emit=ir", "-o", dir_o, good], "Is a directory",
+                       where=dir_o)
+    expect_fails_clean(rlxc, "outputs-no-dir", d,
+                       ["-o", os.path.join(d, "nodir", "x.o"), good],
+                       "No such file or directory")
+    # write errors: the header (first) or the object (after the header
+    # was written) exceeds RLIMIT_FSIZE
+    for lim in (16, hsize):
+        expect_fails_clean(rlxc, "outputs-fsize-%d" % lim, d,
+                           ["-o", os.path.join(d, "x.o"), good],
+                           "File too large", fsize=lim)
+    expect_fails_clean(rlxc, "outputs-fsize-ir", d,
+                       ["--emit=ir", "-o", os.path.join(d, "x.rlx"), good],
+                       "File too large", fsize=16)
+    if os.path.exists("/dev/full"):
+        expect_fails_clean(rlxc, "outputs-dev-full", d,
+                           ["--emit=obj", "-o", "/dev/full", good],
+                           "No space left on device", where="/dev/full")
+    rc, _, err = run(rlxc, ["--emit=obj", "-o", "/dev/null", good])
+    expect("outputs-dev-null", rc == 0 and os.path.exists("/dev/null") and
+           stat.S_ISCHR(os.stat("/dev/null").st_mode), err)
+    test_full_disk(rlxc, tmp, good)
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = os.path.join(tmp, "ro")
+        os.mkdir(ro)
+        os.chmod(ro, 0o555)
+        expect_fails_clean(rlxc, "outputs-unwritable", ro,
+                           ["-o", os.path.join(ro, "x.o"), good],
+                           "Permission denied")
+        os.chmod(ro, 0o755)
+
+
+def test_full_disk(rlxc, tmp, good):
+    """A 64 KiB tmpfs filled up to one free page: the header fits, the
+    object does not. Skipped where mounting is not permitted."""
+    mnt = os.path.join(tmp, "small")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                       mnt], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        print("skip outputs-full-disk: cannot mount a tmpfs")
+        return
+    try:
+        fill = os.path.join(mnt, "fill")
+        with open(fill, "wb") as f:
+            try:
+                for _ in range(15):
+                    f.write(b"\0" * 4096)
+                    f.flush()
+            except OSError:
+                pass
+        expect_fails_clean(rlxc, "outputs-full-disk", mnt,
+                           ["-o", os.path.join(mnt, "x.o"), good],
+                           "No space left on device")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+def test_same_path(rlxc, tmp, good):
+    """Two outputs of one run with one path: a command-line error."""
+    d = os.path.join(tmp, "same")
+    os.mkdir(d)
+    cases = [
+        ("o-header", ["-o", os.path.join(d, "x.h")], "object and the header"),
+        ("o-asm", ["--emit=obj,asm", "-o", os.path.join(d, "k.s")],
+         "object and the assembly"),
+        ("o-ll", ["--emit=obj,llvm", "-o", os.path.join(d, "k.ll")],
+         "object and the LLVM IR"),
+        ("asm-header", ["--emit=asm,header", "-o", os.path.join(d, "k.h")],
+         "header and the assembly"),
+        ("dot-h", ["-o", os.path.join(d, ".h")], "would both be written"),
+    ]
+    for name, args, msg in cases:
+        case_status(rlxc, "same-path." + name, args + [good], 2, msg)
+    expect("same-path-clean", listing(d) == [], str(listing(d)))
+    case_status(rlxc, "same-path.check-ok",
+                ["--check", "-o", os.path.join(d, "x.h"), good], 0)
+    rc, _, err = run(rlxc, ["--emit=asm,llvm", "-o", os.path.join(d, "k"),
+                            good])
+    expect("distinct-paths", rc == 0 and listing(d) == ["k.ll", "k.s"],
+           "%d %s %s" % (rc, listing(d), err))
+
+
+def test_line_ends(rlxc, tmp):
+    """LF, CRLF and lone-CR files report the same line:col; a UTF-8
+    byte-order mark is skipped."""
+    body = ["graph g {", "  input %x: f32[4]", "  %y = nosuchop(%x)",
+            "  return %y", "}", ""]
+    for name, nl in [("lf", "\n"), ("crlf", "\r\n"), ("cr", "\r")]:
+        f = os.path.join(tmp, "ends_%s.rlx" % name)
+        open(f, "wb").write(nl.join(body).encode())
+        rc, _, err = run(rlxc, ["--check", f])
+        expect("line-ends-" + name, rc == 1 and
+               (f + ":3:8: error: unknown op 'nosuchop'") in err, err)
+    f = os.path.join(tmp, "bom.rlx")
+    open(f, "wb").write(b"\xef\xbb\xbf" + GOOD.encode())
+    rc, out, err = run(rlxc, ["--emit=ir", f])
+    expect("bom-accepted", rc == 0 and out.startswith("graph sq {"), err)
+    open(f, "wb").write(b"\xef\xbb\xbfgraph g { $\n}\n")
+    rc, _, err = run(rlxc, ["--check", f])
+    expect("bom-columns", rc == 1 and (f + ":1:11: error:") in err, err)
+
+
 def test_ops_md(rlxc, root):
     rc, out, err = run(rlxc, ["--list-ops=md"])
     path = os.path.join(root, "docs", "ops.md")
@@ -148,7 +346,11 @@ def main():
         test_info(a.rlxc)
         test_bad_command_lines(a.rlxc, good)
         test_inputs(a.rlxc, tmp, good)
+        test_reserved_graphs(a.rlxc, tmp)
         test_emit_ir(a.rlxc, tmp, good)
+        test_outputs(a.rlxc, tmp, good)
+        test_same_path(a.rlxc, tmp, good)
+        test_line_ends(a.rlxc, tmp)
         test_ops_md(a.rlxc, a.root)
     for f in FAILS:
         print("FAIL " + f)

@@ -1,7 +1,8 @@
 /* test_lexer.c: CUnit tests of the .rlx scanner (frontend/lexer.l)
  * through fe_tokenize: every token kind, keywords vs identifiers,
  * numbers (ints, floats, exponents, inf/nan, int64 limits), values and
- * graph references, comments, line:col positions (1-based, bytes), and
+ * graph references, comments, line:col positions (1-based, bytes) with
+ * LF, CRLF and lone-CR line ends, a skipped UTF-8 byte-order mark, and
  * the lexical errors (".5", malformed numbers, overflow, stray
  * characters, NUL and non-ASCII bytes) with their locations.
  */
@@ -115,6 +116,73 @@ static void test_positions(void) {
   ctx_free(c);
 }
 
+/* The same tokens at the same line:col whatever ends the lines. */
+static void check_line_ends(const char *nl) {
+  char src[256];
+  snprintf(src, sizeof src, "graph g {%s  input %%x: f32[4]%s%s// c%s"
+           "\t%%y = 1 // z%s}", nl, nl, nl, nl, nl);
+  FeToken *t;
+  int n;
+  Ctx *c = lex(src, strlen(src), &t, &n);
+  CU_ASSERT_EQUAL(c->nerrors, 0);
+  CU_ASSERT_EQUAL(n, 14);
+  struct { int i, line, col; } want[] = {
+      {0, 1, 1}, {2, 1, 9}, {3, 2, 3}, {4, 2, 9}, {9, 2, 18},
+      {10, 5, 2}, {11, 5, 5}, {12, 5, 7}, {13, 6, 1}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0] && n == 14; k++) {
+    CU_ASSERT_EQUAL(t[want[k].i].loc.line, want[k].line);
+    CU_ASSERT_EQUAL(t[want[k].i].loc.col, want[k].col);
+  }
+  ctx_free(c);
+}
+
+static void test_line_ends(void) {
+  check_line_ends("\n");
+  check_line_ends("\r\n");
+  check_line_ends("\r");
+  /* mixed: CR, CRLF, LF, then CR LF CR: lines 1, 2, 3, 4, then 6 */
+  FeToken *t;
+  int n;
+  const char *src = "a\rb\r\nc\nd\r\n\re";
+  Ctx *c = lex(src, strlen(src), &t, &n);
+  CU_ASSERT_EQUAL_FATAL(n, 5);
+  for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(t[i].loc.line, i + 1);
+  CU_ASSERT_EQUAL(t[4].loc.line, 6);
+  CU_ASSERT_EQUAL(t[4].loc.col, 1);
+  ctx_free(c);
+  /* errors on line 3 of CR-only and CRLF files */
+  check_error("graph g {\r  input %x: f32[4]\r  $\r}", 34, 3, 3,
+              "unexpected character '$'");
+  check_error("graph g {\r\n  input %x: f32[4]\r\n  $\r\n}", 37, 3, 3,
+              "unexpected character '$'");
+  /* a comment ends at a lone CR */
+  c = lex("// c\rgraph", 10, &t, &n);
+  CU_ASSERT_EQUAL(n, 1);
+  CU_ASSERT_EQUAL(t[0].loc.line, 2);
+  ctx_free(c);
+}
+
+static void test_bom(void) {
+  FeToken *t;
+  int n;
+  Ctx *c = lex("\xef\xbb\xbfgraph g", 10, &t, &n);
+  CU_ASSERT_EQUAL(c->nerrors, 0);
+  CU_ASSERT_EQUAL_FATAL(n, 2);
+  CU_ASSERT_STRING_EQUAL(fe_token_name(t[0].kind), "graph");
+  CU_ASSERT_EQUAL(t[0].loc.col, 1); /* columns count from after it */
+  CU_ASSERT_EQUAL(t[1].loc.col, 7);
+  ctx_free(c);
+  check_error("\xef\xbb\xbf  $", 6, 1, 3, "unexpected character '$'");
+  c = lex("\xef\xbb\xbf", 3, &t, &n); /* a BOM alone is an empty file */
+  CU_ASSERT_EQUAL(c->nerrors, 0);
+  CU_ASSERT_EQUAL(n, 0);
+  ctx_free(c);
+  /* only at the very start: elsewhere it is a non-ASCII byte run */
+  check_error("a \xef\xbb\xbf", 5, 1, 3, "non-ASCII");
+  check_error("\xef\xbb\xbf\xef\xbb\xbf", 6, 1, 1, "non-ASCII");
+  check_error("\xef\xbb", 2, 1, 1, "non-ASCII");
+}
+
 static void test_errors(void) {
   check_error("%y = .5", 7, 1, 6, "write 0.5");
   check_error("\n  -.25", 7, 2, 3, "digit before '.'");
@@ -171,6 +239,8 @@ int main(void) {
   CU_add_test(s, "values", test_values);
   CU_add_test(s, "numbers", test_numbers);
   CU_add_test(s, "positions", test_positions);
+  CU_add_test(s, "line_ends", test_line_ends);
+  CU_add_test(s, "bom", test_bom);
   CU_add_test(s, "errors", test_errors);
   CU_add_test(s, "binary_garbage", test_binary_garbage);
   CU_add_test(s, "nesting_limit", test_nesting_limit);
