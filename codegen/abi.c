@@ -91,14 +91,96 @@ static void copy_outputs(Cg *cg, Graph *g) {
   }
 }
 
-static bool emit_body(Cg *cg, Graph *g, LLVMValueRef fn, CgPlan *p) {
-  CgFn f;
-  cg_fn_begin(cg, &f, fn, p);
-  for (int i = 0; i < g->nnodes; i++)
+/* Does n's emitter produce code (not fused, folded, aliased or an
+ * argument)? */
+static bool emits_code(Cg *cg, const Node *n) {
+  CgSlotKind k = cg->fn->plan->slot[n->id].kind;
+  return k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED && k != CG_SLOT_ALIAS &&
+         n->op != OP_INPUT && n->op != OP_PARAM && n->op != OP_CONST;
+}
+
+static bool emit_nodes(Cg *cg, Graph *g, int from, int to) {
+  for (int i = from; i < to; i++)
     if (!cg_emit_node(cg, g->nodes[i])) {
       cg->failed = true;
       return false;
     }
+  return true;
+}
+
+/* Is block s one of the blocks from fn's first up to b? */
+static bool at_or_before(LLVMValueRef fn, LLVMBasicBlockRef s,
+                         LLVMBasicBlockRef b) {
+  for (LLVMBasicBlockRef x = LLVMGetFirstBasicBlock(fn); x;
+       x = LLVMGetNextBasicBlock(x)) {
+    if (x == s) return true;
+    if (x == b) return false;
+  }
+  return false;
+}
+
+/* Does fn branch back to a block at or before the branch (a loop)?
+ * Quadratic in the blocks of one segment, which are few. */
+static bool has_loop(LLVMValueRef fn) {
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b;
+       b = LLVMGetNextBasicBlock(b)) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(b);
+    unsigned n = t ? LLVMGetNumSuccessors(t) : 0;
+    for (unsigned k = 0; k < n; k++)
+      if (at_or_before(fn, LLVMGetSuccessor(t, k), b)) return true;
+  }
+  return false;
+}
+
+/* Nodes [from, to) as a function of their own, called from the current
+ * one: every value lives in memory (the plan), so a graph splits
+ * anywhere between nodes. A segment without loops is only address
+ * arithmetic and calls (loop nests are outlined bodies): it is marked
+ * optnone, so LLVM neither optimizes it nor selects its instructions
+ * with the slow selector. */
+static bool emit_segment(Cg *cg, Graph *g, int from, int to) {
+  CgFn *outer = cg->fn;
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
+  char name[300];
+  snprintf(name, sizeof name, "rlx.seg.%s.%d", g->name, cg->uniq++);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  cg_fn_attrs(cg, fn);
+  cg_noinline(cg, fn);
+  CgFn f;
+  cg_fn_begin(cg, &f, fn, outer->plan);
+  bool ok = emit_nodes(cg, g, from, to);
+  if (ok) cg_fn_finish(cg);
+  if (ok && !has_loop(fn)) cg_optnone(cg, fn);
+  cg->fn = outer;
+  LLVMPositionBuilderAtEnd(cg->b, bb);
+  if (!ok) return false;
+  LLVMValueRef a[3] = {outer->in, outer->out, outer->ws};
+  LLVMValueRef r = LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, a, 3, "");
+  if (f.can_fail) cg_fail_if_nonzero(cg, r);
+  return true;
+}
+
+/* A graph of more than CG_SEGMENT_NODES nodes that emit code becomes a
+ * sequence of calls to segment functions of at most that many: LLVM's
+ * cost grows faster than linearly in the size of one function. */
+static bool emit_body(Cg *cg, Graph *g, LLVMValueRef fn, CgPlan *p) {
+  CgFn f;
+  cg_fn_begin(cg, &f, fn, p);
+  int total = 0;
+  for (int i = 0; i < g->nnodes; i++) total += emits_code(cg, g->nodes[i]);
+  bool ok = true;
+  if (total <= CG_SEGMENT_NODES) ok = emit_nodes(cg, g, 0, g->nnodes);
+  for (int i = 0, cnt = 0, from = 0; ok && total > CG_SEGMENT_NODES &&
+                                     i < g->nnodes; i++) {
+    cnt += emits_code(cg, g->nodes[i]);
+    if (cnt == CG_SEGMENT_NODES || i == g->nnodes - 1) {
+      ok = emit_segment(cg, g, from, i + 1);
+      from = i + 1;
+      cnt = 0;
+    }
+  }
+  if (!ok) return false;
   copy_outputs(cg, g);
   cg_fn_finish(cg);
   return true;
@@ -147,15 +229,8 @@ void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                       LLVMValueRef *outs, int nout, LLVMValueRef ws) {
   LLVMValueRef args[3] = {ptr_array(cg, ins, nin), ptr_array(cg, outs, nout),
                           ws};
-  LLVMValueRef r = LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, args, 3, "");
-  LLVMValueRef ne = LLVMBuildICmp(cg->b, LLVMIntNE, r, cg_i32(cg, 0), "");
-  LLVMBasicBlockRef fail = cg_block(cg, "sub.fail");
-  LLVMBasicBlockRef ok = cg_block(cg, "sub.ok");
-  LLVMBuildCondBr(cg->b, ne, fail, ok);
-  LLVMPositionBuilderAtEnd(cg->b, fail);
-  LLVMBuildStore(cg->b, r, cg->fn->status);
-  LLVMBuildBr(cg->b, cg->fn->err_bb);
-  LLVMPositionBuilderAtEnd(cg->b, ok);
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, args, 3,
+                                        ""));
 }
 
 /* NAME(in, out, ws): allocate the workspace when ws is NULL. */

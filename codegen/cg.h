@@ -86,6 +86,8 @@ typedef struct CgFn {
   LLVMBasicBlockRef err_bb;    /* returns the i32 in status */
   LLVMValueRef status;         /* alloca i32 */
   CgPlan *plan;                /* of the enclosing graph function */
+  bool can_fail;               /* set by cg_fn_finish: a path returns
+                                  the status (else it returns 0) */
 } CgFn;
 
 /* Cached compiled subgraph. */
@@ -156,7 +158,8 @@ void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
 /* Start emitting function fn (params in, out, ws first): entry block
  * for allocas, status slot, error exit; makes f current. */
 void cg_fn_begin(Cg *cg, CgFn *f, LLVMValueRef fn, CgPlan *plan);
-/* The current block returns 0; the error exit returns the status. */
+/* The current block returns 0; the error exit returns the status (it is
+ * deleted when no path reaches it; f->can_fail says which). */
 void cg_fn_finish(Cg *cg);
 /* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
  * around the graph function, plus NAME_signature(). */
@@ -232,6 +235,8 @@ typedef struct {
 } CgLoop;
 /* Mark fn noinline (outlined bodies and segments stay separate). */
 void cg_noinline(Cg *cg, LLVMValueRef fn);
+/* Mark a noinline fn optnone: not optimized, compiled as at -O0. */
+void cg_optnone(Cg *cg, LLVMValueRef fn);
 /* for (i = begin; i < end; i++) with nc loop-carried values: carry[]
  * holds initial values and is replaced by the phis. Returns i (i64).
  * The body may create blocks freely. */

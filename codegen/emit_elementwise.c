@@ -22,8 +22,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LEAVES 256
+#define MAX_LEAVES CG_MAX_GROUP_OPERANDS /* fuse.c bounds a group's leaves */
 #define MAX_VAL_LEAVES 40 /* leaves passed to the body as noalias args */
+
+/* A node met in the tree: id + 1 (0: empty), leaf index + 1 (-1: inner
+ * node, 0: not collected), its value in element `gen`. Open addressing
+ * over EW_SLOTS > 2 * (CG_MAX_GROUP_NODES + MAX_LEAVES) entries: a
+ * tree's tables cost its size, not the graph's. */
+#define EW_SLOTS 512
+typedef struct {
+  int id, leaf;
+  unsigned gen;
+  LLVMValueRef memo;
+} EwEntry;
 
 typedef struct {
   Cg *cg;
@@ -32,8 +43,8 @@ typedef struct {
   Node *leaf[MAX_LEAVES];
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
   LLVMValueRef ptr[MAX_LEAVES];
-  int *leaf_of;        /* node id -> leaf index + 1 */
-  LLVMValueRef *memo;  /* node id -> value in the current element */
+  EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
+  unsigned gen;          /* memo entries of this element have it */
   int ndim;
   LLVMValueRef idx[RLX_MAX_RANK];
   LLVMValueRef flat;          /* prologue: flat index of the element */
@@ -52,16 +63,24 @@ static bool splat_leaf(const Node *n) {
   return n->op == OP_CONST && (n->splat || type_numel(&n->type) == 1);
 }
 
+static EwEntry *entry(Ew *e, const Node *n) {
+  unsigned h = ((unsigned)n->id * 2654435761u) & (EW_SLOTS - 1);
+  while (e->tab[h].id && e->tab[h].id != n->id + 1)
+    h = (h + 1) & (EW_SLOTS - 1);
+  e->tab[h].id = n->id + 1;
+  return &e->tab[h];
+}
+
 static bool collect(Ew *e, Node *n) {
-  if (e->leaf_of[n->id]) return true;
+  EwEntry *t = entry(e, n);
+  if (t->leaf) return true;
   if (!inner(e, n)) {
-    if (e->nleaf == MAX_LEAVES)
-      return cg_unsupported(e->cg, e->root, "too many fused operands");
+    RLX_ASSERT(e->nleaf < MAX_LEAVES);
     e->leaf[e->nleaf++] = n;
-    e->leaf_of[n->id] = e->nleaf;
+    t->leaf = e->nleaf;
     return true;
   }
-  e->leaf_of[n->id] = -1;
+  t->leaf = -1;
   for (int k = 0; k < n->nin; k++)
     if (!collect(e, n->in[k])) return false;
   return cg_ew_check(e->cg, n);
@@ -69,7 +88,8 @@ static bool collect(Ew *e, Node *n) {
 
 static LLVMValueRef value(Ew *e, Node *n) {
   Cg *cg = e->cg;
-  if (e->memo[n->id]) return e->memo[n->id];
+  EwEntry *t = entry(e, n);
+  if (t->gen == e->gen) return t->memo;
   LLVMValueRef v;
   if (inner(e, n)) {
     LLVMValueRef in[3];
@@ -78,7 +98,7 @@ static LLVMValueRef value(Ew *e, Node *n) {
   } else if (splat_leaf(n)) {
     v = cg_const_elem(cg, n, 0);
   } else {
-    int l = e->leaf_of[n->id] - 1;
+    int l = t->leaf - 1;
     LLVMValueRef off = cg_i64(cg, 0);
     if (e->flat && e->full[l]) off = e->flat;
     for (int d = 0; !(e->flat && e->full[l]) && d < e->ndim; d++)
@@ -90,27 +110,15 @@ static LLVMValueRef value(Ew *e, Node *n) {
                               "");
     v = cg_load(cg, n->type.dt, e->ptr[l], off);
   }
-  e->memo[n->id] = v;
+  t->memo = v; /* entries never move */
+  t->gen = e->gen;
   return v;
 }
 
-static bool ew_init(Ew *e, Cg *cg, Node *root) {
+static void ew_init(Ew *e, Cg *cg, Node *root) {
   e->cg = cg;
   e->root = root;
-  int ns = cg->fn->plan->nslots + 1;
-  e->leaf_of = calloc((size_t)ns, sizeof(int));
-  e->memo = calloc((size_t)ns, sizeof(LLVMValueRef));
-  if (!e->leaf_of || !e->memo) {
-    free(e->leaf_of);
-    free(e->memo);
-    return false;
-  }
-  return true;
-}
-
-static void ew_done(Ew *e) {
-  free(e->leaf_of);
-  free(e->memo);
+  e->gen = 1;
 }
 
 /* Coalesce the output dims: drop size-1 dims, merge a dim into the next
@@ -168,7 +176,7 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
 
 bool cg_emit_elementwise(Cg *cg, Node *n) {
   Ew e = {0};
-  if (!ew_init(&e, cg, n)) return false;
+  ew_init(&e, cg, n);
   bool ok = collect(&e, n);
   if (ok) {
     int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
@@ -195,7 +203,6 @@ bool cg_emit_elementwise(Cg *cg, Node *n) {
     emit_nest(&e, k, cd, ostr, vals[0]);
     cg_par_end(cg, &p);
   }
-  ew_done(&e);
   return ok;
 }
 
@@ -211,13 +218,12 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
     return cg_elem_at(cg, n->in[0], sw);
   }
   Ew e = {0};
-  RLX_ASSERT(ew_init(&e, cg, n));
+  ew_init(&e, cg, n);
   if (s->kind != CG_SLOT_FUSED) {
     e.root = NULL;
     e.leaf[0] = n;
-    e.leaf_of[n->id] = e.nleaf = 1;
+    entry(&e, n)->leaf = e.nleaf = 1;
   } else if (!collect(&e, n)) {
-    ew_done(&e);
     return LLVMGetUndef(cg_ctype(cg, n->type.dt));
   }
   e.ndim = n->type.rank;
@@ -227,7 +233,6 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
     if (!splat_leaf(e.leaf[l])) e.ptr[l] = cg_buf(cg, e.leaf[l]);
   }
   LLVMValueRef v = value(&e, n);
-  ew_done(&e);
   return v;
 }
 
@@ -277,11 +282,10 @@ static void unflatten(Cg *cg, const Type *t, LLVMValueRef i,
 
 LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
   Ew e = {0};
-  RLX_ASSERT(ew_init(&e, cg, n));
+  ew_init(&e, cg, n);
   LLVMTypeRef ct = cg_ctype(cg, n->type.dt);
   LLVMTypeRef rt = lanes > 1 ? LLVMVectorType(ct, (unsigned)lanes) : ct;
   if (!collect(&e, n)) {
-    ew_done(&e);
     return LLVMGetUndef(rt);
   }
   bool need_idx = false;
@@ -295,7 +299,6 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
     }
   }
   LLVMValueRef r = lanes > 1 ? LLVMGetUndef(rt) : NULL, i0 = NULL;
-  size_t ns = (size_t)cg->fn->plan->nslots + 1;
   int dl = n->type.rank - 1; /* innermost dim of size > 1 */
   while (dl > 0 && n->type.dims[dl] == 1) dl--;
   if (need_idx) {
@@ -306,11 +309,10 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
     e.flat = k ? LLVMBuildNSWAdd(cg->b, idx, cg_i64(cg, k), "") : idx;
     if (need_idx && k) /* lanes stay in one row of dim dl (fuse.c) */
       e.idx[dl] = LLVMBuildNSWAdd(cg->b, i0, cg_i64(cg, k), "");
-    memset(e.memo, 0, ns * sizeof *e.memo);
+    e.gen++;
     LLVMValueRef v = value(&e, n);
     if (lanes <= 1) r = v;
     else r = LLVMBuildInsertElement(cg->b, r, v, cg_i32(cg, k), "");
   }
-  ew_done(&e);
   return r;
 }

@@ -21,6 +21,13 @@
  * fused into a consumer, resolved to the node that owns the storage (a
  * stop_gradient root accepts no fused producers, so it can alias).
  * Decided in reverse node order, so consumers are decided first.
+ * Groups are bounded (CG_MAX_GROUP_NODES nodes, CG_MAX_GROUP_OPERANDS
+ * operand slots): a producer that would overflow its consumers' group
+ * becomes the root of a new one. This keeps every fused tree, and so
+ * the recursion over it and the LLVM loop body it becomes, small
+ * whatever the graph's size, and bounds a root's leaves. Walks over a
+ * fused tree visit each FUSED node once (cg_walk_*): trees are DAGs
+ * with shared nodes, and a walk without a visited set is exponential.
  */
 #include "codegen/cg.h"
 
@@ -121,14 +128,27 @@ bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
   }
 }
 
+/* Nodes and operand slots of the group rooted at each node id. */
+typedef struct {
+  Node **root;
+  int *nodes, *slots;
+} Groups;
+
+/* Does n fit into the group rooted at r? */
+static bool fits(const Groups *gr, const Node *r, const Node *n) {
+  return gr->nodes[r->id] < CG_MAX_GROUP_NODES &&
+         gr->slots[r->id] + n->nin <= CG_MAX_GROUP_OPERANDS;
+}
+
 /* n joins its consumers' group: returns the group root or NULL. A lone
  * consumer of the reduction family takes n as its prologue. */
-static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
+static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
                      const bool *isret) {
   if (!is_ew(n) || isret[n->id]) return NULL;
+  Node **root = gr->root;
   if (u->start[n->id + 1] - u->start[n->id] == 1) {
     Node *c = g->nodes[u->list[u->start[n->id]]];
-    if (cg_fuse_prologue_ok(c, n)) return c;
+    if (cg_fuse_prologue_ok(c, n)) return fits(gr, root[c->id], n) ? c : NULL;
   }
   Node *r = NULL;
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
@@ -140,16 +160,16 @@ static Node *fusable(Graph *g, Node *n, Uses *u, Node **root,
     if (r && root[c->id] != r) return NULL;
     r = root[c->id];
   }
-  return r;
+  return r && fits(gr, r, n) ? r : NULL;
 }
 
 /* A leaf of n's fused tree read with broadcast strides (not a scalar
  * constant, not laid out like n)? */
-static bool bcast_leaf(const CgPlan *plan, const Node *root, const Node *n) {
+static bool bcast_leaf(CgPlan *plan, const Node *root, const Node *n) {
   for (int k = 0; k < n->nin; k++) {
     const Node *o = n->in[k];
     if (plan->slot[o->id].kind == CG_SLOT_FUSED) {
-      if (bcast_leaf(plan, root, o)) return true;
+      if (cg_walk_first(plan, o) && bcast_leaf(plan, root, o)) return true;
       continue;
     }
     if (o->op == OP_CONST && (o->splat || type_numel(&o->type) == 1))
@@ -171,8 +191,9 @@ static void fix_prologue(Graph *g, CgPlan *plan) {
     Node *c = g->nodes[i];
     if (!is_reduce(c->op) || !reduces_innermost(c)) continue;
     Node *n = c->in[0];
-    if (plan->slot[n->id].kind == CG_SLOT_FUSED && bcast_leaf(plan, n, n))
-      plan->slot[n->id].kind = CG_SLOT_NONE;
+    if (plan->slot[n->id].kind != CG_SLOT_FUSED) continue;
+    cg_walk_begin(plan);
+    if (bcast_leaf(plan, n, n)) plan->slot[n->id].kind = CG_SLOT_NONE;
   }
 }
 
@@ -185,15 +206,19 @@ static bool all_matmul(Graph *g, Node *n, Uses *u) {
 
 bool cg_fuse(Graph *g, CgPlan *plan) {
   Uses u = {0};
-  bool *isret = calloc((size_t)g->next_id + 1, sizeof(bool));
-  Node **root = calloc((size_t)g->next_id + 1, sizeof(Node *));
-  bool ok = isret && root && uses_build(g, &u);
+  size_t ids = (size_t)g->next_id + 1;
+  bool *isret = calloc(ids, sizeof(bool));
+  Groups gr = {calloc(ids, sizeof(Node *)), calloc(ids, sizeof(int)),
+               calloc(ids, sizeof(int))};
+  bool ok = isret && gr.root && gr.nodes && gr.slots && uses_build(g, &u);
   for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
   for (int i = g->nnodes - 1; ok && i >= 0; i--) {
     Node *n = g->nodes[i];
     CgSlot *s = &plan->slot[n->id];
-    Node *r = fusable(g, n, &u, root, isret);
-    root[n->id] = r ? r : n;
+    Node *r = fusable(g, n, &u, &gr, isret);
+    gr.root[n->id] = r ? r : n;
+    gr.nodes[gr.root[n->id]->id]++;
+    gr.slots[gr.root[n->id]->id] += n->nin;
     if (r)
       s->kind = CG_SLOT_FUSED;
     else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, &u))
@@ -214,8 +239,18 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   free(u.start);
   free(u.list);
   free(isret);
-  free(root);
+  free(gr.root);
+  free(gr.nodes);
+  free(gr.slots);
   return ok;
+}
+
+void cg_walk_begin(CgPlan *plan) { plan->epoch++; }
+
+bool cg_walk_first(CgPlan *plan, const Node *n) {
+  if (plan->seen[n->id] == plan->epoch) return false;
+  plan->seen[n->id] = plan->epoch;
+  return true;
 }
 
 bool cg_is_fused(const CgPlan *plan, const Node *n) {

@@ -82,10 +82,16 @@ void cg_fn_begin(Cg *cg, CgFn *f, LLVMValueRef fn, CgPlan *plan) {
   fn_begin(cg, f, fn, plan);
 }
 
-/* Finish: current block returns 0; the error block returns status. */
+/* Finish: current block returns 0; the error block returns status, or
+ * is deleted when nothing branches to it (the function cannot fail). */
 void cg_fn_finish(Cg *cg) {
   CgFn *f = cg->fn;
   LLVMBuildRet(cg->b, cg_i32(cg, 0));
+  f->can_fail = LLVMGetFirstUse(LLVMBasicBlockAsValue(f->err_bb)) != NULL;
+  if (!f->can_fail) {
+    LLVMDeleteBasicBlock(f->err_bb);
+    return;
+  }
   LLVMPositionBuilderAtEnd(cg->b, f->err_bb);
   LLVMBuildRet(cg->b, LLVMBuildLoad2(cg->b, cg->t_i32, f->status, ""));
   LLVMMoveBasicBlockAfter(f->err_bb, LLVMGetLastBasicBlock(f->fn));
@@ -94,6 +100,14 @@ void cg_fn_finish(Cg *cg) {
 static void add_attr(Cg *cg, LLVMValueRef fn, unsigned idx, const char *nm) {
   unsigned k = LLVMGetEnumAttributeKindForName(nm, strlen(nm));
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(cg->lc, k, 0));
+}
+
+void cg_noinline(Cg *cg, LLVMValueRef fn) {
+  add_attr(cg, fn, LLVMAttributeFunctionIndex, "noinline");
+}
+
+void cg_optnone(Cg *cg, LLVMValueRef fn) {
+  add_attr(cg, fn, LLVMAttributeFunctionIndex, "optnone");
 }
 
 LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
@@ -118,7 +132,7 @@ LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
   p->body = LLVMAddFunction(cg->mod, name, ft);
   LLVMSetLinkage(p->body, LLVMInternalLinkage);
   cg_fn_attrs(cg, p->body);
-  add_attr(cg, p->body, LLVMAttributeFunctionIndex, "noinline");
+  cg_noinline(cg, p->body);
   for (int i = 0; i < nv; i++)
     if (noalias && LLVMTypeOf(vals[i]) == cg->t_ptr)
       add_attr(cg, p->body, (unsigned)i + 4, "noalias");
@@ -171,7 +185,7 @@ static LLVMValueRef build_task(Cg *cg, CgPar *p, LLVMTypeRef st) {
   return t;
 }
 
-static void fail_if_nonzero(Cg *cg, LLVMValueRef code) {
+void cg_fail_if_nonzero(Cg *cg, LLVMValueRef code) {
   LLVMBasicBlockRef fail = cg_block(cg, "fail");
   LLVMBasicBlockRef ok = cg_block(cg, "ok");
   LLVMBuildCondBr(cg->b,
@@ -201,7 +215,8 @@ static void call_parallel(Cg *cg, CgPar *p) {
   LLVMValueRef args[4] = {p->n, cg_i64(cg, p->grain), task, ctx};
   cg_call(cg, "rlx_parallel_for", cg->t_void, args, 4);
   LLVMValueRef sp = LLVMBuildStructGEP2(cg->b, st, ctx, 3, "");
-  fail_if_nonzero(cg, LLVMBuildLoad2(cg->b, cg->t_i32, sp, ""));
+  if (p->body_fn.can_fail)
+    cg_fail_if_nonzero(cg, LLVMBuildLoad2(cg->b, cg->t_i32, sp, ""));
 }
 
 void cg_par_end(Cg *cg, CgPar *p) {
@@ -221,7 +236,7 @@ void cg_par_end(Cg *cg, CgPar *p) {
   args[4 + p->nv] = p->n;
   LLVMValueRef r = LLVMBuildCall2(cg->b, LLVMGlobalGetValueType(p->body),
                                   p->body, args, (unsigned)p->nv + 5, "");
-  fail_if_nonzero(cg, r);
+  if (p->body_fn.can_fail) cg_fail_if_nonzero(cg, r);
 }
 
 int64_t cg_grain(int64_t n, int64_t per_iter) {

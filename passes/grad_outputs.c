@@ -14,40 +14,59 @@
 #include "passes/ad.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static bool name_taken(const Graph *g, const char *name) {
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of g's values, sorted (arena); *n gets their count. */
+static const char **sorted_names(Ctx *c, const Graph *g, int *n) {
+  const char **v = arena_alloc(c->arena, sizeof(char *) *
+                                             ((size_t)g->nnodes + 1));
+  *n = 0;
   for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i]->name && !strcmp(g->nodes[i]->name, name)) return true;
-  return false;
+    if (g->nodes[i]->name) v[(*n)++] = g->nodes[i]->name;
+  qsort(v, (size_t)*n, sizeof *v, cmp_str);
+  return v;
 }
 
 /* Names of the wrt values in order: --wrt, else the entry's params. */
-static const char *wrt_name(const Unit *u, int k) {
-  if (u->opt->nwrt) return u->opt->wrt[k];
-  for (int i = 0, j = 0; i < u->entry->nargs; i++)
-    if (u->entry->args[i]->op == OP_PARAM && j++ == k)
-      return u->entry->args[i]->name;
-  return NULL;
+static const char **wrt_names(const Unit *u) {
+  if (u->opt->nwrt) return (const char **)u->opt->wrt;
+  const Graph *e = u->entry;
+  const char **v = arena_alloc(u->ctx->arena, sizeof(char *) *
+                                                  ((size_t)e->nargs + 1));
+  for (int i = 0, j = 0; i < e->nargs; i++)
+    if (e->args[i]->op == OP_PARAM) v[j++] = e->args[i]->name;
+  return v;
 }
 
 bool pass_grad_outputs(Unit *u) {
   if (!u->opt || !u->opt->grad || !u->grad) return true;
   Graph *g = u->grad;
-  int nf = u->entry->nret;
+  int nf = u->entry->nret, nnames;
   IrBuilder b = {u->ctx, g, g->loc};
+  const char **names = sorted_names(u->ctx, g, &nnames);
+  const char **wrt = wrt_names(u);
+  int *nret_of = arena_alloc(u->ctx->arena,
+                             sizeof(int) * ((size_t)g->next_id + 1));
+  for (int j = 0; j < g->nret; j++) nret_of[g->rets[j]->id]++;
   for (int k = 0; nf + k < g->nret; k++) {
     Node *r = g->rets[nf + k];
-    const char *w = wrt_name(u, k);
+    const char *w = wrt[k], *key = NULL;
     char buf[256];
     snprintf(buf, sizeof buf, "d_%s", w ? w : "value");
     if (r->name && !strcmp(r->name, buf)) continue;
-    bool shared = false;
-    for (int j = 0; j < g->nret; j++) shared |= j != nf + k && g->rets[j] == r;
-    if (shared || r->name || r->op == OP_INPUT || r->op == OP_PARAM ||
-        r->op == OP_CONST)
+    if (nret_of[r->id] > 1 || r->name || r->op == OP_INPUT ||
+        r->op == OP_PARAM || r->op == OP_CONST) {
+      nret_of[r->id]--;
       r = g->rets[nf + k] = ib_reshape_as(&b, r, &r->type);
-    if (!name_taken(g, buf)) r->name = arena_strdup(u->ctx->arena, buf);
+    }
+    key = buf;
+    if (!bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str))
+      r->name = arena_strdup(u->ctx->arena, buf);
   }
   return true;
 }

@@ -52,6 +52,35 @@ typedef struct {
   int id, inplace_of; /* node ids (-1: scratch / none) */
 } Blk;
 
+/* The placement is first fit in definition order: each block sits at the
+ * lowest 64-aligned offset free of every earlier block live with it (a
+ * root computed in place extends its leaf's block instead). Brute force,
+ * independent of memplan.c's sweep. */
+static void check_first_fit(Blk *b, int n) {
+  for (int j = n - 1; j >= 0; j--) { /* a root over a root over a leaf */
+    int o = j;
+    for (int i = n - 1; i >= 0; i--)
+      if (b[o].inplace_of >= 0 && b[i].id == b[o].inplace_of) o = i;
+    if (b[j].last > b[o].last) b[o].last = b[j].last;
+  }
+  for (int i = 0; i < n; i++) {
+    if (b[i].inplace_of >= 0 || !b[i].size) continue;
+    int64_t off = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int j = 0; j < i; j++) {
+        if (b[j].inplace_of >= 0 || !b[j].size) continue;
+        bool live = b[j].def <= b[i].last && b[i].def <= b[j].last;
+        if (live && off < b[j].off + b[j].size && b[j].off < off + b[i].size) {
+          off = (b[j].off + b[j].size + 63) & ~(int64_t)63;
+          moved = true;
+        }
+      }
+    }
+    CU_ASSERT_EQUAL(b[i].off, off);
+  }
+}
+
 /* Every pair of blocks live at the same time is disjoint; aligned. */
 static int check_invariant(const Planned *r) {
   Blk b[4096];
@@ -86,6 +115,7 @@ static int check_invariant(const Planned *r) {
   }
   CU_ASSERT_EQUAL(bad, 0);
   CU_ASSERT_EQUAL(r->p->ws_bytes % 64, 0);
+  check_first_fit(b, n);
   return n;
 }
 
@@ -285,6 +315,66 @@ static void test_prologue_kept(void) {
   ctx_free(r.c);
 }
 
+/* Source of a chain (%v_i = OP(%v_{i-1}, ARG)) of n nodes over
+ * f32[64]; ARG NULL: %v_{i-1} itself (a diamond lattice). */
+static char *chain_src(int n, const char *op, const char *arg) {
+  char *src = malloc((size_t)n * 64 + 128);
+  int k = sprintf(src, "graph g { input %%x: f32[64]\n%%v0 = exp(%%x)\n");
+  for (int i = 1; i <= n; i++) {
+    char prev[16];
+    snprintf(prev, sizeof prev, "%%v%d", i - 1);
+    k += sprintf(src + k, "%%v%d = %s(%s, %s)\n", i, op, prev,
+                 arg ? arg : prev);
+  }
+  sprintf(src + k, "return %%v%d }", n);
+  return src;
+}
+
+/* Fused groups stay bounded on long chains: counted from the plan (root
+ * = the nearest consumer with storage), nodes per group and operand
+ * slots per group never exceed the limits, and the chain is cut. */
+static void check_groups(const Planned *r) {
+  Graph *g = r->g;
+  int *nodes = calloc((size_t)g->next_id + 1, sizeof(int));
+  int *slots = calloc((size_t)g->next_id + 1, sizeof(int));
+  Node **root = calloc((size_t)g->next_id + 1, sizeof(Node *));
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    Node *n = g->nodes[i];
+    root[n->id] = n;
+    if (r->p->slot[n->id].kind == CG_SLOT_FUSED)
+      for (int j = i + 1; j < g->nnodes; j++) /* first consumer's root */
+        for (int k = 0; k < g->nodes[j]->nin; k++)
+          if (g->nodes[j]->in[k] == n && root[n->id] == n)
+            root[n->id] = root[g->nodes[j]->id];
+    nodes[root[n->id]->id]++;
+    slots[root[n->id]->id] += n->nin;
+  }
+  for (int i = 0; i <= g->next_id; i++) {
+    CU_ASSERT_TRUE(nodes[i] <= CG_MAX_GROUP_NODES);
+    CU_ASSERT_TRUE(slots[i] <= CG_MAX_GROUP_OPERANDS);
+  }
+  free(nodes);
+  free(slots);
+  free(root);
+}
+
+static void test_group_bounds(void) {
+  const char *cases[][2] = {{"mul", "0.999"}, {"add", "%x"}, {"add", NULL}};
+  for (int c = 0; c < 3; c++) {
+    char *src = chain_src(300, cases[c][0], cases[c][1]);
+    Planned r = plan_src(src, NULL);
+    check_groups(&r);
+    check_invariant(&r);
+    int roots = 0;
+    for (int i = 0; i < r.g->nnodes; i++)
+      roots += r.p->slot[r.g->nodes[i]->id].kind != CG_SLOT_FUSED &&
+               cg_is_elementwise(r.g->nodes[i]->op);
+    CU_ASSERT_TRUE(roots >= 300 / CG_MAX_GROUP_NODES);
+    ctx_free(r.c);
+    free(src);
+  }
+}
+
 /* Random DAGs of matmul / add / exp / reshape with random reuse. */
 static void test_random_graphs(void) {
   srand(12345);
@@ -331,6 +421,7 @@ int main(void) {
   CU_add_test(s, "prologue fused", test_prologue_fused);
   CU_add_test(s, "prologue kept", test_prologue_kept);
   CU_add_test(s, "random graphs", test_random_graphs);
+  CU_add_test(s, "group bounds", test_group_bounds);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned f = CU_get_number_of_failures();
