@@ -57,6 +57,8 @@ LLVMValueRef cg_const(Cg *cg, DType dt, double v) {
 }
 
 LLVMValueRef cg_gep(Cg *cg, LLVMValueRef base, LLVMValueRef off) {
+  if (LLVMIsAConstantInt(off) && LLVMConstIntGetSExtValue(off) == 0)
+    return base; /* less IR for large graphs: no zero-offset GEPs */
   return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, base, &off, 1, "");
 }
 

@@ -43,6 +43,14 @@ static const char **wrt_names(const Unit *u) {
   return v;
 }
 
+/* Was wrt value k listed before (--wrt=%a,%a: one name, the first)?
+ * Params are distinct; a --wrt list is short. */
+static bool repeated(const Unit *u, const char **wrt, int k) {
+  for (int j = 0; u->opt->nwrt && j < k; j++)
+    if (wrt[j] && wrt[k] && !strcmp(wrt[j], wrt[k])) return true;
+  return false;
+}
+
 bool pass_grad_outputs(Unit *u) {
   if (!u->opt || !u->opt->grad || !u->grad) return true;
   Graph *g = u->grad;
@@ -65,7 +73,8 @@ bool pass_grad_outputs(Unit *u) {
       r = g->rets[nf + k] = ib_reshape_as(&b, r, &r->type);
     }
     key = buf;
-    if (!bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str))
+    if (!bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str) &&
+        !repeated(u, wrt, k))
       r->name = arena_strdup(u->ctx->arena, buf);
   }
   return true;
