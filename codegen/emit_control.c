@@ -4,12 +4,15 @@
  * is the front of the node's scratch area, followed by the node's own
  * carry buffers.
  *
- * scan: step t calls body(carry, bcasts..., xs_k[t]...) -> carry. With
- *   save_trajectory the carry after step t is written straight into row
- *   t of the output (reading row t-1); otherwise carries ping-pong
- *   between the output and one scratch buffer, arranged so that the
- *   last step writes the output. checkpoints only matters for reverse
- *   mode and is ignored here (values are exact).
+ * scan: step t calls body(carry, bcasts..., xs_k[t]...) -> carry, for
+ *   t = 0 ... L-1, or L-1 ... 0 with reverse=true (iteration i runs step
+ *   t = L-1-i: plain index arithmetic, nothing is reversed in memory).
+ *   With save_trajectory the carry after step t is written straight
+ *   into row t of the output (reading the row of the previous
+ *   iteration, t-1 or t+1); otherwise carries ping-pong between the
+ *   output and one scratch buffer, arranged so that the last iteration
+ *   writes the output. checkpoints only matters for reverse mode and is
+ *   ignored here (values are exact).
  * if: the predicate (bool or numeric, non-zero = true) is evaluated,
  *   then exactly one branch function runs, writing the output.
  * while: cond(carries) -> scalar; body(carries) -> carries, ping-pong
@@ -58,7 +61,12 @@ static LLVMValueRef byte_off(Cg *cg, LLVMValueRef p, LLVMValueRef t,
   return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, t, cg_i64(cg, bytes), ""));
 }
 
-/* Pointer written by step t (without trajectory): the output when
+/* The step run by iteration i of a reverse scan: L-1-i. */
+static LLVMValueRef step_of(Cg *cg, LLVMValueRef i, int64_t L) {
+  return LLVMBuildNSWSub(cg->b, cg_i64(cg, L - 1), i, "");
+}
+
+/* Pointer written by iteration t (without trajectory): the output when
  * L-1-t is even, else the scratch carry. */
 static LLVMValueRef pingpong(Cg *cg, LLVMValueRef t, int64_t L,
                              LLVMValueRef out, LLVMValueRef tmp) {
@@ -89,13 +97,16 @@ bool cg_emit_scan(Cg *cg, Node *n) {
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
+  bool rev = ir_attr_bool(n, ATTR_REVERSE, false);
   CgLoop l;
-  LLVMValueRef t = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
                                  NULL, 0);
-  LLVMValueRef tm1 = LLVMBuildNSWSub(cg->b, t, cg_i64(cg, 1), "");
-  LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, t, cg_i64(cg, 0), "");
-  LLVMValueRef prev = save ? byte_off(cg, out, tm1, cb)
-                           : pingpong(cg, tm1, L, out, tmp);
+  LLVMValueRef im1 = LLVMBuildNSWSub(cg->b, i, cg_i64(cg, 1), "");
+  LLVMValueRef t = rev ? step_of(cg, i, L) : i;
+  LLVMValueRef tp = rev ? step_of(cg, im1, L) : im1; /* previous step */
+  LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, i, cg_i64(cg, 0), "");
+  LLVMValueRef prev = save ? byte_off(cg, out, tp, cb)
+                           : pingpong(cg, im1, L, out, tmp);
   LLVMValueRef a[64];
   a[0] = sel_ptr(cg, first, init, prev);
   for (int k = 1; k < n->nin; k++) {
@@ -105,7 +116,7 @@ bool cg_emit_scan(Cg *cg, Node *n) {
                       type_bytes(&n->in[k]->type) / n->in[k]->type.dims[0]);
   }
   LLVMValueRef dst = save ? byte_off(cg, out, t, cb)
-                          : pingpong(cg, t, L, out, tmp);
+                          : pingpong(cg, i, L, out, tmp);
   cg_call_graph_fn(cg, fn, a, n->nin, &dst, 1, ws);
   cg_loop_end(cg, &l, NULL);
   return true;

@@ -130,17 +130,6 @@ Node *ib_i64s(IrBuilder *b, const int64_t *v, int64_t n) {
   return ir_const_new(b->c, b->g, t, v, false, b->loc);
 }
 
-Node *ib_reverse0(IrBuilder *b, Node *x) {
-  int64_t L = x->type.dims[0];
-  if (L <= 1) return x;
-  int64_t *idx = arena_alloc(b->c->arena, sizeof(int64_t) * (size_t)L);
-  for (int64_t i = 0; i < L; i++) idx[i] = L - 1 - i;
-  Node *in[2] = {x, ib_i64s(b, idx, L)};
-  Node *n = ib_op(b, OP_GATHER, in, 2);
-  ir_attr_set_int(b->c, n, ATTR_AXIS, 0);
-  return ib_finish(b, n);
-}
-
 /* ---- rewriting ---- */
 
 /* Append an existing node to g's list (growing it in the arena). */

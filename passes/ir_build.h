@@ -52,8 +52,6 @@ Node *ib_concat(IrBuilder *b, Node *const *parts, int n, int axis);
 Node *ib_cast(IrBuilder *b, Node *x, DType to);
 /* i64 constant vector holding v[0..n) */
 Node *ib_i64s(IrBuilder *b, const int64_t *v, int64_t n);
-/* reverse x along axis 0 (gather with constant indices) */
-Node *ib_reverse0(IrBuilder *b, Node *x);
 
 /* Replace nodes of g. fn sees each old node after its operands were
  * redirected and returns its replacement (or the node itself to keep

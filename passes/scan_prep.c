@@ -10,10 +10,12 @@
  *     expand VJP produces.
  * (b) Trajectory conversion: a scan with save_trajectory=false (and no
  *     checkpoints, and L > 0) becomes a trajectory scan followed by
- *     narrow(axis 0, L-1, 1) + reshape to the carry, so reverse mode
+ *     narrow(axis 0, L-1, 1) (row 0 for reverse=true: the carry after
+ *     step 0, the last one run) + reshape to the carry, so reverse mode
  *     reads the carries it needs instead of recomputing them. A scan
  *     with checkpoints=K keeps its final-carry form: scan_ad.c keeps K
- *     carries and recomputes the rest.
+ *     carries and recomputes the rest. So does a carry of rank 8 (no
+ *     trajectory type exists; scan_ad.c reports it).
  * Provides: every scan has num_bcast = 0.
  */
 #include "passes/ad.h"
@@ -51,7 +53,8 @@ static Node *rewrite_scan(IrBuilder *b, Node *n, void *ud) {
   int64_t L = scan_len(n);
   bool bcast = ir_attr_int(n, ATTR_NUM_BCAST, 0) != 0;
   bool traj = !ir_attr_bool(n, ATTR_SAVE_TRAJ, false) && L > 0 &&
-              ir_attr_int(n, ATTR_CHECKPOINTS, 0) == 0;
+              ir_attr_int(n, ATTR_CHECKPOINTS, 0) == 0 &&
+              n->type.rank < RLX_MAX_RANK;
   if (!bcast && !traj) return n;
   Node **in = materialize(b, n, L);
   Node *s = ir_node_new(b->c, b->g, OP_SCAN, in, n->nin, n->loc);
@@ -60,7 +63,8 @@ static Node *rewrite_scan(IrBuilder *b, Node *n, void *ud) {
   ir_attr_set_int(b->c, s, ATTR_LENGTH, L);
   if (traj) ir_attr_set_bool(b->c, s, ATTR_SAVE_TRAJ, true);
   ib_finish(b, s);
-  Node *r = traj ? ib_reshape_as(b, ib_narrow(b, s, 0, L - 1, 1), &n->type)
+  int64_t last = ir_attr_bool(n, ATTR_REVERSE, false) ? 0 : L - 1;
+  Node *r = traj ? ib_reshape_as(b, ib_narrow(b, s, 0, last, 1), &n->type)
                  : s;
   r->name = n->name;
   return r;

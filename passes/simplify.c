@@ -13,7 +13,7 @@
  *   - expand to the same shape, narrow of the whole axis -> x;
  *   - gather with constant in-range indices along an axis that x
  *     broadcasts (expand of size 1) -> x, when the type is unchanged
- *     (reversing a broadcast, as scan reverse mode does);
+ *     (reversing a broadcast, say);
  *   - concat(a...) + concat(b...) along one axis where one side's
  *     pieces are zeros (narrow/concat VJPs): the sum of the pieces,
  *     pairwise, as one concat (x + 0 drops the zero additions).

@@ -579,15 +579,18 @@ RNN_CELL = """graph cell_{dt} {{
 """
 
 
-def _rnn(t, steps):
-    h, hs = t["h0"], []
-    for s in range(steps):
+def _rnn(t, steps, rev=False):
+    """Steps 0 ... L-1 (L-1 ... 0 with rev); row s = carry after s."""
+    h, hs = t["h0"], [None] * steps
+    for s in (reversed(range(steps)) if rev else range(steps)):
         h = torch.tanh(h @ t["w"] + t["xs"][s])
-        hs.append(h)
+        hs[s] = h
     return h, torch.stack(hs)
 
 
 def rnn_case(name, attrs, traj, steps=7):
+    rev = "reverse=true" in attrs
+
     @case(name, ops=["scan"])
     def _(g):
         g.p("h0", g.u((3,), -0.5, 0.5))
@@ -596,7 +599,7 @@ def rnn_case(name, attrs, traj, steps=7):
         body = ("%%y = scan(%%h0, %%w, %%xs, body=@cell_%s, num_bcast=1%s)"
                 % (g.dt, attrs))
         return (body, "%y",
-                lambda t: _rnn(t, steps)[1 if traj else 0],
+                lambda t: _rnn(t, steps, rev)[1 if traj else 0],
                 RNN_CELL.format(dt=g.dt))
 
 
@@ -605,6 +608,18 @@ rnn_case("rnn_ckpt3", ", checkpoints=3", False)
 rnn_case("rnn_ckpt2_len8", ", checkpoints=2", False, steps=8)
 rnn_case("rnn_traj", ", save_trajectory=true", True)
 rnn_case("rnn_traj_ckpt", ", save_trajectory=true, checkpoints=2", True)
+# Checkpointed reversal (scan_ad.c): 23 steps, prime (first step split
+# off, halves of 11 and 5 likewise); 36 = 4 segments of 9 = 3 x 3.
+rnn_case("rnn_ckpt2_len23", ", checkpoints=2", False, steps=23)
+rnn_case("rnn_ckpt4_len36", ", checkpoints=4", False, steps=36)
+# reverse=true scans: steps L-1 ... 0, row t of the trajectory = carry
+# after step t.
+rnn_case("rnn_rev", ", reverse=true", False)
+rnn_case("rnn_rev_traj", ", save_trajectory=true, reverse=true", True)
+rnn_case("rnn_rev_ckpt4_len36", ", checkpoints=4, reverse=true", False,
+         steps=36)
+rnn_case("rnn_rev_ckpt2_len23", ", checkpoints=2, reverse=true", False,
+         steps=23)
 
 NEST_PRE = """graph inner_{dt} {{
   input %c: {dt}[2]

@@ -239,11 +239,14 @@ def _scan(graphs, a, ins, ty):
     nb = a.get("num_bcast", 0)
     carry, bc, xs = ins[0], ins[1:1 + nb], ins[1 + nb:]
     length = a.get("length", xs[0].shape[0] if xs else 0)
-    traj = []
-    for t in range(length):
+    steps = range(length)
+    if a.get("reverse", False):  # t = L-1 ... 0; row t: carry after t
+        steps = reversed(steps)
+    traj = [None] * length
+    for t in steps:
         carry = run_graph(graphs, body.name,
                           [carry] + list(bc) + [x[t] for x in xs])[0]
-        traj.append(carry)
+        traj[t] = carry
     if a.get("save_trajectory", False):
         return np.stack(traj) if traj else np.zeros(ty[1])
     return carry

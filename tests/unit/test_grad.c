@@ -306,7 +306,10 @@ static const char *SCAN_SRC =
     "graph rnn {\n"
     "  param %h0: f32[4]\n"
     "  param %w: f32[4, 4]\n"
-    "  param %xs: f32[6, 4]\n"
+    "  param %xs: f32["
+    ;
+static const char *SCAN_MID =
+    ", 4]\n"
     "  %hT = scan(%h0, %w, %xs, body=@cell, num_bcast=1\n"
     ;
 static const char *SCAN_TAIL =
@@ -315,10 +318,32 @@ static const char *SCAN_TAIL =
     "  return %loss\n"
     "}\n";
 
-static T *run_scan(const char *attrs) {
+/* The RNN over xs: f32[len, 4] with extra scan attributes. */
+static T *run_scan_len(long long len, const char *attrs) {
   char src[2048];
-  snprintf(src, sizeof src, "%s%s%s", SCAN_SRC, attrs, SCAN_TAIL);
+  snprintf(src, sizeof src, "%s%lld%s%s%s", SCAN_SRC, len, SCAN_MID, attrs,
+           SCAN_TAIL);
   return run(src, NULL, 0, false);
+}
+
+static T *run_scan(const char *attrs) { return run_scan_len(6, attrs); }
+
+/* Nodes of every graph of the module; nscan/ngather: how many are
+ * scans (reverse=true ones in nrev) and gathers. */
+static int module_nodes(const Module *m, int *nscan, int *nrev,
+                        int *ngather) {
+  int k = 0;
+  *nscan = *nrev = *ngather = 0;
+  for (int i = 0; i < m->ngraphs; i++) {
+    const Graph *g = m->graphs[i];
+    k += g->nnodes;
+    *nscan += count_op(g, OP_SCAN);
+    *ngather += count_op(g, OP_GATHER);
+    for (int j = 0; j < g->nnodes; j++)
+      if (g->nodes[j]->op == OP_SCAN)
+        *nrev += ir_attr_bool(g->nodes[j], ATTR_REVERSE, false);
+  }
+  return k;
 }
 
 static void test_scan_plain(void) {
@@ -344,13 +369,69 @@ static void test_scan_checkpoints(void) {
   T *t = run_scan(", checkpoints=2");
   OK(t);
   Graph *g = t->u.grad;
-  /* forward, 1 checkpoint scan, then per 3-step segment (a bisection
-   * leaf) one recomputing scan and one backward scan */
-  CU_ASSERT_EQUAL(count_op(g, OP_SCAN), 6);
+  /* forward, the checkpoint scan (over the first 3-step segment, body
+   * cell_ad_fwd3) and the backward scan over the 2 segments (body
+   * cell_ad_rev3: a recomputing scan and a backward scan of steps) */
+  CU_ASSERT_EQUAL(count_op(g, OP_SCAN), 3);
+  Graph *r = ir_graph_find(t->m, "cell_ad_rev3");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  CU_ASSERT_EQUAL(count_op(r, OP_SCAN), 2);
+  CU_ASSERT_PTR_NOT_NULL(ir_graph_find(t->m, "cell_ad_fwd3"));
   /* the forward result is the untouched forward scan */
   CU_ASSERT_EQUAL(g->rets[0]->op, OP_REDUCE_SUM);
   CU_ASSERT_EQUAL(g->rets[0]->in[0]->op, OP_SCAN);
   CU_ASSERT_FALSE(ir_attr_bool(g->rets[0]->in[0], ATTR_SAVE_TRAJ, true));
+  done(t);
+}
+
+/* Reverse mode builds nothing whose size depends on the scan length:
+ * the backward scans run with reverse=true (no gather, no index
+ * table); the same number of nodes for 6 and 10^7 steps, and
+ * O(log L) subgraphs with checkpoints. (Lengths up to 2^31 under time
+ * and memory limits: gradcheck.scan_length.) */
+static void test_scan_length(void) {
+  const char *attrs[] = {"", ", save_trajectory=true"};
+  for (int a = 0; a < 2; a++) {
+    int n[2], s, r, gth;
+    for (int k = 0; k < 2; k++) {
+      T *t = run_scan_len(k ? 10000000LL : 6, attrs[a]);
+      OK(t);
+      n[k] = module_nodes(t->m, &s, &r, &gth);
+      CU_ASSERT_EQUAL(gth, 0);
+      CU_ASSERT_EQUAL(s, 3); /* forward (entry), forward, backward */
+      CU_ASSERT_EQUAL(r, 1);
+      done(t);
+    }
+    CU_ASSERT_EQUAL(n[0], n[1]);
+  }
+  /* 4096 = 2 segments of 2048, halved down to 4: 2 subgraphs per
+   * level (the gather-based version made 20 nodes per 4 steps) */
+  T *t = run_scan_len(4096, ", checkpoints=3");
+  OK(t);
+  int s, r, gth, n = module_nodes(t->m, &s, &r, &gth);
+  CU_ASSERT_EQUAL(gth, 0);
+  CU_ASSERT_TRUE(t->m->ngraphs <= 2 * 12 + 4);
+  CU_ASSERT_TRUE(n < 1000);
+  done(t);
+}
+
+/* A reverse=true scan: its final carry is row 0 of the trajectory
+ * scan_prep makes; the backward scan runs forward. */
+static void test_scan_reverse(void) {
+  T *t = run_scan(", reverse=true");
+  OK(t);
+  Graph *g = t->u.grad;
+  int s, r, gth;
+  module_nodes(t->m, &s, &r, &gth);
+  CU_ASSERT_EQUAL(s, 3);
+  CU_ASSERT_EQUAL(r, 2); /* the entry's and the gradient's forward */
+  bool row0 = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->name && !strcmp(n->name, "hT") && n->in[0]->op == OP_NARROW)
+      row0 = ir_attr_int(n->in[0], ATTR_START, -1) == 0;
+  }
+  CU_ASSERT_TRUE(row0);
   done(t);
 }
 
@@ -423,6 +504,8 @@ int main(void) {
   CU_add_test(s, "custom_fn", test_custom_fn);
   CU_add_test(s, "scan_plain", test_scan_plain);
   CU_add_test(s, "scan_checkpoints", test_scan_checkpoints);
+  CU_add_test(s, "scan_length", test_scan_length);
+  CU_add_test(s, "scan_reverse", test_scan_reverse);
   CU_add_test(s, "unsupported", test_unsupported);
   CU_add_test(s, "simplify_narrow", test_simplify_narrow);
   CU_add_test(s, "reductions", test_reductions);
