@@ -123,6 +123,7 @@ typedef struct Cg {
    * producer read by a reduction; loads through them compute it. */
   struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
   int nfsrc;
+  struct CgEwBody **ew_bodies; /* emit_elementwise.c: shared loop bodies */
 } Cg;
 
 /* ---- lifetime (llvm.c) ---- */
@@ -271,6 +272,11 @@ typedef struct {
 LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
                           LLVMValueRef *vals, int nv, bool noalias);
 void cg_par_end(Cg *cg, CgPar *p);
+/* Call an outlined body built before (p.body after cg_par_end, whose
+ * p.body_fn.can_fail is passed) again, with other vals: the same call
+ * cg_par_end makes. */
+void cg_par_call(Cg *cg, LLVMValueRef body, bool can_fail, LLVMValueRef n,
+                 int64_t grain, const LLVMValueRef *vals, int nv);
 /* A grain giving chunks of about 32K elements of work per iteration
  * cost `per_iter` (elements touched per iteration); <= 0 (serial) when
  * the whole loop is too small to be worth threads. */

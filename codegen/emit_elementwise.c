@@ -11,7 +11,9 @@
  * loop vectorizes at host width (a root computed in place over a leaf,
  * memplan.c, reads that leaf through its output pointer: one pointer,
  * so noalias still holds). Inside one element every node of the
- * tree is computed once (memoized).
+ * tree is computed once (memoized). Roots whose trees are equal up to
+ * node identity call one shared body (see "one body per distinct loop"
+ * below).
  *
  * Arithmetic: the ops of ew_ops.c on compute types (values.c). f16 and
  * bf16 values are computed in f32 and rounded to their dtype after every
@@ -31,7 +33,7 @@
  * tree's tables cost its size, not the graph's. */
 #define EW_SLOTS 512
 typedef struct {
-  int id, leaf;
+  int id, leaf, pos; /* pos: inner node's place in Ew.inner */
   unsigned gen;
   LLVMValueRef memo;
 } EwEntry;
@@ -39,8 +41,9 @@ typedef struct {
 typedef struct {
   Cg *cg;
   Node *root;
-  int nleaf;
+  int nleaf, ninner;
   Node *leaf[MAX_LEAVES];
+  Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
   LLVMValueRef ptr[MAX_LEAVES];
   EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
@@ -83,6 +86,9 @@ static bool collect(Ew *e, Node *n) {
   t->leaf = -1;
   for (int k = 0; k < n->nin; k++)
     if (!collect(e, n->in[k])) return false;
+  RLX_ASSERT(e->ninner < CG_MAX_GROUP_NODES);
+  t->pos = e->ninner;
+  e->inner[e->ninner++] = n;
   return cg_ew_check(e->cg, n);
 }
 
@@ -174,35 +180,145 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
   for (int d = k - 1; d >= 1; d--) cg_loop_end(cg, &loops[d], NULL);
 }
 
+/* ---- one body per distinct loop ----
+ * A root's loop body is a function of its tree up to node identity:
+ * the loop shape, each leaf's argument slot, dtype and strides, splat
+ * constants' values, and the inner nodes (op, type, attributes:
+ * ir_node_same_local) with how they connect. Roots with equal
+ * descriptions (a layer repeated, in the forward and the backward
+ * pass) call one body, which LLVM then builds, optimizes and compiles
+ * once. A root with leaves beyond the body's arguments is not cached
+ * (the body would address them through the plan). */
+#define EW_KEY_MAX \
+  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (3 + RLX_MAX_RANK) + \
+   CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
+#define EW_BUCKETS 4096
+
+struct CgEwBody {
+  uint64_t hash;
+  int nkey, ncmp;
+  int64_t *key;
+  const Node **cmp;  /* inner nodes, then splat-constant leaves */
+  LLVMValueRef fn;
+  bool can_fail;
+  struct CgEwBody *next;
+};
+
+typedef struct {
+  int64_t key[EW_KEY_MAX];
+  const Node *cmp[CG_MAX_GROUP_NODES + MAX_LEAVES];
+  int nkey, ncmp;
+  uint64_t hash;
+} EwKey;
+
+/* Describe e's loop; false when its body cannot be shared. */
+static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
+                   const int64_t *ostr, int64_t grain, int nv,
+                   const int *map) {
+  int64_t *key = q->key;
+  int m = 0, c = 0;
+  key[m++] = k;
+  for (int d = 0; d < k; d++) key[m++] = cd[d], key[m++] = ostr[d];
+  key[m++] = grain, key[m++] = nv;
+  key[m++] = e->nleaf, key[m++] = e->ninner;
+  for (int l = 0; l < e->nleaf; l++) {
+    bool sp = splat_leaf(e->leaf[l]);
+    if (map[l] < 0 && !sp) return false;
+    key[m++] = map[l], key[m++] = e->leaf[l]->type.dt, key[m++] = sp;
+    for (int d = 0; d < k; d++) key[m++] = e->stride[l][d];
+    if (sp) q->cmp[c++] = e->leaf[l];
+  }
+  for (int i = 0; i < e->ninner; i++) {
+    Node *x = e->inner[i];
+    q->cmp[c++] = x;
+    for (int j = 0; j < x->nin; j++) {
+      EwEntry *t = entry(e, x->in[j]);
+      key[m++] = t->leaf > 0 ? t->leaf - 1 : MAX_LEAVES + t->pos;
+    }
+  }
+  uint64_t h = 1469598103934665603u;
+  for (int i = 0; i < m; i++) h = (h ^ (uint64_t)key[i]) * 1099511628211u;
+  for (int i = 0; i < c; i++) h = (h ^ ir_node_hash_local(q->cmp[i])) *
+                                  1099511628211u;
+  q->nkey = m, q->ncmp = c, q->hash = h;
+  return true;
+}
+
+static struct CgEwBody **bucket(Cg *cg, const EwKey *q) {
+  if (!cg->ew_bodies)
+    cg->ew_bodies = arena_alloc(cg->ctx->arena,
+                                sizeof *cg->ew_bodies * EW_BUCKETS);
+  return &cg->ew_bodies[q->hash & (EW_BUCKETS - 1)];
+}
+
+static struct CgEwBody *find_body(Cg *cg, const EwKey *q) {
+  for (struct CgEwBody *b = *bucket(cg, q); b; b = b->next) {
+    if (b->hash != q->hash || b->nkey != q->nkey || b->ncmp != q->ncmp ||
+        memcmp(b->key, q->key, sizeof *q->key * (size_t)q->nkey))
+      continue;
+    int i = 0;
+    while (i < q->ncmp && ir_node_same_local(b->cmp[i], q->cmp[i])) i++;
+    if (i == q->ncmp) return b;
+  }
+  return NULL;
+}
+
+static void keep_body(Cg *cg, const EwKey *q, const CgPar *p) {
+  Arena *a = cg->ctx->arena;
+  struct CgEwBody *b = arena_alloc(a, sizeof *b);
+  b->hash = q->hash, b->nkey = q->nkey, b->ncmp = q->ncmp;
+  b->key = arena_alloc(a, sizeof *b->key * (size_t)q->nkey);
+  memcpy(b->key, q->key, sizeof *b->key * (size_t)q->nkey);
+  b->cmp = arena_alloc(a, sizeof *b->cmp * (size_t)q->ncmp);
+  memcpy(b->cmp, q->cmp, sizeof *b->cmp * (size_t)q->ncmp);
+  b->fn = p->body;
+  b->can_fail = p->body_fn.can_fail;
+  struct CgEwBody **head = bucket(cg, q);
+  b->next = *head;
+  *head = b;
+}
+
+/* The loop of root n: its leaves' buffers are the body's arguments. */
+static void emit_loop(Ew *e, Node *n) {
+  Cg *cg = e->cg;
+  int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
+  int k = coalesce(e, &n->type, cd, ostr);
+  e->ndim = k;
+  int64_t rest = cd[0] ? type_numel(&n->type) / cd[0] : 0;
+  int64_t grain = cg_grain(cd[0], rest);
+  LLVMValueRef vals[MAX_VAL_LEAVES + 1];
+  int nv = 0, map[MAX_LEAVES];
+  vals[nv++] = cg_buf(cg, n);
+  Node *inplace = cg_slot(cg, n)->inplace_of;
+  for (int l = 0; l < e->nleaf; l++) {
+    map[l] = e->leaf[l] == inplace ? 0 : -1; /* read through out */
+    if (map[l] < 0 && !splat_leaf(e->leaf[l]) && nv <= MAX_VAL_LEAVES) {
+      map[l] = nv;
+      vals[nv++] = cg_buf(cg, e->leaf[l]);
+    }
+  }
+  EwKey q;
+  bool keyed = ew_key(e, &q, k, cd, ostr, grain, nv, map);
+  struct CgEwBody *b = keyed ? find_body(cg, &q) : NULL;
+  if (b) {
+    cg_par_call(cg, b->fn, b->can_fail, cg_i64(cg, cd[0]), grain, vals, nv);
+    return;
+  }
+  CgPar p;
+  e->idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), grain, vals, nv, true);
+  for (int l = 0; l < e->nleaf; l++)
+    if (!splat_leaf(e->leaf[l]))
+      e->ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e->leaf[l]);
+  emit_nest(e, k, cd, ostr, vals[0]);
+  cg_par_end(cg, &p);
+  if (keyed) keep_body(cg, &q, &p);
+}
+
 bool cg_emit_elementwise(Cg *cg, Node *n) {
   Ew e = {0};
   ew_init(&e, cg, n);
   bool ok = collect(&e, n);
-  if (ok) {
-    int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
-    int k = coalesce(&e, &n->type, cd, ostr);
-    e.ndim = k;
-    int64_t rest = cd[0] ? type_numel(&n->type) / cd[0] : 0;
-    LLVMValueRef vals[MAX_VAL_LEAVES + 1];
-    int nv = 0, map[MAX_LEAVES];
-    vals[nv++] = cg_buf(cg, n);
-    Node *inplace = cg_slot(cg, n)->inplace_of;
-    for (int l = 0; l < e.nleaf; l++) {
-      map[l] = e.leaf[l] == inplace ? 0 : -1; /* read through out */
-      if (map[l] < 0 && !splat_leaf(e.leaf[l]) && nv <= MAX_VAL_LEAVES) {
-        map[l] = nv;
-        vals[nv++] = cg_buf(cg, e.leaf[l]);
-      }
-    }
-    CgPar p;
-    e.idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), cg_grain(cd[0], rest),
-                            vals, nv, true);
-    for (int l = 0; l < e.nleaf; l++)
-      if (!splat_leaf(e.leaf[l]))
-        e.ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e.leaf[l]);
-    emit_nest(&e, k, cd, ostr, vals[0]);
-    cg_par_end(cg, &p);
-  }
+  if (ok) emit_loop(&e, n);
   return ok;
 }
 

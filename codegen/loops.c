@@ -219,11 +219,9 @@ static void call_parallel(Cg *cg, CgPar *p) {
     cg_fail_if_nonzero(cg, LLVMBuildLoad2(cg->b, cg->t_i32, sp, ""));
 }
 
-void cg_par_end(Cg *cg, CgPar *p) {
-  cg_loop_end(cg, &p->loop, NULL);
-  cg->nfsrc = p->nfsrc0;
-  cg_fn_finish(cg);
-  cg->fn = p->outer_fn;
+/* Call p->body from p->outer_bb: directly over [0, n), or through
+ * rlx_parallel_for. */
+static void par_call(Cg *cg, CgPar *p) {
   if (p->grain > 0) {
     call_parallel(cg, p);
     return;
@@ -237,6 +235,30 @@ void cg_par_end(Cg *cg, CgPar *p) {
   LLVMValueRef r = LLVMBuildCall2(cg->b, LLVMGlobalGetValueType(p->body),
                                   p->body, args, (unsigned)p->nv + 5, "");
   if (p->body_fn.can_fail) cg_fail_if_nonzero(cg, r);
+}
+
+void cg_par_end(Cg *cg, CgPar *p) {
+  cg_loop_end(cg, &p->loop, NULL);
+  cg->nfsrc = p->nfsrc0;
+  cg_fn_finish(cg);
+  cg->fn = p->outer_fn;
+  par_call(cg, p);
+}
+
+void cg_par_call(Cg *cg, LLVMValueRef body, bool can_fail, LLVMValueRef n,
+                 int64_t grain, const LLVMValueRef *vals, int nv) {
+  RLX_ASSERT(nv >= 0 && nv <= CG_MAX_PAR_VALS);
+  CgPar p;
+  memset(&p, 0, sizeof p);
+  p.outer_fn = cg->fn;
+  p.outer_bb = LLVMGetInsertBlock(cg->b);
+  p.nv = nv;
+  for (int i = 0; i < nv; i++) p.outer_vals[i] = vals[i];
+  p.n = n;
+  p.grain = grain;
+  p.body = body;
+  p.body_fn.can_fail = can_fail;
+  par_call(cg, &p);
 }
 
 int64_t cg_grain(int64_t n, int64_t per_iter) {

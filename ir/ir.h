@@ -263,6 +263,15 @@ void ir_attr_copy_all(Ctx *c, Node *dst, const Node *src);
 
 /* Scalar constant value of a const node (element i, as double). */
 double ir_const_get(const Node *n, int64_t i);
+/* Bytes of a const node's data (one element when splat). */
+size_t ir_const_bytes(const Node *n);
+
+/* ---- node equality (ir/node_eq.c) ---- */
+/* Same function of the operands: op, operand count, type, attributes
+ * (defaults included), constant bytes; operands are not compared. */
+bool ir_node_same_local(const Node *a, const Node *b);
+/* A hash consistent with ir_node_same_local. */
+uint64_t ir_node_hash_local(const Node *n);
 
 /* ---- shape and dtype inference (ir/shape_*.c) ---- */
 /* Infer n->type from operands and attributes; on a user error emit a

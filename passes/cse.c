@@ -11,73 +11,23 @@
  */
 #include "passes/ad.h"
 
-#include <string.h>
-
 typedef struct {
   Node **slot;
   size_t cap;
 } CseTable;
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
-static size_t const_bytes(const Node *n) {
-  return (size_t)(n->splat ? 1 : type_numel(&n->type)) *
-         (size_t)dt_size(n->type.dt);
-}
-
 static uint64_t node_hash(const Node *n) {
-  uint64_t h = mix(n->op, (uint64_t)n->type.dt);
-  for (int i = 0; i < n->type.rank; i++) h = mix(h, (uint64_t)n->type.dims[i]);
-  for (int i = 0; i < n->nin; i++) h = mix(h, (uint64_t)n->in[i]->id);
-  if (n->op == OP_CONST) {
-    const unsigned char *p = n->data;
-    size_t len = const_bytes(n);
-    for (size_t i = 0; i < len && i < 64; i++) h = mix(h, p[i]);
-    h = mix(h, n->splat);
-  }
+  uint64_t h = ir_node_hash_local(n);
+  for (int i = 0; i < n->nin; i++)
+    h ^= (uint64_t)n->in[i]->id * 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
-}
-
-static bool attr_eq(const Attr *a, const Attr *b) {
-  if (a->kind != b->kind) return false;
-  switch (a->kind) {
-  case AK_INT: return a->u.i == b->u.i;
-  case AK_FLOAT: return !memcmp(&a->u.f, &b->u.f, sizeof a->u.f);
-  case AK_BOOL: return a->u.b == b->u.b;
-  case AK_DTYPE: return a->u.dt == b->u.dt;
-  case AK_ENUM: return !strcmp(a->u.word, b->u.word);
-  case AK_GRAPH: return a->u.graph == b->u.graph;
-  case AK_INTS:
-    return a->u.ints.n == b->u.ints.n &&
-           !memcmp(a->u.ints.v, b->u.ints.v,
-                   sizeof(int64_t) * (size_t)a->u.ints.n);
-  }
-  return false;
-}
-
-/* Same attributes, counting defaults (x=default equals x absent). */
-static bool attrs_eq(const Node *a, const Node *b) {
-  const OpInfo *oi = op_info(a->op);
-  for (int i = 0; i < oi->nattrs; i++) {
-    const Attr *x = ir_attr(a, oi->attrs[i].id);
-    const Attr *y = ir_attr(b, oi->attrs[i].id);
-    if (!x != !y || (x && !attr_eq(x, y))) return false;
-  }
-  return true;
 }
 
 static bool same(const Node *a, const Node *b) {
-  if (a->op != b->op || a->nin != b->nin || !type_eq(&a->type, &b->type))
-    return false;
+  if (!ir_node_same_local(a, b)) return false;
   for (int i = 0; i < a->nin; i++)
     if (a->in[i] != b->in[i]) return false;
-  if (a->op == OP_CONST)
-    return a->splat == b->splat &&
-           !memcmp(a->data, b->data, const_bytes(a));
-  return attrs_eq(a, b);
+  return true;
 }
 
 static Node *rewrite_cse(IrBuilder *b, Node *n, void *ud) {

@@ -8,7 +8,7 @@
  * broadcasts, parallel loops bit-identical for 1 and 2 threads, folded
  * transposes, f16/bf16 rounding, saturating casts, NULL workspace).
  * Numeric cases are skipped when no C compiler is found. */
-#include "codegen/codegen.h"
+#include "codegen/cg.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -112,6 +112,50 @@ static void test_levels_targets(void) {
   CU_ASSERT_PTR_NULL(s ? strstr(s, "zmm") : "x");
   free(s);
   ctx_free(k.c);
+}
+
+/* Roots whose fused trees are equal up to node identity share one
+ * outlined body (emit_elementwise.c), before any LLVM pass: three
+ * identical layers give one add+tanh body, and a different constant
+ * (or op) gives another. */
+static int count_bodies(const char *src) {
+  ops_init();
+  Ctx *c = ctx_new("t.rlx", src, strlen(src));
+  Module *m = fe_parse(c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  Graph *g = m->graphs[m->ngraphs - 1];
+  Cg *cg = cg_new(c, NULL, "t");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(cg);
+  int64_t ws;
+  CU_ASSERT_TRUE(cg_entry(cg, g, "t", &ws));
+  int n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f;
+       f = LLVMGetNextFunction(f))
+    n += !strncmp(LLVMGetValueName(f), "rlx.body", 8);
+  cg_free(cg);
+  ctx_free(c);
+  return n;
+}
+
+static void test_shared_bodies(void) {
+  const char *head = "graph g { input %x: f32[8, 16]  param %w: f32[16, 16]"
+                     "  param %b: f32[16]\n";
+  char src[1024];
+  snprintf(src, sizeof src, "%s"
+           "  %%h1 = tanh(add(matmul(%%x, %%w), %%b))\n"
+           "  %%h2 = tanh(add(matmul(%%h1, %%w), %%b))\n"
+           "  %%h3 = tanh(add(matmul(%%h2, %%w), %%b))\n"
+           "  %%y = matmul(%%h3, %%w)\n"
+           "  return %%y }", head);
+  CU_ASSERT_EQUAL(count_bodies(src), 1);
+  snprintf(src, sizeof src, "%s"
+           "  %%h1 = tanh(add(matmul(%%x, %%w), %%b))\n"
+           "  %%h2 = tanh(mul(add(matmul(%%h1, %%w), %%b), 2.0))\n"
+           "  %%h3 = tanh(mul(add(matmul(%%h2, %%w), %%b), 3.0))\n"
+           "  %%h4 = exp(add(matmul(%%h3, %%w), %%b))\n"
+           "  %%y = matmul(%%h4, %%w)\n"
+           "  return %%y }", head);
+  CU_ASSERT_EQUAL(count_bodies(src), 4);
 }
 
 static void test_unsupported(void) {
@@ -388,6 +432,7 @@ int main(void) {
   CU_pSuite s = CU_add_suite("codegen", setup, teardown);
   CU_add_test(s, "zmm in asm", test_zmm);
   CU_add_test(s, "levels and targets", test_levels_targets);
+  CU_add_test(s, "shared bodies", test_shared_bodies);
   CU_add_test(s, "unsupported", test_unsupported);
   CU_add_test(s, "header", test_header);
   CU_add_test(s, "run broadcast parallel", test_run_broadcast_parallel);
