@@ -9,6 +9,12 @@
  * (cg_emit) for obj/header/asm/llvm. Errors in the input are
  * diagnostics on stderr and exit status 1; success is 0.
  *
+ * Out of memory: all of a run's memory comes from its Ctx arena, whose
+ * hook longjmps back to run() (ir.h): "rlxc: error: out of memory",
+ * exit status 1, no file left behind. An LLVM fatal error prints
+ * "rlxc: error: LLVM: REASON" and exits 1 the same way (fatal_llvm).
+ * RLXC_FAIL_ALLOC=N (tests only) fails the Nth allocation.
+ *
  * Outputs: -o PATH names the object file; the header is PATH with its
  * extension replaced by .h (out_path in codegen/output.c derives every
  * name); without -o they are ENTRY.o / ENTRY.h in the current directory.
@@ -27,10 +33,14 @@
 #include "passes/passes.h"
 
 #include <errno.h>
+#include <llvm-c/ErrorHandling.h>
+#include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define RLXC_VERSION "0.1.0"
 
@@ -260,27 +270,26 @@ static bool parse_flag(Cli *c, char *a) {
 
 /* No two outputs of one run may have the same path (`-o x.h` would
  * write the object and the header to x.h). Without -o they are CNAME
- * plus distinct extensions; --emit=ir alone writes one file. */
-static bool check_outputs(const Options *o) {
+ * plus distinct extensions; --emit=ir alone writes one file. A
+ * command-line error (exit status 2), checked once the Ctx exists
+ * because the paths are built in its arena. */
+static bool check_outputs(Ctx *c, const Options *o) {
   static const struct { unsigned bit; const char *what; } kinds[] = {
       {EMIT_OBJ, "object"}, {EMIT_HEADER, "header"},
       {EMIT_ASM, "assembly"}, {EMIT_LLVM, "LLVM IR"}};
   enum { NK = sizeof kinds / sizeof kinds[0] };
   if (!o->output || o->check) return true;
   char *path[NK] = {NULL};
-  bool ok = true;
-  for (int i = 0; i < NK && ok; i++) {
+  for (int i = 0; i < NK; i++) {
     if (!(o->emit & kinds[i].bit)) continue;
-    path[i] = out_path(o, "", kinds[i].bit);
-    if (!path[i]) ok = cli_err("out of memory");
-    for (int j = 0; j < i && ok; j++)
+    path[i] = out_path_in(c->arena, o, "", kinds[i].bit);
+    for (int j = 0; j < i; j++)
       if (path[j] && !strcmp(path[i], path[j]))
-        ok = cli_err("-o %s: the %s and the %s would both be written to "
-                     "'%s'", o->output, kinds[j].what, kinds[i].what,
-                     path[i]);
+        return cli_err("-o %s: the %s and the %s would both be written "
+                       "to '%s'", o->output, kinds[j].what,
+                       kinds[i].what, path[i]);
   }
-  for (int i = 0; i < NK; i++) free(path[i]);
-  return ok;
+  return true;
 }
 
 static bool parse_args(Cli *c, int argc, char **argv) {
@@ -314,7 +323,7 @@ static bool parse_args(Cli *c, int argc, char **argv) {
   const char *bad = c->o.name ? cname_problem(&c->o, c->o.name, why,
                                               sizeof why) : NULL;
   if (bad) return cli_err("--name=%s: %s", c->o.name, bad);
-  return check_outputs(&c->o);
+  return true;
 }
 
 /* ---- --list-ops ---- */
@@ -405,39 +414,53 @@ static void list_ops(const char *fmt) {
 
 /* ---- input ---- */
 
-/* Read a whole file (or stdin for "-") into malloc'ed memory with a
- * terminating NUL after len bytes. NULL with a message on failure. */
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) {
-    fprintf(stderr, "rlxc: error: cannot open '%s': %s\n", path,
-            strerror(errno));
-    return NULL;
+/* The opened input, closed by an out-of-memory unwind (ctx_defer). */
+static void close_input(void *fp, bool fatal) {
+  FILE **f = fp;
+  if (*f && *f != stdin) fclose(*f);
+  *f = NULL;
+}
+
+/* First buffer size: the whole of a regular file (no regrowth). */
+static size_t first_cap(FILE *f) {
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size >= 0 && (uintmax_t)st.st_size < SIZE_MAX / 4)
+    return (size_t)st.st_size + 2;
+  return 1 << 16;
+}
+
+/* Bytes of f into a temporary of c's arena, NUL-terminated after *len.
+ * False on a read error (errno). */
+static bool read_stream(Ctx *c, FILE *f, char **buf, size_t *len) {
+  size_t cap = first_cap(f), n = 0;
+  char *b = arena_tmp_alloc(c->arena, cap);
+  for (size_t got = 1; got; n += got) {
+    if (cap - n < 2) b = arena_tmp_realloc(c->arena, b, cap *= 2);
+    got = fread(b + n, 1, cap - n - 1, f);
   }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  for (size_t got; buf; n += got) {
-    if (cap - n < 2) {
-      char *nb = cap > ((size_t)-1) / 4 ? NULL : realloc(buf, cap * 2);
-      if (!nb) free(buf);
-      buf = nb;
-      cap *= 2;
-      if (!buf) break;
-    }
-    got = fread(buf + n, 1, cap - n - 1, f);
-    if (!got) break;
-  }
-  int err = ferror(f) ? errno : 0;
-  if (f != stdin) fclose(f);
-  if (!buf || err) {
-    fprintf(stderr, "rlxc: error: cannot read '%s': %s\n", path,
-            buf ? strerror(err) : "out of memory");
-    free(buf);
-    return NULL;
-  }
-  buf[n] = 0;
+  b[n] = 0;
+  *buf = b;
   *len = n;
-  return buf;
+  return !ferror(f);
+}
+
+/* Read a whole file (or stdin for "-") into c's arena with a NUL after
+ * len bytes. NULL with a message on failure. */
+static char *read_all(Ctx *c, const char *path, size_t *len) {
+  FILE *f = NULL;
+  ctx_defer(c, close_input, &f);
+  f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  int err = errno;
+  char *buf = NULL;
+  bool ok = f && read_stream(c, f, &buf, len);
+  if (f) err = errno;
+  ctx_undefer(c, close_input, &f);
+  if (f && f != stdin) fclose(f);
+  if (!ok)
+    fprintf(stderr, "rlxc: error: cannot %s '%s': %s\n",
+            f ? "read" : "open", path, strerror(err));
+  return ok ? buf : NULL;
 }
 
 /* ---- compilation ---- */
@@ -490,11 +513,11 @@ static bool write_ir(const Unit *u) {
   return out_finish(&out, ok);
 }
 
-/* Front end, pipeline, outputs. Returns the exit status. */
-static int compile(const Options *o, const char *src, size_t len) {
-  const char *file = strcmp(o->input, "-") ? o->input : "<stdin>";
-  Ctx *c = ctx_new(file, src, len);
-  c->diag_out = stderr;
+/* Input, front end, pipeline, outputs. Returns the exit status. */
+static int compile(Ctx *c, const Options *o) {
+  char *src = read_all(c, o->input, &c->src_len);
+  if (!src) return 1;
+  c->src = src;
   Module *m = fe_parse(c);
   Unit u = {.ctx = c, .mod = m, .opt = o};
   bool ok = m && c->nerrors == 0;
@@ -510,8 +533,58 @@ static int compile(const Options *o, const char *src, size_t len) {
   if (!ok && c->nerrors == 0)
     diag_error(c, (Loc){0, 0}, "internal: compilation failed without a "
                "diagnostic");
-  ctx_free(c);
   return ok ? 0 : 1;
+}
+
+/* ---- out of memory, LLVM fatal errors ---- */
+
+/* The Ctx of the run, for fatal_llvm only: LLVM's fatal error handler
+ * takes no argument, so this is the one global of the driver. */
+static Ctx *fatal_ctx;
+
+/* An LLVM fatal error (LLVMInstallFatalErrorHandler): report it, remove
+ * the staged temporaries, exit 1. LLVM's objects are not disposed: it
+ * may be in any state, and the process ends here. */
+static void fatal_llvm(const char *reason) {
+  fprintf(stderr, "rlxc: error: LLVM: %s\n", reason);
+  if (fatal_ctx) ctx_unwind(fatal_ctx, true);
+  fflush(stdout);
+  exit(1);
+}
+
+static int out_of_memory(Ctx *c) {
+  fputs("rlxc: error: out of memory\n", stderr);
+  fatal_ctx = NULL;
+  ctx_free(c);
+  return 1;
+}
+
+/* Fault injection for the tests (docs/testing.md): RLXC_FAIL_ALLOC=N
+ * makes the Nth allocation of the compilation fail. */
+static void fail_alloc_from_env(Arena *a) {
+  const char *v = getenv("RLXC_FAIL_ALLOC");
+  if (v && *v) arena_fail_at(a, strtol(v, NULL, 10));
+}
+
+/* One compilation under one Ctx. Running out of memory anywhere in it
+ * (the arena's hook, ctx_oom) runs the Ctx's cleanups (LLVM objects,
+ * staged temporaries, the open input) and returns to the setjmp here:
+ * "out of memory", exit status 1. Returns the exit status. */
+static int run(const Options *o) {
+  const char *file = strcmp(o->input, "-") ? o->input : "<stdin>";
+  Ctx *c = ctx_new(file, NULL, 0);
+  if (!c) return out_of_memory(NULL);
+  jmp_buf jb;
+  if (setjmp(jb)) return out_of_memory(c);
+  c->oom_jump = &jb;
+  c->diag_out = stderr;
+  fail_alloc_from_env(c->arena);
+  fatal_ctx = c;
+  LLVMInstallFatalErrorHandler(fatal_llvm);
+  int status = check_outputs(c, o) ? compile(c, o) : 2;
+  fatal_ctx = NULL;
+  ctx_free(c);
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -534,10 +607,5 @@ int main(int argc, char **argv) {
     cg_list_reserved(stdout);
     exit(0);
   }
-  size_t len = 0;
-  char *src = read_all(cli.o.input, &len);
-  if (!src) exit(1);
-  int status = compile(&cli.o, src, len);
-  free(src);
-  exit(status);
+  exit(run(&cli.o));
 }

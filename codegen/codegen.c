@@ -9,12 +9,13 @@
  * output is written to PATH itself. Without -o: ENTRY.o, ENTRY.h, ...
  * in the current directory. Entry point names (and the E_signature
  * symbols derived from them) must not be reserved (reserved.c).
+ * Out of memory unwinds through the Ctx (ir.h): cg_new registers the
+ * Cg and out_init the staged files, so both are released then.
  */
 #include "codegen/cg_unit.h"
 #include "codegen/output.h"
 #include "codegen/reserved.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* A diagnostic when an entry point named nm, or its nm_signature,
@@ -49,46 +50,48 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
   return !cg->failed;
 }
 
-/* Stage the output of kind (EMIT_LLVM, EMIT_ASM, EMIT_OBJ) in out. */
+/* Stage the output of kind (EMIT_LLVM, EMIT_ASM, EMIT_OBJ) in out. Its
+ * names are allocated first: cg_write_* hold an LLVM buffer while they
+ * stage it, which an out-of-memory unwind would not free. */
 static bool stage_code(Cg *cg, Unit *u, OutSet *out, unsigned kind) {
-  char *p = out_path(u->opt, u->cname, kind);
-  if (!p)
-    return diag_error(u->ctx, (Loc){0, 0}, "out of memory");
-  bool ok = kind == EMIT_LLVM ? cg_write_ll(cg, out, p)
-                              : cg_write_obj(cg, out, p, kind == EMIT_ASM);
-  free(p);
-  return ok;
+  char *p = out_path_in(u->ctx->arena, u->opt, u->cname, kind);
+  out_prepare(out, p);
+  return kind == EMIT_LLVM ? cg_write_ll(cg, out, p)
+                           : cg_write_obj(cg, out, p, kind == EMIT_ASM);
 }
 
 static bool stage_header(Unit *u, OutSet *out, const CgEntry *e, int ne) {
-  char *p = out_path(u->opt, u->cname, EMIT_HEADER);
+  char *p = out_path_in(u->ctx->arena, u->opt, u->cname, EMIT_HEADER);
   OutMem m;
-  bool ok = p && out_mem_open(out, &m);
-  if (ok) ok = out_mem_add(out, &m, p, cg_header_text(m.f, u, e, ne));
-  else if (!p) diag_error(u->ctx, (Loc){0, 0}, "out of memory");
-  free(p);
-  return ok;
+  return out_mem_open(out, &m) &&
+         out_mem_add(out, &m, p, cg_header_text(m.f, u, e, ne));
 }
 
+/* The header is staged last: LLVM, whose running out of memory aborts
+ * the process (abi.md), then works while as few temporaries as
+ * possible exist (none for the usual object + header). */
 static bool stage_files(Cg *cg, Unit *u, OutSet *out, const CgEntry *e,
                         int ne) {
   unsigned emit = u->opt->emit;
-  if ((emit & EMIT_HEADER) && !stage_header(u, out, e, ne)) return false;
-  if (!(emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM))) return true;
-  if (!cg_optimize(cg)) return false;
-  static const unsigned kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ};
-  for (int i = 0; i < 3; i++)
-    if ((emit & kinds[i]) && !stage_code(cg, u, out, kinds[i]))
-      return false;
-  return true;
+  if (emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM)) {
+    if (!cg_optimize(cg)) return false;
+    static const unsigned kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ};
+    for (int i = 0; i < 3; i++)
+      if ((emit & kinds[i]) && !stage_code(cg, u, out, kinds[i]))
+        return false;
+  }
+  return !(emit & EMIT_HEADER) || stage_header(u, out, e, ne);
 }
 
 /* Every output or none: nothing is renamed into place unless all of
- * them were written (output.h). */
+ * them were written (output.h) and no diagnostic came meanwhile (an
+ * LLVM backend error is reported, not returned). */
 static bool write_files(Cg *cg, Unit *u, const CgEntry *e, int ne) {
   OutSet out;
+  int errors = u->ctx->nerrors;
   out_init(&out, u->ctx);
-  return out_finish(&out, stage_files(cg, u, &out, e, ne));
+  bool ok = stage_files(cg, u, &out, e, ne);
+  return out_finish(&out, ok && u->ctx->nerrors == errors);
 }
 
 bool cg_emit(Unit *u) {

@@ -62,13 +62,12 @@ typedef struct {
   int *start, *list;
 } Uses;
 
-static bool uses_build(Graph *g, Uses *u) {
+static bool uses_build(Arena *a, Graph *g, Uses *u) {
   int n = g->next_id;
-  u->start = calloc((size_t)n + 2, sizeof(int));
+  u->start = arena_tmp_alloc(a, ((size_t)n + 2) * sizeof(int));
   int tot = 0;
   for (int i = 0; i < g->nnodes; i++) tot += g->nodes[i]->nin;
-  u->list = malloc(((size_t)tot + 1) * sizeof(int));
-  if (!u->start || !u->list) return false;
+  u->list = arena_tmp_alloc(a, ((size_t)tot + 1) * sizeof(int));
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i]->nin; k++)
       u->start[g->nodes[i]->in[k]->id + 2]++;
@@ -206,11 +205,13 @@ static bool all_matmul(Graph *g, Node *n, Uses *u) {
 
 bool cg_fuse(Graph *g, CgPlan *plan) {
   Uses u = {0};
+  Arena *a = plan->ctx->arena; /* temporaries: freed below */
   size_t ids = (size_t)g->next_id + 1;
-  bool *isret = calloc(ids, sizeof(bool));
-  Groups gr = {calloc(ids, sizeof(Node *)), calloc(ids, sizeof(int)),
-               calloc(ids, sizeof(int))};
-  bool ok = isret && gr.root && gr.nodes && gr.slots && uses_build(g, &u);
+  bool *isret = arena_tmp_alloc(a, ids * sizeof(bool));
+  Groups gr = {arena_tmp_alloc(a, ids * sizeof(Node *)),
+               arena_tmp_alloc(a, ids * sizeof(int)),
+               arena_tmp_alloc(a, ids * sizeof(int))};
+  bool ok = uses_build(a, g, &u);
   for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
   for (int i = g->nnodes - 1; ok && i >= 0; i--) {
     Node *n = g->nodes[i];
@@ -236,12 +237,12 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
     s->kind = CG_SLOT_ALIAS;
     s->alias = src->kind == CG_SLOT_ALIAS ? src->alias : n->in[0];
   }
-  free(u.start);
-  free(u.list);
-  free(isret);
-  free(gr.root);
-  free(gr.nodes);
-  free(gr.slots);
+  arena_tmp_free(a, u.start);
+  arena_tmp_free(a, u.list);
+  arena_tmp_free(a, isret);
+  arena_tmp_free(a, gr.root);
+  arena_tmp_free(a, gr.nodes);
+  arena_tmp_free(a, gr.slots);
   return ok;
 }
 

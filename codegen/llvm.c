@@ -2,7 +2,9 @@
  *
  * cg_new() creates the context, module, builder and target machine for
  * the options' triple/CPU (host by default); cg_free() disposes all of
- * them. cg_optimize() verifies the module and runs the new pass manager
+ * them. The Cg lives in the Ctx arena and is registered with ctx_defer,
+ * so an out-of-memory unwind disposes the LLVM objects too.
+ * cg_optimize() verifies the module and runs the new pass manager
  * ("mergefunc,default<On>"); cg_write_obj()/cg_write_ll() stage the
  * results as output files (output.h).
  * Every generated function carries the target attributes from
@@ -115,10 +117,38 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
   return true;
 }
 
+/* An out-of-memory unwind disposes the LLVM objects; after an LLVM
+ * fatal error they are left to the exiting process. */
+static void cg_unwind(void *cg, bool fatal) {
+  if (!fatal) cg_free(cg);
+}
+
+/* LLVM's own diagnostics (a backend error such as an unsupported call
+ * on BPF). Without a handler LLVM prints them and calls exit(1) on an
+ * error, skipping the removal of staged files; here an error becomes a
+ * diagnostic on the Ctx (write_files then stages nothing) and a warning
+ * is printed. The message is copied out before the arena allocates. */
+static void llvm_diag(LLVMDiagnosticInfoRef di, void *arg) {
+  Cg *cg = arg;
+  LLVMDiagnosticSeverity sev = LLVMGetDiagInfoSeverity(di);
+  if (sev != LLVMDSError && sev != LLVMDSWarning) return;
+  char buf[1024], *msg = LLVMGetDiagInfoDescription(di);
+  snprintf(buf, sizeof buf, "%s", msg);
+  LLVMDisposeMessage(msg);
+  for (size_t n = strlen(buf); n && buf[n - 1] == '\n';) buf[--n] = 0;
+  if (sev == LLVMDSError) {
+    cg->failed = true;
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: LLVM: %s", buf);
+  } else if (cg->ctx->diag_out) {
+    fprintf(cg->ctx->diag_out, "%s: warning: codegen: LLVM: %s\n",
+            cg->ctx->file, buf);
+  }
+}
+
 Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
   init_targets();
-  Cg *cg = calloc(1, sizeof *cg);
-  if (!cg) return NULL;
+  Cg *cg = arena_alloc(ctx->arena, sizeof *cg);
+  ctx_defer(ctx, cg_unwind, cg); /* before any LLVM object exists */
   cg->ctx = ctx;
   cg->u = u;
   const Options *o = u ? u->opt : NULL;
@@ -143,6 +173,8 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
   }
   cg->avx512 = strstr(cg->features, "+avx512f") != NULL;
   cg->lc = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(cg->lc, llvm_diag, cg);
+  LLVMContextSetDiscardValueNames(cg->lc, 1); /* less memory and time */
   cg->mod = LLVMModuleCreateWithNameInContext(module_name, cg->lc);
   cg->b = LLVMCreateBuilderInContext(cg->lc);
   cg->td = LLVMCreateTargetDataLayout(cg->tm);
@@ -153,7 +185,8 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
 }
 
 void cg_free(Cg *cg) {
-  if (!cg) return;
+  if (!cg || !cg->ctx) return; /* NULL, or disposed already */
+  ctx_undefer(cg->ctx, cg_unwind, cg);
   if (cg->b) LLVMDisposeBuilder(cg->b);
   if (cg->mod) LLVMDisposeModule(cg->mod);
   if (cg->td) LLVMDisposeTargetData(cg->td);
@@ -162,7 +195,7 @@ void cg_free(Cg *cg) {
   LLVMDisposeMessage(cg->triple);
   LLVMDisposeMessage(cg->cpu);
   LLVMDisposeMessage(cg->features);
-  free(cg);
+  memset(cg, 0, sizeof *cg); /* arena memory: disposed, not freed */
 }
 
 static bool is_x86(const Cg *cg) {

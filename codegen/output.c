@@ -4,7 +4,9 @@
  * directory, so that rename(2) is atomic) and records it; out_finish
  * renames them all or removes them all. A target that is a directory is
  * refused before anything is written (EISDIR), so the common mistake
- * `-o DIR` fails without touching the disk.
+ * `-o DIR` fails without touching the disk. Names are allocated by
+ * out_prepare (from out_add, or earlier by a caller holding LLVM
+ * memory); an out-of-memory unwind runs out_unwind (ctx_defer).
  */
 #include "codegen/output.h"
 
@@ -15,12 +17,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static void out_undo(OutSet *s, int k);
+
+/* Out of memory or an LLVM fatal error: close an open memory stream,
+ * remove every temporary. */
+static void out_unwind(void *set, bool fatal) {
+  OutSet *s = set;
+  if (s->mem && !fatal) {
+    if (s->mem->f) fclose(s->mem->f);
+    free(s->mem->buf);
+    memset(s->mem, 0, sizeof *s->mem);
+  }
+  s->mem = NULL;
+  out_undo(s, 0);
+  s->n = 0;
+}
+
 void out_init(OutSet *s, Ctx *c) {
   memset(s, 0, sizeof *s);
   s->ctx = c;
   mode_t um = umask(0);
   umask(um);
   s->mode = 0666 & ~um;
+  ctx_defer(c, out_unwind, s);
 }
 
 /* PATH: error: WHAT: strerror(err). Always false. */
@@ -50,22 +69,19 @@ static bool write_all(int fd, const char *p, size_t n) {
   return true;
 }
 
-/* DIR/.rlxc-XXXXXX for path, malloc'ed. */
-static char *tmp_template(const char *path) {
+/* DIR/.rlxc-XXXXXX for path, in the arena. */
+static char *tmp_template(Arena *a, const char *path) {
   const char *slash = strrchr(path, '/');
   size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
-  char *t = malloc(dir + sizeof ".rlxc-XXXXXX");
-  if (!t) return NULL;
+  char *t = arena_alloc(a, dir + sizeof ".rlxc-XXXXXX");
   memcpy(t, path, dir);
   strcpy(t + dir, ".rlxc-XXXXXX");
   return t;
 }
 
-/* Bytes to a new temporary next to path; its name in *tmp. */
+/* Bytes to a new temporary next to path, named from the template t. */
 static bool write_tmp(OutSet *s, const char *path, const char *p, size_t n,
-                      char **tmp) {
-  char *t = tmp_template(path);
-  if (!t) return out_err(s, path, "cannot write", ENOMEM);
+                      char *t) {
   int fd = mkstemp(t);
   if (fd < 0) {
     int err = errno;
@@ -74,7 +90,6 @@ static bool write_tmp(OutSet *s, const char *path, const char *p, size_t n,
     snprintf(what, sizeof what, "cannot create a temporary file in "
              "'%.*s'", slash ? (int)(slash - path + 1) : 1,
              slash ? path : ".");
-    free(t);
     return out_err(s, path, what, err);
   }
   bool ok = fchmod(fd, s->mode) == 0 && write_all(fd, p, n);
@@ -89,10 +104,8 @@ static bool write_tmp(OutSet *s, const char *path, const char *p, size_t n,
   }
   if (!ok) {
     unlink(t);
-    free(t);
     return out_err(s, path, "cannot write", err);
   }
-  *tmp = t;
   return true;
 }
 
@@ -110,25 +123,34 @@ static bool write_special(OutSet *s, const char *path, const char *p,
   return ok || out_err(s, path, "cannot write", err);
 }
 
-bool out_add(OutSet *s, const char *path, const void *bytes, size_t n) {
+/* The prepared, not yet staged entry for path, or NULL. */
+static OutFile *prepared(OutSet *s, const char *path) {
+  for (int i = 0; i < s->n; i++)
+    if (!s->file[i].staged && !strcmp(s->file[i].path, path))
+      return &s->file[i];
+  return NULL;
+}
+
+void out_prepare(OutSet *s, const char *path) {
+  if (prepared(s, path)) return;
   RLX_ASSERT(s->n < OUT_MAX);
+  OutFile f = {arena_strdup(s->ctx->arena, path),
+               tmp_template(s->ctx->arena, path), false, false};
+  s->file[s->n++] = f;
+}
+
+bool out_add(OutSet *s, const char *path, const void *bytes, size_t n) {
+  out_prepare(s, path);
+  OutFile *f = prepared(s, path);
   struct stat st;
   bool exists = stat(path, &st) == 0;
   if (exists && S_ISDIR(st.st_mode))
     return out_err(s, path, "cannot write", EISDIR);
   if (exists && !S_ISREG(st.st_mode))
     return write_special(s, path, bytes, n);
-  OutFile *f = &s->file[s->n];
-  memset(f, 0, sizeof *f);
-  f->path = strdup(path);
-  if (!f->path) return out_err(s, path, "cannot write", ENOMEM);
   f->existed = lstat(path, &st) == 0;
-  if (!write_tmp(s, path, bytes, n, &f->tmp)) {
-    free(f->path);
-    return false;
-  }
-  s->n++;
-  return true;
+  f->staged = write_tmp(s, path, bytes, n, f->tmp);
+  return f->staged;
 }
 
 /* Undo the renames of files 0..k-1 that created a new file, remove the
@@ -136,15 +158,15 @@ bool out_add(OutSet *s, const char *path, const void *bytes, size_t n) {
 static void out_undo(OutSet *s, int k) {
   for (int i = 0; i < s->n; i++) {
     OutFile *f = &s->file[i];
-    if (i < k && f->tmp && !f->existed) unlink(f->path);
-    if (i >= k && f->tmp) unlink(f->tmp);
+    if (i < k && f->staged && !f->existed) unlink(f->path);
+    if (i >= k && f->staged) unlink(f->tmp);
   }
 }
 
 static bool out_commit(OutSet *s) {
   for (int i = 0; i < s->n; i++) {
     OutFile *f = &s->file[i];
-    if (f->tmp && rename(f->tmp, f->path) != 0) {
+    if (f->staged && rename(f->tmp, f->path) != 0) {
       int err = errno;
       out_undo(s, i);
       return out_err(s, f->path, "cannot write", err);
@@ -156,58 +178,75 @@ static bool out_commit(OutSet *s) {
 bool out_finish(OutSet *s, bool ok) {
   if (ok) ok = out_commit(s);
   else out_undo(s, 0);
-  for (int i = 0; i < s->n; i++) {
-    free(s->file[i].path);
-    free(s->file[i].tmp);
-  }
   s->n = 0;
+  ctx_undefer(s->ctx, out_unwind, s);
   return ok;
 }
 
 bool out_mem_open(OutSet *s, OutMem *m) {
+  RLX_ASSERT(!s->mem);
   memset(m, 0, sizeof *m);
   m->f = open_memstream(&m->buf, &m->len);
+  if (!m->f && errno == ENOMEM) arena_oom(s->ctx->arena);
   if (!m->f)
     return diag_error(s->ctx, (Loc){0, 0}, "cannot buffer an output: %s",
                       strerror(errno));
+  s->mem = m;
   return true;
 }
 
+/* A memory stream fails only for lack of memory. */
 bool out_mem_add(OutSet *s, OutMem *m, const char *path, bool ok) {
   bool stream_ok = !ferror(m->f);
-  int err = errno;
-  if (fclose(m->f) != 0 && stream_ok) {
-    stream_ok = false;
-    err = errno;
-  }
-  if (ok && !stream_ok) ok = out_err(s, path, "cannot write", err);
+  stream_ok &= fclose(m->f) == 0;
+  m->f = NULL;
+  if (!stream_ok) arena_oom(s->ctx->arena); /* out_unwind frees buf */
   if (ok) ok = out_add(s, path, m->buf, m->len);
   free(m->buf);
+  s->mem = NULL;
   memset(m, 0, sizeof *m);
   return ok;
 }
 
-/* base + ext, where base is path without its extension. */
-static char *derive(const char *path, const char *ext) {
-  const char *slash = strrchr(path, '/');
-  const char *dot = strrchr(path, '.');
-  size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - path)
-                                            : strlen(path);
-  char *s = malloc(n + strlen(ext) + 1);
-  if (!s) return NULL;
-  memcpy(s, path, n);
+/* The output path of kind is base[0..*n) + *ext. */
+static const char *path_parts(const Options *o, const char *cname,
+                              unsigned kind, size_t *n, const char **ext) {
+  *ext = kind == EMIT_OBJ      ? ".o"
+         : kind == EMIT_HEADER ? ".h"
+         : kind == EMIT_ASM    ? ".s"
+                               : ".ll";
+  const char *base = o->output ? o->output : cname;
+  unsigned files = o->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM);
+  if (o->output &&
+      (kind == EMIT_OBJ || (kind != EMIT_HEADER && files == kind))) {
+    *ext = "";
+    *n = strlen(base);
+    return base;
+  }
+  const char *slash = strrchr(base, '/');
+  const char *dot = strrchr(base, '.');
+  *n = dot && (!slash || dot > slash) ? (size_t)(dot - base)
+                                      : strlen(base);
+  return base;
+}
+
+static char *path_join(char *s, const char *base, size_t n,
+                       const char *ext) {
+  memcpy(s, base, n);
   strcpy(s + n, ext);
   return s;
 }
 
 char *out_path(const Options *o, const char *cname, unsigned kind) {
-  const char *ext = kind == EMIT_OBJ      ? ".o"
-                    : kind == EMIT_HEADER ? ".h"
-                    : kind == EMIT_ASM    ? ".s"
-                                          : ".ll";
-  if (!o->output) return derive(cname, ext);
-  unsigned files = o->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM);
-  if (kind == EMIT_OBJ || (kind != EMIT_HEADER && files == kind))
-    return strdup(o->output);
-  return derive(o->output, ext);
+  size_t n;
+  const char *ext, *base = path_parts(o, cname, kind, &n, &ext);
+  char *s = malloc(n + strlen(ext) + 1);
+  return s ? path_join(s, base, n, ext) : NULL;
+}
+
+char *out_path_in(Arena *a, const Options *o, const char *cname,
+                  unsigned kind) {
+  size_t n;
+  const char *ext, *base = path_parts(o, cname, kind, &n, &ext);
+  return path_join(arena_alloc(a, n + strlen(ext) + 1), base, n, ext);
 }

@@ -11,10 +11,14 @@
  * regular file nor a directory (/dev/null, a FIFO) is written in place.
  *
  * Errors are diagnostics on the Ctx in the form `PATH: error: ...:
- * REASON` (strerror), PATH being the output path.
+ * REASON` (strerror), PATH being the output path. Out of memory (a
+ * memory stream's error included) takes the arena's path (ir.h): the
+ * OutSet is registered with ctx_defer from out_init to out_finish, and
+ * the unwind closes an open OutMem and removes every temporary.
  *
- * Owner: the OutSet owns the temporaries and their names until
- * out_finish; OutMem owns its buffer until out_mem_add.
+ * Owner: the OutSet owns the temporaries until out_finish (their names
+ * live in the Ctx arena); OutMem owns its buffer until out_mem_add.
+ * An OutSet must stay in place (not be copied) while registered.
  */
 #ifndef RLX_OUTPUT_H
 #define RLX_OUTPUT_H
@@ -26,19 +30,27 @@
 #define OUT_MAX 8
 
 typedef struct {
-  char *path;      /* final path (malloc'ed) */
-  char *tmp;       /* staged temporary, or NULL: written in place */
+  char *path;      /* final path (arena) */
+  char *tmp;       /* DIR/.rlxc-XXXXXX, then the temporary (arena) */
+  bool staged;     /* tmp exists on disk, holding the contents */
   bool existed;    /* path existed before (a rename replaces it) */
 } OutFile;
 
+struct OutMem;
 typedef struct OutSet {
   Ctx *ctx;
   mode_t mode;     /* 0666 & ~umask, like fopen */
   OutFile file[OUT_MAX];
   int n;
+  struct OutMem *mem; /* open between out_mem_open and out_mem_add */
 } OutSet;
 
 void out_init(OutSet *s, Ctx *c);
+
+/* Allocate what staging path needs (its names), so that out_add on it
+ * allocates nothing: call it before holding memory an out-of-memory
+ * unwind would not free (an LLVM buffer). */
+void out_prepare(OutSet *s, const char *path);
 
 /* Stage n bytes as the contents of path. False after a diagnostic. */
 bool out_add(OutSet *s, const char *path, const void *bytes, size_t n);
@@ -49,7 +61,7 @@ bool out_finish(OutSet *s, bool ok);
 
 /* Output produced through stdio: written to memory (open_memstream),
  * then staged with out_mem_add. */
-typedef struct {
+typedef struct OutMem {
   FILE *f;
   char *buf;
   size_t len;
@@ -68,5 +80,8 @@ bool out_mem_add(OutSet *s, OutMem *m, const char *path, bool ok);
  * and a lone asm or llvm output without an object is PATH itself;
  * without -o, CNAME.o, CNAME.h, ... Malloc'ed; NULL when out of memory. */
 char *out_path(const Options *o, const char *cname, unsigned kind);
+/* The same in arena a (never NULL). */
+char *out_path_in(Arena *a, const Options *o, const char *cname,
+                  unsigned kind);
 
 #endif

@@ -25,6 +25,11 @@ static void fe_yyerror(FE_YYLTYPE *l, FeState *s, void *scanner,
                        const char *msg);
 #define L(l) ((Loc){(l).first_line, (l).first_column})
 #define NONUM ((FeNum){0})
+/* Stacks grown past YYINITDEPTH are arena temporaries (in yyparse, s is
+ * the parse parameter): out of memory takes the driver's path and an
+ * unwind leaks nothing. */
+#define YYMALLOC(n) arena_tmp_alloc(s->c->arena, (n))
+#define YYFREE(p) arena_tmp_free(s->c->arena, (p))
 }
 
 %union {

@@ -1,9 +1,22 @@
-/* arena.c: bump allocator owning all IR memory of one compilation.
- * Blocks are chained and freed together by arena_free(). Allocation
- * failure aborts through rlx_assert_fail (out of memory is not a user
- * error we can recover from inside a pass). */
+/* arena.c: the allocator owning all memory of one compilation.
+ *
+ * Bump allocations come from chained blocks of at least 60000 bytes and
+ * are freed together by arena_free(). Temporaries (arena_tmp_*) are
+ * separate malloc blocks on a doubly linked list, so that they can be
+ * released early in any order and arena_free() releases those left.
+ *
+ * Out of memory is never returned to a caller: a failed malloc (or an
+ * injected failure) calls the owner's hook, which must not return (the
+ * driver longjmps back to its Ctx, ir.h). Without a hook it is an
+ * internal error, as before hooks existed.
+ *
+ * Fault injection (arena_fail_at) counts every allocation call, not
+ * only those that need a new block, so that a test failing the nth
+ * allocation for every n reaches every allocation site.
+ */
 #include "ir/ir.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,16 +26,25 @@ typedef struct Block {
   _Alignas(16) unsigned char data[];
 } Block;
 
+typedef struct Tmp {
+  struct Tmp *prev, *next;
+  _Alignas(16) unsigned char data[];
+} Tmp;
+
 struct Arena {
   Block *head;
+  Tmp *tmps;
   size_t total;
+  void (*oom)(void *arg);
+  void *oom_arg;
+  long fail_at;  /* allocations until the injected failure; 0: none */
+  long count;    /* allocation calls so far */
 };
 
-Arena *arena_new(void) {
-  Arena *a = calloc(1, sizeof *a);
-  RLX_ASSERT(a != NULL);
-  return a;
-}
+/* Largest request served: keeps size arithmetic free of overflow. */
+#define ARENA_MAX (SIZE_MAX / 4)
+
+Arena *arena_new(void) { return calloc(1, sizeof(Arena)); }
 
 void arena_free(Arena *a) {
   if (!a) return;
@@ -30,13 +52,39 @@ void arena_free(Arena *a) {
     next = b->next;
     free(b);
   }
+  for (Tmp *t = a->tmps, *next; t; t = next) {
+    next = t->next;
+    free(t);
+  }
   free(a);
+}
+
+void arena_on_oom(Arena *a, void (*hook)(void *arg), void *arg) {
+  a->oom = hook;
+  a->oom_arg = arg;
+}
+
+void arena_oom(Arena *a) {
+  a->fail_at = 0;
+  if (a->oom) a->oom(a->oom_arg);
+  rlx_assert_fail(__FILE__, __LINE__, "out of memory");
+}
+
+void arena_fail_at(Arena *a, long n) { a->fail_at = n > 0 ? n : 0; }
+
+long arena_count(const Arena *a) { return a->count; }
+
+/* Count one allocation of n bytes; out of memory when it is the
+ * injected failure or too large to serve. */
+static void count_alloc(Arena *a, size_t n) {
+  a->count++;
+  if ((a->fail_at && --a->fail_at == 0) || n > ARENA_MAX) arena_oom(a);
 }
 
 static Block *new_block(Arena *a, size_t need) {
   size_t size = need > 60000 ? need : 60000;
   Block *b = malloc(sizeof *b + size);
-  RLX_ASSERT(b != NULL);
+  if (!b) arena_oom(a);
   b->size = size;
   b->used = 0;
   b->next = a->head;
@@ -45,6 +93,7 @@ static Block *new_block(Arena *a, size_t need) {
 }
 
 void *arena_alloc(Arena *a, size_t n) {
+  count_alloc(a, n);
   n = (n + 15) & ~(size_t)15;
   Block *b = a->head;
   if (!b || b->size - b->used < n) b = new_block(a, n);
@@ -75,4 +124,49 @@ void *arena_grow(Arena *a, void *old, int n, int *cap, size_t elem) {
   if (old && n) memcpy(p, old, (size_t)n * elem);
   *cap = ncap;
   return p;
+}
+
+/* ---- temporaries ---- */
+
+static void tmp_link(Arena *a, Tmp *t) {
+  t->prev = NULL;
+  t->next = a->tmps;
+  if (a->tmps) a->tmps->prev = t;
+  a->tmps = t;
+}
+
+static void tmp_unlink(Arena *a, Tmp *t) {
+  if (t->prev) t->prev->next = t->next;
+  else a->tmps = t->next;
+  if (t->next) t->next->prev = t->prev;
+}
+
+static Tmp *tmp_of(void *p) {
+  return (Tmp *)((unsigned char *)p - offsetof(Tmp, data));
+}
+
+void *arena_tmp_alloc(Arena *a, size_t n) {
+  count_alloc(a, n);
+  Tmp *t = calloc(1, sizeof *t + n);
+  if (!t) arena_oom(a);
+  tmp_link(a, t);
+  return t->data;
+}
+
+void *arena_tmp_realloc(Arena *a, void *p, size_t n) {
+  if (!p) return arena_tmp_alloc(a, n);
+  count_alloc(a, n);
+  Tmp *t = tmp_of(p);
+  tmp_unlink(a, t);
+  Tmp *nt = realloc(t, sizeof *nt + n);
+  tmp_link(a, nt ? nt : t); /* on failure the old block stays owned */
+  if (!nt) arena_oom(a);
+  return nt->data;
+}
+
+void arena_tmp_free(Arena *a, void *p) {
+  if (!p) return;
+  Tmp *t = tmp_of(p);
+  tmp_unlink(a, t);
+  free(t);
 }

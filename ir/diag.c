@@ -1,8 +1,12 @@
 /* diag.c: compilation context and GCC-style diagnostics.
  * Errors are collected on the Ctx (for unit tests) and, when diag_out
  * is set, printed at once as `FILE:LINE:COL: error: MSG`, the source
- * line and a caret. After max_errors errors further ones are dropped
- * and one "too many errors" line is printed. */
+ * line (lines end at LF, CR LF or CR, as in the lexer) and a caret.
+ * After max_errors errors further ones are dropped and one "too many
+ * errors" line is printed.
+ * Out of memory: ctx_new makes ctx_oom the arena's hook; it runs the
+ * registered cleanups (ctx_defer) and longjmps to the driver's
+ * oom_jump, so no caller of an allocator checks for NULL (ir.h). */
 #include "ir/ir.h"
 
 #include <stdarg.h>
@@ -17,8 +21,13 @@ void rlx_assert_fail(const char *file, int line, const char *expr) {
 
 Ctx *ctx_new(const char *file, const char *src, size_t len) {
   Ctx *c = calloc(1, sizeof *c);
-  RLX_ASSERT(c != NULL);
-  c->arena = arena_new();
+  Arena *a = c ? arena_new() : NULL;
+  if (!a) {
+    free(c);
+    return NULL;
+  }
+  c->arena = a;
+  arena_on_oom(a, ctx_oom, c);
   c->file = file ? file : "<input>";
   c->src = src;
   c->src_len = len;
@@ -30,18 +39,73 @@ Ctx *ctx_new(const char *file, const char *src, size_t len) {
 
 void ctx_free(Ctx *c) {
   if (!c) return;
+  ctx_unwind(c, false);
   arena_free(c->arena);
   free(c);
+}
+
+/* ---- cleanups for out-of-memory unwinds ---- */
+
+struct CtxCleanup {
+  void (*fn)(void *arg, bool fatal);
+  void *arg;
+  CtxCleanup *next;
+};
+
+void ctx_defer(Ctx *c, void (*fn)(void *arg, bool fatal), void *arg) {
+  CtxCleanup *k = c->spare;
+  if (k) c->spare = k->next;
+  else k = arena_alloc(c->arena, sizeof *k);
+  *k = (CtxCleanup){fn, arg, c->cleanups};
+  c->cleanups = k;
+}
+
+void ctx_undefer(Ctx *c, void (*fn)(void *arg, bool fatal), void *arg) {
+  for (CtxCleanup **p = &c->cleanups; *p; p = &(*p)->next)
+    if ((*p)->fn == fn && (*p)->arg == arg) {
+      CtxCleanup *k = *p;
+      *p = k->next;
+      k->next = c->spare;
+      c->spare = k;
+      return;
+    }
+}
+
+void ctx_unwind(Ctx *c, bool fatal) {
+  while (c->cleanups) {
+    CtxCleanup *k = c->cleanups;
+    c->cleanups = k->next; /* popped first: fn may call ctx_undefer */
+    k->next = c->spare;
+    c->spare = k;
+    k->fn(k->arg, fatal);
+  }
+}
+
+void ctx_oom(void *ctx) {
+  Ctx *c = ctx;
+  jmp_buf *j = c->oom_jump;
+  c->oom_jump = NULL; /* running out again while unwinding: abort */
+  if (!j) rlx_assert_fail(__FILE__, __LINE__, "out of memory");
+  ctx_unwind(c, false);
+  longjmp(*j, 1);
+}
+
+/* The line after the one starting at p: a line ends at LF, CR LF or a
+ * lone CR, as in the lexer. */
+static const char *next_line(const char *p, const char *end) {
+  while (p < end && *p != '\n' && *p != '\r') p++;
+  if (p < end && *p++ == '\r' && p < end && *p == '\n') p++;
+  return p;
 }
 
 /* Print source line `line` (1-based) and a caret under column col. */
 static void print_caret(const Ctx *c, Loc loc) {
   if (!c->src || loc.line <= 0) return;
   const char *p = c->src, *end = c->src + c->src_len;
-  for (int l = 1; l < loc.line && p < end; p++)
-    if (*p == '\n') l++;
+  if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p += 3; /* BOM */
+  for (int l = 1; l < loc.line && p < end; l++) p = next_line(p, end);
   const char *e = p;
-  while (e < end && *e != '\n') e++;
+  while (e < end && *e != '\n' && *e != '\r') e++;
   int len = (int)(e - p);
   if (len > 400) len = 400;
   fwrite(p, 1, (size_t)len, c->diag_out);

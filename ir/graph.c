@@ -45,6 +45,7 @@ Module *ir_module_new(Ctx *c) { return arena_alloc(c->arena, sizeof(Module)); }
 
 Graph *ir_graph_new(Ctx *c, Module *m, const char *name, Loc loc) {
   Graph *g = arena_alloc(c->arena, sizeof *g);
+  g->arena = c->arena;
   g->name = arena_strdup(c->arena, name);
   g->loc = loc;
   if (m) {

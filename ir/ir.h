@@ -6,7 +6,10 @@
  * a Type inferred by the op's shape rule (ir/shape_*.c).
  *
  * Ownership: every IR object, string and array lives in the Ctx's
- * Arena and is freed once by ctx_free(). Nothing here is freed alone.
+ * Arena and is freed once by ctx_free(). Nothing here is freed alone
+ * (scratch tables are arena temporaries, released early). Allocation
+ * never returns NULL: out of memory goes to the Ctx's hook, which
+ * unwinds to the driver (ctx_oom), so no caller checks.
  *
  * Error handling: user mistakes are reported with diag_error() and
  * collected on the Ctx; a node whose type could not be inferred gets
@@ -17,6 +20,7 @@
 #ifndef RLX_IR_H
 #define RLX_IR_H
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,8 +78,12 @@ typedef struct Diag {
 } Diag;
 
 /* ---- arena (ir/arena.c) ---- */
+/* Out of memory: every allocation below either succeeds or calls the
+ * hook set with arena_on_oom, which must not return (the driver's hook
+ * longjmps; ctx_new installs ctx_oom). Without a hook it is an internal
+ * error. So callers never test for NULL. */
 typedef struct Arena Arena;
-Arena *arena_new(void);
+Arena *arena_new(void);                     /* NULL when out of memory */
 void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t n);      /* zeroed, 16-byte aligned */
 char *arena_strdup(Arena *a, const char *s);
@@ -84,6 +92,25 @@ size_t arena_used(const Arena *a);
 /* Growable arena arrays: return an array (old, or a doubled copy) with
  * room for item n; *cap is updated. Building n items is O(n). */
 void *arena_grow(Arena *a, void *old, int n, int *cap, size_t elem);
+/* Temporaries: owned by the arena like any allocation (arena_free frees
+ * those still live, so an out-of-memory unwind leaks none) but released
+ * early, in any order, with arena_tmp_free (scratch tables of the
+ * verifier and printer, the scanner's buffers). tmp_alloc zeroes;
+ * tmp_realloc keeps the old bytes (the rest is not zeroed) and
+ * allocates when p is NULL. */
+void *arena_tmp_alloc(Arena *a, size_t n);
+void *arena_tmp_realloc(Arena *a, void *p, size_t n);
+void arena_tmp_free(Arena *a, void *p);     /* p may be NULL */
+void arena_on_oom(Arena *a, void (*hook)(void *arg), void *arg);
+/* Memory obtained outside the arena (a libc stream) ran out: the same
+ * path as a failed allocation. Does not return when a hook is set. */
+void arena_oom(Arena *a);
+/* Fault injection (tests, docs/testing.md): the nth allocation from now
+ * (1-based; arena_alloc, tmp_alloc and tmp_realloc all count, whether or
+ * not they need a new block) fails as if malloc had returned NULL. 0
+ * turns it off. arena_count: allocations counted so far. */
+void arena_fail_at(Arena *a, long n);
+long arena_count(const Arena *a);
 
 /* ---- attributes (ir/attrs.def) ---- */
 typedef enum { AK_INT, AK_INTS, AK_FLOAT, AK_BOOL, AK_DTYPE, AK_ENUM,
@@ -196,6 +223,7 @@ typedef struct Graph {
   int nret;
   Node **rets;
   int next_id;
+  Arena *arena;       /* the Ctx arena it lives in (printer scratch) */
 } Graph;
 
 typedef struct Module {
@@ -203,7 +231,8 @@ typedef struct Module {
   Graph **graphs;     /* declaration order: subgraphs before users */
 } Module;
 
-/* ---- compilation context (ir/ctx.c) ---- */
+/* ---- compilation context (ir/diag.c) ---- */
+typedef struct CtxCleanup CtxCleanup;
 typedef struct Ctx {
   Arena *arena;
   const char *file;        /* for diagnostics */
@@ -213,10 +242,29 @@ typedef struct Ctx {
   int nerrors;
   int max_errors;          /* default 20 */
   FILE *diag_out;          /* NULL: collect only (unit tests) */
+  /* Out of memory (the arena's hook, ctx_oom): the cleanups run, then
+   * longjmp(*oom_jump, 1). Set by the driver; NULL: internal error. */
+  jmp_buf *oom_jump;
+  CtxCleanup *cleanups, *spare; /* registered (newest first), reusable */
 } Ctx;
 
+/* NULL when out of memory. Owns the arena; its out-of-memory hook is
+ * ctx_oom. ctx_free runs the cleanups still registered, then frees. */
 Ctx *ctx_new(const char *file, const char *src, size_t len);
 void ctx_free(Ctx *c);
+/* Resources outside the arena (LLVM objects, staged temporary files,
+ * an open stream) whose owner may be skipped by an out-of-memory
+ * longjmp: register fn(arg, fatal) when acquiring them, unregister (the
+ * same fn and arg) when releasing them normally. ctx_unwind runs and
+ * drops every registered cleanup, newest first; fatal: the process is
+ * about to exit after an LLVM fatal error, so only what outlives it
+ * (files on disk) needs undoing. */
+void ctx_defer(Ctx *c, void (*fn)(void *arg, bool fatal), void *arg);
+void ctx_undefer(Ctx *c, void (*fn)(void *arg, bool fatal), void *arg);
+void ctx_unwind(Ctx *c, bool fatal);
+/* The arena's out-of-memory hook (arg: the Ctx): ctx_unwind, then the
+ * jump to *oom_jump; without one, an internal error. */
+void ctx_oom(void *ctx);
 /* Report an error at loc; printed GCC-style with source line and caret
  * when diag_out is set. Returns false so rules can `return diag_...`. */
 bool diag_error(Ctx *c, Loc loc, const char *fmt, ...)

@@ -74,6 +74,18 @@ static OpInfo ops[] = {
 /* Static storage for parsed attribute specs (bounded by the table). */
 static OpAttrSpec spec_pool[OP_COUNT * 12];
 static int64_t ints_pool[256];
+static char words_pool[4096]; /* enum defaults: no heap, no leak */
+
+/* The enum word txt (a parse buffer) of attribute id, copied into
+ * words_pool. */
+static const char *default_word(AttrId id, const char *txt) {
+  static size_t used;
+  size_t n = strlen(txt) + 1;
+  RLX_ASSERT(attr_word_ok(id, txt) && used + n <= sizeof words_pool);
+  char *w = memcpy(words_pool + used, txt, n);
+  used += n;
+  return w;
+}
 
 /* Parse one default value text for attribute id into *out. */
 static void parse_default(AttrId id, const char *txt, Attr *out,
@@ -85,11 +97,7 @@ static void parse_default(AttrId id, const char *txt, Attr *out,
   case AK_FLOAT: out->u.f = strtod(txt, NULL); break;
   case AK_BOOL: out->u.b = !strcmp(txt, "true"); break;
   case AK_DTYPE: out->u.dt = dt_lookup(txt); break;
-  case AK_ENUM: {
-    RLX_ASSERT(attr_word_ok(id, txt));
-    out->u.word = strdup(txt); /* lives for the process */
-    break;
-  }
+  case AK_ENUM: out->u.word = default_word(id, txt); break;
   case AK_INTS: {
     out->u.ints.v = ints_pool + *nints;
     for (const char *p = txt + 1; *p && *p != ']';) {

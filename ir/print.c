@@ -22,6 +22,8 @@
  * The printer never modifies the IR and tolerates malformed graphs
  * (NULL or foreign operands print as `%<null>` / `%<foreign>`), so that
  * --dump-ir can show what a broken pass produced.
+ * Memory: per-graph naming tables are temporaries of the graph's arena
+ * (g->arena), so running out of memory takes the driver's path.
  * Entry points: ir_print_module, ir_print_graph, ir_fmt_double,
  * ir_fmt_float.
  */
@@ -250,11 +252,12 @@ static void names_init(Names *nm, const Graph *g) {
     if (g->nodes[i] && g->nodes[i]->id >= nm->nids)
       nm->nids = g->nodes[i]->id + 1;
   size_t k = (size_t)(nm->nids ? nm->nids : 1);
-  nm->owner = calloc(k, sizeof *nm->owner);
-  nm->num = malloc(k * sizeof *nm->num);
-  nm->noinline = calloc(k, sizeof *nm->noinline);
-  int64_t *taken = malloc((size_t)(g->nnodes + 1) * sizeof *taken);
-  RLX_ASSERT(nm->owner && nm->num && nm->noinline && taken);
+  Arena *a = g->arena;
+  nm->owner = arena_tmp_alloc(a, k * sizeof *nm->owner);
+  nm->num = arena_tmp_alloc(a, k * sizeof *nm->num);
+  nm->noinline = arena_tmp_alloc(a, k * sizeof *nm->noinline);
+  int64_t *taken =
+      arena_tmp_alloc(a, (size_t)(g->nnodes + 1) * sizeof *taken);
   int ntaken = 0;
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = g->nodes[i];
@@ -275,13 +278,14 @@ static void names_init(Names *nm, const Graph *g) {
     while (t < ntaken && taken[t] == next) next++, t++;
     nm->num[n->id] = next++;
   }
-  free(taken);
+  arena_tmp_free(a, taken);
 }
 
 static void names_free(Names *nm) {
-  free(nm->owner);
-  free(nm->num);
-  free(nm->noinline);
+  Arena *a = nm->g->arena;
+  arena_tmp_free(a, nm->owner);
+  arena_tmp_free(a, nm->num);
+  arena_tmp_free(a, nm->noinline);
 }
 
 static void print_ref(FILE *f, const Names *nm, const Node *n) {

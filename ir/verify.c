@@ -19,8 +19,9 @@
  * Every finding is a diagnostic "internal: verifier: ..." (never an
  * assert): the front end rejects user mistakes before the verifier runs,
  * so a finding means a compiler bug, but a pass bug must not crash rlxc.
- * Memory: scratch tables are malloc'ed per graph and freed before
- * returning; shape_infer runs on a private scratch Ctx.
+ * Memory: scratch tables are arena temporaries, released per graph;
+ * shape_infer runs on a scratch Ctx that shares c's arena (so running
+ * out of memory anywhere takes the driver's out-of-memory path).
  * Entry point: ir_verify.
  */
 #include "ir/ir.h"
@@ -32,6 +33,7 @@
 typedef struct {
   Ctx *c;
   Ctx *scratch;       /* shape_infer diagnostics land here, not on c */
+  Arena *a;           /* c's arena: scratch tables */
   const Module *m;
   const Graph *g;
   int gi;             /* index of g in the module */
@@ -85,6 +87,7 @@ static bool valid_ident(const char *s) {
 
 /* ---- string set (open addressing) for name uniqueness ---- */
 typedef struct {
+  Arena *a;
   size_t cap;
   const char **slot;
 } NameSet;
@@ -95,11 +98,11 @@ static size_t hash_str(const char *s) {
   return h;
 }
 
-static void set_init(NameSet *s, size_t n) {
+static void set_init(NameSet *s, Arena *a, size_t n) {
+  s->a = a;
   s->cap = 16;
   while (s->cap < 2 * n + 2) s->cap *= 2;
-  s->slot = calloc(s->cap, sizeof *s->slot);
-  RLX_ASSERT(s->slot != NULL);
+  s->slot = arena_tmp_alloc(a, s->cap * sizeof *s->slot);
 }
 
 /* Insert; false if already present. */
@@ -253,9 +256,8 @@ static bool index_nodes(V *v) {
     if (g->nodes[i] && g->nodes[i]->id >= v->nids)
       v->nids = g->nodes[i]->id + 1;
   size_t k = (size_t)v->nids + 1;
-  v->owner = calloc(k, sizeof *v->owner);
-  v->state = calloc(k, 1);
-  RLX_ASSERT(v->owner && v->state);
+  v->owner = arena_tmp_alloc(v->a, k * sizeof *v->owner);
+  v->state = arena_tmp_alloc(v->a, k);
   bool ok = true;
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = g->nodes[i];
@@ -274,13 +276,13 @@ static bool index_nodes(V *v) {
 
 static void check_names(V *v) {
   NameSet s;
-  set_init(&s, (size_t)v->g->nnodes);
+  set_init(&s, v->a, (size_t)v->g->nnodes);
   for (int i = 0; i < v->g->nnodes; i++) {
     const Node *n = v->g->nodes[i];
     if (n->name && !set_add(&s, n->name))
       VERR(v, n->loc, "value %%%s is defined twice", n->name);
   }
-  free(s.slot);
+  arena_tmp_free(s.a, s.slot);
 }
 
 static void check_args_rets(V *v) {
@@ -310,22 +312,24 @@ static void verify_graph(V *v) {
     check_names(v);
     check_args_rets(v);
   }
-  free(v->owner);
-  free(v->state);
+  arena_tmp_free(v->a, v->owner);
+  arena_tmp_free(v->a, v->state);
   v->owner = NULL;
   v->state = NULL;
 }
 
 bool ir_verify(Ctx *c, const Module *m) {
-  V v = {.c = c, .m = m, .ok = true};
+  V v = {.c = c, .a = c->arena, .m = m, .ok = true};
   if (!m) {
     diag_error(c, (Loc){0, 0}, "internal: verifier: no module");
     return false;
   }
-  v.scratch = ctx_new(NULL, NULL, 0);
-  v.scratch->max_errors = 1 << 30;
+  Ctx scratch = {.arena = c->arena, .file = c->file,
+                 .max_errors = 1 << 30};
+  scratch.diags_tail = &scratch.diags;
+  v.scratch = &scratch;
   NameSet graphs;
-  set_init(&graphs, (size_t)m->ngraphs);
+  set_init(&graphs, v.a, (size_t)m->ngraphs);
   for (int i = 0; i < m->ngraphs && !diag_too_many(c); i++) {
     v.g = m->graphs[i];
     v.gi = i;
@@ -338,7 +342,6 @@ bool ir_verify(Ctx *c, const Module *m) {
       VERR(&v, v.g->loc, "a graph of this name is declared twice");
     verify_graph(&v);
   }
-  free(graphs.slot);
-  ctx_free(v.scratch);
+  arena_tmp_free(v.a, graphs.slot);
   return v.ok;
 }
