@@ -145,7 +145,7 @@ void cg_fn_attrs(Cg *cg, LLVMValueRef fn);
 
 /* ---- compiling graphs (abi.c) ---- */
 /* Nodes that emit code per segment function of a large graph. */
-#define CG_SEGMENT_NODES 32
+#define CG_SEGMENT_NODES 128
 /* Compile g as an internal function `i32 f(ptr in, ptr out, ptr ws)`
  * (cached per Graph). *ws_bytes gets the workspace it needs. NULL after
  * a diagnostic. Saves and restores the caller's builder position, so it
