@@ -40,6 +40,10 @@ bool cg_emit_activation_backward(Cg *cg, Node *n);
 bool cg_emit_softmax_xent_backward(Cg *cg, Node *n);
 bool cg_emit_cumsum_backward(Cg *cg, Node *n);
 bool cg_emit_gather_backward(Cg *cg, Node *n);
+/* layer_norm / rms_norm and their backward ops (emit_norm.c) */
+bool cg_emit_norm(Cg *cg, Node *n);       /* forward, *_backward_input */
+bool cg_emit_norm_param(Cg *cg, Node *n); /* *_backward_gamma/beta */
+int64_t cg_scratch_norm(Cg *cg, Node *n);
 
 /* ---- shared helpers (ops_util.c) ---- */
 typedef enum { CG_RED_SUM, CG_RED_PROD, CG_RED_MAX, CG_RED_MIN } CgRed;

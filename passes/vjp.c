@@ -427,6 +427,100 @@ static bool vjp_scatter_add(GradCtx *gc, const Node *n, Node *g) {
   return true;
 }
 
+/* ---- normalization layers ---- */
+
+static int ln_axis(const Node *n) {
+  int64_t a = ir_attr_int(n, ATTR_AXIS, -1);
+  return (int)(a < 0 ? a + n->in[0]->type.rank : a);
+}
+/* sum of v over every axis but ax -> [C] (a fixed-order reduction) */
+static Node *sum_but(IrBuilder *b, Node *v, int ax) {
+  int64_t axes[RLX_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < v->type.rank; i++)
+    if (i != ax) axes[k++] = i;
+  return k ? ib_reduce(b, OP_REDUCE_SUM, v, axes, k, false) : v;
+}
+static bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
+  Node *in[3] = {X(0), X(1), g}, *gin[2] = {X(0), g};
+  if (WANT(0))
+    ACC(0, same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_INPUT, in, 3));
+  if (WANT(1))
+    ACC(1, same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_GAMMA, gin, 2));
+  if (WANT(2)) ACC(2, sum_but(B, g, ln_axis(n)));
+  return true;
+}
+static bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g) {
+  static const Op bwd[3] = {OP_RMS_NORM_BACKWARD_INPUT,
+                            OP_RMS_NORM_BACKWARD_GAMMA,
+                            OP_RMS_NORM_BACKWARD_BETA};
+  Node *in[4] = {X(0), X(1), X(2), g};
+  for (int i = 0; i < 3; i++)
+    if (WANT(i)) ACC(i, same_attrs(gc, n, bwd[i], in, 4));
+  return true;
+}
+
+/* The norm backward ops re-expressed through primitives (the second
+ * order path only; the kernels compute the first order). a[] are the
+ * op's operands, ax its axis. */
+#define NB(op, p, q) ib_bin(b, op, p, q)
+#define NM(p, q) NB(OP_MUL, p, q)
+static Node *nb_mean(IrBuilder *b, Node *v, int ax) {
+  int64_t a = ax;
+  return ib_reduce(b, OP_REDUCE_MEAN, v, &a, 1, true);
+}
+static Node *nb_chan(IrBuilder *b, Node *v, const Type *xt, int ax) {
+  int64_t d[RLX_MAX_RANK];
+  for (int i = 0; i < xt->rank; i++) d[i] = i == ax ? xt->dims[ax] : 1;
+  return ib_reshape(b, v, xt->rank, d);
+}
+static Node *nb_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  const Type *xt = &a[0]->type;
+  int ax = ln_axis(n);
+  Node *x = a[0], *dy = a[n->nin - 1], *e = ib_scalar(b, xt->dt,
+                                         ir_attr_float(n, ATTR_EPS, 0));
+  bool rms = n->op != OP_LAYER_NORM_BACKWARD_INPUT &&
+             n->op != OP_LAYER_NORM_BACKWARD_GAMMA;
+  Node *c = rms ? x : NB(OP_SUB, x, nb_mean(b, x, ax));
+  Node *r = ib_un(b, OP_RSQRT, NB(OP_ADD, nb_mean(b, NM(c, c), ax), e));
+  Node *h = NM(c, r); /* x-hat (layer) or x r (rms) */
+  switch (n->op) {
+  case OP_LAYER_NORM_BACKWARD_GAMMA: case OP_RMS_NORM_BACKWARD_GAMMA:
+    return sum_but(b, NM(dy, h), ax);
+  case OP_RMS_NORM_BACKWARD_BETA:
+    return sum_but(b, dy, ax);
+  default: break;
+  }
+  Node *gg = NM(dy, nb_chan(b, a[1], xt, ax));
+  Node *m = nb_mean(b, NM(gg, h), ax);
+  if (rms) /* gg r - x m r^2 r (m is already scaled by r once) */
+    return NB(OP_SUB, NM(gg, r), NM(NM(x, m), NM(r, r)));
+  Node *t = NB(OP_SUB, gg, nb_mean(b, gg, ax));
+  return NM(r, NB(OP_SUB, t, NM(h, m)));
+}
+#undef NM
+#undef NB
+/* Second order: differentiate nb_expand (a detached graph over the
+ * op's operands) with the upstream gradient g. */
+static bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
+  Ctx *c = B->c;
+  Graph *s = ib_graph_detached(c, "norm_bwd", n->loc);
+  Node *a[6], *in[6], *gr[6] = {NULL};
+  for (int i = 0; i < n->nin; i++) {
+    char nm[8] = {'a', (char)('0' + i), 0};
+    a[i] = ir_arg_new(c, s, OP_INPUT, nm, n->in[i]->type, n->loc);
+    in[i] = X(i);
+  }
+  IrBuilder sb = {c, s, n->loc};
+  Node *r = nb_expand(&sb, n, a);
+  ir_set_rets(c, s, &r, 1);
+  if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
+    return false;
+  for (int i = 0; i < n->nin; i++) /* unused operand: an exact zero */
+    if (WANT(i)) ACC(i, gr[i] ? gr[i] : ib_fill(B, n->in[i]->type, 0));
+  return true;
+}
+
 /* ---- backward ops (second order) ---- */
 
 static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
@@ -593,8 +687,8 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_NARROW vjp_narrow
 #define VJP_GATHER vjp_gather
 #define VJP_SCATTER_ADD vjp_scatter_add
-#define VJP_LAYER_NORM vjp_unsupported
-#define VJP_RMS_NORM vjp_unsupported
+#define VJP_LAYER_NORM vjp_layer_norm
+#define VJP_RMS_NORM vjp_rms_norm
 #define VJP_GROUP_NORM vjp_unsupported
 #define VJP_BATCH_NORM_INFERENCE vjp_unsupported
 #define VJP_ROPE vjp_unsupported
@@ -629,11 +723,11 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_SAMPLE vjp_none
 #define VJP_RELU_BACKWARD vjp_relu_backward
 #define VJP_ACTIVATION_BACKWARD vjp_act_backward
-#define VJP_LAYER_NORM_BACKWARD_INPUT vjp_unsupported
-#define VJP_LAYER_NORM_BACKWARD_GAMMA vjp_unsupported
-#define VJP_RMS_NORM_BACKWARD_INPUT vjp_unsupported
-#define VJP_RMS_NORM_BACKWARD_GAMMA vjp_unsupported
-#define VJP_RMS_NORM_BACKWARD_BETA vjp_unsupported
+#define VJP_LAYER_NORM_BACKWARD_INPUT vjp_norm_backward
+#define VJP_LAYER_NORM_BACKWARD_GAMMA vjp_norm_backward
+#define VJP_RMS_NORM_BACKWARD_INPUT vjp_norm_backward
+#define VJP_RMS_NORM_BACKWARD_GAMMA vjp_norm_backward
+#define VJP_RMS_NORM_BACKWARD_BETA vjp_norm_backward
 #define VJP_GROUP_NORM_BACKWARD_INPUT vjp_unsupported
 #define VJP_GROUP_NORM_BACKWARD_GAMMA vjp_unsupported
 #define VJP_GROUP_NORM_BACKWARD_BETA vjp_unsupported

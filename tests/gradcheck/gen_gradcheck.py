@@ -50,7 +50,7 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
-for _op in ("layer_norm rms_norm group_norm batch_norm_inference rope "
+for _op in ("group_norm batch_norm_inference rope "
             "attention conv2d max_pool2d avg_pool2d").split():
     SKIP[_op] = "nn layer: reverse mode not in scope (diagnostic)"
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
@@ -61,9 +61,7 @@ for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
 for _op in "complex_norm_sq fft log_mel".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
-for _op in ("layer_norm_backward_input layer_norm_backward_gamma "
-            "rms_norm_backward_input rms_norm_backward_gamma "
-            "rms_norm_backward_beta group_norm_backward_input "
+for _op in ("group_norm_backward_input "
             "group_norm_backward_gamma group_norm_backward_beta "
             "batch_norm_inference_backward_input "
             "batch_norm_inference_backward_gamma "
@@ -509,6 +507,79 @@ def _(g):
             lambda t: (torch.softmax(t["l"], 1) -
                        F.one_hot(t["lab"], 5).to(torch.float64)) *
             t["d"][:, None])
+
+
+# ---- normalization layers and their backward ops ----
+
+def _norm(x, gam, bet, axis, eps, rms):
+    """layer_norm / rms_norm over one axis, in torch (differentiable)."""
+    shape = [1] * x.dim()
+    shape[axis] = -1
+    if rms:
+        h = x * torch.rsqrt((x * x).mean(axis, keepdim=True) + eps)
+    else:
+        c = x - x.mean(axis, keepdim=True)
+        h = c * torch.rsqrt((c * c).mean(axis, keepdim=True) + eps)
+    return h * gam.reshape(shape) + bet.reshape(shape)
+
+
+# (case suffix, x shape, axis, eps attribute or None)
+NORM_FORMS = [("", (3, 5), -1, None), ("_axis1", (2, 4, 3), 1, 1e-3),
+              ("_axis0", (4, 3), 0, None)]
+
+
+def norm_case(op, sfx, shape, axis, eps):
+    rms = op == "rms_norm"
+    e = eps if eps is not None else (1e-6 if rms else 1e-5)
+    attrs = ("" if axis == -1 else ", axis=%d" % axis) + \
+        ("" if eps is None else ", eps=%g" % eps)
+    ch = shape[axis]
+
+    @case(op + sfx, ops=[op])
+    def _(g):
+        g.p("x", g.u(shape))
+        g.p("gam", g.u((ch,), 0.5, 1.5))
+        g.p("bet", g.u((ch,)))
+        return ("%%y = %s(%%x, %%gam, %%bet%s)" % (op, attrs), "%y",
+                lambda t: _norm(t["x"], t["gam"], t["bet"], axis % len(shape),
+                                e, rms))
+
+    # backward ops: gradients of sum(dy * norm(x)) through create_graph
+    def bwd(t, wrt):
+        one = torch.ones(ch, dtype=torch.float64)  # d/dgamma needs no gamma
+        x, gam, bet = t["x"], t.get("gam", one), t.get("bet", 0 * one)
+        xs = [v if v.requires_grad else v.detach().requires_grad_(True)
+              for v in (x, gam, bet)]
+        y = _norm(xs[0], xs[1], xs[2], axis % len(shape), e, rms)
+        (d,) = torch.autograd.grad((y * t["dy"]).sum(), xs[wrt],
+                                   create_graph=True)
+        return d
+
+    parts = (("input", 0), ("gamma", 1)) + ((("beta", 2),) if rms else ())
+    for part, wrt in parts:
+        name = "%s_backward_%s" % (op, part)
+
+        def mk(name=name, wrt=wrt, part=part):
+            @case(name + sfx, ops=[name])
+            def _(g):
+                g.p("x", g.u(shape))
+                ops = ["%x"]
+                if rms or part != "gamma":
+                    g.p("gam", g.u((ch,), 0.5, 1.5))
+                    ops.append("%gam")
+                if rms:
+                    g.p("bet", g.u((ch,)))
+                    ops.append("%bet")
+                g.p("dy", g.u(shape))
+                ops.append("%dy")
+                return ("%%y = %s(%s%s)" % (name, ", ".join(ops), attrs),
+                        "%y", lambda t: bwd(t, wrt))
+        mk()
+
+
+for _op in ("layer_norm", "rms_norm"):
+    for _f in NORM_FORMS:
+        norm_case(_op, *_f)
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

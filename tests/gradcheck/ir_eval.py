@@ -252,7 +252,35 @@ def _scan(graphs, a, ins, ty):
     return carry
 
 
+def _norm(op, ins, a):
+    """layer_norm / rms_norm and their backward ops (float64)."""
+    x = ins[0].astype(np.float64)
+    ax = a.get("axis", -1) % x.ndim
+    rms = op.startswith("rms")
+    eps = a.get("eps", 1e-6 if rms else 1e-5)
+    shp = [1] * x.ndim
+    shp[ax] = -1
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    c = x if rms else x - x.mean(ax, keepdims=True)
+    r = 1 / np.sqrt((c * c).mean(ax, keepdims=True) + eps)
+    h = c * r
+    if op in ("layer_norm", "rms_norm"):
+        return h * ins[1].reshape(shp) + ins[2].reshape(shp)
+    dy = ins[-1].astype(np.float64)
+    if op.endswith("_gamma"):
+        return (dy * h).sum(red)
+    if op.endswith("_beta"):
+        return dy.sum(red)
+    g = dy * ins[1].reshape(shp)
+    m = (g * h).mean(ax, keepdims=True)
+    if rms:
+        return g * r - x * m * r * r
+    return r * (g - g.mean(ax, keepdims=True) - h * m)
+
+
 def apply(graphs, op, ins, a, ty):
+    if op.startswith(("layer_norm", "rms_norm")):
+        return _norm(op, ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])
