@@ -237,9 +237,10 @@ Graph *ib_attach(Ctx *c, Module *m, Graph *g) {
 
 const char *ib_fresh_graph_name(Ctx *c, const Module *m, const char *base) {
   if (!ir_graph_find(m, base)) return arena_strdup(c->arena, base);
-  char buf[256];
+  size_t n = strlen(base) + 16; /* a fixed buffer truncated long names */
+  char *buf = arena_alloc(c->arena, n);
   for (int i = 1;; i++) {
-    snprintf(buf, sizeof buf, "%s_%d", base, i);
-    if (!ir_graph_find(m, buf)) return arena_strdup(c->arena, buf);
+    snprintf(buf, n, "%s_%d", base, i);
+    if (!ir_graph_find(m, buf)) return buf;
   }
 }

@@ -14,6 +14,9 @@ it) and requires exit 0 within a time limit, with no signal:
   many-params  8000 layers (matmul + add + tanh), --check --grad: the
                naming of 16000 gradient outputs was quadratic (20 s).
   wrt-twice    --wrt=%a,%a: one gradient name, the graph verifies.
+  long-name    a 300-character graph name with --grad: the fresh name
+               of the gradient graph was truncated and looked up
+               forever (found by fuzz_codegen).
 Limits are generous for sanitizer builds (--scale multiplies them); the
 failures they catch took minutes, hours, or crashed.
 """
@@ -60,8 +63,8 @@ def wide_sum(n):
 
 
 CASES = [
-    ("diamond", lambda: chain(40, lambda i: "add(%%v%d, %%v%d)" % (i - 1, i - 1)),
-     [], 5, None),
+    ("diamond", lambda: chain(
+        40, lambda i: "add(%%v%d, %%v%d)" % (i - 1, i - 1)), [], 5, None),
     ("deep-chain", lambda: chain(20000, lambda i: "add(%%v%d, %%x)" % (i - 1)),
      [], 60, 1 << 20),
     ("grad-chain", lambda: chain(
@@ -74,6 +77,11 @@ CASES = [
         3, lambda i: "mul(%%v%d, %%x)" % (i - 1), head="param %x: f32[64]",
         tail=lambda n: "  %%l = reduce_sum(%%v%d, axes=[0])\n  return %%l" % n),
      ["--grad", "--wrt=%x,%x"], 20, None),
+    ("long-name", lambda: chain(
+        2, lambda i: "mul(%%v%d, %%x)" % (i - 1), head="param %x: f32[64]",
+        tail=lambda n: "  %%l = reduce_sum(%%v%d, axes=[0])\n  return %%l" % n
+    ).replace("graph g {", "graph %s {" % ("g" * 300)),
+     ["--grad", "--check"], 10, None),
 ]
 
 
