@@ -521,6 +521,63 @@ static bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
   return true;
 }
 
+/* ---- rope (linear in x: rope and rope_backward are transposes) ---- */
+
+/* rope(x, cos, sin) through primitives (narrow, mul, concat), sin
+ * negated for rope_backward: differentiated for the cos/sin
+ * gradients only. a[] = {x or dy, cos, sin}. */
+#define RB(op, p, q) ib_bin(b, op, p, q)
+static Node *rope_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  const Type *xt = &a[0]->type;
+  int k = xt->rank;
+  int64_t d = ir_attr_int(n, ATTR_HEAD_DIM, 1), s = xt->dims[k - 2];
+  int64_t r = ir_attr_present(n, ATTR_N_ROT) ? ir_attr_int(n, ATTR_N_ROT, 0)
+                                             : d;
+  int64_t h = r / 2, dims[RLX_MAX_RANK], cd[3] = {s, 1, h};
+  for (int i = 0; i < k - 1; i++) dims[i] = xt->dims[i];
+  dims[k - 1] = xt->dims[k - 1] / d;
+  dims[k] = d;
+  Node *x = ib_reshape(b, a[0], k + 1, dims);
+  Node *c = ib_reshape(b, ib_narrow(b, a[1], 1, 0, h), 3, cd);
+  Node *sn = ib_reshape(b, ib_narrow(b, a[2], 1, 0, h), 3, cd);
+  if (n->op == OP_ROPE_BACKWARD) sn = ib_un(b, OP_NEG, sn);
+  Node *x1 = ib_narrow(b, x, k, 0, h), *x2 = ib_narrow(b, x, k, h, h);
+  Node *p[3] = {RB(OP_SUB, RB(OP_MUL, x1, c), RB(OP_MUL, x2, sn)),
+                RB(OP_ADD, RB(OP_MUL, x2, c), RB(OP_MUL, x1, sn)), NULL};
+  int np = 2;
+  if (r < d) p[np++] = ib_narrow(b, x, k, r, d - r);
+  return ib_reshape_as(b, ib_concat(b, p, np, k), xt);
+}
+#undef RB
+/* cos / sin gradients of rope or rope_backward (g: upstream). */
+static bool rope_tables(GradCtx *gc, const Node *n, Node *g) {
+  if (!WANT(1) && !WANT(2)) return true;
+  Ctx *c = B->c;
+  Graph *s = ib_graph_detached(c, "rope_tables", n->loc);
+  Node *a[3], *in[3], *gr[2] = {NULL, NULL};
+  for (int i = 0; i < 3; i++) {
+    char nm[8] = {'a', (char)('0' + i), 0};
+    a[i] = ir_arg_new(c, s, OP_INPUT, nm, n->in[i]->type, n->loc);
+    in[i] = X(i);
+  }
+  IrBuilder sb = {c, s, n->loc};
+  Node *r = rope_expand(&sb, n, a);
+  ir_set_rets(c, s, &r, 1);
+  if (!grad_into(B, gc->mod, s, in, false, &g, a + 1, 2, gr, NULL))
+    return false;
+  for (int i = 1; i < 3; i++)
+    if (WANT(i))
+      ACC(i, gr[i - 1] ? gr[i - 1] : ib_fill(B, n->in[i]->type, 0));
+  return true;
+}
+/* rope -> rope_backward(g, cos, sin); rope_backward -> rope(g, ...) */
+static bool vjp_rope(GradCtx *gc, const Node *n, Node *g) {
+  Node *in[3] = {g, X(1), X(2)};
+  Op t = n->op == OP_ROPE ? OP_ROPE_BACKWARD : OP_ROPE;
+  if (WANT(0)) ACC(0, same_attrs(gc, n, t, in, 3));
+  return rope_tables(gc, n, g);
+}
+
 /* ---- backward ops (second order) ---- */
 
 static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
@@ -691,7 +748,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_RMS_NORM vjp_rms_norm
 #define VJP_GROUP_NORM vjp_unsupported
 #define VJP_BATCH_NORM_INFERENCE vjp_unsupported
-#define VJP_ROPE vjp_unsupported
+#define VJP_ROPE vjp_rope
 #define VJP_ATTENTION vjp_unsupported
 #define VJP_CONV2D vjp_unsupported
 #define VJP_MAX_POOL2D vjp_unsupported
@@ -734,7 +791,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_BATCH_NORM_INFERENCE_BACKWARD_INPUT vjp_unsupported
 #define VJP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA vjp_unsupported
 #define VJP_BATCH_NORM_INFERENCE_BACKWARD_BETA vjp_unsupported
-#define VJP_ROPE_BACKWARD vjp_unsupported
+#define VJP_ROPE_BACKWARD vjp_rope
 #define VJP_CUMSUM_BACKWARD vjp_cumsum_backward
 #define VJP_GATHER_BACKWARD vjp_gather_backward
 #define VJP_MAX_POOL2D_BACKWARD vjp_unsupported

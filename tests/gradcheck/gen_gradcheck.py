@@ -50,7 +50,7 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
-for _op in ("group_norm batch_norm_inference rope "
+for _op in ("group_norm batch_norm_inference "
             "attention conv2d max_pool2d avg_pool2d").split():
     SKIP[_op] = "nn layer: reverse mode not in scope (diagnostic)"
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
@@ -65,7 +65,7 @@ for _op in ("group_norm_backward_input "
             "group_norm_backward_gamma group_norm_backward_beta "
             "batch_norm_inference_backward_input "
             "batch_norm_inference_backward_gamma "
-            "batch_norm_inference_backward_beta rope_backward "
+            "batch_norm_inference_backward_beta "
             "max_pool2d_backward avg_pool2d_backward "
             "conv2d_backward_input conv2d_backward_weight "
             "attention_backward complex_norm_sq_backward "
@@ -580,6 +580,57 @@ def norm_case(op, sfx, shape, axis, eps):
 for _op in ("layer_norm", "rms_norm"):
     for _f in NORM_FORMS:
         norm_case(_op, *_f)
+
+
+# ---- rope and rope_backward (NeoX half split) ----
+
+def _rope(x, cos, sin, d, r):
+    """rope in torch: x [..., S, H*D], cos/sin [S, W], first r/2 used."""
+    h = r // 2
+    xs = x.reshape(*x.shape[:-1], x.shape[-1] // d, d)
+    c = cos[:, :h].reshape(-1, 1, h)
+    s = sin[:, :h].reshape(-1, 1, h)
+    x1, x2 = xs[..., :h], xs[..., h:r]
+    y = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
+    return y.reshape(x.shape)
+
+
+# (suffix, x shape, head_dim, n_rot or None, cos width)
+ROPE_FORMS = [("", (3, 8), 4, None, 2), ("_nrot", (2, 3, 12), 6, 4, 3),
+              ("_nrot_w", (2, 3, 8), 8, 4, 2)]
+
+
+def rope_case(sfx, shape, d, r, w):
+    rr = r if r is not None else d
+    attrs = ", head_dim=%d" % d + ("" if r is None else ", n_rot=%d" % r)
+    tab = (shape[-2], w)
+
+    @case("rope" + sfx, ops=["rope"])
+    def _(g):
+        g.p("x", g.u(shape))
+        g.p("cs", g.u(tab))
+        g.p("sn", g.u(tab))
+        return ("%%y = rope(%%x, %%cs, %%sn%s)" % attrs, "%y",
+                lambda t: _rope(t["x"], t["cs"], t["sn"], d, rr))
+
+    # rope_backward: d/dx of sum(dy * rope(x)) through create_graph
+    def bwd(t):
+        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        y = _rope(x, t["cs"], t["sn"], d, rr)
+        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
+                                    create_graph=True)
+        return dx
+
+    @case("rope_backward" + sfx, ops=["rope_backward"])
+    def _(g):
+        g.p("dy", g.u(shape))
+        g.p("cs", g.u(tab))
+        g.p("sn", g.u(tab))
+        return ("%%y = rope_backward(%%dy, %%cs, %%sn%s)" % attrs, "%y", bwd)
+
+
+for _f in ROPE_FORMS:
+    rope_case(*_f)
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

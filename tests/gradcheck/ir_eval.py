@@ -278,9 +278,27 @@ def _norm(op, ins, a):
     return r * (g - g.mean(ax, keepdims=True) - h * m)
 
 
+def _rope(op, ins, a):
+    """rope / rope_backward (NeoX half split; backward negates sin)."""
+    x = ins[0]
+    d = a["head_dim"]
+    r = a.get("n_rot", d)
+    h = r // 2
+    xs = x.reshape(x.shape[:-1] + (x.shape[-1] // d, d))
+    c = ins[1][:, :h].reshape(-1, 1, h)
+    s = ins[2][:, :h].reshape(-1, 1, h)
+    if op == "rope_backward":
+        s = -s
+    x1, x2 = xs[..., :h], xs[..., h:r]
+    y = np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
+    return y.reshape(x.shape)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.startswith(("layer_norm", "rms_norm")):
         return _norm(op, ins, a)
+    if op in ("rope", "rope_backward"):
+        return _rope(op, ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])
