@@ -1,0 +1,37 @@
+/* vjp.h: what the VJP rule files share (vjp.c holds the table and the
+ * rules of the core ops; vjp_nn.c the NN layers' rules).
+ *
+ * Conventions inside a rule: X(i) is operand i in the gradient graph,
+ * Y the op's own value there, g the upstream gradient (Y's type), and
+ * ACC(i, v) accumulates v into operand i (broadcast gradients are
+ * reduced in grad_accum, the one place that does so). WANT(i) is false
+ * when operand i needs no gradient, so rules build nothing for it.
+ */
+#ifndef RLX_VJP_H
+#define RLX_VJP_H
+
+#include "passes/ad.h"
+
+#define B (&gc->b)
+#define X(i) GV(gc, n->in[i])
+#define Y GV(gc, n)
+#define ACC(i, v) grad_accum(gc, n->in[i], (v))
+#define WANT(i) (gc->active[n->in[i]->id])
+#define DT (g->type.dt)
+#define K(v) ib_scalar(B, DT, (v))
+#define UN(op, a) ib_un(B, op, a)
+#define BIN(op, a, b2) ib_bin(B, op, a, b2)
+#define MUL(a, b2) BIN(OP_MUL, a, b2)
+
+/* op(in...) with n's attributes (adjoint pairs such as cumsum and
+ * cumsum_backward, rope and rope_backward). */
+Node *vjp_same_attrs(GradCtx *gc, const Node *n, Op op, Node *const *in,
+                     int nin);
+
+/* vjp_nn.c */
+bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g);
+bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g);
+bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g);
+bool vjp_rope(GradCtx *gc, const Node *n, Node *g);
+
+#endif
