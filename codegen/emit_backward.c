@@ -190,12 +190,15 @@ static void act_blocks(Cg *cg, Node *n, const char *kind, int64_t numel) {
                    ACT_BLOCK, act_map, &A);
     cg_par_end(cg, &par);
   }
-  if (rest > 0) {
+  if (rest > 0) { /* a body too: the graph function stays loop-free */
     LLVMValueRef p[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                          cg_buf(cg, n->in[1])};
+    CgPar par;
+    cg_par_begin(cg, &par, cg_i64(cg, 1), 0, p, 3, true);
     A.dy = p[2];
     cg_ops_row_map(cg, dt, p[0], p[1], cg_i64(cg, nblk * ACT_BLOCK), rest,
                    act_map, &A);
+    cg_par_end(cg, &par);
   }
 }
 

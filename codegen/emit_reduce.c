@@ -159,16 +159,21 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   cg_loop_end(cg, &l, NULL);
 }
 
-/* y[i] = v(i) for the whole output (serial, vectorizable). */
+/* y[i] = v(i) for the whole output (serial, vectorizable), in a body of
+ * its own so that the graph function stays free of loops (abi.c). */
 static void red_fill(Red *R, int64_t numel, bool divide) {
   Cg *cg = R->cg;
+  LLVMValueRef y = R->y;
+  CgPar par;
+  cg_par_begin(cg, &par, cg_i64(cg, 1), 0, &y, 1, true);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, numel),
                                  NULL, 0);
-  LLVMValueRef v = divide ? div_count(R, cg_load(cg, R->dt, R->y, i))
+  LLVMValueRef v = divide ? div_count(R, cg_load(cg, R->dt, y, i))
                           : cg_ops_red_init(cg, R->dt, R->r);
-  cg_store(cg, R->dt, R->y, i, v);
+  cg_store(cg, R->dt, y, i, v);
   cg_loop_end(cg, &l, NULL);
+  cg_par_end(cg, &par);
 }
 
 static void red_parallel(Red *R, int64_t in_numel) {
