@@ -46,6 +46,7 @@ bool cg_emit_norm_param(Cg *cg, Node *n); /* *_backward_gamma/beta */
 int64_t cg_scratch_norm(Cg *cg, Node *n);
 /* rope and rope_backward (emit_rope.c) */
 bool cg_emit_rope(Cg *cg, Node *n);
+bool cg_emit_pool(Cg *cg, Node *n);
 
 /* ---- shared helpers (ops_util.c) ---- */
 typedef enum { CG_RED_SUM, CG_RED_PROD, CG_RED_MAX, CG_RED_MIN } CgRed;

@@ -584,8 +584,8 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_ROPE vjp_rope
 #define VJP_ATTENTION vjp_unsupported
 #define VJP_CONV2D vjp_unsupported
-#define VJP_MAX_POOL2D vjp_unsupported
-#define VJP_AVG_POOL2D vjp_unsupported
+#define VJP_MAX_POOL2D vjp_max_pool
+#define VJP_AVG_POOL2D vjp_avg_pool
 #define VJP_SCAN vjp_scan
 #define VJP_IF vjp_unprepared
 #define VJP_WHILE vjp_unprepared
@@ -627,8 +627,8 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_ROPE_BACKWARD vjp_rope
 #define VJP_CUMSUM_BACKWARD vjp_cumsum_backward
 #define VJP_GATHER_BACKWARD vjp_gather_backward
-#define VJP_MAX_POOL2D_BACKWARD vjp_unsupported
-#define VJP_AVG_POOL2D_BACKWARD vjp_unsupported
+#define VJP_MAX_POOL2D_BACKWARD vjp_max_pool_backward
+#define VJP_AVG_POOL2D_BACKWARD vjp_avg_pool_backward
 #define VJP_CONV2D_BACKWARD_INPUT vjp_unsupported
 #define VJP_CONV2D_BACKWARD_WEIGHT vjp_unsupported
 #define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward

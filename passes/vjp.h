@@ -33,5 +33,9 @@ bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g);
 bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g);
 bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g);
 bool vjp_rope(GradCtx *gc, const Node *n, Node *g);
+bool vjp_max_pool(GradCtx *gc, const Node *n, Node *g);
+bool vjp_avg_pool(GradCtx *gc, const Node *n, Node *g);
+bool vjp_max_pool_backward(GradCtx *gc, const Node *n, Node *g);
+bool vjp_avg_pool_backward(GradCtx *gc, const Node *n, Node *g);
 
 #endif

@@ -157,3 +157,121 @@ bool vjp_rope(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, vjp_same_attrs(gc, n, t, in, 3));
   return rope_tables(gc, n, g);
 }
+
+/* ---- 2-D pooling (NCHW) ---- */
+
+/* op(a) with n's kernel, stride and padding only (no shape), plus
+ * shape = t's dims when t is given. */
+static Node *pool_op(GradCtx *gc, const Node *n, Op op, Node *const *a,
+                     int na, const Type *t) {
+  static const AttrId ids[3] = {ATTR_KERNEL, ATTR_STRIDE, ATTR_PADDING};
+  Node *r = ib_op(B, op, a, na);
+  for (int i = 0; i < 3; i++) {
+    int k;
+    const int64_t *v = ir_attr_ints(n, ids[i], &k);
+    if (v) ir_attr_set_ints(B->c, r, ids[i], v, k);
+  }
+  if (t) ir_attr_set_ints(B->c, r, ATTR_SHAPE, t->dims, t->rank);
+  return ib_finish(B, r);
+}
+bool vjp_max_pool(GradCtx *gc, const Node *n, Node *g) {
+  Node *in[2] = {X(0), g};
+  ACC(0, pool_op(gc, n, OP_MAX_POOL2D_BACKWARD, in, 2, NULL));
+  return true;
+}
+bool vjp_avg_pool(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, pool_op(gc, n, OP_AVG_POOL2D_BACKWARD, &g, 1, &n->in[0]->type));
+  return true;
+}
+/* avg_pool2d_backward is linear in dy, its transpose avg_pool2d. */
+bool vjp_avg_pool_backward(GradCtx *gc, const Node *n, Node *g) {
+  ACC(0, pool_op(gc, n, OP_AVG_POOL2D, &g, 1, NULL));
+  return true;
+}
+
+typedef struct {
+  int64_t k[2], s[2], p[2], o[2];
+} PoolGeo;
+
+static PoolGeo pool_geo(const Node *n, const Type *out) {
+  PoolGeo G;
+  int m;
+  const int64_t *k = ir_attr_ints(n, ATTR_KERNEL, &m);
+  const int64_t *s = ir_attr_ints(n, ATTR_STRIDE, &m);
+  const int64_t *p = ir_attr_ints(n, ATTR_PADDING, &m);
+  for (int i = 0; i < 2; i++) {
+    G.k[i] = k[i];
+    G.s[i] = s ? s[i] : k[i];
+    G.p[i] = p ? p[i] : 0;
+    G.o[i] = out->dims[2 + i];
+  }
+  return G;
+}
+/* v [N, C, H, W] padded along ax (2 or 3) with pv: p in front, enough
+ * behind for every offset's strided view. */
+static Node *pool_pad(IrBuilder *b, Node *v, int ax, const PoolGeo *G,
+                      double pv) {
+  int d = ax - 2;
+  int64_t len = v->type.dims[ax] + G->p[d];
+  int64_t need = G->k[d] - 1 + G->o[d] * G->s[d];
+  int64_t back = need > len ? need - len : 0;
+  Node *parts[3];
+  int np = 0;
+  Type t = v->type;
+  if (G->p[d]) {
+    t.dims[ax] = G->p[d];
+    parts[np++] = ib_fill(b, t, pv);
+  }
+  parts[np++] = v;
+  if (back) {
+    t.dims[ax] = back;
+    parts[np++] = ib_fill(b, t, pv);
+  }
+  return np > 1 ? ib_concat(b, parts, np, ax) : v;
+}
+/* Rows off, off + s, ... (o of them) of padded v along ax. */
+static Node *pool_view(IrBuilder *b, Node *v, int ax, const PoolGeo *G,
+                       int64_t off) {
+  int d = ax - 2;
+  Node *r = ib_narrow(b, v, ax, off, G->o[d] * G->s[d]);
+  if (G->s[d] == 1) return r;
+  int64_t dims[5], t4[4];
+  int k = 0;
+  for (int i = 0; i < 4; i++) {
+    t4[i] = i == ax ? G->o[d] : r->type.dims[i];
+    dims[k++] = t4[i];
+    if (i == ax) dims[k++] = G->s[d];
+  }
+  r = ib_narrow(b, ib_reshape(b, r, 5, dims), ax + 1, 0, 1);
+  return ib_reshape(b, r, 4, t4);
+}
+/* v's window cell (i, j) of every window: [N, C, OH, OW]. */
+static Node *pool_cell(IrBuilder *b, Node *hv, const PoolGeo *G,
+                       int64_t i, int64_t j) {
+  return pool_view(b, pool_view(b, hv, 2, G, i), 3, G, j);
+}
+/* max_pool2d_backward(x, dy) is linear in dy: its VJP w.r.t. dy
+ * gathers the cotangent at each window's first maximum (found with
+ * primitives: an in-bounds cell == max and no earlier cell was);
+ * w.r.t. x it is zero almost everywhere, so an exact zero. */
+bool vjp_max_pool_backward(GradCtx *gc, const Node *n, Node *g) {
+  if (WANT(0)) ACC(0, ib_fill(B, n->in[0]->type, 0));
+  if (!WANT(1)) return true;
+  PoolGeo G = pool_geo(n, &n->in[1]->type);
+  Node *x = X(0), *m = pool_op(gc, n, OP_MAX_POOL2D, &x, 1, NULL);
+  Node *xp = pool_pad(B, pool_pad(B, x, 2, &G, 0), 3, &G, 0);
+  Node *gp = pool_pad(B, pool_pad(B, g, 2, &G, 0), 3, &G, 0);
+  Node *ok = ib_fill(B, x->type, 1); /* 0 on padding cells */
+  ok = pool_pad(B, pool_pad(B, ok, 2, &G, 0), 3, &G, 0);
+  Node *found = ib_fill(B, m->type, 0), *acc = ib_fill(B, m->type, 0);
+  for (int64_t i = 0; i < G.k[0]; i++)
+    for (int64_t j = 0; j < G.k[1]; j++) {
+      Node *hit = ib_cast(B, BIN(OP_EQ, pool_cell(B, xp, &G, i, j), m), DT);
+      hit = MUL(hit, pool_cell(B, ok, &G, i, j));
+      Node *e = MUL(hit, BIN(OP_SUB, K(1), found));
+      acc = BIN(OP_ADD, acc, MUL(e, pool_cell(B, gp, &G, i, j)));
+      found = BIN(OP_ADD, found, e);
+    }
+  ACC(1, acc);
+  return true;
+}

@@ -51,7 +51,7 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
 for _op in ("group_norm batch_norm_inference "
-            "attention conv2d max_pool2d avg_pool2d").split():
+            "attention conv2d").split():
     SKIP[_op] = "nn layer: reverse mode not in scope (diagnostic)"
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
@@ -66,7 +66,6 @@ for _op in ("group_norm_backward_input "
             "batch_norm_inference_backward_input "
             "batch_norm_inference_backward_gamma "
             "batch_norm_inference_backward_beta "
-            "max_pool2d_backward avg_pool2d_backward "
             "conv2d_backward_input conv2d_backward_weight "
             "attention_backward complex_norm_sq_backward "
             "fake_quantize_backward fake_quantize_lsq_backward_x "
@@ -631,6 +630,91 @@ def rope_case(sfx, shape, d, r, w):
 
 for _f in ROPE_FORMS:
     rope_case(*_f)
+
+
+# ---- 2-D pooling (NCHW; max: first maximum, padding never wins) ----
+
+# (suffix, x shape, kernel, stride or None, padding or None)
+POOL_FORMS = [("", (2, 3, 6, 6), (2, 2), None, None),
+              ("_s1p1", (1, 2, 5, 6), (3, 3), (1, 1), (1, 1)),
+              ("_rect", (2, 2, 7, 5), (3, 2), (2, 1), (1, 0))]
+
+
+def _pool_out(shape, k, s, p):
+    s, p = s or k, p or (0, 0)
+    return shape[:2] + tuple((shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1
+                             for i in range(2))
+
+
+def _pool_attrs(k, s, p):
+    a = ", kernel=[%d, %d]" % k
+    if s:
+        a += ", stride=[%d, %d]" % s
+    if p:
+        a += ", padding=[%d, %d]" % p
+    return a
+
+
+def _pool(kind, x, k, s, p):
+    f = F.max_pool2d if kind == "max" else F.avg_pool2d
+    kw = {} if kind == "max" else {"count_include_pad": True}
+    return f(x, k, s or k, p or (0, 0), **kw)
+
+
+def pool_case(kind, sfx, shape, k, s, p):
+    op = kind + "_pool2d"
+    attrs = _pool_attrs(k, s, p)
+    oshape = _pool_out(shape, k, s, p)
+
+    @case(op + sfx, ops=[op])
+    def _(g):
+        g.p("x", distinct(g, shape))
+        return ("%%y = %s(%%x%s)" % (op, attrs), "%y",
+                lambda t: _pool(kind, t["x"], k, s, p))
+
+    if kind == "max":
+        def mbwd(t):
+            y = _pool(kind, t["x"], k, s, p)
+            (dx,) = torch.autograd.grad((y * t["dy"]).sum(), t["x"],
+                                        create_graph=True)
+            return dx
+
+        @case(op + "_backward" + sfx, ops=[op + "_backward"])
+        def _(g):
+            g.p("x", distinct(g, shape))
+            g.p("dy", g.u(oshape))
+            return ("%%y = max_pool2d_backward(%%x, %%dy%s)" % attrs, "%y",
+                    mbwd)
+        return
+
+    def abwd(t):
+        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        y = _pool(kind, x, k, s, p)
+        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
+                                    create_graph=True)
+        return dx
+
+    sh = ", shape=[%s]" % ", ".join(str(d) for d in shape)
+
+    @case(op + "_backward" + sfx, ops=[op + "_backward"])
+    def _(g):
+        g.p("dy", g.u(oshape))
+        return ("%%y = avg_pool2d_backward(%%dy%s%s)" % (sh, attrs), "%y",
+                abwd)
+
+
+for _kind in ("max", "avg"):
+    for _f in POOL_FORMS:
+        pool_case(_kind, *_f)
+
+
+# ties: the gradient goes to the first maximum (row-major), as torch
+@case("max_pool2d_ties", ops=["max_pool2d"], fd=False)
+def _(g):
+    g.p("x", np.round(g.u((2, 2, 5, 6), -1, 1)))
+    return ("%y = max_pool2d(%x, kernel=[3, 3], stride=[1, 2], "
+            "padding=[1, 1])", "%y",
+            lambda t: F.max_pool2d(t["x"], (3, 3), (1, 2), (1, 1)))
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

@@ -294,7 +294,48 @@ def _rope(op, ins, a):
     return y.reshape(x.shape)
 
 
+def _pool(op, ins, a):
+    """max/avg_pool2d and their backward ops, NCHW (first maximum)."""
+    k = a["kernel"]
+    st = a.get("stride", k)
+    p = a.get("padding", [0, 0])
+    if op == "avg_pool2d_backward":
+        dy = ins[0]
+        x = np.zeros(a["shape"], dy.dtype)
+    else:
+        x = ins[0]
+    H, W = x.shape[2], x.shape[3]
+    OH = (H + 2 * p[0] - k[0]) // st[0] + 1
+    OW = (W + 2 * p[1] - k[1]) // st[1] + 1
+    out = np.zeros(x.shape[:2] + (OH, OW), x.dtype)
+    dx = np.zeros(x.shape, x.dtype)
+    for r in range(OH):
+        for q in range(OW):
+            r0, c0 = r * st[0] - p[0], q * st[1] - p[1]
+            rs = slice(max(r0, 0), min(r0 + k[0], H))
+            cs = slice(max(c0, 0), min(c0 + k[1], W))
+            win = x[:, :, rs, cs]
+            if op == "avg_pool2d":
+                out[:, :, r, q] = win.sum((2, 3)) / (k[0] * k[1])
+            elif op == "avg_pool2d_backward":
+                dx[:, :, rs, cs] += (dy[:, :, r, q] / (k[0] * k[1]))[
+                    :, :, None, None]
+            else:
+                f = win.reshape(win.shape[:2] + (-1,))
+                i = f.argmax(-1)
+                out[:, :, r, q] = f.max(-1)
+                if op == "max_pool2d_backward":
+                    wc = cs.stop - cs.start
+                    for n in range(x.shape[0]):
+                        for c in range(x.shape[1]):
+                            dx[n, c, rs.start + i[n, c] // wc,
+                               cs.start + i[n, c] % wc] += ins[1][n, c, r, q]
+    return out if op in ("max_pool2d", "avg_pool2d") else dx
+
+
 def apply(graphs, op, ins, a, ty):
+    if op.endswith(("pool2d", "pool2d_backward")):
+        return _pool(op, ins, a)
     if op.startswith(("layer_norm", "rms_norm")):
         return _norm(op, ins, a)
     if op in ("rope", "rope_backward"):

@@ -1,0 +1,258 @@
+/* emit_pool.c: max_pool2d and avg_pool2d (language.md 6.5) and their
+ * closed-form backward ops max_pool2d_backward and avg_pool2d_backward
+ * (6.9), NCHW.
+ *
+ * Window (oh, ow) covers rows oh*sh - ph .. + kh - 1 and columns
+ * ow*sw - pw .. + kw - 1 of its (n, c) plane. Padding cells are never
+ * read: a max window looks at its in-bounds cells only (padding never
+ * wins; the shape rule keeps padding <= kernel/2, so every window has
+ * an in-bounds cell), and avg_pool2d sums the in-bounds cells and
+ * divides by kh*kw (padding counted as zeros). The argmax of a window
+ * is its FIRST maximum in row-major order (strictly greater replaces;
+ * a NaN replaces a non-NaN, so the first NaN wins).
+ *
+ * Forward ops and avg_pool2d_backward thread over rows of the output
+ * (each element written once, from values loaded in that iteration).
+ * max_pool2d_backward threads over (n, c) planes: each plane is zeroed,
+ * then dy is added at each window's argmax serially over the windows
+ * in row-major order, so the sums do not depend on the thread count.
+ * avg_pool2d_backward gathers, per input element, dy over the windows
+ * covering it (fixed order), times 1/(kh*kw). f16/bf16 compute in f32
+ * and round on store (max_pool2d_backward's overlapping windows round
+ * each partial sum).
+ */
+#include "codegen/emit_ops.h"
+
+typedef struct {
+  DType dt;
+  int64_t h, w, oh, ow, kh, kw, sh, sw, ph, pw;
+  LLVMValueRef y, x; /* body pointers: output, input */
+} Pool;
+
+typedef struct {
+  LLVMValueRef best, arg; /* value (compute type), plane offset (i64) */
+} Arg;
+
+#define BD cg->b
+#define I64(v) cg_i64(cg, (v))
+
+static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildAdd(BD, a, b, "");
+}
+static LLVMValueRef mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildMul(BD, a, b, "");
+}
+static LLVMValueRef smax(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(BD, LLVMBuildICmp(BD, LLVMIntSGT, a, b, ""), a,
+                         b, "");
+}
+static LLVMValueRef smin(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(BD, LLVMBuildICmp(BD, LLVMIntSLT, a, b, ""), a,
+                         b, "");
+}
+
+/* In-bounds part [lo, hi) of a window starting at s (may be < 0) with
+ * k cells over a dim of n. */
+static void span(Cg *cg, LLVMValueRef s, int64_t k, int64_t n,
+                 LLVMValueRef *lo, LLVMValueRef *hi) {
+  *lo = smax(cg, s, I64(0));
+  *hi = smin(cg, add(cg, s, I64(k)), I64(n));
+}
+
+static void init(Pool *P, const Node *n, const Type *x, const Type *o) {
+  int m;
+  const int64_t *k = ir_attr_ints(n, ATTR_KERNEL, &m);
+  const int64_t *s = ir_attr_ints(n, ATTR_STRIDE, &m);
+  const int64_t *p = ir_attr_ints(n, ATTR_PADDING, &m);
+  if (!s) s = k;
+  *P = (Pool){.dt = x->dt, .h = x->dims[2], .w = x->dims[3],
+              .oh = o->dims[2], .ow = o->dims[3], .kh = k[0], .kw = k[1],
+              .sh = s[0], .sw = s[1], .ph = p ? p[0] : 0,
+              .pw = p ? p[1] : 0};
+}
+
+/* First maximum of window (r, q) of the plane at element offset base;
+ * arg is the plane-relative offset of that cell. */
+static Arg argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
+                  LLVMValueRef q) {
+  LLVMValueRef r0, r1, c0, c1;
+  span(cg, LLVMBuildSub(BD, mul(cg, r, I64(P->sh)), I64(P->ph), ""), P->kh,
+       P->h, &r0, &r1);
+  span(cg, LLVMBuildSub(BD, mul(cg, q, I64(P->sw)), I64(P->pw), ""), P->kw,
+       P->w, &c0, &c1);
+  LLVMValueRef first = add(cg, mul(cg, r0, I64(P->w)), c0);
+  LLVMValueRef carry[2] = {cg_load(cg, P->dt, P->x, add(cg, base, first)),
+                           first};
+  CgLoop li, lj;
+  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, carry, 2);
+  LLVMValueRef inner[2] = {carry[0], carry[1]};
+  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, inner, 2);
+  LLVMValueRef off = add(cg, mul(cg, i, I64(P->w)), j);
+  LLVMValueRef v = cg_load(cg, P->dt, P->x, add(cg, base, off));
+  LLVMValueRef gt = LLVMBuildFCmp(BD, LLVMRealOGT, v, inner[0], "");
+  LLVMValueRef nan = LLVMBuildAnd(
+      BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
+      LLVMBuildFCmp(BD, LLVMRealORD, inner[0], inner[0], ""), "");
+  LLVMValueRef up = LLVMBuildOr(BD, gt, nan, "");
+  inner[0] = LLVMBuildSelect(BD, up, v, inner[0], "");
+  inner[1] = LLVMBuildSelect(BD, up, off, inner[1], "");
+  cg_loop_end(cg, &lj, inner);
+  carry[0] = inner[0];
+  carry[1] = inner[1];
+  cg_loop_end(cg, &li, carry);
+  return (Arg){carry[0], carry[1]};
+}
+
+/* Sum of the in-bounds cells of window (r, q), times 1/(kh*kw). */
+static LLVMValueRef average(Cg *cg, Pool *P, LLVMValueRef base,
+                            LLVMValueRef r, LLVMValueRef q) {
+  LLVMValueRef r0, r1, c0, c1;
+  span(cg, LLVMBuildSub(BD, mul(cg, r, I64(P->sh)), I64(P->ph), ""), P->kh,
+       P->h, &r0, &r1);
+  span(cg, LLVMBuildSub(BD, mul(cg, q, I64(P->sw)), I64(P->pw), ""), P->kw,
+       P->w, &c0, &c1);
+  LLVMValueRef acc = cg_const(cg, P->dt, 0);
+  CgLoop li, lj;
+  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, &acc, 1);
+  LLVMValueRef a2 = acc;
+  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, &a2, 1);
+  LLVMValueRef off = add(cg, base, add(cg, mul(cg, i, I64(P->w)), j));
+  a2 = LLVMBuildFAdd(BD, a2, cg_load(cg, P->dt, P->x, off), "");
+  cg_loop_end(cg, &lj, &a2);
+  acc = a2;
+  cg_loop_end(cg, &li, &acc);
+  double inv = 1.0 / (double)(P->kh * P->kw);
+  return LLVMBuildFMul(BD, acc, cg_const(cg, P->dt, inv), "");
+}
+
+/* Forward: one output row (plane * oh + r) per iteration. */
+static void fwd_row(Cg *cg, Pool *P, bool max, LLVMValueRef row) {
+  LLVMValueRef pl = LLVMBuildSDiv(BD, row, I64(P->oh), "");
+  LLVMValueRef r = LLVMBuildSRem(BD, row, I64(P->oh), "");
+  LLVMValueRef base = mul(cg, pl, I64(P->h * P->w));
+  LLVMValueRef obase = mul(cg, row, I64(P->ow));
+  CgLoop l;
+  LLVMValueRef q = cg_loop_begin(cg, &l, I64(0), I64(P->ow), NULL, 0);
+  LLVMValueRef v = max ? argmax(cg, P, base, r, q).best
+                       : average(cg, P, base, r, q);
+  cg_store(cg, P->dt, P->y, add(cg, obase, q), v);
+  cg_loop_end(cg, &l, NULL);
+}
+
+static bool emit_fwd(Cg *cg, Node *n) {
+  Pool P;
+  init(&P, n, &n->in[0]->type, &n->type);
+  int64_t rows = type_numel(&n->type) / P.ow;
+  if (rows == 0 || P.ow == 0) return true;
+  LLVMValueRef v[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
+  CgPar par;
+  LLVMValueRef row = cg_par_begin(cg, &par, I64(rows),
+                                  cg_grain(rows, P.ow * P.kh * P.kw), v, 2,
+                                  true);
+  P.y = v[0];
+  P.x = v[1];
+  fwd_row(cg, &P, n->op == OP_MAX_POOL2D, row);
+  cg_par_end(cg, &par);
+  return true;
+}
+
+/* max_pool2d_backward, one plane: zero, then dy to each first max. */
+static void max_bwd_plane(Cg *cg, Pool *P, LLVMValueRef dy,
+                          LLVMValueRef pl) {
+  LLVMValueRef base = mul(cg, pl, I64(P->h * P->w));
+  LLVMValueRef obase = mul(cg, pl, I64(P->oh * P->ow));
+  CgLoop lz, lr, lq;
+  LLVMValueRef z = cg_loop_begin(cg, &lz, I64(0), I64(P->h * P->w), NULL,
+                                 0);
+  cg_store(cg, P->dt, P->y, add(cg, base, z), cg_const(cg, P->dt, 0));
+  cg_loop_end(cg, &lz, NULL);
+  LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0);
+  LLVMValueRef q = cg_loop_begin(cg, &lq, I64(0), I64(P->ow), NULL, 0);
+  Arg a = argmax(cg, P, base, r, q);
+  LLVMValueRef oi = add(cg, obase, add(cg, mul(cg, r, I64(P->ow)), q));
+  LLVMValueRef xi = add(cg, base, a.arg);
+  LLVMValueRef s = LLVMBuildFAdd(BD, cg_load(cg, P->dt, P->y, xi),
+                                 cg_load(cg, P->dt, dy, oi), "");
+  cg_store(cg, P->dt, P->y, xi, s);
+  cg_loop_end(cg, &lq, NULL);
+  cg_loop_end(cg, &lr, NULL);
+}
+
+static bool emit_max_bwd(Cg *cg, Node *n) {
+  Pool P;
+  init(&P, n, &n->in[0]->type, &n->in[1]->type);
+  int64_t planes = n->type.dims[0] * n->type.dims[1];
+  if (planes == 0 || P.h * P.w == 0) return true;
+  LLVMValueRef v[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                       cg_buf(cg, n->in[1])};
+  CgPar par;
+  int64_t work = P.h * P.w + P.oh * P.ow * P.kh * P.kw;
+  LLVMValueRef pl = cg_par_begin(cg, &par, I64(planes),
+                                 cg_grain(planes, work), v, 3, true);
+  P.y = v[0];
+  P.x = v[1];
+  max_bwd_plane(cg, &P, v[2], pl);
+  cg_par_end(cg, &par);
+  return true;
+}
+
+/* Windows covering input index i along one dim: [lo, hi). */
+static void covering(Cg *cg, LLVMValueRef i, int64_t k, int64_t s,
+                     int64_t p, int64_t on, LLVMValueRef *lo,
+                     LLVMValueRef *hi) {
+  LLVMValueRef ip = add(cg, i, I64(p));
+  LLVMValueRef a = add(cg, ip, I64(s - k)); /* ip - k + 1 + s - 1 */
+  *lo = smax(cg, LLVMBuildSDiv(BD, a, I64(s), ""), I64(0));
+  *hi = smin(cg, add(cg, LLVMBuildSDiv(BD, ip, I64(s), ""), I64(1)),
+             I64(on));
+}
+
+/* avg_pool2d_backward, one input row (plane * h + r): x is dy here. */
+static void avg_bwd_row(Cg *cg, Pool *P, LLVMValueRef row) {
+  LLVMValueRef pl = LLVMBuildSDiv(BD, row, I64(P->h), "");
+  LLVMValueRef r = LLVMBuildSRem(BD, row, I64(P->h), "");
+  LLVMValueRef obase = mul(cg, pl, I64(P->oh * P->ow));
+  LLVMValueRef r0, r1, c0, c1;
+  covering(cg, r, P->kh, P->sh, P->ph, P->oh, &r0, &r1);
+  CgLoop lc, li, lj;
+  LLVMValueRef c = cg_loop_begin(cg, &lc, I64(0), I64(P->w), NULL, 0);
+  covering(cg, c, P->kw, P->sw, P->pw, P->ow, &c0, &c1);
+  LLVMValueRef acc = cg_const(cg, P->dt, 0);
+  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, &acc, 1);
+  LLVMValueRef a2 = acc;
+  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, &a2, 1);
+  LLVMValueRef off = add(cg, obase, add(cg, mul(cg, i, I64(P->ow)), j));
+  a2 = LLVMBuildFAdd(BD, a2, cg_load(cg, P->dt, P->x, off), "");
+  cg_loop_end(cg, &lj, &a2);
+  acc = a2;
+  cg_loop_end(cg, &li, &acc);
+  double inv = 1.0 / (double)(P->kh * P->kw);
+  LLVMValueRef v = LLVMBuildFMul(BD, acc, cg_const(cg, P->dt, inv), "");
+  cg_store(cg, P->dt, P->y, add(cg, mul(cg, row, I64(P->w)), c), v);
+  cg_loop_end(cg, &lc, NULL);
+}
+
+static bool emit_avg_bwd(Cg *cg, Node *n) {
+  Pool P;
+  init(&P, n, &n->type, &n->in[0]->type);
+  int64_t rows = type_numel(&n->type) / (P.w ? P.w : 1);
+  if (rows == 0 || P.w == 0) return true;
+  LLVMValueRef v[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
+  CgPar par;
+  int64_t work = P.w * (P.kh / P.sh + 1) * (P.kw / P.sw + 1);
+  LLVMValueRef row = cg_par_begin(cg, &par, I64(rows),
+                                  cg_grain(rows, work), v, 2, true);
+  P.y = v[0];
+  P.x = v[1];
+  avg_bwd_row(cg, &P, row);
+  cg_par_end(cg, &par);
+  return true;
+}
+
+bool cg_emit_pool(Cg *cg, Node *n) {
+  switch (n->op) {
+  case OP_MAX_POOL2D_BACKWARD: return emit_max_bwd(cg, n);
+  case OP_AVG_POOL2D_BACKWARD: return emit_avg_bwd(cg, n);
+  default: return emit_fwd(cg, n);
+  }
+}
