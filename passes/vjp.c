@@ -12,8 +12,9 @@
  *     compiler's AD scope; reaching it is a diagnostic naming the op.
  *
  * Rules of the NN layers live in vjp_nn.c; the conventions inside a
- * rule (X, Y, ACC, WANT) are in vjp.h. Complex (c64) gradients follow the conjugate-Wirtinger convention:
- * g times the conjugate of the partial derivative (CJ).
+ * rule (X, Y, ACC, WANT) are in vjp.h. Complex (c64) gradients follow
+ * the conjugate-Wirtinger convention: g times the conjugate of the
+ * partial derivative (CJ).
  */
 #include "passes/vjp.h"
 
