@@ -103,7 +103,27 @@ static Arg argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
   return (Arg){carry[0], carry[1]};
 }
 
-/* Sum of the in-bounds cells of window (r, q), times 1/(kh*kw). */
+/* Sum of P->x[base + i * stride + j] over [r0, r1) x [c0, c1), times
+ * 1/(kh*kw): padding cells count as zeros. */
+static LLVMValueRef rect_mean(Cg *cg, Pool *P, LLVMValueRef base,
+                              int64_t stride, LLVMValueRef r0,
+                              LLVMValueRef r1, LLVMValueRef c0,
+                              LLVMValueRef c1) {
+  LLVMValueRef acc = cg_const(cg, P->dt, 0);
+  CgLoop li, lj;
+  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, &acc, 1);
+  LLVMValueRef a2 = acc;
+  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, &a2, 1);
+  LLVMValueRef off = add(cg, base, add(cg, mul(cg, i, I64(stride)), j));
+  a2 = LLVMBuildFAdd(BD, a2, cg_load(cg, P->dt, P->x, off), "");
+  cg_loop_end(cg, &lj, &a2);
+  acc = a2;
+  cg_loop_end(cg, &li, &acc);
+  double inv = 1.0 / (double)(P->kh * P->kw);
+  return LLVMBuildFMul(BD, acc, cg_const(cg, P->dt, inv), "");
+}
+
+/* The average of window (r, q): its in-bounds cells / (kh*kw). */
 static LLVMValueRef average(Cg *cg, Pool *P, LLVMValueRef base,
                             LLVMValueRef r, LLVMValueRef q) {
   LLVMValueRef r0, r1, c0, c1;
@@ -111,18 +131,7 @@ static LLVMValueRef average(Cg *cg, Pool *P, LLVMValueRef base,
        P->h, &r0, &r1);
   span(cg, LLVMBuildSub(BD, mul(cg, q, I64(P->sw)), I64(P->pw), ""), P->kw,
        P->w, &c0, &c1);
-  LLVMValueRef acc = cg_const(cg, P->dt, 0);
-  CgLoop li, lj;
-  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, &acc, 1);
-  LLVMValueRef a2 = acc;
-  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, &a2, 1);
-  LLVMValueRef off = add(cg, base, add(cg, mul(cg, i, I64(P->w)), j));
-  a2 = LLVMBuildFAdd(BD, a2, cg_load(cg, P->dt, P->x, off), "");
-  cg_loop_end(cg, &lj, &a2);
-  acc = a2;
-  cg_loop_end(cg, &li, &acc);
-  double inv = 1.0 / (double)(P->kh * P->kw);
-  return LLVMBuildFMul(BD, acc, cg_const(cg, P->dt, inv), "");
+  return rect_mean(cg, P, base, P->w, r0, r1, c0, c1);
 }
 
 /* Forward: one output row (plane * oh + r) per iteration. */
@@ -214,20 +223,10 @@ static void avg_bwd_row(Cg *cg, Pool *P, LLVMValueRef row) {
   LLVMValueRef obase = mul(cg, pl, I64(P->oh * P->ow));
   LLVMValueRef r0, r1, c0, c1;
   covering(cg, r, P->kh, P->sh, P->ph, P->oh, &r0, &r1);
-  CgLoop lc, li, lj;
+  CgLoop lc;
   LLVMValueRef c = cg_loop_begin(cg, &lc, I64(0), I64(P->w), NULL, 0);
   covering(cg, c, P->kw, P->sw, P->pw, P->ow, &c0, &c1);
-  LLVMValueRef acc = cg_const(cg, P->dt, 0);
-  LLVMValueRef i = cg_loop_begin(cg, &li, r0, r1, &acc, 1);
-  LLVMValueRef a2 = acc;
-  LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, &a2, 1);
-  LLVMValueRef off = add(cg, obase, add(cg, mul(cg, i, I64(P->ow)), j));
-  a2 = LLVMBuildFAdd(BD, a2, cg_load(cg, P->dt, P->x, off), "");
-  cg_loop_end(cg, &lj, &a2);
-  acc = a2;
-  cg_loop_end(cg, &li, &acc);
-  double inv = 1.0 / (double)(P->kh * P->kw);
-  LLVMValueRef v = LLVMBuildFMul(BD, acc, cg_const(cg, P->dt, inv), "");
+  LLVMValueRef v = rect_mean(cg, P, obase, P->ow, r0, r1, c0, c1);
   cg_store(cg, P->dt, P->y, add(cg, mul(cg, row, I64(P->w)), c), v);
   cg_loop_end(cg, &lc, NULL);
 }
