@@ -172,6 +172,40 @@ int rlx_dense_solve_f64(int64_t batch, int64_t n, int64_t nrhs,
                         const double *a, const double *b, double *x,
                         double *scratch);
 
+/* 2-D convolution, NCHW (language.md conv2d).  Geometry, 16 int64s:
+   x [n, c, h, w], w [co, c/groups, kh, kw], y [n, co, oh, ow] with
+   oh = (h + 2*ph - dh*(kh-1) - 1)/sh + 1 (likewise ow); groups divides
+   c and co.  Generated code passes a constant geometry.
+     rlx_conv2d_*:             y  = conv(x, w)
+     rlx_conv2d_bwd_input_*:   dx = transposed conv of dy with w
+     rlx_conv2d_bwd_weight_*:  dw = correlation of x with dy
+   Each writes its whole output (never accumulates into it).  scratch:
+   rlx_conv2d_scratch_bytes(g, op, sizeof(T)) bytes, 64-byte aligned,
+   not overlapping the others (NULL allowed when that is 0).  No
+   allocation; uses the pool; deterministic for any thread count. */
+typedef struct {
+  int64_t n, c, h, w;
+  int64_t co, kh, kw;
+  int64_t oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+} rlx_conv_geom;
+enum { RLX_CONV_FWD = 0, RLX_CONV_BWD_INPUT = 1, RLX_CONV_BWD_WEIGHT = 2 };
+int64_t rlx_conv2d_scratch_bytes(const rlx_conv_geom *g, int op,
+                                 int64_t elem_size);
+void rlx_conv2d_f32(const rlx_conv_geom *g, const float *x, const float *w,
+                    float *y, void *scratch);
+void rlx_conv2d_bwd_input_f32(const rlx_conv_geom *g, const float *dy,
+                              const float *w, float *dx, void *scratch);
+void rlx_conv2d_bwd_weight_f32(const rlx_conv_geom *g, const float *x,
+                               const float *dy, float *dw, void *scratch);
+void rlx_conv2d_f64(const rlx_conv_geom *g, const double *x,
+                    const double *w, double *y, void *scratch);
+void rlx_conv2d_bwd_input_f64(const rlx_conv_geom *g, const double *dy,
+                              const double *w, double *dx, void *scratch);
+void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
+                               const double *dy, double *dw,
+                               void *scratch);
+
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */
 void *rlx_alloc(size_t bytes);
