@@ -2,10 +2,12 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|forward] [driver arguments...]
+#   sh samples/run_demo.sh [train|cnn|forward] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
+#     cnn      the same with the convnet samples/cnn.rlx (conv2d,
+#              max_pool2d, group_norm); fails below 97%
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
 #
 # Environment: RLX_BUILD (build directory, default ./build),
@@ -37,6 +39,15 @@ train)
   gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
   "$out/train_digits" "$out/digits.csv" "$@"
   ;;
+cnn)
+  "$rlxc" "$root/samples/cnn.rlx" --grad -o "$out/cnn.o"
+  $cc $cflags -DMODEL=cnn -DMODEL_H='"cnn.h"' \
+    "$root/samples/train_digits.c" "$out/cnn.o" "$lib" \
+    -lm -lpthread -o "$out/train_digits_cnn"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  [ $# -gt 0 ] || set -- 30 0.97 0.1
+  "$out/train_digits_cnn" "$out/digits.csv" "$@"
+  ;;
 forward)
   "$rlxc" "$root/samples/forward.rlx" -o "$out/forward.o"
   $cc $cflags "$root/samples/forward_demo.c" "$out/forward.o" "$lib" \
@@ -44,7 +55,7 @@ forward)
   "$out/forward_demo" "$@"
   ;;
 *)
-  echo "usage: $0 [train|forward] [args...]" >&2
+  echo "usage: $0 [train|cnn|forward] [args...]" >&2
   exit 2
   ;;
 esac

@@ -1,31 +1,48 @@
-/* train_digits.c -- train samples/mlp.rlx on the 8x8 digits by SGD.
+/* train_digits.c -- train a digits classifier compiled by rlxc, by SGD.
  *
- * Build (samples/run_demo.sh does all of this):
+ * The model is any graph with inputs (x, y, params...) whose first two
+ * outputs are the scalar loss and the logits [batch, 10], compiled with
+ * --grad: samples/mlp.rlx (a 64-64-10 perceptron, the default) or
+ * samples/cnn.rlx (a small convnet). Build (samples/run_demo.sh does it):
  *   rlxc samples/mlp.rlx --grad -o mlp.o        # writes mlp.o, mlp.h
  *   cc -I. -Iruntime -I<dir of mlp.h> samples/train_digits.c mlp.o \
  *      build/runtime/librlxrt.a -lm -lpthread -o train_digits
+ *   (for the convnet: -DMODEL=cnn -DMODEL_H='"cnn.h"' and cnn.o)
  *   gzip -dc samples/data/digits.csv.gz > digits.csv
- *   ./train_digits digits.csv [epochs] [min_accuracy]
+ *   ./train_digits digits.csv [epochs] [min_accuracy] [learning_rate]
  *
  * Data: 1,797 rows of 64 pixels (0..16) and a label (samples/data/).
  * A fixed-seed shuffle puts 80% of the rows in the training set and the
- * rest in the test set.  Each step calls the generated mlp_grad on a
- * batch of MLP_BATCH rows (d_output = 1 for the scalar loss) and
- * updates every parameter with plain SGD.  Test accuracy comes from the
- * forward entry mlp (argmax of the logits).  Exit status 1 when the
- * final test accuracy is below min_accuracy (default 0.95).
+ * rest in the test set.  x holds a batch of images, 64 floats each in
+ * [0, 1] (its shape may be [B, 64] or [B, 1, 8, 8]: the same bytes).
+ * The parameters are found through the generated signature: every
+ * input after x and y (and before d_output) of MODEL_grad.  They start
+ * He-uniform with fan-in dims[0] for a rank-2 [in, out] matrix and
+ * dims[1]*dims[2]*dims[3] for a rank-4 [out, in, kh, kw] filter;
+ * parameters whose name starts with "gamma" start at 1, every other
+ * parameter (biases, betas) at 0.  Each step calls MODEL_grad on a
+ * batch (d_output = 1 for the scalar loss) and updates every parameter
+ * with plain SGD.  Test accuracy comes from the forward entry MODEL
+ * (argmax of the logits).  Exit status 1 when the final test accuracy
+ * is below min_accuracy (default 0.95).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlp.h"
-
-enum { NPIX = 64, NCLS = 10, MAXROWS = 2000, BATCH = 32, HID = 64 };
-#ifndef LR
-#define LR 0.3f /* SGD step */
+#ifndef MODEL
+#define MODEL mlp
+#define MODEL_H "mlp.h"
 #endif
+#include MODEL_H
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FWD MODEL
+#define GRAD CAT(MODEL, _grad)
+
+enum { NPIX = 64, NCLS = 10, MAXROWS = 2000, MAXP = 16 };
 
 typedef struct {
   float x[MAXROWS][NPIX];
@@ -33,8 +50,11 @@ typedef struct {
   int n;
 } Data;
 
+/* The parameters, in signature order, and buffers for their gradients. */
 typedef struct {
-  float w1[NPIX * HID], b1[HID], w2[HID * NCLS], b2[NCLS];
+  int n;
+  int64_t numel[MAXP];
+  float *w[MAXP], *g[MAXP];
 } Params;
 
 static uint64_t rng_next(uint64_t *s)
@@ -84,75 +104,96 @@ static void shuffle(int *idx, int n, uint64_t *s)
   }
 }
 
-static void init_params(Params *p, uint64_t *s)
+static int batch_size(void)
 {
-  double a1 = sqrt(6.0 / (NPIX + HID)), a2 = sqrt(6.0 / (HID + NCLS));
-  for (int i = 0; i < NPIX * HID; i++)
-    p->w1[i] = (float)((2 * rng_unit(s) - 1) * a1);
-  for (int i = 0; i < HID * NCLS; i++)
-    p->w2[i] = (float)((2 * rng_unit(s) - 1) * a2);
-  memset(p->b1, 0, sizeof p->b1);
-  memset(p->b2, 0, sizeof p->b2);
+  return (int)CAT(GRAD, _signature)()->inputs[0].dims[0];
 }
 
-static void fill_batch(const Data *d, const int *rows, int n, float *x,
-                       int *y)
+static int64_t numel(const rlx_tensor_desc *d)
 {
-  for (int i = 0; i < BATCH; i++) {
+  int64_t n = 1;
+  for (int i = 0; i < d->rank; i++)
+    n *= d->dims[i];
+  return n;
+}
+
+static int init_params(Params *p, uint64_t *s)
+{
+  const rlx_signature *sig = CAT(GRAD, _signature)();
+  p->n = sig->num_inputs - 3;
+  for (int k = 0; k < p->n; k++) {
+    const rlx_tensor_desc *d = &sig->inputs[2 + k];
+    p->numel[k] = numel(d);
+    p->w[k] = calloc((size_t)p->numel[k], sizeof(float));
+    p->g[k] = calloc((size_t)p->numel[k], sizeof(float));
+    if (!p->w[k] || !p->g[k])
+      return 0;
+    int64_t fan = d->rank == 2 ? d->dims[0]
+                  : d->rank == 4 ? d->dims[1] * d->dims[2] * d->dims[3]
+                                 : 0;
+    for (int64_t i = 0; i < p->numel[k]; i++)
+      p->w[k][i] = fan ? (float)((2 * rng_unit(s) - 1) * sqrt(6.0 / fan))
+                   : !strncmp(d->name, "gamma", 5) ? 1.0f : 0.0f;
+  }
+  return 1;
+}
+
+static void fill_batch(const Data *d, const int *rows, int n, int batch,
+                       float *x, int *y)
+{
+  for (int i = 0; i < batch; i++) {
     int r = rows[i < n ? i : n - 1]; /* pad a short batch by repeating */
     memcpy(x + i * NPIX, d->x[r], sizeof d->x[r]);
     y[i] = d->label[r];
   }
 }
 
-static void sgd(float *w, const float *g, int n, float lr)
-{
-  for (int i = 0; i < n; i++)
-    w[i] -= lr * g[i];
-}
-
 /* One epoch of SGD; returns the mean batch loss. */
 static double train_epoch(const Data *d, int *tr, int ntr, Params *p,
-                          float lr, uint64_t *s, void *ws)
+                          float lr, uint64_t *s, void *ws, float *x,
+                          int *y, float *logits)
 {
-  static float x[BATCH * NPIX], logits[BATCH * NCLS];
-  static Params g;
-  int y[BATCH];
+  int batch = batch_size();
   float one = 1.0f, loss = 0;
+  const void *in[MAXP + 3] = {x, y};
+  void *out[MAXP + 2] = {&loss, logits};
+  for (int k = 0; k < p->n; k++) {
+    in[2 + k] = p->w[k];
+    out[2 + k] = p->g[k];
+  }
+  in[2 + p->n] = &one;
   double sum = 0;
   int nb = 0;
   shuffle(tr, ntr, s);
-  for (int b = 0; b + BATCH <= ntr; b += BATCH, nb++) {
-    fill_batch(d, tr + b, BATCH, x, y);
-    const void *in[] = {x, y, p->w1, p->b1, p->w2, p->b2, &one};
-    void *out[] = {&loss, logits, g.w1, g.b1, g.w2, g.b2};
-    int rc = mlp_grad(in, out, ws);
+  for (int b = 0; b + batch <= ntr; b += batch, nb++) {
+    fill_batch(d, tr + b, batch, batch, x, y);
+    int rc = GRAD(in, out, ws);
     if (rc) {
-      fprintf(stderr, "mlp_grad failed: %s\n", rlx_strerror(rc));
+      fprintf(stderr, "training step failed: %s\n", rlx_strerror(rc));
       exit(2);
     }
     sum += loss;
-    sgd(p->w1, g.w1, NPIX * HID, lr);
-    sgd(p->b1, g.b1, HID, lr);
-    sgd(p->w2, g.w2, HID * NCLS, lr);
-    sgd(p->b2, g.b2, NCLS, lr);
+    for (int k = 0; k < p->n; k++)
+      for (int64_t i = 0; i < p->numel[k]; i++)
+        p->w[k][i] -= lr * p->g[k][i];
   }
   return sum / nb;
 }
 
 static double accuracy(const Data *d, const int *te, int nte,
-                       const Params *p)
+                       const Params *p, float *x, int *y, float *logits)
 {
-  static float x[BATCH * NPIX], logits[BATCH * NCLS];
-  int y[BATCH], correct = 0;
+  int batch = batch_size(), correct = 0;
   float loss;
-  for (int b = 0; b < nte; b += BATCH) {
-    int n = nte - b < BATCH ? nte - b : BATCH;
-    fill_batch(d, te + b, n, x, y);
-    const void *in[] = {x, y, p->w1, p->b1, p->w2, p->b2};
-    void *out[] = {&loss, logits};
-    if (mlp(in, out, NULL)) {
-      fprintf(stderr, "mlp failed\n");
+  const void *in[MAXP + 2] = {x, y};
+  for (int k = 0; k < p->n; k++)
+    in[2 + k] = p->w[k];
+  void *out[] = {&loss, logits};
+  for (int b = 0; b < nte; b += batch) {
+    int n = nte - b < batch ? nte - b : batch;
+    fill_batch(d, te + b, n, batch, x, y);
+    if (FWD(in, out, NULL)) {
+      fprintf(stderr, "forward failed\n");
       exit(2);
     }
     for (int i = 0; i < n; i++) {
@@ -166,13 +207,16 @@ static double accuracy(const Data *d, const int *te, int nte,
   return (double)correct / nte;
 }
 
+/* x holds 64 floats per image, y is i32, the logits are [batch, 10]. */
 static int check_abi(void)
 {
-  const rlx_signature *s = mlp_grad_signature();
-  if (s->num_inputs != 7 || s->num_outputs != 6 ||
-      s->inputs[0].dims[0] != BATCH || s->inputs[0].dims[1] != NPIX ||
-      s->inputs[2].dims[1] != HID) {
-    fprintf(stderr, "mlp_grad does not have the expected signature\n");
+  const rlx_signature *s = CAT(GRAD, _signature)();
+  const rlx_tensor_desc *x = &s->inputs[0], *z = &s->outputs[1];
+  if (s->num_inputs < 4 || s->num_inputs - 3 > MAXP ||
+      s->num_outputs != s->num_inputs - 1 || x->dtype != RLX_DT_F32 ||
+      numel(x) != x->dims[0] * NPIX || s->inputs[1].dtype != RLX_DT_I32 ||
+      z->rank != 2 || z->dims[0] != x->dims[0] || z->dims[1] != NCLS) {
+    fprintf(stderr, "the model does not have the expected signature\n");
     return 0;
   }
   return 1;
@@ -181,11 +225,13 @@ static int check_abi(void)
 int main(int argc, char **argv)
 {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s digits.csv [epochs] [min_acc]\n", argv[0]);
+    fprintf(stderr, "usage: %s digits.csv [epochs] [min_acc] [lr]\n",
+            argv[0]);
     return 2;
   }
   int epochs = argc > 2 ? atoi(argv[2]) : 30;
   double min_acc = argc > 3 ? atof(argv[3]) : 0.95;
+  float lr = argc > 4 ? (float)atof(argv[4]) : 0.3f;
   static Data d;
   static Params p;
   static int idx[MAXROWS];
@@ -195,17 +241,30 @@ int main(int argc, char **argv)
   for (int i = 0; i < d.n; i++)
     idx[i] = i;
   shuffle(idx, d.n, &seed);
-  int ntr = d.n * 4 / 5, nte = d.n - ntr;
-  init_params(&p, &seed);
-  void *ws = rlx_alloc(mlp_grad_WORKSPACE_BYTES);
+  int ntr = d.n * 4 / 5, nte = d.n - ntr, batch = batch_size();
+  float *x = calloc((size_t)batch * NPIX, sizeof *x);
+  float *logits = calloc((size_t)batch * NCLS, sizeof *logits);
+  int *y = calloc((size_t)batch, sizeof *y);
+  void *ws = rlx_alloc(CAT(GRAD, _WORKSPACE_BYTES));
+  if (!x || !logits || !y || !ws || !init_params(&p, &seed)) {
+    fprintf(stderr, "out of memory\n");
+    return 2;
+  }
   printf("digits: %d rows, %d train, %d test, batch %d, %d threads\n",
-         d.n, ntr, nte, BATCH, rlx_get_num_threads());
+         d.n, ntr, nte, batch, rlx_get_num_threads());
   for (int e = 0; e < epochs; e++) {
-    double l = train_epoch(&d, idx, ntr, &p, LR, &seed, ws);
+    double l = train_epoch(&d, idx, ntr, &p, lr, &seed, ws, x, y, logits);
     printf("epoch %2d  loss %.4f\n", e + 1, l);
   }
-  rlx_free(ws);
-  double acc = accuracy(&d, idx + ntr, nte, &p);
+  double acc = accuracy(&d, idx + ntr, nte, &p, x, y, logits);
   printf("test accuracy: %.2f%% (%d samples)\n", 100 * acc, nte);
+  for (int k = 0; k < p.n; k++) {
+    free(p.w[k]);
+    free(p.g[k]);
+  }
+  free(x);
+  free(logits);
+  free(y);
+  rlx_free(ws);
   return acc >= min_acc ? 0 : 1;
 }

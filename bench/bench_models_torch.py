@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""bench_models_torch.py -- PyTorch CPU baseline for bench/bench_models.c.
+
+The same three models as bench/bench_{cnn,resblock,tblock}.rlx, float32,
+forward (no_grad) and one training step (forward + loss.backward(),
+gradients of the params only), with torch.set_num_threads(T) and
+OpenBLAS's pool set to T too (bench_mlp_torch.set_blas_threads). With
+--rlx PATH it alternates with that bench_models binary --rounds times,
+keeps the best median and minimum of each side, and prints a Markdown
+table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster).
+
+Usage: /usr/bin/python3 bench/bench_models_torch.py
+       [--rlx build/bench/bench_models] [--seconds S] [--threads 1,2]
+       [--rounds N] [--only cnn|resblock|tblock]
+"""
+import argparse
+import datetime
+import os
+import re
+import subprocess
+
+import torch
+import torch.nn.functional as F
+
+from bench_mlp_torch import (blas_libs, cpu_name, measure, merge,
+                             set_blas_threads)
+
+
+def uniform(g, *shape):
+    return torch.rand(*shape, generator=g) * 2 - 1
+
+
+def cnn():
+    g = torch.Generator().manual_seed(1)
+    ps = [uniform(g, 16, 1, 3, 3), uniform(g, 16), uniform(g, 32, 16, 3, 3),
+          uniform(g, 32), uniform(g, 1568, 10), uniform(g, 10)]
+    x, y = uniform(g, 64, 1, 28, 28), torch.arange(64) * 7 % 10
+
+    def loss(ps):
+        h = F.max_pool2d(F.relu(F.conv2d(x, ps[0], ps[1], padding=1)), 2)
+        h = F.max_pool2d(F.relu(F.conv2d(h, ps[2], ps[3], padding=1)), 2)
+        return F.cross_entropy(h.reshape(64, 1568) @ ps[4] + ps[5], y)
+    return ps, loss
+
+
+def resblock():
+    g = torch.Generator().manual_seed(1)
+    ps = [uniform(g, 64, 64, 3, 3), uniform(g, 64), uniform(g, 64),
+          uniform(g, 64, 64, 3, 3), uniform(g, 64), uniform(g, 64)]
+    x = uniform(g, 8, 64, 28, 28)
+    m1, v1 = uniform(g, 64), uniform(g, 64) + 1.5
+    m2, v2 = uniform(g, 64), uniform(g, 64) + 1.5
+
+    def loss(ps):
+        h = F.conv2d(x, ps[0], padding=1)
+        h = F.relu(F.batch_norm(h, m1, v1, ps[1], ps[2], False))
+        h = F.conv2d(h, ps[3], padding=1)
+        y = F.relu(F.batch_norm(h, m2, v2, ps[4], ps[5], False) + x)
+        return (y * y).mean()
+    return ps, loss
+
+
+def tblock():
+    g = torch.Generator().manual_seed(1)
+    ps = [uniform(g, 512), uniform(g, 512), uniform(g, 512, 512),
+          uniform(g, 512, 512), uniform(g, 512), uniform(g, 512),
+          uniform(g, 512, 1024), uniform(g, 512, 1024),
+          uniform(g, 1024, 512)]
+    x, cos, sin = uniform(g, 2, 128, 512), uniform(g, 128, 32), \
+        uniform(g, 128, 32)
+
+    def rms_norm(v, gamma, beta):
+        return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) \
+            * gamma + beta
+
+    def rope(v):  # NeoX half split per head of 64
+        v = v.reshape(2, 128, 8, 64)
+        a, b = v[..., :32], v[..., 32:]
+        c, s = cos[:, None, :], sin[:, None, :]
+        return torch.cat([a * c - b * s, b * c + a * s], -1) \
+            .reshape(2, 128, 512)
+
+    def loss(ps):
+        h = rms_norm(x, ps[0], ps[1])
+        x1 = x + rope(h @ ps[2]) @ ps[3]
+        h2 = rms_norm(x1, ps[4], ps[5])
+        y = x1 + (F.silu(h2 @ ps[6]) * (h2 @ ps[7])) @ ps[8]
+        return (y * y).mean()
+    return ps, loss
+
+
+MODELS = {"cnn": cnn, "resblock": resblock, "tblock": tblock}
+
+
+def run_torch(names, threads, seconds):
+    res = {}
+    for name in names:
+        ps, loss = MODELS[name]()
+        for p in ps:
+            p.requires_grad_()
+
+        def fwd():
+            with torch.no_grad():
+                loss(ps)
+
+        def step():
+            for p in ps:
+                p.grad = None
+            loss(ps).backward()
+
+        for t in threads:
+            torch.set_num_threads(t)
+            set_blas_threads(t)
+            for what, fn in (("forward", fwd), ("train_step", step)):
+                med, mn, n = measure(fn, seconds)
+                res[(name + "." + what, t)] = (med, mn)
+                print("torch %s.%s threads=%d median_ms=%.3f min_ms=%.3f "
+                      "calls=%d" % (name, what, t, med, mn, n), flush=True)
+    return res
+
+
+def run_rlx(path, names, threads, seconds):
+    res, ws = {}, []
+    for name in names:
+        out = subprocess.run(
+            [path, "--threads", ",".join(map(str, threads)), "--seconds",
+             str(seconds), "--only", name], check=True,
+            stdout=subprocess.PIPE).stdout.decode()
+        print(out, end="", flush=True)
+        pat = r"rlx ([\w.]+) threads=(\d+) median_ms=([\d.]+) " \
+              r"min_ms=([\d.]+)"
+        for m in re.finditer(pat, out):
+            res[(m.group(1), int(m.group(2)))] = (float(m.group(3)),
+                                                  float(m.group(4)))
+        ws += re.findall(r"workspace_bytes (.*)", out)
+    return res, ws
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rlx")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    threads = [int(t) for t in a.threads.split(",")]
+    names = [a.only] if a.only else list(MODELS)
+    tb, rb, ws = {}, {}, []
+    for _ in range(a.rounds):
+        merge(tb, run_torch(names, threads, a.seconds))
+        if a.rlx:
+            res, ws = run_rlx(a.rlx, names, threads, a.seconds)
+            merge(rb, res)
+    if not a.rlx:
+        return
+    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, load average "
+          "%s, OpenBLAS set to T threads: %s" % (
+              cpu_name(), os.cpu_count(),
+              datetime.datetime.now(datetime.timezone.utc).strftime(
+                  "%Y-%m-%d %H:%M"), torch.__version__,
+              " ".join(open("/proc/loadavg").read().split()[:3]),
+              ", ".join(map(os.path.basename, blas_libs())) or "none"))
+    print("\n| model.measurement | threads | rlxc median (min) ms | PyTorch "
+          "median (min) ms | PyTorch / rlxc (median) |\n|---|---|---|---|---|")
+    for (key, t), p in sorted(tb.items()):
+        r = rb.get((key, t))
+        print("| %s | %d | %s | %.3f (%.3f) | %s |" % (
+            key, t, "%.3f (%.3f)" % r if r else "?", p[0], p[1],
+            "%.2f" % (p[0] / r[0]) if r else "?"))
+    print("\nWorkspace bytes: %s" % "; ".join(ws))
+
+
+if __name__ == "__main__":
+    main()
