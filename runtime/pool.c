@@ -20,6 +20,7 @@
  *  - fork: the child starts with no workers (pthread_atfork handler).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -72,6 +73,11 @@ static int env_threads(void)
       return v > MAX_THREADS ? MAX_THREADS : (int)v;
   }
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef __linux__
+  cpu_set_t set; /* the CPUs this process may run on (taskset, cgroups) */
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+#endif
   if (cpus < 1)
     cpus = 1;
   return cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;

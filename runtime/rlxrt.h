@@ -66,8 +66,9 @@ typedef struct {
 
 /* Number of threads that parallel work uses (the caller included).
    n <= 0: back to the default, which is env RLX_NUM_THREADS if it is a
-   positive integer, else the number of online CPUs.  Values above 256
-   are clamped.  Results never depend on this setting. */
+   positive integer, else the number of CPUs in the process's affinity
+   set (sched_getaffinity: taskset, cpusets), else the online CPUs.
+   Values above 256 are clamped.  Results never depend on this setting. */
 void rlx_set_num_threads(int n);
 int rlx_get_num_threads(void);
 

@@ -3,10 +3,13 @@
  * chunks for many n / grain / thread counts, nested calls run serially,
  * concurrent callers from several user threads are safe, a forked
  * child can use the pool, and the thread-count setting behaves as
- * documented.
+ * documented: the default is the size of the CPU affinity set (checked
+ * in a re-executed copy of this program pinned to one CPU).
  */
 #include <CUnit/Basic.h>
 #include <pthread.h>
+#include <sched.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -186,8 +189,38 @@ static void test_num_threads(void)
   CU_ASSERT(rlx_get_num_threads() >= 1);
 }
 
-int main(void)
+/* A child pinned to one CPU, RLX_NUM_THREADS unset, re-executes this
+ * program with --print-threads: its default thread count must be 1. */
+static void test_affinity_default(void)
 {
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    cpu_set_t all, one;
+    CPU_ZERO(&one);
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+      _exit(99);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &all)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+      _exit(98);
+    unsetenv("RLX_NUM_THREADS");
+    execl("/proc/self/exe", "test_runtime_pool", "--print-threads",
+          (char *)NULL);
+    _exit(97);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc > 1 && !strcmp(argv[1], "--print-threads"))
+    return rlx_get_num_threads();
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
   CU_pSuite s = CU_add_suite("runtime_pool", NULL, NULL);
@@ -198,6 +231,7 @@ int main(void)
   CU_add_test(s, "many_jobs", test_many_jobs);
   CU_add_test(s, "fork", test_fork);
   CU_add_test(s, "num_threads", test_num_threads);
+  CU_add_test(s, "affinity_default", test_affinity_default);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
