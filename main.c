@@ -73,6 +73,7 @@ static const char usage[] =
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
     "  --target=TRIPLE      LLVM target triple (default: host)\n"
     "  --mcpu=CPU           target CPU (default: host)\n"
+    "  --mattr=+F,-G        enable / disable target features\n"
     "  --check              parse, verify and run passes; write nothing\n"
     "  --list-ops[=md]      print every op (md: the reference table)\n"
     "  -h, --help           this text\n"
@@ -221,7 +222,7 @@ static bool parse_dump(Cli *c, const char *v) {
 static bool parse_valued(Cli *c, int argc, char **argv, int *i,
                          bool *handled) {
   static const char *const names[] = {"--emit", "--entry", "--name",
-      "--wrt", "--grad-missing", "--target", "--mcpu", NULL};
+      "--wrt", "--grad-missing", "--target", "--mcpu", "--mattr", NULL};
   const char *a = argv[*i];
   int k = 0;
   while (names[k] && !is_opt(a, names[k])) k++;
@@ -241,7 +242,8 @@ static bool parse_valued(Cli *c, int argc, char **argv, int *i,
     c->o.grad_missing_zero = !strcmp(v, "zero");
     return true;
   case 5: c->o.target = v; return *v || cli_err("--target: empty");
-  default: c->o.mcpu = v; return *v || cli_err("--mcpu: empty");
+  case 6: c->o.mcpu = v; return *v || cli_err("--mcpu: empty");
+  default: c->o.mattr = v; return *v || cli_err("--mattr: empty");
   }
 }
 

@@ -30,10 +30,11 @@ static void init_targets(void) {
   LLVMInitializeAllDisassemblers();
 }
 
-/* LLVM only warns on stderr about an unknown CPU (and may then abort
- * later), so build an MC subtarget for it with stderr captured and look
- * for that warning. */
-static bool cpu_known(const char *triple, const char *cpu) {
+/* LLVM only warns on stderr about an unknown CPU or feature (and may
+ * then abort later), so build an MC subtarget for them with stderr
+ * captured and look for those warnings. */
+static bool subtarget_known(const char *triple, const char *cpu,
+                            const char *features) {
   fflush(stderr);
   FILE *tmp = tmpfile();
   int saved = dup(2);
@@ -42,8 +43,8 @@ static bool cpu_known(const char *triple, const char *cpu) {
     if (saved >= 0) close(saved);
     return true; /* cannot check: let LLVM decide */
   }
-  LLVMDisasmContextRef d = LLVMCreateDisasmCPU(triple, cpu, NULL, 0, NULL,
-                                               NULL);
+  LLVMDisasmContextRef d = LLVMCreateDisasmCPUFeatures(
+      triple, cpu, features, NULL, 0, NULL, NULL);
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
@@ -53,7 +54,42 @@ static bool cpu_known(const char *triple, const char *cpu) {
   size_t n = fread(buf, 1, sizeof buf - 1, tmp);
   buf[n] = 0;
   fclose(tmp);
-  return !strstr(buf, "not a recognized processor");
+  return !strstr(buf, "not a recognized");
+}
+
+/* Is feature f enabled in a feature string (the last +f / -f wins)? */
+static bool feature_on(const char *features, const char *f) {
+  bool on = false;
+  size_t n = strlen(f);
+  for (const char *p = features; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n + 1 && !strncmp(p + 1, f, n)) on = p[0] == '+';
+    p += len + (p[len] == ',');
+  }
+  return on;
+}
+
+/* Append --mattr (comma-separated +feature / -feature) to the CPU's
+ * features; each entry must be signed and known to the target. */
+static bool add_mattr(Cg *cg, const char *mattr) {
+  for (const char *p = mattr; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n < 2 || (p[0] != '+' && p[0] != '-'))
+      return diag_error(cg->ctx, (Loc){0, 0}, "codegen: --mattr: expected "
+                        "'+feature' or '-feature', got '%.*s'", (int)n, p);
+    p += n + (p[n] == ',');
+  }
+  size_t len = strlen(cg->features) + strlen(mattr) + 2;
+  char *f = malloc(len);
+  if (!f) return diag_error(cg->ctx, (Loc){0, 0}, "out of memory");
+  snprintf(f, len, "%s%s%s", cg->features, *cg->features ? "," : "", mattr);
+  LLVMDisposeMessage(cg->features);
+  cg->features = LLVMCreateMessage(f);
+  free(f);
+  if (!subtarget_known(cg->triple, cg->cpu, mattr))
+    return diag_error(cg->ctx, (Loc){0, 0}, "codegen: --mattr: unknown "
+                      "feature in '%s' for target '%s'", mattr, cg->triple);
+  return true;
 }
 
 static void init_types(Cg *cg) {
@@ -86,7 +122,8 @@ static bool same_arch(const char *triple) {
 
 /* Triple, CPU and feature strings, all malloc'ed by LLVM. Without
  * --mcpu: the host CPU and features when the target is the host's
- * architecture, else the target's generic CPU. */
+ * architecture, else the target's generic CPU; --mattr is appended to
+ * the features (a later entry overrides an earlier one). */
 static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
   bool host = !o || !o->target;
   cg->triple = host ? LLVMGetDefaultTargetTriple()
@@ -99,7 +136,7 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
     return false;
   }
   if (o && o->mcpu) {
-    if (!cpu_known(cg->triple, o->mcpu))
+    if (!subtarget_known(cg->triple, o->mcpu, ""))
       return diag_error(cg->ctx, (Loc){0, 0},
                         "codegen: unknown CPU '%s' for target '%s'", o->mcpu,
                         cg->triple);
@@ -114,7 +151,7 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
     cg->cpu = LLVMCreateMessage("generic");
     cg->features = LLVMCreateMessage("");
   }
-  return true;
+  return !o || !o->mattr || add_mattr(cg, o->mattr);
 }
 
 /* An out-of-memory unwind disposes the LLVM objects; after an LLVM
@@ -171,7 +208,7 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
     cg_free(cg);
     return NULL;
   }
-  cg->avx512 = strstr(cg->features, "+avx512f") != NULL;
+  cg->avx512 = feature_on(cg->features, "avx512f");
   cg->lc = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(cg->lc, llvm_diag, cg);
   LLVMContextSetDiscardValueNames(cg->lc, 1); /* less memory and time */

@@ -109,6 +109,28 @@ def test_bad_command_lines(rlxc, good):
         case_status(rlxc, "bad-cli." + name, args, 2, msg)
 
 
+def test_targets(rlxc, tmp, good):
+    """--mattr and foreign triples: objects or diagnostics, never a
+    signal; -avx512f really removes 512-bit registers."""
+    o = os.path.join(tmp, "t.o")
+    s = os.path.join(tmp, "t.s")
+    case_status(rlxc, "mattr.ok", ["--mattr=+avx2,-avx512f", good, "-o", o],
+                0)
+    case_status(rlxc, "mattr.unknown", ["--mattr=+nosuch", good, "-o", o],
+                1, "unknown feature")
+    case_status(rlxc, "mattr.unsigned", ["--mattr=avx2", good, "-o", o], 1,
+                "'+feature' or '-feature'")
+    case_status(rlxc, "mattr.empty", ["--mattr=", good], 2, "--mattr")
+    rc, _, err = run(rlxc, ["--mattr=-avx512f", "--emit=asm", good, "-o",
+                            s])
+    expect("mattr.no-zmm", rc == 0 and "zmm" not in open(s).read(), err)
+    for triple in ["riscv64-linux-gnu", "aarch64-linux-gnu"]:
+        case_status(rlxc, "target." + triple, ["--target=" + triple, good,
+                                               "-o", o], 0)
+    case_status(rlxc, "target.unknown", ["--target=nosuch-arch-x", good,
+                                         "-o", o], 1, "unknown target")
+
+
 def test_reserved_graphs(rlxc, tmp):
     """A graph named after a library symbol cannot name the entry points
     (exit 1, at the graph); --name fixes it; ordinary names pass."""
@@ -347,6 +369,7 @@ def main():
         test_bad_command_lines(a.rlxc, good)
         test_inputs(a.rlxc, tmp, good)
         test_reserved_graphs(a.rlxc, tmp)
+        test_targets(a.rlxc, tmp, good)
         test_emit_ir(a.rlxc, tmp, good)
         test_outputs(a.rlxc, tmp, good)
         test_same_path(a.rlxc, tmp, good)
