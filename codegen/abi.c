@@ -283,17 +283,18 @@ static LLVMValueRef const_global_of(Cg *cg, LLVMValueRef init) {
   return g;
 }
 
-/* rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims} */
-static LLVMValueRef desc(Cg *cg, LLVMTypeRef dt, Node *n, const char *name) {
+/* rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims; i32 kind} */
+static LLVMValueRef desc(Cg *cg, LLVMTypeRef dt, Node *n, const char *name,
+                         int kind) {
   LLVMValueRef dims[RLX_MAX_RANK];
   for (int i = 0; i < n->type.rank; i++) dims[i] = cg_i64(cg, n->type.dims[i]);
   LLVMValueRef dp = LLVMConstNull(cg->t_ptr);
   if (n->type.rank)
     dp = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims,
                                              (uint64_t)n->type.rank));
-  LLVMValueRef f[4] = {cstr(cg, name), cg_i32(cg, (int)n->type.dt),
-                       cg_i32(cg, n->type.rank), dp};
-  return LLVMConstNamedStruct(dt, f, 4);
+  LLVMValueRef f[5] = {cstr(cg, name), cg_i32(cg, (int)n->type.dt),
+                       cg_i32(cg, n->type.rank), dp, cg_i32(cg, kind)};
+  return LLVMConstNamedStruct(dt, f, 5);
 }
 
 const char *cg_out_name(const Node *n, int j, char *buf) {
@@ -302,12 +303,17 @@ const char *cg_out_name(const Node *n, int j, char *buf) {
   return buf;
 }
 
-static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n) {
+/* Descriptors of a graph's arguments (out: its return values). */
+static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
+                               bool out) {
   if (!n) return LLVMConstNull(cg->t_ptr);
   LLVMValueRef *d = arena_alloc(cg->ctx->arena, sizeof *d * (size_t)n);
   for (int i = 0; i < n; i++) {
     char buf[64];
-    d[i] = desc(cg, dt, v[i], cg_out_name(v[i], i, buf));
+    int kind = out                  ? RLX_ARG_OUTPUT
+               : v[i]->op == OP_PARAM ? RLX_ARG_PARAM
+                                      : RLX_ARG_INPUT;
+    d[i] = desc(cg, dt, v[i], cg_out_name(v[i], i, buf), kind);
   }
   return const_global_of(cg, LLVMConstArray2(dt, d, (uint64_t)n));
 }
@@ -322,15 +328,16 @@ static LLVMTypeRef named_struct(Cg *cg, const char *name, LLVMTypeRef *f,
 }
 
 static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
-  LLVMTypeRef df[4] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr};
-  LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 4);
+  LLVMTypeRef df[5] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr,
+                       cg->t_i32};
+  LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 5);
   LLVMTypeRef sf[6] = {cg->t_ptr, cg->t_i32, cg->t_i32,
                        cg->t_ptr, cg->t_ptr, cg->t_i64};
   LLVMTypeRef st = named_struct(cg, "rlx_signature", sf, 6);
   LLVMValueRef f[6] = {cstr(cg, name), cg_i32(cg, g->nargs),
                        cg_i32(cg, g->nret),
-                       desc_array(cg, dt, g->args, g->nargs),
-                       desc_array(cg, dt, g->rets, g->nret),
+                       desc_array(cg, dt, g->args, g->nargs, false),
+                       desc_array(cg, dt, g->rets, g->nret, true),
                        cg_i64(cg, ws)};
   LLVMValueRef sig = const_global_of(cg, LLVMConstNamedStruct(st, f, 6));
   char fname[300];

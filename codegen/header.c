@@ -2,18 +2,56 @@
  *
  * For each entry point E: a comment listing every argument (position,
  * name, dtype and shape, input or param), E_NUM_INPUTS, E_NUM_OUTPUTS,
- * E_WORKSPACE_BYTES, the prototype and E_signature(). The header needs
- * only rlxrt.h (for rlx_signature).
+ * E_WORKSPACE_BYTES, E_WORKSPACE_ALIGN, per argument E_ARG_<name> (its
+ * index in the inputs or the outputs) and E_BYTES_<name> (its size),
+ * the prototype and E_signature(). Outputs also get E_OUT_<name>; an
+ * output whose name an input already has gets only E_OUT_ / E_OUT_BYTES_,
+ * and a name returned twice names its first position (so every macro is
+ * defined once). The header needs only rlxrt.h.
  */
 #include "codegen/cg_unit.h"
 
 #include <ctype.h>
+#include <string.h>
 
 static void arg_line(FILE *f, const Node *n, int i, bool out) {
   char ty[160], buf[64];
   type_str(&n->type, ty, sizeof ty);
   const char *kind = out ? "" : n->op == OP_PARAM ? "  (param)" : "  (input)";
   fprintf(f, " *     [%d] %s: %s%s\n", i, cg_out_name(n, i, buf), ty, kind);
+}
+
+static int64_t arg_bytes(const Node *n) {
+  int64_t b = dt_size(n->type.dt);
+  for (int i = 0; i < n->type.rank; i++) b *= n->type.dims[i];
+  return b;
+}
+
+/* E_ARG_<name> / E_BYTES_<name> for inputs, E_OUT_<name> /
+ * E_OUT_BYTES_<name> (and E_ARG_ / E_BYTES_ unless an input took the
+ * name) for outputs. */
+static void arg_macros(FILE *f, const char *nm, const Graph *g) {
+  for (int i = 0; i < g->nargs; i++) {
+    const char *a = g->args[i]->name;
+    fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a, i,
+            nm, a, (long long)arg_bytes(g->args[i]));
+  }
+  for (int j = 0; j < g->nret; j++) {
+    char buf[64], kb[64];
+    const char *a = cg_out_name(g->rets[j], j, buf);
+    bool dup = false, taken = false;
+    for (int k = 0; k < j && !dup; k++)
+      dup = !strcmp(cg_out_name(g->rets[k], k, kb), a);
+    if (dup) continue; /* the first output of that name has the macros */
+    long long b = (long long)arg_bytes(g->rets[j]);
+    fprintf(f, "#define %s_OUT_%s %d\n#define %s_OUT_BYTES_%s %lld\n", nm, a,
+            j, nm, a, b);
+    for (int i = 0; i < g->nargs && !taken; i++)
+      taken = !strcmp(g->args[i]->name, a);
+    if (!taken)
+      fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a,
+              j, nm, a, b);
+  }
 }
 
 static void entry_text(FILE *f, const CgEntry *e) {
@@ -28,6 +66,8 @@ static void entry_text(FILE *f, const CgEntry *e) {
   fprintf(f, "#define %s_NUM_INPUTS %d\n", nm, g->nargs);
   fprintf(f, "#define %s_NUM_OUTPUTS %d\n", nm, g->nret);
   fprintf(f, "#define %s_WORKSPACE_BYTES %lld\n", nm, (long long)e->ws_bytes);
+  fprintf(f, "#define %s_WORKSPACE_ALIGN 64\n", nm);
+  arg_macros(f, nm, g);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
              "void *workspace);\n", nm);
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);

@@ -48,11 +48,16 @@ typedef enum {
   RLX_DT_C64
 } rlx_dtype;
 
+/* What an argument is: a graph input, a param (trainable weights: what
+   --grad differentiates by default), or an output. */
+enum { RLX_ARG_INPUT = 0, RLX_ARG_PARAM = 1, RLX_ARG_OUTPUT = 2 };
+
 typedef struct {
   const char *name;
   int dtype;            /* an rlx_dtype code */
   int rank;
   const int64_t *dims;  /* rank entries (NULL for rank 0) */
+  int kind;             /* RLX_ARG_INPUT, RLX_ARG_PARAM or RLX_ARG_OUTPUT */
 } rlx_tensor_desc;
 
 typedef struct {
