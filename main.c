@@ -68,8 +68,9 @@ static const char usage[] =
     "  --grad-missing=error|zero  a wrt without gradient: error or zeros\n"
     "  --jvp[=%a,...]       also emit ENTRY_jvp (forward mode)\n"
     "  --hvp                also emit ENTRY_hvp (Hessian-vector product)\n"
-    "  --dump-ir[=all|PASS] print the IR after every pass (or one) to "
-    "stderr\n"
+    "  --time-passes        time and memory of every phase, to stderr\n"
+    "  --dump-ir[=all|PASS] print the IR after each pass that changed it "
+    "(or one) to stderr\n"
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
     "  --target=TRIPLE      LLVM target triple (default: host)\n"
     "  --mcpu=CPU           target CPU (default: host)\n"
@@ -254,6 +255,7 @@ static bool parse_flag(Cli *c, char *a) {
   else if (!strcmp(a, "--grad")) c->o.grad = true;
   else if (!strcmp(a, "--hvp")) c->o.hvp = true;
   else if (!strcmp(a, "--check")) c->o.check = true;
+  else if (!strcmp(a, "--time-passes")) c->o.time_passes = true;
   else if (!strcmp(a, "--list-ops")) c->list_ops = true;
   else if (!strcmp(a, "--list-ops=md")) c->list_ops = true, c->list_fmt = "md";
   else if (!strcmp(a, "--list-reserved")) c->list_reserved = true;
@@ -520,7 +522,11 @@ static int compile(Ctx *c, const Options *o) {
   char *src = read_all(c, o->input, &c->src_len);
   if (!src) return 1;
   c->src = src;
+  if (o->time_passes) c->times = arena_alloc(c->arena, sizeof *c->times);
+  TimeMark t;
+  time_begin(c, &t);
   Module *m = fe_parse(c);
+  time_end(c, &t, "front end (parse, check)");
   Unit u = {.ctx = c, .mod = m, .opt = o};
   bool ok = m && c->nerrors == 0;
   if (ok) ok = (u.entry = pick_entry(c, m, o)) != NULL;
@@ -535,6 +541,7 @@ static int compile(Ctx *c, const Options *o) {
   if (!ok && c->nerrors == 0)
     diag_error(c, (Loc){0, 0}, "internal: compilation failed without a "
                "diagnostic");
+  time_print(c, stderr);
   return ok ? 0 : 1;
 }
 

@@ -74,11 +74,21 @@ static bool stage_files(Cg *cg, Unit *u, OutSet *out, const CgEntry *e,
                         int ne) {
   unsigned emit = u->opt->emit;
   if (emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM)) {
-    if (!cg_optimize(cg)) return false;
+    TimeMark t;
+    time_begin(u->ctx, &t);
+    bool ok = cg_optimize(cg);
+    time_end(u->ctx, &t, "LLVM: optimize");
+    if (!ok) return false;
     static const unsigned kinds[] = {EMIT_LLVM, EMIT_ASM, EMIT_OBJ};
-    for (int i = 0; i < 3; i++)
-      if ((emit & kinds[i]) && !stage_code(cg, u, out, kinds[i]))
-        return false;
+    static const char *const what[] = {"LLVM: write IR", "LLVM: emit asm",
+                                       "LLVM: emit object"};
+    for (int i = 0; i < 3; i++) {
+      if (!(emit & kinds[i])) continue;
+      time_begin(u->ctx, &t);
+      ok = stage_code(cg, u, out, kinds[i]);
+      time_end(u->ctx, &t, what[i]);
+      if (!ok) return false;
+    }
   }
   return !(emit & EMIT_HEADER) || stage_header(u, out, e, ne);
 }
@@ -100,7 +110,11 @@ bool cg_emit(Unit *u) {
   if (!cg) return false;
   CgEntry e[CG_MAX_ENTRIES];
   int ne = 0;
-  bool ok = cg_build_unit(cg, u, e, &ne) && write_files(cg, u, e, ne);
+  TimeMark t;
+  time_begin(u->ctx, &t);
+  bool ok = cg_build_unit(cg, u, e, &ne);
+  time_end(u->ctx, &t, "codegen: fusion, memory plan, LLVM IR");
+  ok = ok && write_files(cg, u, e, ne);
   cg_free(cg);
   return ok;
 }

@@ -233,6 +233,7 @@ typedef struct Module {
 
 /* ---- compilation context (ir/diag.c) ---- */
 typedef struct CtxCleanup CtxCleanup;
+typedef struct TimeReport TimeReport;
 typedef struct Ctx {
   Arena *arena;
   const char *file;        /* for diagnostics */
@@ -246,7 +247,28 @@ typedef struct Ctx {
    * longjmp(*oom_jump, 1). Set by the driver; NULL: internal error. */
   jmp_buf *oom_jump;
   CtxCleanup *cleanups, *spare; /* registered (newest first), reusable */
+  TimeReport *times;       /* --time-passes (ir/timing.c), else NULL */
 } Ctx;
+
+/* ---- --time-passes (ir/timing.c) ---- */
+enum { TIME_MAX_PHASES = 64 };
+typedef struct {
+  const char *what;
+  double wall, cpu, rss; /* seconds, seconds, peak RSS MiB after it */
+  size_t mem;            /* arena bytes allocated during the phase */
+} TimePhase;
+struct TimeReport {
+  TimePhase phase[TIME_MAX_PHASES];
+  int n;
+};
+typedef struct {
+  double wall, cpu;
+  size_t mem;
+} TimeMark;
+/* No-ops unless c->times is set; `what` must outlive the report. */
+void time_begin(Ctx *c, TimeMark *m);
+void time_end(Ctx *c, const TimeMark *m, const char *what);
+void time_print(const Ctx *c, FILE *f);
 
 /* NULL when out of memory. Owns the arena; its out-of-memory hook is
  * ctx_oom. ctx_free runs the cleanups still registered, then frees. */

@@ -33,6 +33,7 @@ typedef struct {
   int opt_level;          /* 0..3, default 2 */
   const char *target;     /* NULL: host triple */
   const char *mcpu;       /* NULL: host cpu */
+  bool time_passes;       /* --time-passes: report per phase */
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
   bool check;             /* --check: write nothing */
 } Options;

@@ -3,8 +3,12 @@
  * pass_run_pipeline() runs the passes of `passes[]` in order, one line
  * each. After every pass it
  *   - prints the module to stderr when --dump-ir asks for it
- *     (`--dump-ir=all`: after every pass; `--dump-ir=NAME`: after that
- *     one), preceded by the line `// ---- after NAME ----`;
+ *     (`--dump-ir=NAME`: after that pass; `--dump-ir=all`: after
+ *     "parse" and after every pass that changed the module, by the
+ *     fingerprint below, and one line `// ---- after NAME: no change
+ *     ----` for a pass that did not), preceded by the line
+ *     `// ---- after NAME ----`;
+ *   - records the pass's time and memory for --time-passes;
  *   - runs ir_verify() on the whole module unless the environment sets
  *     RLX_NO_VERIFY (to time the passes alone). A verifier failure after
  *     a pass is a compiler bug: the verifier reports it as
@@ -73,6 +77,25 @@ static void dump(const Unit *u, const char *pass) {
   fprintf(stderr, "// ---- after %s ----\n", pass);
   ir_print_module(stderr, u->mod);
   fflush(stderr);
+}
+
+static uint64_t fingerprint(const Unit *u);
+
+/* --dump-ir after pass i: with `all`, only when the module changed
+ * since the last dump (*fp: its fingerprint then). */
+static void dump_after(const Unit *u, const char *pass, int i, uint64_t *fp) {
+  if (!want_dump(u->opt, pass)) return;
+  if (strcmp(u->opt->dump_ir, "all")) {
+    dump(u, pass);
+    return;
+  }
+  uint64_t now = fingerprint(u);
+  if (i > 0 && now == *fp) {
+    fprintf(stderr, "// ---- after %s: no change ----\n", pass);
+    return;
+  }
+  *fp = now;
+  dump(u, pass);
 }
 
 /* ---- structural fingerprint ---- */
@@ -150,20 +173,25 @@ bool pass_run_pipeline(Unit *u) {
   int n;
   const Pass *p = pass_list(&n);
   bool verify = getenv("RLX_NO_VERIFY") == NULL, have = false;
-  uint64_t last = 0;
+  uint64_t last = 0, dumped = 0;
   for (int i = 0; i < n; i++) {
+    TimeMark t;
+    time_begin(u->ctx, &t);
     /* with automatic verification on, the explicit "verify" pass is
      * the same check and is skipped when nothing changed */
     if (verify && p[i].run == pass_verify) {
-      if (!verify_after(u, p[i].name, &last, &have)) return false;
-      if (want_dump(u->opt, p[i].name)) dump(u, p[i].name);
+      bool ok = verify_after(u, p[i].name, &last, &have);
+      time_end(u->ctx, &t, p[i].name);
+      if (!ok) return false;
+      dump_after(u, p[i].name, i, &dumped);
       continue;
     }
     int before = u->ctx->nerrors;
     bool ok = p[i].run(u) && u->ctx->nerrors == before;
-    if (want_dump(u->opt, p[i].name)) dump(u, p[i].name);
+    ok = ok && (!verify || verify_after(u, p[i].name, &last, &have));
+    time_end(u->ctx, &t, p[i].name);
+    dump_after(u, p[i].name, i, &dumped);
     if (!ok) return false;
-    if (verify && !verify_after(u, p[i].name, &last, &have)) return false;
   }
   return true;
 }

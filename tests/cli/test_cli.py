@@ -186,7 +186,20 @@ def test_emit_ir(rlxc, tmp, good):
     expect("emit-ir-stdin", rc == 0 and out3 == out, err)
     rc, out, err = run(rlxc, ["--check", "--dump-ir", good])
     expect("dump-ir-all", rc == 0 and "// ---- after parse ----" in err
-           and "// ---- after verify ----" in err and out == "", err)
+           and "// ---- after verify: no change ----" in err
+           and err.count("graph model {") == 1 and out == "", err)
+    rc, out, err = run(rlxc, ["--check", "--grad", "--dump-ir", good])
+    expect("dump-ir-changed", rc == 0 and
+           "// ---- after inline_custom_fn ----" in err and
+           "// ---- after cse: no change ----" in err and
+           err.count("graph model_grad {") == 2, err)
+    rc, out, err = run(rlxc, ["--time-passes", "-o",
+                              os.path.join(tmp, "t.o"), good])
+    rows = [ln.split() for ln in err.splitlines()[2:]]
+    expect("time-passes", rc == 0 and "time and memory per phase" in err
+           and all(len(r) >= 6 for r in rows) and rows[-1][-1] == "total"
+           and any(r[-1] == "inline_custom_fn" for r in rows)
+           and "LLVM: emit object" in err, err)
     rc, out, err = run(rlxc, ["--check", "--dump-ir=parse", good])
     expect("dump-ir-one", rc == 0 and err.count("// ---- after") == 1
            and "graph model {" in err, err)
