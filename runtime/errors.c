@@ -11,6 +11,8 @@ static const char *const err_msgs[] = {
   [RLX_ERR_SINGULAR] = "singular matrix",
   [RLX_ERR_NOMEM] = "out of memory",
   [RLX_ERR_INVALID] = "invalid argument",
+  [RLX_ERR_IO] = "input/output error",
+  [RLX_ERR_FORMAT] = "malformed file or mismatched tensor",
 };
 
 static const struct {

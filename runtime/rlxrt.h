@@ -29,7 +29,10 @@ enum {
   RLX_ERR_INDEX = 1,    /* index out of range (gather, one_hot, ...) */
   RLX_ERR_SINGULAR = 2, /* singular matrix in a solve */
   RLX_ERR_NOMEM = 3,    /* allocation failed */
-  RLX_ERR_INVALID = 4   /* invalid argument */
+  RLX_ERR_INVALID = 4,  /* invalid argument */
+  RLX_ERR_IO = 5,       /* a file could not be opened, read or written */
+  RLX_ERR_FORMAT = 6    /* a malformed file, or a tensor whose dtype or
+                           shape does not match, or that is missing */
 };
 
 /* Storage: f32=float, f64=double, f16/bf16=uint16_t bit patterns,
@@ -83,6 +86,27 @@ const char *rlx_strerror(int code);
 const char *rlx_dtype_name(int dtype);
 /* Bytes per element (c64: 8); 0 for an unknown code. */
 size_t rlx_dtype_size(int dtype);
+
+/* Checkpoints: the params of an entry (its inputs of kind RLX_ARG_PARAM,
+   by name) to and from files.  A path ending in ".safetensors" is one
+   safetensors file (tensor name = param name; on load other tensors and
+   __metadata__ are ignored); any other path is a directory of NAME.npy
+   files, one per param (created on save if missing).  inputs is the
+   array the entry is called with (only the params' slots are used).
+   Load checks every param's dtype and shape exactly against sig; a
+   missing param, another dtype or shape, or a malformed file is
+   RLX_ERR_FORMAT, an OS failure RLX_ERR_IO.  bf16 has no NumPy dtype
+   and c64 no safetensors dtype: RLX_ERR_FORMAT.  On failure the files
+   written or the params read so far are unspecified. */
+int rlx_save_params(const rlx_signature *sig, const char *path,
+                    const void *const *inputs);
+int rlx_load_params(const rlx_signature *sig, const char *path,
+                    void *const *inputs);
+/* One array as a .npy file (format 1.0 written; 1.0-3.0 read, little-
+   endian, C order); desc gives the dtype and shape, checked on load. */
+int rlx_save_npy(const char *path, const rlx_tensor_desc *desc,
+                 const void *data);
+int rlx_load_npy(const char *path, const rlx_tensor_desc *desc, void *data);
 
 /* ------------ internal: called by generated code, not for users ------ */
 

@@ -10,12 +10,15 @@
 #      generation fuzzer (fuzz_codegen: pipeline, LLVM IR, verifier,
 #      with and without --grad), FUZZ_SECONDS (default 60) in all,
 #      FUZZ_CODEGEN_SECONDS (default half) of it for fuzz_codegen;
+#      then the checkpoint readers (fuzz_params: safetensors and .npy)
+#      for FUZZ_PARAMS_SECONDS (default 10) more;
 #      seeded with the fuzz corpus, every .rlx of the golden, error,
 #      gradcheck and e2e corpora and (fuzz_codegen) graphs from
 #      tests/tools/gen_graphs.py; any crash, leak or timeout fails.
 # Every test has a time limit (TEST_TIMEOUT seconds, default 600), so a
 # hang fails its test instead of stalling CI.
 # Environment: JOBS (default 2), FUZZ_SECONDS, FUZZ_CODEGEN_SECONDS,
+# FUZZ_PARAMS_SECONDS,
 # SKIP_MAIN=1, SKIP_ASAN=1, SKIP_FUZZ=1, TEST_TIMEOUT,
 # BUILD_PREFIX (default ROOT/build-: the trees are PREFIXtest, PREFIXasan
 # and PREFIXfuzz).
@@ -24,6 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_CODEGEN_SECONDS=${FUZZ_CODEGEN_SECONDS:-$((FUZZ_SECONDS / 2))}
+FUZZ_PARAMS_SECONDS=${FUZZ_PARAMS_SECONDS:-10}
 CLANG=${CLANG:-$(command -v clang-19 || command -v clang || true)}
 P=${BUILD_PREFIX:-$ROOT/build-}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
@@ -56,7 +60,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   step "build the fuzzers with $CLANG in ${P}fuzz"
   cmake -S "$ROOT" -B "${P}fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
-  cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend fuzz_codegen
+  cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend fuzz_codegen \
+        fuzz_params
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
   SEEDS=()
@@ -86,5 +91,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   python3 "$ROOT/tests/tools/gen_graphs.py" corpus --out-dir "$WORK/gen" \
           --count 40 --nodes 40
   run_fuzzer fuzz_codegen "$FUZZ_CODEGEN_SECONDS" "$WORK/gen"
+  # the checkpoint readers, seeded with NumPy / safetensors files
+  SEEDS=("$ROOT/tests/unit/data/params") DICT=()
+  run_fuzzer fuzz_params "$FUZZ_PARAMS_SECONDS"
 fi
 step "all tests passed"
