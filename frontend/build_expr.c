@@ -24,7 +24,14 @@
 Node *fe_resolve(FeBuild *b, const char *name, Loc loc) {
   bool found;
   Node *n = fe_map_get(&b->values, name, &found, NULL);
-  if (!found) diag_error(b->c, loc, "undefined value '%%%s'", name);
+  if (!found) {
+    Suggest sg;
+    char hint[96];
+    suggest_init(&sg, name);
+    for (int i = 0; i < b->values.cap; i++) suggest_add(&sg, b->values.keys[i]);
+    diag_error(b->c, loc, "undefined value '%%%s'%s", name,
+               suggest_hint(&sg, "%", hint, sizeof hint));
+  }
   return n;
 }
 
@@ -92,6 +99,7 @@ static bool ints_value(FeBuild *b, const FeList *l, Attr *out) {
 /* Fill *out from the value; false (after a diagnostic) on mismatch. */
 static bool attr_value(FeBuild *b, const FeVal *v, Attr *out) {
   const char *nm = attr_name(out->id);
+  char hint[96];
   switch (out->kind) {
   case AK_INT:
     if (v->kind != FV_SCALAR || !is_int(&v->s)) break;
@@ -109,12 +117,18 @@ static bool attr_value(FeBuild *b, const FeVal *v, Attr *out) {
     if (v->kind != FV_WORD) break;
     out->u.dt = dt_lookup(v->word);
     if (out->u.dt != DT_INVALID) return true;
-    return diag_error(b->c, v->loc, "unknown dtype '%s'", v->word);
+    return diag_error(b->c, v->loc, "unknown dtype '%s'%s", v->word,
+                      suggest_dtype(v->word, hint, sizeof hint));
   case AK_ENUM:
     if (v->kind != FV_WORD) break;
-    if (!attr_word_ok(out->id, v->word))
+    if (!attr_word_ok(out->id, v->word)) {
+      Suggest sg;
+      suggest_init(&sg, v->word);
+      suggest_attr_words(&sg, out->id);
       return diag_error(b->c, v->loc, "'%s' is not a valid value for "
-                        "attribute '%s'", v->word, nm);
+                        "attribute '%s'%s", v->word, nm,
+                        suggest_hint(&sg, "", hint, sizeof hint));
+    }
     out->u.word = v->word;
     return true;
   case AK_GRAPH:
@@ -140,8 +154,14 @@ static bool build_attrs(FeBuild *b, Op op, const FeExpr *e, Attr *attrs,
     if (!a->attr) continue;
     AttrId id = attr_lookup(a->attr);
     if (id == ATTR_COUNT || !op_attr_spec(op, id)) {
-      ok = diag_error(b->c, a->loc, "op '%s' has no attribute '%s'",
-                      op_name(op), a->attr);
+      Suggest sg;
+      char hint[96];
+      suggest_init(&sg, a->attr);
+      for (int k = 0; k < ATTR_COUNT; k++)
+        if (op_attr_spec(op, (AttrId)k)) suggest_add(&sg, attr_name(k));
+      ok = diag_error(b->c, a->loc, "op '%s' has no attribute '%s'%s",
+                      op_name(op), a->attr, suggest_hint(&sg, "", hint,
+                                                         sizeof hint));
       continue;
     }
     if (have[id]) {
@@ -219,8 +239,14 @@ static bool build_operands(FeBuild *b, Op op, const FeExpr *e, Node **in,
 
 static Node *build_call(FeBuild *b, const FeExpr *e) {
   Op op = op_lookup(e->name);
-  if (op == OP_COUNT)
-    diag_error(b->c, e->loc, "unknown op '%s'", e->name);
+  if (op == OP_COUNT) {
+    Suggest sg;
+    char hint[96];
+    suggest_init(&sg, e->name);
+    for (int k = 0; k < OP_COUNT; k++) suggest_add(&sg, op_name((Op)k));
+    diag_error(b->c, e->loc, "unknown op '%s'%s", e->name,
+               suggest_hint(&sg, "", hint, sizeof hint));
+  }
   int nin = 0, nattr = 0;
   for (int i = 0; i < e->nargs; i++)
     if (!e->args[i].attr) nin++;

@@ -21,8 +21,10 @@ bool fe_build_type(Ctx *c, const FeType *t, Type *out) {
   *out = (Type){.dt = DT_INVALID};
   bool ok = true, big = false;
   DType dt = dt_lookup(t->dtype);
+  char hint[96];
   if (dt == DT_INVALID)
-    ok = diag_error(c, t->loc, "unknown dtype '%s'", t->dtype);
+    ok = diag_error(c, t->loc, "unknown dtype '%s'%s", t->dtype,
+                    suggest_dtype(t->dtype, hint, sizeof hint));
   if (t->n > RLX_MAX_RANK)
     return diag_error(c, t->dims[RLX_MAX_RANK].num.loc, "rank %d exceeds "
                       "the maximum rank %d", t->n, RLX_MAX_RANK);

@@ -293,6 +293,20 @@ bool diag_error(Ctx *c, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool diag_note(Ctx *c, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* "did you mean": feed the candidates for a misspelled word; the hint
+ * is "; did you mean 'x'?" for the closest one within a third of the
+ * word's length in edits (at least 1), else "". */
+typedef struct {
+  const char *word;
+  char best[64]; /* a copy: candidates may be temporaries */
+  int dist;
+} Suggest;
+void suggest_init(Suggest *s, const char *word);
+void suggest_add(Suggest *s, const char *cand);
+const char *suggest_hint(const Suggest *s, const char *prefix, char *buf,
+                         size_t n);
+const char *suggest_dtype(const char *word, char *buf, size_t n);
+void suggest_attr_words(Suggest *s, AttrId id); /* an enum's words */
 bool diag_too_many(const Ctx *c); /* error cap reached: stop early */
 
 Module *ir_module_new(Ctx *c);

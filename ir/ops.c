@@ -63,6 +63,19 @@ bool attr_word_ok(AttrId id, const char *word) {
   return false;
 }
 
+void suggest_attr_words(Suggest *s, AttrId id) {
+  char w[64];
+  for (const char *p = attrs[id].words; *p;) {
+    size_t len = strcspn(p, " ");
+    if (len < sizeof w) {
+      memcpy(w, p, len);
+      w[len] = 0;
+      suggest_add(s, w);
+    }
+    p += len + (p[len] == ' ');
+  }
+}
+
 /* ---- ops ---- */
 static OpInfo ops[] = {
 #define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
