@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define RLXC_VERSION "0.1.0"
 
@@ -52,6 +53,7 @@ typedef struct {
   const char *list_fmt; /* NULL: names; "md": the docs/ops.md table */
   bool list_reserved;   /* hidden: the names --name may not take */
   bool help, version;
+  const char *color;    /* -fdiagnostics-color: auto, always, never */
 } Cli;
 
 static const char usage[] =
@@ -69,6 +71,8 @@ static const char usage[] =
     "  --jvp[=%a,...]       also emit ENTRY_jvp (forward mode)\n"
     "  --hvp                also emit ENTRY_hvp (Hessian-vector product)\n"
     "  --time-passes        time and memory of every phase, to stderr\n"
+    "  -fdiagnostics-color[=auto|always|never]  colour diagnostics "
+    "(auto: on a terminal)\n"
     "  --dump-ir[=all|PASS] print the IR after each pass that changed it "
     "(or one) to stderr\n"
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
@@ -256,6 +260,14 @@ static bool parse_flag(Cli *c, char *a) {
   else if (!strcmp(a, "--hvp")) c->o.hvp = true;
   else if (!strcmp(a, "--check")) c->o.check = true;
   else if (!strcmp(a, "--time-passes")) c->o.time_passes = true;
+  else if (!strcmp(a, "-fdiagnostics-color")) c->color = "always";
+  else if (!strncmp(a, "-fdiagnostics-color=", 20)) {
+    c->color = a + 20;
+    if (strcmp(c->color, "auto") && strcmp(c->color, "always") &&
+        strcmp(c->color, "never"))
+      return cli_err("-fdiagnostics-color: expected auto, always or "
+                     "never, got '%s'", c->color);
+  }
   else if (!strcmp(a, "--list-ops")) c->list_ops = true;
   else if (!strcmp(a, "--list-ops=md")) c->list_ops = true, c->list_fmt = "md";
   else if (!strcmp(a, "--list-reserved")) c->list_reserved = true;
@@ -579,7 +591,7 @@ static void fail_alloc_from_env(Arena *a) {
  * (the arena's hook, ctx_oom) runs the Ctx's cleanups (LLVM objects,
  * staged temporaries, the open input) and returns to the setjmp here:
  * "out of memory", exit status 1. Returns the exit status. */
-static int run(const Options *o) {
+static int run(const Options *o, bool color) {
   const char *file = strcmp(o->input, "-") ? o->input : "<stdin>";
   Ctx *c = ctx_new(file, NULL, 0);
   if (!c) return out_of_memory(NULL);
@@ -587,6 +599,7 @@ static int run(const Options *o) {
   if (setjmp(jb)) return out_of_memory(c);
   c->oom_jump = &jb;
   c->diag_out = stderr;
+  c->color = color;
   fail_alloc_from_env(c->arena);
   fatal_ctx = c;
   LLVMInstallFatalErrorHandler(fatal_llvm);
@@ -594,6 +607,15 @@ static int run(const Options *o) {
   fatal_ctx = NULL;
   ctx_free(c);
   return status;
+}
+
+/* -fdiagnostics-color: "auto" (the default) colours a terminal whose
+ * TERM is not "dumb", unless NO_COLOR is set (no-color.org). */
+static bool want_color(const char *mode) {
+  if (mode && strcmp(mode, "auto")) return !strcmp(mode, "always");
+  const char *term = getenv("TERM"), *no = getenv("NO_COLOR");
+  return isatty(fileno(stderr)) && term && strcmp(term, "dumb") &&
+         !(no && *no);
 }
 
 int main(int argc, char **argv) {
@@ -616,5 +638,5 @@ int main(int argc, char **argv) {
     cg_list_reserved(stdout);
     exit(0);
   }
-  exit(run(&cli.o));
+  exit(run(&cli.o, want_color(cli.color)));
 }

@@ -113,32 +113,53 @@ static void print_caret(const Ctx *c, Loc loc) {
   int col = loc.col > 0 ? loc.col - 1 : 0;
   for (int i = 0; i < col && i < len; i++)
     fputc(p[i] == '\t' ? '\t' : ' ', c->diag_out);
-  fputs("^\n", c->diag_out);
+  fputs(c->color ? "\033[01;32m^\033[m\n" : "^\n", c->diag_out);
 }
 
+/* Was the same message already reported at loc? (Passes that revisit a
+ * node must not repeat its diagnostic.) */
+static bool reported(const Ctx *c, Loc loc, const char *kind,
+                     const char *msg) {
+  for (const Diag *d = c->diags; d; d = d->next)
+    if (d->loc.line == loc.line && d->loc.col == loc.col &&
+        !strcmp(d->kind, kind) && !strcmp(d->msg, msg))
+      return true;
+  return false;
+}
+
+/* Record and print one diagnostic, unless it repeats an earlier one
+ * (same place, kind and text). */
 static void report(Ctx *c, Loc loc, const char *kind, const char *fmt,
                    va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof buf, fmt, ap);
+  if (reported(c, loc, kind, buf)) return;
   Diag *d = arena_alloc(c->arena, sizeof *d);
   d->loc = loc;
+  d->kind = kind;
   d->msg = arena_strdup(c->arena, buf);
   *c->diags_tail = d;
   c->diags_tail = &d->next;
   if (!c->diag_out) return;
+  const char *bold = c->color ? "\033[01m" : "";
+  const char *off = c->color ? "\033[m" : "";
+  const char *hue = !c->color        ? ""
+                    : kind[0] == 'e' ? "\033[01;31m"
+                                     : "\033[01;36m";
   if (loc.line > 0)
-    fprintf(c->diag_out, "%s:%d:%d: %s: %s\n", c->file, loc.line, loc.col,
-            kind, buf);
+    fprintf(c->diag_out, "%s%s:%d:%d:%s %s%s:%s %s\n", bold, c->file,
+            loc.line, loc.col, off, hue, kind, off, buf);
   else
-    fprintf(c->diag_out, "%s: %s: %s\n", c->file, kind, buf);
+    fprintf(c->diag_out, "%s%s:%s %s%s:%s %s\n", bold, c->file, off, hue,
+            kind, off, buf);
   print_caret(c, loc);
 }
 
 bool diag_error(Ctx *c, Loc loc, const char *fmt, ...) {
   if (c->nerrors >= c->max_errors) return false;
-  c->nerrors++;
   va_list ap;
   va_start(ap, fmt);
+  c->nerrors++; /* a repeat is not printed again, but still counts */
   report(c, loc, "error", fmt, ap);
   va_end(ap);
   if (c->nerrors == c->max_errors && c->diag_out)

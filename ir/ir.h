@@ -73,6 +73,7 @@ typedef struct {
 
 typedef struct Diag {
   Loc loc;
+  const char *kind; /* "error", "note" (static strings) */
   char *msg;
   struct Diag *next;
 } Diag;
@@ -248,6 +249,7 @@ typedef struct Ctx {
   jmp_buf *oom_jump;
   CtxCleanup *cleanups, *spare; /* registered (newest first), reusable */
   TimeReport *times;       /* --time-passes (ir/timing.c), else NULL */
+  bool color;              /* ANSI colours in diag_out (GCC's scheme) */
 } Ctx;
 
 /* ---- --time-passes (ir/timing.c) ---- */

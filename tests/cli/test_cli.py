@@ -98,6 +98,7 @@ def test_bad_command_lines(rlxc, good):
         ("o-missing", [good, "-o"], "-o needs a path"),
         ("wrt-empty", ["--wrt=", good], "--wrt"),
         ("list-ops-fmt", ["--list-ops=xml"], "unknown option"),
+        ("color-value", ["-fdiagnostics-color=maybe", good], "expected auto"),
     ]
     for sym in ["getenv", "sysconf", "pthread_create", "aligned_alloc",
                 "printf", "expf", "memcpy", "malloc", "mmap", "dlopen",
@@ -107,6 +108,18 @@ def test_bad_command_lines(rlxc, good):
                     "'%s' is reserved" % sym)
     for name, args, msg in cases:
         case_status(rlxc, "bad-cli." + name, args, 2, msg)
+
+
+def test_color(rlxc, tmp):
+    """-fdiagnostics-color: escapes only when asked (stderr is a pipe
+    here, so auto means off)."""
+    bad = os.path.join(tmp, "bad.rlx")
+    open(bad, "w").write("graph g {\n  input %x: f33[2]\n  return %x\n}\n")
+    for mode, want in (("always", True), ("never", False), ("auto", False)):
+        rc, _, err = run(rlxc, ["--check", "-fdiagnostics-color=" + mode,
+                                bad])
+        expect("color." + mode, rc == 1 and ("\033[01;31merror" in err)
+               == want and "did you mean 'f32'" in err, repr(err))
 
 
 def test_targets(rlxc, tmp, good):
@@ -383,6 +396,7 @@ def main():
         test_inputs(a.rlxc, tmp, good)
         test_reserved_graphs(a.rlxc, tmp)
         test_targets(a.rlxc, tmp, good)
+        test_color(a.rlxc, tmp)
         test_emit_ir(a.rlxc, tmp, good)
         test_outputs(a.rlxc, tmp, good)
         test_same_path(a.rlxc, tmp, good)
