@@ -127,20 +127,20 @@ static bool reported(const Ctx *c, Loc loc, const char *kind,
   return false;
 }
 
-/* Record and print one diagnostic, unless it repeats an earlier one
- * (same place, kind and text). */
+/* Record one diagnostic and print it, unless an earlier one printed
+ * the same place, kind and text. */
 static void report(Ctx *c, Loc loc, const char *kind, const char *fmt,
                    va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  if (reported(c, loc, kind, buf)) return;
+  bool repeat = c->diag_out && reported(c, loc, kind, buf);
   Diag *d = arena_alloc(c->arena, sizeof *d);
   d->loc = loc;
   d->kind = kind;
   d->msg = arena_strdup(c->arena, buf);
   *c->diags_tail = d;
   c->diags_tail = &d->next;
-  if (!c->diag_out) return;
+  if (!c->diag_out || repeat) return;
   const char *bold = c->color ? "\033[01m" : "";
   const char *off = c->color ? "\033[m" : "";
   const char *hue = !c->color        ? ""
