@@ -310,6 +310,11 @@ bool cg_emit_elementwise(Cg *cg, Node *n); /* root of a fused group */
 bool cg_emit_alias(Cg *cg, Node *n);       /* reshape: shares bytes */
 bool cg_emit_matmul(Cg *cg, Node *n);
 int64_t cg_scratch_matmul(Cg *cg, Node *n); /* f16/bf16: f32 copies */
+/* dst[i] = convert(src[i]) for i < count, an outlined parallel loop:
+ * the f32 copies of f16/bf16 operands and results around a runtime
+ * call (emit_matmul.c, emit_conv.c). */
+void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                     DType sdt, int64_t count);
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
 int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);

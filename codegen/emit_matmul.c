@@ -98,9 +98,8 @@ int64_t cg_scratch_matmul(Cg *cg, Node *n) {
          cg_align(type_numel(&n->type) * 4);
 }
 
-/* dst[i] = convert(src[i]) for i < count (a fused-style flat loop). */
-static void convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
-                         DType sdt, int64_t count) {
+void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                     DType sdt, int64_t count) {
   LLVMValueRef v[2] = {dst, src};
   CgPar p;
   LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, count),
@@ -136,10 +135,10 @@ bool cg_emit_matmul(Cg *cg, Node *n) {
   LLVMValueRef fa = s, fb = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4)));
   LLVMValueRef fc = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4) +
                                              cg_align(nb * 4)));
-  convert_loop(cg, fa, DT_F32, cg_buf(cg, sa), dt, na);
-  convert_loop(cg, fb, DT_F32, cg_buf(cg, sb), dt, nb);
+  cg_convert_loop(cg, fa, DT_F32, cg_buf(cg, sa), dt, na);
+  cg_convert_loop(cg, fb, DT_F32, cg_buf(cg, sb), dt, nb);
   gemm(cg, n, fn, fa, fb, fc, 4);
-  convert_loop(cg, cg_buf(cg, n), dt, fc, DT_F32, type_numel(&n->type));
+  cg_convert_loop(cg, cg_buf(cg, n), dt, fc, DT_F32, type_numel(&n->type));
   return true;
 }
 

@@ -40,13 +40,17 @@ bool cg_emit_activation_backward(Cg *cg, Node *n);
 bool cg_emit_softmax_xent_backward(Cg *cg, Node *n);
 bool cg_emit_cumsum_backward(Cg *cg, Node *n);
 bool cg_emit_gather_backward(Cg *cg, Node *n);
-/* layer_norm / rms_norm and their backward ops (emit_norm.c) */
+/* layer_norm, rms_norm, group_norm, batch_norm_inference and their
+ * backward ops (emit_norm.c) */
 bool cg_emit_norm(Cg *cg, Node *n);       /* forward, *_backward_input */
 bool cg_emit_norm_param(Cg *cg, Node *n); /* *_backward_gamma/beta */
 int64_t cg_scratch_norm(Cg *cg, Node *n);
 /* rope and rope_backward (emit_rope.c) */
 bool cg_emit_rope(Cg *cg, Node *n);
 bool cg_emit_pool(Cg *cg, Node *n);
+/* conv2d and its backward ops: one runtime call each (emit_conv.c) */
+bool cg_emit_conv(Cg *cg, Node *n);
+int64_t cg_scratch_conv(Cg *cg, Node *n);
 
 /* ---- shared helpers (ops_util.c) ---- */
 typedef enum { CG_RED_SUM, CG_RED_PROD, CG_RED_MAX, CG_RED_MIN } CgRed;
@@ -78,6 +82,13 @@ typedef LLVMValueRef (*CgOpsMapFn)(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
 LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
                              LLVMValueRef off, int64_t n_c,
                              LLVMValueRef init, CgOpsMapFn f, void *ctx);
+/* The same with k (1, 2, 4 or 8) vector accumulators, vector j into
+ * j % k, combined pairwise (fewer for short rows): more throughput on
+ * long rows, another fixed order. */
+LLVMValueRef cg_ops_row_fold_k(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
+                               LLVMValueRef off, int64_t n_c,
+                               LLVMValueRef init, CgOpsMapFn f, void *ctx,
+                               int k);
 /* dst[off + j] = f(src[off + j]) for j in [0, n_c) (vectorized). */
 void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
                     LLVMValueRef off, int64_t n_c, CgOpsMapFn f, void *ctx);

@@ -51,11 +51,11 @@
 #define CG_RESHAPE {cg_emit_alias, NULL}
 #define CG_LAYER_NORM {cg_emit_norm, NULL}
 #define CG_RMS_NORM {cg_emit_norm, NULL}
-#define CG_GROUP_NORM CG_UNSUPPORTED
-#define CG_BATCH_NORM_INFERENCE CG_UNSUPPORTED
+#define CG_GROUP_NORM {cg_emit_norm, NULL}
+#define CG_BATCH_NORM_INFERENCE {cg_emit_norm, NULL}
 #define CG_ROPE {cg_emit_rope, NULL}
 #define CG_ATTENTION CG_UNSUPPORTED
-#define CG_CONV2D CG_UNSUPPORTED
+#define CG_CONV2D {cg_emit_conv, cg_scratch_conv}
 #define CG_MAX_POOL2D {cg_emit_pool, NULL}
 #define CG_AVG_POOL2D {cg_emit_pool, NULL}
 #define CG_FUSED_TRANSFORMER_LAYER CG_UNSUPPORTED
@@ -84,17 +84,19 @@
 #define CG_RMS_NORM_BACKWARD_INPUT {cg_emit_norm, NULL}
 #define CG_RMS_NORM_BACKWARD_GAMMA {cg_emit_norm_param, cg_scratch_norm}
 #define CG_RMS_NORM_BACKWARD_BETA {cg_emit_norm_param, cg_scratch_norm}
-#define CG_GROUP_NORM_BACKWARD_INPUT CG_UNSUPPORTED
-#define CG_GROUP_NORM_BACKWARD_GAMMA CG_UNSUPPORTED
-#define CG_GROUP_NORM_BACKWARD_BETA CG_UNSUPPORTED
-#define CG_BATCH_NORM_INFERENCE_BACKWARD_INPUT CG_UNSUPPORTED
-#define CG_BATCH_NORM_INFERENCE_BACKWARD_GAMMA CG_UNSUPPORTED
-#define CG_BATCH_NORM_INFERENCE_BACKWARD_BETA CG_UNSUPPORTED
+#define CG_GROUP_NORM_BACKWARD_INPUT {cg_emit_norm, NULL}
+#define CG_GROUP_NORM_BACKWARD_GAMMA {cg_emit_norm_param, cg_scratch_norm}
+#define CG_GROUP_NORM_BACKWARD_BETA {cg_emit_norm_param, cg_scratch_norm}
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_INPUT {cg_emit_norm, NULL}
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_GAMMA \
+  {cg_emit_norm_param, cg_scratch_norm}
+#define CG_BATCH_NORM_INFERENCE_BACKWARD_BETA \
+  {cg_emit_norm_param, cg_scratch_norm}
 #define CG_ROPE_BACKWARD {cg_emit_rope, NULL}
 #define CG_MAX_POOL2D_BACKWARD {cg_emit_pool, NULL}
 #define CG_AVG_POOL2D_BACKWARD {cg_emit_pool, NULL}
-#define CG_CONV2D_BACKWARD_INPUT CG_UNSUPPORTED
-#define CG_CONV2D_BACKWARD_WEIGHT CG_UNSUPPORTED
+#define CG_CONV2D_BACKWARD_INPUT {cg_emit_conv, cg_scratch_conv}
+#define CG_CONV2D_BACKWARD_WEIGHT {cg_emit_conv, cg_scratch_conv}
 #define CG_ATTENTION_BACKWARD CG_UNSUPPORTED
 #define CG_COMPLEX_NORM_SQ_BACKWARD {cg_emit_elementwise, NULL}
 #define CG_FAKE_QUANTIZE_BACKWARD CG_UNSUPPORTED

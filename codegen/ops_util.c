@@ -179,24 +179,48 @@ static int row_lanes(Cg *cg, DType dt, int64_t n_c) {
   return L;
 }
 
-LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
-                             LLVMValueRef off, int64_t n_c,
-                             LLVMValueRef init, CgOpsMapFn f, void *ctx) {
+/* Vector part of a row fold: k accumulators, vector j into j % k,
+ * combined pairwise at the end. */
+static LLVMValueRef row_fold_vec(Cg *cg, DType dt, CgRed r,
+                                 LLVMValueRef base, LLVMValueRef off,
+                                 int64_t nv, int L, int k, LLVMValueRef init,
+                                 CgOpsMapFn f, void *ctx) {
+  LLVMValueRef c[8];
+  for (int a = 0; a < k; a++)
+    c[a] = cg_ops_splat(cg, a ? cg_ops_red_init(cg, dt, r) : init, L);
+  CgLoop l;
+  LLVMValueRef v = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, nv / k),
+                                 c, k);
+  for (int a = 0; a < k; a++) {
+    LLVMValueRef j = add_i64(cg, mul_c(cg, v, k), cg_i64(cg, a));
+    LLVMValueRef idx = add_i64(cg, off, mul_c(cg, j, L));
+    LLVMValueRef x = cg_ops_vload(cg, dt, base, idx, L);
+    c[a] = cg_ops_combine(cg, dt, r, c[a], f ? f(cg, x, idx, L, ctx) : x);
+  }
+  cg_loop_end(cg, &l, c);
+  for (int64_t j = nv / k * k; j < nv; j++) { /* fewer than k left */
+    LLVMValueRef idx = add_i64(cg, off, cg_i64(cg, j * L));
+    LLVMValueRef x = cg_ops_vload(cg, dt, base, idx, L);
+    int a = (int)(j % k);
+    c[a] = cg_ops_combine(cg, dt, r, c[a], f ? f(cg, x, idx, L, ctx) : x);
+  }
+  for (int h = k / 2; h >= 1; h /= 2)
+    for (int a = 0; a < h; a++)
+      c[a] = cg_ops_combine(cg, dt, r, c[a], c[a + h]);
+  return cg_ops_hfold(cg, dt, r, c[0]);
+}
+
+LLVMValueRef cg_ops_row_fold_k(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
+                               LLVMValueRef off, int64_t n_c,
+                               LLVMValueRef init, CgOpsMapFn f, void *ctx,
+                               int k) {
   int L = row_lanes(cg, dt, n_c);
   int64_t nv = L > 1 ? n_c / L : 0;
+  while (k > 1 && nv < 2 * k) k /= 2;
   LLVMValueRef acc = init;
   CgLoop l;
-  if (nv > 0) {
-    LLVMValueRef c = cg_ops_splat(cg, init, L);
-    LLVMValueRef v = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, nv),
-                                   &c, 1);
-    LLVMValueRef idx = add_i64(cg, off, mul_c(cg, v, L));
-    LLVMValueRef x = cg_ops_vload(cg, dt, base, idx, L);
-    if (f) x = f(cg, x, idx, L, ctx);
-    c = cg_ops_combine(cg, dt, r, c, x);
-    cg_loop_end(cg, &l, &c);
-    acc = cg_ops_hfold(cg, dt, r, c);
-  }
+  if (nv > 0)
+    acc = row_fold_vec(cg, dt, r, base, off, nv, L, k, init, f, ctx);
   if (nv * L < n_c) {
     LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, nv * L),
                                    cg_i64(cg, n_c), &acc, 1);
@@ -207,6 +231,12 @@ LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
     cg_loop_end(cg, &l, &acc);
   }
   return acc;
+}
+
+LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
+                             LLVMValueRef off, int64_t n_c,
+                             LLVMValueRef init, CgOpsMapFn f, void *ctx) {
+  return cg_ops_row_fold_k(cg, dt, r, base, off, n_c, init, f, ctx, 1);
 }
 
 void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,

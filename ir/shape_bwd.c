@@ -59,9 +59,7 @@ static bool norm_channels(Ctx *c, const Node *n, int64_t *ch) {
   case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
   case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
   case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
-    if (!sh_want_float(c, n, 0, "x")) return false;
-    if (x->rank < 2)
-      return sh_err(c, n, "x must be [N, C, ...], got %s", TS(x));
+    if (!sh_batch_norm_x(c, n, x)) return false;
     *ch = x->dims[1];
     return true;
   default:

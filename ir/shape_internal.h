@@ -85,7 +85,10 @@ bool sh_gather_out(Ctx *c, const Node *n, const Type *t, const Type *idx,
                    Type *out);
 /* layer/rms norm: x with gamma-like operand types of [x.shape[axis]] */
 bool sh_norm_axis(Ctx *c, const Node *n, const Type *x, int *axis);
+/* group_norm: x [N, C, ...] float, groups dividing C, eps valid */
 bool sh_group_count(Ctx *c, const Node *n, const Type *x);
+/* batch_norm_inference: x [N, C, ...] float, eps valid */
+bool sh_batch_norm_x(Ctx *c, const Node *n, const Type *x);
 
 /* ---- subgraphs (control flow) ---- */
 /* Graph attribute id of n; NULL with a diagnostic if unusable. */

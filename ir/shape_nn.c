@@ -74,12 +74,19 @@ bool shape_group_norm(Ctx *c, Node *n) {
   return true;
 }
 
-bool shape_batch_norm(Ctx *c, Node *n) {
-  static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
-  const Type *x = IN(n, 0);
+/* x [N, C, ...] of a float dtype and a valid eps (batch_norm_inference
+ * and its backward ops). */
+bool sh_batch_norm_x(Ctx *c, const Node *n, const Type *x) {
   if (!sh_want_float(c, n, 0, "x") || !eps_ok(c, n)) return false;
   if (x->rank < 2)
     return sh_err(c, n, "x must be [N, C, ...], got %s", TS(x));
+  return true;
+}
+
+bool shape_batch_norm(Ctx *c, Node *n) {
+  static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
+  const Type *x = IN(n, 0);
+  if (!sh_batch_norm_x(c, n, x)) return false;
   for (int i = 1; i < 5; i++)
     if (!want_vec(c, n, i, names[i], x, x->dims[1])) return false;
   n->type = *x;

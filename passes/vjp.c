@@ -11,10 +11,10 @@
  *   - vjp_unsupported: reverse mode through the op is outside this
  *     compiler's AD scope; reaching it is a diagnostic naming the op.
  *
- * Rules of the NN layers live in vjp_nn.c; the conventions inside a
- * rule (X, Y, ACC, WANT) are in vjp.h. Complex (c64) gradients follow
- * the conjugate-Wirtinger convention: g times the conjugate of the
- * partial derivative (CJ).
+ * Rules of the NN layers live in vjp_nn.c (conv2d: vjp_conv.c); the
+ * conventions inside a rule (X, Y, ACC, WANT) are in vjp.h. Complex
+ * (c64) gradients follow the conjugate-Wirtinger convention: g times
+ * the conjugate of the partial derivative (CJ).
  */
 #include "passes/vjp.h"
 
@@ -580,11 +580,11 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_SCATTER_ADD vjp_scatter_add
 #define VJP_LAYER_NORM vjp_layer_norm
 #define VJP_RMS_NORM vjp_rms_norm
-#define VJP_GROUP_NORM vjp_unsupported
-#define VJP_BATCH_NORM_INFERENCE vjp_unsupported
+#define VJP_GROUP_NORM vjp_group_norm
+#define VJP_BATCH_NORM_INFERENCE vjp_batch_norm
 #define VJP_ROPE vjp_rope
 #define VJP_ATTENTION vjp_unsupported
-#define VJP_CONV2D vjp_unsupported
+#define VJP_CONV2D vjp_conv2d
 #define VJP_MAX_POOL2D vjp_max_pool
 #define VJP_AVG_POOL2D vjp_avg_pool
 #define VJP_SCAN vjp_scan
@@ -619,19 +619,19 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_RMS_NORM_BACKWARD_INPUT vjp_norm_backward
 #define VJP_RMS_NORM_BACKWARD_GAMMA vjp_norm_backward
 #define VJP_RMS_NORM_BACKWARD_BETA vjp_norm_backward
-#define VJP_GROUP_NORM_BACKWARD_INPUT vjp_unsupported
-#define VJP_GROUP_NORM_BACKWARD_GAMMA vjp_unsupported
-#define VJP_GROUP_NORM_BACKWARD_BETA vjp_unsupported
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_INPUT vjp_unsupported
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA vjp_unsupported
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_BETA vjp_unsupported
+#define VJP_GROUP_NORM_BACKWARD_INPUT vjp_norm_backward
+#define VJP_GROUP_NORM_BACKWARD_GAMMA vjp_norm_backward
+#define VJP_GROUP_NORM_BACKWARD_BETA vjp_norm_backward
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_INPUT vjp_norm_backward
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA vjp_norm_backward
+#define VJP_BATCH_NORM_INFERENCE_BACKWARD_BETA vjp_norm_backward
 #define VJP_ROPE_BACKWARD vjp_rope
 #define VJP_CUMSUM_BACKWARD vjp_cumsum_backward
 #define VJP_GATHER_BACKWARD vjp_gather_backward
 #define VJP_MAX_POOL2D_BACKWARD vjp_max_pool_backward
 #define VJP_AVG_POOL2D_BACKWARD vjp_avg_pool_backward
-#define VJP_CONV2D_BACKWARD_INPUT vjp_unsupported
-#define VJP_CONV2D_BACKWARD_WEIGHT vjp_unsupported
+#define VJP_CONV2D_BACKWARD_INPUT vjp_conv2d_backward_input
+#define VJP_CONV2D_BACKWARD_WEIGHT vjp_conv2d_backward_weight
 #define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
 #define VJP_ATTENTION_BACKWARD vjp_unsupported
 #define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_unsupported

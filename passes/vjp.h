@@ -1,5 +1,6 @@
 /* vjp.h: what the VJP rule files share (vjp.c holds the table and the
- * rules of the core ops; vjp_nn.c the NN layers' rules).
+ * rules of the core ops; vjp_nn.c the NN layers' rules; vjp_conv.c
+ * conv2d's).
  *
  * Conventions inside a rule: X(i) is operand i in the gradient graph,
  * Y the op's own value there, g the upstream gradient (Y's type), and
@@ -31,11 +32,18 @@ Node *vjp_same_attrs(GradCtx *gc, const Node *n, Op op, Node *const *in,
 /* vjp_nn.c */
 bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g);
 bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g);
+bool vjp_group_norm(GradCtx *gc, const Node *n, Node *g);
+bool vjp_batch_norm(GradCtx *gc, const Node *n, Node *g);
 bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g);
 bool vjp_rope(GradCtx *gc, const Node *n, Node *g);
 bool vjp_max_pool(GradCtx *gc, const Node *n, Node *g);
 bool vjp_avg_pool(GradCtx *gc, const Node *n, Node *g);
 bool vjp_max_pool_backward(GradCtx *gc, const Node *n, Node *g);
 bool vjp_avg_pool_backward(GradCtx *gc, const Node *n, Node *g);
+
+/* vjp_conv.c */
+bool vjp_conv2d(GradCtx *gc, const Node *n, Node *g);
+bool vjp_conv2d_backward_input(GradCtx *gc, const Node *n, Node *g);
+bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
 
 #endif

@@ -30,13 +30,43 @@ bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(2)) ACC(2, sum_but(B, g, ln_axis(n)));
   return true;
 }
+/* (x, gamma, beta) -> the op's three backward ops on (x, gamma, beta, g) */
+static bool norm3(GradCtx *gc, const Node *n, Node *g, const Op *bwd) {
+  Node *in[4] = {X(0), X(1), X(2), g};
+  for (int i = 0; i < 3; i++)
+    if (WANT(i)) ACC(i, vjp_same_attrs(gc, n, bwd[i], in, 4));
+  return true;
+}
 bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g) {
   static const Op bwd[3] = {OP_RMS_NORM_BACKWARD_INPUT,
                             OP_RMS_NORM_BACKWARD_GAMMA,
                             OP_RMS_NORM_BACKWARD_BETA};
-  Node *in[4] = {X(0), X(1), X(2), g};
+  return norm3(gc, n, g, bwd);
+}
+bool vjp_group_norm(GradCtx *gc, const Node *n, Node *g) {
+  static const Op bwd[3] = {OP_GROUP_NORM_BACKWARD_INPUT,
+                            OP_GROUP_NORM_BACKWARD_GAMMA,
+                            OP_GROUP_NORM_BACKWARD_BETA};
+  return norm3(gc, n, g, bwd);
+}
+/* x, gamma, beta: the backward ops on (x, gamma, beta, mean, var, g);
+ * mean and var from the same per-channel sums, with r = 1/sqrt(var +
+ * eps): dmean = -gamma r sum(g), dvar = -gamma r^2 sum(g xhat) / 2. */
+bool vjp_batch_norm(GradCtx *gc, const Node *n, Node *g) {
+  static const Op bwd[3] = {OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT,
+                            OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA,
+                            OP_BATCH_NORM_INFERENCE_BACKWARD_BETA};
+  Node *in[6] = {X(0), X(1), X(2), X(3), X(4), g}, *s[3] = {NULL};
+  for (int i = 0; i < 3; i++) /* dgamma for var, dbeta for mean */
+    if (WANT(i) || (i && WANT(5 - i)))
+      s[i] = vjp_same_attrs(gc, n, bwd[i], in, 6);
   for (int i = 0; i < 3; i++)
-    if (WANT(i)) ACC(i, vjp_same_attrs(gc, n, bwd[i], in, 4));
+    if (WANT(i)) ACC(i, s[i]);
+  if (!WANT(3) && !WANT(4)) return true;
+  Node *t = BIN(OP_ADD, X(4), K(ir_attr_float(n, ATTR_EPS, 1e-5)));
+  if (WANT(3))
+    ACC(3, MUL(UN(OP_NEG, MUL(X(1), s[2])), UN(OP_RSQRT, t)));
+  if (WANT(4)) ACC(4, BIN(OP_DIV, MUL(MUL(X(1), s[1]), K(-0.5)), t));
   return true;
 }
 
@@ -78,10 +108,45 @@ static Node *nb_expand(IrBuilder *b, const Node *n, Node *const *a) {
   Node *t = NB(OP_SUB, gg, nb_mean(b, gg, ax));
   return NM(r, NB(OP_SUB, t, NM(h, m)));
 }
+/* group_norm_backward_*(x, gamma, beta, dy): x viewed as
+ * [N, G, C/G, HW], statistics over the last two axes. */
+static Node *gn_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  const Type *xt = &a[0]->type;
+  int64_t G = ir_attr_int(n, ATTR_GROUPS, 1), C = xt->dims[1], hw = 1;
+  for (int i = 2; i < xt->rank; i++) hw *= xt->dims[i];
+  int64_t d4[4] = {xt->dims[0], G, C / G, hw}, gd[4] = {1, G, C / G, 1};
+  int64_t st[2] = {2, 3}, pr[2] = {0, 3};
+  Node *x = ib_reshape(b, a[0], 4, d4), *dy = ib_reshape(b, a[3], 4, d4);
+  Node *e = ib_scalar(b, xt->dt, ir_attr_float(n, ATTR_EPS, 1e-5));
+  Node *c = NB(OP_SUB, x, ib_reduce(b, OP_REDUCE_MEAN, x, st, 2, true));
+  Node *v = ib_reduce(b, OP_REDUCE_MEAN, NM(c, c), st, 2, true);
+  Node *r = ib_un(b, OP_RSQRT, NB(OP_ADD, v, e)), *h = NM(c, r);
+  if (n->op == OP_GROUP_NORM_BACKWARD_GAMMA) dy = NM(dy, h);
+  if (n->op != OP_GROUP_NORM_BACKWARD_INPUT)
+    return ib_reshape_as(b, ib_reduce(b, OP_REDUCE_SUM, dy, pr, 2, false),
+                         &a[1]->type);
+  Node *gg = NM(dy, ib_reshape(b, a[1], 4, gd));
+  Node *m = ib_reduce(b, OP_REDUCE_MEAN, NM(gg, h), st, 2, true);
+  Node *t = NB(OP_SUB, gg, ib_reduce(b, OP_REDUCE_MEAN, gg, st, 2, true));
+  return ib_reshape_as(b, NM(r, NB(OP_SUB, t, NM(h, m))), xt);
+}
+/* batch_norm_inference_backward_*(x, gamma, beta, mean, var, dy) */
+static Node *bn_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  const Type *xt = &a[0]->type;
+  Node *dy = a[5];
+  if (n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_BETA)
+    return sum_but(b, dy, 1);
+  Node *e = ib_scalar(b, xt->dt, ir_attr_float(n, ATTR_EPS, 1e-5));
+  Node *r = ib_un(b, OP_RSQRT, NB(OP_ADD, nb_chan(b, a[4], xt, 1), e));
+  if (n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT)
+    return NM(NM(dy, nb_chan(b, a[1], xt, 1)), r);
+  Node *h = NM(NB(OP_SUB, a[0], nb_chan(b, a[3], xt, 1)), r);
+  return sum_but(b, NM(dy, h), 1);
+}
 #undef NM
 #undef NB
-/* Second order: differentiate nb_expand (a detached graph over the
- * op's operands) with the upstream gradient g. */
+/* Second order: differentiate the op's expansion (a detached graph
+ * over its operands) with the upstream gradient g. */
 bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
   Ctx *c = B->c;
   Graph *s = ib_graph_detached(c, "norm_bwd", n->loc);
@@ -92,7 +157,20 @@ bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
     in[i] = X(i);
   }
   IrBuilder sb = {c, s, n->loc};
-  Node *r = nb_expand(&sb, n, a);
+  Node *r;
+  switch (n->op) {
+  case OP_GROUP_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_GAMMA:
+  case OP_GROUP_NORM_BACKWARD_BETA:
+    r = gn_expand(&sb, n, a);
+    break;
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
+    r = bn_expand(&sb, n, a);
+    break;
+  default:
+    r = nb_expand(&sb, n, a);
+  }
   ir_set_rets(c, s, &r, 1);
   if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
     return false;

@@ -50,9 +50,7 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
-for _op in ("group_norm batch_norm_inference "
-            "attention conv2d").split():
-    SKIP[_op] = "nn layer: reverse mode not in scope (diagnostic)"
+SKIP["attention"] = "nn layer: reverse mode not in scope (diagnostic)"
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
 for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
@@ -61,13 +59,7 @@ for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
 for _op in "complex_norm_sq fft log_mel".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
-for _op in ("group_norm_backward_input "
-            "group_norm_backward_gamma group_norm_backward_beta "
-            "batch_norm_inference_backward_input "
-            "batch_norm_inference_backward_gamma "
-            "batch_norm_inference_backward_beta "
-            "conv2d_backward_input conv2d_backward_weight "
-            "attention_backward complex_norm_sq_backward "
+for _op in ("attention_backward complex_norm_sq_backward "
             "fake_quantize_backward fake_quantize_lsq_backward_x "
             "fake_quantize_lsq_backward_scale scan_backward "
             "scan_backward_xs log_mel_backward").split():
@@ -581,6 +573,76 @@ for _op in ("layer_norm", "rms_norm"):
         norm_case(_op, *_f)
 
 
+# ---- group_norm and batch_norm_inference (x [N, C, ...spatial]) ----
+
+def _bn(x, gam, bet, mean, var, eps):
+    """batch_norm_inference by formula (torch's batch_norm has no
+    gradient for the running statistics)."""
+    sh = (1, -1) + (1,) * (x.dim() - 2)
+    return (x - mean.reshape(sh)) * torch.rsqrt(var.reshape(sh) + eps) * \
+        gam.reshape(sh) + bet.reshape(sh)
+
+
+# (case suffix, x shape, groups (group_norm), eps attribute or None)
+GN_FORMS = [("", (2, 4, 3), 2, None), ("_2d_g1", (2, 4, 3, 2), 1, 1e-3),
+            ("_3d_gc", (1, 4, 2, 2, 3), 4, None), ("_nc", (3, 4), 2, None)]
+BN_FORMS = [("", (2, 3, 4), 0, None), ("_2d", (2, 3, 2, 3), 0, 1e-3),
+            ("_nc", (4, 3), 0, None)]
+
+
+def nchw_norm_case(op, sfx, shape, groups, eps):
+    """The forward op and its three backward ops (gradients of
+    sum(dy * op(...)) through create_graph); every operand is a param,
+    batch_norm's mean and var included."""
+    bn = op == "batch_norm_inference"
+    names = ["x", "gam", "bet"] + (["mean", "var"] if bn else [])
+    attrs = ("" if bn else ", groups=%d" % groups) + \
+        ("" if eps is None else ", eps=%g" % eps)
+    e = 1e-5 if eps is None else eps
+    ch = shape[1]
+
+    def params(g):
+        g.p("x", g.u(shape))
+        g.p("gam", g.u((ch,), 0.5, 1.5))
+        g.p("bet", g.u((ch,)))
+        if bn:
+            g.p("mean", g.u((ch,), -1, 1))
+            g.p("var", g.u((ch,), 0.3, 2.0))
+        return ", ".join("%" + n for n in names)
+
+    def fwd(t):
+        xs = [t[n] for n in names]
+        return _bn(*xs, e) if bn else F.group_norm(xs[0], groups, xs[1],
+                                                   xs[2], e)
+
+    @case(op + sfx, ops=[op])
+    def _(g):
+        return ("%%y = %s(%s%s)" % (op, params(g), attrs), "%y", fwd)
+
+    for wrt, part in enumerate(("input", "gamma", "beta")):
+        name = "%s_backward_%s" % (op, part)
+
+        def mk(name=name, wrt=wrt):
+            def bwd(t):
+                (d,) = torch.autograd.grad((fwd(t) * t["dy"]).sum(),
+                                           t[names[wrt]], create_graph=True)
+                return d
+
+            @case(name + sfx, ops=[name])
+            def _(g):
+                ops = params(g)
+                g.p("dy", g.u(shape))
+                return ("%%y = %s(%s, %%dy%s)" % (name, ops, attrs), "%y",
+                        bwd)
+        mk()
+
+
+for _f in GN_FORMS:
+    nchw_norm_case("group_norm", *_f)
+for _f in BN_FORMS:
+    nchw_norm_case("batch_norm_inference", *_f)
+
+
 # ---- rope and rope_backward (NeoX half split) ----
 
 def _rope(x, cos, sin, d, r):
@@ -715,6 +777,91 @@ def _(g):
     return ("%y = max_pool2d(%x, kernel=[3, 3], stride=[1, 2], "
             "padding=[1, 1])", "%y",
             lambda t: F.max_pool2d(t["x"], (3, 3), (1, 2), (1, 1)))
+
+
+# ---- 2-D convolution (NCHW; second order through the backward ops) ----
+
+# (suffix, x shape, w shape, stride, padding, dilation, groups)
+CONV_FORMS = [("", (2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
+              ("_s2p1", (1, 2, 6, 5), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1),
+               1),
+              # padding beyond the kernel's reach: windows of zeros only
+              ("_pbig", (1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1),
+               1),
+              ("_d2", (1, 2, 7, 6), (2, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1),
+              ("_g2", (2, 4, 5, 4), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2),
+              # depthwise (groups = C_in), channel multiplier 2
+              ("_dw", (1, 3, 5, 5), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
+              ("_rect", (1, 2, 6, 7), (3, 2, 2, 4), (2, 1), (0, 1), (1, 1),
+               1),
+              ("_1x1", (2, 3, 4, 4), (5, 3, 1, 1), (2, 2), (0, 0), (1, 1), 1),
+              ("_all", (2, 4, 7, 6), (4, 2, 3, 2), (2, 1), (1, 2), (2, 1),
+               2)]
+# forms whose backward ops get cases of their own (second order)
+CONV_BWD_FORMS = ("", "_pbig", "_dw", "_1x1", "_all")
+
+
+def _conv_attrs(s, p, d, gr):
+    return (", stride=[%d, %d], padding=[%d, %d], dilation=[%d, %d], "
+            "groups=%d" % (s + p + d + (gr,)))
+
+
+def _shape_attr(shape):
+    return ", shape=[%s]" % ", ".join(str(d) for d in shape)
+
+
+def conv_case(sfx, xs, ws, s, p, d, gr):
+    attrs = _conv_attrs(s, p, d, gr)
+
+    def conv(x, w):
+        return F.conv2d(x, w, None, s, p, d, gr)
+
+    @case("conv2d" + sfx, ops=["conv2d"])
+    def _(g):
+        g.p("x", g.u(xs))
+        g.p("w", g.u(ws))
+        return ("%%y = conv2d(%%x, %%w%s)" % attrs, "%y",
+                lambda t: conv(t["x"], t["w"]))
+
+    if sfx not in CONV_BWD_FORMS:
+        return
+    ys = tuple(conv(torch.zeros(xs, dtype=torch.float64),
+                    torch.zeros(ws, dtype=torch.float64)).shape)
+
+    def bwd(x, w, dy, wrt):
+        """d<conv(x, w), dy>/d wrt, differentiable (create_graph)."""
+        (r,) = torch.autograd.grad((conv(x, w) * dy).sum(), wrt,
+                                   create_graph=True)
+        return r
+
+    def zeros(shape):
+        return torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+
+    def bin_ref(t):
+        x0 = zeros(xs)
+        return bwd(x0, t["w"], t["dy"], x0)
+
+    def bwt_ref(t):
+        w0 = zeros(ws)
+        return bwd(t["x"], w0, t["dy"], w0)
+
+    @case("conv2d_backward_input" + sfx, ops=["conv2d_backward_input"])
+    def _(g):
+        g.p("dy", g.u(ys))
+        g.p("w", g.u(ws))
+        return ("%%y = conv2d_backward_input(%%dy, %%w%s%s)"
+                % (_shape_attr(xs), attrs), "%y", bin_ref)
+
+    @case("conv2d_backward_weight" + sfx, ops=["conv2d_backward_weight"])
+    def _(g):
+        g.p("x", g.u(xs))
+        g.p("dy", g.u(ys))
+        return ("%%y = conv2d_backward_weight(%%x, %%dy%s%s)"
+                % (_shape_attr(ws), attrs), "%y", bwt_ref)
+
+
+for _f in CONV_FORMS:
+    conv_case(*_f)
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

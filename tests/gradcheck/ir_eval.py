@@ -278,6 +278,40 @@ def _norm(op, ins, a):
     return r * (g - g.mean(ax, keepdims=True) - h * m)
 
 
+def _nchw_norm(op, ins, a):
+    """group_norm / batch_norm_inference and their backward ops, x
+    [N, C, ...] (float64): x viewed as [N, G, C/G, HW] (batch_norm:
+    G = C, statistics from the operands)."""
+    x = ins[0].astype(np.float64)
+    N, C = x.shape[:2]
+    bn = op.startswith("batch_norm")
+    G = C if bn else a["groups"]
+    x4 = x.reshape(N, G, C // G, -1)
+    ch = [v.astype(np.float64).reshape(1, G, C // G, 1)
+          for v in ins[1:5 if bn else 3]]
+    eps = a.get("eps", 1e-5)
+    if bn:
+        r = 1 / np.sqrt(ch[3] + eps)
+        h = (x4 - ch[2]) * r
+    else:
+        c = x4 - x4.mean((2, 3), keepdims=True)
+        r = 1 / np.sqrt((c * c).mean((2, 3), keepdims=True) + eps)
+        h = c * r
+    if op in ("group_norm", "batch_norm_inference"):
+        return (h * ch[0] + ch[1]).reshape(x.shape)
+    dy = ins[-1].astype(np.float64).reshape(x4.shape)
+    if op.endswith("_gamma"):
+        return (dy * h).sum((0, 3)).reshape(C)
+    if op.endswith("_beta"):
+        return dy.sum((0, 3)).reshape(C)
+    g = dy * ch[0]
+    if bn:
+        return (g * r).reshape(x.shape)
+    m = (g * h).mean((2, 3), keepdims=True)
+    dx = r * (g - g.mean((2, 3), keepdims=True) - h * m)
+    return dx.reshape(x.shape)
+
+
 def _rope(op, ins, a):
     """rope / rope_backward (NeoX half split; backward negates sin)."""
     x = ins[0]
@@ -333,11 +367,58 @@ def _pool(op, ins, a):
     return out if op in ("max_pool2d", "avg_pool2d") else dx
 
 
+def _conv(op, ins, a):
+    """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
+    (r, q) reads the strided view of the zero-padded input it meets."""
+    st, p = a.get("stride", [1, 1]), a.get("padding", [0, 0])
+    d, G = a.get("dilation", [1, 1]), a.get("groups", 1)
+    if op == "conv2d":
+        x, w = ins
+    elif op == "conv2d_backward_input":
+        dy, w = ins
+        x = np.zeros(a["shape"], dy.dtype)
+    else:
+        x, dy = ins
+        w = np.zeros(a["shape"], x.dtype)
+    N, C, H, W = x.shape
+    Co, Cg, KH, KW = w.shape
+    OH = (H + 2 * p[0] - d[0] * (KH - 1) - 1) // st[0] + 1
+    OW = (W + 2 * p[1] - d[1] * (KW - 1) - 1) // st[1] + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    wg = w.reshape(G, Co // G, Cg, KH, KW)
+    y = np.zeros((N, G, Co // G, OH, OW), x.dtype)
+    if op != "conv2d":
+        dyg = dy.reshape(N, G, Co // G, OH, OW)
+    for r in range(KH):
+        for q in range(KW):
+            rs = slice(r * d[0], r * d[0] + (OH - 1) * st[0] + 1, st[0])
+            cs = slice(q * d[1], q * d[1] + (OW - 1) * st[1] + 1, st[1])
+            if op == "conv2d":
+                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
+                y += np.einsum("ngchw,goc->ngohw", xs, wg[..., r, q])
+            elif op == "conv2d_backward_input":
+                xp[:, :, rs, cs] += np.einsum(
+                    "ngohw,goc->ngchw", dyg, wg[..., r, q]).reshape(
+                        N, C, OH, OW)
+            else:
+                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
+                wg[..., r, q] = np.einsum("ngohw,ngchw->goc", dyg, xs)
+    if op == "conv2d":
+        return y.reshape(N, Co, OH, OW)
+    if op == "conv2d_backward_input":
+        return xp[:, :, p[0]:p[0] + H, p[1]:p[1] + W].copy()
+    return wg.reshape(w.shape)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
+    if op.startswith("conv2d"):
+        return _conv(op, ins, a)
     if op.startswith(("layer_norm", "rms_norm")):
         return _norm(op, ins, a)
+    if op.startswith(("group_norm", "batch_norm_inference")):
+        return _nchw_norm(op, ins, a)
     if op in ("rope", "rope_backward"):
         return _rope(op, ins, a)
     dt = NP[ty[0]]

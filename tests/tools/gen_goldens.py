@@ -35,6 +35,8 @@ import e2e_cases_scale  # noqa: E402,F401
 import e2e_cases_norm  # noqa: E402,F401
 import e2e_cases_rope  # noqa: E402,F401
 import e2e_cases_pool  # noqa: E402,F401
+import e2e_cases_gnorm  # noqa: E402,F401
+import e2e_cases_conv  # noqa: E402,F401
 import e2e_cases_models  # noqa: E402,F401
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(

@@ -74,6 +74,24 @@ SH_TEST(t_norms) {
   OK(MK(BATCH_NORM_INFERENCE_BACKWARD_BETA, xi, c, c, c, c, xi), "f64[6]");
   BAD(MK(BATCH_NORM_INFERENCE_BACKWARD_BETA, xi, c, c, c, c, x),
       "dy has type f32[4, 8], expected f64[2, 6, 3]");
+  n = MK(GROUP_NORM_BACKWARD_GAMMA, xi, IN_("f64[3]"), c, xi);
+  INT(n, GROUPS, 3);
+  BAD(n, "group_norm_backward_gamma: gamma has type f64[3], expected "
+         "f64[6]");
+  n = MK(GROUP_NORM_BACKWARD_INPUT, IN_("f64[6]"), c, c, IN_("f64[6]"));
+  INT(n, GROUPS, 1);
+  BAD(n, "group_norm_backward_input: x must be [N, C, ...], got f64[6]");
+  BAD(MK(BATCH_NORM_INFERENCE_BACKWARD_INPUT, IN_("f64[6]"), c, c, c, c,
+         IN_("f64[6]")),
+      "batch_norm_inference_backward_input: x must be [N, C, ...]");
+  BAD(MK(BATCH_NORM_INFERENCE_BACKWARD_GAMMA, xi, c, c, c, IN_("f64[5]"),
+         xi),
+      "batch_norm_inference_backward_gamma: var has type f64[5], "
+      "expected f64[6]");
+  n = MK(BATCH_NORM_INFERENCE_BACKWARD_GAMMA, xi, c, c, c, c, xi);
+  FLT(n, EPS, -1.0);
+  BAD(n, "batch_norm_inference_backward_gamma: eps must be finite and "
+         ">= 0");
 }
 
 SH_TEST(t_conv) {

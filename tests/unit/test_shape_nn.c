@@ -39,6 +39,29 @@ SH_TEST(t_norms) {
       "var has type f32[5], expected f32[6]");
   BAD(MK(BATCH_NORM_INFERENCE, x, g, g, g),
       "batch_norm_inference: expected 5 operands, got 4");
+  n = MK(GROUP_NORM, x, IN_("f32[3]"), g);
+  INT(n, GROUPS, 3);
+  BAD(n, "group_norm: gamma has type f32[3], expected f32[6]");
+  n = MK(GROUP_NORM, x, g, IN_("f64[6]"));
+  INT(n, GROUPS, 3);
+  BAD(n, "group_norm: beta has type f64[6], expected f32[6]");
+  n = MK(GROUP_NORM, x, g, g);
+  INT(n, GROUPS, 2);
+  FLT(n, EPS, -1e-3);
+  BAD(n, "group_norm: eps must be finite and >= 0");
+  n = MK(GROUP_NORM, IN_("f32[3, 6]"), g, g); /* no spatial dims */
+  INT(n, GROUPS, 6);
+  OK(n, "f32[3, 6]");
+  OK(MK(BATCH_NORM_INFERENCE, IN_("f32[3, 6]"), g, g, g, g), "f32[3, 6]");
+  BAD(MK(BATCH_NORM_INFERENCE, IN_("f32[6]"), g, g, g, g),
+      "batch_norm_inference: x must be [N, C, ...], got f32[6]");
+  BAD(MK(BATCH_NORM_INFERENCE, x, g, g, IN_("f32[2]"), g),
+      "batch_norm_inference: mean has type f32[2], expected f32[6]");
+  BAD(MK(BATCH_NORM_INFERENCE, IN_("i32[2, 6]"), g, g, g, g),
+      "batch_norm_inference: x must have a float dtype");
+  n = MK(BATCH_NORM_INFERENCE, x, g, g, g, g);
+  FLT(n, EPS, -1.0);
+  BAD(n, "batch_norm_inference: eps must be finite and >= 0");
 }
 
 SH_TEST(t_rope) {
@@ -197,6 +220,24 @@ SH_TEST(t_conv_pool) {
   BAD(n, "padding must have 2 entries, got 1");
   BAD(MK(CONV2D, IN_("f32[3, 32, 32]"), w), "x must be [N, C, H, W]");
   BAD(MK(CONV2D, x, IN_("f64[8, 3, 5, 5]")), "dtype mismatch");
+  n = MK(CONV2D, x, w);
+  INTS(n, PADDING, -1, 0);
+  BAD(n, "conv2d: padding[0] must be >= 0, got -1");
+  n = MK(CONV2D, x, w);
+  INTS(n, DILATION, 1, 0);
+  BAD(n, "conv2d: dilation[1] must be >= 1, got 0");
+  n = MK(CONV2D, x, w);
+  INT(n, GROUPS, 0);
+  BAD(n, "conv2d: groups must be >= 1, got 0");
+  BAD(MK(CONV2D, x, IN_("f32[8, 3, 5]")), "w must be [C_out, C_in/groups");
+  n = MK(CONV2D, IN_("f32[1, 3, 4, 4]"), IN_("f32[2, 3, 2, 2]"));
+  INTS(n, DILATION, 1, 4);
+  BAD(n, "output width is not positive (input 4, kernel 2, padding 0, "
+         "dilation 4, stride 1)");
+  /* padding beyond the kernel's reach is valid: (2+8-2)/1+1 = 9 */
+  n = MK(CONV2D, IN_("f32[1, 3, 2, 2]"), IN_("f32[2, 3, 2, 2]"));
+  INTS(n, PADDING, 4, 0);
+  OK(n, "f32[1, 2, 9, 1]");
   n = MK(MAX_POOL2D, x);
   INTS(n, KERNEL, 2, 2);
   OK(n, "f32[2, 3, 16, 16]");
