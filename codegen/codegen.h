@@ -10,8 +10,12 @@
  * to the output path. Graphs or ops it cannot compile are reported as
  * diagnostics naming the op; returns false then and writes nothing. */
 bool cg_emit(Unit *u);
+/* Does code generation have an emitter for op (--list-ops, docs)? */
+bool cg_op_compiles(Op op);
 
 /* Header text only (also used by --emit=header). */
 bool cg_write_header(Unit *u, FILE *f);
+/* --emit=dot: a Graphviz picture of the module (dot.c). */
+bool cg_write_dot(Unit *u, FILE *f);
 
 #endif

@@ -21,6 +21,10 @@ const CgOpEntry *cg_op_entry(Op op) {
   return &table[op];
 }
 
+bool cg_op_compiles(Op op) {
+  return cg_op_entry(op)->emit != cg_emit_unsupported;
+}
+
 bool cg_emit_node(Cg *cg, Node *n) {
   CgSlotKind k = cg_slot(cg, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS)

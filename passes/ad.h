@@ -53,7 +53,7 @@ Node *grad_unbroadcast(IrBuilder *b, Node *g, const Type *t);
 bool vjp_apply(GradCtx *gc, const Node *n, Node *g);
 
 /* Does reverse mode have a rule for op (not none/unsupported)? */
-bool vjp_supported(Op op);
+
 
 /* Reverse mode of a scan node (scan_ad.c). */
 bool scan_vjp(GradCtx *gc, const Node *n, Node *g);

@@ -15,3 +15,10 @@ bool pass_jvp(Unit *u) {
                     "in this version of rlxc (reverse mode: --grad)",
                     u->opt->hvp ? "--hvp" : "--jvp");
 }
+
+/* For --list-ops and docs: does forward mode support op? Not yet for
+ * any op (see above). */
+bool jvp_supported(Op op) {
+  (void)op;
+  return false;
+}

@@ -13,6 +13,7 @@ enum {
   EMIT_ASM = 1 << 2,
   EMIT_LLVM = 1 << 3,
   EMIT_IR = 1 << 4,
+  EMIT_DOT = 1 << 5,
 };
 
 typedef struct {
@@ -80,5 +81,10 @@ bool pass_cse(Unit *u);             /* common subexpressions */
 bool pass_dce(Unit *u);             /* dead code */
 bool pass_grad_outputs(Unit *u);    /* own value + d_NAME per gradient */
 bool pass_jvp(Unit *u);             /* --jvp/--hvp: not implemented */
+
+/* For --list-ops and docs: has reverse (VJP) / forward (JVP) mode a rule
+ * for op? */
+bool vjp_supported(Op op);
+bool jvp_supported(Op op);
 
 #endif

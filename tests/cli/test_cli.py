@@ -67,7 +67,10 @@ def test_info(rlxc):
     rc, out, _ = run(rlxc, ["--version"])
     expect("version", rc == 0 and out == "rlxc 0.1.0\n", repr(out))
     rc, out, _ = run(rlxc, ["--list-ops"])
-    ops = out.split()
+    rows = [ln.split() for ln in out.splitlines()]
+    ops = [r[0] for r in rows]
+    expect("list-ops-columns", all(len(r) == 4 for r in rows) and
+           ["matmul", "compiles", "reverse", "-"] in rows, out)
     expect("list-ops", rc == 0 and "matmul" in ops and "scan" in ops
            and "input" not in ops and "const" not in ops
            and len(ops) == len(set(ops)) and len(ops) > 80)
@@ -108,6 +111,26 @@ def test_bad_command_lines(rlxc, good):
                     "'%s' is reserved" % sym)
     for name, args, msg in cases:
         case_status(rlxc, "bad-cli." + name, args, 2, msg)
+
+
+def test_dot(rlxc, tmp, good):
+    """--emit=dot: a digraph with one cluster per graph, the gradient
+    graph marked, fused groups as clusters, balanced braces."""
+    mlp = os.path.join(tmp, "mlp.rlx")
+    open(mlp, "w").write(
+        "graph mlp {\n  input %x: f32[4, 3]\n  param %w: f32[3, 2]\n"
+        "  %h = relu(add(matmul(%x, %w), 1.0))\n"
+        "  %l = reduce_sum(mul(%h, %h))\n  return %l\n}\n")
+    dot = os.path.join(tmp, "mlp.dot")
+    rc, out, err = run(rlxc, ["--emit=dot", "--grad", mlp, "-o", dot])
+    text = open(dot).read() if os.path.exists(dot) else ""
+    expect("dot", rc == 0 and out == "" and text.startswith("//") and
+           "digraph \"mlp\" {" in text and
+           "graph mlp_grad (gradient)" in text and
+           'label="fused"' in text and "%w (param)" in text and
+           text.count("{") == text.count("}"), err + text[:400])
+    rc, out, err = run(rlxc, ["--emit=dot", good])
+    expect("dot-stdout", rc == 0 and "digraph" in out, err)
 
 
 def test_color(rlxc, tmp):
@@ -378,9 +401,14 @@ def test_ops_md(rlxc, root):
     expect("docs/ops.md", rc == 0 and have == out,
            "docs/ops.md is out of date: regenerate it with "
            "`rlxc --list-ops=md > docs/ops.md`")
-    rc, names, _ = run(rlxc, ["--list-ops"])
-    for op in names.split():
-        expect("ops.md-" + op, "| `%s` |" % op in out)
+    rc, listing, _ = run(rlxc, ["--list-ops"])
+    for row in listing.splitlines():
+        op, cols = row.split()[0], [c != "-" for c in row.split()[1:]]
+        md = "| `%s` |" % op
+        line = next((ln for ln in out.splitlines() if ln.startswith(md)), "")
+        cells = [c.strip() for c in line.split("|")[5:8]]
+        expect("ops.md-" + op, cells == ["yes" if c else "no" for c in cols],
+               line)
 
 
 def main():
@@ -397,6 +425,7 @@ def main():
         test_reserved_graphs(a.rlxc, tmp)
         test_targets(a.rlxc, tmp, good)
         test_color(a.rlxc, tmp)
+        test_dot(a.rlxc, tmp, good)
         test_emit_ir(a.rlxc, tmp, good)
         test_outputs(a.rlxc, tmp, good)
         test_same_path(a.rlxc, tmp, good)

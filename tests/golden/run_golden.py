@@ -157,7 +157,7 @@ def coverage(rlxc, d):
     rc, out, err = run(rlxc, ["--list-ops"])
     if rc != 0:
         return ["--list-ops exited %d" % rc]
-    want = set(out.split()) | {"const"}
+    want = {ln.split()[0] for ln in out.splitlines() if ln.strip()} | {"const"}
     seen = set()
     for f in sorted(glob.glob(os.path.join(d, "*.rlx"))):
         if f.endswith(".expected.rlx"):
