@@ -211,8 +211,15 @@ int rlx_dense_solve_f64(int64_t batch, int64_t n, int64_t nrhs,
      rlx_conv2d_bwd_weight_*:  dw = correlation of x with dy
    Each writes its whole output (never accumulates into it).  scratch:
    rlx_conv2d_scratch_bytes(g, op, sizeof(T)) bytes, 64-byte aligned,
-   not overlapping the others (NULL allowed when that is 0).  No
-   allocation; uses the pool; deterministic for any thread count. */
+   not overlapping the others (NULL allowed when that is 0); it depends
+   only on the geometry, op and element size (not on the CPU or batch
+   tiling), is a few MiB at most for usual layers, and need not be
+   initialized.  Uses the pool; bit-identical results for any thread
+   count and on every kernel ISA (AVX-512 or portable C).  Lowered onto
+   GEMM micro-kernels over zero-padded copies of one tile of rows at a
+   time (runtime/conv_internal.h); 1x1 stride-1 unpadded forward and
+   input-gradient convolutions call rlx_gemm_* directly (whose
+   per-thread packing buffers are the only allocation, made once). */
 typedef struct {
   int64_t n, c, h, w;
   int64_t co, kh, kw;
