@@ -134,18 +134,88 @@ static LLVMValueRef average(Cg *cg, Pool *P, LLVMValueRef base,
   return rect_mean(cg, P, base, P->w, r0, r1, c0, c1);
 }
 
+/* Interior windows (every cell in bounds) along one dim: outputs
+ * [*lo, *hi) (empty when there are none). */
+static void interior(int64_t k, int64_t s, int64_t p, int64_t n,
+                     int64_t on, int64_t *lo, int64_t *hi) {
+  *lo = (p + s - 1) / s;
+  *hi = n - k + p >= 0 ? (n - k + p) / s + 1 : 0;
+  if (*hi > on) *hi = on;
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* Window (r, q) known to be interior, unrolled over its kh*kw cells in
+ * row-major order with the general path's arithmetic: the first
+ * maximum (a NaN replaces a non-NaN) and its cell index, or the mean. */
+static Arg window_fast(Cg *cg, Pool *P, bool max, LLVMValueRef base,
+                       LLVMValueRef r, LLVMValueRef q) {
+  LLVMValueRef top = add(cg, base,
+                         add(cg, mul(cg, LLVMBuildSub(BD, mul(cg, r,
+                                     I64(P->sh)), I64(P->ph), ""),
+                                     I64(P->w)),
+                             LLVMBuildSub(BD, mul(cg, q, I64(P->sw)),
+                                          I64(P->pw), "")));
+  LLVMValueRef best = cg_const(cg, P->dt, 0), arg = I64(0);
+  for (int64_t i = 0; i < P->kh; i++)
+    for (int64_t j = 0; j < P->kw; j++) {
+      LLVMValueRef v = cg_load(cg, P->dt, P->x,
+                               add(cg, top, I64(i * P->w + j)));
+      if (!max) {
+        best = LLVMBuildFAdd(BD, best, v, "");
+        continue;
+      }
+      if (i == 0 && j == 0) {
+        best = v;
+        continue;
+      }
+      LLVMValueRef up = LLVMBuildOr(
+          BD, LLVMBuildFCmp(BD, LLVMRealOGT, v, best, ""),
+          LLVMBuildAnd(BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
+                       LLVMBuildFCmp(BD, LLVMRealORD, best, best, ""), ""),
+          "");
+      best = LLVMBuildSelect(BD, up, v, best, "");
+      arg = LLVMBuildSelect(BD, up, I64(i * P->kw + j), arg, "");
+    }
+  if (!max)
+    best = LLVMBuildFMul(BD, best,
+                         cg_const(cg, P->dt, 1.0 / (double)(P->kh * P->kw)),
+                         "");
+  return (Arg){best, arg};
+}
+
+/* Output columns of row r split as general [0, a), interior [a, b),
+ * general [b, ow): [a, b) is the interior column range when r's window
+ * rows are all in bounds, else empty (a = b = ow). */
+static void split_row(Cg *cg, Pool *P, LLVMValueRef r, LLVMValueRef *a,
+                      LLVMValueRef *b) {
+  int64_t rlo, rhi, qlo, qhi;
+  interior(P->kh, P->sh, P->ph, P->h, P->oh, &rlo, &rhi);
+  interior(P->kw, P->sw, P->pw, P->w, P->ow, &qlo, &qhi);
+  LLVMValueRef in = LLVMBuildAnd(
+      BD, LLVMBuildICmp(BD, LLVMIntSGE, r, I64(rlo), ""),
+      LLVMBuildICmp(BD, LLVMIntSLT, r, I64(rhi), ""), "");
+  in = LLVMBuildAnd(BD, in, LLVMConstInt(cg->t_i1, qlo < qhi, 0), "");
+  *a = LLVMBuildSelect(BD, in, I64(qlo), I64(P->ow), "");
+  *b = LLVMBuildSelect(BD, in, I64(qhi), I64(P->ow), "");
+}
+
 /* Forward: one output row (plane * oh + r) per iteration. */
 static void fwd_row(Cg *cg, Pool *P, bool max, LLVMValueRef row) {
   LLVMValueRef pl = LLVMBuildSDiv(BD, row, I64(P->oh), "");
   LLVMValueRef r = LLVMBuildSRem(BD, row, I64(P->oh), "");
   LLVMValueRef base = mul(cg, pl, I64(P->h * P->w));
-  LLVMValueRef obase = mul(cg, row, I64(P->ow));
-  CgLoop l;
-  LLVMValueRef q = cg_loop_begin(cg, &l, I64(0), I64(P->ow), NULL, 0);
-  LLVMValueRef v = max ? argmax(cg, P, base, r, q).best
-                       : average(cg, P, base, r, q);
-  cg_store(cg, P->dt, P->y, add(cg, obase, q), v);
-  cg_loop_end(cg, &l, NULL);
+  LLVMValueRef obase = mul(cg, row, I64(P->ow)), a, b;
+  split_row(cg, P, r, &a, &b);
+  LLVMValueRef lo[3] = {I64(0), a, b}, hi[3] = {a, b, I64(P->ow)};
+  for (int part = 0; part < 3; part++) {
+    CgLoop l;
+    LLVMValueRef q = cg_loop_begin(cg, &l, lo[part], hi[part], NULL, 0);
+    LLVMValueRef v = part == 1 ? window_fast(cg, P, max, base, r, q).best
+                     : max     ? argmax(cg, P, base, r, q).best
+                               : average(cg, P, base, r, q);
+    cg_store(cg, P->dt, P->y, add(cg, obase, q), v);
+    cg_loop_end(cg, &l, NULL);
+  }
 }
 
 static bool emit_fwd(Cg *cg, Node *n) {
@@ -175,15 +245,49 @@ static void max_bwd_plane(Cg *cg, Pool *P, LLVMValueRef dy,
                                  0);
   cg_store(cg, P->dt, P->y, add(cg, base, z), cg_const(cg, P->dt, 0));
   cg_loop_end(cg, &lz, NULL);
-  LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0);
-  LLVMValueRef q = cg_loop_begin(cg, &lq, I64(0), I64(P->ow), NULL, 0);
-  Arg a = argmax(cg, P, base, r, q);
-  LLVMValueRef oi = add(cg, obase, add(cg, mul(cg, r, I64(P->ow)), q));
-  LLVMValueRef xi = add(cg, base, a.arg);
-  LLVMValueRef s = LLVMBuildFAdd(BD, cg_load(cg, P->dt, P->y, xi),
-                                 cg_load(cg, P->dt, dy, oi), "");
-  cg_store(cg, P->dt, P->y, xi, s);
-  cg_loop_end(cg, &lq, NULL);
+  LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0), a, b;
+  split_row(cg, P, r, &a, &b);
+  LLVMValueRef lo[3] = {I64(0), a, b}, hi[3] = {a, b, I64(P->ow)};
+  /* windows that share no cell (stride >= kernel): an interior window
+   * writes each of its cells, 0 + dy at the argmax (the general path's
+   * sum) and 0 elsewhere */
+  bool disjoint = P->sh >= P->kh && P->sw >= P->kw;
+  for (int part = 0; part < 3; part++) {
+    LLVMValueRef q = cg_loop_begin(cg, &lq, lo[part], hi[part], NULL, 0);
+    LLVMValueRef oi = add(cg, obase, add(cg, mul(cg, r, I64(P->ow)), q));
+    LLVMValueRef d = cg_load(cg, P->dt, dy, oi);
+    if (part == 1) {
+      Arg w = window_fast(cg, P, true, base, r, q);
+      LLVMValueRef top = add(cg, base, add(cg,
+          mul(cg, LLVMBuildSub(BD, mul(cg, r, I64(P->sh)), I64(P->ph), ""),
+              I64(P->w)),
+          LLVMBuildSub(BD, mul(cg, q, I64(P->sw)), I64(P->pw), "")));
+      if (disjoint) {
+        LLVMValueRef d0 = LLVMBuildFAdd(BD, cg_const(cg, P->dt, 0), d, "");
+        for (int64_t k = 0; k < P->kh * P->kw; k++) {
+          LLVMValueRef hit = LLVMBuildICmp(BD, LLVMIntEQ, w.arg, I64(k), "");
+          cg_store(cg, P->dt, P->y,
+                   add(cg, top, I64(k / P->kw * P->w + k % P->kw)),
+                   LLVMBuildSelect(BD, hit, d0, cg_const(cg, P->dt, 0),
+                                   ""));
+        }
+        cg_loop_end(cg, &lq, NULL);
+        continue;
+      }
+      LLVMValueRef cell = add(cg, mul(cg, LLVMBuildSDiv(BD, w.arg,
+                                                        I64(P->kw), ""),
+                                      I64(P->w)),
+                              LLVMBuildSRem(BD, w.arg, I64(P->kw), ""));
+      LLVMValueRef xi = add(cg, top, cell);
+      cg_store(cg, P->dt, P->y, xi,
+               LLVMBuildFAdd(BD, cg_load(cg, P->dt, P->y, xi), d, ""));
+    } else {
+      LLVMValueRef xi = add(cg, base, argmax(cg, P, base, r, q).arg);
+      cg_store(cg, P->dt, P->y, xi,
+               LLVMBuildFAdd(BD, cg_load(cg, P->dt, P->y, xi), d, ""));
+    }
+    cg_loop_end(cg, &lq, NULL);
+  }
   cg_loop_end(cg, &lr, NULL);
 }
 
