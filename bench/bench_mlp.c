@@ -16,56 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench_time.h"
 #include "bench_mlp.h"
 #include "bench_mlp_train.h"
 #include "tests/tools/harness.h"
-
-#define MAX_CALLS 2000
-
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-typedef int (*BenchFn)(void *ctx);
-
-/* Warm up, then call fn until `seconds` have passed (at least 10
- * calls); print the median and the minimum. */
-static int time_fn(BenchFn fn, void *ctx, const char *what, int threads,
-                   double seconds)
-{
-  static double t[MAX_CALLS];
-  rlx_set_num_threads(threads);
-  int rc = 0;
-  for (int i = 0; i < 5 && !rc; i++)
-    rc = fn(ctx);
-  int n = 0;
-  double start = now_s();
-  while (!rc && n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
-    double t0 = now_s();
-    rc = fn(ctx);
-    t[n++] = now_s() - t0;
-  }
-  if (rc) {
-    fprintf(stderr, "%s failed: %s\n", what, rlx_strerror(rc));
-    return 1;
-  }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  printf("rlx %s threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n", what,
-         threads, t[n / 2] * 1e3, t[0] * 1e3, n);
-  fflush(stdout);
-  return 0;
-}
 
 static int call_entry(void *c)
 {

@@ -17,14 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench_time.h"
 #include "bench_cnn.h"
 #include "bench_resblock.h"
 #include "bench_tblock.h"
 #include "tests/tools/harness.h"
-
-#define MAX_CALLS 4000
 
 typedef struct {
   const char *name;
@@ -39,45 +37,17 @@ typedef struct {
    bench_##m##_grad_WORKSPACE_BYTES}
 static const Model models[] = {MODEL(cnn), MODEL(resblock), MODEL(tblock)};
 
-static double now_s(void)
+static int call_entry(void *c)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
+  return hx_run(c);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Warm up, then call until `seconds` have passed (at least 10 calls);
- * print the median and the minimum. */
 static int time_call(HxCall *c, const char *model, const char *what,
                      int threads, double seconds)
 {
-  static double t[MAX_CALLS];
-  rlx_set_num_threads(threads);
-  int rc = 0;
-  for (int i = 0; i < 3 && !rc; i++)
-    rc = hx_run(c);
-  int n = 0;
-  double start = now_s();
-  while (!rc && n < MAX_CALLS && (n < 10 || now_s() - start < seconds)) {
-    double t0 = now_s();
-    rc = hx_run(c);
-    t[n++] = now_s() - t0;
-  }
-  if (rc) {
-    fprintf(stderr, "%s.%s failed: %s\n", model, what, rlx_strerror(rc));
-    return 1;
-  }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  printf("rlx %s.%s threads=%d median_ms=%.3f min_ms=%.3f calls=%d\n",
-         model, what, threads, t[n / 2] * 1e3, t[0] * 1e3, n);
-  fflush(stdout);
-  return 0;
+  char name[64];
+  snprintf(name, sizeof name, "%s.%s", model, what);
+  return time_fn(call_entry, c, name, threads, seconds);
 }
 
 /* Inputs uniform in [-1, 1); i32 inputs (labels) in [0, 10); variances
