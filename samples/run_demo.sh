@@ -22,8 +22,9 @@ what=${1:-train}
 
 if [ "${RLX_NO_BUILD:-0}" != 1 ]; then
   # shellcheck disable=SC2086
+  echo "run_demo.sh: building rlxc and the runtime in $build"
   cmake -S "$root" -B "$build" ${CMAKE_ARGS:-} >/dev/null
-  cmake --build "$build" -j2 --target rlxc rlxrt >/dev/null
+  cmake --build "$build" -j2 --target rlxc rlxrt
 fi
 rlxc=$build/rlxc
 lib=$build/runtime/librlxrt.a
