@@ -5,8 +5,9 @@
  * each op): every op. min/max propagate NaN (llvm.minimum/maximum);
  * relu(NaN) = NaN; round is half-to-even. f32 exp (also in sigmoid and
  * silu) is straight-line code (Cephes polynomial, about 1 ulp) so fused
- * loops vectorize; f64 exp, log, sin, cos use LLVM intrinsics; tanh, erf,
- * tan, atan call libm (accuracy first; those loops stay scalar).
+ * loops vectorize, and so is f32 tanh (also in gelu_tanh: Cephes tanhf,
+ * about 2 ulp); f64 exp, log, sin, cos use LLVM intrinsics; f64 tanh,
+ * erf, tan, atan call libm (accuracy first; those loops stay scalar).
  * Integers (i8 u8 i32 i64; u8 unsigned): add sub mul (wrapping) min max
  * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
  * add sub mul div neg, where, cast, and the complex ops conjugate, real,
@@ -129,6 +130,30 @@ static LLVMValueRef exp_(Cg *cg, LLVMValueRef x) {
   return LLVMBuildSelect(b, nan, x, p, "");
 }
 
+/* tanh of a float. f32: straight-line (fused loops vectorize), Cephes
+ * tanhf: |x| < 0.625: x + x^3 P(x^2), else sign(x) (1 - 2 / (exp(2|x|) +
+ * 1)); about 2 ulp, NaN -> NaN. f64: libm. */
+static LLVMValueRef tanh_(Cg *cg, LLVMValueRef x) {
+  if (is_f64(cg, x)) return libm(cg, "tanh", x);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef a = intr1(cg, "llvm.fabs", x);
+  LLVMValueRef e = exp_(cg, LLVMBuildFMul(b, a, fc(cg, x, 2), ""));
+  LLVMValueRef q = LLVMBuildFDiv(b, fc(cg, x, 2),
+                                 LLVMBuildFAdd(b, e, fc(cg, x, 1), ""), "");
+  LLVMValueRef big = intr2(cg, "llvm.copysign",
+                           LLVMBuildFSub(b, fc(cg, x, 1), q, ""), x);
+  static const double P[] = {-5.70498872745E-3, 2.06390887954E-2,
+                             -5.37397155531E-2, 1.33314422036E-1,
+                             -3.33332819422E-1};
+  LLVMValueRef s = LLVMBuildFMul(b, x, x, ""), p = fc(cg, x, P[0]);
+  for (int i = 1; i < 5; i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, s, ""), fc(cg, x, P[i]), "");
+  p = LLVMBuildFMul(b, LLVMBuildFMul(b, p, s, ""), x, "");
+  LLVMValueRef small = LLVMBuildFAdd(b, p, x, "");
+  LLVMValueRef lt = LLVMBuildFCmp(b, LLVMRealOLT, a, fc(cg, x, 0.625), "");
+  return LLVMBuildSelect(b, lt, small, big, "");
+}
+
 static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef e = exp_(cg, LLVMBuildFNeg(b, x, ""));
@@ -144,7 +169,7 @@ static LLVMValueRef gelu(Cg *cg, LLVMValueRef x, bool tanh_form) {
     LLVMValueRef in = LLVMBuildFAdd(
         b, x, LLVMBuildFMul(b, fc(cg, x, 0.044715), x3, ""), "");
     in = LLVMBuildFMul(b, fc(cg, x, 0.7978845608028654), in, "");
-    t = libm(cg, "tanh", in);
+    t = tanh_(cg, in);
   } else {
     t = libm(cg, "erf", LLVMBuildFMul(b, x, fc(cg, x, M_SQRT1_2), ""));
   }
@@ -163,7 +188,7 @@ static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
   case OP_GELU_TANH: return gelu(cg, x, true);
   case OP_SILU: return LLVMBuildFMul(b, x, sigmoid(cg, x), "");
   case OP_SIGMOID: return sigmoid(cg, x);
-  case OP_TANH: return libm(cg, "tanh", x);
+  case OP_TANH: return tanh_(cg, x);
   case OP_EXP: return exp_(cg, x);
   case OP_LOG: return intr1(cg, "llvm.log", x);
   case OP_SQRT: return intr1(cg, "llvm.sqrt", x);
