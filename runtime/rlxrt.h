@@ -243,6 +243,70 @@ void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
                                const double *dy, double *dw,
                                void *scratch);
 
+/* Attention (language.md attention and attention_backward), in the
+   FlashAttention-2 form: tiles of queries against tiles of keys with an
+   online softmax, never an Lq x Lk matrix.  Geometry:
+     layout 3: q, o, dy, dq are [b, lq, h*d]; k, v, dk, dv [b, lk, h*d]
+     layout 4: q, o, dy, dq are [b, h, lq, d]; k, v, dk, dv [b, h, lk, d]
+   all dense row-major.  Scores s = (q_i . k_j) * scale; when softcap > 0
+   s = softcap * tanh(s / softcap); then the mask:
+     RLX_ATTN_NONE     every key allowed
+     RLX_ATTN_CAUSAL   key j allowed iff j <= (lk - lq) + i
+     RLX_ATTN_SLIDING  causal and j >= (lk - lq) + i - window
+     RLX_ATTN_CUSTOM   mask is const uint8_t keep[b][lk]: 0 = masked
+     RLX_ATTN_BIAS     mask is const T bias[b][h][lq][lk], added to s
+   then softmax over the allowed keys and the product with v.  A row
+   with no allowed key gives o = 0 and lse = -inf; its gradients are 0.
+   lse[b][h][lq] (type T) is the row's log-sum-exp of the final scores.
+     rlx_attention_*:      o (and lse unless NULL) from q, k, v, mask
+     rlx_attention_bwd_*:  dq, dk, dv (each may be NULL: not wanted) and,
+       with RLX_ATTN_BIAS, dbias[b][h][lq][lk] = dL/dbias (NULL: not
+       wanted), from q, k, v, mask, dy.  o and lse are the forward's
+       (both given, as rlx_attention_* wrote them) or both NULL: then
+       the routine recomputes them in scratch.
+   Each writes its whole outputs (never accumulates).  scratch:
+   rlx_attention_scratch_bytes(g, op, sizeof(T)) bytes with op
+   RLX_ATTN_FWD, RLX_ATTN_BWD (o and lse given) or RLX_ATTN_BWD_RECOMPUTE
+   (not given); 64-byte aligned, not overlapping the others, need not be
+   initialized; linear in lq + lk (never lq * lk).  Uses the pool;
+   bit-identical results for any thread count. */
+typedef struct {
+  int64_t b, h, lq, lk, d;
+  int64_t layout; /* 3 or 4 */
+  int64_t mask;   /* RLX_ATTN_NONE ... RLX_ATTN_BIAS */
+  int64_t window; /* RLX_ATTN_SLIDING only */
+  double scale;
+  double softcap; /* 0: none */
+} rlx_attn_geom;
+enum {
+  RLX_ATTN_NONE = 0,
+  RLX_ATTN_CAUSAL = 1,
+  RLX_ATTN_SLIDING = 2,
+  RLX_ATTN_CUSTOM = 3,
+  RLX_ATTN_BIAS = 4
+};
+enum { RLX_ATTN_FWD = 0, RLX_ATTN_BWD = 1, RLX_ATTN_BWD_RECOMPUTE = 2 };
+int64_t rlx_attention_scratch_bytes(const rlx_attn_geom *g, int op,
+                                    int64_t elem_size);
+void rlx_attention_f32(const rlx_attn_geom *g, const float *q,
+                       const float *k, const float *v, const void *mask,
+                       float *o, float *lse, void *scratch);
+void rlx_attention_f64(const rlx_attn_geom *g, const double *q,
+                       const double *k, const double *v, const void *mask,
+                       double *o, double *lse, void *scratch);
+void rlx_attention_bwd_f32(const rlx_attn_geom *g, const float *q,
+                           const float *k, const float *v,
+                           const void *mask, const float *dy,
+                           const float *o, const float *lse, float *dq,
+                           float *dk, float *dv, float *dbias,
+                           void *scratch);
+void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
+                           const double *k, const double *v,
+                           const void *mask, const double *dy,
+                           const double *o, const double *lse, double *dq,
+                           double *dk, double *dv, double *dbias,
+                           void *scratch);
+
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */
 void *rlx_alloc(size_t bytes);

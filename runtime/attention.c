@@ -1,0 +1,156 @@
+/* attention.c -- scaled dot-product attention, forward and backward, f32
+ * and f64 (rlxrt.h, rlx_attention_*), in the FlashAttention-2 form (Dao
+ * 2023, Algorithms 1 and 2): tiles of ATTN_BQ = 64 queries against tiles
+ * of ATTN_BK = 64 keys, never an lq x lk matrix.
+ *
+ * Transposed tiles.  A score tile is kept as S^T: s[key][query], 64
+ * queries wide, computed as S^T = K_tile (Q^T * scale) from a d x 64
+ * transposed copy of the (pre-scaled) query tile.  Every per-query
+ * reduction of the softmax (running max m, running sum l, rescale
+ * alpha, the backward D and lse) then runs down the columns: vertical
+ * vector operations, no horizontal sums.  The forward accumulates O^T
+ * (d x 64) += V_tile^T P^T and transposes it once at the end of the
+ * query tile.  All products are one kernel, mm (attention_internal.h):
+ * C = [C +] A B with A read through any strides (so K, V, P and dS are
+ * used in place, transposed or not) and B row-major, register-tiled
+ * 6 rows x 4 vectors on AVX-512 (attention_kern.h).
+ *
+ * Forward, one item per (b, h, query tile): for each key tile that the
+ * causal / sliding window lets the tile see (others are skipped: the
+ * causal speedup), S^T, softcap, mask, the online softmax step (online:
+ * m, l, P = exp(S - m); a column with no allowed key so far uses 0 for
+ * m, so -inf - -inf never happens and its l stays 0), O^T = alpha O^T +
+ * V^T P^T.  Then o = O / l and lse = m + log l, or o = 0, lse = -inf if
+ * l = 0.
+ *
+ * Backward.  A pre-pass per (b, h, query tile) runs the forward if o and
+ * lse were not given (into scratch), and stores Q^T * scale and dO^T
+ * tiles and D = rowsum(dO o) for the whole call (scratch linear in lq).
+ * The main pass has one item per (b, h, chunk of key tiles): for each of
+ * its key tiles and each query tile that can see it, P = exp(S - lse),
+ * dV += P^T dO, dP = dO V^T, dS = P (dP - D) (= dbias), times scale (and
+ * the softcap factor 1 - tanh^2), dK += dS^T Q, and the chunk's own dQ
+ * buffer += dS K.  The number of chunks per head, nch, depends only on
+ * the geometry (enough items for 16 slots: ceil(16 / (b h)), at most
+ * the key tiles); with nch = 1 dQ is accumulated in dq itself, else a
+ * last pass sums the nch partial buffers in chunk order.
+ *
+ * Determinism: every output element is computed by one item in an order
+ * fixed by the geometry; items go to a fixed number of scratch slots
+ * (min(16, items)) as in conv (slot s runs items [s n/S, (s+1) n/S) in
+ * order), and rlx_parallel_for only decides which thread runs a slot.
+ * So results are bit-identical for any thread count; the AVX-512 and
+ * portable kernels differ in rounding (FMA, the exp), not in accuracy.
+ *
+ * Scratch: the slots (score, dP and softcap tiles, Q^T / O^T tiles: a
+ * few tens of KiB each) plus, for the backward, the Q^T, dO^T tiles, D,
+ * the dQ partials and the recomputed o and lse, all linear in lq; the
+ * layout is attention_plan.c's (shared with the compiler).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/attention_internal.h"
+#include "runtime/rlxrt.h"
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+static int use_avx512(void)
+{
+  return strcmp(rlx_gemm_isa(), "avx512") == 0;
+}
+
+#define T float
+#define SFX F32
+#define FN(name) name##f32
+#define EXP expf
+#define LOG logf
+#define TANH tanhf
+#include "runtime/attention_tmpl.h"
+#undef T
+#undef SFX
+#undef FN
+#undef EXP
+#undef LOG
+#undef TANH
+
+#define T double
+#define SFX F64
+#define FN(name) name##f64
+#define EXP exp
+#define LOG log
+#define TANH tanh
+#include "runtime/attention_tmpl.h"
+#undef T
+#undef SFX
+#undef FN
+#undef EXP
+#undef LOG
+#undef TANH
+
+/* The kernels of the ISA the GEMM dispatch chose; portable C where the
+   AVX-512 table has none. */
+static AttnIsaF32 isa_f32(void)
+{
+  AttnIsaF32 t = {mm_c_f32, online_c_f32, expsub_c_f32};
+  const AttnIsaF32 *x = &rlx_attn_avx512_f32;
+  if (use_avx512() && x->mm) {
+    t.mm = x->mm;
+    t.online = x->online ? x->online : t.online;
+    t.expsub = x->expsub ? x->expsub : t.expsub;
+  }
+  return t;
+}
+
+static AttnIsaF64 isa_f64(void)
+{
+  AttnIsaF64 t = {mm_c_f64, online_c_f64, expsub_c_f64};
+  const AttnIsaF64 *x = &rlx_attn_avx512_f64;
+  if (use_avx512() && x->mm) {
+    t.mm = x->mm;
+    t.online = x->online ? x->online : t.online;
+    t.expsub = x->expsub ? x->expsub : t.expsub;
+  }
+  return t;
+}
+
+void rlx_attention_f32(const rlx_attn_geom *g, const float *q,
+                       const float *k, const float *v, const void *mask,
+                       float *o, float *lse, void *scratch)
+{
+  AttnIsaF32 isa = isa_f32();
+  attention_f32(g, &isa, q, k, v, mask, o, lse, scratch);
+}
+
+void rlx_attention_f64(const rlx_attn_geom *g, const double *q,
+                       const double *k, const double *v, const void *mask,
+                       double *o, double *lse, void *scratch)
+{
+  AttnIsaF64 isa = isa_f64();
+  attention_f64(g, &isa, q, k, v, mask, o, lse, scratch);
+}
+
+void rlx_attention_bwd_f32(const rlx_attn_geom *g, const float *q,
+                           const float *k, const float *v,
+                           const void *mask, const float *dy,
+                           const float *o, const float *lse, float *dq,
+                           float *dk, float *dv, float *dbias,
+                           void *scratch)
+{
+  AttnIsaF32 isa = isa_f32();
+  attention_bwd_f32(g, &isa, q, k, v, mask, dy, o, lse, dq, dk, dv, dbias,
+                    scratch);
+}
+
+void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
+                           const double *k, const double *v,
+                           const void *mask, const double *dy,
+                           const double *o, const double *lse, double *dq,
+                           double *dk, double *dv, double *dbias,
+                           void *scratch)
+{
+  AttnIsaF64 isa = isa_f64();
+  attention_bwd_f64(g, &isa, q, k, v, mask, dy, o, lse, dq, dk, dv, dbias,
+                    scratch);
+}

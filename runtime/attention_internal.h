@@ -1,0 +1,64 @@
+/* attention_internal.h -- shared by the attention files (attention.c,
+ * attention_tmpl.h, attention_avx512.c, attention_kern.h): tile sizes
+ * and the micro-kernel contracts.  The design is described at the top of
+ * attention.c.
+ */
+#ifndef RLX_ATTENTION_INTERNAL_H
+#define RLX_ATTENTION_INTERNAL_H
+
+#include <stdint.h>
+
+#include "runtime/rlxrt.h"
+
+/* Queries per tile (the columns of every transposed score tile), keys
+   per tile, and the most scratch slots a call uses (fixed: never the
+   thread count). */
+enum { ATTN_BQ = 64, ATTN_BK = 64, ATTN_SLOTS = 16 };
+
+/* The scratch layout of one call (attention_plan.c) (byte offsets from the 64-byte aligned start); depends
+   only on the geometry, op and element size. */
+typedef struct {
+  int64_t nqt, nkt, nch, nslots;
+  int64_t slot_off, slot_bytes;
+  int64_t qt_off, dot_off, dd_off, dqp_off, o_off, lse_off;
+  int64_t total;
+} AttnPlan;
+void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
+                   AttnPlan *p);
+
+/* mm:     C (m x n, row stride ldc) = [C +] A B, with
+           A(i, p) = a[i*ars + p*acs] (m x k) and B(p, j) = b[p*ldb + j]
+           (k x n); any m, n, k >= 0 (k == 0: C = 0 or unchanged).
+   online: one step of the online softmax on an nk x ATTN_BQ tile s of
+           scores (row = key, column = query): per column i,
+             mnew = max(mx[i], max_j s[j][i]), mu = mnew == -inf ? 0 : mnew,
+             alpha[i] = exp(mx[i] - mu), s[j][i] = exp(s[j][i] - mu),
+             l[i] = l[i] * alpha[i] + sum_j s[j][i] (in j order),
+             mx[i] = mnew.
+           Never NaN for -inf scores (a column masked so far has l = 0).
+   expsub: s[j][i] = exp(s[j][i] - sub[i]) on an nk x ATTN_BQ tile (sub
+           may be +inf: 0).
+   online and expsub may be NULL in a table: the portable C ones of
+   attention_tmpl.h are used. */
+#define ATTN_DECL_KERNELS(T, SFX)                                         \
+  typedef void (*AttnMm##SFX)(int64_t m, int64_t n, int64_t k,           \
+                              const T *a, int64_t ars, int64_t acs,      \
+                              const T *b, int64_t ldb, T *c, int64_t ldc, \
+                              int acc);                                   \
+  typedef void (*AttnOnline##SFX)(T *s, int64_t nk, T *mx, T *l,         \
+                                  T *alpha);                              \
+  typedef void (*AttnExpsub##SFX)(T *s, int64_t nk, const T *sub);       \
+  typedef struct {                                                        \
+    AttnMm##SFX mm;                                                       \
+    AttnOnline##SFX online;                                               \
+    AttnExpsub##SFX expsub;                                               \
+  } AttnIsa##SFX;
+ATTN_DECL_KERNELS(float, F32)
+ATTN_DECL_KERNELS(double, F64)
+
+/* The AVX-512 tables (all members NULL where the build has no x86
+   intrinsics; attention.c then never selects them). */
+extern const AttnIsaF32 rlx_attn_avx512_f32;
+extern const AttnIsaF64 rlx_attn_avx512_f64;
+
+#endif
