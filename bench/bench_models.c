@@ -1,6 +1,7 @@
 /* bench_models.c -- latency of whole models with NN layers: the small
  * CNN (bench_cnn.rlx), a ResNet basic block (bench_resblock.rlx) and a
- * transformer block without attention (bench_tblock.rlx), forward and
+ * transformer block without attention (bench_tblock.rlx) and the tiny
+ * GPT of llm.c's reference configuration (bench_gpt.rlx), forward and
  * one training step (ENTRY_grad: forward + backward, gradients of all
  * params), at each requested thread count.
  *
@@ -20,6 +21,7 @@
 
 #include "bench/bench_time.h"
 #include "bench_cnn.h"
+#include "bench_gpt.h"
 #include "bench_resblock.h"
 #include "bench_tblock.h"
 #include "tests/tools/harness.h"
@@ -35,7 +37,8 @@ typedef struct {
   {#m, bench_##m, bench_##m##_grad, bench_##m##_signature,               \
    bench_##m##_grad_signature, bench_##m##_WORKSPACE_BYTES,              \
    bench_##m##_grad_WORKSPACE_BYTES}
-static const Model models[] = {MODEL(cnn), MODEL(resblock), MODEL(tblock)};
+static const Model models[] = {MODEL(cnn), MODEL(resblock), MODEL(tblock),
+                               MODEL(gpt)};
 
 static int call_entry(void *c)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_models_torch.py -- PyTorch CPU baseline for bench/bench_models.c.
 
-The same three models as bench/bench_{cnn,resblock,tblock}.rlx, float32,
+The same models as bench/bench_{cnn,resblock,tblock,gpt}.rlx, float32,
 forward (no_grad) and one training step (forward + loss.backward(),
 gradients of the params only), with torch.set_num_threads(T) and
 OpenBLAS's pool set to T too (bench_mlp_torch.set_blas_threads). With
@@ -11,7 +11,7 @@ table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster).
 
 Usage: /usr/bin/python3 bench/bench_models_torch.py
        [--rlx build/bench/bench_models] [--seconds S] [--threads 1,2]
-       [--rounds N] [--only cnn|resblock|tblock]
+       [--rounds N] [--only cnn|resblock|tblock|gpt]
 """
 import argparse
 import datetime
@@ -89,7 +89,45 @@ def tblock():
     return ps, loss
 
 
-MODELS = {"cnn": cnn, "resblock": resblock, "tblock": tblock}
+def gpt():
+    """bench_gpt.rlx: pre-LN GPT, manual causal attention (matmul,
+    masked_fill, softmax, matmul), tied embedding."""
+    g = torch.Generator().manual_seed(1)
+    V, T, B, E, H, L = 256, 64, 8, 128, 4, 4
+    ps = [uniform(g, V, E) * 0.1, uniform(g, T, E) * 0.1]
+    for _ in range(L):
+        ps += [uniform(g, E), uniform(g, E), uniform(g, E, 3 * E) * 0.1,
+               uniform(g, 3 * E), uniform(g, E, E) * 0.1, uniform(g, E),
+               uniform(g, E), uniform(g, E), uniform(g, E, 4 * E) * 0.1,
+               uniform(g, 4 * E), uniform(g, 4 * E, E) * 0.1,
+               uniform(g, E)]
+    ps += [uniform(g, E), uniform(g, E)]
+    tok = torch.arange(B * T).reshape(B, T) * 7 % 10
+    tgt = torch.arange(B * T) * 3 % 10
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+
+    def heads(t):
+        return t.reshape(B, T, H, E // H).transpose(1, 2)
+
+    def loss(ps):
+        x = ps[0][tok] + ps[1]
+        for l in range(L):
+            (g1, b1, wqkv, bqkv, wo, bo, g2, b2, wfc, bfc, wpr, bpr) = \
+                ps[2 + 12 * l:14 + 12 * l]
+            a = F.layer_norm(x, (E,), g1, b1)
+            q, k, v = (a @ wqkv + bqkv).split(E, -1)
+            s = heads(q) @ heads(k).transpose(-1, -2) / (E // H) ** 0.5
+            p = torch.softmax(s.masked_fill(~causal, float("-inf")), -1)
+            att = (p @ heads(v)).transpose(1, 2).reshape(B, T, E)
+            x = x + att @ wo + bo
+            m = F.layer_norm(x, (E,), g2, b2)
+            x = x + F.gelu(m @ wfc + bfc, approximate="tanh") @ wpr + bpr
+        f = F.layer_norm(x, (E,), ps[-2], ps[-1]).reshape(B * T, E)
+        return F.cross_entropy(f @ ps[0].t(), tgt)
+    return ps, loss
+
+
+MODELS = {"cnn": cnn, "resblock": resblock, "tblock": tblock, "gpt": gpt}
 
 
 def run_torch(names, threads, seconds):

@@ -67,18 +67,23 @@ LLVMValueRef cg_scratch(Cg *cg, Node *n) {
 /* Fuse, collect scratch requests, plan. */
 static CgPlan *plan_graph(Cg *cg, Graph *g) {
   CgPlan *p = cg_plan_new(cg->ctx, g);
+  cg_attention_groups(p, g);
   if (!cg_fuse(g, p)) return NULL;
   int64_t *scratch = arena_alloc(cg->ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
-  for (int i = 0; i < g->nnodes; i++) {
+  struct CgPlan *outer = cg->planning;
+  cg->planning = p;
+  bool ok = true;
+  for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     const CgOpEntry *e = cg_op_entry(n->op);
     if (e->scratch && p->slot[n->id].kind == CG_SLOT_NONE) {
       scratch[n->id] = e->scratch(cg, n);
-      if (scratch[n->id] < 0) return NULL;
+      ok = scratch[n->id] >= 0;
     }
   }
-  return cg_memplan(g, p, scratch) ? p : NULL;
+  cg->planning = outer;
+  return ok && cg_memplan(g, p, scratch) ? p : NULL;
 }
 
 static void copy_outputs(Cg *cg, Graph *g) {

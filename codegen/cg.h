@@ -64,10 +64,15 @@ typedef struct {
   bool uses_buf;         /* some consumer reads it through cg_buf */
   Node *inplace_of;      /* WS elementwise root written over this leaf
                             (same shape and dtype, dies at the root) */
+  /* attention groups (emit_attention.c): */
+  Node *attn_lead;       /* attention_backward written by this leader */
+  Node *attn_fwd;        /* leader: the attention whose o and lse it reads */
+  int64_t lse_bytes;     /* attention: > 0 when it saves its row lse */
+  int64_t lse_off, lse_last; /* that block: offset; last reader */
 } CgSlot;
 
 /* The plan of one graph: slots indexed by Node.id. */
-typedef struct {
+typedef struct CgPlan {
   Graph *g;
   Ctx *ctx;              /* its arena holds the plan's tables */
   CgSlot *slot;          /* g->next_id entries */
@@ -117,6 +122,8 @@ typedef struct Cg {
   LLVMTypeRef t_task_fn;    /* void (ptr, i64, i64) */
   CgFn *fn;                 /* current function */
   CgSub *subs;              /* compiled subgraphs (cg_graph_fn cache) */
+  struct CgPlan *planning; /* the plan plan_graph() is building (what
+                              scratch functions may read), or NULL */
   int uniq;                 /* counter for unique symbol names */
   bool failed;              /* a diagnostic was reported */
   /* Prologue fusion (emit_elementwise.c): pointers standing for a FUSED
@@ -318,6 +325,15 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
 int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
+
+/* attention and attention_backward (emit_attention.c). Before fusion,
+ * cg_attention_groups() gathers the attention_backward nodes of one
+ * attention (same operands and attributes, wrt q/k/v/bias) right after
+ * the first of them, their leader, and links the leader to the forward
+ * attention whose output and saved log-sum-exp it reuses. */
+void cg_attention_groups(CgPlan *p, Graph *g);
+bool cg_emit_attention(Cg *cg, Node *n);
+int64_t cg_scratch_attention(Cg *cg, Node *n);
 
 /* ---- fusion and memory planning ---- */
 /* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops

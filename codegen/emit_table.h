@@ -54,7 +54,7 @@
 #define CG_GROUP_NORM {cg_emit_norm, NULL}
 #define CG_BATCH_NORM_INFERENCE {cg_emit_norm, NULL}
 #define CG_ROPE {cg_emit_rope, NULL}
-#define CG_ATTENTION CG_UNSUPPORTED
+#define CG_ATTENTION {cg_emit_attention, cg_scratch_attention}
 #define CG_CONV2D {cg_emit_conv, cg_scratch_conv}
 #define CG_MAX_POOL2D {cg_emit_pool, NULL}
 #define CG_AVG_POOL2D {cg_emit_pool, NULL}
@@ -97,7 +97,7 @@
 #define CG_AVG_POOL2D_BACKWARD {cg_emit_pool, NULL}
 #define CG_CONV2D_BACKWARD_INPUT {cg_emit_conv, cg_scratch_conv}
 #define CG_CONV2D_BACKWARD_WEIGHT {cg_emit_conv, cg_scratch_conv}
-#define CG_ATTENTION_BACKWARD CG_UNSUPPORTED
+#define CG_ATTENTION_BACKWARD {cg_emit_attention, cg_scratch_attention}
 #define CG_COMPLEX_NORM_SQ_BACKWARD {cg_emit_elementwise, NULL}
 #define CG_FAKE_QUANTIZE_BACKWARD CG_UNSUPPORTED
 #define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X CG_UNSUPPORTED

@@ -18,6 +18,12 @@
  * its loop reads element i before writing element i through the same
  * pointer, which is safe.
  *
+ * Attention groups (cg_attention_groups): a member of a group is
+ * written by its leader, so its block lives from the leader's position
+ * (members directly follow their leader); a leader reading a forward
+ * attention's output keeps it live, and that attention's saved row
+ * log-sum-exp is a block of its own, live from it to its last leader.
+ *
  * Placement: blocks in definition order, each at the lowest 64-aligned
  * offset that does not overlap any block whose live range intersects it
  * (first fit), computed by a sweep over a sorted list of free gaps (no
@@ -239,7 +245,7 @@ static bool ew_root(const Node *n) { return cg_is_elementwise(n->op); }
 bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   int nb = 0;
   Ctx *c = p->ctx;
-  Block *bl = arena_alloc(c->arena, sizeof *bl * ((size_t)g->nnodes * 2 + 1));
+  Block *bl = arena_alloc(c->arena, sizeof *bl * ((size_t)g->nnodes * 3 + 1));
   int *blk = arena_alloc(c->arena, sizeof *blk * ((size_t)g->next_id + 1));
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
@@ -250,6 +256,14 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
       cg_walk_begin(p);
       mark_reads(p, n, i, cg_is_elementwise(n->op));
     }
+  }
+  for (int i = 0; i < g->nnodes; i++) { /* attention groups */
+    Node *f = p->slot[g->nodes[i]->id].attn_fwd;
+    if (!f) continue;
+    CgSlot *o = &p->slot[owner(p, f)->id];
+    if (o->last < i) o->last = i;
+    o->uses_buf = true;
+    if (p->slot[f->id].lse_last < i) p->slot[f->id].lse_last = i;
   }
   for (int j = 0; j < g->nret; j++) {
     Node *w = owner(p, g->rets[j]);
@@ -270,11 +284,14 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
     } else if (needs_ws(n, s)) {
       s->kind = CG_SLOT_WS;
       blk[n->id] = nb;
-      bl[nb++] = (Block){i, s->last, cg_align(type_bytes(&n->type)),
+      int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
+      bl[nb++] = (Block){def, s->last, cg_align(type_bytes(&n->type)),
                          &s->offset};
     } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
       s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
     }
+    if (s->lse_bytes > 0)
+      bl[nb++] = (Block){i, s->lse_last, cg_align(s->lse_bytes), &s->lse_off};
     if (scratch && scratch[n->id] > 0) {
       s->scratch_bytes = scratch[n->id];
       bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};

@@ -14,7 +14,8 @@
  * conv2d_backward_input (dy, w, shape = x's shape) -> dy.dtype[shape];
  * conv2d_backward_weight (x, dy, shape = w's shape) -> dy.dtype[shape].
  * attention_backward (q, k, v, dy [, mask], wrt) -> q's, k's or v's
- *   type; dy has q's type.
+ *   type (wrt=bias, only with mask=bias: the bias operand's); dy has
+ *   q's type.
  * complex_norm_sq_backward (z c64, g f32 of z's shape) -> z's type.
  * (rope_backward, cumsum_backward, gather_backward,
  * softmax_cross_entropy_backward, fake_quantize_lsq_backward_*,
@@ -137,7 +138,11 @@ bool shape_attention_bwd(Ctx *c, Node *n) {
   if (!sh_attention_check(c, n, 4, &o) || !sh_want_type(c, n, 3, "dy", &o))
     return false;
   const char *w = ir_attr_word(n, ATTR_WRT);
-  int i = !strcmp(w, "q") ? 0 : !strcmp(w, "k") ? 1 : 2;
+  bool bias = !strcmp(ir_attr_word(n, ATTR_MASK), "bias");
+  if (!strcmp(w, "bias") && !bias)
+    return sh_err(c, n, "wrt=bias needs mask=bias");
+  int i = !strcmp(w, "q") ? 0 : !strcmp(w, "k") ? 1 : !strcmp(w, "v") ? 2
+                                                                       : 4;
   n->type = *IN(n, i);
   return true;
 }

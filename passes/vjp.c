@@ -11,7 +11,8 @@
  *   - vjp_unsupported: reverse mode through the op is outside this
  *     compiler's AD scope; reaching it is a diagnostic naming the op.
  *
- * Rules of the NN layers live in vjp_nn.c (conv2d: vjp_conv.c); the
+ * Rules of the NN layers live in vjp_nn.c (conv2d: vjp_conv.c,
+ * attention: vjp_attention.c); the
  * conventions inside a rule (X, Y, ACC, WANT) are in vjp.h. Complex
  * (c64) gradients follow the conjugate-Wirtinger convention: g times
  * the conjugate of the partial derivative (CJ).
@@ -583,7 +584,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_GROUP_NORM vjp_group_norm
 #define VJP_BATCH_NORM_INFERENCE vjp_batch_norm
 #define VJP_ROPE vjp_rope
-#define VJP_ATTENTION vjp_unsupported
+#define VJP_ATTENTION vjp_attention
 #define VJP_CONV2D vjp_conv2d
 #define VJP_MAX_POOL2D vjp_max_pool
 #define VJP_AVG_POOL2D vjp_avg_pool
@@ -633,7 +634,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_CONV2D_BACKWARD_INPUT vjp_conv2d_backward_input
 #define VJP_CONV2D_BACKWARD_WEIGHT vjp_conv2d_backward_weight
 #define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
-#define VJP_ATTENTION_BACKWARD vjp_unsupported
+#define VJP_ATTENTION_BACKWARD vjp_attention_backward
 #define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_unsupported
 #define VJP_FAKE_QUANTIZE_BACKWARD vjp_unsupported
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_unsupported

@@ -1,6 +1,6 @@
 /* vjp.h: what the VJP rule files share (vjp.c holds the table and the
  * rules of the core ops; vjp_nn.c the NN layers' rules; vjp_conv.c
- * conv2d's).
+ * conv2d's; vjp_attention.c attention's).
  *
  * Conventions inside a rule: X(i) is operand i in the gradient graph,
  * Y the op's own value there, g the upstream gradient (Y's type), and
@@ -45,5 +45,9 @@ bool vjp_avg_pool_backward(GradCtx *gc, const Node *n, Node *g);
 bool vjp_conv2d(GradCtx *gc, const Node *n, Node *g);
 bool vjp_conv2d_backward_input(GradCtx *gc, const Node *n, Node *g);
 bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
+
+/* vjp_attention.c */
+bool vjp_attention(GradCtx *gc, const Node *n, Node *g);
+bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);
 
 #endif

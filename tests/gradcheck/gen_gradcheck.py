@@ -50,7 +50,6 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
-SKIP["attention"] = "nn layer: reverse mode not in scope (diagnostic)"
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
 for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
@@ -59,7 +58,7 @@ for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
 for _op in "complex_norm_sq fft log_mel".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
-for _op in ("attention_backward complex_norm_sq_backward "
+for _op in ("complex_norm_sq_backward "
             "fake_quantize_backward fake_quantize_lsq_backward_x "
             "fake_quantize_lsq_backward_scale scan_backward "
             "scan_backward_xs log_mel_backward").split():
@@ -862,6 +861,79 @@ def conv_case(sfx, xs, ws, s, p, d, gr):
 
 for _f in CONV_FORMS:
     conv_case(*_f)
+
+
+# ---- attention (FlashAttention-2 kernels; second order by expansion) ----
+
+from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
+
+# (name, rank, B, H, Lq, Lk, D, mask, attrs)
+ATTN_FORMS = [
+    ("", 4, 1, 2, 5, 5, 3, "none", {}),
+    ("_causal3", 3, 2, 2, 6, 6, 2, "causal", {"heads": 2}),
+    ("_decode", 4, 1, 1, 3, 7, 4, "causal", {"scale": 0.7}),
+    ("_rowsmasked", 4, 1, 2, 6, 4, 2, "causal", {}),
+    ("_sliding", 3, 1, 2, 7, 7, 2, "sliding_window",
+     {"head_dim": 2, "window": 2, "softcap": 1.5}),
+    ("_custom", 4, 2, 1, 4, 5, 3, "custom", {}),
+    ("_bias", 4, 1, 2, 4, 5, 2, "bias", {"softcap": 2.0, "scale": 0.8}),
+]
+ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias")
+
+
+def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
+    qs = (b, h, lq, d) if rank == 4 else (b, lq, h * d)
+    ks = (b, h, lk, d) if rank == 4 else (b, lk, h * d)
+    a = ", ".join(["mask=" + kind] + ["%s=%r" % (k, attrs[k]) for k in
+                                      ("heads", "head_dim", "window",
+                                       "scale", "softcap") if k in attrs])
+
+    def operands(g):
+        g.p("q", g.u(qs, -1, 1))
+        g.p("k", g.u(ks, -1, 1))
+        g.p("v", g.u(ks, -1, 1))
+        if kind == "custom":
+            mv = g.rng.uniform(0, 1, (b, lk))
+            mv[-1, :] = 0.1  # a fully masked batch
+            return g.i("m", g.dt, mv).v
+        if kind == "bias":
+            g.p("m", g.u((b, h, lq, lk), -1, 1))
+        return None
+
+    def fwd(t, mv):
+        ok = allowed_mask(kind, b, lq, lk, mv, attrs)
+        return attn_torch(t["q"], t["k"], t["v"], t.get("m") if kind ==
+                          "bias" else None, ok, rank, h, attrs)
+
+    mop = ", %m" if kind in ("custom", "bias") else ""
+
+    @case("attention" + sfx, ops=["attention"])
+    def _(g):
+        mv = operands(g)
+        return ("%%y = attention(%%q, %%k, %%v%s, %s)" % (mop, a), "%y",
+                lambda t: fwd(t, mv))
+
+    if sfx not in ATTN_BWD_FORMS:
+        return
+    for w in ("q", "k", "v") + (("bias",) if kind == "bias" else ()):
+        @case("attention_backward_%s%s" % (w, sfx),
+              ops=["attention_backward"])
+        def _(g, w=w):
+            mv = operands(g)
+            g.p("dy", g.u(qs, -1, 1))
+
+            def ref(t):
+                key = "m" if w == "bias" else w
+                y = fwd(t, mv)
+                (r,) = torch.autograd.grad((y * t["dy"]).sum(), t[key],
+                                           create_graph=True)
+                return r
+            return ("%%y = attention_backward(%%q, %%k, %%v, %%dy%s, "
+                    "wrt=%s, %s)" % (mop, w, a), "%y", ref)
+
+
+for _f in ATTN_FORMS:
+    attn_case(*_f)
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

@@ -75,10 +75,14 @@ def parse_const(rest):
     m = re.match(r"\s*const\s+(\w+\[[^\]]*\])\s+(.*)$", rest)
     dt, shape = parse_type(m.group(1))
     lit = m.group(2).strip()
+
+    def num(x):
+        x = x.strip()
+        return float(x == "true") if x in ("true", "false") else float(x)
     if lit.startswith("["):
-        vals = [float(x) for x in lit[1:-1].split(",") if x.strip()]
+        vals = [num(x) for x in lit[1:-1].split(",") if x.strip()]
         return dt, shape, vals, False
-    return dt, shape, [float(lit)], True
+    return dt, shape, [num(lit)], True
 
 
 def parse_module(text):
@@ -410,6 +414,72 @@ def _conv(op, ins, a):
     return wg.reshape(w.shape)
 
 
+def _attention(op, ins, a):
+    """attention / attention_backward: the full score matrix in float64
+    (masked scores -inf, rows with no allowed key zero)."""
+    bwd = op == "attention_backward"
+    q, k, v = (x.astype(np.float64) for x in ins[:3])
+    dt = ins[0].dtype
+    mi = 4 if bwd else 3
+    m = ins[mi] if len(ins) > mi else None
+    r3 = q.ndim == 3
+    if r3:
+        e = q.shape[2]
+        h = a["heads"] if "heads" in a else e // a["head_dim"]
+
+        def bhld(x):
+            return x.reshape(x.shape[0], x.shape[1], h, -1).transpose(
+                0, 2, 1, 3)
+        q, k, v = bhld(q), bhld(k), bhld(v)
+    lq, lk, d = q.shape[2], k.shape[2], q.shape[3]
+    scale = a.get("scale", 1 / math.sqrt(d))
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    cap = a.get("softcap")
+    t = None
+    if cap:
+        t = np.tanh(s / cap)
+        s = cap * t
+    kind = a.get("mask", "none")
+    i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+    ok = np.ones(s.shape, bool)
+    if kind in ("causal", "sliding_window"):
+        ok &= j <= (lk - lq) + i
+    if kind == "sliding_window":
+        ok &= j >= (lk - lq) + i - a["window"]
+    if kind == "custom":
+        ok &= ~(m.astype(np.float64) < 0.5)[:, None, None, :]
+    if kind == "bias":
+        s = s + m
+    s = np.where(ok, s, -np.inf)
+    mx = np.where(ok.any(-1, keepdims=True), s.max(-1, keepdims=True), 0)
+    p = np.where(ok, np.exp(s - mx), 0)
+    den = p.sum(-1, keepdims=True)
+    p = p / np.where(den > 0, den, 1)
+
+    def back(x, like):
+        if r3:
+            x = x.transpose(0, 2, 1, 3).reshape(like.shape)
+        return x.astype(dt)
+    if not bwd:
+        return back(p @ v, ins[0])
+    dy = ins[3].astype(np.float64)
+    if r3:
+        dy = bhld(dy)
+    w = a["wrt"]
+    if w == "v":
+        return back(p.transpose(0, 1, 3, 2) @ dy, ins[2])
+    dp = dy @ v.transpose(0, 1, 3, 2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    if w == "bias":
+        return ds.astype(dt)
+    if t is not None:
+        ds = ds * (1 - t * t)
+    ds = ds * scale
+    if w == "q":
+        return back(ds @ k, ins[0])
+    return back(ds.transpose(0, 1, 3, 2) @ q, ins[1])
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -421,6 +491,8 @@ def apply(graphs, op, ins, a, ty):
         return _nchw_norm(op, ins, a)
     if op in ("rope", "rope_backward"):
         return _rope(op, ins, a)
+    if op in ("attention", "attention_backward"):
+        return _attention(op, ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])

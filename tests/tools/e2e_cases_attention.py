@@ -1,0 +1,258 @@
+"""e2e_cases_attention.py -- attention and attention_backward (language.md
+6.5, 6.9): forward values, the backward op called directly, and
+gradients through attention with rlxc --grad.
+
+Every form the spec allows: rank 3 [B, S, H*D] (heads or head_dim) and
+rank 4 [B, H, S, D]; Lq != Lk both ways (Lq > Lk with a causal mask
+leaves rows with no allowed key); mask none, causal, sliding_window,
+custom (f32 and bool, one batch fully masked) and bias (whose gradient
+is wrt=bias); custom scale; softcap; lengths 1, 7, 65, 129 (not
+multiples of the kernels' 64-wide tiles); huge logits. The graphs hold
+the forward attention next to its backward nodes, as a gradient graph
+does, so code generation's sharing (one pass for q, k, v and bias; the
+forward's saved log-sum-exp) is what runs; the direct cases also run
+backward nodes without a forward. Reference: torch float64 autograd
+of a plain attention (full score matrix, -inf masking, fully masked
+rows set to zero) on the rounded inputs. Gradients are also checked by
+finite differences in tests/gradcheck/.
+"""
+import numpy as np
+import torch
+
+from e2e_cases_flow import _grads
+from e2e_lib import T, case, out, outs_str, tt, uni
+
+# (rank, B, H, Lq, Lk, D, mask, attrs)
+FORMS = [
+    (4, 2, 2, 7, 7, 8, "none", {}),
+    (3, 1, 2, 65, 65, 16, "causal", {"heads": 2}),
+    (4, 1, 1, 7, 129, 8, "causal", {"scale": 0.2}),
+    (4, 1, 2, 9, 5, 4, "causal", {}),
+    (3, 1, 2, 33, 33, 8, "sliding_window", {"head_dim": 8, "window": 3}),
+    (4, 2, 1, 6, 10, 8, "custom", {}),
+    (3, 2, 3, 5, 4, 2, "custom_bool", {"heads": 3}),
+    (4, 1, 2, 5, 6, 8, "bias", {"scale": 0.3, "softcap": 2.0}),
+    (4, 1, 1, 1, 1, 4, "none", {}),
+    (3, 1, 1, 20, 20, 16, "causal", {"heads": 1, "softcap": 5.0}),
+]
+
+
+def allowed_mask(kind, b, lq, lk, m, attrs):
+    """bool [B, 1, Lq, Lk]: may query i see key j?"""
+    i = np.arange(lq)[:, None]
+    j = np.arange(lk)[None, :]
+    ok = np.ones((b, 1, lq, lk), dtype=bool)
+    if kind in ("causal", "sliding_window"):
+        ok &= j <= (lk - lq) + i
+    if kind == "sliding_window":
+        ok &= j >= (lk - lq) + i - attrs["window"]
+    if kind in ("custom", "custom_bool"):
+        ok &= ~(m[:, None, None, :] < 0.5)
+    return ok
+
+
+def attn_torch(q, k, v, bias, ok, rank, h, attrs):
+    """Plain attention in torch (autograd-able); q, k, v as given."""
+    def bhld(x):
+        if rank == 4:
+            return x
+        b, n, e = x.shape
+        return x.reshape(b, n, h, e // h).transpose(1, 2)
+    qb, kb, vb = bhld(q), bhld(k), bhld(v)
+    d = qb.shape[-1]
+    s = qb @ kb.transpose(-1, -2) * attrs.get("scale", 1 / np.sqrt(d))
+    if "softcap" in attrs:
+        c = attrs["softcap"]
+        s = c * torch.tanh(s / c)
+    if bias is not None:
+        s = s + bias
+    okt = torch.tensor(ok).expand(s.shape)
+    s = s.masked_fill(~okt, float("-inf"))
+    row = okt.any(-1, keepdim=True)
+    s = torch.where(row, s, torch.zeros_like(s))
+    p = torch.softmax(s, -1) * okt
+    y = p @ vb
+    if rank == 3:
+        y = y.transpose(1, 2).reshape(q.shape)
+    return y
+
+
+def _attrs(kind, attrs):
+    a = ["mask=%s" % ("custom" if kind == "custom_bool" else kind)]
+    for key in ("heads", "head_dim", "window", "scale", "softcap"):
+        if key in attrs:
+            a.append("%s=%r" % (key, attrs[key]))
+    return ", ".join(a)
+
+
+def _shapes(rank, b, h, lq, lk, d):
+    if rank == 4:
+        return (b, h, lq, d), (b, h, lk, d)
+    return (b, lq, h * d), (b, lk, h * d)
+
+
+def _form_inputs(dt, f, form, rng, scale_q=1.0):
+    rank, b, h, lq, lk, d, kind, attrs = form
+    qs, ks = _shapes(rank, b, h, lq, lk, d)
+    ins = [T(dt, uni(rng, qs) * scale_q, "q%d" % f),
+           T(dt, uni(rng, ks), "k%d" % f), T(dt, uni(rng, ks), "v%d" % f)]
+    m = None
+    if kind == "custom":
+        mv = rng.uniform(0, 1, (b, lk))
+        mv[-1, :] = 0.2  # the last batch fully masked
+        m = T(dt, mv, "m%d" % f)
+    elif kind == "custom_bool":
+        mv = rng.integers(0, 2, (b, lk))
+        mv[0, :] = 0
+        m = T("bool", mv, "m%d" % f)
+    elif kind == "bias":
+        m = T(dt, uni(rng, (b, h, lq, lk)) * 2, "m%d" % f)
+    return ins, m
+
+
+def _refs(ins, m, dy, form):
+    """y and the gradients of <y, dy> wrt q, k, v (and bias)."""
+    rank, b, h, lq, lk, d, kind, attrs = form
+    mv = m.v if m is not None else None
+    ok = allowed_mask(kind, b, lq, lk, mv, attrs)
+    ts = [tt(t.v).requires_grad_(True) for t in ins]
+    bias = tt(mv).requires_grad_(True) if kind == "bias" else None
+    y = attn_torch(ts[0], ts[1], ts[2], bias, ok, rank, h, attrs)
+    wrt = ts + ([bias] if bias is not None else [])
+    gr = torch.autograd.grad(y, wrt, tt(dy.v))
+    return y.detach().numpy(), [g.numpy() for g in gr]
+
+
+def _direct_case(dt):
+    def build(c, rng):
+        ins, body, outs = [], [], []
+        for f, form in enumerate(FORMS):
+            kind, attrs = form[6], form[7]
+            qkv, m = _form_inputs(dt, f, form, rng)
+            dy = T(dt, uni(rng, qkv[0].shape), "g%d" % f)
+            ins += qkv + ([m] if m is not None else []) + [dy]
+            y, grads = _refs(qkv, m, dy, form)
+            a = _attrs(kind, attrs)
+            ops = "%%q%d, %%k%d, %%v%d" % (f, f, f)
+            mk = ", %%m%d" % f if m is not None else ""
+            body.append("%%y%d = attention(%s%s, %s)" % (f, ops, mk, a))
+            outs.append(out(dt, y, "y%d" % f))
+            for w, g in zip(("q", "k", "v", "bias"), grads):
+                body.append("%%d%s%d = attention_backward(%s, %%g%d%s, "
+                            "wrt=%s, %s)" % (w, f, ops, f, mk, w, a))
+                outs.append(out(dt, g, "d%s%d" % (w, f)))
+        c.graph(ins, "\n".join(body), outs_str(outs),
+                comment="attention and attention_backward (wrt q, k, v, "
+                "bias) in every form, %s" % dt)
+        c.run(ins, outs, args=["--threads", "1,2,3"])
+    case("attention_" + dt)(build)
+
+
+for _dt in ("f32", "f64"):
+    _direct_case(_dt)
+
+
+@case()
+def attention_bwd_alone(c, rng):
+    """Backward nodes without their forward (o and lse recomputed), one
+    of them alone, and a half-precision attention."""
+    form = (4, 2, 2, 65, 70, 8, "causal", {})
+    qkv, _ = _form_inputs("f32", 0, form, rng)
+    dy = T("f32", uni(rng, qkv[0].shape), "g0")
+    _, grads = _refs(qkv, None, dy, form)
+    form1 = (3, 1, 2, 7, 9, 4, "none", {"heads": 2})
+    qkv1, _ = _form_inputs("f32", 1, form1, rng)
+    dy1 = T("f32", uni(rng, qkv1[0].shape), "g1")
+    _, grads1 = _refs(qkv1, None, dy1, form1)
+    form2 = (4, 1, 2, 9, 9, 8, "causal", {})
+    qkv2, _ = _form_inputs("f16", 2, form2, rng)
+    y2, _ = _refs(qkv2, None, T("f16", np.zeros(qkv2[0].shape)), form2)
+    ins = qkv + [dy] + qkv1 + [dy1] + qkv2
+    body = ["%%d%s = attention_backward(%%q0, %%k0, %%v0, %%g0, wrt=%s, "
+            "mask=causal)" % (w, w) for w in "qkv"]
+    body += ["%dk1 = attention_backward(%q1, %k1, %v1, %g1, wrt=k, "
+             "heads=2)",
+             "%y2 = cast(attention(%q2, %k2, %v2, mask=causal), to=f32)"]
+    outs = [out("f32", g, "d" + w) for w, g in zip("qkv", grads)]
+    outs += [out("f32", grads1[1], "dk1"), out("f32", y2, "y2")]
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="attention_backward without a forward attention "
+            "(recomputed o and lse), alone,\nand attention in f16 "
+            "(computed in f32, rounded once)")
+    c.run(ins, outs, args=["--threads", "1,2,3", "--rtol", "2e-3",
+                           "--atol", "2e-3"])
+
+
+@case()
+def attention_huge_logits(c, rng):
+    """Scores of about 1e4: no overflow, the softmax picks the max."""
+    form = (4, 1, 2, 20, 24, 16, "causal", {"scale": 1.0})
+    qkv, _ = _form_inputs("f32", 0, form, rng, scale_q=1000.0)
+    dy = T("f32", uni(rng, qkv[0].shape), "g0")
+    y, grads = _refs(qkv, None, dy, form)
+    ins = qkv + [dy]
+    a = "mask=causal, scale=1.0"
+    body = ["%%y = attention(%%q0, %%k0, %%v0, %s)" % a]
+    body += ["%%d%s = attention_backward(%%q0, %%k0, %%v0, %%g0, wrt=%s, "
+             "%s)" % (w, w, a) for w in "qkv"]
+    outs = [out("f32", y, "y")] + [out("f32", g, "d" + w)
+                                   for w, g in zip("qkv", grads)]
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="attention with scores near 1e4: finite, exact "
+            "softmax (exp(1e4) overflows any float)")
+    # f32 scores of 1e4 carry absolute errors ~1e4 * 2^-24 * sqrt(D),
+    # which the softmax turns into relative errors ~1e-3: the tolerance
+    # is the problem's conditioning, not the kernel's.
+    c.run(ins, outs, args=["--threads", "1,2,3", "--rtol", "2e-3",
+                           "--atol", "2e-3"])
+
+
+# ---- --grad through attention ----
+
+def _grad_case(name, dt, form):
+    rank, b, h, lq, lk, d, kind, attrs = form
+
+    def build(c, rng):
+        qkv, m = _form_inputs(dt, 0, form, rng)
+        for t in qkv:
+            t.kind = "param"
+        w = T(dt, uni(rng, qkv[0].shape), "w")
+        ins = qkv + ([m] if m is not None else []) + [w]
+        if kind == "bias":
+            m.kind = "param"
+        mk = ", %m0" if m is not None else ""
+        src = ("%%y = attention(%%q0, %%k0, %%v0%s, %s)\n"
+               "%%loss = reduce_sum(mul(%%y, %%w))"
+               % (mk, _attrs(kind, attrs)))
+        c.graph(ins, src, "%loss", comment="--grad through attention "
+                "(%s, rank %d), %s" % (kind, rank, dt))
+        ok = allowed_mask(kind, b, lq, lk, m.v if m is not None else None,
+                          attrs)
+
+        def loss(ts):
+            bias = ts["m0"] if kind == "bias" else None
+            y = attn_torch(ts["q0"], ts["k0"], ts["v0"], bias, ok, rank, h,
+                           attrs)
+            return [(y * ts["w"]).sum()]
+        wrt = [t.name for t in ins if t.kind == "param"]
+        fo, gr = _grads(loss, ins, wrt)
+        outs = [out(dt, fo[0], "loss")]
+        c.run(ins, outs)
+        gouts = outs + [out(dt, g, "d_" + n) for g, n in zip(gr, wrt)]
+        c.run(ins + [T(dt, 1.0, "d_output")], gouts, sub="grad",
+              entry=name + "_grad", args=["--threads", "1,2,3"])
+        if dt == "f64":
+            c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
+                                             name + "_grad"])
+    case(name, rlxc=["--grad"])(build)
+
+
+_grad_case("attention_grad_causal", "f32",
+           (3, 2, 2, 65, 65, 8, "causal", {"heads": 2}))
+_grad_case("attention_grad_bias", "f32",
+           (4, 1, 2, 9, 7, 8, "bias", {"softcap": 1.5}))
+_grad_case("attention_grad_custom64", "f64",
+           (4, 2, 2, 6, 8, 4, "custom", {}))
+_grad_case("attention_grad_sliding64", "f64",
+           (3, 1, 2, 12, 12, 4, "sliding_window",
+            {"heads": 2, "window": 2, "softcap": 3.0}))
