@@ -14,7 +14,9 @@ forward's saved log-sum-exp) is what runs; the direct cases also run
 backward nodes without a forward. Reference: torch float64 autograd
 of a plain attention (full score matrix, -inf masking, fully masked
 rows set to zero) on the rounded inputs. Gradients are also checked by
-finite differences in tests/gradcheck/.
+finite differences in tests/gradcheck/. Last, a whole GPT block (embedding
+gather, layer_norm, causal attention, gelu_tanh MLP, residuals, tied
+head, cross-entropy) trained one step, against torch.autograd.
 """
 import numpy as np
 import torch
@@ -256,3 +258,75 @@ _grad_case("attention_grad_custom64", "f64",
 _grad_case("attention_grad_sliding64", "f64",
            (3, 1, 2, 12, 12, 4, "sliding_window",
             {"heads": 2, "window": 2, "softcap": 3.0}))
+
+
+# ---- a GPT block, one training step ----
+
+GPT = """%x0 = add(gather(%wte, %tok), %wpe)
+%a = layer_norm(%x0, %g1, %b1)
+%qkv = add(matmul(%a, %wqkv), %bqkv)
+%q = narrow(%qkv, axis=2, start=0, len=8)
+%k = narrow(%qkv, axis=2, start=8, len=8)
+%v = narrow(%qkv, axis=2, start=16, len=8)
+%att = attention(%q, %k, %v, heads=2, mask=causal)
+%x1 = add(%x0, add(matmul(%att, %wo), %bo))
+%m = layer_norm(%x1, %g2, %b2)
+%h = gelu_tanh(add(matmul(%m, %wfc), %bfc))
+%x2 = add(%x1, add(matmul(%h, %wpr), %bpr))
+%f = reshape(layer_norm(%x2, %gf, %bf), shape=[12, 8])
+%logits = matmul(%f, transpose(%wte, perm=[1, 0]))
+%loss = reduce_mean(softmax_cross_entropy(%logits, %tgt))"""
+
+
+def _gpt_loss(ts, tok, tgt):
+    F = torch.nn.functional
+    x = ts["wte"][torch.tensor(tok.astype(np.int64))] + ts["wpe"]
+    a = F.layer_norm(x, (8,), ts["g1"], ts["b1"])
+    q, k, v = (a @ ts["wqkv"] + ts["bqkv"]).split(8, -1)
+
+    def heads(t):
+        return t.reshape(2, 6, 2, 4).transpose(1, 2)
+    s = heads(q) @ heads(k).transpose(-1, -2) / 2.0
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    p = torch.softmax(s.masked_fill(~causal, float("-inf")), -1)
+    att = (p @ heads(v)).transpose(1, 2).reshape(2, 6, 8)
+    x = x + att @ ts["wo"] + ts["bo"]
+    m = F.layer_norm(x, (8,), ts["g2"], ts["b2"])
+    x = x + F.gelu(m @ ts["wfc"] + ts["bfc"], approximate="tanh") @ \
+        ts["wpr"] + ts["bpr"]
+    f = F.layer_norm(x, (8,), ts["gf"], ts["bf"]).reshape(12, 8)
+    lab = torch.tensor(tgt.astype(np.int64))
+    return [F.cross_entropy(f @ ts["wte"].t(), lab)]
+
+
+def _gpt_case(name, dt):
+    def build(c, rng):
+        tok = T("i32", rng.integers(0, 16, (2, 6)), "tok")
+        tgt = T("i32", rng.integers(0, 16, (12,)), "tgt")
+        shapes = [("wte", (16, 8)), ("wpe", (6, 8)), ("g1", (8,)),
+                  ("b1", (8,)), ("wqkv", (8, 24)), ("bqkv", (24,)),
+                  ("wo", (8, 8)), ("bo", (8,)), ("g2", (8,)), ("b2", (8,)),
+                  ("wfc", (8, 32)), ("bfc", (32,)), ("wpr", (32, 8)),
+                  ("bpr", (8,)), ("gf", (8,)), ("bf", (8,))]
+        ps = [T(dt, (1.0 if n[0] == "g" else 0.0) + uni(rng, s) * 0.5, n,
+                "param") for n, s in shapes]
+        ins = [tok, tgt] + ps
+        c.graph(ins, GPT, "%loss", comment="a GPT block: embedding "
+                "gather, layer_norm, causal attention (2 heads),\n"
+                "gelu_tanh MLP, residuals, tied output head, mean "
+                "cross-entropy; --grad: d every param")
+        wrt = [t.name for t in ps]
+        fo, gr = _grads(lambda ts: _gpt_loss(ts, tok.v, tgt.v), ins, wrt)
+        outs = [out(dt, fo[0], "loss")]
+        c.run(ins, outs)
+        gouts = outs + [out(dt, g, "d_" + n) for g, n in zip(gr, wrt)]
+        c.run(ins + [T(dt, 1.0, "d_output")], gouts, sub="grad",
+              entry=name + "_grad", args=["--threads", "1,2,3"])
+        if dt == "f64":
+            c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
+                                              name + "_grad"])
+    case(name, rlxc=["--grad"])(build)
+
+
+_gpt_case("gpt_block_train", "f32")
+_gpt_case("gpt_block_train64", "f64")
