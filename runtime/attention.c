@@ -32,8 +32,9 @@
  * the softcap factor 1 - tanh^2), dK += dS^T Q, and the chunk's own dQ
  * buffer += dS K.  The number of chunks per head, nch, depends only on
  * the geometry (enough items for 16 slots: ceil(16 / (b h)), at most
- * the key tiles); with nch = 1 dQ is accumulated in dq itself, else a
- * last pass sums the nch partial buffers in chunk order.
+ * the key tiles); chunk 0 accumulates its dQ in dq itself, chunks 1 ..
+ * nch-1 in nch - 1 partial buffers that a last pass adds to dq in chunk
+ * order.
  *
  * Determinism: every output element is computed by one item in an order
  * fixed by the geometry; items go to a fixed number of scratch slots

@@ -46,7 +46,7 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t es, AttnPlan *p)
     p->qt_off = bump(&at, tiles * g->d * ATTN_BQ * es);
     p->dot_off = bump(&at, tiles * g->d * ATTN_BQ * es);
     p->dd_off = bump(&at, tiles * ATTN_BQ * es);
-    p->dqp_off = bump(&at, p->nch > 1 ? p->nch * bh * g->lq * g->d * es : 0);
+    p->dqp_off = bump(&at, (p->nch - 1) * bh * g->lq * g->d * es);
   }
   if (op == RLX_ATTN_BWD_RECOMPUTE) {
     p->o_off = bump(&at, bh * g->lq * g->d * es);

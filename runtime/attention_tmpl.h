@@ -326,9 +326,9 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   T *lt = f + BK * BQ, *dt = lt + BQ;
   int need_ds = A->dq || A->dk || A->dbias;
   if (A->dq) {
-    dqp = A->nch == 1 ? A->dq + qoff
-                      : A->dqp + ((ch * g->b + b) * g->h + h) * g->lq * d;
-    ldp = A->nch == 1 ? ldq : d;
+    dqp = ch == 0 ? A->dq + qoff /* chunk 0 into dq, the others apart */
+                  : A->dqp + (((ch - 1) * g->b + b) * g->h + h) * g->lq * d;
+    ldp = ch == 0 ? ldq : d;
     FN(zero_rows_)(dqp, ldp, g->lq, d);
   }
   for (int64_t kt = kt0; kt < kt1; kt++) {
@@ -390,9 +390,9 @@ static void FN(sum_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   const T *p = A->dqp + (bh * g->lq + i0) * d;
   for (int64_t i = 0; i < nq; i++)
     for (int64_t c = 0; c < d; c++) {
-      T acc = p[i * d + c];
+      T acc = dq[i * ldq + c];
       for (int64_t ch = 1; ch < A->nch; ch++)
-        acc += p[ch * stride + i * d + c];
+        acc += p[(ch - 1) * stride + i * d + c];
       dq[i * ldq + c] = acc;
     }
 }
