@@ -1,0 +1,322 @@
+/* train_gpt.c -- train the character-level GPT of samples/gpt.rlx.
+ *
+ * Build (samples/run_demo.sh gpt does it):
+ *   rlxc samples/gpt.rlx --grad -o gpt.o         # writes gpt.o, gpt.h
+ *   cc -I. -Iruntime -I<dir of gpt.h> samples/train_gpt.c gpt.o \
+ *      build/runtime/librlxrt.a -lm -lpthread -o train_gpt
+ *   gzip -dc samples/data/gpl-3.txt.gz > gpl-3.txt
+ *   ./train_gpt gpl-3.txt [steps] [threads] [max_ratio]
+ * (defaults: 1500 steps, the runtime's thread count (also for 0), 0.75).
+ *
+ * Data: any text file, read as bytes (tokens 0..255); the first 90% is
+ * the training text, the last 10% the validation text.  A step samples
+ * 8 random windows of 65 bytes from the training text: tokens are the
+ * first 64 bytes, targets the next 64 (flattened to [512]), and
+ * gpt_grad returns the mean cross-entropy and every gradient.
+ * Parameters start like GPT-2's: matrices (and wte, wpe) normal(0,
+ * 0.02), the output projections wo and wpr scaled by 1/sqrt(2 layers),
+ * layer-norm gammas 1, betas and biases 0.  AdamW (betas 0.9/0.95, eps
+ * 1e-8, weight decay 0.1 on the rank-2 params only), the gradient
+ * clipped to norm 1, learning rate: linear warmup then cosine decay to
+ * a tenth.  The validation loss is the mean of the forward entry gpt
+ * over fixed windows spread over the validation text.  At the end the
+ * model writes a few hundred bytes (temperature 0.8) after a prompt from
+ * the validation text.  Exit status 1 when the final validation loss is
+ * not below max_ratio (default 0.75) times the unigram entropy of the
+ * training text (the loss of a model that ignores the context).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpt.h"
+
+enum {
+  B = 8, T = 64, V = 256, LAYERS = 4,   /* as in samples/gpt.rlx */
+  P0 = gpt_grad_ARG_wte,                /* first param in the signature */
+  NP = gpt_grad_ARG_lnfb - P0 + 1,      /* number of params */
+  NVAL = 4,                             /* validation batches */
+  GEN = 300                             /* bytes to generate */
+};
+_Static_assert(gpt_ARG_wte == P0 && gpt_grad_OUT_d_wte == P0 &&
+                   gpt_grad_ARG_d_output == P0 + NP &&
+                   gpt_grad_BYTES_tok == B * T * 4 &&
+                   gpt_grad_OUT_BYTES_logits == B * T * V * 4 &&
+                   gpt_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES,
+               "gpt.h does not match samples/gpt.rlx");
+
+static const double PEAK_LR = 3e-3, WARMUP = 50, BETA1 = 0.9,
+                    BETA2 = 0.95, EPS = 1e-8, DECAY = 0.1;
+
+/* The params, gradients and AdamW moments: param k is w[off[k]..]. */
+static struct {
+  int64_t off[NP + 1];
+  int decay[NP];
+  float *w, *g, *m, *v;
+} P;
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64 */
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s) /* [0, 1) */
+{
+  return (double)(rng_next(s) >> 11) / 9007199254740992.0;
+}
+
+static double rng_normal(uint64_t *s) /* Box-Muller */
+{
+  double r = sqrt(-2 * log(1 - rng_unit(s)));
+  return r * cos(6.283185307179586 * rng_unit(s));
+}
+
+static double now(void)
+{
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static unsigned char *load_text(const char *path, long *n)
+{
+  FILE *f = fopen(path, "rb");
+  unsigned char *buf = NULL;
+  if (!f || fseek(f, 0, SEEK_END) || (*n = ftell(f)) < 0 ||
+      fseek(f, 0, SEEK_SET) || !(buf = malloc((size_t)*n + 1)) ||
+      fread(buf, 1, (size_t)*n, f) != (size_t)*n) {
+    perror(path);
+    free(buf);
+    buf = NULL;
+  }
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+static int init_params(uint64_t *s)
+{
+  const rlx_signature *sig = gpt_grad_signature();
+  for (int k = 0; k < NP; k++) {
+    const rlx_tensor_desc *d = &sig->inputs[P0 + k];
+    int64_t n = 1;
+    for (int i = 0; i < d->rank; i++)
+      n *= d->dims[i];
+    P.off[k + 1] = P.off[k] + n;
+    P.decay[k] = d->rank == 2;
+  }
+  size_t bytes = (size_t)P.off[NP] * sizeof(float);
+  P.w = malloc(bytes);
+  P.g = malloc(bytes);
+  P.m = calloc(1, bytes);
+  P.v = calloc(1, bytes);
+  if (!P.w || !P.g || !P.m || !P.v)
+    return 0;
+  for (int k = 0; k < NP; k++) {
+    const char *name = sig->inputs[P0 + k].name;
+    double sd = !strncmp(name, "wo", 2) || !strncmp(name, "wpr", 3)
+                    ? 0.02 / sqrt(2.0 * LAYERS) : 0.02;
+    int gamma = !strncmp(name, "ln", 2) && name[3] == 'g';
+    for (int64_t i = P.off[k]; i < P.off[k + 1]; i++)
+      P.w[i] = P.decay[k] ? (float)(sd * rng_normal(s)) : gamma ? 1.0f : 0.0f;
+  }
+  return 1;
+}
+
+/* Window b of a batch: tokens text[at..at+63], targets one byte later. */
+static void put_window(const unsigned char *text, long at, int b, int *tok,
+                       int *tgt)
+{
+  for (int t = 0; t < T; t++) {
+    tok[b * T + t] = text[at + t];
+    tgt[b * T + t] = text[at + t + 1];
+  }
+}
+
+static void adamw(int step, double lr)
+{
+  float *restrict w = P.w, *restrict m = P.m, *restrict v = P.v;
+  const float *restrict g = P.g;
+  double norm = 0;
+  for (int64_t i = 0; i < P.off[NP]; i++)
+    norm += (double)g[i] * g[i];
+  norm = sqrt(norm);
+  float clip = norm > 1 ? (float)(1 / norm) : 1, b1 = (float)BETA1,
+        b2 = (float)BETA2, eps = (float)EPS,
+        c1 = (float)(1 - pow(BETA1, step)), c2 = (float)(1 - pow(BETA2, step));
+  for (int k = 0; k < NP; k++) {
+    float a = (float)lr, wd = P.decay[k] ? (float)(lr * DECAY) : 0;
+    for (int64_t i = P.off[k]; i < P.off[k + 1]; i++) {
+      float gi = clip * g[i];
+      m[i] = b1 * m[i] + (1 - b1) * gi;
+      v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+      w[i] -= a * (m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * w[i];
+    }
+  }
+}
+
+static double lr_at(int step, int steps) /* step 1..steps */
+{
+  if (step <= WARMUP)
+    return PEAK_LR * step / WARMUP;
+  double p = (step - WARMUP) / (steps - WARMUP > 0 ? steps - WARMUP : 1);
+  return PEAK_LR * (0.1 + 0.45 * (1 + cos(3.141592653589793 * p)));
+}
+
+static void run(int (*entry)(const void *const *, void *const *, void *),
+                const void **in, void **out, void *ws)
+{
+  int rc = entry(in, out, ws);
+  if (rc) {
+    fprintf(stderr, "gpt call failed: %s\n", rlx_strerror(rc));
+    exit(2);
+  }
+}
+
+/* The mean loss of the forward entry over NVAL fixed validation batches. */
+static double val_loss(const unsigned char *val, long nval, const void **in,
+                       void **out, int *tok, int *tgt, void *ws)
+{
+  double sum = 0;
+  for (int j = 0; j < NVAL; j++) {
+    for (int b = 0; b < B; b++)
+      put_window(val, (long)(j * B + b) * (nval - T - 1) / (NVAL * B - 1),
+                 b, tok, tgt);
+    run(gpt, in, out, ws);
+    sum += *(float *)out[gpt_OUT_loss];
+  }
+  return sum / NVAL;
+}
+
+/* Print the prompt and GEN sampled bytes; window 0 holds the context. */
+static void generate(const unsigned char *prompt, int len, const void **in,
+                     void **out, int *tok, float *logits, void *ws,
+                     uint64_t *s)
+{
+  double p[V];
+  fwrite(prompt, 1, (size_t)len, stdout);
+  for (int t = 0; t < len; t++)
+    tok[t] = prompt[t];
+  for (int i = 0; i < GEN; i++) {
+    run(gpt, in, out, ws);
+    const float *z = logits + (size_t)(len - 1) * V; /* last position */
+    double zmax = z[0], sum = 0, r;
+    for (int c = 1; c < V; c++)
+      zmax = z[c] > zmax ? z[c] : zmax;
+    for (int c = 0; c < V; c++)
+      sum += p[c] = exp((z[c] - zmax) / 0.8); /* temperature 0.8 */
+    r = rng_unit(s) * sum;
+    int c = 0;
+    while (c < V - 1 && (r -= p[c]) > 0)
+      c++;
+    putchar(c);
+    if (len == T) /* slide the window */
+      memmove(tok, tok + 1, (T - 1) * sizeof *tok);
+    else
+      len++;
+    tok[len - 1] = c;
+  }
+  putchar('\n');
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s text [steps] [threads] [max_ratio]\n",
+            argv[0]);
+    return 2;
+  }
+  int steps = argc > 2 ? atoi(argv[2]) : 1500;
+  if (argc > 3 && atoi(argv[3]) > 0)
+    rlx_set_num_threads(atoi(argv[3]));
+  double max_ratio = argc > 4 ? atof(argv[4]) : 0.75;
+  long n;
+  unsigned char *text = load_text(argv[1], &n);
+  if (!text)
+    return 2;
+  long ntrain = n - n / 10, nval = n - ntrain;
+  if (steps < 1 || nval < T + 1 + NVAL * B) {
+    fprintf(stderr, "need steps >= 1 and at least %d bytes of text\n",
+            10 * (T + 1 + NVAL * B));
+    return 2;
+  }
+
+  double count[V] = {0}, unigram = 0; /* entropy in nats */
+  for (long i = 0; i < ntrain; i++)
+    count[text[i]]++;
+  for (int c = 0; c < V; c++)
+    if (count[c])
+      unigram -= count[c] / ntrain * log(count[c] / ntrain);
+
+  uint64_t seed = 20240601;
+  static int tok[B * T], tgt[B * T];
+  static float logits[B * T * V];
+  float loss = 0, one = 1.0f;
+  void *ws = rlx_alloc(gpt_grad_WORKSPACE_BYTES); /* also for gpt */
+  if (!ws || !init_params(&seed)) {
+    fprintf(stderr, "out of memory\n");
+    return 2;
+  }
+  const void *in[gpt_grad_NUM_INPUTS]; /* gpt's inputs are a prefix */
+  void *out[gpt_grad_NUM_OUTPUTS];
+  in[gpt_grad_ARG_tok] = tok;
+  in[gpt_grad_ARG_tgt] = tgt;
+  in[gpt_grad_ARG_d_output] = &one;
+  out[gpt_grad_OUT_loss] = &loss;
+  out[gpt_grad_OUT_logits] = logits;
+  for (int k = 0; k < NP; k++) {
+    in[P0 + k] = P.w + P.off[k];
+    out[gpt_grad_OUT_d_wte + k] = P.g + P.off[k];
+  }
+
+  printf("gpt: %ld bytes of text, %ld train, %ld validation; %lld params, "
+         "%d threads\n", n, ntrain, nval, (long long)P.off[NP],
+         rlx_get_num_threads());
+  printf("unigram baseline (byte entropy): %.4f nats\n", unigram);
+  printf("step %5d  val %.4f\n", 0,
+         val_loss(text + ntrain, nval, in, out, tok, tgt, ws));
+  int every = steps >= 10 ? steps / 10 : 1;
+  double sum = 0, t0 = now(), vl = 0;
+  int last = 0;
+  for (int step = 1; step <= steps; step++) {
+    for (int b = 0; b < B; b++)
+      put_window(text, (long)(rng_unit(&seed) * (ntrain - T)), b, tok, tgt);
+    run(gpt_grad, in, out, ws);
+    adamw(step, lr_at(step, steps));
+    sum += loss;
+    if (step == 1 || step % every == 0 || step == steps) {
+      double ms = 1e3 * (now() - t0) / (step - last);
+      vl = val_loss(text + ntrain, nval, in, out, tok, tgt, ws);
+      printf("step %5d  train %.4f  val %.4f  (%.1f ms/step)\n", step,
+             sum / (step - last), vl, ms);
+      fflush(stdout);
+      sum = 0;
+      last = step;
+      t0 = now();
+    }
+  }
+
+  /* The prompt: the validation text from its first paragraph on. */
+  const unsigned char *prompt = text + ntrain;
+  for (long i = ntrain; i + 2 + 48 < n; i++)
+    if (text[i] == '\n' && text[i + 1] == '\n') {
+      prompt = text + i + 2;
+      break;
+    }
+  printf("--- sample (temperature 0.8) ---\n");
+  generate(prompt, 48, in, out, tok, logits, ws, &seed);
+  printf("---\nfinal validation loss %.4f = %.2f x unigram %.4f "
+         "(must be < %.2f)\n", vl, vl / unigram, unigram, max_ratio);
+  free(P.w);
+  free(P.g);
+  free(P.m);
+  free(P.v);
+  free(text);
+  rlx_free(ws);
+  return vl < max_ratio * unigram ? 0 : 1;
+}
