@@ -183,6 +183,128 @@ static Arg window_fast(Cg *cg, Pool *P, bool max, LLVMValueRef base,
   return (Arg){best, arg};
 }
 
+/* ---- windows of width 2, stride 2 (kw = sw = 2), f32 / f64 ----
+ * VL consecutive interior windows of one output row at once: each of
+ * their kh rows is 2*VL contiguous cells, two unit-stride vector loads
+ * split into the even (j = 0) and odd (j = 1) columns by shuffles; the
+ * first maximum is folded over the cells in row-major order with the
+ * scalar path's compares, lane by lane, so the results are the same. */
+static int pair_lanes(const Pool *P) {
+  if (P->kw != 2 || P->sw != 2) return 0;
+  return P->dt == DT_F32 ? 16 : P->dt == DT_F64 ? 8 : 0;
+}
+
+static LLVMValueRef vsplat(Cg *cg, LLVMValueRef c, int n) {
+  LLVMValueRef e[16];
+  for (int i = 0; i < n; i++) e[i] = c;
+  return LLVMConstVector(e, (unsigned)n);
+}
+
+/* Shuffle of (a, b) picking lanes first, first + step, ... (n lanes;
+ * index >= n means b's lane index - n). */
+static LLVMValueRef pick(Cg *cg, LLVMValueRef a, LLVMValueRef b, int n,
+                         const int *idx) {
+  LLVMValueRef m[16];
+  for (int i = 0; i < n; i++) m[i] = cg_i32(cg, idx[i]);
+  return LLVMBuildShuffleVector(BD, a, b, LLVMConstVector(m, (unsigned)n),
+                                "");
+}
+
+/* Element offset of the top-left cell of window (r, q). */
+static LLVMValueRef window_top(Cg *cg, Pool *P, LLVMValueRef base,
+                               LLVMValueRef r, LLVMValueRef q) {
+  LLVMValueRef row = LLVMBuildSub(BD, mul(cg, r, I64(P->sh)), I64(P->ph), "");
+  LLVMValueRef col = LLVMBuildSub(BD, mul(cg, q, I64(P->sw)), I64(P->pw), "");
+  return add(cg, base, add(cg, mul(cg, row, I64(P->w)), col));
+}
+
+/* Windows q .. q+n-1 (interior): the first maximum and its cell index
+ * (i32 lanes, i*2 + j). */
+static Arg pair_argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
+                       LLVMValueRef q, int n) {
+  int ev[16], od[16];
+  for (int i = 0; i < n; i++) ev[i] = 2 * i, od[i] = 2 * i + 1;
+  LLVMValueRef top = window_top(cg, P, base, r, q), best = NULL, arg = NULL;
+  for (int64_t i = 0; i < P->kh; i++) {
+    LLVMValueRef at = add(cg, top, I64(i * P->w));
+    LLVMValueRef lo = cg_ops_vload(cg, P->dt, P->x, at, n);
+    LLVMValueRef hi = cg_ops_vload(cg, P->dt, P->x, add(cg, at, I64(n)), n);
+    LLVMValueRef cell[2] = {pick(cg, lo, hi, n, ev), pick(cg, lo, hi, n, od)};
+    for (int j = 0; j < 2; j++) {
+      LLVMValueRef v = cell[j], k = vsplat(cg, cg_i32(cg, (int)i * 2 + j), n);
+      if (!best) {
+        best = v, arg = k;
+        continue;
+      }
+      LLVMValueRef up = LLVMBuildOr(
+          BD, LLVMBuildFCmp(BD, LLVMRealOGT, v, best, ""),
+          LLVMBuildAnd(BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
+                       LLVMBuildFCmp(BD, LLVMRealORD, best, best, ""), ""),
+          "");
+      best = LLVMBuildSelect(BD, up, v, best, "");
+      arg = LLVMBuildSelect(BD, up, k, arg, "");
+    }
+  }
+  return (Arg){best, arg};
+}
+
+/* Interior windows [a, b) of row r in blocks of VL, then at most one
+ * of VL/2 and one of VL/4 (rows of 7 or 14 windows are common); returns
+ * where the scalar loop takes over. fn emits windows q .. q+n-1. */
+typedef void (*PairFn)(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
+                       LLVMValueRef q, int n, void *ud);
+static LLVMValueRef pair_blocks(Cg *cg, Pool *P, LLVMValueRef base,
+                                LLVMValueRef r, LLVMValueRef a,
+                                LLVMValueRef b, PairFn fn, void *ud) {
+  for (int n = pair_lanes(P), k = 0; n && k < 3; n /= 2, k++) {
+    LLVMValueRef nb = LLVMBuildSDiv(BD, LLVMBuildSub(BD, b, a, ""), I64(n),
+                                    "");
+    CgLoop l;
+    LLVMValueRef t = cg_loop_begin(cg, &l, I64(0), nb, NULL, 0);
+    fn(cg, P, base, r, add(cg, a, mul(cg, t, I64(n))), n, ud);
+    cg_loop_end(cg, &l, NULL);
+    a = add(cg, a, mul(cg, nb, I64(n)));
+  }
+  return a;
+}
+
+static void pair_fwd(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
+                     LLVMValueRef q, int n, void *ud) {
+  LLVMValueRef obase = ud; /* the output row's first element */
+  cg_ops_vstore(cg, P->dt, P->y, add(cg, obase, q),
+                pair_argmax(cg, P, base, r, q, n).best, n);
+}
+
+/* max_pool2d_backward with disjoint windows: each window's kh x 2 cells
+ * get 0 + dy at the first maximum and 0 elsewhere, interleaved back
+ * into two contiguous stores per window row. ud: dy at the row. */
+static void pair_bwd(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
+                     LLVMValueRef q, int n, void *ud) {
+  LLVMValueRef *dy = ud; /* {dy pointer, element offset of the row} */
+  Arg w = pair_argmax(cg, P, base, r, q, n);
+  LLVMValueRef zero = vsplat(cg, cg_const(cg, P->dt, 0), n);
+  LLVMValueRef d = LLVMBuildFAdd(
+      BD, zero, cg_ops_vload(cg, P->dt, dy[0], add(cg, dy[1], q), n), "");
+  int lo[16], hi[16];
+  for (int i = 0; i < n; i++) {
+    lo[i] = i % 2 ? n + i / 2 : i / 2;
+    hi[i] = lo[i] + n / 2;
+  }
+  LLVMValueRef top = window_top(cg, P, base, r, q);
+  for (int64_t i = 0; i < P->kh; i++) {
+    LLVMValueRef c[2];
+    for (int j = 0; j < 2; j++) {
+      LLVMValueRef k = vsplat(cg, cg_i32(cg, (int)i * 2 + j), n);
+      c[j] = LLVMBuildSelect(BD, LLVMBuildICmp(BD, LLVMIntEQ, w.arg, k, ""),
+                             d, zero, "");
+    }
+    LLVMValueRef at = add(cg, top, I64(i * P->w));
+    cg_ops_vstore(cg, P->dt, P->y, at, pick(cg, c[0], c[1], n, lo), n);
+    cg_ops_vstore(cg, P->dt, P->y, add(cg, at, I64(n)),
+                  pick(cg, c[0], c[1], n, hi), n);
+  }
+}
+
 /* Output columns of row r split as general [0, a), interior [a, b),
  * general [b, ow): [a, b) is the interior column range when r's window
  * rows are all in bounds, else empty (a = b = ow). */
@@ -206,7 +328,9 @@ static void fwd_row(Cg *cg, Pool *P, bool max, LLVMValueRef row) {
   LLVMValueRef base = mul(cg, pl, I64(P->h * P->w));
   LLVMValueRef obase = mul(cg, row, I64(P->ow)), a, b;
   split_row(cg, P, r, &a, &b);
-  LLVMValueRef lo[3] = {I64(0), a, b}, hi[3] = {a, b, I64(P->ow)};
+  LLVMValueRef a1 = max ? pair_blocks(cg, P, base, r, a, b, pair_fwd, obase)
+                        : a; /* interior windows left for the loop */
+  LLVMValueRef lo[3] = {I64(0), a1, b}, hi[3] = {a, b, I64(P->ow)};
   for (int part = 0; part < 3; part++) {
     CgLoop l;
     LLVMValueRef q = cg_loop_begin(cg, &l, lo[part], hi[part], NULL, 0);
@@ -247,11 +371,14 @@ static void max_bwd_plane(Cg *cg, Pool *P, LLVMValueRef dy,
   cg_loop_end(cg, &lz, NULL);
   LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0), a, b;
   split_row(cg, P, r, &a, &b);
-  LLVMValueRef lo[3] = {I64(0), a, b}, hi[3] = {a, b, I64(P->ow)};
   /* windows that share no cell (stride >= kernel): an interior window
    * writes each of its cells, 0 + dy at the argmax (the general path's
    * sum) and 0 elsewhere */
   bool disjoint = P->sh >= P->kh && P->sw >= P->kw;
+  LLVMValueRef at[2] = {dy, add(cg, obase, mul(cg, r, I64(P->ow)))};
+  LLVMValueRef a1 = disjoint ? pair_blocks(cg, P, base, r, a, b, pair_bwd, at)
+                             : a; /* interior windows left for the loop */
+  LLVMValueRef lo[3] = {I64(0), a1, b}, hi[3] = {a, b, I64(P->ow)};
   for (int part = 0; part < 3; part++) {
     LLVMValueRef q = cg_loop_begin(cg, &lq, lo[part], hi[part], NULL, 0);
     LLVMValueRef oi = add(cg, obase, add(cg, mul(cg, r, I64(P->ow)), q));

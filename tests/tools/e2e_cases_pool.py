@@ -2,6 +2,8 @@
 forward values (language.md 6.5, 6.9).
 
 NCHW; strides different from the kernel, padding, non-square kernels,
+rows of many 2-wide stride-2 windows (the vectorized path, with every
+block size and a scalar rest),
 an input with many ties (max: the first maximum in row-major window
 order gets the gradient, padding never wins) and a plane large enough
 for several threads. avg divides by kh*kw, padding counted as zeros.
@@ -17,7 +19,12 @@ from e2e_lib import T, case, out, outs_str
 FORMS = [((2, 3, 6, 6), (2, 2), (2, 2), (0, 0)),
          ((1, 2, 5, 6), (3, 3), (1, 1), (1, 1)),
          ((2, 2, 7, 5), (3, 2), (2, 1), (1, 0)),
-         ((1, 4, 40, 36), (3, 3), (2, 2), (1, 1))]
+         ((1, 4, 40, 36), (3, 3), (2, 2), (1, 1)),
+         # width-2 stride-2 windows (vector path): rows of 31 windows
+         # (blocks of 16, 8, 4 + a scalar rest), padding, kh = 3
+         ((2, 3, 7, 62), (2, 2), (2, 2), (0, 0)),
+         ((1, 2, 6, 45), (2, 2), (2, 2), (1, 1)),
+         ((1, 2, 9, 40), (3, 2), (2, 2), (0, 0))]
 
 
 def _windows(shape, k, s, p):
@@ -98,7 +105,7 @@ def _body(dt, forms, rng, ties):
 
 def _pool_case(dt, ties):
     def build(c, rng):
-        forms = FORMS[:3] if ties else FORMS
+        forms = FORMS[:3] + FORMS[4:] if ties else FORMS
         ins, body, named = _body(dt, forms, rng, ties)
         outs = [out(dt, v, nm) for nm, v in named]
         c.graph(ins, "\n".join(body), outs_str(outs),
