@@ -326,7 +326,7 @@ static void units(Cg *cg, Nrm *S, LLVMValueRef *vals, UnitFn f) {
   int nv = S->nin + 2;
   if (S->col) {
     ColCtx C = {S, f};
-    cg_ops_cols(cg, S->dt, S->outer, S->len, S->inner, vals, nv, col_body,
+    cg_ops_cols(cg, S->dt, S->outer, S->len, S->inner, 1, vals, nv, col_body,
                 &C);
     return;
   }
@@ -602,8 +602,9 @@ bool cg_emit_norm_param(Cg *cg, Node *n) {
     return true;
   }
   PCtx P = {&S, S.role == R_BETA, S.inner > 1 ? S.cdt : S.dt};
-  cg_ops_cols(cg, S.dt, 1, S.outer, S.len * S.inner, v, S.nin + 2, p_body,
-              &P);
+  /* inner == 1: strips of 8 vector groups, 8 accumulators per row */
+  cg_ops_cols(cg, S.dt, 1, S.outer, S.len * S.inner, S.inner == 1 ? 8 : 1, v,
+              S.nin + 2, p_body, &P);
   if (S.inner > 1) {
     load_vals(cg, n, v);
     LLVMValueRef w[2] = {v[0], v[S.nin + 1]};

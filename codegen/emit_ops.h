@@ -136,14 +136,17 @@ bool cg_ops_is_real(DType dt);
 
 /* Column driver: for each o in [0, outer) and each lane group of
  * [0, inner), calls body(lanes, base) where base = o*n*inner + i0, so
- * the body visits elements base + j*inner, j in [0, n). Full groups use
- * cg_ops_lanes(dt) lanes, the rest scalar. Runs in parallel over
+ * the body visits elements base + j*inner, j in [0, n). Groups use
+ * wide * cg_ops_lanes(dt) lanes (wide > 1: fewer, wider column strips,
+ * whose rows are longer contiguous reads with independent accumulators),
+ * then cg_ops_lanes(dt), the rest scalar. Runs in parallel over
  * independent (o, group) units. vals (pointers) are passed to the
  * outlined body and replaced by its copies, as in cg_par_begin. */
 typedef void (*CgOpsColFn)(Cg *cg, int lanes, LLVMValueRef base,
                            LLVMValueRef *vals, void *ctx);
 void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
-                 LLVMValueRef *vals, int nv, CgOpsColFn body, void *ctx);
+                 int wide, LLVMValueRef *vals, int nv, CgOpsColFn body,
+                 void *ctx);
 
 /* cumsum kernel of node n (axis, exclusive attrs); rev: suffix sums
  * (cumsum_backward). emit_reduce.c. */

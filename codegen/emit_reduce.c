@@ -641,7 +641,7 @@ bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   if (inner > 1 && dt != DT_F16 && dt != DT_BF16 && len > 0)
     cum_rows(cg, &C, outer, vals);
   else /* rows, or f16/bf16: carry each column in f32 */
-    cg_ops_cols(cg, dt, outer, len, inner, vals, 2, cum_body, &C);
+    cg_ops_cols(cg, dt, outer, len, inner, 1, vals, 2, cum_body, &C);
   return true;
 }
 

@@ -613,40 +613,44 @@ static void cols_unit(Cg *cg, int lanes, LLVMValueRef o, LLVMValueRef i0,
 }
 
 void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
-                 LLVMValueRef *vals, int nv, CgOpsColFn body, void *ctx) {
+                 int wide, LLVMValueRef *vals, int nv, CgOpsColFn body,
+                 void *ctx) {
   if (outer == 0 || inner == 0) return;
-  int L = cg_ops_lanes(cg, dt);
-  int64_t nfull = L > 1 ? inner / L : 0;
-  int64_t ntail = inner - nfull * L;
-  int64_t nb = nfull + ntail;
-  int64_t units = outer * nb;
+  /* column groups by class: wide vectors, vectors, scalar columns */
+  int L = cg_ops_lanes(cg, dt), lanes[3] = {L * wide, L, 1};
+  int64_t cnt[3], first[3], col0[3], left = inner, nb = 0, c0 = 0;
+  bool use[3] = {L > 1 && wide > 1, L > 1, true};
+  for (int k = 0; k < 3; k++) {
+    cnt[k] = use[k] ? left / lanes[k] : 0;
+    first[k] = nb, col0[k] = c0;
+    nb += cnt[k], c0 += cnt[k] * lanes[k], left -= cnt[k] * lanes[k];
+  }
+  int64_t units = outer * nb, maxl = cnt[0] ? lanes[0] : cnt[1] ? L : 1;
   CgPar par;
   LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, n * (nfull ? L : 1) + 1),
-                                vals, nv, true);
+                                cg_grain(units, n * maxl + 1), vals, nv,
+                                true);
   LLVMValueRef nbv = cg_i64(cg, nb);
   LLVMValueRef o = LLVMBuildSDiv(cg->b, u, nbv, "");
   LLVMValueRef g = LLVMBuildSRem(cg->b, u, nbv, "");
-  if (nfull == 0 || ntail == 0) {
-    LLVMValueRef i0 = nfull ? mul_c(cg, g, L) : g;
-    cols_unit(cg, nfull ? L : 1, o, i0, n, inner, vals, body, ctx);
-  } else {
-    LLVMBasicBlockRef bf = cg_block(cg, "col.full");
-    LLVMBasicBlockRef bt = cg_block(cg, "col.tail");
-    LLVMBasicBlockRef bj = cg_block(cg, "col.join");
-    LLVMValueRef isf = LLVMBuildICmp(cg->b, LLVMIntSLT, g,
-                                     cg_i64(cg, nfull), "");
-    LLVMBuildCondBr(cg->b, isf, bf, bt);
-    LLVMPositionBuilderAtEnd(cg->b, bf);
-    cols_unit(cg, L, o, mul_c(cg, g, L), n, inner, vals, body, ctx);
-    LLVMBuildBr(cg->b, bj);
-    LLVMPositionBuilderAtEnd(cg->b, bt);
-    LLVMValueRef i0 = add_i64(cg, LLVMBuildNSWSub(cg->b, g, cg_i64(cg, nfull),
-                                                  ""),
-                              cg_i64(cg, nfull * L));
-    cols_unit(cg, 1, o, i0, n, inner, vals, body, ctx);
-    LLVMBuildBr(cg->b, bj);
-    LLVMPositionBuilderAtEnd(cg->b, bj);
+  LLVMBasicBlockRef join = cg_block(cg, "col.join");
+  for (int k = 0; k < 3; k++) {
+    if (!cnt[k]) continue;
+    LLVMBasicBlockRef here = cg_block(cg, "col.class");
+    LLVMBasicBlockRef next = cg_block(cg, "col.next");
+    LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntSLT, g,
+                                    cg_i64(cg, first[k] + cnt[k]), "");
+    LLVMBuildCondBr(cg->b, in, here, next);
+    LLVMPositionBuilderAtEnd(cg->b, here);
+    LLVMValueRef i0 = add_i64(
+        cg, mul_c(cg, LLVMBuildNSWSub(cg->b, g, cg_i64(cg, first[k]), ""),
+                  lanes[k]),
+        cg_i64(cg, col0[k]));
+    cols_unit(cg, lanes[k], o, i0, n, inner, vals, body, ctx);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, next);
   }
+  LLVMBuildBr(cg->b, join);
+  LLVMPositionBuilderAtEnd(cg->b, join);
   cg_par_end(cg, &par);
 }

@@ -36,7 +36,9 @@ def _ch(v, x, axis):
 # (x shape, axis, eps attribute or None, offset added to x)
 FORMS = [((5, 37), -1, None, 0.0), ((3, 4, 20), 1, 1e-3, 0.0),
          ((6, 3), 0, None, 0.0), ((4, 64), -1, None, 1000.0),
-         ((2, 3, 5, 7), 2, 1e-2, 0.0)]
+         ((2, 3, 5, 7), 2, 1e-2, 0.0),
+         # 300 columns: wide strips, vector groups and scalar columns
+         ((9, 300), -1, None, 0.0)]
 
 
 def _norm_case(dt):
