@@ -71,6 +71,16 @@ static void init(Pool *P, const Node *n, const Type *x, const Type *o) {
               .pw = p ? p[1] : 0};
 }
 
+/* Does cell value v replace the running first maximum best? Strictly
+ * greater, or a NaN over a non-NaN (scalars or vectors). */
+static LLVMValueRef replaces(Cg *cg, LLVMValueRef v, LLVMValueRef best) {
+  return LLVMBuildOr(
+      BD, LLVMBuildFCmp(BD, LLVMRealOGT, v, best, ""),
+      LLVMBuildAnd(BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
+                   LLVMBuildFCmp(BD, LLVMRealORD, best, best, ""), ""),
+      "");
+}
+
 /* First maximum of window (r, q) of the plane at element offset base;
  * arg is the plane-relative offset of that cell. */
 static Arg argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
@@ -89,11 +99,7 @@ static Arg argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
   LLVMValueRef j = cg_loop_begin(cg, &lj, c0, c1, inner, 2);
   LLVMValueRef off = add(cg, mul(cg, i, I64(P->w)), j);
   LLVMValueRef v = cg_load(cg, P->dt, P->x, add(cg, base, off));
-  LLVMValueRef gt = LLVMBuildFCmp(BD, LLVMRealOGT, v, inner[0], "");
-  LLVMValueRef nan = LLVMBuildAnd(
-      BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
-      LLVMBuildFCmp(BD, LLVMRealORD, inner[0], inner[0], ""), "");
-  LLVMValueRef up = LLVMBuildOr(BD, gt, nan, "");
+  LLVMValueRef up = replaces(cg, v, inner[0]);
   inner[0] = LLVMBuildSelect(BD, up, v, inner[0], "");
   inner[1] = LLVMBuildSelect(BD, up, off, inner[1], "");
   cg_loop_end(cg, &lj, inner);
@@ -168,11 +174,7 @@ static Arg window_fast(Cg *cg, Pool *P, bool max, LLVMValueRef base,
         best = v;
         continue;
       }
-      LLVMValueRef up = LLVMBuildOr(
-          BD, LLVMBuildFCmp(BD, LLVMRealOGT, v, best, ""),
-          LLVMBuildAnd(BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
-                       LLVMBuildFCmp(BD, LLVMRealORD, best, best, ""), ""),
-          "");
+      LLVMValueRef up = replaces(cg, v, best);
       best = LLVMBuildSelect(BD, up, v, best, "");
       arg = LLVMBuildSelect(BD, up, I64(i * P->kw + j), arg, "");
     }
@@ -236,11 +238,7 @@ static Arg pair_argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
         best = v, arg = k;
         continue;
       }
-      LLVMValueRef up = LLVMBuildOr(
-          BD, LLVMBuildFCmp(BD, LLVMRealOGT, v, best, ""),
-          LLVMBuildAnd(BD, LLVMBuildFCmp(BD, LLVMRealUNO, v, v, ""),
-                       LLVMBuildFCmp(BD, LLVMRealORD, best, best, ""), ""),
-          "");
+      LLVMValueRef up = replaces(cg, v, best);
       best = LLVMBuildSelect(BD, up, v, best, "");
       arg = LLVMBuildSelect(BD, up, k, arg, "");
     }

@@ -90,32 +90,6 @@ static int use_avx512(void)
 #undef LOG
 #undef TANH
 
-/* The kernels of the ISA the GEMM dispatch chose; portable C where the
-   AVX-512 table has none. */
-static AttnIsaF32 isa_f32(void)
-{
-  AttnIsaF32 t = {mm_c_f32, online_c_f32, expsub_c_f32};
-  const AttnIsaF32 *x = &rlx_attn_avx512_f32;
-  if (use_avx512() && x->mm) {
-    t.mm = x->mm;
-    t.online = x->online ? x->online : t.online;
-    t.expsub = x->expsub ? x->expsub : t.expsub;
-  }
-  return t;
-}
-
-static AttnIsaF64 isa_f64(void)
-{
-  AttnIsaF64 t = {mm_c_f64, online_c_f64, expsub_c_f64};
-  const AttnIsaF64 *x = &rlx_attn_avx512_f64;
-  if (use_avx512() && x->mm) {
-    t.mm = x->mm;
-    t.online = x->online ? x->online : t.online;
-    t.expsub = x->expsub ? x->expsub : t.expsub;
-  }
-  return t;
-}
-
 void rlx_attention_f32(const rlx_attn_geom *g, const float *q,
                        const float *k, const float *v, const void *mask,
                        float *o, float *lse, void *scratch)

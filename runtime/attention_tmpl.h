@@ -78,6 +78,20 @@ static void FN(expsub_c_)(T *s, int64_t nk, const T *sub)
       s[j * BQ + i] = EXP(s[j * BQ + i] - sub[i]);
 }
 
+/* The kernels of the ISA the GEMM dispatch chose; portable C where the
+   AVX-512 table has none. */
+static ISA_T FN(isa_)(void)
+{
+  ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_)};
+  const ISA_T *x = &FN(rlx_attn_avx512_);
+  if (use_avx512() && x->mm) {
+    t.mm = x->mm;
+    t.online = x->online ? x->online : t.online;
+    t.expsub = x->expsub ? x->expsub : t.expsub;
+  }
+  return t;
+}
+
 /* ---- helpers ---- */
 
 static inline int64_t FN(min_)(int64_t a, int64_t b)
