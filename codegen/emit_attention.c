@@ -199,13 +199,7 @@ static LLVMValueRef geometry_global(Cg *cg, const rlx_attn_geom *g) {
   v[8] = LLVMConstReal(cg->t_f64, g->scale);
   v[9] = LLVMConstReal(cg->t_f64, g->softcap);
   LLVMValueRef init = LLVMConstStructInContext(cg->lc, v, 10, 0);
-  LLVMValueRef gv = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.attn");
-  LLVMSetInitializer(gv, init);
-  LLVMSetGlobalConstant(gv, 1);
-  LLVMSetLinkage(gv, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
-  LLVMSetAlignment(gv, 8);
-  return gv;
+  return cg_ops_const_global(cg, init, "rlx.attn");
 }
 
 /* keep[i] = !(mask[i] < 0.5) for a non-bool custom mask. */

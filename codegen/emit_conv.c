@@ -106,13 +106,7 @@ static LLVMValueRef geometry_global(Cg *cg, const rlx_conv_geom *g) {
   LLVMValueRef v[16];
   for (int i = 0; i < 16; i++) v[i] = cg_i64(cg, f[i]);
   LLVMValueRef init = LLVMConstArray2(cg->t_i64, v, 16);
-  LLVMValueRef gv = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.conv");
-  LLVMSetInitializer(gv, init);
-  LLVMSetGlobalConstant(gv, 1);
-  LLVMSetLinkage(gv, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
-  LLVMSetAlignment(gv, 8);
-  return gv;
+  return cg_ops_const_global(cg, init, "rlx.conv");
 }
 
 bool cg_emit_conv(Cg *cg, Node *n) {

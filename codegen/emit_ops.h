@@ -148,6 +148,10 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
                  int wide, LLVMValueRef *vals, int nv, CgOpsColFn body,
                  void *ctx);
 
+/* A private, unnamed-address constant global holding init (8-aligned):
+ * the geometry structs of runtime calls (conv, attention). */
+LLVMValueRef cg_ops_const_global(Cg *cg, LLVMValueRef init, const char *name);
+
 /* cumsum kernel of node n (axis, exclusive attrs); rev: suffix sums
  * (cumsum_backward). emit_reduce.c. */
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev);

@@ -654,3 +654,13 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
   LLVMPositionBuilderAtEnd(cg->b, join);
   cg_par_end(cg, &par);
 }
+
+LLVMValueRef cg_ops_const_global(Cg *cg, LLVMValueRef init, const char *name) {
+  LLVMValueRef gv = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(gv, init);
+  LLVMSetGlobalConstant(gv, 1);
+  LLVMSetLinkage(gv, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(gv, 8);
+  return gv;
+}

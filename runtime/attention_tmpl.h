@@ -445,6 +445,26 @@ static void FN(attention_bwd_)(const rlx_attn_geom *g, const ISA_T *isa,
     FN(run_)(&A, FN(sum_item_), bh * pl.nqt);
 }
 
+/* ---- the entry points (rlxrt.h) ---- */
+
+void FN(rlx_attention_)(const rlx_attn_geom *g, const T *q, const T *k,
+                        const T *v, const void *mask, T *o, T *lse,
+                        void *scratch)
+{
+  ISA_T isa = FN(isa_)();
+  FN(attention_)(g, &isa, q, k, v, mask, o, lse, scratch);
+}
+
+void FN(rlx_attention_bwd_)(const rlx_attn_geom *g, const T *q, const T *k,
+                            const T *v, const void *mask, const T *dy,
+                            const T *o, const T *lse, T *dq, T *dk, T *dv,
+                            T *dbias, void *scratch)
+{
+  ISA_T isa = FN(isa_)();
+  FN(attention_bwd_)(g, &isa, q, k, v, mask, dy, o, lse, dq, dk, dv, dbias,
+                     scratch);
+}
+
 #undef ISA_T
 #undef BQ
 #undef BK
