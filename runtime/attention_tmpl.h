@@ -1,4 +1,5 @@
-/* attention_tmpl.h -- the attention drivers for one element type (design:
+/* attention_tmpl.h -- the attention drivers and the entry points
+ * rlx_attention_<t>, rlx_attention_bwd_<t> for one element type (design:
  * the header comment of attention.c).  Included by attention.c with T,
  * SFX (F32 / F64), FN(name) (name##f32 / name##f64), EXP, LOG and TANH
  * defined.
