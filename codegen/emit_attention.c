@@ -87,45 +87,71 @@ static int wrt_index(const Node *n) { /* q k v bias -> 0 1 2 3 */
   return w[0] == 'q' ? 0 : w[0] == 'k' ? 1 : w[0] == 'v' ? 2 : 3;
 }
 
+/* Lookups go through chains keyed by an operand's node id (head[id] ->
+ * index, next[index] -> index, -1 ends), so grouping stays linear in
+ * the graph for the usual few nodes per key. */
+static int *chain_heads(Ctx *c, const Graph *g) {
+  int *h = arena_alloc(c->arena, sizeof *h * (size_t)(g->next_id + 1));
+  for (int i = 0; i <= g->next_id; i++) h[i] = -1;
+  return h;
+}
+
 void cg_attention_groups(CgPlan *p, Graph *g) {
-  int nb = 0;
-  for (int i = 0; i < g->nnodes; i++) nb += is_bwd(g->nodes[i]);
+  int nb = 0, nf = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    nb += is_bwd(g->nodes[i]);
+    nf += g->nodes[i]->op == OP_ATTENTION;
+  }
   if (!nb) return;
-  Node **lead = arena_alloc(p->ctx->arena, sizeof *lead * (size_t)nb);
-  int nl = 0;
+  Ctx *c = p->ctx;
+  Node **lead = arena_alloc(c->arena, sizeof *lead * (size_t)nb);
+  Node *(*grp)[4] = arena_alloc(c->arena, sizeof *grp * (size_t)nb);
+  Node **fwd = arena_alloc(c->arena, sizeof *fwd * (size_t)(nf + 1));
+  int *lnext = arena_alloc(c->arena, sizeof(int) * (size_t)nb);
+  int *fnext = arena_alloc(c->arena, sizeof(int) * (size_t)(nf + 1));
+  int *lhead = chain_heads(c, g), *fhead = chain_heads(c, g);
+  int *lof = chain_heads(c, g); /* leader's node id -> its group */
+  int nl = 0, nfw = 0;
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
+    if (n->op == OP_ATTENTION) { /* forward attentions so far, by q */
+      fwd[nfw] = n, fnext[nfw] = fhead[n->in[0]->id];
+      fhead[n->in[0]->id] = nfw++;
+      continue;
+    }
     if (!is_bwd(n)) continue;
-    int j = 0;
-    while (j < nl && !(lead[j]->in[3] == n->in[3] &&
-                       same_attention(lead[j], n)))
-      j++;
-    if (j < nl) {
+    /* a group of the same attention and dy (leaders chained by dy)
+     * whose slot for this wrt is free; else n leads a new one */
+    int w = wrt_index(n), j = lhead[n->in[3]->id];
+    while (j >= 0 && (grp[j][w] || !same_attention(lead[j], n))) j = lnext[j];
+    if (j >= 0) {
+      grp[j][w] = n;
       p->slot[n->id].attn_lead = lead[j];
       continue;
     }
-    lead[nl++] = n;
+    j = nl++;
+    lead[j] = n, grp[j][w] = n, lof[n->id] = j;
+    lnext[j] = lhead[n->in[3]->id], lhead[n->in[3]->id] = j;
     if (half(n->type.dt)) continue;
-    for (int f = 0; f < i; f++) {
-      Node *a = g->nodes[f];
-      if (a->op == OP_ATTENTION && same_attention(a, n)) {
-        p->slot[n->id].attn_fwd = a;
-        rlx_attn_geom ge = geometry(a);
-        p->slot[a->id].lse_bytes = ge.b * ge.h * ge.lq * dt_size(a->type.dt);
+    for (int f = fhead[n->in[0]->id]; f >= 0; f = fnext[f])
+      if (same_attention(fwd[f], n)) {
+        rlx_attn_geom ge = geometry(n);
+        p->slot[n->id].attn_fwd = fwd[f];
+        p->slot[fwd[f]->id].lse_bytes = ge.b * ge.h * ge.lq * dt_size(n->type.dt);
         break;
       }
-    }
   }
   /* members right after their leader (their operands are its own) */
-  Node **order = arena_alloc(p->ctx->arena, sizeof *order * (size_t)g->nnodes);
+  Node **order = arena_alloc(c->arena, sizeof *order * (size_t)g->nnodes);
   int m = 0;
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (p->slot[n->id].attn_lead) continue;
     order[m++] = n;
-    if (!is_bwd(n)) continue;
-    for (int k = i + 1; k < g->nnodes; k++)
-      if (p->slot[g->nodes[k]->id].attn_lead == n) order[m++] = g->nodes[k];
+    for (int w = 0; is_bwd(n) && w < 4; w++) {
+      Node *o = grp[lof[n->id]][w];
+      if (o && o != n) order[m++] = o;
+    }
   }
   RLX_ASSERT(m == g->nnodes);
   memcpy(g->nodes, order, sizeof *order * (size_t)m);

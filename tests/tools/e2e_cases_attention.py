@@ -172,15 +172,19 @@ def attention_bwd_alone(c, rng):
     ins = qkv + [dy] + qkv1 + [dy1] + qkv2
     body = ["%%d%s = attention_backward(%%q0, %%k0, %%v0, %%g0, wrt=%s, "
             "mask=causal)" % (w, w) for w in "qkv"]
-    body += ["%dk1 = attention_backward(%q1, %k1, %v1, %g1, wrt=k, "
+    body += ["%dq_again = attention_backward(%q0, %k0, %v0, %g0, wrt=q, "
+             "mask=causal)",
+             "%dk1 = attention_backward(%q1, %k1, %v1, %g1, wrt=k, "
              "heads=2)",
              "%y2 = cast(attention(%q2, %k2, %v2, mask=causal), to=f32)"]
     outs = [out("f32", g, "d" + w) for w, g in zip("qkv", grads)]
-    outs += [out("f32", grads1[1], "dk1"), out("f32", y2, "y2")]
+    outs += [out("f32", grads[0], "dq_again"), out("f32", grads1[1], "dk1"),
+             out("f32", y2, "y2")]
     c.graph(ins, "\n".join(body), outs_str(outs),
             comment="attention_backward without a forward attention "
-            "(recomputed o and lse), alone,\nand attention in f16 "
-            "(computed in f32, rounded once)")
+            "(recomputed o and lse), a duplicate wrt=q\n(its own call: "
+            "no CSE without --grad), one alone, and attention in f16 "
+            "(computed in f32,\nrounded once)")
     c.run(ins, outs, args=["--threads", "1,2,3", "--rtol", "2e-3",
                            "--atol", "2e-3"])
 
