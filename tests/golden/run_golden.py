@@ -6,15 +6,26 @@ For one FILE.rlx:
   2. `rlxc --emit=ir FILE` prints P1; P1 re-parsed and printed again
      (`rlxc --emit=ir P1`) is byte-identical (language.md §4);
   3. if FILE.expected.rlx exists, P1 equals it (`--update` rewrites it);
-  4. RUN/CHECK lines (FileCheck-like, on stdout followed by stderr):
-       // RUN: ARGS          run `rlxc ARGS FILE` (must exit 0)
-       // CHECK: TEXT        a later line contains TEXT (in order)
-       // CHECK-NEXT: TEXT   the line right after the previous match does
-       // CHECK-NOT: TEXT    no line between the previous and the next
-                             match (or the end) contains TEXT
-       // CHECK-COUNT: N TEXT  exactly N lines of the whole output of the
-                             RUN contain TEXT
-     CHECK lines belong to the closest RUN line above them.
+  4. RUN lines, checked with LLVM FileCheck (Debian llvm-19-tools):
+       // RUN: ARGS              run `rlxc ARGS FILE` (must exit 0; `%s`
+                                 in ARGS stands for FILE, which is then
+                                 not appended) and pipe its stdout
+                                 followed by its stderr into
+                                 `FileCheck FILE --check-prefix=CHECK`
+       // RUN: ARGS | P1 P2 -OPT  the same, but one FileCheck run per
+                                 prefix P1, P2 ([A-Z][A-Z0-9_]*), each
+                                 over the whole output, with the extra
+                                 FileCheck options -OPT
+     A prefix belongs to one RUN line; a comment line that looks like a
+     check (`// WORD-NEXT:` etc., or a WORD containing CHECK) whose
+     prefix no RUN line names is an error. Every FileCheck run gets
+     --strict-whitespace --allow-empty. Exactly N lines of the output
+     contain TEXT: a prefix of its own with
+       // P-COUNT-N: {{^.*}}TEXT
+       // P-NOT: TEXT
+     (docs/testing.md, "Golden corpus"). FileCheck is $FILECHECK, else
+     FileCheck-19 or /usr/lib/llvm-19/bin/FileCheck or FileCheck; a file
+     with RUN lines fails when none is found.
 With --coverage DIR: every op of `rlxc --list-ops` (and `const`) must be
 used by the printed IR of some DIR/*.rlx.
 With --roundtrip-all ROOT: every .rlx file under ROOT (except
@@ -29,6 +40,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,63 +58,99 @@ def diff(a, b, na, nb):
                                         b.splitlines(True), na, nb))
 
 
-def parse_checks(text):
-    """[(args, [(kind, arg)])] from RUN/CHECK comment lines."""
-    runs = []
-    pat = re.compile(r"^\s*//\s*(RUN|CHECK|CHECK-NEXT|CHECK-NOT|"
-                     r"CHECK-COUNT):\s?(.*)$")
-    for line in text.splitlines():
-        m = pat.match(line)
+RUN_RE = re.compile(r"^\s*//\s*RUN:\s?(.*)$")
+PREFIX_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# A comment line that looks like a FileCheck directive: WORD or
+# WORD-SUFFIX followed by a colon.
+DIRECTIVE_RE = re.compile(r"^\s*//\s*([A-Z][A-Z0-9_-]*?)"
+                          r"(-NEXT|-SAME|-NOT|-DAG|-LABEL|-EMPTY|"
+                          r"-COUNT-[0-9]+)?:")
+
+
+def parse_runs(text):
+    """[(rlxc args, [prefix], [FileCheck option])] from the RUN lines.
+
+    `// RUN: ARGS` checks with prefix CHECK; `// RUN: ARGS | P1 P2 -OPT`
+    checks the same output once per prefix P1, P2 (each its own FileCheck
+    run over the whole output) with the extra FileCheck options -OPT."""
+    runs, owner = [], {}
+    for n, line in enumerate(text.splitlines(), 1):
+        m = RUN_RE.match(line)
         if not m:
             continue
-        kind, arg = m.group(1), m.group(2).rstrip()
-        if kind == "RUN":
-            runs.append((arg, []))
-        elif not runs:
-            raise ValueError("%s line before any RUN line" % kind)
-        else:
-            runs[-1][1].append((kind, arg))
+        args, bar, tail = m.group(1).partition("|")
+        prefixes, opts = [], []
+        for tok in shlex.split(tail):
+            if tok.startswith("-"):
+                opts.append(tok)
+            elif PREFIX_RE.match(tok) and tok != "RUN":
+                prefixes.append(tok)
+            else:
+                raise ValueError("line %d: bad check prefix %r (want "
+                                 "[A-Z][A-Z0-9_]*)" % (n, tok))
+        if not bar:
+            prefixes = ["CHECK"]
+        elif not prefixes:
+            raise ValueError("line %d: no check prefix after '|'" % n)
+        for p in prefixes:
+            if p in owner:
+                raise ValueError("line %d: prefix %s already used by the "
+                                 "RUN line on line %d" % (n, p, owner[p]))
+            owner[p] = n
+        runs.append((args.strip(), prefixes, opts))
+    # A check line whose prefix no RUN line names would be ignored
+    # silently by FileCheck: refuse it.
+    for n, line in enumerate(text.splitlines(), 1):
+        m = DIRECTIVE_RE.match(line)
+        if not m or m.group(1) in owner or m.group(1) == "RUN":
+            continue
+        if m.group(2) or "CHECK" in m.group(1):
+            raise ValueError("line %d: check line with prefix %s, which no "
+                             "RUN line names: %s"
+                             % (n, m.group(1), line.strip()))
     return runs
 
 
-def check_output(lines, checks):
-    """Apply CHECK lines to output lines; returns a list of errors."""
-    errs, pos, nots, last = [], 0, [], -1
-    for kind, arg in checks:
-        if kind == "CHECK-NOT":
-            nots.append(arg)
-            continue
-        if kind == "CHECK-COUNT":
-            n, _, text = arg.partition(" ")
-            got = sum(1 for l in lines if text in l)
-            if got != int(n):
-                errs.append("CHECK-COUNT: %s lines contain %r, expected %s"
-                            % (got, text, n))
-            continue
-        if kind == "CHECK-NEXT":
-            found = last + 1 if (last + 1 < len(lines)
-                                 and arg in lines[last + 1]) else None
-        else:
-            found = next((i for i in range(pos, len(lines))
-                          if arg in lines[i]), None)
-        if found is None:
-            errs.append("%s: %r not found after line %d" % (kind, arg, pos))
-            return errs
-        for t in nots:
-            for i in range(pos, found):
-                if t in lines[i]:
-                    errs.append("CHECK-NOT: %r found at line %d" % (t, i))
-        nots, pos, last = [], found + 1, found
-    for t in nots:
-        for i in range(pos, len(lines)):
-            if t in lines[i]:
-                errs.append("CHECK-NOT: %r found at line %d" % (t, i))
-    return errs
+def find_filecheck(explicit):
+    """LLVM FileCheck: --filecheck, $FILECHECK, FileCheck-19 on PATH,
+    /usr/lib/llvm-19/bin/FileCheck, FileCheck on PATH."""
+    for c in (explicit, os.environ.get("FILECHECK")):
+        if c:
+            found = shutil.which(c)
+            if not found:
+                raise RuntimeError("FileCheck %r (from --filecheck or "
+                                   "$FILECHECK) is not an executable" % c)
+            return found
+    for c in ("FileCheck-19", "/usr/lib/llvm-19/bin/FileCheck",
+              "FileCheck"):
+        found = shutil.which(c)
+        if found:
+            return found
+    raise RuntimeError("LLVM FileCheck not found (tried FileCheck-19, "
+                       "/usr/lib/llvm-19/bin/FileCheck, FileCheck): install "
+                       "llvm-19-tools or set FILECHECK=/path/to/FileCheck")
 
 
-def run_checks(rlxc, path, text):
+# Applied to every FileCheck run: whitespace inside a pattern must match
+# exactly (as the printer is canonical), and an empty output is an input
+# like any other (a CHECK-NOT-only prefix passes on it).
+FILECHECK_OPTS = ["--strict-whitespace", "--allow-empty",
+                  "--dump-input=fail"]
+
+
+def run_checks(rlxc, filecheck, path, text):
+    try:
+        runs = parse_runs(text)
+    except ValueError as e:
+        return ["RUN/CHECK lines: %s" % e]
+    if not runs:
+        return []
+    try:
+        fc = find_filecheck(filecheck)
+    except RuntimeError as e:
+        return [str(e)]
     errs = []
-    for args, checks in parse_checks(text):
+    for args, prefixes, opts in runs:
         argv = shlex.split(args)
         if "%s" in argv:
             argv = [path if a == "%s" else a for a in argv]
@@ -112,14 +160,19 @@ def run_checks(rlxc, path, text):
         if rc != 0:
             errs.append("RUN %s: exit %d\n%s" % (args, rc, err))
             continue
-        for e in check_output((out + err).splitlines(), checks):
-            errs.append("RUN %s: %s" % (args, e))
-        if errs:
-            errs.append("output was:\n" + out + err)
+        for p in prefixes:
+            cmd = [fc, path, "--check-prefix=" + p] + FILECHECK_OPTS + opts
+            q = subprocess.run(cmd, input=(out + err).encode("utf-8"),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=120)
+            if q.returncode != 0:
+                errs.append("RUN %s | %s: FileCheck failed (%s):\n%s"
+                            % (args, p, " ".join(cmd[1:]),
+                               q.stdout.decode("utf-8", "replace")))
     return errs
 
 
-def check_file(rlxc, path, update):
+def check_file(rlxc, filecheck, path, update):
     errs = []
     rc, out, err = run(rlxc, ["--check", path])
     if rc != 0:
@@ -149,7 +202,8 @@ def check_file(rlxc, path, update):
         if want != p1:
             errs.append("differs from %s:\n%s"
                         % (exp, diff(want, p1, "expected", "printed")))
-    errs += run_checks(rlxc, path, open(path, errors="replace").read())
+    errs += run_checks(rlxc, filecheck, path,
+                      open(path, errors="replace").read())
     return errs
 
 
@@ -220,6 +274,9 @@ def main():
     ap.add_argument("--rlxc", required=True)
     ap.add_argument("--update", action="store_true",
                     help="rewrite FILE.expected.rlx from the printer")
+    ap.add_argument("--filecheck", metavar="PATH",
+                    help="LLVM FileCheck (default: $FILECHECK, "
+                    "FileCheck-19, /usr/lib/llvm-19/bin/FileCheck)")
     ap.add_argument("--coverage", metavar="DIR")
     ap.add_argument("--roundtrip-all", metavar="ROOT")
     ap.add_argument("files", nargs="*")
@@ -236,7 +293,7 @@ def main():
             print("FAIL " + e)
         failed += bool(errs)
     for f in a.files:
-        errs = check_file(a.rlxc, f, a.update)
+        errs = check_file(a.rlxc, a.filecheck, f, a.update)
         for e in errs:
             print("FAIL %s: %s" % (f, e))
         failed += bool(errs)
