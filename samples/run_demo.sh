@@ -2,7 +2,7 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|cnn|gpt|forward] [driver arguments...]
+#   sh samples/run_demo.sh [train|cnn|gpt|forward|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
@@ -14,10 +14,21 @@
 #              sample; fails when the validation loss is not below 0.75x
 #              the unigram entropy
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
+#     mpi      data-parallel SGD with Open MPI (samples/train_mpi.c, built
+#              with mpicc), arguments [mlp|cnn] [epochs] [min_accuracy]
+#              [learning_rate] [shards] (defaults: mlp 30 0.95 0.3 4,
+#              cnn 30 0.97 0.2 4): trains on global batches of shards x 32
+#              with `mpirun -np RLX_MPI_NP` (default 2), then again with
+#              -np 1 on the same global batches, and compares the two
+#              safetensors checkpoints (samples/compare_params.py:
+#              |a - b| <= 1e-5 |b| + 1e-6); fails below min_accuracy or
+#              when they differ; exit status 77 without mpicc or mpirun
 #
 # Environment: RLX_BUILD (build directory, default ./build),
 # RLX_NO_BUILD=1 (use an existing build), CMAKE_ARGS (extra configure
-# arguments), CC (C compiler, default cc).
+# arguments), CC (C compiler, default cc), MPICC (MPI compiler wrapper
+# and flags, default mpicc), MPIRUN_ARGS (extra mpirun arguments),
+# PYTHON (default python3).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RLX_BUILD:-$root/build}
@@ -68,8 +79,54 @@ forward)
     -lm -lpthread -o "$out/forward_demo"
   "$out/forward_demo" "$@"
   ;;
+mpi)
+  mpicc=${MPICC:-mpicc}
+  if ! command -v "${mpicc%% *}" >/dev/null || ! command -v mpirun >/dev/null
+  then
+    echo "run_demo.sh: mpicc or mpirun not found (Debian: apt-get install" \
+         "openmpi-bin libopenmpi-dev); skipped" >&2
+    exit 77
+  fi
+  model=${1:-mlp}
+  [ $# -gt 0 ] && shift
+  case $model in
+  mlp) set -- "${1:-30}" "${2:-0.95}" "${3:-0.3}" "${4:-4}" ;;
+  cnn) set -- "${1:-30}" "${2:-0.97}" "${3:-0.2}" "${4:-4}" ;;
+  *) echo "run_demo.sh: mpi: model mlp or cnn, not $model" >&2; exit 2 ;;
+  esac
+  epochs=$1 min_acc=$2 lr=$3 shards=$4
+  np=${RLX_MPI_NP:-2}
+  out=$out/mpi # its own files: the other cases may run at the same time
+  mkdir -p "$out"
+  "$rlxc" "$root/samples/$model.rlx" --grad -o "$out/$model.o"
+  # shellcheck disable=SC2086
+  $mpicc -I"$out" $cflags -DMODEL="$model" -DMODEL_H="\"$model.h\"" \
+    "$root/samples/train_mpi.c" "$out/$model.o" "$lib" \
+    -lm -lpthread -o "$out/train_mpi_$model"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  # One host: shared memory between the ranks (btl self,vader, without
+  # the single-copy mechanism, which containers often forbid), more
+  # ranks than cores allowed; mpirun refuses root without these two.
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  mpirun="mpirun --oversubscribe --mca btl self,vader"
+  mpirun="$mpirun --mca btl_vader_single_copy_mechanism none"
+  mpirun="$mpirun ${MPIRUN_ARGS:-}"
+  ckpt=$out/${model}_mpi
+  echo "run_demo.sh: mpirun -np $np, $shards shards of 32 per step"
+  $mpirun -np "$np" "$out/train_mpi_$model" "$out/digits.csv" \
+    "$epochs" "$min_acc" "$lr" "$ckpt.np$np.safetensors" "$shards"
+  echo "run_demo.sh: again with mpirun -np 1 on the same global batches"
+  $mpirun -np 1 "$out/train_mpi_$model" "$out/digits.csv" \
+    "$epochs" 0 "$lr" "$ckpt.np1.safetensors" "$shards" >"$ckpt.np1.log" ||
+    { cat "$ckpt.np1.log"; exit 1; }
+  tail -n 2 "$ckpt.np1.log"
+  "${PYTHON:-python3}" "$root/samples/compare_params.py" \
+    "$ckpt.np$np.safetensors" "$ckpt.np1.safetensors"
+  ;;
 *)
-  echo "usage: $0 [train|cnn|gpt|forward] [args...]" >&2
+  echo "usage: $0 [train|cnn|gpt|forward|mpi] [args...]" >&2
   exit 2
   ;;
 esac
