@@ -18,10 +18,12 @@ With --rlx PATH it also runs that bench_conv binary, alternating the two
 --rounds times so both see the same machine load, keeps the best median
 and minimum of each, and prints a Markdown table (GFLOP/s of both from
 the medians, ratio = torch_ms / rlx_ms: above 1 means rlxc is faster),
-with the machine, date and load, for docs/performance.md.
+with the machine, date and load, for docs/performance.md.  --chart PATH
+draws the GFLOP/s of the run (bench/charts.py, needs matplotlib).
 
 Usage: /usr/bin/python3 bench/bench_conv_torch.py [--rlx build/bench/bench_conv]
-       [--seconds S] [--threads 1,2] [--rounds N] [--batch N] [SHAPE ...]
+       [--seconds S] [--threads 1,2] [--rounds N] [--batch N]
+       [--chart docs/charts/conv.svg] [SHAPE ...]
 """
 import argparse
 import ctypes
@@ -185,6 +187,29 @@ def table(names, threads, rlx, torch_res, batch):
                                          f / p[0] * 1e-6, p[0] / r[0]))
 
 
+def chart(path, names, threads, rlx, torch_res, batch):
+    """--chart: GFLOP/s from the medians, whiskers up to the best call."""
+    import charts
+    recs = []
+    for t in threads:
+        for name in names:
+            f = (2 * flops("cnn1", batch) + 3 * flops("cnn2", batch)
+                 if name == "cnn" else flops(name, batch))
+            for op in ["step"] if name == "cnn" else OPS:
+                k = (name, op, t)
+                g = [(f / v[0] * 1e-6, (f / v[0] * 1e-6, f / v[1] * 1e-6))
+                     if v else (None, None)
+                     for v in (rlx.get(k), torch_res.get(k))]
+                if g[0][0] or g[1][0]:
+                    recs.append(charts.record("%s %s" % (name, op), t,
+                                              g[0][0], g[1][0], g[0][1],
+                                              g[1][1]))
+    charts.draw(recs, path, "convolutions" + (" (batch %d)" % batch
+                                              if batch else ""),
+                unit="GFLOP/s", machine=charts.machine(), date=charts.now())
+    print("chart: %s" % path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rlx")
@@ -192,8 +217,14 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--chart", metavar="PATH",
+                    help="draw the GFLOP/s of this run into PATH "
+                    "(bench/charts.py; .svg or .png)")
     ap.add_argument("shapes", nargs="*")
     a = ap.parse_args()
+    if a.chart:
+        import charts
+        charts.require()
     threads = [int(t) for t in a.threads.split(",")]
     names = a.shapes or list(SHAPES) + ["cnn"]
     for n in names:
@@ -201,13 +232,17 @@ def main():
             sys.exit("unknown shape " + n)
     set_threads_env(threads)
     if not a.rlx:
-        run_torch(names, threads, a.seconds, a.batch)
+        tor = run_torch(names, threads, a.seconds, a.batch)
+        if a.chart:
+            chart(a.chart, names, threads, {}, tor, a.batch)
         return
     rlx, tor = {}, {}
     for _ in range(a.rounds):
         merge(tor, run_torch(names, threads, a.seconds, a.batch))
         merge(rlx, run_rlx(a.rlx, names, threads, a.seconds, a.batch))
     table(names, threads, rlx, tor, a.batch)
+    if a.chart:
+        chart(a.chart, names, threads, rlx, tor, a.batch)
 
 
 if __name__ == "__main__":

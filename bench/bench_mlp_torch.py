@@ -11,10 +11,12 @@ With --rlx PATH it also runs that bench_mlp binary, alternating the two
 --rounds times so that both see the same machine load, keeps the best
 median (and the best minimum) of each, and prints a Markdown table with
 the ratios torch_ms / rlx_ms (> 1 means rlxc is faster), plus the
-machine, date and load, for docs/performance.md.
+machine, date and load, for docs/performance.md.  --chart PATH draws
+those numbers (bench/charts.py, needs matplotlib) into PATH (.svg/.png).
 
 Usage: /usr/bin/python3 bench/bench_mlp_torch.py [--rlx build/bench/bench_mlp]
        [--seconds S] [--threads 1,2] [--rounds N] [--no-blas-limit]
+       [--chart docs/charts/mlp.svg]
 """
 import argparse
 import ctypes
@@ -172,7 +174,13 @@ def main():
                     "(PyTorch's behaviour without OPENBLAS_NUM_THREADS)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternate PyTorch and rlxc this many times")
+    ap.add_argument("--chart", metavar="PATH",
+                    help="draw the numbers of this run into PATH "
+                    "(bench/charts.py; .svg or .png)")
     a = ap.parse_args()
+    if a.chart:
+        import charts
+        charts.require()
     threads = [int(t) for t in a.threads.split(",")]
     tb, rb, ws = {}, {}, "?"
     for _ in range(a.rounds):
@@ -182,6 +190,12 @@ def main():
             merge(rb, res)
     if a.rlx:
         table(rb, tb, threads, ws, not a.no_blas_limit)
+    if a.chart:
+        order = [(n, t) for t in threads for n in ("forward", "train_step")]
+        charts.draw(charts.timings((rb, tb), order), a.chart,
+                    "MLP 784-512-512-10, batch 128", unit="ms",
+                    machine=charts.machine(), date=charts.now())
+        print("chart: %s" % a.chart)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ OpenBLAS's pool set to T too (bench_mlp_torch.set_blas_threads). With
 --rlx PATH it alternates with that bench_models binary --rounds times,
 keeps the best median and minimum of each side, and prints a Markdown
 table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster).
+--chart PATH draws those numbers (bench/charts.py, needs matplotlib).
 
 Usage: /usr/bin/python3 bench/bench_models_torch.py
        [--rlx build/bench/bench_models] [--seconds S] [--threads 1,2]
        [--rounds N] [--only cnn|resblock|tblock|gpt]
+       [--chart docs/charts/models.svg]
 """
 import argparse
 import datetime
@@ -181,7 +183,13 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only")
+    ap.add_argument("--chart", metavar="PATH",
+                    help="draw the numbers of this run into PATH "
+                    "(bench/charts.py; .svg or .png)")
     a = ap.parse_args()
+    if a.chart:
+        import charts
+        charts.require()
     threads = [int(t) for t in a.threads.split(",")]
     names = [a.only] if a.only else list(MODELS)
     tb, rb, ws = {}, {}, []
@@ -191,6 +199,7 @@ def main():
             res, ws = run_rlx(a.rlx, names, threads, a.seconds)
             merge(rb, res)
     if not a.rlx:
+        chart(a.chart, names, threads, rb, tb)
         return
     print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, load average "
           "%s, OpenBLAS set to T threads: %s" % (
@@ -207,6 +216,20 @@ def main():
             key, t, "%.3f (%.3f)" % r if r else "?", p[0], p[1],
             "%.2f" % (p[0] / r[0]) if r else "?"))
     print("\nWorkspace bytes: %s" % "; ".join(ws))
+    chart(a.chart, names, threads, rb, tb)
+
+
+def chart(path, names, threads, rb, tb):
+    """--chart: this run's medians (whiskers to the minima)."""
+    if not path:
+        return
+    import charts
+    order = [(n + "." + w, t) for t in threads for n in names
+             for w in ("forward", "train_step")]
+    charts.draw(charts.timings((rb, tb), order), path,
+                "tiny GPT" if names == ["gpt"] else "whole models",
+                unit="ms", machine=charts.machine(), date=charts.now())
+    print("chart: %s" % path)
 
 
 if __name__ == "__main__":
