@@ -45,26 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef MODEL
-#define MODEL mlp
-#define MODEL_H "mlp.h"
-#endif
-#include MODEL_H
+#include "digits.h"
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 #define STR_(a) #a
 #define STR(a) STR_(a)
-#define FWD MODEL
-#define GRAD CAT(MODEL, _grad)
-
-enum { NPIX = 64, NCLS = 10, MAXROWS = 2000, MAXP = 16 };
-
-typedef struct {
-  float x[MAXROWS][NPIX];
-  int label[MAXROWS];
-  int n;
-} Data;
 
 /* The params, in signature order, as slices of one buffer `w`; their
    gradients as slices of one buffer `g` of total+1 floats (the last
@@ -84,61 +68,6 @@ static void die(const char *msg)
   fprintf(stderr, "rank %d: %s\n", rank, msg);
   MPI_Abort(MPI_COMM_WORLD, 2);
   exit(2);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
-
-static double rng_unit(uint64_t *s) /* [0, 1) */
-{
-  return (double)rng_next(s) / 2147483648.0;
-}
-
-static int load_csv(const char *path, Data *d)
-{
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    perror(path);
-    return 0;
-  }
-  d->n = 0;
-  while (d->n < MAXROWS) {
-    int v, k;
-    for (k = 0; k <= NPIX; k++) {
-      if (fscanf(f, k ? " ,%d" : " %d", &v) != 1)
-        break;
-      if (k < NPIX)
-        d->x[d->n][k] = (float)v / 16.0f;
-      else
-        d->label[d->n] = v;
-    }
-    if (k <= NPIX)
-      break;
-    d->n++;
-  }
-  fclose(f);
-  return d->n;
-}
-
-static void shuffle(int *idx, int n, uint64_t *s)
-{
-  for (int i = n - 1; i > 0; i--) {
-    int j = (int)(rng_unit(s) * (i + 1));
-    int t = idx[i];
-    idx[i] = idx[j];
-    idx[j] = t;
-  }
-}
-
-static int64_t numel(const rlx_tensor_desc *d)
-{
-  int64_t n = 1;
-  for (int i = 0; i < d->rank; i++)
-    n *= d->dims[i];
-  return n;
 }
 
 /* x: 64 floats per image, y: i32, logits [batch, 10], params f32. */
