@@ -215,6 +215,19 @@ def attention_huge_logits(c, rng):
 
 # ---- --grad through attention ----
 
+def _train_runs(c, name, dt, ins, fo, gr, wrt):
+    """The loss (forward entry), loss and gradients (NAME_grad, threads
+    1, 2, 3 bit-identical) and, in f64, finite differences."""
+    outs = [out(dt, fo[0], "loss")]
+    c.run(ins, outs)
+    gouts = outs + [out(dt, g, "d_" + n) for g, n in zip(gr, wrt)]
+    c.run(ins + [T(dt, 1.0, "d_output")], gouts, sub="grad",
+          entry=name + "_grad", args=["--threads", "1,2,3"])
+    if dt == "f64":
+        c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
+                                          name + "_grad"])
+
+
 def _grad_case(name, dt, form):
     rank, b, h, lq, lk, d, kind, attrs = form
 
@@ -242,14 +255,7 @@ def _grad_case(name, dt, form):
             return [(y * ts["w"]).sum()]
         wrt = [t.name for t in ins if t.kind == "param"]
         fo, gr = _grads(loss, ins, wrt)
-        outs = [out(dt, fo[0], "loss")]
-        c.run(ins, outs)
-        gouts = outs + [out(dt, g, "d_" + n) for g, n in zip(gr, wrt)]
-        c.run(ins + [T(dt, 1.0, "d_output")], gouts, sub="grad",
-              entry=name + "_grad", args=["--threads", "1,2,3"])
-        if dt == "f64":
-            c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
-                                             name + "_grad"])
+        _train_runs(c, name, dt, ins, fo, gr, wrt)
     case(name, rlxc=["--grad"])(build)
 
 
@@ -321,14 +327,7 @@ def _gpt_case(name, dt):
                 "cross-entropy; --grad: d every param")
         wrt = [t.name for t in ps]
         fo, gr = _grads(lambda ts: _gpt_loss(ts, tok.v, tgt.v), ins, wrt)
-        outs = [out(dt, fo[0], "loss")]
-        c.run(ins, outs)
-        gouts = outs + [out(dt, g, "d_" + n) for g, n in zip(gr, wrt)]
-        c.run(ins + [T(dt, 1.0, "d_output")], gouts, sub="grad",
-              entry=name + "_grad", args=["--threads", "1,2,3"])
-        if dt == "f64":
-            c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
-                                              name + "_grad"])
+        _train_runs(c, name, dt, ins, fo, gr, wrt)
     case(name, rlxc=["--grad"])(build)
 
 
