@@ -52,11 +52,35 @@ Node *grad_unbroadcast(IrBuilder *b, Node *g, const Type *t);
  * upstream gradient g, and calls grad_accum() per operand. */
 bool vjp_apply(GradCtx *gc, const Node *n, Node *g);
 
-/* Does reverse mode have a rule for op (not none/unsupported)? */
+/* Shared by the VJP and JVP rules (vjp.c): the normalized axes of
+ * reduction n (axes may be NULL) and its keep_dims type, returning the
+ * axis count; the partial derivatives of reduce_prod n at x (x's
+ * shape, exact with zeros); f''(x) of an activation_backward kind
+ * (NULL where it is zero). */
+int ad_reduce_axes(const Node *n, int64_t *axes, Type *kept);
+Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x);
+Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
 
+/* Forward mode (jvp.c): copy src into b->g with src's args bound to
+ * args[] (keep_names: value names too), give src node seed_at[k] the
+ * tangent seed_tan[k] (replacing what flows into it), and propagate
+ * tangents forward. prim_out / tan_out (either may be NULL) receive the
+ * copies of src's return values and their tangents (NULL: zero). False
+ * when a diagnostic was reported. */
+bool jvp_into(IrBuilder *b, Module *mod, const Graph *src, Node *const *args,
+              bool keep_names, const Node *const *seed_at,
+              Node *const *seed_tan, int ns, Node **prim_out,
+              Node **tan_out);
 
 /* Reverse mode of a scan node (scan_ad.c). */
 bool scan_vjp(GradCtx *gc, const Node *n, Node *g);
+
+/* The value of g named name (the first), or NULL. */
+Node *ad_find_value(const Graph *g, const char *name);
+/* Names of the wrt values in order: --wrt, else the entry's params. */
+const char **ad_wrt_names(const Unit *u);
+/* --grad or --hvp: the gradient graph and its preparation are built. */
+bool ad_wants_grad(const Unit *u);
 
 /* Clean-up on one graph (simplify.c, cse.c, dce.c). */
 void pass_simplify_graph(Ctx *c, Graph *g);

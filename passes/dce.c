@@ -20,7 +20,8 @@ void pass_dce_graph(Ctx *c, Graph *g) {
 }
 
 bool pass_dce(Unit *u) {
-  if (!u->opt || !u->opt->grad || !u->grad) return true;
-  pass_dce_graph(u->ctx, u->grad);
+  Graph *g[3] = {u->grad, u->jvp, u->hvp};
+  for (int i = 0; i < 3; i++)
+    if (g[i]) pass_dce_graph(u->ctx, g[i]);
   return true;
 }

@@ -116,8 +116,12 @@ bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g)) {
   return ok;
 }
 
+bool ad_wants_grad(const Unit *u) {
+  return u->opt && (u->opt->grad || u->opt->hvp);
+}
+
 bool ad_rewrite_each(Unit *u, RewriteFn fn) {
-  if (!u->opt || !u->opt->grad) return true;
+  if (!ad_wants_grad(u)) return true;
   ad_working_copy(u);
   for (int i = 0; i < u->n_ad_graphs; i++)
     ib_rewrite(u->ctx, u->ad_graphs[i], fn, NULL);
@@ -126,7 +130,7 @@ bool ad_rewrite_each(Unit *u, RewriteFn fn) {
 
 /* ---- the grad pass ---- */
 
-static Node *find_value(const Graph *g, const char *name) {
+Node *ad_find_value(const Graph *g, const char *name) {
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i]->name && !strcmp(g->nodes[i]->name, name))
       return g->nodes[i];
@@ -148,7 +152,7 @@ static Node **resolve_wrt(Unit *u, const Graph *e, int *nt) {
                       "--wrt value was given", u->entry->name);
   }
   for (int i = 0; i < n; i++) {
-    Node *v = find_value(e, u->opt->wrt[i]);
+    Node *v = ad_find_value(e, u->opt->wrt[i]);
     if (!v)
       ok = diag_error(c, e->loc, "--wrt: graph '%s' has no value named "
                       "'%%%s'", u->entry->name, u->opt->wrt[i]);
@@ -173,7 +177,7 @@ static Node **grad_args(Unit *u, const Graph *e, Graph *gg, Node **dout) {
   }
   const char *name = "d_output";
   char buf[64];
-  for (int i = 1; find_value(e, name); i++) {
+  for (int i = 1; ad_find_value(e, name); i++) {
     snprintf(buf, sizeof buf, "d_output_%d", i);
     name = buf;
   }
@@ -200,7 +204,7 @@ static bool check_missing(Unit *u, IrBuilder *b, Node *const *t, int nt,
 }
 
 bool pass_grad(Unit *u) {
-  if (!u->opt || !u->opt->grad) return true;
+  if (!ad_wants_grad(u)) return true;
   /* the prepared working copy (ad_copy.c), named after the entry */
   Graph *e = u->ad_entry ? u->ad_entry : u->entry;
   Ctx *c = u->ctx;

@@ -1,9 +1,10 @@
-/* grad_outputs.c: the gradient outputs of ENTRY_grad get their own
- * values and names, after the clean-up passes.
+/* grad_outputs.c: the derivative outputs of ENTRY_grad, ENTRY_hvp and
+ * ENTRY_jvp get their own values and names, after the clean-up passes.
  *
- * Runs with --grad, last. Gradient output k is named `d_NAME` after its
- * wrt value (the generated header's and the test harness's
- * convention). When that gradient is an argument (e.g. `d_output` itself
+ * Runs last. Gradient output k is named `d_NAME` after its wrt value
+ * (the generated header's and the test harness's convention); HVP
+ * outputs are `d_NAME`, `grad_dot_tangent`, `hvp_NAME`; the tangent of
+ * a named return value NAME is `tangent_NAME`. When that gradient is an argument (e.g. `d_output` itself
  * for loss = a + b), another output, or a value that already has a
  * name, it is first copied with an identity reshape, so that every
  * output is a value of its own: outputs may not alias inputs or each
@@ -33,7 +34,7 @@ static const char **sorted_names(Ctx *c, const Graph *g, int *n) {
 }
 
 /* Names of the wrt values in order: --wrt, else the entry's params. */
-static const char **wrt_names(const Unit *u) {
+const char **ad_wrt_names(const Unit *u) {
   if (u->opt->nwrt) return (const char **)u->opt->wrt;
   const Graph *e = u->entry;
   const char **v = arena_alloc(u->ctx->arena, sizeof(char *) *
@@ -51,31 +52,69 @@ static bool repeated(const Unit *u, const char **wrt, int k) {
   return false;
 }
 
-bool pass_grad_outputs(Unit *u) {
-  if (!u->opt || !u->opt->grad || !u->grad) return true;
-  Graph *g = u->grad;
-  int nf = u->entry->nret, nnames;
+/* Outputs first.. of g get values of their own and, where free, the
+ * names want[k] (NULL: keep; skip[k]: a repeated --wrt, unnamed). */
+static void own_outputs(Unit *u, Graph *g, int first, char **want,
+                        const bool *skip) {
   IrBuilder b = {u->ctx, g, g->loc};
+  int nnames;
   const char **names = sorted_names(u->ctx, g, &nnames);
-  const char **wrt = wrt_names(u);
   int *nret_of = arena_alloc(u->ctx->arena,
                              sizeof(int) * ((size_t)g->next_id + 1));
   for (int j = 0; j < g->nret; j++) nret_of[g->rets[j]->id]++;
-  for (int k = 0; nf + k < g->nret; k++) {
-    Node *r = g->rets[nf + k];
-    const char *w = wrt[k], *key = NULL;
-    char buf[256];
-    snprintf(buf, sizeof buf, "d_%s", w ? w : "value");
-    if (r->name && !strcmp(r->name, buf)) continue;
+  for (int k = 0; first + k < g->nret; k++) {
+    Node *r = g->rets[first + k];
+    const char *key = want[k];
+    if (key && r->name && !strcmp(r->name, key)) continue;
     if (nret_of[r->id] > 1 || r->name || r->op == OP_INPUT ||
         r->op == OP_PARAM || r->op == OP_CONST) {
       nret_of[r->id]--;
-      r = g->rets[nf + k] = ib_reshape_as(&b, r, &r->type);
+      r = g->rets[first + k] = ib_reshape_as(&b, r, &r->type);
     }
-    key = buf;
-    if (!bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str) &&
-        !repeated(u, wrt, k))
-      r->name = arena_strdup(u->ctx->arena, buf);
+    bool taken = skip && skip[k];
+    for (int j = 0; key && j < k; j++)
+      taken |= want[j] && !strcmp(want[j], key);
+    if (key && !taken &&
+        !bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str))
+      r->name = key;
+  }
+}
+
+static char *prefixed(Ctx *c, const char *pfx, const char *name) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s%s", pfx, name ? name : "value");
+  return arena_strdup(c->arena, buf);
+}
+
+bool pass_grad_outputs(Unit *u) {
+  if (!u->opt) return true;
+  Ctx *c = u->ctx;
+  int nf = u->entry->nret;
+  const char **wrt = ad_wrt_names(u);
+  int nw = u->grad ? u->grad->nret - nf
+                   : u->hvp ? (u->hvp->nret - 2) / 2 : 0;
+  bool *skip = arena_alloc(c->arena, (size_t)nw + 1);
+  char **want = arena_alloc(c->arena, sizeof(char *) * (size_t)(2 * nw + 2 +
+                                                                  nf));
+  for (int k = 0; k < nw; k++) {
+    skip[k] = repeated(u, wrt, k);
+    want[k] = prefixed(c, "d_", wrt[k]);
+  }
+  if (u->grad) own_outputs(u, u->grad, nf, want, skip);
+  if (u->hvp) { /* loss, d_W..., grad_dot_tangent, hvp_W... */
+    bool *sk = arena_alloc(c->arena, (size_t)(2 * nw + 2));
+    for (int k = 0; k < nw; k++) {
+      sk[k] = sk[nw + 1 + k] = skip[k];
+      want[nw + 1 + k] = prefixed(c, "hvp_", wrt[k]);
+    }
+    want[nw] = prefixed(c, "grad_dot_tangent", "");
+    own_outputs(u, u->hvp, 1, want, sk);
+  }
+  if (u->jvp) {
+    for (int i = 0; i < nf; i++)
+      want[i] = u->jvp->rets[i]->name
+          ? prefixed(c, "tangent_", u->jvp->rets[i]->name) : NULL;
+    own_outputs(u, u->jvp, nf, want, NULL);
   }
   return true;
 }

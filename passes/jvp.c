@@ -1,24 +1,468 @@
-/* jvp.c: forward mode (--jvp) and Hessian-vector products (--hvp).
+/* jvp.c: forward mode. The tangent walk (jvp_into) and the table of
+ * JVP rules, one short rule per op; the NN layers' rules live in
+ * jvp_nn.c, control flow's in jvp_control.c, the passes that build
+ * ENTRY_jvp and ENTRY_hvp in jvp_pass.c. Conventions: jvp.h.
  *
- * Not implemented in this version: rather than silently emitting no
- * ENTRY_jvp / ENTRY_hvp, the pass reports one diagnostic so that a
- * caller relying on those entry points learns it at compile time.
- * Forward mode is planned as tangent rules per op (docs/autodiff.md)
- * and HVP as forward-over-reverse on ENTRY_grad.
+ * The table is generated from ops.def like the VJP table: row ID needs
+ * a macro JVP_ID naming its rule, so an op added to ops.def without a
+ * decided forward-mode rule does not compile. Entries:
+ *   - a rule (jvp_<op>);
+ *   - jvp_none: the op carries no tangent (OPF_NO_GRAD, comparisons,
+ *     pseudo ops: the walk never calls it);
+ *   - jvp_unsupported: a diagnostic naming the op (ops code generation
+ *     rejects anyway, and the reverse-mode internals scan_backward*).
+ *
+ * Every rule is the exact derivative, and agrees with the VJP rule of
+ * the same op (⟨w, J v⟩ = ⟨Jᵀ w, v⟩): where the VJP makes a choice at a
+ * kink (round is straight-through, min/max ties go to operand 0,
+ * reduce_max/min give every tied element the full gradient), the JVP
+ * makes the transposed one. Complex ops are holomorphic or R-linear;
+ * their tangents carry no conjugate.
  */
-#include "passes/ad.h"
+#include "passes/jvp.h"
 
-bool pass_jvp(Unit *u) {
-  if (!u->opt || (!u->opt->jvp && !u->opt->hvp)) return true;
-  return diag_error(u->ctx, u->entry ? u->entry->loc : (Loc){0, 0},
-                    "%s: forward-mode differentiation is not implemented "
-                    "in this version of rlxc (reverse mode: --grad)",
-                    u->opt->hvp ? "--hvp" : "--jvp");
+#include <string.h>
+
+typedef Node *(*JvpRule)(JvpCtx *jc, const Node *n);
+
+static bool differentiable(const Node *n) {
+  return dt_is_float(n->type.dt) || dt_is_complex(n->type.dt);
 }
 
-/* For --list-ops and docs: does forward mode support op? Not yet for
- * any op (see above). */
+Node *jvp_add(JvpCtx *jc, Node *a, Node *b) {
+  if (!a) return b;
+  if (!b) return a;
+  return ib_bin(&jc->b, OP_ADD, a, b);
+}
+
+Node *jvp_fit(JvpCtx *jc, const Node *n, Node *v) {
+  if (!v || type_eq(&v->type, &n->type)) return v;
+  if (v->type.dt != n->type.dt) v = ib_cast(&jc->b, v, n->type.dt);
+  return type_eq(&v->type, &n->type) ? v : ib_expand(&jc->b, v, &n->type);
+}
+
+Node *jvp_same_attrs(JvpCtx *jc, const Node *n, Op op, Node *const *in,
+                     int nin) {
+  Node *r = ib_op(B, op, in, nin);
+  ir_attr_copy_all(B->c, r, n);
+  return ib_finish(B, r);
+}
+
+Node *jvp_through(JvpCtx *jc, const Node *n, const Graph *expanded) {
+  Node **seed_at = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
+  Node **seed = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
+  Node **args = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
+  int ns = 0;
+  for (int i = 0; i < n->nin; i++) {
+    args[i] = X(i);
+    if (T(i)) {
+      seed_at[ns] = expanded->args[i];
+      seed[ns++] = T(i);
+    }
+  }
+  Node *p, *t;
+  if (!jvp_into(B, jc->mod, expanded, args, false, (const Node *const *)seed_at,
+                seed, ns, &p, &t))
+    jc->ok = false;
+  return t;
+}
+
+static Node *jvp_none(JvpCtx *jc, const Node *n) {
+  RLX_ASSERT(!"jvp_none reached: op carries no tangent");
+  return NULL;
+}
+
+static Node *jvp_unsupported(JvpCtx *jc, const Node *n) {
+  jc->ok = diag_error(B->c, n->loc, "forward mode through '%s' is not "
+                      "supported (see docs/autodiff.md)", op_name(n->op));
+  return NULL;
+}
+
+/* ---- unary elementwise: t * f'(x) ---- */
+
+static Node *act(JvpCtx *jc, const Node *n, const char *kind, Node *t) {
+  Node *in[2] = {X(0), t};
+  Node *r = ib_op(B, OP_ACTIVATION_BACKWARD, in, 2);
+  ir_attr_set_word(B->c, r, ATTR_KIND, kind);
+  return ib_finish(B, r);
+}
+static Node *jvp_relu(JvpCtx *jc, const Node *n) {
+  return BIN(OP_RELU_BACKWARD, Y, T(0));
+}
+static Node *jvp_act(JvpCtx *jc, const Node *n) {
+  return act(jc, n, op_name(n->op), T(0));
+}
+static Node *jvp_sigmoid(JvpCtx *jc, const Node *n) {
+  return MUL(T(0), MUL(Y, BIN(OP_SUB, K(1), Y)));
+}
+static Node *jvp_tanh(JvpCtx *jc, const Node *n) {
+  return MUL(T(0), BIN(OP_SUB, K(1), MUL(Y, Y)));
+}
+static Node *jvp_exp(JvpCtx *jc, const Node *n) { return MUL(T(0), Y); }
+static Node *jvp_log(JvpCtx *jc, const Node *n) {
+  return BIN(OP_DIV, T(0), X(0));
+}
+static Node *jvp_sqrt(JvpCtx *jc, const Node *n) {
+  return BIN(OP_DIV, T(0), MUL(Y, K(2)));
+}
+static Node *jvp_rsqrt(JvpCtx *jc, const Node *n) {
+  return MUL(T(0), MUL(K(-0.5), BIN(OP_DIV, Y, X(0))));
+}
+static Node *jvp_sin(JvpCtx *jc, const Node *n) {
+  return MUL(T(0), UN(OP_COS, X(0)));
+}
+static Node *jvp_cos(JvpCtx *jc, const Node *n) {
+  return UN(OP_NEG, MUL(T(0), UN(OP_SIN, X(0))));
+}
+static Node *jvp_tan(JvpCtx *jc, const Node *n) {
+  return MUL(T(0), BIN(OP_ADD, K(1), MUL(Y, Y)));
+}
+static Node *jvp_atan(JvpCtx *jc, const Node *n) {
+  return BIN(OP_DIV, T(0), BIN(OP_ADD, K(1), MUL(X(0), X(0))));
+}
+
+/* Linear in operand 0: the op itself, n's attributes, on the tangent
+ * (neg, conjugate, real, imag, reshape, transpose, expand, narrow,
+ * cumsum and cumsum_backward, fft, reductions sum/mean, rope and
+ * rope_backward in x, gather, gather_backward, scatter_add,
+ * avg_pool2d and its backward). Other operands (indices, tables)
+ * are the primal copies. round is straight-through (as its VJP). */
+static Node *jvp_linear(JvpCtx *jc, const Node *n) {
+  Node *in[8];
+  RLX_ASSERT(n->nin <= 8);
+  for (int i = 0; i < n->nin; i++) in[i] = i ? X(i) : TZ(0);
+  return jvp_same_attrs(jc, n, n->op, in, n->nin);
+}
+static Node *jvp_ident(JvpCtx *jc, const Node *n) { return FIT(T(0)); }
+
+/* ---- binary elementwise ---- */
+
+static Node *jvp_add_sub(JvpCtx *jc, const Node *n) {
+  Node *b2 = T(1) && n->op == OP_SUB ? UN(OP_NEG, T(1)) : T(1);
+  return FIT(jvp_add(jc, FIT(T(0)), FIT(b2)));
+}
+static Node *jvp_mul(JvpCtx *jc, const Node *n) {
+  Node *a = T(0) ? MUL(T(0), X(1)) : NULL;
+  Node *b2 = T(1) ? MUL(X(0), T(1)) : NULL;
+  return FIT(jvp_add(jc, a, b2));
+}
+/* d(a/b) = (da - y db) / b */
+static Node *jvp_div(JvpCtx *jc, const Node *n) {
+  Node *t = T(1) ? MUL(Y, T(1)) : NULL;
+  t = t ? (T(0) ? BIN(OP_SUB, T(0), t) : UN(OP_NEG, t)) : T(0);
+  return FIT(BIN(OP_DIV, t, X(1)));
+}
+/* ties: the tangent of operand 0 (the VJP sends ties' gradient to a) */
+static Node *jvp_minmax(JvpCtx *jc, const Node *n) {
+  Node *m = BIN(n->op == OP_MAX ? OP_GE : OP_LE, X(0), X(1));
+  Node *z = K(0);
+  return FIT(ib_where(B, m, T(0) ? T(0) : z, T(1) ? T(1) : z));
+}
+static Node *jvp_pow(JvpCtx *jc, const Node *n) {
+  Node *a = X(0), *e = X(1), *r = NULL;
+  if (T(0))
+    r = MUL(T(0), MUL(e, BIN(OP_POW, a, BIN(OP_SUB, e, K(1)))));
+  if (T(1)) r = jvp_add(jc, r, MUL(T(1), MUL(Y, UN(OP_LOG, a))));
+  return FIT(r);
+}
+
+/* ---- other elementwise ---- */
+
+static Node *jvp_where(JvpCtx *jc, const Node *n) {
+  Node *z = K(0);
+  return FIT(ib_where(B, X(0), T(1) ? T(1) : z, T(2) ? T(2) : z));
+}
+static Node *jvp_cast(JvpCtx *jc, const Node *n) {
+  if (!differentiable(n)) return NULL;
+  return ib_cast(B, T(0), DT);
+}
+static Node *jvp_zero(JvpCtx *jc, const Node *n) { return NULL; }
+static Node *jvp_complex(JvpCtx *jc, const Node *n) {
+  Node *re = T(0) ? T(0) : ib_fill(B, n->in[0]->type, 0);
+  Node *im = T(1) ? T(1) : ib_fill(B, n->in[1]->type, 0);
+  return FIT(BIN(OP_COMPLEX, re, im));
+}
+
+/* ---- linear algebra ---- */
+
+static Node *jvp_matmul(JvpCtx *jc, const Node *n) {
+  Node *a = T(0) ? BIN(OP_MATMUL, T(0), X(1)) : NULL;
+  Node *b2 = T(1) ? BIN(OP_MATMUL, X(0), T(1)) : NULL;
+  return FIT(jvp_add(jc, a, b2));
+}
+/* x = solve(a, b): dx = solve(a, db - da x) */
+static Node *jvp_solve(JvpCtx *jc, const Node *n) {
+  Node *r = T(1);
+  if (T(0)) {
+    Node *x = Y;
+    int ra = n->in[0]->type.rank;
+    if (x->type.rank < ra) { /* vector right-hand side */
+      int64_t d[3];
+      for (int i = 0; i < ra; i++) d[i] = n->in[0]->type.dims[i];
+      d[ra - 1] = 1;
+      Node *ax = BIN(OP_MATMUL, T(0), ib_reshape(B, x, ra, d));
+      x = ib_reshape_as(B, ax, &n->type);
+    } else {
+      x = BIN(OP_MATMUL, T(0), x);
+    }
+    r = r ? BIN(OP_SUB, r, x) : UN(OP_NEG, x);
+  }
+  return BIN(n->op, X(0), r);
+}
+
+/* ---- reductions ---- */
+
+static Node *jvp_reduce_sum(JvpCtx *jc, const Node *n) {
+  Node *t = T(0);
+  return jvp_same_attrs(jc, n, n->op, &t, 1);
+}
+/* reduce_max/min: the tangents of the elements equal to the result,
+ * summed (the transpose of the VJP, which gives every tie the full
+ * gradient; with no tie, the selected element's tangent) */
+static Node *jvp_reduce_maxmin(JvpCtx *jc, const Node *n) {
+  Type kept;
+  ad_reduce_axes(n, NULL, &kept);
+  Node *m = BIN(OP_EQ, X(0), ib_reshape_as(B, Y, &kept));
+  Node *t = ib_where(B, m, T(0), K(0));
+  return jvp_same_attrs(jc, n, OP_REDUCE_SUM, &t, 1);
+}
+static Node *jvp_reduce_prod(JvpCtx *jc, const Node *n) {
+  Node *t = MUL(ad_prod_partials(B, n, X(0)), T(0));
+  return jvp_same_attrs(jc, n, OP_REDUCE_SUM, &t, 1);
+}
+static Node *sum_axis(JvpCtx *jc, Node *v, int64_t axis) {
+  if (axis < 0) axis += v->type.rank;
+  return ib_reduce(B, OP_REDUCE_SUM, v, &axis, 1, true);
+}
+static Node *jvp_softmax(JvpCtx *jc, const Node *n) {
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  Node *s = Y, *t = T(0);
+  return MUL(s, BIN(OP_SUB, t, sum_axis(jc, MUL(s, t), ax)));
+}
+static Node *jvp_log_softmax(JvpCtx *jc, const Node *n) {
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  Node *t = T(0);
+  return BIN(OP_SUB, t, sum_axis(jc, MUL(UN(OP_EXP, Y), t), ax));
+}
+/* loss_i = lse_i - l[i, lab_i]: dloss_i = sum_j (softmax - onehot)_ij t_ij */
+static Node *jvp_xent(JvpCtx *jc, const Node *n) {
+  Node *in[3] = {X(0), X(1), ib_fill(B, n->type, 1)};
+  Node *q = ib_op(B, OP_SOFTMAX_CROSS_ENTROPY_BACKWARD, in, 3);
+  int64_t ax = 1;
+  return ib_reduce(B, OP_REDUCE_SUM, MUL(ib_finish(B, q), T(0)), &ax, 1,
+                   false);
+}
+/* (l, lab, d) -> (s - onehot) d[:, None], s = softmax(l) */
+static Node *jvp_xent_backward(JvpCtx *jc, const Node *n) {
+  Node *r = NULL, *d = X(2);
+  int64_t col[2] = {d->type.dims[0], 1};
+  if (T(0)) {
+    Node *s = UN(OP_SOFTMAX, X(0)), *t = T(0);
+    Node *ds = MUL(s, BIN(OP_SUB, t, sum_axis(jc, MUL(s, t), 1)));
+    r = MUL(ds, ib_reshape(B, d, 2, col));
+  }
+  if (T(2)) {
+    Node *in[3] = {X(0), X(1), T(2)};
+    r = jvp_add(jc, r, ib_finish(B, ib_op(B, n->op, in, 3)));
+  }
+  return r;
+}
+
+/* ---- shape and data movement ---- */
+
+static Node *jvp_concat(JvpCtx *jc, const Node *n) {
+  Node **in = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
+  for (int i = 0; i < n->nin; i++) in[i] = TZ(i);
+  return jvp_same_attrs(jc, n, OP_CONCAT, in, n->nin);
+}
+
+/* ---- backward ops (the HVP differentiates them) ---- */
+
+/* relu_backward(x, dy) = dy (x > 0): zero tangent through x */
+static Node *jvp_relu_backward(JvpCtx *jc, const Node *n) {
+  return T(1) ? BIN(OP_RELU_BACKWARD, X(0), T(1)) : NULL;
+}
+/* activation_backward(x, dy) = dy f'(x): d = f'(x) tdy + dy f''(x) tx */
+static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
+  const char *kind = ir_attr_word(n, ATTR_KIND);
+  Node *r = T(1) ? act(jc, n, kind, T(1)) : NULL;
+  if (T(0)) {
+    Node *f2 = ad_act_second(B, kind, X(0), DT);
+    if (f2) r = jvp_add(jc, r, MUL(MUL(T(0), X(1)), f2));
+  }
+  return r;
+}
+
+/* ---- the table: every ops.def row must name its rule ---- */
+#define JVP_INPUT jvp_none
+#define JVP_PARAM jvp_none
+#define JVP_CONST jvp_none
+#define JVP_RELU jvp_relu
+#define JVP_GELU jvp_act
+#define JVP_GELU_TANH jvp_act
+#define JVP_SILU jvp_act
+#define JVP_SIGMOID jvp_sigmoid
+#define JVP_TANH jvp_tanh
+#define JVP_EXP jvp_exp
+#define JVP_LOG jvp_log
+#define JVP_SQRT jvp_sqrt
+#define JVP_RSQRT jvp_rsqrt
+#define JVP_NEG jvp_linear
+#define JVP_ABS jvp_act
+#define JVP_SIN jvp_sin
+#define JVP_COS jvp_cos
+#define JVP_TAN jvp_tan
+#define JVP_ATAN jvp_atan
+#define JVP_ROUND jvp_ident
+#define JVP_ADD jvp_add_sub
+#define JVP_SUB jvp_add_sub
+#define JVP_MUL jvp_mul
+#define JVP_DIV jvp_div
+#define JVP_MIN jvp_minmax
+#define JVP_MAX jvp_minmax
+#define JVP_POW jvp_pow
+#define JVP_EQ jvp_none
+#define JVP_NE jvp_none
+#define JVP_LT jvp_none
+#define JVP_LE jvp_none
+#define JVP_GT jvp_none
+#define JVP_GE jvp_none
+#define JVP_WHERE jvp_where
+#define JVP_CAST jvp_cast
+#define JVP_STOP_GRADIENT jvp_zero
+#define JVP_MATMUL jvp_matmul
+#define JVP_DENSE_SOLVE jvp_solve
+#define JVP_BATCHED_DENSE_SOLVE jvp_solve
+#define JVP_REDUCE_SUM jvp_reduce_sum
+#define JVP_REDUCE_MEAN jvp_reduce_sum
+#define JVP_REDUCE_MAX jvp_reduce_maxmin
+#define JVP_REDUCE_MIN jvp_reduce_maxmin
+#define JVP_REDUCE_PROD jvp_reduce_prod
+#define JVP_SOFTMAX jvp_softmax
+#define JVP_LOG_SOFTMAX jvp_log_softmax
+#define JVP_CUMSUM jvp_linear
+#define JVP_SOFTMAX_CROSS_ENTROPY jvp_xent
+#define JVP_TOPK jvp_none
+#define JVP_RESHAPE jvp_linear
+#define JVP_TRANSPOSE jvp_linear
+#define JVP_EXPAND jvp_linear
+#define JVP_CONCAT jvp_concat
+#define JVP_NARROW jvp_linear
+#define JVP_GATHER jvp_linear
+#define JVP_SCATTER_ADD jvp_linear
+#define JVP_LAYER_NORM jvp_layer_norm
+#define JVP_RMS_NORM jvp_rms_norm
+#define JVP_GROUP_NORM jvp_group_norm
+#define JVP_BATCH_NORM_INFERENCE jvp_batch_norm
+#define JVP_ROPE jvp_rope
+#define JVP_ATTENTION jvp_attention
+#define JVP_CONV2D jvp_conv2d
+#define JVP_MAX_POOL2D jvp_max_pool
+#define JVP_AVG_POOL2D jvp_linear
+#define JVP_SCAN jvp_scan
+#define JVP_IF jvp_if
+#define JVP_WHILE jvp_while
+#define JVP_CUSTOM_FN jvp_custom_fn
+#define JVP_FUSED_TRANSFORMER_LAYER jvp_unsupported
+#define JVP_SELECTIVE_SCAN jvp_unsupported
+#define JVP_GATED_DELTA_NET jvp_unsupported
+#define JVP_FAKE_QUANTIZE jvp_unsupported
+#define JVP_FAKE_QUANTIZE_LSQ jvp_unsupported
+#define JVP_QUANTIZE jvp_unsupported
+#define JVP_DEQUANTIZE jvp_unsupported
+#define JVP_Q_MATMUL jvp_none
+#define JVP_Q_CONV2D jvp_none
+#define JVP_DEQUANT_MATMUL jvp_unsupported
+#define JVP_GROUPED_MATMUL jvp_unsupported
+#define JVP_CONJUGATE jvp_linear
+#define JVP_COMPLEX_NORM_SQ jvp_unsupported
+#define JVP_COMPLEX jvp_complex
+#define JVP_REAL jvp_linear
+#define JVP_IMAG jvp_linear
+#define JVP_FFT jvp_unsupported
+#define JVP_LOG_MEL jvp_unsupported
+#define JVP_RNG_UNIFORM jvp_none
+#define JVP_RNG_NORMAL jvp_none
+#define JVP_SAMPLE jvp_none
+#define JVP_RELU_BACKWARD jvp_relu_backward
+#define JVP_ACTIVATION_BACKWARD jvp_act_backward
+#define JVP_LAYER_NORM_BACKWARD_INPUT jvp_norm_backward
+#define JVP_LAYER_NORM_BACKWARD_GAMMA jvp_norm_backward
+#define JVP_RMS_NORM_BACKWARD_INPUT jvp_norm_backward
+#define JVP_RMS_NORM_BACKWARD_GAMMA jvp_norm_backward
+#define JVP_RMS_NORM_BACKWARD_BETA jvp_norm_backward
+#define JVP_GROUP_NORM_BACKWARD_INPUT jvp_norm_backward
+#define JVP_GROUP_NORM_BACKWARD_GAMMA jvp_norm_backward
+#define JVP_GROUP_NORM_BACKWARD_BETA jvp_norm_backward
+#define JVP_BATCH_NORM_INFERENCE_BACKWARD_INPUT jvp_norm_backward
+#define JVP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA jvp_norm_backward
+#define JVP_BATCH_NORM_INFERENCE_BACKWARD_BETA jvp_norm_backward
+#define JVP_ROPE_BACKWARD jvp_rope
+#define JVP_CUMSUM_BACKWARD jvp_linear
+#define JVP_GATHER_BACKWARD jvp_linear
+#define JVP_MAX_POOL2D_BACKWARD jvp_max_pool_backward
+#define JVP_AVG_POOL2D_BACKWARD jvp_linear
+#define JVP_CONV2D_BACKWARD_INPUT jvp_conv2d
+#define JVP_CONV2D_BACKWARD_WEIGHT jvp_conv2d
+#define JVP_SOFTMAX_CROSS_ENTROPY_BACKWARD jvp_xent_backward
+#define JVP_ATTENTION_BACKWARD jvp_attention_backward
+#define JVP_COMPLEX_NORM_SQ_BACKWARD jvp_unsupported
+#define JVP_FAKE_QUANTIZE_BACKWARD jvp_unsupported
+#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_unsupported
+#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_unsupported
+#define JVP_SCAN_BACKWARD jvp_unsupported
+#define JVP_SCAN_BACKWARD_XS jvp_unsupported
+#define JVP_LOG_MEL_BACKWARD jvp_unsupported
+
+static const JvpRule rules[OP_COUNT] = {
+#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+  [OP_##id] = JVP_##id,
+#include "ir/ops.def"
+#undef OP
+};
+
+Node *jvp_apply(JvpCtx *jc, const Node *n) { return rules[n->op](jc, n); }
+
 bool jvp_supported(Op op) {
-  (void)op;
-  return false;
+  return rules[op] != jvp_unsupported && rules[op] != jvp_none;
+}
+
+/* ---- the walk ---- */
+
+bool jvp_into(IrBuilder *b, Module *mod, const Graph *src, Node *const *args,
+              bool keep_names, const Node *const *seed_at,
+              Node *const *seed_tan, int ns, Node **prim_out,
+              Node **tan_out) {
+  Arena *ar = b->c->arena;
+  size_t cnt = (size_t)src->next_id + 1;
+  JvpCtx jc = {*b, mod, src, arena_alloc(ar, sizeof(Node *) * cnt),
+               arena_alloc(ar, sizeof(Node *) * cnt), true};
+  Node **seed = arena_alloc(ar, sizeof(Node *) * cnt);
+  for (int k = 0; k < ns; k++) seed[seed_at[k]->id] = seed_tan[k];
+  for (int i = 0; i < src->nargs; i++) jc.fwd[src->args[i]->id] = args[i];
+  Node *buf[64];
+  for (int i = 0; i < src->nnodes && jc.ok; i++) {
+    const Node *n = src->nodes[i];
+    if (n->op != OP_INPUT && n->op != OP_PARAM) {
+      Node **in = n->nin > 64
+          ? arena_alloc(ar, sizeof(Node *) * (size_t)n->nin) : buf;
+      bool any = false;
+      for (int k = 0; k < n->nin; k++) {
+        in[k] = jc.fwd[n->in[k]->id];
+        any |= jc.tan[n->in[k]->id] != NULL;
+      }
+      jc.b.loc = n->loc;
+      Node *k = ib_clone(&jc.b, n, in);
+      if (keep_names && n->name) k->name = n->name;
+      jc.fwd[n->id] = k;
+      if (any && differentiable(n) && !op_has(n->op, OPF_NO_GRAD))
+        jc.tan[n->id] = jvp_apply(&jc, n);
+    }
+    if (seed[n->id]) jc.tan[n->id] = seed[n->id];
+  }
+  for (int i = 0; i < src->nret; i++) {
+    if (prim_out) prim_out[i] = jc.fwd[src->rets[i]->id];
+    if (tan_out) tan_out[i] = jc.tan[src->rets[i]->id];
+  }
+  return jc.ok;
 }

@@ -80,7 +80,8 @@ bool pass_simplify(Unit *u);        /* folding, algebraic identities */
 bool pass_cse(Unit *u);             /* common subexpressions */
 bool pass_dce(Unit *u);             /* dead code */
 bool pass_grad_outputs(Unit *u);    /* own value + d_NAME per gradient */
-bool pass_jvp(Unit *u);             /* --jvp/--hvp: not implemented */
+bool pass_jvp(Unit *u);             /* builds u->jvp (forward mode) */
+bool pass_hvp(Unit *u);             /* builds u->hvp (JVP of u->grad) */
 
 /* For --list-ops and docs: has reverse (VJP) / forward (JVP) mode a rule
  * for op? */

@@ -56,6 +56,7 @@ static const Pass passes[] = {
     {"inline_custom_fn", pass_inline_custom_fn},
     {"scan_prep", pass_scan_prep},
     {"grad", pass_grad},
+    {"hvp", pass_hvp},
     {"simplify", pass_simplify},
     {"cse", pass_cse},
     {"dce", pass_dce},

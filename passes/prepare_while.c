@@ -67,6 +67,6 @@ static bool prep_graph(Unit *u, Graph *g) {
 }
 
 bool pass_prepare_while(Unit *u) {
-  if (!u->opt || !u->opt->grad) return true;
+  if (!ad_wants_grad(u)) return true;
   return ad_each_graph(u, prep_graph);
 }

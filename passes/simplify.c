@@ -298,7 +298,8 @@ void pass_simplify_graph(Ctx *c, Graph *g) {
 }
 
 bool pass_simplify(Unit *u) {
-  if (!u->opt || !u->opt->grad || !u->grad) return true;
-  pass_simplify_graph(u->ctx, u->grad);
+  Graph *g[3] = {u->grad, u->jvp, u->hvp};
+  for (int i = 0; i < 3; i++)
+    if (g[i]) pass_simplify_graph(u->ctx, g[i]);
   return true;
 }

@@ -219,7 +219,7 @@ static bool vjp_solve(GradCtx *gc, const Node *n, Node *g) {
 
 /* Normalized reduction axes of n (all when absent) and the keep_dims
  * shape of its result. Returns the number of axes. */
-static int red_axes(const Node *n, int64_t *axes, Type *kept) {
+int ad_reduce_axes(const Node *n, int64_t *axes, Type *kept) {
   const Type *xt = &n->in[0]->type;
   int k;
   const int64_t *a = ir_attr_ints(n, ATTR_AXES, &k);
@@ -234,7 +234,8 @@ static int red_axes(const Node *n, int64_t *axes, Type *kept) {
   int m = 0;
   for (int i = 0; i < xt->rank; i++)
     if (mark[i]) {
-      axes[m++] = i;
+      if (axes) axes[m] = i;
+      m++;
       kept->dims[i] = 1;
     }
   kept->dt = n->type.dt;
@@ -244,7 +245,7 @@ static int red_axes(const Node *n, int64_t *axes, Type *kept) {
 /* g reshaped to the keep_dims shape (broadcastable against x) */
 static Node *kept_grad(GradCtx *gc, const Node *n, Node *g, Type *kept) {
   int64_t axes[RLX_MAX_RANK];
-  red_axes(n, axes, kept);
+  ad_reduce_axes(n, axes, kept);
   return type_eq(&g->type, kept) ? g : ib_reshape_as(B, g, kept);
 }
 
@@ -272,20 +273,26 @@ static bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
 /* prod, exact with zeros: with c zeros in a reduced set and p the
  * product of its non-zero elements, d/dx_i = p/x_i if c = 0; p at the
  * zero if c = 1; 0 otherwise. */
-static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
+Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
   Type kept;
   int64_t axes[RLX_MAX_RANK];
-  int k = red_axes(n, axes, &kept);
-  Node *gk = kept_grad(gc, n, g, &kept), *x = X(0);
-  Node *z = BIN(OP_EQ, x, K(0));
-  Node *cnt = ib_reduce(B, OP_REDUCE_SUM, ib_cast(B, z, DT), axes, k, 1);
-  Node *xs = ib_where(B, z, K(1), x);
-  Node *p = ib_reduce(B, OP_REDUCE_PROD, xs, axes, k, true);
-  Node *none = BIN(OP_DIV, p, xs);
-  Node *one = ib_where(B, z, p, K(0));
-  Node *r = ib_where(B, BIN(OP_EQ, cnt, K(1)), one, K(0));
-  r = ib_where(B, BIN(OP_EQ, cnt, K(0)), none, r);
-  ACC(0, MUL(r, gk));
+  int k = ad_reduce_axes(n, axes, &kept);
+  DType dt = x->type.dt;
+#define KB(v) ib_scalar(b, dt, (v))
+  Node *z = ib_bin(b, OP_EQ, x, KB(0));
+  Node *cnt = ib_reduce(b, OP_REDUCE_SUM, ib_cast(b, z, dt), axes, k, 1);
+  Node *xs = ib_where(b, z, KB(1), x);
+  Node *p = ib_reduce(b, OP_REDUCE_PROD, xs, axes, k, true);
+  Node *none = ib_bin(b, OP_DIV, p, xs);
+  Node *one = ib_where(b, z, p, KB(0));
+  Node *r = ib_where(b, ib_bin(b, OP_EQ, cnt, KB(1)), one, KB(0));
+  return ib_where(b, ib_bin(b, OP_EQ, cnt, KB(0)), none, r);
+#undef KB
+}
+static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
+  Type kept;
+  Node *gk = kept_grad(gc, n, g, &kept);
+  ACC(0, MUL(ad_prod_partials(B, n, X(0)), gk));
   return true;
 }
 
@@ -423,8 +430,12 @@ static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
 }
 /* f''(x) for activation_backward's kinds, from ordinary ops; NULL when
  * it is zero (piecewise-linear kinds). */
-static Node *act_second(GradCtx *gc, const char *kind, Node *x, DType dt) {
-#define KS(v) ib_scalar(B, dt, (v))
+Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt) {
+#undef UN
+#undef BIN
+#define UN(op, a) ib_un(b, op, a)
+#define BIN(op, a, b2) ib_bin(b, op, a, b2)
+#define KS(v) ib_scalar(b, dt, (v))
 #define IS(k) (!strcmp(kind, k))
   if (IS("relu") || IS("abs") || IS("neg")) return NULL;
   if (IS("sigmoid") || IS("silu")) {
@@ -467,6 +478,10 @@ static Node *act_second(GradCtx *gc, const char *kind, Node *x, DType dt) {
   return BIN(OP_DIV, MUL(KS(-2), x), MUL(q, q));
 #undef KS
 #undef IS
+#undef UN
+#undef BIN
+#define UN(op, a) ib_un(B, op, a)
+#define BIN(op, a, b2) ib_bin(B, op, a, b2)
 }
 
 /* (x, dy) -> dy * f'(x): dy gets f'(x) * g; x gets g * dy * f''(x) */
@@ -479,7 +494,7 @@ static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
     ACC(1, ib_finish(B, r));
   }
   if (!WANT(0)) return true;
-  Node *f2 = act_second(gc, kind, X(0), DT);
+  Node *f2 = ad_act_second(B, kind, X(0), DT);
   /* piecewise-linear kinds: an exact zero, still a gradient */
   ACC(0, f2 ? MUL(MUL(g, X(1)), f2) : ib_fill(B, n->in[0]->type, 0));
   return true;

@@ -70,7 +70,7 @@ def test_info(rlxc):
     rows = [ln.split() for ln in out.splitlines()]
     ops = [r[0] for r in rows]
     expect("list-ops-columns", all(len(r) == 4 for r in rows) and
-           ["matmul", "compiles", "reverse", "-"] in rows, out)
+           ["matmul", "compiles", "reverse", "forward"] in rows, out)
     expect("list-ops", rc == 0 and "matmul" in ops and "scan" in ops
            and "input" not in ops and "const" not in ops
            and len(ops) == len(set(ops)) and len(ops) > 80)
