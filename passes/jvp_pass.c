@@ -143,6 +143,10 @@ bool pass_hvp(Unit *u) {
       ok = diag_error(c, seeds[k]->loc, "--hvp: '%%%s' is complex; "
                       "Hessian-vector products need real wrt values",
                       names[k]);
+    for (int j = 0; j < k; j++)
+      if (seeds[j] == seeds[k])
+        ok = diag_error(c, seeds[k]->loc, "--hvp: '%%%s' is listed twice "
+                        "in --wrt", names[k]);
   }
   if (!ok) return false;
   Graph *g = derived_graph(u, "hvp");

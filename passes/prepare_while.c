@@ -42,8 +42,9 @@ static Node *rewrite_while(IrBuilder *b, Node *n, void *ud) {
   WhileCtx *w = ud;
   if (n->op != OP_WHILE) return n;
   if (!ir_attr_present(n, ATTR_MAX_ITERS)) {
-    w->ok = diag_error(b->c, n->loc, "while: reverse mode (--grad) needs "
-                       "max_iterations=N to bound the loop");
+    w->ok = diag_error(b->c, n->loc, "while: reverse mode (%s) needs "
+                       "max_iterations=N to bound the loop",
+                       w->u->opt->grad ? "--grad" : "--hvp");
     return n;
   }
   int64_t iters = ir_attr_int(n, ATTR_MAX_ITERS, 0);

@@ -50,8 +50,8 @@ def cases(root):
          ["--grad", "--wrt=wx,wh", os.path.join(e2e, "scan_rnn.rlx"),
           "--emit=header,llvm", "-o", "@OUT@/s.ll"], None, ["s.h", "s.ll"]),
         ("mlp_grad_stdin", ["--grad", "--check", "-"], piped, []),
-        # ends in a diagnostic (forward mode is not implemented)
-        ("mlp_hvp_error", ["--hvp", "--check", mlp], None, []),
+        # forward mode and forward over reverse
+        ("mlp_jvp_hvp", ["--jvp", "--hvp", "--check", mlp], None, []),
     ]
 
 
