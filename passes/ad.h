@@ -61,6 +61,21 @@ int ad_reduce_axes(const Node *n, int64_t *axes, Type *kept);
 Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x);
 Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
 
+/* Closed forms re-expressed through ordinary ops (vjp_nn.c,
+ * vjp_attention.c), for the second-order VJPs and the JVPs: n's value
+ * built with b from operands a[] (n's operands' counterparts in b's
+ * graph), for n a *_norm*_backward_* op, attention, or
+ * attention_backward. */
+Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
+Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a);
+Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
+/* For max_pool2d or max_pool2d_backward n (its kernel, stride,
+ * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
+ * window's first maximum of x in row-major order, m-shaped (vjp_nn.c;
+ * the VJP of max_pool2d_backward in dy, the JVP of max_pool2d). */
+Node *ad_max_pool_pick(IrBuilder *b, const Node *n, Node *x, Node *m,
+                       Node *v);
+
 /* Forward mode (jvp.c): copy src into b->g with src's args bound to
  * args[] (keep_names: value names too), give src node seed_at[k] the
  * tangent seed_tan[k] (replacing what flows into it), and propagate

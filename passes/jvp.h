@@ -68,7 +68,6 @@ Node *jvp_attention(JvpCtx *jc, const Node *n);
 Node *jvp_attention_backward(JvpCtx *jc, const Node *n);
 Node *jvp_conv2d(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool(JvpCtx *jc, const Node *n);
-Node *jvp_avg_pool(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
 
 /* jvp_control.c: scan, if, while, custom_fn */

@@ -16,7 +16,8 @@
  * the second-order path uses it. Masked scores are replaced by the
  * dtype's lowest finite value and the probabilities of masked keys by
  * exact zeros, so a fully masked row stays zero (never NaN) here too.
- * Conventions: vjp.h.
+ * The forward op has the same expansion (P V, ad_attention_expand): the
+ * JVP of attention differentiates it. Conventions: vjp.h.
  */
 #include "passes/vjp.h"
 
@@ -71,14 +72,15 @@ static Node *iota(IrBuilder *b, int64_t n, int rank, const int64_t *shape) {
   return ib_reshape(b, ib_i64s(b, v, n), rank, shape);
 }
 
-/* Allowed keys (bool, broadcasting to [B, H, Lq, Lk]), NULL: all. */
-static Node *allowed(IrBuilder *b, const Node *n, Node *const *a,
-                     int64_t lq, int64_t lk) {
+/* Allowed keys (bool, broadcasting to [B, H, Lq, Lk]), NULL: all.
+ * mask: the custom mask operand (with mask=custom). */
+static Node *allowed(IrBuilder *b, const Node *n, Node *mask, int64_t lq,
+                     int64_t lk) {
   const char *m = ir_attr_word(n, ATTR_MASK);
   Node *no = ib_scalar(b, DT_BOOL, 0), *yes = ib_scalar(b, DT_BOOL, 1);
   if (!strcmp(m, "custom")) {
-    int64_t d[4] = {a[4]->type.dims[0], 1, 1, lk};
-    Node *lt = EB(OP_LT, ib_cast(b, a[4], DT_F64), ib_scalar(b, DT_F64, 0.5));
+    int64_t d[4] = {mask->type.dims[0], 1, 1, lk};
+    Node *lt = EB(OP_LT, ib_cast(b, mask, DT_F64), ib_scalar(b, DT_F64, 0.5));
     return ib_reshape(b, ib_where(b, lt, no, yes), 4, d);
   }
   if (strcmp(m, "causal") && strcmp(m, "sliding_window")) return NULL;
@@ -99,31 +101,55 @@ static double lowest(DType dt) {
                          : -3.4028234663852886e38;
 }
 
-/* attention_backward(a[0..3] = q, k, v, dy [, a[4] = mask]) with n's
- * attributes, through ordinary ops. */
-static Node *attention_bwd_expand(IrBuilder *b, const Node *n,
-                                  Node *const *a) {
+/* The probabilities P [B, H, Lq, Lk] of attention or attention_backward
+ * n (operands a[], the mask after q, k, v (, dy)): masked scores become
+ * the dtype's lowest finite value, masked keys' probabilities exact
+ * zeros. x[0..nx) receive a[0..nx) as [B, H, L, D], *t tanh(s / cap)
+ * (NULL without softcap), *scale the scale. */
+static Node *att_probs(IrBuilder *b, const Node *n, Node *const *a, int nx,
+                       Node **x, Node **t, double *scale) {
   const Type *qt = &a[0]->type;
   DType dt = qt->dt;
   int64_t h = heads(n, qt);
-  Node *q = to_bhld(b, a[0], h), *k = to_bhld(b, a[1], h);
-  Node *v = to_bhld(b, a[2], h), *dy = to_bhld(b, a[3], h);
+  int mi = n->op == OP_ATTENTION ? 3 : 4;
+  Node *mask = n->nin > mi ? a[mi] : NULL;
+  for (int i = 0; i < nx; i++) x[i] = to_bhld(b, a[i], h);
+  Node *q = x[0], *k = x[1];
   int64_t lq = q->type.dims[2], lk = k->type.dims[2], d = q->type.dims[3];
-  double scale = ir_attr_present(n, ATTR_SCALE)
-                     ? ir_attr_float(n, ATTR_SCALE, 1)
-                     : 1.0 / sqrt((double)d);
+  *scale = ir_attr_present(n, ATTR_SCALE) ? ir_attr_float(n, ATTR_SCALE, 1)
+                                          : 1.0 / sqrt((double)d);
   double cap = ir_attr_float(n, ATTR_SOFTCAP, 0);
-  Node *s = EB(OP_MUL, EB(OP_MATMUL, q, ib_mT(b, k)), ib_scalar(b, dt, scale));
-  Node *t = NULL;
+  Node *s = EB(OP_MUL, EB(OP_MATMUL, q, ib_mT(b, k)), ib_scalar(b, dt, *scale));
+  *t = NULL;
   if (cap > 0) {
-    t = ib_un(b, OP_TANH, EB(OP_DIV, s, ib_scalar(b, dt, cap)));
-    s = EB(OP_MUL, t, ib_scalar(b, dt, cap));
+    *t = ib_un(b, OP_TANH, EB(OP_DIV, s, ib_scalar(b, dt, cap)));
+    s = EB(OP_MUL, *t, ib_scalar(b, dt, cap));
   }
-  if (has_bias(n)) s = EB(OP_ADD, s, a[4]);
-  Node *ok = allowed(b, n, a, lq, lk);
+  if (has_bias(n)) s = EB(OP_ADD, s, mask);
+  Node *ok = allowed(b, n, mask, lq, lk);
   if (ok) s = ib_where(b, ok, s, ib_scalar(b, dt, lowest(dt)));
   Node *p = ib_un(b, OP_SOFTMAX, s);
   if (ok) p = ib_where(b, ok, p, ib_scalar(b, dt, 0));
+  return p;
+}
+
+/* attention(a[0..2] = q, k, v [, a[3] = mask]) through ordinary ops:
+ * P V (the JVP of attention differentiates this). */
+Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  Node *x[3], *t;
+  double scale;
+  Node *p = att_probs(b, n, a, 3, x, &t, &scale);
+  return from_bhld(b, EB(OP_MATMUL, p, x[2]), &a[0]->type);
+}
+
+/* attention_backward(a[0..3] = q, k, v, dy [, a[4] = mask]) with n's
+ * attributes, through ordinary ops. */
+Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  Node *x[4], *t;
+  double scale;
+  Node *p = att_probs(b, n, a, 4, x, &t, &scale);
+  Node *q = x[0], *k = x[1], *v = x[2], *dy = x[3];
+  DType dt = a[0]->type.dt;
   const char *w = ir_attr_word(n, ATTR_WRT);
   if (!strcmp(w, "v"))
     return from_bhld(b, EB(OP_MATMUL, ib_mT(b, p), dy), &a[2]->type);
@@ -151,7 +177,7 @@ bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g) {
     in[i] = X(i);
   }
   IrBuilder sb = {c, s, n->loc};
-  Node *r = attention_bwd_expand(&sb, n, a);
+  Node *r = ad_attention_bwd_expand(&sb, n, a);
   ir_set_rets(c, s, &r, 1);
   if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
     return false;

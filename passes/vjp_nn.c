@@ -145,6 +145,19 @@ static Node *bn_expand(IrBuilder *b, const Node *n, Node *const *a) {
 }
 #undef NM
 #undef NB
+Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a) {
+  switch (n->op) {
+  case OP_GROUP_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_GAMMA:
+  case OP_GROUP_NORM_BACKWARD_BETA:
+    return gn_expand(b, n, a);
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
+    return bn_expand(b, n, a);
+  default:
+    return nb_expand(b, n, a);
+  }
+}
 /* Second order: differentiate the op's expansion (a detached graph
  * over its operands) with the upstream gradient g. */
 bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
@@ -157,20 +170,7 @@ bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
     in[i] = X(i);
   }
   IrBuilder sb = {c, s, n->loc};
-  Node *r;
-  switch (n->op) {
-  case OP_GROUP_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_GAMMA:
-  case OP_GROUP_NORM_BACKWARD_BETA:
-    r = gn_expand(&sb, n, a);
-    break;
-  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
-  case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
-  case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
-    r = bn_expand(&sb, n, a);
-    break;
-  default:
-    r = nb_expand(&sb, n, a);
-  }
+  Node *r = ad_norm_bwd_expand(&sb, n, a);
   ir_set_rets(c, s, &r, 1);
   if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
     return false;
@@ -328,28 +328,36 @@ static Node *pool_cell(IrBuilder *b, Node *hv, const PoolGeo *G,
                        int64_t i, int64_t j) {
   return pool_view(b, pool_view(b, hv, 2, G, i), 3, G, j);
 }
+/* The first maximum of each window (row-major; padding cells never
+ * count): an in-bounds cell == m and no earlier cell was. */
+#define PB(op, p, q) ib_bin(b, op, p, q)
+Node *ad_max_pool_pick(IrBuilder *b, const Node *n, Node *x, Node *m,
+                       Node *v) {
+  PoolGeo G = pool_geo(n, &m->type);
+  Node *xp = pool_pad(b, pool_pad(b, x, 2, &G, 0), 3, &G, 0);
+  Node *vp = pool_pad(b, pool_pad(b, v, 2, &G, 0), 3, &G, 0);
+  Node *ok = ib_fill(b, x->type, 1); /* 0 on padding cells */
+  ok = pool_pad(b, pool_pad(b, ok, 2, &G, 0), 3, &G, 0);
+  Node *found = ib_fill(b, m->type, 0), *acc = ib_fill(b, m->type, 0);
+  DType dt = m->type.dt;
+  for (int64_t i = 0; i < G.k[0]; i++)
+    for (int64_t j = 0; j < G.k[1]; j++) {
+      Node *hit = ib_cast(b, PB(OP_EQ, pool_cell(b, xp, &G, i, j), m), dt);
+      hit = PB(OP_MUL, hit, pool_cell(b, ok, &G, i, j));
+      Node *e = PB(OP_MUL, hit, PB(OP_SUB, ib_scalar(b, dt, 1), found));
+      acc = PB(OP_ADD, acc, PB(OP_MUL, e, pool_cell(b, vp, &G, i, j)));
+      found = PB(OP_ADD, found, e);
+    }
+  return acc;
+}
+#undef PB
 /* max_pool2d_backward(x, dy) is linear in dy: its VJP w.r.t. dy
- * gathers the cotangent at each window's first maximum (found with
- * primitives: an in-bounds cell == max and no earlier cell was);
- * w.r.t. x it is zero almost everywhere, so an exact zero. */
+ * gathers the cotangent at each window's first maximum; w.r.t. x it
+ * is zero almost everywhere, so an exact zero. */
 bool vjp_max_pool_backward(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, ib_fill(B, n->in[0]->type, 0));
   if (!WANT(1)) return true;
-  PoolGeo G = pool_geo(n, &n->in[1]->type);
   Node *x = X(0), *m = pool_op(gc, n, OP_MAX_POOL2D, &x, 1, NULL);
-  Node *xp = pool_pad(B, pool_pad(B, x, 2, &G, 0), 3, &G, 0);
-  Node *gp = pool_pad(B, pool_pad(B, g, 2, &G, 0), 3, &G, 0);
-  Node *ok = ib_fill(B, x->type, 1); /* 0 on padding cells */
-  ok = pool_pad(B, pool_pad(B, ok, 2, &G, 0), 3, &G, 0);
-  Node *found = ib_fill(B, m->type, 0), *acc = ib_fill(B, m->type, 0);
-  for (int64_t i = 0; i < G.k[0]; i++)
-    for (int64_t j = 0; j < G.k[1]; j++) {
-      Node *hit = ib_cast(B, BIN(OP_EQ, pool_cell(B, xp, &G, i, j), m), DT);
-      hit = MUL(hit, pool_cell(B, ok, &G, i, j));
-      Node *e = MUL(hit, BIN(OP_SUB, K(1), found));
-      acc = BIN(OP_ADD, acc, MUL(e, pool_cell(B, gp, &G, i, j)));
-      found = BIN(OP_ADD, found, e);
-    }
-  ACC(1, acc);
+  ACC(1, ad_max_pool_pick(B, n, x, m, g));
   return true;
 }

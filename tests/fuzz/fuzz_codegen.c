@@ -1,9 +1,11 @@
 /* fuzz_codegen.c: libFuzzer target for code generation.
  *
  * Each input is a whole .rlx file. A module that parses and verifies,
- * and is small enough (caps below), is compiled twice, each time from
- * a fresh parse: as `rlxc` compiles it (entry = last graph), then as
- * `rlxc --grad --grad-missing=zero`. Each run goes through the whole
+ * and is small enough (caps below), is compiled three times, each time
+ * from a fresh parse: as `rlxc` compiles it (entry = last graph), as
+ * `rlxc --grad --grad-missing=zero`, and as `rlxc --jvp=%A --hvp
+ * --grad-missing=zero` (%A: the entry's first floating-point argument,
+ * so graphs without a param get a tangent too). Each run goes through the whole
  * pass pipeline and, when that succeeds, through LLVM IR generation of
  * every entry (cg_build_unit: fusion, memory plan, emitters, the entry
  * wrappers), then LLVMVerifyModule on the result. No object is written
@@ -94,8 +96,8 @@ static void gen(Unit *u) {
   if (ok) {
     char *msg = NULL;
     if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &msg)) {
-      fprintf(stderr, "invalid LLVM module (grad=%d):\n%s\n",
-              u->opt->grad, msg ? msg : "");
+      fprintf(stderr, "invalid LLVM module (grad=%d jvp=%d):\n%s\n",
+              u->opt->grad, u->opt->jvp, msg ? msg : "");
       abort();
     }
     LLVMDisposeMessage(msg);
@@ -107,16 +109,28 @@ static void gen(Unit *u) {
   cg_free(cg);
 }
 
-static void compile(const uint8_t *data, size_t size, bool grad) {
+/* The name of g's first floating-point argument, or NULL. */
+static const char *first_float_arg(const Graph *g) {
+  for (int i = 0; i < g->nargs; i++)
+    if (dt_is_float(g->args[i]->type.dt)) return g->args[i]->name;
+  return NULL;
+}
+
+enum { PLAIN, GRAD, FORWARD };
+
+static void compile(const uint8_t *data, size_t size, int mode) {
   Ctx *c = ctx_new("fuzz.rlx", (const char *)data, size);
   Module *m = fe_parse(c);
   if (m && c->nerrors == 0 && m->ngraphs > 0 && ir_verify(c, m)) {
-    Options o = {.input = "fuzz.rlx", .grad = grad,
+    Graph *e = m->graphs[m->ngraphs - 1];
+    const char *seed = first_float_arg(e);
+    Options o = {.input = "fuzz.rlx", .grad = mode == GRAD,
                  .grad_missing_zero = true,
+                 .jvp = mode == FORWARD, .jvp_wrt = &seed,
+                 .njvp_wrt = seed != NULL, .hvp = mode == FORWARD,
                  .emit = EMIT_OBJ | EMIT_HEADER,
                  .opt_level = opt_level >= 0 ? opt_level : 2};
-    Unit u = {.ctx = c, .mod = m, .opt = &o, .cname = "fuzz",
-              .entry = m->graphs[m->ngraphs - 1]};
+    Unit u = {.ctx = c, .mod = m, .opt = &o, .cname = "fuzz", .entry = e};
     bool ok = pass_run_pipeline(&u) && c->nerrors == 0;
     if (has_internal(c)) abort();
     int after = ok ? module_size(m) : -1;
@@ -137,7 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int n = m && c->nerrors == 0 ? module_size(m) : -1;
   ctx_free(c);
   if (n < 0 || n > CAP_NODES) return 0;
-  compile(data, size, false);
-  compile(data, size, true);
+  compile(data, size, PLAIN);
+  compile(data, size, GRAD);
+  compile(data, size, FORWARD);
   return 0;
 }

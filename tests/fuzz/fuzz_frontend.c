@@ -4,7 +4,9 @@
  * for a clean parse ir_verify plus ir_print_module; a module that
  * verifies then goes through the whole pass pipeline as
  * `rlxc --grad --grad-missing=zero --check` would run it (entry = last
- * graph), so the AD preparation passes, grad, simplify, cse, dce and
+ * graph), then as `rlxc --jvp=%A --hvp --grad-missing=zero --check`
+ * (%A: the entry's first floating-point argument), so the AD
+ * preparation passes, grad, jvp, hvp, simplify, cse, dce and
  * grad_outputs see every graph the fuzzer finds. No input may crash,
  * leak, hang or trip a sanitizer, and no pass may leave a module the
  * verifier rejects ("internal: ..." diagnostic: abort). With
@@ -55,14 +57,20 @@ static void check_round_trip(const Module *m) {
   free(p1);
 }
 
-/* The pipeline with --grad on the last graph; a diagnostic is fine (an
-   input may have nothing to differentiate), an internal one is not. */
-static void run_passes(Ctx *c, Module *m) {
+/* The pipeline on the last graph (with --grad, or forward mode); a
+   diagnostic is fine (an input may have nothing to differentiate), an
+   internal one is not. */
+static void run_passes(Ctx *c, Module *m, bool forward) {
   if (m->ngraphs == 0) return;
-  Options o = {.input = "fuzz.rlx", .grad = true, .grad_missing_zero = true,
+  Graph *e = m->graphs[m->ngraphs - 1];
+  const char *seed = NULL;
+  for (int i = 0; i < e->nargs && !seed; i++)
+    if (dt_is_float(e->args[i]->type.dt)) seed = e->args[i]->name;
+  Options o = {.input = "fuzz.rlx", .grad = !forward,
+               .grad_missing_zero = true, .jvp = forward,
+               .jvp_wrt = &seed, .njvp_wrt = seed != NULL, .hvp = forward,
                .check = true, .opt_level = 2};
-  Unit u = {.ctx = c, .mod = m, .opt = &o, .cname = "fuzz",
-            .entry = m->graphs[m->ngraphs - 1]};
+  Unit u = {.ctx = c, .mod = m, .opt = &o, .cname = "fuzz", .entry = e};
   pass_run_pipeline(&u);
   for (const Diag *d = c->diags; d; d = d->next)
     if (!strncmp(d->msg, "internal", 8)) {
@@ -88,8 +96,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fclose(null);
     }
     if (strict && verified) check_round_trip(m);
-    if (verified) run_passes(c, m);
+    if (verified) run_passes(c, m, false);
   }
+  ctx_free(c);
+  c = ctx_new("fuzz.rlx", (const char *)data, size); /* a fresh module */
+  m = fe_parse(c);
+  if (m && c->nerrors == 0 && ir_verify(c, m)) run_passes(c, m, true);
   ctx_free(c);
   return 0;
 }
