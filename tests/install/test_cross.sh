@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cmake -S "$src" -B "$work/rt" -DRLX_RUNTIME_ONLY=ON -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 >/dev/null
 cmake --build "$work/rt" -j2 >/dev/null
-"$rlxc" "$src/tests/install/downstream/model.rlx" --grad \
+"$rlxc" "$src/tests/install/downstream/model.rlx" --grad --jvp --hvp \
   --target=aarch64-linux-gnu -o "$work/model.o"
 "$cc" -std=c11 "$src/tests/install/downstream/main.c" "$work/model.o" \
   -I"$work" -I"$src/runtime" "$work/rt/runtime/librlxrt.a" -lm -lpthread \

@@ -28,7 +28,8 @@ cmake --build "$work/ds" >/dev/null
 "$work/ds/app"
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$p/lib/pkgconfig"
-"$p/bin/rlxc" "$here/downstream/model.rlx" --grad -o "$work/model.o"
+"$p/bin/rlxc" "$here/downstream/model.rlx" --grad --jvp --hvp \
+  -o "$work/model.o"
 cc -std=c11 "$here/downstream/main.c" "$work/model.o" -I"$work" \
   $(pkg-config --cflags rlxrt) "$p/lib/librlxrt.a" \
   $(pkg-config --libs-only-l --static rlxrt | sed 's/-lrlxrt//') \

@@ -1,6 +1,7 @@
-/* main.c -- calls lin_grad (downstream/model.rlx, compiled with --grad)
- * through the header's index and size macros and checks the loss, the
- * gradient and the argument kinds; built by the install-tree tests
+/* main.c -- calls lin_grad, lin_jvp and lin_hvp (downstream/model.rlx,
+ * compiled with --grad --jvp --hvp) through the header's index and size
+ * macros and checks the loss, the gradient, the tangent, the
+ * Hessian-vector product and the argument kinds; built by the install-tree tests
  * through find_package(rlxc), through pkg-config, and as C++. */
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +30,33 @@ int main(void)
             sig->outputs[0].kind != RLX_ARG_OUTPUT;
   for (int i = 0; i < 4; i++)
     bad |= fabsf(dw[i] - want[i]) > 1e-5f;
-  printf("rc=%d loss=%g dw=%g %g %g %g workspace=%zu: %s\n", rc, loss,
-         dw[0], dw[1], dw[2], dw[3], (size_t)lin_grad_WORKSPACE_BYTES,
+  /* along v = 1: dloss = sum(2 x w) = 11, H v = 2 x (H = diag(2 x)) */
+  float v[4] = {1, 1, 1, 1}, tl = 0, gv = 0, hv[4] = {0}, g2[4] = {0};
+  const void *jin[lin_jvp_NUM_INPUTS];
+  void *jout[lin_jvp_NUM_OUTPUTS];
+  jin[lin_jvp_ARG_x] = x;
+  jin[lin_jvp_ARG_w] = w;
+  jin[lin_jvp_ARG_tangent_w] = v;
+  jout[0] = &loss;
+  jout[lin_jvp_OUT_tangent_loss] = &tl;
+  rc |= lin_jvp(jin, jout, NULL);
+  const void *hin[lin_hvp_NUM_INPUTS];
+  void *hout[lin_hvp_NUM_OUTPUTS];
+  hin[lin_hvp_ARG_x] = x;
+  hin[lin_hvp_ARG_w] = w;
+  hin[lin_hvp_ARG_d_output] = &one;
+  hin[lin_hvp_ARG_tangent_w] = v;
+  hout[0] = &loss;
+  hout[lin_hvp_OUT_d_w] = g2;
+  hout[lin_hvp_OUT_grad_dot_tangent] = &gv;
+  hout[lin_hvp_OUT_hvp_w] = hv;
+  rc |= lin_hvp(hin, hout, NULL);
+  bad |= rc != RLX_OK || fabsf(tl - 11) > 1e-5f || fabsf(gv - 11) > 1e-5f;
+  for (int i = 0; i < 4; i++)
+    bad |= fabsf(hv[i] - 2 * x[i]) > 1e-5f || fabsf(g2[i] - want[i]) > 1e-5f;
+  printf("rc=%d loss=%g dw=%g %g %g %g jvp=%g hv=%g %g %g %g "
+         "workspace=%zu: %s\n", rc, loss, dw[0], dw[1], dw[2], dw[3], tl,
+         hv[0], hv[1], hv[2], hv[3], (size_t)lin_grad_WORKSPACE_BYTES,
          bad ? "WRONG" : "ok");
   return bad;
 }
