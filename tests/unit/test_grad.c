@@ -5,71 +5,14 @@
  * after clean-up, and the diagnostics for missing gradients, unbounded
  * while loops and unsupported ops. Numbers are checked end to end by
  * tests/gradcheck/. */
-#include "frontend/frontend.h"
-#include "ir/ir.h"
-#include "passes/passes.h"
+#include "test_ad_util.h"
 
-#include <CUnit/Basic.h>
-#include <stdlib.h>
-#include <string.h>
-
-typedef struct {
-  Ctx *c;
-  Module *m;
-  Options o;
-  Unit u;
-  bool ok;
-} T;
-
-/* Parse src and run the pipeline; wrt: comma-free list or NULL. */
+/* Parse src and run the pipeline with --grad; wrt: names or NULL. */
 static T *run(const char *src, const char *const *wrt, int nwrt,
               bool zero) {
-  T *t = calloc(1, sizeof *t);
-  t->c = ctx_new("t.rlx", src, strlen(src));
-  t->m = fe_parse(t->c);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(t->m);
-  CU_ASSERT_EQUAL_FATAL(t->c->nerrors, 0);
-  t->o.grad = true;
-  t->o.wrt = (const char **)wrt;
-  t->o.nwrt = nwrt;
-  t->o.grad_missing_zero = zero;
-  t->o.opt_level = 2;
-  t->u.ctx = t->c;
-  t->u.mod = t->m;
-  t->u.opt = &t->o;
-  t->u.entry = t->m->graphs[t->m->ngraphs - 1];
-  t->u.cname = t->u.entry->name;
-  t->ok = pass_run_pipeline(&t->u);
-  return t;
+  return ad_run(src, (Options){.grad = true, .wrt = (const char **)wrt,
+                               .nwrt = nwrt, .grad_missing_zero = zero});
 }
-
-static void done(T *t) {
-  ctx_free(t->c);
-  free(t);
-}
-
-static int count_op(const Graph *g, Op op) {
-  int k = 0;
-  for (int i = 0; i < g->nnodes; i++) k += g->nodes[i]->op == op;
-  return k;
-}
-
-static bool has_diag(const T *t, const char *what, int line) {
-  for (Diag *d = t->c->diags; d; d = d->next)
-    if (strstr(d->msg, what) && (!line || d->loc.line == line)) return true;
-  return false;
-}
-
-static void dump_diags(const T *t) {
-  for (Diag *d = t->c->diags; d; d = d->next)
-    fprintf(stderr, "  %d:%d: %s\n", d->loc.line, d->loc.col, d->msg);
-}
-
-#define OK(t)                                                       \
-  do {                                                              \
-    if (!(t)->ok) dump_diags(t);                                    \
-    CU_ASSERT_TRUE_FATAL((t)->ok);                                  \
-  } while (0)
 
 static const char *MLP =
     "graph mlp {\n"
