@@ -183,6 +183,19 @@ static Node *jvp_complex(JvpCtx *jc, const Node *n) {
   return FIT(BIN(OP_COMPLEX, re, im));
 }
 
+/* |z|^2: 2 Re(conj(z) tz) = 2 (re z re tz + im z im tz) */
+static Node *jvp_norm_sq(JvpCtx *jc, const Node *n) {
+  Node *z = X(0), *t = T(0);
+  Node *d = BIN(OP_ADD, MUL(UN(OP_REAL, z), UN(OP_REAL, t)),
+                MUL(UN(OP_IMAG, z), UN(OP_IMAG, t)));
+  return MUL(d, K(2));
+}
+/* complex_norm_sq_backward(z, g) = g z (g real): tg z + g tz */
+static Node *jvp_norm_sq_backward(JvpCtx *jc, const Node *n) {
+  Node *r = T(1) ? MUL(ib_cast(B, T(1), DT), X(0)) : NULL;
+  return jvp_add(jc, r, T(0) ? MUL(ib_cast(B, X(1), DT), T(0)) : NULL);
+}
+
 /* ---- linear algebra ---- */
 
 static Node *jvp_matmul(JvpCtx *jc, const Node *n) {
@@ -375,7 +388,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_DEQUANT_MATMUL jvp_unsupported
 #define JVP_GROUPED_MATMUL jvp_unsupported
 #define JVP_CONJUGATE jvp_linear
-#define JVP_COMPLEX_NORM_SQ jvp_unsupported
+#define JVP_COMPLEX_NORM_SQ jvp_norm_sq
 #define JVP_COMPLEX jvp_complex
 #define JVP_REAL jvp_linear
 #define JVP_IMAG jvp_linear
@@ -406,7 +419,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_CONV2D_BACKWARD_WEIGHT jvp_conv2d
 #define JVP_SOFTMAX_CROSS_ENTROPY_BACKWARD jvp_xent_backward
 #define JVP_ATTENTION_BACKWARD jvp_attention_backward
-#define JVP_COMPLEX_NORM_SQ_BACKWARD jvp_unsupported
+#define JVP_COMPLEX_NORM_SQ_BACKWARD jvp_norm_sq_backward
 #define JVP_FAKE_QUANTIZE_BACKWARD jvp_unsupported
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_unsupported
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_unsupported

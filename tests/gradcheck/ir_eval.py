@@ -522,6 +522,10 @@ def apply(graphs, op, ins, a, ty):
         return np.imag(ins[0])
     if op == "complex":
         return ins[0] + 1j * ins[1]
+    if op == "complex_norm_sq":
+        return (np.real(ins[0]) ** 2 + np.imag(ins[0]) ** 2)
+    if op == "complex_norm_sq_backward":
+        return ins[1] * ins[0]
     if op == "matmul":
         return np.matmul(ins[0], ins[1])
     if op in ("dense_solve", "batched_dense_solve"):
