@@ -13,7 +13,7 @@
 #      then the checkpoint readers (fuzz_params: safetensors and .npy)
 #      for FUZZ_PARAMS_SECONDS (default 10) more;
 #      seeded with the fuzz corpus, every .rlx of the golden, error,
-#      gradcheck and e2e corpora and (fuzz_codegen) graphs from
+#      gradcheck, hvp and e2e corpora and (fuzz_codegen) graphs from
 #      tests/tools/gen_graphs.py; any crash, leak or timeout fails.
 # Every test has a time limit (TEST_TIMEOUT seconds, default 600), so a
 # hang fails its test instead of stalling CI.
@@ -66,7 +66,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   trap 'rm -rf "$WORK"' EXIT
   SEEDS=()
   for d in "$ROOT/tests/fuzz/corpus" "$ROOT/tests/golden" "$ROOT/tests/errors" \
-           "$ROOT/tests/gradcheck/cases" "$ROOT/tests/e2e/cases"; do
+           "$ROOT/tests/gradcheck/cases" "$ROOT/tests/hvp/cases" \
+           "$ROOT/tests/e2e/cases"; do
     [ -d "$d" ] && SEEDS+=("$d")
   done
   DICT=()

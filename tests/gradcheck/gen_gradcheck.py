@@ -23,9 +23,20 @@ than a limit (straight-through round, ties, a custom vjp body that
 differs from the true derivative) skip the finite-difference run; their
 torch reference implements the convention explicitly.
 
+Forward mode: every case also gets ENTRY_jvp goldens (rlxc --jvp, one
+tangent per param, uniform in [-1, 1) from a generator seeded with the
+CRC-32 of "NAME/jvp", rounded to the param's dtype): the outputs and
+their tangents from torch.autograd.functional.jvp in float64 (complex
+cases: torch.autograd.forward_ad). Where forward mode does not follow
+the case's reference (a declared vjp, which forward mode ignores), the
+case names its JVP reference (jvp_ref). run_gradcheck.py --jvp-ir adds
+finite differences along the tangent and the dot-product test; a case
+whose identity <w, J v> = <J^T w, v> holds only loosely or not at all
+says so, with the reason, in a `# jvp-dot:` line of its run.txt.
+
 Outputs: tests/gradcheck/cases/NAME.rlx, tests/gradcheck/golden/NAME/
-(run.txt + grad/ and fwd/ input and reference files) in the format of
-tests/tools/e2e.py, which run_gradcheck.py reuses.
+(run.txt + grad/, fwd/ and jvp/ input and reference files) in the
+format of tests/tools/e2e.py, which run_gradcheck.py reuses.
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
@@ -80,12 +91,19 @@ def needs_case(flags):
                                         "OPF_COMPARE"))
 
 
-REG = []  # (name, ops covered, builder, fd?, extra rlxc args, dtypes)
+REG = []  # (name, ops covered, builder, fd?, extra rlxc args, dtypes,
+#            forward-mode options)
 
 
-def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64")):
+def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
+         dot=None):
+    """jvp_ref: the reference of the JVP goldens when it is not the
+    case's own reference (a declared vjp that forward mode ignores);
+    dot: (rtol, reason) to loosen the dot-product test of the f64
+    variant, rtol None to skip it (run_gradcheck.py --jvp-ir)."""
     def deco(fn):
-        REG.append((name, tuple(ops) or (name,), fn, fd, list(rlxc), dts))
+        REG.append((name, tuple(ops) or (name,), fn, fd, list(rlxc), dts,
+                    {"jvp_ref": jvp_ref, "dot": dot}))
         return fn
     return deco
 
@@ -186,8 +204,10 @@ def _(g):
             lambda t: torch.where(t["c"], t["a"], t["b"]))
 
 
-# the f64 variant rounds through f32: finite differences see the rounding
-@case("cast", ops=["cast"], fd=False)
+# the f64 variant rounds through f32: finite differences see the rounding,
+# and the tangent and the cotangent are rounded too (dot product to f32)
+@case("cast", ops=["cast"], fd=False,
+      dot=(1e-6, "tangent and cotangent rounded through f32"))
 def _(g):
     g.p("x", g.u((3, 4)))
     other = "f64" if g.dt == "f32" else "f32"
@@ -1259,7 +1279,12 @@ class _Sq3(torch.autograd.Function):
         return 3 * x * gr
 
 
-@case("custom_vjp", ops=["custom_fn"], fd=False)
+# forward mode ignores the declared vjp (no jvp body): the JVP is the
+# derivative of fwd, so it is not the transpose of the VJP
+@case("custom_vjp", ops=["custom_fn"], fd=False,
+      jvp_ref=lambda t: t["x"] * t["x"] + t["x"] ** 3,
+      dot=(None, "declared vjp is not the derivative of fwd, which "
+           "forward mode differentiates"))
 def _(g):
     g.p("x", g.u((4,)))
     return ("%y = add(custom_fn(%x, fwd=@sq_{0}, vjp=@sq_vjp_{0}), "
@@ -1282,8 +1307,8 @@ def _(g):
 
 def check_coverage():
     covered = set()
-    for _, ops, _, _, _, _ in REG:
-        covered.update(ops)
+    for r in REG:
+        covered.update(r[1])
     missing = [n for n, f in op_table()
                if needs_case(f) and n not in covered and n not in SKIP]
     if missing:
@@ -1328,7 +1353,58 @@ def write_sub(gdir, sub, ins, outs):
     open(os.path.join(d, "meta.txt"), "w").write("\n".join(meta) + "\n")
 
 
-def generate(cname, builder, fd, rlxc, dt):
+# f32 JVP runs with a looser tolerance than the default (rlx_run
+# --rtol/--atol, which run_gradcheck.py honours too), with the reason
+JVP_TOL_F32 = {
+    # groups of 2 elements: x^ = +-sqrt(var/(var+eps)), so the value and
+    # its tangent are ~eps/(var+eps) ~ 1e-3 of the terms they are
+    # computed from; f32 cancellation leaves ~3e-3 relative (the f64
+    # variant agrees with torch, finite differences and the dot product)
+    "group_norm_backward_input_nc": ((1e-4, 3e-5), "2-element groups: "
+                                     "f32 cancellation of terms ~1e3 "
+                                     "times the result"),
+}
+
+
+def tangents(cname, params):
+    """A deterministic random tangent per param (uniform in [-1, 1),
+    complex for c64), from a generator of its own so the other goldens
+    do not depend on it; rounded to the param's dtype."""
+    rng = np.random.default_rng(zlib.crc32((cname + "/jvp").encode()))
+    out = []
+    for p in params:
+        v = rng.uniform(-1, 1, size=p.shape)
+        if p.dt == "c64":
+            v = v + 1j * rng.uniform(-1, 1, size=p.shape)
+        out.append(L.T(p.dt, v, "tangent_" + p.name))
+    return out
+
+
+def jvp_ref(fn, ts, params, tans):
+    """(y, J v) of fn at ts along tans, in float64 (complex128 for c64):
+    torch.autograd.functional.jvp (reverse over reverse, so every
+    reference with a double backward works, the second-order ones
+    included); complex cases in true forward mode (forward_ad), whose
+    tangents are holomorphic / R-linear like rlxc's."""
+    names = [p.name for p in params]
+    prim = [ts[n].detach() for n in names]
+    vs = [torch.tensor(t.v) for t in tans]
+
+    def f(*xs):
+        t = dict(ts)
+        t.update(zip(names, xs))
+        return fn(t)
+    if any(p.is_complex() for p in prim):
+        import torch.autograd.forward_ad as fwad
+        with fwad.dual_level():
+            y = f(*[fwad.make_dual(p, v) for p, v in zip(prim, vs)])
+            y, ty = fwad.unpack_dual(y)
+        return y.detach(), (ty if ty is not None else torch.zeros_like(y))
+    y, ty = torch.autograd.functional.jvp(f, tuple(prim), tuple(vs))
+    return y.detach(), ty.detach()
+
+
+def generate(cname, builder, fd, rlxc, dt, fwd):
     name = "gc_%s_%s" % (cname, dt)
     rng = np.random.default_rng(zlib.crc32(cname.encode()))
     g = G(dt, rng)
@@ -1362,9 +1438,26 @@ def generate(cname, builder, fd, rlxc, dt):
         write_sub(gdir, "fwd", g.args, [yv])
         runs.append("run %s fwd --threads 1 --fd --fd-max 64 "
                     "--grad-entry %s_grad" % (name, name))
+    # forward mode: ENTRY_jvp (inputs, then a tangent per param)
+    tans = tangents(cname, params)
+    ts = {t.name: torch_of(t) for t in g.args}
+    y2, ty = jvp_ref(fwd["jvp_ref"] or fn, ts, params, tans)
+    if not fwd["jvp_ref"]:
+        assert torch.allclose(y2, y.detach(), rtol=1e-14, atol=0)
+    write_sub(gdir, "jvp", g.args + tans,
+              [yv, L.out(odt, ty.numpy(), "tangent_y")])
+    tol = JVP_TOL_F32.get(cname) if dt == "f32" else None
+    runs.append("run %s_jvp jvp --threads 1,2" % name + (
+        " --rtol %g --atol %g" % tol[0] if tol else ""))
     with open(os.path.join(gdir, "run.txt"), "w") as f:
         f.write("# generated by tests/gradcheck/gen_gradcheck.py\n")
-        f.write("rlxc --grad %s\n" % " ".join(rlxc))
+        if tol:
+            f.write("# jvp-tol: %s\n" % tol[1])
+        if dt == "f64" and fwd["dot"]:
+            rtol, why = fwd["dot"]
+            f.write("# jvp-dot: %s (%s)\n" % ("skip" if rtol is None else
+                                               "rtol %g" % rtol, why))
+        f.write(" ".join(["rlxc --grad --jvp"] + rlxc) + "\n")
         f.write("\n".join(runs) + "\n")
     return name
 
@@ -1374,11 +1467,11 @@ def main(argv):
     os.makedirs(CASES_DIR, exist_ok=True)
     os.makedirs(GOLDEN_DIR, exist_ok=True)
     n, names = 0, set()
-    for cname, ops, builder, fd, rlxc, dts in REG:
+    for cname, ops, builder, fd, rlxc, dts, fwd in REG:
         if argv and cname not in argv:
             continue
         for dt in dts:
-            names.add(generate(cname, builder, fd, rlxc, dt))
+            names.add(generate(cname, builder, fd, rlxc, dt, fwd))
             n += 1
     if not argv:  # drop cases that no longer exist
         for d in os.listdir(GOLDEN_DIR):
@@ -1390,7 +1483,7 @@ def main(argv):
     with open(os.path.join(HERE, "manifest.txt"), "w") as f:
         f.write("# case and the ops it checks (generated by "
                 "gen_gradcheck.py)\n")
-        for cname, ops, _, _, _, _ in REG:
+        for cname, ops, *_ in REG:
             f.write("%s %s\n" % (cname, " ".join(ops)))
     with open(os.path.join(HERE, "skipped.txt"), "w") as f:
         f.write("# ops without a gradient case, with the reason "
