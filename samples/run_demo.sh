@@ -2,7 +2,7 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|cnn|gpt|forward|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|cnn|gpt|forward|newton|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
@@ -14,6 +14,13 @@
 #              sample; fails when the validation loss is not below 0.75x
 #              the unigram entropy
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
+#     newton   rlxc --grad --hvp samples/newton.rlx (softmax regression
+#              on the digits), then minimize it by Newton-CG on
+#              Hessian-vector products and, for comparison, by SGD
+#              (samples/newton.c, arguments [newton_iters] [sgd_epochs]
+#              [sgd_lr] [grad_tol]); fails unless Newton-CG reaches
+#              |grad| <= grad_tol (1e-5) within newton_iters (15)
+#              iterations and ends below SGD
 #     mpi      data-parallel SGD with Open MPI (samples/train_mpi.c, built
 #              with mpicc), arguments [mlp|cnn] [epochs] [min_accuracy]
 #              [learning_rate] [shards] (defaults: mlp 30 0.95 0.3 4,
@@ -79,6 +86,15 @@ forward)
     -lm -lpthread -o "$out/forward_demo"
   "$out/forward_demo" "$@"
   ;;
+newton)
+  "$rlxc" "$root/samples/newton.rlx" --grad --hvp -o "$out/softreg.o"
+  "$rlxc" "$root/samples/newton.rlx" --entry=softreg_batch --grad \
+    -o "$out/softreg_batch.o"
+  $cc $cflags "$root/samples/newton.c" "$out/softreg.o" \
+    "$out/softreg_batch.o" "$lib" -lm -lpthread -o "$out/newton"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits_newton.csv"
+  "$out/newton" "$out/digits_newton.csv" "$@"
+  ;;
 mpi)
   mpicc=${MPICC:-mpicc}
   if ! command -v "${mpicc%% *}" >/dev/null || ! command -v mpirun >/dev/null
@@ -126,7 +142,7 @@ mpi)
     "$ckpt.np$np.safetensors" "$ckpt.np1.safetensors"
   ;;
 *)
-  echo "usage: $0 [train|cnn|gpt|forward|mpi] [args...]" >&2
+  echo "usage: $0 [train|cnn|gpt|forward|newton|mpi] [args...]" >&2
   exit 2
   ;;
 esac
