@@ -431,57 +431,55 @@ static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
 /* f''(x) for activation_backward's kinds, from ordinary ops; NULL when
  * it is zero (piecewise-linear kinds). */
 Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt) {
-#undef UN
-#undef BIN
-#define UN(op, a) ib_un(b, op, a)
-#define BIN(op, a, b2) ib_bin(b, op, a, b2)
+#define SU(op, a) ib_un(b, op, a)
+#define SB(op, a, b2) ib_bin(b, op, a, b2)
+#define SM(a, b2) ib_bin(b, OP_MUL, a, b2)
 #define KS(v) ib_scalar(b, dt, (v))
 #define IS(k) (!strcmp(kind, k))
   if (IS("relu") || IS("abs") || IS("neg")) return NULL;
   if (IS("sigmoid") || IS("silu")) {
-    Node *s = UN(OP_SIGMOID, x), *s1 = MUL(s, BIN(OP_SUB, KS(1), s));
-    if (IS("sigmoid")) return MUL(s1, BIN(OP_SUB, KS(1), MUL(KS(2), s)));
-    Node *q = MUL(x, BIN(OP_SUB, KS(1), MUL(KS(2), s)));
-    return MUL(s1, BIN(OP_ADD, KS(2), q));
+    Node *s = SU(OP_SIGMOID, x), *s1 = SM(s, SB(OP_SUB, KS(1), s));
+    if (IS("sigmoid")) return SM(s1, SB(OP_SUB, KS(1), SM(KS(2), s)));
+    Node *q = SM(x, SB(OP_SUB, KS(1), SM(KS(2), s)));
+    return SM(s1, SB(OP_ADD, KS(2), q));
   }
   if (IS("gelu")) { /* phi(x) (2 - x^2) */
-    Node *x2 = MUL(x, x);
-    Node *phi = MUL(KS(0.3989422804014327), UN(OP_EXP, MUL(KS(-0.5), x2)));
-    return MUL(phi, BIN(OP_SUB, KS(2), x2));
+    Node *x2 = SM(x, x);
+    Node *phi = SM(KS(0.3989422804014327), SU(OP_EXP, SM(KS(-0.5), x2)));
+    return SM(phi, SB(OP_SUB, KS(2), x2));
   }
   if (IS("gelu_tanh")) { /* (1-t^2) (u' + x/2 (u'' - 2 t u'^2)) */
     double k = 0.7978845608028654, c = 0.044715;
-    Node *x2 = MUL(x, x);
-    Node *u = MUL(KS(k), BIN(OP_ADD, x, MUL(KS(c), MUL(x2, x))));
-    Node *t = UN(OP_TANH, u), *d = BIN(OP_SUB, KS(1), MUL(t, t));
-    Node *u1 = MUL(KS(k), BIN(OP_ADD, KS(1), MUL(KS(3 * c), x2)));
-    Node *u2 = MUL(KS(6 * k * c), x);
-    Node *in = BIN(OP_SUB, u2, MUL(KS(2), MUL(t, MUL(u1, u1))));
-    return MUL(d, BIN(OP_ADD, u1, MUL(MUL(KS(0.5), x), in)));
+    Node *x2 = SM(x, x);
+    Node *u = SM(KS(k), SB(OP_ADD, x, SM(KS(c), SM(x2, x))));
+    Node *t = SU(OP_TANH, u), *d = SB(OP_SUB, KS(1), SM(t, t));
+    Node *u1 = SM(KS(k), SB(OP_ADD, KS(1), SM(KS(3 * c), x2)));
+    Node *u2 = SM(KS(6 * k * c), x);
+    Node *in = SB(OP_SUB, u2, SM(KS(2), SM(t, SM(u1, u1))));
+    return SM(d, SB(OP_ADD, u1, SM(SM(KS(0.5), x), in)));
   }
   if (IS("tanh")) {
-    Node *t = UN(OP_TANH, x);
-    return MUL(KS(-2), MUL(t, BIN(OP_SUB, KS(1), MUL(t, t))));
+    Node *t = SU(OP_TANH, x);
+    return SM(KS(-2), SM(t, SB(OP_SUB, KS(1), SM(t, t))));
   }
-  if (IS("exp")) return UN(OP_EXP, x);
-  if (IS("log")) return BIN(OP_DIV, KS(-1), MUL(x, x));
-  if (IS("sqrt")) return MUL(KS(-0.25), BIN(OP_POW, x, KS(-1.5)));
-  if (IS("rsqrt")) return MUL(KS(0.75), BIN(OP_POW, x, KS(-2.5)));
-  if (IS("sin")) return UN(OP_NEG, UN(OP_SIN, x));
-  if (IS("cos")) return UN(OP_NEG, UN(OP_COS, x));
+  if (IS("exp")) return SU(OP_EXP, x);
+  if (IS("log")) return SB(OP_DIV, KS(-1), SM(x, x));
+  if (IS("sqrt")) return SM(KS(-0.25), SB(OP_POW, x, KS(-1.5)));
+  if (IS("rsqrt")) return SM(KS(0.75), SB(OP_POW, x, KS(-2.5)));
+  if (IS("sin")) return SU(OP_NEG, SU(OP_SIN, x));
+  if (IS("cos")) return SU(OP_NEG, SU(OP_COS, x));
   if (IS("tan")) {
-    Node *t = UN(OP_TAN, x);
-    return MUL(MUL(KS(2), t), BIN(OP_ADD, KS(1), MUL(t, t)));
+    Node *t = SU(OP_TAN, x);
+    return SM(SM(KS(2), t), SB(OP_ADD, KS(1), SM(t, t)));
   }
   RLX_ASSERT(IS("atan"));
-  Node *q = BIN(OP_ADD, KS(1), MUL(x, x));
-  return BIN(OP_DIV, MUL(KS(-2), x), MUL(q, q));
+  Node *q = SB(OP_ADD, KS(1), SM(x, x));
+  return SB(OP_DIV, SM(KS(-2), x), SM(q, q));
 #undef KS
 #undef IS
-#undef UN
-#undef BIN
-#define UN(op, a) ib_un(B, op, a)
-#define BIN(op, a, b2) ib_bin(B, op, a, b2)
+#undef SU
+#undef SB
+#undef SM
 }
 
 /* (x, dy) -> dy * f'(x): dy gets f'(x) * g; x gets g * dy * f''(x) */
