@@ -7,9 +7,9 @@
 #      rlxc, and e2e/gradcheck drivers linked with the sanitized runtime.
 #   3. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
 #      front-end and pass fuzzer (fuzz_frontend), then the code
-#      generation fuzzer (fuzz_codegen: pipeline, LLVM IR, verifier,
-#      with and without --grad), FUZZ_SECONDS (default 60) in all,
-#      FUZZ_CODEGEN_SECONDS (default half) of it for fuzz_codegen;
+#      generation fuzzer (fuzz_codegen: pipeline, LLVM IR, verifier;
+#      plain, with --grad and with --jvp --hvp), FUZZ_SECONDS (default
+#      60) in all, FUZZ_CODEGEN_SECONDS (default half) of it for fuzz_codegen;
 #      then the checkpoint readers (fuzz_params: safetensors and .npy)
 #      for FUZZ_PARAMS_SECONDS (default 10) more;
 #      seeded with the fuzz corpus, every .rlx of the golden, error,
