@@ -380,28 +380,35 @@ def pending_note(ops):
                 "%s (%d)" % kv for kv in sorted(ops.items()))))
 
 
-def run_jvp_ir(rlxc, cases):
+def run_fwd_checks(kind, check, rlxc, cases):
+    """Run check(rlxc, name, np, ir_eval) on every case, printing
+    PASS/FAIL KIND NAME; cases needing a forward rule still being
+    written are reported as PENDING (and fail)."""
     import numpy as np
     sys.path.insert(0, HERE)
     import ir_eval
     failed, pending = 0, {}
     for name in cases:
         try:
-            err = jvp_case(rlxc, name, np, ir_eval)
+            err = check(rlxc, name, np, ir_eval)
         except Pending as e:
             pending[str(e)] = pending.get(str(e), 0) + 1
             err = ("PENDING: forward mode through '%s' is not supported "
                    "yet" % e)
         except Exception as e:  # report, keep going
             err = "%s: %s" % (type(e).__name__, e)
-        print(("FAIL jvp %s: %s" % (name, err)) if err
-              else "PASS jvp " + name)
+        print(("FAIL %s %s: %s" % (kind, name, err)) if err
+              else "PASS %s %s" % (kind, name))
         sys.stdout.flush()
         failed += bool(err)
-    print("jvp: %d/%d cases passed" % (len(cases) - failed, len(cases)))
+    print("%s: %d/%d cases passed" % (kind, len(cases) - failed, len(cases)))
     if pending:
-        print("jvp: " + pending_note(pending))
+        print("%s: %s" % (kind, pending_note(pending)))
     return failed == 0
+
+
+def run_jvp_ir(rlxc, cases):
+    return run_fwd_checks("jvp", jvp_case, rlxc, cases)
 
 
 def hvp_case(rlxc, name, np, ir_eval):
@@ -464,28 +471,8 @@ def hvp_case(rlxc, name, np, ir_eval):
 
 
 def run_hvp_ir(rlxc, cases):
-    import numpy as np
-    sys.path.insert(0, HERE)
-    import ir_eval
-    cases = [c for c in cases if c.endswith("_f64")]
-    failed, pending = 0, {}
-    for name in cases:
-        try:
-            err = hvp_case(rlxc, name, np, ir_eval)
-        except Pending as e:
-            pending[str(e)] = pending.get(str(e), 0) + 1
-            err = ("PENDING: forward mode through '%s' is not supported "
-                   "yet" % e)
-        except Exception as e:  # report, keep going
-            err = "%s: %s" % (type(e).__name__, e)
-        print(("FAIL hvp %s: %s" % (name, err)) if err
-              else "PASS hvp " + name)
-        sys.stdout.flush()
-        failed += bool(err)
-    print("hvp: %d/%d cases passed" % (len(cases) - failed, len(cases)))
-    if pending:
-        print("hvp: " + pending_note(pending))
-    return failed == 0
+    return run_fwd_checks("hvp", hvp_case, rlxc,
+                          [c for c in cases if c.endswith("_f64")])
 
 
 def run_ir(rlxc, cases):
