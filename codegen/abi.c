@@ -156,10 +156,14 @@ static bool emit_segment(Cg *cg, Graph *g, int from, int to) {
   cg_fn_begin(cg, &f, fn, outer->plan);
   bool ok = emit_nodes(cg, g, from, to);
   if (ok) cg_fn_finish(cg);
-  if (ok && !has_loop(fn)) cg_optnone(cg, fn);
   cg->fn = outer;
   LLVMPositionBuilderAtEnd(cg->b, bb);
   if (!ok) return false;
+  if (cg_call_tables(cg, fn)) { /* its calls moved here */
+    LLVMDeleteFunction(fn);
+    return true;
+  }
+  if (!has_loop(fn)) cg_optnone(cg, fn);
   LLVMValueRef a[3] = {outer->in, outer->out, outer->ws};
   LLVMValueRef r = LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, a, 3, "");
   if (f.can_fail) cg_fail_if_nonzero(cg, r);

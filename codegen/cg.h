@@ -131,6 +131,7 @@ typedef struct Cg {
   struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
   int nfsrc;
   struct CgEwBody **ew_bodies; /* emit_elementwise.c: shared loop bodies */
+  struct CgDispatch *dispatch; /* calltable.c: dispatch functions */
 } Cg;
 
 /* ---- lifetime (llvm.c) ---- */
@@ -243,6 +244,11 @@ typedef struct {
 } CgLoop;
 /* Mark fn noinline (outlined bodies and segments stay separate). */
 void cg_noinline(Cg *cg, LLVMValueRef fn);
+/* Runs of calls in segment fn become tables walked by dispatch
+ * functions (calltable.c). True when fn is left with nothing but those
+ * calls: they are then re-emitted at the builder's position, with the
+ * current function's (inputs, outputs, ws), and fn can be deleted. */
+bool cg_call_tables(Cg *cg, LLVMValueRef fn);
 /* Mark a noinline fn optnone: not optimized, compiled as at -O0. */
 void cg_optnone(Cg *cg, LLVMValueRef fn);
 /* for (i = begin; i < end; i++) with nc loop-carried values: carry[]

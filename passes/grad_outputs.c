@@ -52,6 +52,30 @@ static bool repeated(const Unit *u, const char **wrt, int k) {
   return false;
 }
 
+typedef struct {
+  const char *key;
+  int k;
+} Want;
+
+static int cmp_want(const void *a, const void *b) {
+  const Want *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* dup[k]: want[k] is also want[j] for some j < k (sorting: n log n). */
+static bool *repeated_wants(Ctx *c, char **want, int n) {
+  bool *dup = arena_alloc(c->arena, (size_t)n + 1);
+  Want *w = arena_alloc(c->arena, sizeof *w * ((size_t)n + 1));
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (want[k]) w[m++] = (Want){want[k], k};
+  qsort(w, (size_t)m, sizeof *w, cmp_want);
+  for (int i = 1; i < m; i++)
+    dup[w[i].k] = !strcmp(w[i].key, w[i - 1].key);
+  return dup;
+}
+
 /* Outputs first.. of g get values of their own and, where free, the
  * names want[k] (NULL: keep; skip[k]: a repeated --wrt, unnamed). */
 static void own_outputs(Unit *u, Graph *g, int first, char **want,
@@ -62,6 +86,7 @@ static void own_outputs(Unit *u, Graph *g, int first, char **want,
   int *nret_of = arena_alloc(u->ctx->arena,
                              sizeof(int) * ((size_t)g->next_id + 1));
   for (int j = 0; j < g->nret; j++) nret_of[g->rets[j]->id]++;
+  bool *dup = repeated_wants(u->ctx, want, g->nret - first);
   for (int k = 0; first + k < g->nret; k++) {
     Node *r = g->rets[first + k];
     const char *key = want[k];
@@ -71,10 +96,7 @@ static void own_outputs(Unit *u, Graph *g, int first, char **want,
       nret_of[r->id]--;
       r = g->rets[first + k] = ib_reshape_as(&b, r, &r->type);
     }
-    bool taken = skip && skip[k];
-    for (int j = 0; key && j < k; j++)
-      taken |= want[j] && !strcmp(want[j], key);
-    if (key && !taken &&
+    if (key && !(skip && skip[k]) && !dup[k] &&
         !bsearch(&key, names, (size_t)nnames, sizeof *names, cmp_str))
       r->name = key;
   }

@@ -61,3 +61,45 @@ def long_chain(c, rng):
     for i in range(n):  # f32 rounding after every op, as rlxc computes
         ref = round_to("f32", round_to("f32", ref * np.float64(cs[i])) + x.v)
     c.run([x], [out("f32", ref, v[1:])])
+
+
+@case(rlxc=["--grad"])
+def lattice_grad(c, rng):
+    """v_i = tanh(v_{i-1} v_{i-2} - v_{i-3} + c_i x): every value read
+    three times, so none fuses; forward and gradient are hundreds of
+    segment calls that become call tables (codegen/calltable.c) reading
+    inputs, outputs and workspace addresses."""
+    n = 400
+    a = T("f64", rng.uniform(-1, 1, (16,)), "a")
+    x = T("f64", rng.uniform(-1, 1, (16,)), "x", "param")
+    cs = rng.uniform(-1, 1, n)
+    lines = ["%v0 = mul(%a, %x)", "%v1 = tanh(%v0)", "%v2 = sin(%v1)"]
+    for i in range(3, n):
+        lines.append("%%v%d = tanh(sub(add(mul(%%v%d, %%v%d), mul(%%x, %r)), "
+                     "%%v%d))" % (i, i - 1, i - 2, float(cs[i]), i - 3))
+    lines.append("%%loss = reduce_sum(%%v%d)" % (n - 1))
+    c.graph([a, x], "\n".join(lines), "%loss, %v" + str(n - 1),
+            comment="%d-step lattice: call tables" % n)
+    v = [a.v * x.v]
+    v.append(np.tanh(v[0]))
+    v.append(np.sin(v[1]))
+    for i in range(3, n):
+        v.append(np.tanh(v[i - 1] * v[i - 2] + x.v * cs[i] - v[i - 3]))
+    g = [np.zeros(16) for _ in range(n)]
+    g[n - 1] = np.ones(16)
+    dx = np.zeros(16)
+    for i in range(n - 1, 2, -1):
+        d = g[i] * (1 - v[i] ** 2)
+        g[i - 1] += d * v[i - 2]
+        g[i - 2] += d * v[i - 1]
+        g[i - 3] -= d
+        dx += d * cs[i]
+    g[1] += g[2] * np.cos(v[1])
+    g[0] += g[1] * (1 - v[1] ** 2)
+    dx += g[0] * a.v
+    outs = [out("f64", v[n - 1].sum(), "loss"),
+            out("f64", v[n - 1], "v%d" % (n - 1))]
+    c.run([a, x], outs)
+    c.run([a, x, T("f64", 1.0, "d_output")],
+          outs + [out("f64", dx, "d_x")],
+          sub="grad", entry="lattice_grad_grad")
