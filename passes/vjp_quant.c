@@ -13,8 +13,8 @@
  *
  * Conventions: Q = 2^(bits-1) - 1; S = max(scale, 1e-12) with scale =
  * max|x| / Q (fake_quantize, per tensor or per `axis` channel) or the
- * lsq operand; rounding is half to even (round); the grid value is
- * clamp(round(x/S), -Q, Q) * S. ψ(z) = round(z) - z for |z| <= Q, else
+ * lsq operand (f16: floor 2^-24, as 1e-12 is not an f16); rounding is
+ * half to even (round); the grid value is clamp(round(x/S), -Q, Q) * S. ψ(z) = round(z) - z for |z| <= Q, else
  * the clamped grid value ±Q; lsq's ds is computed at S and passed
  * straight through the 1e-12 floor (a scale that went non-positive keeps
  * a gradient). Conventions of the rule macros: vjp.h.
@@ -56,6 +56,10 @@ static Node *lay(IrBuilder *b, const Node *n, Node *s) {
   return ib_reshape(b, s, xt->rank, d);
 }
 
+/* The scale floor: 1e-12, or 2^-24 (the least f16) where 1e-12 would
+ * round to 0. */
+static double q_floor(DType dt) { return dt == DT_F16 ? 0x1p-24 : 1e-12; }
+
 /* fake_quantize's clip range Q S = max(max|x|, Q 1e-12) over the
  * non-channel axes (kept): exactly max|x| at the largest element. */
 static Node *q_range(IrBuilder *b, const Node *n, Node *x) {
@@ -63,14 +67,14 @@ static Node *q_range(IrBuilder *b, const Node *n, Node *x) {
   int k = other_axes(n, axes);
   Node *m = ib_un(b, OP_ABS, x);
   if (k) m = ib_reduce(b, OP_REDUCE_MAX, m, axes, k, true);
-  return QB(OP_MAX, m, QK(q_max(n) * 1e-12));
+  return QB(OP_MAX, m, QK(q_max(n) * q_floor(x->type.dt)));
 }
 
 /* S of n at x: Q S / Q for fake_quantize (s NULL), else the lsq scale
  * s floored at 1e-12; laid out against x. */
 static Node *q_scale(IrBuilder *b, const Node *n, Node *x, Node *s) {
   if (!s) return QB(OP_DIV, q_range(b, n, x), QK(q_max(n)));
-  return QB(OP_MAX, lay(b, n, s), QK(1e-12));
+  return QB(OP_MAX, lay(b, n, s), QK(q_floor(x->type.dt)));
 }
 
 /* clamp(round(z), -Q, Q) */

@@ -116,6 +116,21 @@ for _dt in ("f32", "f64"):
     _fwd_case(_dt)
 
 
+@case()
+def fake_quantize_f16(c, rng):
+    """f16 (computed in f32, rounded per op): an all-zero channel and a
+    zero scale give zeros, never 0/0 (the floor is 2^-24 in f16)."""
+    x = T("f16", [[0.0, 0.4, 1.1], [0.0, -2.6, -3.5], [0.0, 7.0, 0.3]], "x")
+    s = T("f16", [0.0, 0.5, 0.25], "s")
+    outs = [out("f16", fake_quantize(x.v, 4, 1), "p"),
+            out("f16", lsq(x.v, s.v, 4, -1), "l")]
+    c.graph([x, s], "%p = fake_quantize(%x, bits=4, axis=1)\n"
+            "%l = fake_quantize_lsq(%x, %s, bits=4, axis=-1)",
+            outs_str(outs), comment="fake quantization in f16: zero "
+            "channel, zero scale")
+    c.run([x, s], outs)
+
+
 def _grad_case(dt):
     """loss = Σ w·(fq_tanh(a) + fq_hardtanh(a, axis=0) + fq_clipped(a)
     + fq(a)) + Σ w·lsq(b, s, axis=1, grad_scale), s holding 0."""
