@@ -78,6 +78,9 @@ bool ad_is_fake_quant(Op op);
 Node *ad_quant_expand(IrBuilder *b, const Node *n, Node *const *a);
 Graph *ad_quant_graph(Ctx *c, const Node *n);
 Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s);
+/* A per-tensor scalar or [C] value of fake-quantization op n laid out
+ * to broadcast against x: 1 on every axis but the channel axis. */
+Node *ad_quant_lay(IrBuilder *b, const Node *n, Node *s);
 /* For max_pool2d or max_pool2d_backward n (its kernel, stride,
  * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
  * window's first maximum of x in row-major order, m-shaped (vjp_nn.c;

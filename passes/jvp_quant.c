@@ -20,17 +20,9 @@ Node *jvp_fake_quantize_lsq(JvpCtx *jc, const Node *n) {
     Node *in[3] = {X(0), X(1), T(0)};
     t = jvp_same_attrs(jc, n, OP_FAKE_QUANTIZE_LSQ_BACKWARD_X, in, 3);
   }
-  if (T(1)) {
-    int64_t d[RLX_MAX_RANK];
-    const Type *xt = &n->type;
-    int64_t a = ir_attr_int(n, ATTR_AXIS, 0);
-    if (a < 0) a += xt->rank;
-    bool chan = ir_attr_present(n, ATTR_AXIS);
-    for (int i = 0; i < xt->rank; i++)
-      d[i] = chan && i == a ? xt->dims[i] : 1;
-    Node *ts = ib_reshape(B, T(1), xt->rank, d);
-    t = jvp_add(jc, t, MUL(ad_lsq_psi(B, n, X(0), X(1)), ts));
-  }
+  if (T(1))
+    t = jvp_add(jc, t, MUL(ad_lsq_psi(B, n, X(0), X(1)),
+                           ad_quant_lay(B, n, T(1))));
   return t;
 }
 

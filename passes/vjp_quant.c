@@ -1,7 +1,8 @@
-/* vjp_quant.c: fake quantization (language.md 6.8, ops-detail.md
- * "Quantization") re-expressed through ordinary ops, and the VJP rules
- * of fake_quantize, fake_quantize_lsq, quantize, dequantize and of the
- * fake-quantization backward ops (second order).
+/* vjp_quant.c: fake quantization (language.md 7, "Fake quantization";
+ * ops-detail.md "Quantization") re-expressed through ordinary ops, and
+ * the VJP rules of fake_quantize, fake_quantize_lsq and (second order)
+ * of their backward ops. quantize/dequantize use vjp.c's cast rule
+ * (straight through).
  *
  * ad_quant_expand() writes each of the five fake-quantization ops as
  * elementwise ops plus one reduction: the max-abs reduction of
@@ -14,10 +15,11 @@
  * Conventions: Q = 2^(bits-1) - 1; S = max(scale, 1e-12) with scale =
  * max|x| / Q (fake_quantize, per tensor or per `axis` channel) or the
  * lsq operand (f16: floor 2^-24, as 1e-12 is not an f16); rounding is
- * half to even (round); the grid value is clamp(round(x/S), -Q, Q) * S. ψ(z) = round(z) - z for |z| <= Q, else
- * the clamped grid value ±Q; lsq's ds is computed at S and passed
- * straight through the 1e-12 floor (a scale that went non-positive keeps
- * a gradient). Conventions of the rule macros: vjp.h.
+ * half to even (round); the grid value is clamp(round(x/S), -Q, Q) * S.
+ * ψ(z) = round(z) - z for |z| <= Q, else the clamped grid value ±Q;
+ * lsq's ds is computed at S and passed straight through the floor (a
+ * scale that went non-positive keeps a gradient). Conventions of the
+ * rule macros: vjp.h.
  */
 #include "passes/vjp.h"
 
@@ -46,9 +48,7 @@ static int other_axes(const Node *n, int64_t *axes) {
 #define QK(v) ib_scalar(b, x->type.dt, (v))
 #define QB(op, p, q) ib_bin(b, op, p, q)
 
-/* A per-tensor scalar or [C] scale laid out to broadcast against x:
- * 1 on every axis but the channel axis. */
-static Node *lay(IrBuilder *b, const Node *n, Node *s) {
+Node *ad_quant_lay(IrBuilder *b, const Node *n, Node *s) {
   const Type *xt = &n->in[0]->type;
   int64_t d[RLX_MAX_RANK];
   int a = q_axis(n);
@@ -74,7 +74,7 @@ static Node *q_range(IrBuilder *b, const Node *n, Node *x) {
  * s floored at 1e-12; laid out against x. */
 static Node *q_scale(IrBuilder *b, const Node *n, Node *x, Node *s) {
   if (!s) return QB(OP_DIV, q_range(b, n, x), QK(q_max(n)));
-  return QB(OP_MAX, lay(b, n, s), QK(q_floor(x->type.dt)));
+  return QB(OP_MAX, ad_quant_lay(b, n, s), QK(q_floor(x->type.dt)));
 }
 
 /* clamp(round(z), -Q, Q) */
@@ -96,8 +96,10 @@ Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s) {
   if (!ir_attr_bool(n, ATTR_GRAD_SCALE, false)) return psi;
   const Type *xt = &x->type;
   int a = q_axis(n);
-  int64_t share = type_numel(xt) / (a < 0 || !xt->dims[a] ? 1 : xt->dims[a]);
-  return QB(OP_MUL, psi, QK(1 / sqrt((double)(share ? share : 1) * q_max(n))));
+  int64_t c = a < 0 || !xt->dims[a] ? 1 : xt->dims[a];
+  int64_t share = type_numel(xt) / c; /* elements per scale */
+  return QB(OP_MUL, psi, QK(1 / sqrt((double)(share ? share : 1) *
+                                     q_max(n))));
 }
 
 /* fake_quantize_backward's dx for its ste kind. */
