@@ -535,6 +535,7 @@ class _FQ(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, bits, axis, ste):
         ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
         ctx.a = (bits, axis, ste)
         return _fq_grid(x, _fq_scale(x, bits, axis), _fq_q(bits))
 
@@ -542,6 +543,12 @@ class _FQ(torch.autograd.Function):
     def backward(ctx, gr):
         (x,) = ctx.saved_tensors
         return gr * _fq_mask(x, *ctx.a), None, None, None
+
+    @staticmethod
+    def jvp(ctx, tx, *_):
+        """true forward mode (tests/hvp): the STE map on the tangent"""
+        (x,) = ctx.saved_tensors
+        return tx * _fq_mask(x, *ctx.a)
 
 
 def _lsq_lay(s, x, axis):
@@ -570,6 +577,7 @@ class _LSQ(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, s, bits, axis, gs):
         ctx.save_for_backward(x, s)
+        ctx.save_for_forward(x, s)
         ctx.a = (bits, axis, gs)
         return _fq_grid(x, _lsq_lay(s, x, axis), _fq_q(bits))
 
@@ -578,6 +586,21 @@ class _LSQ(torch.autograd.Function):
         x, s = ctx.saved_tensors
         return (_lsq_bwd(x, s, gr, *ctx.a, "x"), _lsq_bwd(x, s, gr, *ctx.a, "s"),
                 None, None, None)
+
+    @staticmethod
+    def jvp(ctx, tx, ts, *_):
+        """true forward mode (tests/hvp): the transpose of backward"""
+        x, s = ctx.saved_tensors
+        bits, axis, gs = ctx.a
+        q, S = _fq_q(bits), _lsq_lay(s, x, axis)
+        z = x / S
+        inside = z.abs() <= q
+        psi = torch.clamp(torch.round(z), -q, q) - torch.where(
+            inside, z, torch.zeros_like(z))
+        if gs:
+            psi = psi / np.sqrt(x.numel() / S.numel() * q)
+        return (torch.where(inside, tx, torch.zeros_like(tx)) +
+                psi * ts.reshape(S.shape))
 
 
 def _fq_attrs(bits, axis, extra=""):
