@@ -331,6 +331,10 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
 int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
+/* lower_quant.c: fake quantization rewritten into ordinary ops before
+ * planning (cg_lower_quant); cg_emit_lowered is their table entry. */
+void cg_lower_quant(Ctx *c, Graph *g);
+bool cg_emit_lowered(Cg *cg, Node *n);
 
 /* attention and attention_backward (emit_attention.c). Before fusion,
  * cg_attention_groups() gathers the attention_backward nodes of one

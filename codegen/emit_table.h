@@ -61,8 +61,8 @@
 #define CG_FUSED_TRANSFORMER_LAYER CG_UNSUPPORTED
 #define CG_SELECTIVE_SCAN CG_UNSUPPORTED
 #define CG_GATED_DELTA_NET CG_UNSUPPORTED
-#define CG_FAKE_QUANTIZE CG_UNSUPPORTED
-#define CG_FAKE_QUANTIZE_LSQ CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE {cg_emit_lowered, NULL}
+#define CG_FAKE_QUANTIZE_LSQ {cg_emit_lowered, NULL}
 #define CG_QUANTIZE {cg_emit_elementwise, NULL}
 #define CG_DEQUANTIZE {cg_emit_elementwise, NULL}
 #define CG_Q_MATMUL CG_UNSUPPORTED
@@ -99,9 +99,9 @@
 #define CG_CONV2D_BACKWARD_WEIGHT {cg_emit_conv, cg_scratch_conv}
 #define CG_ATTENTION_BACKWARD {cg_emit_attention, cg_scratch_attention}
 #define CG_COMPLEX_NORM_SQ_BACKWARD {cg_emit_elementwise, NULL}
-#define CG_FAKE_QUANTIZE_BACKWARD CG_UNSUPPORTED
-#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X CG_UNSUPPORTED
-#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE CG_UNSUPPORTED
+#define CG_FAKE_QUANTIZE_BACKWARD {cg_emit_lowered, NULL}
+#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X {cg_emit_lowered, NULL}
+#define CG_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE {cg_emit_lowered, NULL}
 #define CG_LOG_MEL_BACKWARD CG_UNSUPPORTED
 
 #include "codegen/emit_table_ops.h"

@@ -1,7 +1,7 @@
 /* shape_quant.c: rules for quantization ops (language.md 6.8,
  * ops-detail.md "Quantization") and their backward ops.
  *
- * fake_quantize(x): x float, 2 <= bits <= 16, axis (if set) in range.
+ * fake_quantize(x): x float, 2 <= bits <= 8, axis (if set) in range.
  * fake_quantize_lsq(x, scale): as above; scale has x's dtype and is
  *   rank 0 or [1] (per tensor) or [x.shape[axis]] (with axis).
  * quantize(x) -> i8 of x's shape: x float, scale > 0, zero_point in
@@ -24,7 +24,7 @@ static bool bits_axis(Ctx *c, const Node *n) {
   int64_t b;
   int a;
   if (!sh_want_float(c, n, 0, "x")) return false;
-  if (!sh_int_attr(c, n, ATTR_BITS, 2, 16, &b)) return false;
+  if (!sh_int_attr(c, n, ATTR_BITS, 2, 8, &b)) return false;
   if (ir_attr_present(n, ATTR_AXIS) &&
       !sh_axis(c, n, ir_attr_int(n, ATTR_AXIS, 0), IN(n, 0)->rank, &a))
     return false;

@@ -69,6 +69,18 @@ Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
 Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
+/* Fake quantization (vjp_quant.c): n's value through ordinary ops for
+ * the five fake_quantize* ops; ad_quant_graph wraps it in a detached
+ * graph over n's operands (args a0, a1, ...). ad_lsq_psi: ψ(x/S) of
+ * lsq op n at x and scale s (x-shaped), times the LSQ gradient scale
+ * when n has grad_scale. */
+bool ad_is_fake_quant(Op op);
+Node *ad_quant_expand(IrBuilder *b, const Node *n, Node *const *a);
+Graph *ad_quant_graph(Ctx *c, const Node *n);
+Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s);
+/* A per-tensor scalar or [C] value of fake-quantization op n laid out
+ * to broadcast against x: 1 on every axis but the channel axis. */
+Node *ad_quant_lay(IrBuilder *b, const Node *n, Node *s);
 /* For max_pool2d or max_pool2d_backward n (its kernel, stride,
  * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
  * window's first maximum of x in row-major order, m-shaped (vjp_nn.c;

@@ -379,10 +379,10 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_FUSED_TRANSFORMER_LAYER jvp_unsupported
 #define JVP_SELECTIVE_SCAN jvp_unsupported
 #define JVP_GATED_DELTA_NET jvp_unsupported
-#define JVP_FAKE_QUANTIZE jvp_unsupported
-#define JVP_FAKE_QUANTIZE_LSQ jvp_unsupported
-#define JVP_QUANTIZE jvp_unsupported
-#define JVP_DEQUANTIZE jvp_unsupported
+#define JVP_FAKE_QUANTIZE jvp_fake_quantize
+#define JVP_FAKE_QUANTIZE_LSQ jvp_fake_quantize_lsq
+#define JVP_QUANTIZE jvp_cast /* i8: no tangent */
+#define JVP_DEQUANTIZE jvp_cast /* i8 operand: never reached */
 #define JVP_Q_MATMUL jvp_none
 #define JVP_Q_CONV2D jvp_none
 #define JVP_DEQUANT_MATMUL jvp_unsupported
@@ -420,9 +420,9 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_SOFTMAX_CROSS_ENTROPY_BACKWARD jvp_xent_backward
 #define JVP_ATTENTION_BACKWARD jvp_attention_backward
 #define JVP_COMPLEX_NORM_SQ_BACKWARD jvp_norm_sq_backward
-#define JVP_FAKE_QUANTIZE_BACKWARD jvp_unsupported
-#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_unsupported
-#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_unsupported
+#define JVP_FAKE_QUANTIZE_BACKWARD jvp_fake_quantize_bwd
+#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_fake_quantize_bwd
+#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_fake_quantize_bwd
 #define JVP_SCAN_BACKWARD jvp_unsupported
 #define JVP_SCAN_BACKWARD_XS jvp_unsupported
 #define JVP_LOG_MEL_BACKWARD jvp_unsupported

@@ -70,6 +70,11 @@ Node *jvp_conv2d(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
 
+/* jvp_quant.c: fake_quantize, fake_quantize_lsq, their backward ops */
+Node *jvp_fake_quantize(JvpCtx *jc, const Node *n);
+Node *jvp_fake_quantize_lsq(JvpCtx *jc, const Node *n);
+Node *jvp_fake_quantize_bwd(JvpCtx *jc, const Node *n);
+
 /* jvp_control.c: scan, if, while, custom_fn */
 Node *jvp_scan(JvpCtx *jc, const Node *n);
 Node *jvp_if(JvpCtx *jc, const Node *n);

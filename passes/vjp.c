@@ -608,10 +608,10 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_FUSED_TRANSFORMER_LAYER vjp_unsupported
 #define VJP_SELECTIVE_SCAN vjp_unsupported
 #define VJP_GATED_DELTA_NET vjp_unsupported
-#define VJP_FAKE_QUANTIZE vjp_unsupported
-#define VJP_FAKE_QUANTIZE_LSQ vjp_unsupported
-#define VJP_QUANTIZE vjp_unsupported
-#define VJP_DEQUANTIZE vjp_unsupported
+#define VJP_FAKE_QUANTIZE vjp_fake_quantize
+#define VJP_FAKE_QUANTIZE_LSQ vjp_fake_quantize_lsq
+#define VJP_QUANTIZE vjp_cast /* straight through */
+#define VJP_DEQUANTIZE vjp_cast /* i8 operand: nothing */
 #define VJP_Q_MATMUL vjp_none
 #define VJP_Q_CONV2D vjp_none
 #define VJP_DEQUANT_MATMUL vjp_unsupported
@@ -649,9 +649,9 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
 #define VJP_ATTENTION_BACKWARD vjp_attention_backward
 #define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_unsupported
-#define VJP_FAKE_QUANTIZE_BACKWARD vjp_unsupported
-#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_unsupported
-#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_unsupported
+#define VJP_FAKE_QUANTIZE_BACKWARD vjp_fake_quantize_bwd
+#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_fake_quantize_bwd
+#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd
 #define VJP_SCAN_BACKWARD vjp_unsupported
 #define VJP_SCAN_BACKWARD_XS vjp_unsupported
 #define VJP_LOG_MEL_BACKWARD vjp_unsupported

@@ -50,4 +50,9 @@ bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
 bool vjp_attention(GradCtx *gc, const Node *n, Node *g);
 bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);
 
+/* vjp_quant.c */
+bool vjp_fake_quantize(GradCtx *gc, const Node *n, Node *g);
+bool vjp_fake_quantize_lsq(GradCtx *gc, const Node *n, Node *g);
+bool vjp_fake_quantize_bwd(GradCtx *gc, const Node *n, Node *g);
+
 #endif

@@ -63,15 +63,16 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 SKIP = {}
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
-for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
-            "dequant_matmul grouped_matmul").split():
+for _op in "dequant_matmul grouped_matmul".split():
     SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
 for _op in "complex_norm_sq fft log_mel".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
+for _op in "quantize dequantize".split():
+    SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
+                 "see a cotangent")
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
 for _op in ("complex_norm_sq_backward "
-            "fake_quantize_backward fake_quantize_lsq_backward_x "
-            "fake_quantize_lsq_backward_scale scan_backward "
+            "scan_backward "
             "scan_backward_xs log_mel_backward").split():
     SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
 SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
@@ -96,14 +97,16 @@ REG = []  # (name, ops covered, builder, fd?, extra rlxc args, dtypes,
 
 
 def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
-         dot=None):
+         dot=None, hvp_sym=None):
     """jvp_ref: the reference of the JVP goldens when it is not the
     case's own reference (a declared vjp that forward mode ignores);
     dot: (rtol, reason) to loosen the dot-product test of the f64
-    variant, rtol None to skip it (run_gradcheck.py --jvp-ir)."""
+    variant, rtol None to skip it (run_gradcheck.py --jvp-ir);
+    hvp_sym: reason to skip the HVP symmetry test alone (a gradient
+    that is a convention, not the gradient of a function)."""
     def deco(fn):
         REG.append((name, tuple(ops) or (name,), fn, fd, list(rlxc), dts,
-                    {"jvp_ref": jvp_ref, "dot": dot}))
+                    {"jvp_ref": jvp_ref, "dot": dot, "sym": hvp_sym}))
         return fn
     return deco
 
@@ -488,6 +491,204 @@ def act_bwd_case(kind):
 
 for _k in sorted(ACT):
     act_bwd_case(_k)
+
+
+# ---- fake quantization (ops-detail.md "Quantization") ----
+
+def _fq_q(bits):
+    return 2.0 ** (bits - 1) - 1
+
+
+def _fq_other(x, axis):
+    return [i for i in range(x.dim()) if axis is None or i != axis % x.dim()]
+
+
+def _fq_range(x, bits, axis):
+    """Q S = max(max|x|, Q 1e-12) per tensor or per channel (keepdim),
+    differentiable through the max (S = max(max|x| / Q, 1e-12))."""
+    m = x.abs().amax(dim=_fq_other(x, axis), keepdim=True)
+    return torch.clamp(m, min=_fq_q(bits) * 1e-12)
+
+
+def _fq_scale(x, bits, axis):
+    return _fq_range(x, bits, axis) / _fq_q(bits)
+
+
+def _fq_mask(x, bits, axis, ste):
+    """dx / dy of each STE kind (torch ops: its derivatives are exact)."""
+    r, q = _fq_range(x, bits, axis), _fq_q(bits)
+    if ste == "identity":
+        return torch.ones_like(x)
+    if ste == "clipped":
+        return (x.abs() <= r).to(x.dtype)
+    if ste == "tanh":
+        return 1 - torch.tanh(x / (r / q)) ** 2
+    return torch.clamp(1 - (x / r).abs(), min=0)
+
+
+def _fq_grid(x, s, q):
+    return torch.clamp(torch.round(x / s), -q, q) * s
+
+
+class _FQ(torch.autograd.Function):
+    """fake_quantize with its STE backward."""
+    @staticmethod
+    def forward(ctx, x, bits, axis, ste):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        ctx.a = (bits, axis, ste)
+        return _fq_grid(x, _fq_scale(x, bits, axis), _fq_q(bits))
+
+    @staticmethod
+    def backward(ctx, gr):
+        (x,) = ctx.saved_tensors
+        return gr * _fq_mask(x, *ctx.a), None, None, None
+
+    @staticmethod
+    def jvp(ctx, tx, *_):
+        """true forward mode (tests/hvp): the STE map on the tangent"""
+        (x,) = ctx.saved_tensors
+        return tx * _fq_mask(x, *ctx.a)
+
+
+def _lsq_lay(s, x, axis):
+    shape = [1] * x.dim()
+    if axis is not None:
+        shape[axis % x.dim()] = x.shape[axis % x.dim()]
+    return torch.clamp(s.reshape(shape), min=1e-12)
+
+
+def _lsq_bwd(x, s, dy, bits, axis, gs, wrt):
+    """LSQ (Esser et al. 2020): dx = dy inside |x/S| <= Q; ds = Σ ψ dy
+    with ψ = round(z) - z inside, ±Q outside, times 1/sqrt(N Q)."""
+    q, S = _fq_q(bits), _lsq_lay(s, x, axis)
+    z = x / S
+    inside = z.abs() <= q
+    if wrt == "x":
+        return torch.where(inside, dy, torch.zeros_like(dy))
+    psi = torch.clamp(torch.round(z), -q, q).detach() - torch.where(
+        inside, z, torch.zeros_like(z))
+    if gs:
+        psi = psi / np.sqrt(x.numel() / S.numel() * q)
+    return (psi * dy).sum(dim=_fq_other(x, axis)).reshape(s.shape)
+
+
+class _LSQ(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, s, bits, axis, gs):
+        ctx.save_for_backward(x, s)
+        ctx.save_for_forward(x, s)
+        ctx.a = (bits, axis, gs)
+        return _fq_grid(x, _lsq_lay(s, x, axis), _fq_q(bits))
+
+    @staticmethod
+    def backward(ctx, gr):
+        x, s = ctx.saved_tensors
+        return (_lsq_bwd(x, s, gr, *ctx.a, "x"), _lsq_bwd(x, s, gr, *ctx.a, "s"),
+                None, None, None)
+
+    @staticmethod
+    def jvp(ctx, tx, ts, *_):
+        """true forward mode (tests/hvp): the transpose of backward"""
+        x, s = ctx.saved_tensors
+        bits, axis, gs = ctx.a
+        q, S = _fq_q(bits), _lsq_lay(s, x, axis)
+        z = x / S
+        inside = z.abs() <= q
+        psi = torch.clamp(torch.round(z), -q, q) - torch.where(
+            inside, z, torch.zeros_like(z))
+        if gs:
+            psi = psi / np.sqrt(x.numel() / S.numel() * q)
+        return (torch.where(inside, tx, torch.zeros_like(tx)) +
+                psi * ts.reshape(S.shape))
+
+
+def _fq_attrs(bits, axis, extra=""):
+    a = ["bits=%d" % bits] + (["axis=%d" % axis] if axis is not None else [])
+    return ", ".join(a + ([extra] if extra else []))
+
+
+def fq_case(name, ste, bits, axis, shape, anchor=False):
+    """fake_quantize with an STE (no finite differences: the STE is a
+    convention). anchor: an input row of 3.0 concatenated on axis 0
+    holds the max, so S does not depend on x (the tanh and hardtanh
+    gradients then are true gradients of a function of x: the HVP is
+    symmetric)."""
+    @case("fq_" + name, ops=["fake_quantize"], fd=False)
+    def _(g):
+        g.p("x", g.away0(shape, 0.05, 2.0))
+        v, ref = "%x", lambda t: t["x"]
+        if anchor:
+            g.i("c", g.dt, np.full((1,) + shape[1:], 3.0))
+            v = "concat(%x, %c, axis=0)"
+            ref = lambda t: torch.cat([t["x"], t["c"]], 0)  # noqa: E731
+        return ("%%y = fake_quantize(%s, %s)" % (
+            v, _fq_attrs(bits, axis, "ste=" + ste)), "%y",
+            lambda t: _FQ.apply(ref(t), bits, axis, ste))
+
+
+fq_case("identity", "identity", 4, None, (3, 4))
+fq_case("clipped_axis1", "clipped", 3, 1, (2, 3, 4))
+fq_case("tanh_axis_neg", "tanh", 8, -1, (3, 4), anchor=True)
+fq_case("hardtanh", "hardtanh", 5, None, (3, 4), anchor=True)
+
+
+LSQ_SYM = "LSQ's ds is a convention, not a derivative: no symmetric Hessian"
+
+
+def lsq_case(name, bits, axis, gs, shape, sshape, smag):
+    @case("lsq_" + name, ops=["fake_quantize_lsq"], fd=False,
+          hvp_sym=LSQ_SYM)
+    def _(g):
+        g.p("x", g.u(shape, -2.5, 2.5))
+        g.p("s", g.u(sshape, 0.8, 1.2) * smag)
+        return ("%%y = fake_quantize_lsq(%%x, %%s, %s)" % _fq_attrs(
+            bits, axis, "grad_scale=true" if gs else ""), "%y",
+            lambda t: _LSQ.apply(t["x"], t["s"], bits, axis, gs))
+
+
+lsq_case("tensor", 3, None, False, (3, 4), (), 0.6)
+lsq_case("tensor_gs", 4, None, True, (3, 4), (1,), 0.3)
+lsq_case("axis1_gs", 3, 1, True, (2, 3, 4), (3,), 0.6)
+lsq_case("axis_neg", 8, -1, False, (3, 4), (4,), 0.015)
+
+
+def fqb_case(name, ste, bits, axis, shape):
+    """fake_quantize_backward w.r.t. x and dy (second order): exact,
+    through S = max|x| / Q (inputs avoid ties and x = 0)."""
+    @case("fqb_" + name, ops=["fake_quantize_backward"])
+    def _(g):
+        g.p("x", g.away0(shape, 0.1, 2.0))
+        g.p("dy", g.u(shape))
+        return ("%%y = fake_quantize_backward(%%x, %%dy, %s)" % _fq_attrs(
+            bits, axis, "ste=" + ste), "%y",
+            lambda t: t["dy"] * _fq_mask(t["x"], bits, axis, ste))
+
+
+fqb_case("identity", "identity", 4, None, (3, 4))
+fqb_case("clipped", "clipped", 3, 1, (2, 3, 4))
+fqb_case("tanh", "tanh", 3, 0, (3, 4))
+fqb_case("hardtanh", "hardtanh", 5, None, (3, 4))
+fqb_case("hardtanh_axis", "hardtanh", 2, -1, (3, 4))
+
+
+def lsqb_case(name, wrt, bits, axis, gs, shape, sshape, smag):
+    """lsq backward ops w.r.t. x, scale and dy: piecewise constant in x
+    and s for dx; ds exact inside each rounding step."""
+    op = "fake_quantize_lsq_backward_" + ("x" if wrt == "x" else "scale")
+    @case("lsqb_" + name, ops=[op])
+    def _(g):
+        g.p("x", g.u(shape, -2.5, 2.5))
+        g.p("s", g.u(sshape, 0.8, 1.2) * smag)
+        g.p("dy", g.u(shape))
+        return ("%%y = %s(%%x, %%s, %%dy, %s)" % (op, _fq_attrs(
+            bits, axis, "grad_scale=true" if gs else "")), "%y",
+            lambda t: _lsq_bwd(t["x"], t["s"], t["dy"], bits, axis, gs, wrt))
+
+
+lsqb_case("x", "x", 3, 1, False, (2, 3, 4), (3,), 0.6)
+lsqb_case("scale", "s", 3, None, False, (3, 4), (), 0.6)
+lsqb_case("scale_axis_gs", "s", 4, 0, True, (3, 4), (3,), 0.3)
 
 
 @case("cumsum_backward", ops=["cumsum_backward"])
@@ -1457,6 +1658,8 @@ def generate(cname, builder, fd, rlxc, dt, fwd):
             rtol, why = fwd["dot"]
             f.write("# jvp-dot: %s (%s)\n" % ("skip" if rtol is None else
                                                "rtol %g" % rtol, why))
+        if dt == "f64" and fwd["sym"]:
+            f.write("# hvp-sym: skip (%s)\n" % fwd["sym"])
         f.write(" ".join(["rlxc --grad --jvp"] + rlxc) + "\n")
         f.write("\n".join(runs) + "\n")
     return name

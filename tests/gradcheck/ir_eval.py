@@ -480,6 +480,47 @@ def _attention(op, ins, a):
     return back(ds.transpose(0, 1, 3, 2) @ q, ins[1])
 
 
+def _fake_quant(op, ins, a):
+    """fake_quantize* ops (ops-detail.md "Quantization"), float64: Q =
+    2^(bits-1)-1, S = max(scale, 1e-12), half-to-even rounding."""
+    dt = ins[0].dtype
+    x = ins[0].astype(np.float64)
+    q = 2.0 ** (a.get("bits", 8) - 1) - 1
+    ax = a.get("axis")
+    shape = [1] * x.ndim
+    if ax is not None:
+        ax %= x.ndim
+        shape[ax] = x.shape[ax]
+    other = tuple(i for i in range(x.ndim) if i != ax)
+    if op.startswith("fake_quantize_lsq"):
+        s = np.maximum(ins[1].astype(np.float64).reshape(shape), 1e-12)
+    else:  # clip range rg = Q S, exactly max|x| at the largest element
+        m = np.abs(x).max(axis=other, keepdims=True) if x.size else 1.0
+        rg = np.maximum(m, q * 1e-12)
+        s = rg / q
+    z = x / s
+    r = np.clip(np.round(z), -q, q)
+    inside = np.abs(z) <= q
+    if op in ("fake_quantize", "fake_quantize_lsq"):
+        return (r * s).astype(dt)
+    dy = ins[-1].astype(np.float64)
+    if op == "fake_quantize_lsq_backward_x":
+        return np.where(inside, dy, 0).astype(dt)
+    if op == "fake_quantize_lsq_backward_scale":
+        psi = r - np.where(inside, z, 0)
+        if a.get("grad_scale", False):
+            psi = psi / math.sqrt(x.size / (x.shape[ax] if ax is not None
+                                            else 1) * q)
+        ds = (psi * dy).sum(axis=other)
+        return ds.reshape(ins[1].shape).astype(dt)
+    ste = a.get("ste", "identity")
+    m = {"identity": lambda: 1.0,
+         "clipped": lambda: np.abs(x) <= rg,
+         "tanh": lambda: 1 - np.tanh(z) ** 2,
+         "hardtanh": lambda: np.maximum(0, 1 - np.abs(x / rg))}[ste]()
+    return (dy * m).astype(dt)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -493,6 +534,8 @@ def apply(graphs, op, ins, a, ty):
         return _rope(op, ins, a)
     if op in ("attention", "attention_backward"):
         return _attention(op, ins, a)
+    if op.startswith("fake_quantize"):
+        return _fake_quant(op, ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])

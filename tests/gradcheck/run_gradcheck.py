@@ -34,7 +34,8 @@ for what each case checks and the tolerances). Five checks:
                     sum(grad * v), H is symmetric (<u, H w> = <w, H u>,
                     tolerance as the dot product's) and, for cases with
                     finite differences, H v equals central differences
-                    of ENTRY_grad along v;
+                    of ENTRY_grad along v (`# hvp-sym: skip (why)` in
+                    run.txt skips symmetry);
   --native BUILD    compile, link and run every case with the e2e
                     machinery (tests/tools/e2e.py): the same goldens,
                     the _jvp runs of f64 cases included (one rlxc --grad
@@ -109,9 +110,13 @@ PENDING_RE = re.compile(r"forward mode through '(\w+)' is not supported "
 
 def read_spec(name):
     """run.txt: rlxc args, runs, and the dot-product test's tolerance
-    (`# jvp-dot: rtol X (why)` or `# jvp-dot: skip (why)`)."""
-    spec = {"rlxc": [], "runs": [], "dot": (1e-10, None)}
+    (`# jvp-dot: rtol X (why)` or `# jvp-dot: skip (why)`); the HVP
+    symmetry test follows it unless `# hvp-sym: skip (why)` (a gradient
+    that is a convention, not the derivative of a function, e.g. STE)."""
+    spec = {"rlxc": [], "runs": [], "dot": (1e-10, None), "sym": True}
     for line in open(os.path.join(GOLDEN, name, "run.txt")):
+        if re.match(r"#\s*hvp-sym:\s*skip\s*\(", line):
+            spec["sym"] = False
         m = re.match(r"#\s*jvp-dot:\s*(skip|rtol\s+(\S+))\s*\((.*)\)",
                      line)
         if m:
@@ -441,7 +446,7 @@ def hvp_case(rlxc, name, np, ir_eval):
             float(np.abs(p).sum()) for p in own):
         return "<grad, v> output %.17g is not sum(grad * v)" % dot
     rtol, _ = spec["dot"]
-    if rtol is not None:
+    if rtol is not None and spec["sym"]:
         hw = hvp(w)[2]
         a = [p * q for p, q in zip(u, hw)]
         b = [p * q for p, q in zip(w, hu)]

@@ -13,6 +13,10 @@ tests/gradcheck/, which gives every gradient case a JVP golden):
   hvp_attention    q/k/v projections into causal attention (rank 3,
                    2 heads, softcap), tanh readout
   hvp_rnn          a tanh RNN as a scan with a body graph
+  hvp_fake_quant   quantization-aware MLP: fake_quantize_lsq (per
+                   channel, grad_scale) and fake_quantize (tanh STE);
+                   references in true forward mode over the STE rules
+                   (custom, like the custom_fn cases; H not symmetric)
   flow_scan_ckpt   scan with checkpoints=3 over 8 steps
   flow_scan_traj   scan with save_trajectory=true, checkpoints=2, a
                    loss over the whole trajectory
@@ -67,8 +71,8 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 sys.path.insert(0, os.path.join(SRC, "tests", "gradcheck"))
 import e2e_lib as L  # noqa: E402
-from gen_gradcheck import (G, _norm, graph_text, tangents,  # noqa: E402
-                           torch_of, write_sub)
+from gen_gradcheck import (G, _FQ, _LSQ, _norm, graph_text,  # noqa: E402
+                           tangents, torch_of, write_sub)
 from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
@@ -387,6 +391,34 @@ class _CubeV(torch.autograd.Function):
     def jvp(ctx, t):
         (x,) = ctx.saved_tensors
         return 3 * x * x * t
+
+
+@case("hvp_fake_quant", fd=False, custom=True,
+      skip={"hvp-sym": "STE and LSQ gradients are conventions, not "
+            "gradients: H is not symmetric"})
+def _(g):
+    """Quantization-aware training: an LSQ-quantized first layer
+    (per-channel learned scale, gradient scale) and a fake_quantize
+    second layer (tanh STE): the HVP is forward over reverse through the
+    STE rules and their backward ops, as rlxc builds it."""
+    g.i("x", g.dt, g.u((6, 5)))
+    g.p("w1", g.u((5, 4), -0.8, 0.8))
+    g.p("s1", g.u((4,), 0.08, 0.12))
+    g.p("w2", g.u((4, 3), -0.8, 0.8))
+    g.i("tgt", g.dt, g.u((6, 3)))
+    body = ("%q1 = fake_quantize_lsq(%w1, %s1, bits=4, axis=1, "
+            "grad_scale=true)\n"
+            "%h = tanh(matmul(%x, %q1))\n"
+            "%q2 = fake_quantize(%w2, bits=3, axis=0, ste=tanh)\n"
+            "%e = sub(matmul(%h, %q2), %tgt)\n"
+            "%l = reduce_mean(mul(%e, %e))")
+
+    def ref(t):
+        q1 = _LSQ.apply(t["w1"], t["s1"], 4, 1, True)
+        q2 = _FQ.apply(t["w2"], 3, 0, "tanh")
+        e = torch.tanh(t["x"] @ q1) @ q2 - t["tgt"]
+        return (e * e).mean()
+    return body, "%l", ref, ""
 
 
 INCONSISTENT = {"jvp-dot": "the custom_fn bodies are not each other's "

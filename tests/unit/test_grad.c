@@ -378,20 +378,25 @@ static void test_scan_reverse(void) {
   done(t);
 }
 
-static const char *UNSUP =
+/* fake quantization: the gradient graph holds its backward ops */
+static const char *FQ =
     "graph f {\n"
     "  param %x: f32[2, 4]\n"
     "  param %g: f32[4]\n"
-    "  param %b: f32[4]\n"
-    "  %y = mul(fake_quantize(%x), add(%g, %b))\n"
-    "  %s = reduce_sum(%y)\n"
-    "  return %s\n"
+    "  param %s: f32[4]\n"
+    "  %q = fake_quantize_lsq(%g, %s, axis=0)\n"
+    "  %y = mul(fake_quantize(%x, ste=tanh), %q)\n"
+    "  %l = reduce_sum(%y)\n"
+    "  return %l\n"
     "}\n";
 
-static void test_unsupported(void) {
-  T *t = run(UNSUP, NULL, 0, false);
-  CU_ASSERT_FALSE(t->ok);
-  CU_ASSERT_TRUE(has_diag(t, "reverse mode through 'fake_quantize'", 5));
+static void test_fake_quantize(void) {
+  T *t = run(FQ, NULL, 0, false);
+  OK(t);
+  Graph *g = t->u.grad;
+  CU_ASSERT_EQUAL(count_op(g, OP_FAKE_QUANTIZE_BACKWARD), 1);
+  CU_ASSERT_EQUAL(count_op(g, OP_FAKE_QUANTIZE_LSQ_BACKWARD_X), 1);
+  CU_ASSERT_EQUAL(count_op(g, OP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE), 1);
   done(t);
 }
 
@@ -449,7 +454,7 @@ int main(void) {
   CU_add_test(s, "scan_checkpoints", test_scan_checkpoints);
   CU_add_test(s, "scan_length", test_scan_length);
   CU_add_test(s, "scan_reverse", test_scan_reverse);
-  CU_add_test(s, "unsupported", test_unsupported);
+  CU_add_test(s, "fake_quantize", test_fake_quantize);
   CU_add_test(s, "simplify_narrow", test_simplify_narrow);
   CU_add_test(s, "reductions", test_reductions);
   CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -18,7 +18,7 @@ SH_TEST(t_like_x) {
   OK(n, "f32[3, 4]");
   n = MK(FAKE_QUANTIZE_BACKWARD, x, x);
   INT(n, BITS, 40);
-  BAD(n, "bits must be in [2, 16], got 40");
+  BAD(n, "bits must be in [2, 8], got 40");
   Node *img = IN_("f32[1, 2, 8, 8]");
   n = MK(MAX_POOL2D_BACKWARD, img, IN_("f32[1, 2, 4, 4]"));
   INTS(n, KERNEL, 2, 2);

@@ -63,7 +63,7 @@ SH_TEST(t_quant) {
   OK(MK(FAKE_QUANTIZE, x), "f32[4, 6]");
   Node *n = MK(FAKE_QUANTIZE, x);
   INT(n, BITS, 1);
-  BAD(n, "fake_quantize: bits must be in [2, 16], got 1");
+  BAD(n, "fake_quantize: bits must be in [2, 8], got 1");
   n = MK(FAKE_QUANTIZE, x);
   INT(n, AXIS, 2);
   BAD(n, "axis 2 out of range for rank 2");
