@@ -1,0 +1,299 @@
+/* qgemm.c -- int8 GEMM and convolution for q_matmul / q_conv2d
+ * (rlxrt.h, rlx_q_*): packing, the thread split, the portable tile
+ * kernel and the entry points.
+ *
+ * The arithmetic and the packed layouts are in qgemm_internal.h.  The
+ * tile kernel is AVX-512 VNNI (qgemm_vnni.c) when the GEMM dispatch
+ * chose avx512 (rlx_gemm_select_isa) and the CPU has VNNI, else the
+ * portable one below; they give the same bits.  One call packs all of
+ * A and B (tasks over A's row tiles and B's column panels), then runs
+ * the QMR x QNR tiles, column panel by column panel so that a thread's
+ * consecutive tiles share the B panel in L1.  K is not blocked: a B
+ * panel is 32*k bytes (16 KiB at k = 512).  q_conv2d lowers each image
+ * and group to one GEMM of W_g [C_out/G, C/G*KH*KW] by the im2col
+ * matrix of x (padding cells hold x_zp), whose columns are the output
+ * pixels, so the result rows land in NCHW order; 1x1 stride-1 unpadded
+ * convolutions read x in place.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "runtime/qgemm_internal.h"
+#include "runtime/rlxrt.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Below about this many multiply-adds, a task is not worth a wake-up. */
+#define MIN_TASK_MACS (1 << 17)
+
+typedef struct {
+  RlxQKern kern;
+  int64_t m, n, k, kq, mt, nt;
+  const int8_t *a, *b;
+  int64_t lda, ldb;
+  const int32_t *bias;
+  int bias_rows; /* bias per row of C (else per column) */
+  int32_t az, bz, ozp;
+  double mult;
+  int8_t *c;
+  int64_t ldc;
+  uint8_t *ap;
+  int8_t *bp;
+  int32_t *rowt, *colt;
+} QJob;
+
+static int64_t up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/* ---- portable tile kernel ---- */
+
+static void kern_scalar(int64_t kq, const uint8_t *ap, const int8_t *bp,
+                        const int32_t *rowt, const int32_t *colt,
+                        double mult, int32_t ozp, int8_t *c, int64_t ldc,
+                        int mr, int nr)
+{
+  uint32_t acc[QMR][QNR] = {{0}};
+  for (int64_t q = 0; q < kq; q++, ap += QMR * 4, bp += QNR * 4)
+    for (int i = 0; i < mr; i++)
+      for (int j = 0; j < nr; j++)
+        for (int t = 0; t < 4; t++)
+          acc[i][j] += (uint32_t)(ap[4 * i + t] * bp[4 * j + t]);
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      c[i * ldc + j] = rlx_requant(
+          acc[i][j] + (uint32_t)rowt[i] + (uint32_t)colt[j], mult, ozp);
+}
+
+static RlxQKern pick_kern(void)
+{
+  static int vnni = -1;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
+  if (vnni < 0) {
+    __builtin_cpu_init();
+    vnni = __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }
+#endif
+  if (vnni > 0 && rlx_qkern_vnni && strcmp(rlx_gemm_isa(), "avx512") == 0)
+    return rlx_qkern_vnni;
+  return kern_scalar;
+}
+
+const char *rlx_q_isa(void)
+{
+  return pick_kern() == kern_scalar ? "scalar" : "avx512vnni";
+}
+
+/* ---- packing ---- */
+
+/* A's row tile t: u8 bytes a + 128, and rowt = -bz * rowsum (+ bias). */
+static void pack_a(const QJob *jb, int64_t t)
+{
+  int64_t i0 = t * QMR, kp = jb->kq * 4;
+  uint8_t *dst = jb->ap + i0 * kp;
+  for (int i = 0; i < QMR; i++) {
+    const int8_t *row = jb->a + (i0 + i) * jb->lda;
+    if (i0 + i >= jb->m) {
+      for (int64_t q = 0; q < jb->kq; q++)
+        memset(dst + q * QMR * 4 + 4 * i, 0, 4);
+      continue;
+    }
+    int64_t q = 0;
+    for (; 4 * q + 4 <= jb->k; q++) { /* a + 128 = a ^ 0x80 per byte */
+      uint32_t v;
+      memcpy(&v, row + 4 * q, 4);
+      v ^= 0x80808080u;
+      memcpy(dst + q * QMR * 4 + 4 * i, &v, 4);
+    }
+    for (; q < jb->kq; q++)
+      for (int64_t p = 4 * q; p < 4 * q + 4; p++)
+        dst[q * QMR * 4 + 4 * i + (p & 3)] =
+            p < jb->k ? (uint8_t)(row[p] + 128) : 0;
+    int32_t sum = 0;
+    for (int64_t p = 0; p < jb->k; p++)
+      sum += row[p];
+    jb->rowt[i0 + i] = (int32_t)(
+        (jb->bias_rows ? (uint32_t)jb->bias[i0 + i] : 0) -
+        (uint32_t)jb->bz * (uint32_t)sum);
+  }
+}
+
+/* Rows p..p+3 (all present) of a full 32-column B panel: bytes 4j..4j+3
+   of the group are B(p..p+3, j). */
+static void interleave4(const int8_t *b, int64_t ldb, int8_t *dst)
+{
+#if defined(__SSE2__)
+  for (int h = 0; h < QNR; h += 16) {
+    __m128i r0 = _mm_loadu_si128((const __m128i *)(b + h));
+    __m128i r1 = _mm_loadu_si128((const __m128i *)(b + ldb + h));
+    __m128i r2 = _mm_loadu_si128((const __m128i *)(b + 2 * ldb + h));
+    __m128i r3 = _mm_loadu_si128((const __m128i *)(b + 3 * ldb + h));
+    __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+    __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+    __m128i *o = (__m128i *)(dst + 4 * h);
+    _mm_storeu_si128(o, _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(hi01, hi23));
+  }
+#else
+  for (int j = 0; j < QNR; j++)
+    for (int t = 0; t < 4; t++)
+      dst[4 * j + t] = b[t * ldb + j];
+#endif
+}
+
+/* B's column panel t, and colt = -(128 + az) * colsum + k az bz
+   (+ bias). */
+static void pack_b(const QJob *jb, int64_t t)
+{
+  int64_t j0 = t * QNR, nn = jb->n - j0 < QNR ? jb->n - j0 : QNR;
+  int8_t *dst = jb->bp + j0 * jb->kq * 4;
+  const int8_t *b = jb->b + j0;
+  for (int64_t q = 0; q < jb->kq; q++, dst += QNR * 4) {
+    if (nn == QNR && 4 * q + 4 <= jb->k) {
+      interleave4(b + 4 * q * jb->ldb, jb->ldb, dst);
+      continue;
+    }
+    for (int j = 0; j < QNR; j++)
+      for (int t4 = 0; t4 < 4; t4++) {
+        int64_t p = 4 * q + t4;
+        dst[4 * j + t4] = j < nn && p < jb->k ? b[p * jb->ldb + j] : 0;
+      }
+  }
+  int32_t sum[QNR] = {0};
+  for (int64_t p = 0; p < jb->k; p++)
+    for (int j = 0; j < nn; j++)
+      sum[j] += b[p * jb->ldb + j];
+  uint32_t kzz = (uint32_t)jb->k * (uint32_t)jb->az * (uint32_t)jb->bz;
+  for (int j = 0; j < QNR; j++)
+    jb->colt[j0 + j] = (int32_t)(
+        (!jb->bias_rows && j < nn ? (uint32_t)jb->bias[j0 + j] : 0) -
+        (uint32_t)(128 + jb->az) * (uint32_t)sum[j] + kzz);
+}
+
+static void pack_task(void *ctx, int64_t lo, int64_t hi)
+{
+  const QJob *jb = ctx;
+  for (int64_t t = lo; t < hi; t++) {
+    if (t < jb->mt)
+      pack_a(jb, t);
+    else
+      pack_b(jb, t - jb->mt);
+  }
+}
+
+/* Tiles [lo, hi), column panel by column panel. */
+static void tile_task(void *ctx, int64_t lo, int64_t hi)
+{
+  const QJob *jb = ctx;
+  for (int64_t t = lo; t < hi; t++) {
+    int64_t it = t % jb->mt, jt = t / jb->mt, i0 = it * QMR, j0 = jt * QNR;
+    int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
+    int nr = jb->n - j0 < QNR ? (int)(jb->n - j0) : QNR;
+    jb->kern(jb->kq, jb->ap + i0 * jb->kq * 4, jb->bp + j0 * jb->kq * 4,
+             jb->rowt + i0, jb->colt + j0, jb->mult, jb->ozp,
+             jb->c + i0 * jb->ldc + j0, jb->ldc, mr, nr);
+  }
+}
+
+/* Run fn over [0, n) on the pool, serially when the work is small. */
+static void run(int64_t n, int64_t macs_per_item, rlx_task_fn fn, QJob *jb)
+{
+  int64_t grain = MIN_TASK_MACS / (macs_per_item + 1) + 1;
+  if (n <= grain || rlx_get_num_threads() == 1)
+    fn(jb, 0, n);
+  else
+    rlx_parallel_for(n, grain, fn, jb);
+}
+
+/* The GEMM of jb (sizes, operands, zero points set) in `scratch`,
+   laid out as qgemm_plan.c sizes it. */
+static void qgemm(QJob *jb, char *scratch)
+{
+  jb->kern = pick_kern();
+  jb->kq = (jb->k + 3) / 4;
+  jb->mt = (jb->m + QMR - 1) / QMR;
+  jb->nt = (jb->n + QNR - 1) / QNR;
+  int64_t kp = jb->kq * 4, mp = jb->mt * QMR, np = jb->nt * QNR;
+  jb->ap = (uint8_t *)scratch;
+  jb->bp = (int8_t *)(scratch + up(mp * kp, 64));
+  jb->rowt = (int32_t *)((char *)jb->bp + up(np * kp, 64));
+  jb->colt = (int32_t *)((char *)jb->rowt + up(mp * 4, 64));
+  run(jb->mt + jb->nt, 8 * kp * QNR, pack_task, jb);
+  run(jb->mt * jb->nt, kp * QMR * QNR, tile_task, jb);
+}
+
+void rlx_q_matmul(int64_t m, int64_t n, int64_t k, const int8_t *x,
+                  const int8_t *w, const int32_t *bias, float mult,
+                  int32_t x_zp, int32_t w_zp, int32_t out_zp, int8_t *y,
+                  void *scratch)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  QJob jb = {.m = m, .n = n, .k = k, .a = x, .lda = k, .b = w, .ldb = n,
+             .bias = bias, .bias_rows = 0, .az = x_zp, .bz = w_zp,
+             .ozp = out_zp, .mult = mult, .c = y, .ldc = n};
+  qgemm(&jb, scratch);
+}
+
+typedef struct {
+  const rlx_conv_geom *g;
+  const int8_t *x; /* image and group origin: [C/G, H, W] */
+  int8_t *col;     /* [C/G * KH * KW, OH * OW] */
+  int8_t zp;
+} Im2col;
+
+static void im2col_task(void *ctx, int64_t lo, int64_t hi)
+{
+  const Im2col *ic = ctx;
+  const rlx_conv_geom *g = ic->g;
+  int64_t p = g->oh * g->ow;
+  for (int64_t r = lo; r < hi; r++) {
+    int64_t c = r / (g->kh * g->kw), ki = r / g->kw % g->kh, kj = r % g->kw;
+    const int8_t *src = ic->x + c * g->h * g->w;
+    int8_t *dst = ic->col + r * p;
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+      int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+      for (int64_t ow = 0; ow < g->ow; ow++) {
+        int64_t iw = ow * g->sw - g->pw + kj * g->dw;
+        *dst++ = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w
+                     ? src[ih * g->w + iw]
+                     : ic->zp;
+      }
+    }
+  }
+}
+
+void rlx_q_conv2d(const rlx_conv_geom *g, const int8_t *x, const int8_t *w,
+                  const int32_t *bias, float mult, int32_t x_zp,
+                  int32_t w_zp, int32_t out_zp, int8_t *y, void *scratch)
+{
+  int64_t gs = g->groups, cg = g->c / gs, cog = g->co / gs,
+          kc = cg * g->kh * g->kw, p = g->oh * g->ow;
+  int direct = rlx_q_conv2d_direct(g);
+  char *gemm_ws = (char *)scratch + (direct ? 0 : up(kc * p, 64));
+  if (p <= 0 || cog <= 0)
+    return;
+  for (int64_t b = 0; b < g->n; b++)
+    for (int64_t gi = 0; gi < gs; gi++) {
+      const int8_t *xg = x + (b * g->c + gi * cg) * g->h * g->w;
+      Im2col ic = {g, xg, scratch, (int8_t)x_zp};
+      if (!direct) {
+        int64_t grain = MIN_TASK_MACS / (16 * p + 1) + 1;
+        if (kc <= grain || rlx_get_num_threads() == 1)
+          im2col_task(&ic, 0, kc);
+        else
+          rlx_parallel_for(kc, grain, im2col_task, &ic);
+      }
+      QJob jb = {.m = cog, .n = p, .k = kc, .a = w + gi * cog * kc,
+                 .lda = kc, .b = direct ? xg : ic.col, .ldb = p,
+                 .bias = bias + gi * cog, .bias_rows = 1, .az = w_zp,
+                 .bz = x_zp, .ozp = out_zp, .mult = mult,
+                 .c = y + (b * g->co + gi * cog) * p, .ldc = p};
+      qgemm(&jb, gemm_ws);
+    }
+}

@@ -1,0 +1,77 @@
+/* qgemm_vnni.c -- the AVX-512 VNNI int8 tile kernel (qgemm_internal.h).
+ *
+ * Compiled with a per-function target attribute, like gemm_avx512.c;
+ * qgemm.c calls it only after checking the CPU.  The 8 x 32 i32 tile
+ * lives in 16 zmm accumulators; per group of 4 k it loads two vectors
+ * of B (16 columns x 4 bytes each) and broadcasts 4 bytes of A per row:
+ * 16 vpdpbusd (u8 x s8, 4 products per i32 lane, wrapping).  The
+ * epilogue adds the row and column terms and requantizes 8 lanes at a
+ * time in double, exactly as rlx_requant: the i32 -> f64 conversion and
+ * the product round once (the same IEEE operations), roundscale rounds
+ * half to even like rint, and the clamp comes before the conversion
+ * back.  Edge tiles store only their mr x nr part (byte masks).
+ */
+#include "runtime/qgemm_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* 8 i32 lanes -> requantized i32 lanes in [-128, 127]. */
+TGT static inline __m256i requant8(__m256i v, __m512d m, __m512d zp)
+{
+  __m512d r = _mm512_mul_pd(_mm512_cvtepi32_pd(v), m);
+  r = _mm512_roundscale_pd(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm512_add_pd(r, zp);
+  r = _mm512_min_pd(_mm512_max_pd(r, _mm512_set1_pd(-128)),
+                    _mm512_set1_pd(127));
+  return _mm512_cvtpd_epi32(r);
+}
+
+TGT static void kern_vnni(int64_t kq, const uint8_t *ap, const int8_t *bp,
+                          const int32_t *rowt, const int32_t *colt,
+                          double mult, int32_t ozp, int8_t *c, int64_t ldc,
+                          int mr, int nr)
+{
+  __m512i c0[QMR], c1[QMR];
+#pragma GCC unroll 8
+  for (int i = 0; i < QMR; i++)
+    c0[i] = c1[i] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < kq; q++, ap += QMR * 4, bp += QNR * 4) {
+    __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
+#pragma GCC unroll 8
+    for (int i = 0; i < QMR; i++) {
+      int32_t a4;
+      __builtin_memcpy(&a4, ap + 4 * i, 4);
+      __m512i a = _mm512_set1_epi32(a4);
+      c0[i] = _mm512_dpbusd_epi32(c0[i], a, b0);
+      c1[i] = _mm512_dpbusd_epi32(c1[i], a, b1);
+    }
+  }
+  __m512d m = _mm512_set1_pd(mult), zp = _mm512_set1_pd(ozp);
+  __m512i t0 = _mm512_loadu_si512(colt), t1 = _mm512_loadu_si512(colt + 16);
+  __mmask16 k0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+  __mmask16 k1 = nr <= 16 ? 0 : nr >= 32 ? 0xffff
+                                         : (__mmask16)((1u << (nr - 16)) - 1);
+#pragma GCC unroll 8
+  for (int i = 0; i < QMR && i < mr; i++) {
+    __m512i r = _mm512_set1_epi32(rowt[i]);
+    __m512i v[2] = {_mm512_add_epi32(_mm512_add_epi32(c0[i], r), t0),
+                    _mm512_add_epi32(_mm512_add_epi32(c1[i], r), t1)};
+    __mmask16 k[2] = {k0, k1};
+    for (int h = 0; h < 2; h++) {
+      __m256i lo = requant8(_mm512_castsi512_si256(v[h]), m, zp);
+      __m256i hi = requant8(_mm512_extracti64x4_epi64(v[h], 1), m, zp);
+      __m128i b = _mm512_cvtepi32_epi8(
+          _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k[h], b);
+    }
+  }
+}
+
+const RlxQKern rlx_qkern_vnni = kern_vnni;
+#else
+const RlxQKern rlx_qkern_vnni = 0;
+#endif
