@@ -29,7 +29,7 @@
 #define MIN_TASK_MACS (1 << 17)
 
 typedef struct {
-  RlxQKern kern;
+  const RlxQIsa *isa;
   int64_t m, n, k, kq, mt, nt;
   const int8_t *a, *b;
   int64_t lda, ldb;
@@ -65,7 +65,38 @@ static void kern_scalar(int64_t kq, const uint8_t *ap, const int8_t *bp,
           acc[i][j] + (uint32_t)rowt[i] + (uint32_t)colt[j], mult, ozp);
 }
 
-static RlxQKern pick_kern(void)
+/* Column sums of a packed panel: sums of the 4*kq bytes of each of
+   `lanes` lanes (rows of an A tile read as u8, columns of a B panel as
+   s8); the reference for the ISA versions. */
+static void sums_scalar(const void *panel, int64_t kq, int lanes, int sgn,
+                        int32_t *out)
+{
+  const uint8_t *u = panel;
+  for (int l = 0; l < lanes; l++) {
+    int32_t s = 0;
+    for (int64_t q = 0; q < kq; q++)
+      for (int t = 0; t < 4; t++) {
+        uint8_t v = u[q * lanes * 4 + 4 * l + t];
+        s += sgn ? (int8_t)v : v;
+      }
+    out[l] = s;
+  }
+}
+
+static void sums_a_scalar(const uint8_t *ap, int64_t kq, int32_t *out)
+{
+  sums_scalar(ap, kq, QMR, 0, out);
+}
+
+static void sums_b_scalar(const int8_t *bp, int64_t kq, int32_t *out)
+{
+  sums_scalar(bp, kq, QNR, 1, out);
+}
+
+static const RlxQIsa qisa_scalar = {"scalar", kern_scalar, sums_a_scalar,
+                                    sums_b_scalar};
+
+static const RlxQIsa *pick_isa(void)
 {
   static int vnni = -1;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -77,48 +108,49 @@ static RlxQKern pick_kern(void)
            __builtin_cpu_supports("avx512vl");
   }
 #endif
-  if (vnni > 0 && rlx_qkern_vnni && strcmp(rlx_gemm_isa(), "avx512") == 0)
-    return rlx_qkern_vnni;
-  return kern_scalar;
+  if (vnni > 0 && rlx_qisa_vnni.kern &&
+      strcmp(rlx_gemm_isa(), "avx512") == 0)
+    return &rlx_qisa_vnni;
+  return &qisa_scalar;
 }
 
 const char *rlx_q_isa(void)
 {
-  return pick_kern() == kern_scalar ? "scalar" : "avx512vnni";
+  return pick_isa()->name;
 }
 
 /* ---- packing ---- */
 
-/* A's row tile t: u8 bytes a + 128, and rowt = -bz * rowsum (+ bias). */
+/* A's row tile t: u8 bytes a + 128, and rowt = bias - bz * rowsum. */
 static void pack_a(const QJob *jb, int64_t t)
 {
-  int64_t i0 = t * QMR, kp = jb->kq * 4;
-  uint8_t *dst = jb->ap + i0 * kp;
-  for (int i = 0; i < QMR; i++) {
-    const int8_t *row = jb->a + (i0 + i) * jb->lda;
-    if (i0 + i >= jb->m) {
-      for (int64_t q = 0; q < jb->kq; q++)
-        memset(dst + q * QMR * 4 + 4 * i, 0, 4);
-      continue;
-    }
-    int64_t q = 0;
-    for (; 4 * q + 4 <= jb->k; q++) { /* a + 128 = a ^ 0x80 per byte */
-      uint32_t v;
-      memcpy(&v, row + 4 * q, 4);
-      v ^= 0x80808080u;
-      memcpy(dst + q * QMR * 4 + 4 * i, &v, 4);
-    }
-    for (; q < jb->kq; q++)
-      for (int64_t p = 4 * q; p < 4 * q + 4; p++)
-        dst[q * QMR * 4 + 4 * i + (p & 3)] =
-            p < jb->k ? (uint8_t)(row[p] + 128) : 0;
-    int32_t sum = 0;
-    for (int64_t p = 0; p < jb->k; p++)
-      sum += row[p];
+  int64_t i0 = t * QMR;
+  uint8_t *dst = jb->ap + i0 * jb->kq * 4;
+  int64_t k = jb->k, kq = jb->kq, lda = jb->lda, q = 0;
+  int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
+  const int8_t *a = jb->a + i0 * lda;
+  if (mr == QMR)
+    for (; 4 * q + 4 <= k; q++) /* a + 128 = a ^ 0x80 per byte */
+      for (int i = 0; i < QMR; i++) {
+        uint32_t v;
+        memcpy(&v, a + i * lda + 4 * q, 4);
+        v ^= 0x80808080u;
+        memcpy(dst + q * QMR * 4 + 4 * i, &v, 4);
+      }
+  if (q < kq) { /* the rest: zeros, then the elements present */
+    memset(dst + q * QMR * 4, 0, (size_t)((kq - q) * QMR * 4));
+    for (int i = 0; i < mr; i++)
+      for (int64_t p = 4 * q; p < k; p++)
+        dst[(p >> 2) * QMR * 4 + 4 * i + (p & 3)] =
+            (uint8_t)(a[i * lda + p] + 128);
+  }
+  int32_t sum[QMR] = {0};
+  if (jb->bz)
+    jb->isa->sums_a(dst, jb->kq, sum);
+  for (int i = 0; i < mr; i++) /* sum of a = sum of a + 128 - 128 k */
     jb->rowt[i0 + i] = (int32_t)(
         (jb->bias_rows ? (uint32_t)jb->bias[i0 + i] : 0) -
-        (uint32_t)jb->bz * (uint32_t)sum);
-  }
+        (uint32_t)jb->bz * ((uint32_t)sum[i] - 128u * (uint32_t)jb->k));
 }
 
 /* Rows p..p+3 (all present) of a full 32-column B panel: bytes 4j..4j+3
@@ -146,28 +178,29 @@ static void interleave4(const int8_t *b, int64_t ldb, int8_t *dst)
 #endif
 }
 
-/* B's column panel t, and colt = -(128 + az) * colsum + k az bz
-   (+ bias). */
+/* B's column panel t, and colt = bias - (128 + az) * colsum + k az bz. */
 static void pack_b(const QJob *jb, int64_t t)
 {
   int64_t j0 = t * QNR, nn = jb->n - j0 < QNR ? jb->n - j0 : QNR;
   int8_t *dst = jb->bp + j0 * jb->kq * 4;
   const int8_t *b = jb->b + j0;
-  for (int64_t q = 0; q < jb->kq; q++, dst += QNR * 4) {
-    if (nn == QNR && 4 * q + 4 <= jb->k) {
-      interleave4(b + 4 * q * jb->ldb, jb->ldb, dst);
-      continue;
-    }
-    for (int j = 0; j < QNR; j++)
-      for (int t4 = 0; t4 < 4; t4++) {
-        int64_t p = 4 * q + t4;
-        dst[4 * j + t4] = j < nn && p < jb->k ? b[p * jb->ldb + j] : 0;
-      }
+  int64_t q = 0;
+  if (nn == QNR)
+    for (; 4 * q + 4 <= jb->k; q++)
+      interleave4(b + 4 * q * jb->ldb, jb->ldb, dst + q * QNR * 4);
+  if (q < jb->kq) { /* the rest: zeros, then the elements present */
+    int64_t k = jb->k, ldb = jb->ldb;
+    memset(dst + q * QNR * 4, 0, (size_t)((jb->kq - q) * QNR * 4));
+    for (; 4 * q + 4 <= k; q++)
+      for (int64_t j = 0; j < nn; j++)
+        for (int t4 = 0; t4 < 4; t4++)
+          dst[q * QNR * 4 + 4 * j + t4] = b[(4 * q + t4) * ldb + j];
+    for (int64_t p = 4 * q; p < k; p++)
+      for (int64_t j = 0; j < nn; j++)
+        dst[(p >> 2) * QNR * 4 + 4 * j + (p & 3)] = b[p * ldb + j];
   }
-  int32_t sum[QNR] = {0};
-  for (int64_t p = 0; p < jb->k; p++)
-    for (int j = 0; j < nn; j++)
-      sum[j] += b[p * jb->ldb + j];
+  int32_t sum[QNR];
+  jb->isa->sums_b(dst, jb->kq, sum);
   uint32_t kzz = (uint32_t)jb->k * (uint32_t)jb->az * (uint32_t)jb->bz;
   for (int j = 0; j < QNR; j++)
     jb->colt[j0 + j] = (int32_t)(
@@ -194,7 +227,7 @@ static void tile_task(void *ctx, int64_t lo, int64_t hi)
     int64_t it = t % jb->mt, jt = t / jb->mt, i0 = it * QMR, j0 = jt * QNR;
     int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
     int nr = jb->n - j0 < QNR ? (int)(jb->n - j0) : QNR;
-    jb->kern(jb->kq, jb->ap + i0 * jb->kq * 4, jb->bp + j0 * jb->kq * 4,
+    jb->isa->kern(jb->kq, jb->ap + i0 * jb->kq * 4, jb->bp + j0 * jb->kq * 4,
              jb->rowt + i0, jb->colt + j0, jb->mult, jb->ozp,
              jb->c + i0 * jb->ldc + j0, jb->ldc, mr, nr);
   }
@@ -214,7 +247,7 @@ static void run(int64_t n, int64_t macs_per_item, rlx_task_fn fn, QJob *jb)
    laid out as qgemm_plan.c sizes it. */
 static void qgemm(QJob *jb, char *scratch)
 {
-  jb->kern = pick_kern();
+  jb->isa = pick_isa();
   jb->kq = (jb->k + 3) / 4;
   jb->mt = (jb->m + QMR - 1) / QMR;
   jb->nt = (jb->n + QNR - 1) / QNR;

@@ -15,7 +15,8 @@
  *   bp[q*QNR*4 + 4j + t] = B(4q+t, j0+j)         (0 outside B)
  * A tile kernel computes s(i,j) = sum_q sum_t ap * bp (i32, wrapping)
  * and writes c[i*ldc + j] = rlx_requant(s + rowt[i] + colt[j]) for
- * i < mr, j < nr.  Integer sums are exact in any order, and both
+ * i < mr, j < nr.  The row and column sums come from the packed
+ * panels too (RlxQIsa).  Integer sums are exact in any order, and both
  * kernels round alike, so every path and thread count gives the same
  * bits.
  */
@@ -34,8 +35,18 @@ typedef void (*RlxQKern)(int64_t kq, const uint8_t *ap, const int8_t *bp,
                          double mult, int32_t out_zp, int8_t *c,
                          int64_t ldc, int mr, int nr);
 
-/* NULL where AVX-512 VNNI was not compiled in. */
-extern const RlxQKern rlx_qkern_vnni;
+/* One instruction set: the tile kernel, and the lane sums of a packed
+   A tile (QMR lanes of u8) and B panel (QNR lanes of s8): out[l] = sum
+   over q < kq, t < 4 of panel[q*lanes*4 + 4l + t]. */
+typedef struct {
+  const char *name;
+  RlxQKern kern;
+  void (*sums_a)(const uint8_t *ap, int64_t kq, int32_t *out);
+  void (*sums_b)(const int8_t *bp, int64_t kq, int32_t *out);
+} RlxQIsa;
+
+/* kern == NULL where AVX-512 VNNI was not compiled in. */
+extern const RlxQIsa rlx_qisa_vnni;
 
 /* Whether a q_conv2d reads x in place as its GEMM's B (1x1, stride 1,
    no padding): then its workspace has no im2col part (qgemm_plan.c). */

@@ -9,7 +9,8 @@
  * time in double, exactly as rlx_requant: the i32 -> f64 conversion and
  * the product round once (the same IEEE operations), roundscale rounds
  * half to even like rint, and the clamp comes before the conversion
- * back.  Edge tiles store only their mr x nr part (byte masks).
+ * back.  Edge tiles store only their mr x nr part (byte masks).  The
+ * lane sums of packed panels are vpdpbusd against bytes of 1.
  */
 #include "runtime/qgemm_internal.h"
 
@@ -30,15 +31,16 @@ TGT static inline __m256i requant8(__m256i v, __m512d m, __m512d zp)
   return _mm512_cvtpd_epi32(r);
 }
 
-TGT static void kern_vnni(int64_t kq, const uint8_t *ap, const int8_t *bp,
-                          const int32_t *rowt, const int32_t *colt,
-                          double mult, int32_t ozp, int8_t *c, int64_t ldc,
-                          int mr, int nr)
+/* The tile with NV = 1 or 2 vectors of 16 columns (after inlining). */
+__attribute__((always_inline)) TGT static inline void
+kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
+        const int32_t *rowt, const int32_t *colt, double mult, int32_t ozp,
+        int8_t *c, int64_t ldc, int mr, int nr)
 {
-  __m512i c0[QMR], c1[QMR];
+  __m512i acc[2][QMR];
 #pragma GCC unroll 8
   for (int i = 0; i < QMR; i++)
-    c0[i] = c1[i] = _mm512_setzero_si512();
+    acc[0][i] = acc[1][i] = _mm512_setzero_si512();
   for (int64_t q = 0; q < kq; q++, ap += QMR * 4, bp += QNR * 4) {
     __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
 #pragma GCC unroll 8
@@ -46,32 +48,64 @@ TGT static void kern_vnni(int64_t kq, const uint8_t *ap, const int8_t *bp,
       int32_t a4;
       __builtin_memcpy(&a4, ap + 4 * i, 4);
       __m512i a = _mm512_set1_epi32(a4);
-      c0[i] = _mm512_dpbusd_epi32(c0[i], a, b0);
-      c1[i] = _mm512_dpbusd_epi32(c1[i], a, b1);
+      acc[0][i] = _mm512_dpbusd_epi32(acc[0][i], a, b0);
+      if (nv == 2)
+        acc[1][i] = _mm512_dpbusd_epi32(acc[1][i], a, b1);
     }
   }
   __m512d m = _mm512_set1_pd(mult), zp = _mm512_set1_pd(ozp);
-  __m512i t0 = _mm512_loadu_si512(colt), t1 = _mm512_loadu_si512(colt + 16);
-  __mmask16 k0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-  __mmask16 k1 = nr <= 16 ? 0 : nr >= 32 ? 0xffff
-                                         : (__mmask16)((1u << (nr - 16)) - 1);
+#pragma GCC unroll 2
+  for (int h = 0; h < nv; h++) {
+    __m512i ct = _mm512_loadu_si512(colt + 16 * h);
+    int left = nr - 16 * h;
+    __mmask16 k = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
 #pragma GCC unroll 8
-  for (int i = 0; i < QMR && i < mr; i++) {
-    __m512i r = _mm512_set1_epi32(rowt[i]);
-    __m512i v[2] = {_mm512_add_epi32(_mm512_add_epi32(c0[i], r), t0),
-                    _mm512_add_epi32(_mm512_add_epi32(c1[i], r), t1)};
-    __mmask16 k[2] = {k0, k1};
-    for (int h = 0; h < 2; h++) {
-      __m256i lo = requant8(_mm512_castsi512_si256(v[h]), m, zp);
-      __m256i hi = requant8(_mm512_extracti64x4_epi64(v[h], 1), m, zp);
+    for (int i = 0; i < QMR && i < mr; i++) {
+      __m512i v = _mm512_add_epi32(
+          _mm512_add_epi32(acc[h][i], _mm512_set1_epi32(rowt[i])), ct);
+      __m256i lo = requant8(_mm512_castsi512_si256(v), m, zp);
+      __m256i hi = requant8(_mm512_extracti64x4_epi64(v, 1), m, zp);
       __m128i b = _mm512_cvtepi32_epi8(
           _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k[h], b);
+      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, b);
     }
   }
 }
 
-const RlxQKern rlx_qkern_vnni = kern_vnni;
+TGT static void kern_vnni(int64_t kq, const uint8_t *ap, const int8_t *bp,
+                          const int32_t *rowt, const int32_t *colt,
+                          double mult, int32_t ozp, int8_t *c, int64_t ldc,
+                          int mr, int nr)
+{
+  if (nr > 16)
+    kern_nv(2, kq, ap, bp, rowt, colt, mult, ozp, c, ldc, mr, nr);
+  else
+    kern_nv(1, kq, ap, bp, rowt, colt, mult, ozp, c, ldc, mr, nr);
+}
+
+/* Lane sums with vpdpbusd against bytes of 1: u8 A lanes times s8 ones,
+   u8 ones times s8 B lanes. */
+TGT static void sums_a(const uint8_t *ap, int64_t kq, int32_t *out)
+{
+  __m256i s = _mm256_setzero_si256(), one = _mm256_set1_epi8(1);
+  for (int64_t q = 0; q < kq; q++)
+    s = _mm256_dpbusd_epi32(s, _mm256_loadu_si256((const void *)(ap + 32 * q)),
+                            one);
+  _mm256_storeu_si256((void *)out, s);
+}
+
+TGT static void sums_b(const int8_t *bp, int64_t kq, int32_t *out)
+{
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, one = _mm512_set1_epi8(1);
+  for (int64_t q = 0; q < kq; q++, bp += QNR * 4) {
+    s0 = _mm512_dpbusd_epi32(s0, one, _mm512_loadu_si512(bp));
+    s1 = _mm512_dpbusd_epi32(s1, one, _mm512_loadu_si512(bp + 64));
+  }
+  _mm512_storeu_si512(out, s0);
+  _mm512_storeu_si512(out + 16, s1);
+}
+
+const RlxQIsa rlx_qisa_vnni = {"avx512vnni", kern_vnni, sums_a, sums_b};
 #else
-const RlxQKern rlx_qkern_vnni = 0;
+const RlxQIsa rlx_qisa_vnni = {"avx512vnni", 0, 0, 0};
 #endif
