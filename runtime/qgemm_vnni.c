@@ -6,10 +6,11 @@
  * of B (16 columns x 4 bytes each) and broadcasts 4 bytes of A per row:
  * 16 vpdpbusd (u8 x s8, 4 products per i32 lane, wrapping).  The
  * epilogue adds the row and column terms and requantizes 8 lanes at a
- * time in double, exactly as rlx_requant: the i32 -> f64 conversion and
- * the product round once (the same IEEE operations), roundscale rounds
- * half to even like rint, and the clamp comes before the conversion
- * back.  Edge tiles store only their mr x nr part (byte masks).  The
+ * time in double, exactly as rlx_requant: the i32 -> f64 conversion is
+ * exact and the product rounds once (the same IEEE operation); the
+ * product is clamped to +-2^30 (results beyond saturate either way),
+ * converted rounding half to even (as rint), and out_zp added and the
+ * i8 saturation done in i32 (vpmovsdb).  Edge tiles store only their mr x nr part (byte masks).  The
  * lane sums of packed panels are vpdpbusd against bytes of 1.
  */
 #include "runtime/qgemm_internal.h"
@@ -20,15 +21,23 @@
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* 8 i32 lanes -> requantized i32 lanes in [-128, 127]. */
-TGT static inline __m256i requant8(__m256i v, __m512d m, __m512d zp)
+/* 8 i32 lanes -> rint(v * m) as i32, |v * m| first clamped to 2^30
+   (beyond it every result saturates anyway). */
+TGT static inline __m256i round8(__m256i v, __m512d m)
 {
-  __m512d r = _mm512_mul_pd(_mm512_cvtepi32_pd(v), m);
-  r = _mm512_roundscale_pd(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  r = _mm512_add_pd(r, zp);
-  r = _mm512_min_pd(_mm512_max_pd(r, _mm512_set1_pd(-128)),
-                    _mm512_set1_pd(127));
-  return _mm512_cvtpd_epi32(r);
+  __m512d r = _mm512_mul_pd(_mm512_cvtepi32_pd(v), m), lim = _mm512_set1_pd(0x1p30);
+  r = _mm512_min_pd(_mm512_max_pd(r, -lim), lim);
+  return _mm512_cvt_roundpd_epi32(r, _MM_FROUND_TO_NEAREST_INT |
+                                         _MM_FROUND_NO_EXC);
+}
+
+/* 16 i32 accumulators -> sat8(rint(v * m) + zp) bytes. */
+TGT static inline __m128i requant16(__m512i v, __m512d m, __m512i zp)
+{
+  __m256i lo = round8(_mm512_castsi512_si256(v), m);
+  __m256i hi = round8(_mm512_extracti64x4_epi64(v, 1), m);
+  __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return _mm512_cvtsepi32_epi8(_mm512_add_epi32(r, zp));
 }
 
 /* The tile with NV = 1 or 2 vectors of 16 columns (after inlining). */
@@ -53,7 +62,8 @@ kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
         acc[1][i] = _mm512_dpbusd_epi32(acc[1][i], a, b1);
     }
   }
-  __m512d m = _mm512_set1_pd(mult), zp = _mm512_set1_pd(ozp);
+  __m512d m = _mm512_set1_pd(mult);
+  __m512i zp = _mm512_set1_epi32(ozp);
 #pragma GCC unroll 2
   for (int h = 0; h < nv; h++) {
     __m512i ct = _mm512_loadu_si512(colt + 16 * h);
@@ -63,11 +73,7 @@ kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
     for (int i = 0; i < QMR && i < mr; i++) {
       __m512i v = _mm512_add_epi32(
           _mm512_add_epi32(acc[h][i], _mm512_set1_epi32(rowt[i])), ct);
-      __m256i lo = requant8(_mm512_castsi512_si256(v), m, zp);
-      __m256i hi = requant8(_mm512_extracti64x4_epi64(v, 1), m, zp);
-      __m128i b = _mm512_cvtepi32_epi8(
-          _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, b);
+      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, requant16(v, m, zp));
     }
   }
 }

@@ -10,7 +10,8 @@
  * multiples of the 8 x 32 tile or of 4), zero points reach -128 and
  * 127, mult makes a share of the results saturate, a tie case makes
  * every accumulator a multiple of 1/2 (.5 ties both ways), and a
- * wrap case puts bias near INT32_MAX.  Outputs carry guard bytes, and
+ * wrap case puts bias near INT32_MAX; mult 3e30 and 1e-12 take the
+ * products far beyond i32 and to below one half.  Outputs carry guard bytes, and
  * the scratch starts as 0xA5 bytes.  The convolution sweep covers
  * stride, padding (cells hold x_zp), dilation, groups, depthwise and
  * the in-place 1x1 path.
@@ -158,6 +159,9 @@ static void test_matmul(void)
     CU_ASSERT(mm_case(m, n, k, (QP){0.25f, 2, 1, 0}, 1) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){0.25f, -4, -3, 5}, 1) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){1e-9f, 1, 2, 0}, 2) == 0);
+    /* products far beyond i32 and below one half */
+    CU_ASSERT(mm_case(m, n, k, (QP){3e30f, -7, 9, 100}, 0) == 0);
+    CU_ASSERT(mm_case(m, n, k, (QP){1e-12f, 0, 0, -100}, 0) == 0);
   }
 }
 
