@@ -58,28 +58,30 @@ def _attrs(mult, xz, wz, oz):
     return "mult=%r, x_zp=%d, w_zp=%d, out_zp=%d" % (mult, xz, wz, oz)
 
 
-# (M, K, N, mult, x_zp, w_zp, out_zp, x even (ties), bias lo, bias hi)
-MM_FORMS = [(5, 7, 3, 0.004, 1, -2, 5, False, -3000, 3000),
-            (33, 65, 70, 0.0003, -128, 127, -128, False, -10**5, 10**5),
-            (9, 130, 40, 0.25, 2, 0, 3, True, -9, 9),
-            (8, 32, 32, 0.25, -4, 1, 0, True, -100, 100),
-            (17, 4, 10, 1e-9, 0, 0, 0, False, 2**31 - 600, 2**31 - 1),
-            (3, 6, 5, 1e30, 3, 3, 120, False, -5, 5),
-            (1, 1, 1, 0.5, 0, 0, -1, False, -4, 4)]
+# (M, K, N, mult, x_zp, w_zp, out_zp, x range, w range, bias range);
+# x ranges marked "even" hold even values only: with an even x_zp and
+# mult 1/4, a quarter of the results are exact ties (acc = 2 mod 4).
+MM_FORMS = [(5, 7, 3, 0.004, 1, -2, 5, I8, I8, (-3000, 3000)),
+            (33, 65, 70, 1e-4, -128, 127, 127, I8, I8, (-10**5, 10**5)),
+            (9, 130, 40, 0.25, 2, 0, 3, (-4, 5, "even"), (-8, 9), (-9, 9)),
+            (8, 32, 32, 0.25, -4, 1, 0, (-6, 7, "even"), (-9, 9),
+             (-99, 99)),
+            (17, 4, 10, 1e-9, 0, 0, 0, I8, I8, (2**31 - 600, 2**31 - 1)),
+            (3, 6, 5, 1e30, 3, 3, 120, I8, I8, (-5, 5)),
+            (1, 1, 1, 0.5, 0, 0, -1, I8, I8, (-4, 4))]
 
 
 @case()
 def q_matmul_forms(c, rng):
     """Every form of q_matmul against the NumPy integer reference."""
     ins, body, outs = [], [], []
-    for f, (m, k, n, mult, xz, wz, oz, even, blo, bhi) in enumerate(
-            MM_FORMS):
-        xv = rng.integers(*I8, size=(m, k))
-        if even:
+    for f, (m, k, n, mult, xz, wz, oz, xr, wr, br) in enumerate(MM_FORMS):
+        xv = rng.integers(xr[0], xr[1], size=(m, k))
+        if "even" in xr:
             xv &= ~1
         x = T("i8", xv, "x%d" % f)
-        w = T("i8", rng.integers(*I8, size=(k, n)), "w%d" % f)
-        b = T("i32", rng.integers(blo, bhi, size=(n,), endpoint=True),
+        w = T("i8", rng.integers(wr[0], wr[1], size=(k, n)), "w%d" % f)
+        b = T("i32", rng.integers(br[0], br[1], size=(n,), endpoint=True),
               "b%d" % f)
         ins += [x, w, b]
         body.append("%%y%d = q_matmul(%%x%d, %%w%d, %%b%d, %s)"
@@ -109,14 +111,14 @@ CONV_FORMS = [
      (0, 0, 0)),
     ((1, 2, 8, 7), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1), 1, 0.003,
      (5, -3, 9)),
-    ((1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1), 1, 0.004,
-     (-128, 127, -7)),
-    ((1, 2, 9, 8), (3, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1, 0.002,
-     (127, -128, 0)),
+    ((1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1), 1, 0.0004,
+     (-128, 127, 127)),
+    ((1, 2, 9, 8), (3, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1, 0.0004,
+     (127, -128, 100)),
     ((2, 4, 6, 5), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2, 0.003,
      (7, 2, -3)),
-    ((1, 3, 6, 6), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3, 0.25,
-     (0, 0, 1)),
+    ((1, 3, 6, 6), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3, 0.005,
+     (0, 0, -128)),
     ((2, 5, 7, 9), (11, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1, 0.004,
      (-2, 3, 4)),
     ((1, 16, 12, 12), (40, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1, 0.0005,
