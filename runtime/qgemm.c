@@ -129,6 +129,31 @@ static void pack_a(const QJob *jb, int64_t t)
   int64_t k = jb->k, kq = jb->kq, lda = jb->lda, q = 0;
   int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
   const int8_t *a = jb->a + i0 * lda;
+#if defined(__SSE2__)
+  /* full tiles, 4 groups at a time: two 4 x 4 transposes of u32 */
+  const __m128i flip = _mm_set1_epi8((char)0x80);
+  if (mr == QMR)
+    for (; 4 * q + 16 <= k; q += 4)
+      for (int h = 0; h < QMR; h += 4) {
+        __m128i r[4], t[4];
+        for (int i = 0; i < 4; i++)
+          r[i] = _mm_xor_si128(
+              _mm_loadu_si128((const __m128i *)(a + (h + i) * lda + 4 * q)),
+              flip);
+        t[0] = _mm_unpacklo_epi32(r[0], r[1]);
+        t[1] = _mm_unpacklo_epi32(r[2], r[3]);
+        t[2] = _mm_unpackhi_epi32(r[0], r[1]);
+        t[3] = _mm_unpackhi_epi32(r[2], r[3]);
+        uint8_t *o = dst + q * QMR * 4 + 4 * h;
+        _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi64(t[0], t[1]));
+        _mm_storeu_si128((__m128i *)(o + QMR * 4),
+                         _mm_unpackhi_epi64(t[0], t[1]));
+        _mm_storeu_si128((__m128i *)(o + 2 * QMR * 4),
+                         _mm_unpacklo_epi64(t[2], t[3]));
+        _mm_storeu_si128((__m128i *)(o + 3 * QMR * 4),
+                         _mm_unpackhi_epi64(t[2], t[3]));
+      }
+#endif
   if (mr == QMR)
     for (; 4 * q + 4 <= k; q++) /* a + 128 = a ^ 0x80 per byte */
       for (int i = 0; i < QMR; i++) {
