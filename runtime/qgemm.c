@@ -94,7 +94,8 @@ static void sums_b_scalar(const int8_t *bp, int64_t kq, int32_t *out)
 }
 
 static const RlxQIsa qisa_scalar = {"scalar", kern_scalar, sums_a_scalar,
-                                    sums_b_scalar};
+                                    sums_b_scalar, NULL};
+static int has_vbmi;
 
 static const RlxQIsa *pick_isa(void)
 {
@@ -106,6 +107,7 @@ static const RlxQIsa *pick_isa(void)
     vnni = __builtin_cpu_supports("avx512vnni") &&
            __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl");
+    has_vbmi = __builtin_cpu_supports("avx512vbmi");
   }
 #endif
   if (vnni > 0 && rlx_qisa_vnni.kern &&
@@ -203,19 +205,16 @@ static void interleave4(const int8_t *b, int64_t ldb, int8_t *dst)
 #endif
 }
 
-/* B's column panel t, and colt = bias - (128 + az) * colsum + k az bz. */
-static void pack_b(const QJob *jb, int64_t t)
+/* The C loops of a B panel (RlxQIsa.pack_b's contract). */
+static void pack_b_c(const int8_t *b, int64_t ldb, int64_t k, int64_t nn,
+                     int64_t kq, int8_t *dst)
 {
-  int64_t j0 = t * QNR, nn = jb->n - j0 < QNR ? jb->n - j0 : QNR;
-  int8_t *dst = jb->bp + j0 * jb->kq * 4;
-  const int8_t *b = jb->b + j0;
   int64_t q = 0;
   if (nn == QNR)
-    for (; 4 * q + 4 <= jb->k; q++)
-      interleave4(b + 4 * q * jb->ldb, jb->ldb, dst + q * QNR * 4);
-  if (q < jb->kq) { /* the rest: zeros, then the elements present */
-    int64_t k = jb->k, ldb = jb->ldb;
-    memset(dst + q * QNR * 4, 0, (size_t)((jb->kq - q) * QNR * 4));
+    for (; 4 * q + 4 <= k; q++)
+      interleave4(b + 4 * q * ldb, ldb, dst + q * QNR * 4);
+  if (q < kq) { /* the rest: zeros, then the elements present */
+    memset(dst + q * QNR * 4, 0, (size_t)((kq - q) * QNR * 4));
     for (; 4 * q + 4 <= k; q++)
       for (int64_t j = 0; j < nn; j++)
         for (int t4 = 0; t4 < 4; t4++)
@@ -224,6 +223,17 @@ static void pack_b(const QJob *jb, int64_t t)
       for (int64_t j = 0; j < nn; j++)
         dst[(p >> 2) * QNR * 4 + 4 * j + (p & 3)] = b[p * ldb + j];
   }
+}
+
+/* B's column panel t, and colt = bias - (128 + az) * colsum + k az bz. */
+static void pack_b(const QJob *jb, int64_t t)
+{
+  int64_t j0 = t * QNR, nn = jb->n - j0 < QNR ? jb->n - j0 : QNR;
+  int8_t *dst = jb->bp + j0 * jb->kq * 4;
+  if (jb->isa->pack_b && has_vbmi)
+    jb->isa->pack_b(jb->b + j0, jb->ldb, jb->k, (int)nn, jb->kq, dst);
+  else
+    pack_b_c(jb->b + j0, jb->ldb, jb->k, nn, jb->kq, dst);
   int32_t sum[QNR];
   jb->isa->sums_b(dst, jb->kq, sum);
   uint32_t kzz = (uint32_t)jb->k * (uint32_t)jb->az * (uint32_t)jb->bz;

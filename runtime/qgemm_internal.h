@@ -35,7 +35,7 @@ typedef void (*RlxQKern)(int64_t kq, const uint8_t *ap, const int8_t *bp,
                          double mult, int32_t out_zp, int8_t *c,
                          int64_t ldc, int mr, int nr);
 
-/* One instruction set: the tile kernel, and the lane sums of a packed
+/* One instruction set: the tile kernel, the lane sums of a packed
    A tile (QMR lanes of u8) and B panel (QNR lanes of s8): out[l] = sum
    over q < kq, t < 4 of panel[q*lanes*4 + 4l + t]. */
 typedef struct {
@@ -43,9 +43,15 @@ typedef struct {
   RlxQKern kern;
   void (*sums_a)(const uint8_t *ap, int64_t kq, int32_t *out);
   void (*sums_b)(const int8_t *bp, int64_t kq, int32_t *out);
+  /* Optional (NULL: C loops; used only where the CPU has AVX-512 VBMI):
+     a whole B panel, columns j < nn (1..QNR) of b (row stride ldb),
+     rows p < k, packed as above with zeros elsewhere. */
+  void (*pack_b)(const int8_t *b, int64_t ldb, int64_t k, int nn,
+                 int64_t kq, int8_t *bp);
 } RlxQIsa;
 
-/* kern == NULL where AVX-512 VNNI was not compiled in. */
+/* kern == NULL where AVX-512 VNNI was not compiled in; pack_b needs
+   AVX-512 VBMI as well. */
 extern const RlxQIsa rlx_qisa_vnni;
 
 /* Whether a q_conv2d reads x in place as its GEMM's B (1x1, stride 1,

@@ -111,7 +111,36 @@ TGT static void sums_b(const int8_t *bp, int64_t kq, int32_t *out)
   _mm512_storeu_si512(out + 16, s1);
 }
 
-const RlxQIsa rlx_qisa_vnni = {"avx512vnni", kern_vnni, sums_a, sums_b};
+/* One group of 4 rows: two vpermt2b interleave rows 0-1 (one zmm) and
+   2-3 (another); masked loads zero the columns past nn and the rows
+   past k, and never touch memory outside b. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+pack_b(const int8_t *b, int64_t ldb, int64_t k, int nn, int64_t kq,
+       int8_t *bp)
+{
+  uint8_t idx[2][64];
+  for (int h = 0; h < 2; h++)
+    for (int j = 0; j < 16; j++)
+      for (int t = 0; t < 4; t++)
+        idx[h][4 * j + t] = (uint8_t)((t >> 1) * 64 + (t & 1) * 32 + 16 * h + j);
+  __m512i i0 = _mm512_loadu_si512(idx[0]), i1 = _mm512_loadu_si512(idx[1]);
+  __mmask32 cols = nn >= 32 ? 0xffffffffu : (__mmask32)((1u << nn) - 1);
+  for (int64_t q = 0; q < kq; q++, bp += QNR * 4) {
+    __m256i r[4];
+    for (int t = 0; t < 4; t++) {
+      int64_t p = 4 * q + t;
+      r[t] = _mm256_maskz_loadu_epi8(p < k ? cols : 0,
+                                     b + (p < k ? p : 0) * ldb);
+    }
+    __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(r[0]), r[1], 1);
+    __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(r[2]), r[3], 1);
+    _mm512_storeu_si512(bp, _mm512_permutex2var_epi8(lo, i0, hi));
+    _mm512_storeu_si512(bp + 64, _mm512_permutex2var_epi8(lo, i1, hi));
+  }
+}
+
+const RlxQIsa rlx_qisa_vnni = {"avx512vnni", kern_vnni, sums_a, sums_b,
+                               pack_b};
 #else
-const RlxQIsa rlx_qisa_vnni = {"avx512vnni", 0, 0, 0};
+const RlxQIsa rlx_qisa_vnni = {"avx512vnni", 0, 0, 0, 0};
 #endif
