@@ -5,7 +5,9 @@
  * The arithmetic and the packed layouts are in qgemm_internal.h.  The
  * tile kernel is AVX-512 VNNI (qgemm_vnni.c) when the GEMM dispatch
  * chose avx512 (rlx_gemm_select_isa) and the CPU has VNNI, else the
- * portable one below; they give the same bits.  One call packs all of
+ * portable one below; they give the same bits.  B panels are packed by
+ * the VNNI file's VBMI routine where the CPU has AVX-512 VBMI, else by
+ * the C (SSE2) loops below.  One call packs all of
  * A and B (tasks over A's row tiles and B's column panels), then runs
  * the QMR x QNR tiles, column panel by column panel so that a thread's
  * consecutive tiles share the B panel in L1.  K is not blocked: a B

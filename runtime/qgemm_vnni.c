@@ -11,7 +11,8 @@
  * product is clamped to +-2^30 (results beyond saturate either way),
  * converted rounding half to even (as rint), and out_zp added and the
  * i8 saturation done in i32 (vpmovsdb).  Edge tiles store only their mr x nr part (byte masks).  The
- * lane sums of packed panels are vpdpbusd against bytes of 1.
+ * lane sums of packed panels are vpdpbusd against bytes of 1; B panels
+ * are packed with vpermt2b (AVX-512 VBMI, checked by qgemm.c).
  */
 #include "runtime/qgemm_internal.h"
 
