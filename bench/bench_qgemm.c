@@ -2,7 +2,8 @@
  * next to the f32 MACs per second of rlx_gemm_f32 on the same shape,
  * and both against the core's measured peaks.
  *
- * usage: bench_qgemm [--threads=N] [--isa=NAME] [--secs=S] [MxNxK ...]
+ * usage: bench_qgemm [--threads=N] [--isa=NAME] [--secs=S] [--conv]
+ *                    [MxNxK ...]
  * Default sizes: 512x512x512 and the digits MLP's inference layers
  * (samples/mlp.rlx at batch 32: 32x64x64 and 32x10x64), 1 thread.
  * One MAC = one multiply-add of one element pair (an f32 FMA counts
@@ -14,6 +15,8 @@
  * register-only loop of 12 independent
  * accumulator chains: vpdpbusd zmm (64 MACs each) and vfmadd231ps zmm
  * (16 MACs each).  --isa=scalar runs both on the portable kernels.
+ * --conv adds rlx_q_conv2d next to rlx_conv2d_f32 on a ResNet 3x3
+ * layer (1 x 64 x 56 x 56, 64 filters, padding 1).
  * Quantization as usual for a linear layer: x_zp = 3, w_zp = 0
  * (symmetric weights: no row sums of x), out_zp = 1.
  */
@@ -73,6 +76,87 @@ static void block(const Prob *p, void (*fn)(const Prob *), double secs,
   } while (now() - start < secs);
 }
 
+/* q_conv2d next to conv2d (f32) on one ResNet-style layer. */
+typedef struct {
+  rlx_conv_geom g;
+  int8_t *x, *w, *y;
+  int32_t *bias;
+  float *xf, *wf, *yf;
+  void *ws, *wsf;
+} ConvProb;
+
+static const ConvProb *cur_conv;
+
+static void run_qc(const Prob *p)
+{
+  (void)p;
+  const ConvProb *c = cur_conv;
+  rlx_q_conv2d(&c->g, c->x, c->w, c->bias, 0.001f, 3, 0, 1, c->y, c->ws);
+}
+
+static void run_fc(const Prob *p)
+{
+  (void)p;
+  const ConvProb *c = cur_conv;
+  rlx_conv2d_f32(&c->g, c->xf, c->wf, c->yf, c->wsf);
+}
+
+static void report(const char *what, double macs, double *tq, int nq,
+                   double *tf, int nf)
+{
+  qsort(tq, (size_t)nq, sizeof *tq, cmp_d);
+  qsort(tf, (size_t)nf, sizeof *tf, cmp_d);
+  double mq = tq[nq / 2], mf = tf[nf / 2];
+  printf("%s int8: median_us=%.2f min_us=%.2f GMAC/s=%.1f | "
+         "f32: median_us=%.2f min_us=%.2f GMAC/s=%.1f | int8/f32 MAC/s: "
+         "median %.2fx min %.2fx\n",
+         what, mq * 1e6, tq[0] * 1e6, macs / tq[0] * 1e-9, mf * 1e6,
+         tf[0] * 1e6, macs / tf[0] * 1e-9, mf / mq, tf[0] / tq[0]);
+}
+
+static void bench_conv(double secs)
+{
+  ConvProb c = {.g = {1, 64, 56, 56, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1}};
+  int64_t nx = 64 * 56 * 56, nw = 64 * 64 * 9, ny = nx;
+  c.x = malloc((size_t)nx);
+  c.w = malloc((size_t)nw);
+  c.y = malloc((size_t)ny);
+  c.bias = calloc(64, 4);
+  c.xf = malloc((size_t)nx * 4);
+  c.wf = malloc((size_t)nw * 4);
+  c.yf = malloc((size_t)ny * 4);
+  for (int64_t i = 0; i < nx; i++)
+    c.xf[i] = (float)(c.x[i] = (int8_t)(i * 7 + 3));
+  for (int64_t i = 0; i < nw; i++)
+    c.wf[i] = (float)(c.w[i] = (int8_t)(i * 13 + 5));
+  int64_t bq = rlx_q_conv2d_scratch_bytes(&c.g),
+          bf = rlx_conv2d_scratch_bytes(&c.g, RLX_CONV_FWD, 4);
+  c.ws = aligned_alloc(64, (size_t)(bq + 63) / 64 * 64);
+  c.wsf = aligned_alloc(64, (size_t)(bf + 63) / 64 * 64 + 64);
+  cur_conv = &c;
+  static double tq[MAXT], tf[MAXT];
+  int nq = 0, nf = 0;
+  for (int i = 0; i < 3; i++) {
+    run_qc(NULL);
+    run_fc(NULL);
+  }
+  for (int r = 0; r < 7; r++) {
+    block(NULL, run_qc, secs / 14, tq, &nq);
+    block(NULL, run_fc, secs / 14, tf, &nf);
+  }
+  report("conv 1x64x56x56 * 64x64x3x3 pad 1", 64.0 * 64 * 9 * 56 * 56, tq,
+         nq, tf, nf);
+  free(c.x);
+  free(c.w);
+  free(c.y);
+  free(c.bias);
+  free(c.xf);
+  free(c.wf);
+  free(c.yf);
+  free(c.ws);
+  free(c.wsf);
+}
+
 static void bench(int64_t m, int64_t n, int64_t k, double secs)
 {
   Prob p = {.m = m, .n = n, .k = k};
@@ -101,15 +185,10 @@ static void bench(int64_t m, int64_t n, int64_t k, double secs)
     block(&p, run_q, secs / 14, tq, &nq);
     block(&p, run_f, secs / 14, tf, &nf);
   }
-  qsort(tq, (size_t)nq, sizeof *tq, cmp_d);
-  qsort(tf, (size_t)nf, sizeof *tf, cmp_d);
-  double macs = (double)m * n * k, mq = tq[nq / 2], mf = tf[nf / 2];
-  printf("%lldx%lldx%lld int8: median_us=%.2f min_us=%.2f GMAC/s=%.1f | "
-         "f32: median_us=%.2f min_us=%.2f GMAC/s=%.1f | int8/f32 MAC/s: "
-         "median %.2fx min %.2fx\n",
-         (long long)m, (long long)n, (long long)k, mq * 1e6, tq[0] * 1e6,
-         macs / tq[0] * 1e-9, mf * 1e6, tf[0] * 1e6, macs / tf[0] * 1e-9,
-         mf / mq, tf[0] / tq[0]);
+  char what[64];
+  snprintf(what, sizeof what, "%lldx%lldx%lld", (long long)m, (long long)n,
+           (long long)k);
+  report(what, (double)m * n * k, tq, nq, tf, nf);
   free(p.x);
   free(p.w);
   free(p.y);
@@ -195,6 +274,7 @@ int main(int argc, char **argv)
   int threads = 1;
   double secs = 1.4;
   const char *isa = NULL;
+  int conv = 0;
   int64_t sizes[16][3], ns = 0;
   for (int i = 1; i < argc; i++) {
     long long m, n, k;
@@ -202,6 +282,8 @@ int main(int argc, char **argv)
       threads = atoi(argv[i] + 10);
     else if (strncmp(argv[i], "--secs=", 7) == 0)
       secs = atof(argv[i] + 7);
+    else if (strcmp(argv[i], "--conv") == 0)
+      conv = 1;
     else if (strncmp(argv[i], "--isa=", 6) == 0)
       isa = argv[i] + 6;
     else if (sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) == 3 && ns < 16) {
@@ -210,7 +292,7 @@ int main(int argc, char **argv)
       sizes[ns++][2] = k;
     } else {
       fprintf(stderr, "usage: bench_qgemm [--threads=N] [--isa=NAME] "
-                      "[--secs=S] [MxNxK ...]\n");
+                      "[--secs=S] [--conv] [MxNxK ...]\n");
       return 2;
     }
   }
@@ -229,5 +311,7 @@ int main(int argc, char **argv)
   peaks();
   for (int64_t i = 0; i < ns; i++)
     bench(sizes[i][0], sizes[i][1], sizes[i][2], secs);
+  if (conv)
+    bench_conv(secs);
   return 0;
 }

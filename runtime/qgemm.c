@@ -317,23 +317,40 @@ typedef struct {
   int8_t zp;
 } Im2col;
 
+/* First output column whose input column ow * s + off is >= lim. */
+static int64_t first_at(int64_t lim, int64_t off, int64_t s, int64_t ow)
+{
+  int64_t v = lim - off <= 0 ? 0 : (lim - off + s - 1) / s;
+  return v < ow ? v : ow;
+}
+
 static void im2col_task(void *ctx, int64_t lo, int64_t hi)
 {
   const Im2col *ic = ctx;
   const rlx_conv_geom *g = ic->g;
-  int64_t p = g->oh * g->ow;
   for (int64_t r = lo; r < hi; r++) {
     int64_t c = r / (g->kh * g->kw), ki = r / g->kw % g->kh, kj = r % g->kw;
+    int64_t off = kj * g->dw - g->pw; /* input column of ow = 0 */
+    int64_t w0 = first_at(0, off, g->sw, g->ow),
+            w1 = first_at(g->w, off, g->sw, g->ow);
+    if (w1 < w0)
+      w1 = w0;
     const int8_t *src = ic->x + c * g->h * g->w;
-    int8_t *dst = ic->col + r * p;
-    for (int64_t oh = 0; oh < g->oh; oh++) {
+    int8_t *dst = ic->col + r * g->oh * g->ow;
+    for (int64_t oh = 0; oh < g->oh; oh++, dst += g->ow) {
       int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-      for (int64_t ow = 0; ow < g->ow; ow++) {
-        int64_t iw = ow * g->sw - g->pw + kj * g->dw;
-        *dst++ = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w
-                     ? src[ih * g->w + iw]
-                     : ic->zp;
+      if (ih < 0 || ih >= g->h) {
+        memset(dst, ic->zp, (size_t)g->ow);
+        continue;
       }
+      const int8_t *row = src + ih * g->w;
+      memset(dst, ic->zp, (size_t)w0);
+      if (g->sw == 1 && w1 > w0)
+        memcpy(dst + w0, row + w0 + off, (size_t)(w1 - w0));
+      else
+        for (int64_t ow = w0; ow < w1; ow++)
+          dst[ow] = row[ow * g->sw + off];
+      memset(dst + w1, ic->zp, (size_t)(g->ow - w1));
     }
   }
 }
