@@ -17,6 +17,7 @@
  * pixels, so the result rows land in NCHW order; 1x1 stride-1 unpadded
  * convolutions read x in place.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -97,23 +98,25 @@ static void sums_b_scalar(const int8_t *bp, int64_t kq, int32_t *out)
 
 static const RlxQIsa qisa_scalar = {"scalar", kern_scalar, sums_a_scalar,
                                     sums_b_scalar, NULL};
-static int has_vbmi;
+static int has_vnni, has_vbmi; /* set once by detect() */
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
+  __builtin_cpu_init();
+  has_vnni = __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+  has_vbmi = __builtin_cpu_supports("avx512vbmi");
+#endif
+}
 
 static const RlxQIsa *pick_isa(void)
 {
-  static int vnni = -1;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
-  if (vnni < 0) {
-    __builtin_cpu_init();
-    vnni = __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-    has_vbmi = __builtin_cpu_supports("avx512vbmi");
-  }
-#endif
-  if (vnni > 0 && rlx_qisa_vnni.kern &&
-      strcmp(rlx_gemm_isa(), "avx512") == 0)
+  pthread_once(&detect_once, detect);
+  if (has_vnni && rlx_qisa_vnni.kern && strcmp(rlx_gemm_isa(), "avx512") == 0)
     return &rlx_qisa_vnni;
   return &qisa_scalar;
 }
