@@ -47,8 +47,8 @@ static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
   v[1] = a && k == 2 ? a[1] : def;
 }
 
-/* The geometry of a shape-checked conv node. */
-static rlx_conv_geom geometry(const Node *n) {
+/* The geometry of a shape-checked conv node (q_conv2d: as conv2d). */
+rlx_conv_geom cg_conv_geometry(const Node *n) {
   int kind = conv_kind(n->op);
   const Type *x = kind == RLX_CONV_BWD_INPUT ? &n->type : &n->in[0]->type;
   const Type *w = kind == RLX_CONV_BWD_WEIGHT ? &n->type : &n->in[1]->type;
@@ -69,7 +69,7 @@ static rlx_conv_geom geometry(const Node *n) {
 
 /* Bytes of the routine's workspace for n (f16/bf16: the f32 one). */
 static int64_t routine_bytes(const Node *n) {
-  rlx_conv_geom g = geometry(n);
+  rlx_conv_geom g = cg_conv_geometry(n);
   DType dt = n->type.dt;
   return rlx_conv2d_scratch_bytes(&g, conv_kind(n->op),
                                   half(dt) ? 4 : dt_size(dt));
@@ -99,7 +99,7 @@ _Static_assert(sizeof(rlx_conv_geom) == 16 * sizeof(int64_t) &&
 
 /* The geometry as a private constant global of 16 i64 (the struct's
  * field order). */
-static LLVMValueRef geometry_global(Cg *cg, const rlx_conv_geom *g) {
+LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g) {
   const int64_t f[16] = {g->n,  g->c,  g->h,  g->w,  g->co, g->kh,
                          g->kw, g->oh, g->ow, g->sh, g->sw, g->ph,
                          g->pw, g->dh, g->dw, g->groups};
@@ -123,13 +123,14 @@ bool cg_emit_conv(Cg *cg, Node *n) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
   }
-  rlx_conv_geom g = geometry(n);
+  rlx_conv_geom g = cg_conv_geometry(n);
   int64_t rb = cg_align(routine_bytes(n));
   LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
-  LLVMValueRef a[5] = {geometry_global(cg, &g), cg_buf(cg, n->in[0]),
-                       cg_buf(cg, n->in[1]), cg_buf(cg, n),
+  LLVMValueRef a[5] = {cg_conv_geometry_global(cg, &g),
+                       cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                       cg_buf(cg, n),
                        rb ? s : LLVMConstPointerNull(cg->t_ptr)};
   if (!half(dt)) {
     cg_call(cg, fn, cg->t_void, a, 5);

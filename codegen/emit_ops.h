@@ -12,6 +12,7 @@
 #define RLX_EMIT_OPS_H
 
 #include "codegen/cg.h"
+#include "runtime/rlxrt.h"
 
 /* ---- emitters (table entries) ---- */
 bool cg_emit_reduce(Cg *cg, Node *n);
@@ -51,6 +52,13 @@ bool cg_emit_pool(Cg *cg, Node *n);
 /* conv2d and its backward ops: one runtime call each (emit_conv.c) */
 bool cg_emit_conv(Cg *cg, Node *n);
 int64_t cg_scratch_conv(Cg *cg, Node *n);
+/* The geometry of a conv node and its private constant global of 16
+   i64 (also q_conv2d's). */
+rlx_conv_geom cg_conv_geometry(const Node *n);
+LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g);
+/* q_matmul, q_conv2d: one runtime call each (emit_qgemm.c) */
+bool cg_emit_qgemm(Cg *cg, Node *n);
+int64_t cg_scratch_qgemm(Cg *cg, Node *n);
 
 /* ---- shared helpers (ops_util.c) ---- */
 typedef enum { CG_RED_SUM, CG_RED_PROD, CG_RED_MAX, CG_RED_MIN } CgRed;

@@ -65,8 +65,8 @@
 #define CG_FAKE_QUANTIZE_LSQ {cg_emit_lowered, NULL}
 #define CG_QUANTIZE {cg_emit_elementwise, NULL}
 #define CG_DEQUANTIZE {cg_emit_elementwise, NULL}
-#define CG_Q_MATMUL CG_UNSUPPORTED
-#define CG_Q_CONV2D CG_UNSUPPORTED
+#define CG_Q_MATMUL {cg_emit_qgemm, cg_scratch_qgemm}
+#define CG_Q_CONV2D {cg_emit_qgemm, cg_scratch_qgemm}
 #define CG_DEQUANT_MATMUL CG_UNSUPPORTED
 #define CG_GROUPED_MATMUL CG_UNSUPPORTED
 #define CG_CONJUGATE {cg_emit_elementwise, NULL}

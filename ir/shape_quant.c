@@ -8,7 +8,8 @@
  *   [-128, 127]. dequantize(q i8) -> f32.
  * q_matmul(x i8 [M, K], w i8 [K, N], bias i32 [N]) -> i8 [M, N];
  * q_conv2d(x i8 [N, C, H, W], w i8, bias i32 [C_out]) -> i8 (conv2d
- *   geometry). mult > 0, zero points in [-128, 127].
+ *   geometry). mult > 0 and finite, also as f32; zero points in
+ *   [-128, 127].
  * dequant_matmul(x [..., K], w i8 [K, N], scales) -> [..., N] of x's
  *   float dtype; scales [N] (per column) or, with group_size G (which
  *   must divide K), [K/G, N]; scales have x's dtype.
@@ -97,6 +98,15 @@ bool shape_dequantize(Ctx *c, Node *n) {
   return true;
 }
 
+/* mult is used rounded to f32 (language.md q_matmul). */
+static bool mult_f32(Ctx *c, const Node *n) {
+  double v = ir_attr_float(n, ATTR_MULT, 0);
+  float f = (float)v;
+  if (f > 0 && !isinf(f)) return true;
+  return sh_err(c, n, "mult %g is out of f32 range (rounds to %g)", v,
+                (double)f);
+}
+
 /* Shared attribute and dtype checks of q_matmul / q_conv2d. */
 static bool q_common(Ctx *c, const Node *n) {
   if (IN(n, 0)->dt != DT_I8 || IN(n, 1)->dt != DT_I8)
@@ -104,7 +114,8 @@ static bool q_common(Ctx *c, const Node *n) {
                   dt_name(IN(n, 0)->dt), dt_name(IN(n, 1)->dt));
   if (IN(n, 2)->dt != DT_I32)
     return sh_err(c, n, "bias must be i32, got %s", dt_name(IN(n, 2)->dt));
-  return positive(c, n, ATTR_MULT) && zp_ok(c, n, ATTR_X_ZP) &&
+  return positive(c, n, ATTR_MULT) && mult_f32(c, n) &&
+         zp_ok(c, n, ATTR_X_ZP) &&
          zp_ok(c, n, ATTR_W_ZP) && zp_ok(c, n, ATTR_OUT_ZP);
 }
 

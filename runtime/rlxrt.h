@@ -243,6 +243,28 @@ void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
                                const double *dy, double *dw,
                                void *scratch);
 
+/* Quantized matmul and convolution (language.md q_matmul, q_conv2d):
+     y = sat8(round_half_even(acc * (double)mult) + out_zp)
+     acc = bias + sum (x - x_zp) * (w - w_zp)   (i32, wrapping mod 2^32)
+   the product acc * mult computed in double (one rounding).  q_matmul:
+   x [m, k], w [k, n], bias [n], y [m, n], row-major.  q_conv2d: the
+   conv2d geometry above (x NCHW, w [co, c/groups, kh, kw], bias [co],
+   y [n, co, oh, ow]); padding cells hold x_zp.  scratch: 64-byte
+   aligned, rlx_q_*_scratch_bytes bytes.  Uses the pool; the same bits
+   for any thread count and on every instruction set (AVX-512 VNNI when
+   the GEMM dispatch chose avx512 and the CPU has it, else portable C;
+   rlx_q_isa() names the one in use). */
+int64_t rlx_q_matmul_scratch_bytes(int64_t m, int64_t n, int64_t k);
+void rlx_q_matmul(int64_t m, int64_t n, int64_t k, const int8_t *x,
+                  const int8_t *w, const int32_t *bias, float mult,
+                  int32_t x_zp, int32_t w_zp, int32_t out_zp, int8_t *y,
+                  void *scratch);
+int64_t rlx_q_conv2d_scratch_bytes(const rlx_conv_geom *g);
+void rlx_q_conv2d(const rlx_conv_geom *g, const int8_t *x, const int8_t *w,
+                  const int32_t *bias, float mult, int32_t x_zp,
+                  int32_t w_zp, int32_t out_zp, int8_t *y, void *scratch);
+const char *rlx_q_isa(void);
+
 /* Attention (language.md attention and attention_backward), in the
    FlashAttention-2 form: tiles of queries against tiles of keys with an
    online softmax, never an Lq x Lk matrix.  Geometry:
