@@ -1,0 +1,265 @@
+/* fft.c -- rlx_fft_c64: the discrete Fourier transform of every row of
+ * a [rows, n] c64 array, any n (rlxrt.h).
+ *
+ * Lengths whose prime factors are all at most FFT_MAX_RADIX run as a
+ * mixed-radix Stockham autosort (fft_internal.h): radix-4 stages, one
+ * radix-2 stage for an odd power of two, radix 3, then the remaining
+ * primes as direct DFTs.  Other lengths go through Bluestein's chirp-z
+ * algorithm: with e_j = exp(sign pi i j^2 / n),
+ * X_k = e_k sum_j (x_j e_j) conj(e_(k-j)), a circular convolution of
+ * length M (the power of two >= 2n - 1) done with two forward FFTs of
+ * length M (the inverse one as conj(FFT(conj(.))), the 1/M folded into
+ * the transformed kernel H).
+ *
+ * Everything the call needs lives in the caller's scratch (layout(),
+ * depending only on rows and n): twiddles are recomputed per call in
+ * double from two tables of ~sqrt(N) exact sin/cos values each
+ * (w_t = coarse[t / F] * fine[t % F]) and stored as floats; rows are
+ * split among a fixed number of slots (working buffers), which
+ * rlx_parallel_for hands to threads.  A row's result depends only on
+ * the row, so results are bit-identical for any thread count; the
+ * AVX-512 and portable stage kernels do the same float operations
+ * (chosen like the GEMM kernels, rlx_gemm_select_isa).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/fft_internal.h"
+#include "runtime/rlxrt.h"
+
+#define TWO_PI 6.283185307179586476925286766559
+
+/* exp(sign 2 pi i t / N) for 0 <= t < N as coarse[t / F] * fine[t % F]. */
+typedef struct {
+  int64_t N, F;
+  double *c, *f; /* (re, im) pairs */
+} Roots;
+
+static void roots_init(Roots *R, int64_t N, double sign, double *mem)
+{
+  R->N = N;
+  R->F = rlx_fft_isqrt_up(N);
+  R->f = mem;
+  R->c = mem + 2 * R->F;
+  for (int64_t b = 0; b < R->F; b++) {
+    double a = sign * TWO_PI * (double)b / (double)N;
+    R->f[2 * b] = cos(a);
+    R->f[2 * b + 1] = sin(a);
+  }
+  for (int64_t a = 0; a * R->F < N; a++) {
+    double ang = sign * TWO_PI * (double)(a * R->F) / (double)N;
+    R->c[2 * a] = cos(ang);
+    R->c[2 * a + 1] = sin(ang);
+  }
+}
+
+static void root(const Roots *R, int64_t t, float *re, float *im)
+{
+  const double *c = R->c + 2 * (t / R->F), *f = R->f + 2 * (t % R->F);
+  *re = (float)(c[0] * f[0] - c[1] * f[1]);
+  *im = (float)(c[0] * f[1] + c[1] * f[0]);
+}
+
+/* The AVX-512 stages when the GEMM dispatch chose avx512 (like conv.c),
+ * so rlx_gemm_select_isa("scalar") tests the portable ones. */
+static fft_stage_fn stage_fn(void)
+{
+  return strcmp(rlx_gemm_isa(), "avx512") == 0 ? rlx_fft_stage_avx512
+                                               : rlx_fft_stage_scalar;
+}
+
+/* Fill the stage twiddle and omega pointers and values. */
+static void plan_twiddles(FftPlan *p, char *scratch, const FftLayout *L,
+                          double sign, double *rootmem)
+{
+  Roots R;
+  roots_init(&R, p->len, sign, rootmem);
+  float *twr = (float *)(scratch + L->tw_off), *twi = twr + L->ntw;
+  float *omr = (float *)(scratch + L->om_off), *omi = omr + L->nom;
+  for (int i = 0; i < p->nst; i++) {
+    FftStage *st = &p->st[i];
+    st->sg = (float)sign;
+    st->twr = twr;
+    st->twi = twi;
+    for (int64_t k = 1; k < st->r; k++)
+      for (int64_t q = 0; q < st->m; q++)
+        root(&R, q * k * st->s, &twr[(k - 1) * st->m + q],
+             &twi[(k - 1) * st->m + q]);
+    twr += (st->r - 1) * st->m;
+    twi += (st->r - 1) * st->m;
+    if (st->r > 4) {
+      st->wr = omr;
+      st->wi = omi;
+      for (int64_t t = 0; t < st->r; t++)
+        root(&R, t * (p->len / st->r), &omr[t], &omi[t]);
+      omr += st->r;
+      omi += st->r;
+    }
+  }
+}
+
+/* Transform (ar, ai) in place of the two buffers; returns the buffer
+ * pair holding the result (0: a, 1: b). */
+static int run(const FftPlan *p, float *ar, float *ai, float *br,
+               float *bi)
+{
+  fft_stage_fn fn = stage_fn();
+  int cur = 0;
+  for (int i = 0; i < p->nst; i++) {
+    if (cur == 0)
+      fn(&p->st[i], ar, ai, br, bi);
+    else
+      fn(&p->st[i], br, bi, ar, ai);
+    cur ^= 1;
+  }
+  return cur;
+}
+
+typedef struct {
+  const FftLayout *L;
+  const char *scratch;
+  const float *x;
+  float *y;
+  float scale;
+  int64_t rows;
+} Ctx;
+
+static void row_direct(const Ctx *c, float *buf, const float *x, float *y)
+{
+  int64_t n = c->L->n;
+  float *ar = buf, *ai = buf + n, *br = buf + 2 * n, *bi = buf + 3 * n;
+  for (int64_t j = 0; j < n; j++) {
+    ar[j] = x[2 * j];
+    ai[j] = x[2 * j + 1];
+  }
+  if (run(&c->L->plan, ar, ai, br, bi)) {
+    ar = br;
+    ai = bi;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    y[2 * k] = ar[k] * c->scale;
+    y[2 * k + 1] = ai[k] * c->scale;
+  }
+}
+
+static void row_bluestein(const Ctx *c, float *buf, const float *x,
+                          float *y)
+{
+  const FftLayout *L = c->L;
+  int64_t n = L->n, M = L->len;
+  const float *er = (const float *)(c->scratch + L->chirp_off), *ei = er + n;
+  const float *hr = (const float *)(c->scratch + L->h_off), *hi = hr + M;
+  float *ar = buf, *ai = buf + M, *br = buf + 2 * M, *bi = buf + 3 * M;
+  for (int64_t j = 0; j < n; j++) {
+    float xr = x[2 * j], xi = x[2 * j + 1];
+    ar[j] = xr * er[j] - xi * ei[j];
+    ai[j] = xr * ei[j] + xi * er[j];
+  }
+  memset(ar + n, 0, sizeof(float) * (size_t)(M - n));
+  memset(ai + n, 0, sizeof(float) * (size_t)(M - n));
+  if (run(&L->plan, ar, ai, br, bi)) {
+    float *t = ar;
+    ar = br;
+    br = t;
+    t = ai;
+    ai = bi;
+    bi = t;
+  }
+  for (int64_t k = 0; k < M; k++) { /* conj(A H) */
+    float zr = ar[k] * hr[k] - ai[k] * hi[k];
+    float zi = ar[k] * hi[k] + ai[k] * hr[k];
+    ar[k] = zr;
+    ai[k] = -zi;
+  }
+  if (run(&L->plan, ar, ai, br, bi)) {
+    ar = br;
+    ai = bi;
+  }
+  for (int64_t k = 0; k < n; k++) { /* e_k conj(D_k) scale */
+    float dr = ar[k], di = -ai[k];
+    y[2 * k] = (dr * er[k] - di * ei[k]) * c->scale;
+    y[2 * k + 1] = (dr * ei[k] + di * er[k]) * c->scale;
+  }
+}
+
+static void slot_task(void *vctx, int64_t begin, int64_t end)
+{
+  const Ctx *c = vctx;
+  const FftLayout *L = c->L;
+  for (int64_t s = begin; s < end; s++) {
+    float *buf = (float *)(c->scratch + L->slot_off + s * L->slot_bytes);
+    int64_t r0 = s * c->rows / L->nslots, r1 = (s + 1) * c->rows / L->nslots;
+    for (int64_t r = r0; r < r1; r++) {
+      const float *x = c->x + 2 * r * L->n;
+      float *y = c->y + 2 * r * L->n;
+      if (L->bluestein)
+        row_bluestein(c, buf, x, y);
+      else
+        row_direct(c, buf, x, y);
+    }
+  }
+}
+
+/* Chirp e and kernel H = FFT_M(h) / M, h_t = h_(M-t) = conj(e_t). */
+static void bluestein_setup(const FftLayout *L, char *scratch, double sign,
+                            double *rootmem)
+{
+  int64_t n = L->n, M = L->len;
+  Roots R;
+  roots_init(&R, 2 * n, sign, rootmem);
+  float *er = (float *)(scratch + L->chirp_off), *ei = er + n;
+  for (int64_t j = 0; j < n; j++)
+    root(&R, (int64_t)((uint64_t)j * (uint64_t)j % (uint64_t)(2 * n)),
+         &er[j], &ei[j]);
+  float *buf = (float *)(scratch + L->slot_off);
+  float *ar = buf, *ai = buf + M, *br = buf + 2 * M, *bi = buf + 3 * M;
+  memset(ar, 0, sizeof(float) * (size_t)(2 * M));
+  for (int64_t t = 0; t < n; t++) {
+    ar[t] = er[t];
+    ai[t] = -ei[t];
+    if (t > 0) {
+      ar[M - t] = er[t];
+      ai[M - t] = -ei[t];
+    }
+  }
+  if (run(&L->plan, ar, ai, br, bi)) {
+    ar = br;
+    ai = bi;
+  }
+  float *hr = (float *)(scratch + L->h_off), *hi = hr + M;
+  float inv = (float)(1.0 / (double)M);
+  for (int64_t k = 0; k < M; k++) {
+    hr[k] = ar[k] * inv;
+    hi[k] = ai[k] * inv;
+  }
+}
+
+int rlx_fft_c64(int64_t rows, int64_t n, int inverse, int norm,
+                const float *x, float *y, void *scratch)
+{
+  if (rows < 0 || n < 0 || norm < RLX_FFT_NORM_BACKWARD ||
+      norm > RLX_FFT_NORM_ORTHO)
+    return RLX_ERR_INVALID;
+  if (rows == 0 || n == 0)
+    return RLX_OK;
+  FftLayout L;
+  rlx_fft_layout(rows, n, &L);
+  double sign = inverse ? 1.0 : -1.0;
+  double *rootmem = (double *)((char *)scratch + L.root_off);
+  /* The inner power-of-two transform of Bluestein is always forward. */
+  plan_twiddles(&L.plan, scratch, &L, L.bluestein ? -1.0 : sign, rootmem);
+  if (L.bluestein)
+    bluestein_setup(&L, scratch, sign, rootmem);
+  double scale = 1.0;
+  if (norm == RLX_FFT_NORM_ORTHO)
+    scale = 1.0 / sqrt((double)n);
+  else if ((norm == RLX_FFT_NORM_BACKWARD) == (inverse != 0))
+    scale = 1.0 / (double)n;
+  Ctx c = {&L, scratch, x, y, (float)scale, rows};
+  rlx_parallel_for(L.nslots, 1, slot_task, &c);
+  return RLX_OK;
+}
+
+#define TGT
+#define STAGE_FN rlx_fft_stage_scalar
+#include "runtime/fft_tmpl.h"
