@@ -325,6 +325,8 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
 int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
+bool cg_emit_fft(Cg *cg, Node *n); /* fft (emit_fft.c) */
+int64_t cg_scratch_fft(Cg *cg, Node *n);
 
 /* attention and attention_backward (emit_attention.c). Before fusion,
  * cg_attention_groups() gathers the attention_backward nodes of one

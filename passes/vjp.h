@@ -50,4 +50,9 @@ bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
 bool vjp_attention(GradCtx *gc, const Node *n, Node *g);
 bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);
 
+/* vjp_complex.c */
+bool vjp_fft(GradCtx *gc, const Node *n, Node *g);
+bool vjp_complex_norm_sq(GradCtx *gc, const Node *n, Node *g);
+bool vjp_complex_norm_sq_backward(GradCtx *gc, const Node *n, Node *g);
+
 #endif
