@@ -3,11 +3,11 @@
  *
  * Lengths whose prime factors are all at most FFT_MAX_RADIX run as a
  * mixed-radix Stockham autosort (fft_internal.h): radix-4 stages, one
- * radix-2 stage for an odd power of two, radix 3, then the remaining
+ * radix-2 stage for an odd power of two, radix 3, radix 5, then the remaining
  * primes as direct DFTs.  Other lengths go through Bluestein's chirp-z
  * algorithm: with e_j = exp(sign pi i j^2 / n),
  * X_k = e_k sum_j (x_j e_j) conj(e_(k-j)), a circular convolution of
- * length M (the power of two >= 2n - 1) done with two forward FFTs of
+ * length M (the first 5-smooth length >= 2n - 1) done with two forward FFTs of
  * length M (the inverse one as conj(FFT(conj(.))), the 1/M folded into
  * the transformed kernel H).
  *
@@ -87,7 +87,7 @@ static void plan_twiddles(FftPlan *p, char *scratch, const FftLayout *L,
              &twi[(k - 1) * st->m + q]);
     twr += (st->r - 1) * st->m;
     twi += (st->r - 1) * st->m;
-    if (st->r > 4) {
+    if (st->r > 5) {
       st->wr = omr;
       st->wi = omi;
       for (int64_t t = 0; t < st->r; t++)
@@ -124,10 +124,22 @@ typedef struct {
   int64_t rows;
 } Ctx;
 
+/* The four working arrays of a slot, len floats each, spaced so that
+ * equal offsets fall in different cache sets (FFT_PAD, fft_internal.h). */
+static void slot_arrays(float *buf, int64_t len, float **ar, float **ai,
+                        float **br, float **bi)
+{
+  *ar = buf;
+  *ai = *ar + len + FFT_PAD;
+  *br = *ai + len + 2 * FFT_PAD;
+  *bi = *br + len + 3 * FFT_PAD;
+}
+
 static void row_direct(const Ctx *c, float *buf, const float *x, float *y)
 {
   int64_t n = c->L->n;
-  float *ar = buf, *ai = buf + n, *br = buf + 2 * n, *bi = buf + 3 * n;
+  float *ar, *ai, *br, *bi;
+  slot_arrays(buf, n, &ar, &ai, &br, &bi);
   for (int64_t j = 0; j < n; j++) {
     ar[j] = x[2 * j];
     ai[j] = x[2 * j + 1];
@@ -149,7 +161,8 @@ static void row_bluestein(const Ctx *c, float *buf, const float *x,
   int64_t n = L->n, M = L->len;
   const float *er = (const float *)(c->scratch + L->chirp_off), *ei = er + n;
   const float *hr = (const float *)(c->scratch + L->h_off), *hi = hr + M;
-  float *ar = buf, *ai = buf + M, *br = buf + 2 * M, *bi = buf + 3 * M;
+  float *ar, *ai, *br, *bi;
+  slot_arrays(buf, M, &ar, &ai, &br, &bi);
   for (int64_t j = 0; j < n; j++) {
     float xr = x[2 * j], xi = x[2 * j + 1];
     ar[j] = xr * er[j] - xi * ei[j];
@@ -211,9 +224,10 @@ static void bluestein_setup(const FftLayout *L, char *scratch, double sign,
   for (int64_t j = 0; j < n; j++)
     root(&R, (int64_t)((uint64_t)j * (uint64_t)j % (uint64_t)(2 * n)),
          &er[j], &ei[j]);
-  float *buf = (float *)(scratch + L->slot_off);
-  float *ar = buf, *ai = buf + M, *br = buf + 2 * M, *bi = buf + 3 * M;
-  memset(ar, 0, sizeof(float) * (size_t)(2 * M));
+  float *ar, *ai, *br, *bi;
+  slot_arrays((float *)(scratch + L->slot_off), M, &ar, &ai, &br, &bi);
+  memset(ar, 0, sizeof(float) * (size_t)M);
+  memset(ai, 0, sizeof(float) * (size_t)M);
   for (int64_t t = 0; t < n; t++) {
     ar[t] = er[t];
     ai[t] = -ei[t];

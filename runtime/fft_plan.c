@@ -24,6 +24,17 @@ int64_t rlx_fft_isqrt_up(int64_t v)
   return f > 0 ? f : 1;
 }
 
+static int smooth(int64_t v)
+{
+  while (v % 2 == 0)
+    v /= 2;
+  while (v % 3 == 0)
+    v /= 3;
+  while (v % 5 == 0)
+    v /= 5;
+  return v == 1;
+}
+
 /* Radices of len (4s, a 2, 3s, then primes), or 0 if a prime factor
  * exceeds FFT_MAX_RADIX. */
 static int factor(int64_t len, FftPlan *p)
@@ -62,16 +73,16 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
   L->len = n;
   if (!factor(n, &L->plan)) {
     L->bluestein = 1;
-    L->len = 1;
-    while (L->len < 2 * n - 1)
-      L->len *= 2;
+    L->len = 2 * n - 1; /* the next 5-smooth length */
+    while (!smooth(L->len))
+      L->len++;
     factor(L->len, &L->plan);
   }
   int64_t at = 0, len = L->len;
   for (int i = 0; i < L->plan.nst; i++) {
     const FftStage *st = &L->plan.st[i];
     L->ntw += (st->r - 1) * st->m;
-    if (st->r > 4)
+    if (st->r > 5)
       L->nom += st->r;
   }
   L->tw_off = bump(&at, 2 * L->ntw * 4);
@@ -88,7 +99,7 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
     L->nslots = FFT_SLOTS;
   if (L->nslots > rows)
     L->nslots = rows > 0 ? rows : 1;
-  L->slot_bytes = (4 * len * 4 + 63) / 64 * 64;
+  L->slot_bytes = ((4 * len + 6 * FFT_PAD) * 4 + 63) / 64 * 64;
   L->slot_off = bump(&at, L->nslots * L->slot_bytes);
   L->total = at;
 }
