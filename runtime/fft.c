@@ -13,8 +13,10 @@
  *
  * Everything the call needs lives in the caller's scratch (layout(),
  * depending only on rows and n): twiddles are recomputed per call in
- * double from two tables of ~sqrt(N) exact sin/cos values each
- * (w_t = coarse[t / F] * fine[t % F]) and stored as floats; rows are
+ * double from two tables of ~sqrt(N) roots each (w_t = coarse[t / F] *
+ * fine[t % F], each table by recurrence from one sin/cos pair), rounded
+ * to float once into a table of all N roots, from which every stage
+ * gathers its own; rows are
  * split among a fixed number of slots (working buffers), which
  * rlx_parallel_for hands to threads.  A row's result depends only on
  * the row, so results are bit-identical for any thread count; the
@@ -35,29 +37,40 @@ typedef struct {
   double *c, *f; /* (re, im) pairs */
 } Roots;
 
+/* The tables by recurrence from one sin/cos pair each (in double: the
+ * error after ~sqrt(N) steps stays far below float rounding). */
 static void roots_init(Roots *R, int64_t N, double sign, double *mem)
 {
   R->N = N;
   R->F = rlx_fft_isqrt_up(N);
   R->f = mem;
   R->c = mem + 2 * R->F;
-  for (int64_t b = 0; b < R->F; b++) {
-    double a = sign * TWO_PI * (double)b / (double)N;
-    R->f[2 * b] = cos(a);
-    R->f[2 * b + 1] = sin(a);
-  }
-  for (int64_t a = 0; a * R->F < N; a++) {
-    double ang = sign * TWO_PI * (double)(a * R->F) / (double)N;
-    R->c[2 * a] = cos(ang);
-    R->c[2 * a + 1] = sin(ang);
+  double *tab[2] = {R->f, R->c};
+  int64_t cnt[2] = {R->F, (N + R->F - 1) / R->F};
+  for (int k = 0; k < 2; k++) {
+    double *t = tab[k], ang = sign * TWO_PI * (double)(k ? R->F : 1) / N;
+    double wr = cos(ang), wi = sin(ang);
+    t[0] = 1.0;
+    t[1] = 0.0;
+    for (int64_t b = 1; b < cnt[k]; b++) {
+      t[2 * b] = t[2 * b - 2] * wr - t[2 * b - 1] * wi;
+      t[2 * b + 1] = t[2 * b - 2] * wi + t[2 * b - 1] * wr;
+    }
   }
 }
 
-static void root(const Roots *R, int64_t t, float *re, float *im)
+/* Every root w_t, t < N, rounded to float once. */
+static void roots_all(const Roots *R, float *wr, float *wi)
 {
-  const double *c = R->c + 2 * (t / R->F), *f = R->f + 2 * (t % R->F);
-  *re = (float)(c[0] * f[0] - c[1] * f[1]);
-  *im = (float)(c[0] * f[1] + c[1] * f[0]);
+  for (int64_t a = 0; a * R->F < R->N; a++) {
+    int64_t nb = R->N - a * R->F < R->F ? R->N - a * R->F : R->F;
+    double cr = R->c[2 * a], ci = R->c[2 * a + 1];
+    float *orr = wr + a * R->F, *oi = wi + a * R->F;
+    for (int64_t b = 0; b < nb; b++) {
+      orr[b] = (float)(cr * R->f[2 * b] - ci * R->f[2 * b + 1]);
+      oi[b] = (float)(cr * R->f[2 * b + 1] + ci * R->f[2 * b]);
+    }
+  }
 }
 
 /* The AVX-512 stages when the GEMM dispatch chose avx512 (like conv.c),
@@ -74,6 +87,8 @@ static void plan_twiddles(FftPlan *p, char *scratch, const FftLayout *L,
 {
   Roots R;
   roots_init(&R, p->len, sign, rootmem);
+  float *wr = (float *)(scratch + L->w_off), *wi = wr + p->len;
+  roots_all(&R, wr, wi);
   float *twr = (float *)(scratch + L->tw_off), *twi = twr + L->ntw;
   float *omr = (float *)(scratch + L->om_off), *omi = omr + L->nom;
   for (int i = 0; i < p->nst; i++) {
@@ -81,17 +96,20 @@ static void plan_twiddles(FftPlan *p, char *scratch, const FftLayout *L,
     st->sg = (float)sign;
     st->twr = twr;
     st->twi = twi;
-    for (int64_t k = 1; k < st->r; k++)
-      for (int64_t q = 0; q < st->m; q++)
-        root(&R, q * k * st->s, &twr[(k - 1) * st->m + q],
-             &twi[(k - 1) * st->m + q]);
+    for (int64_t k = 1; k < st->r; k++) /* w^(q k) = w_(q k s) */
+      for (int64_t q = 0, t = 0; q < st->m; q++, t += k * st->s) {
+        twr[(k - 1) * st->m + q] = wr[t];
+        twi[(k - 1) * st->m + q] = wi[t];
+      }
     twr += (st->r - 1) * st->m;
     twi += (st->r - 1) * st->m;
     if (st->r > 5) {
       st->wr = omr;
       st->wi = omi;
-      for (int64_t t = 0; t < st->r; t++)
-        root(&R, t * (p->len / st->r), &omr[t], &omi[t]);
+      for (int64_t t = 0; t < st->r; t++) {
+        omr[t] = wr[t * (p->len / st->r)];
+        omi[t] = wi[t * (p->len / st->r)];
+      }
       omr += st->r;
       omi += st->r;
     }
@@ -220,12 +238,18 @@ static void bluestein_setup(const FftLayout *L, char *scratch, double sign,
   int64_t n = L->n, M = L->len;
   Roots R;
   roots_init(&R, 2 * n, sign, rootmem);
-  float *er = (float *)(scratch + L->chirp_off), *ei = er + n;
-  for (int64_t j = 0; j < n; j++)
-    root(&R, (int64_t)((uint64_t)j * (uint64_t)j % (uint64_t)(2 * n)),
-         &er[j], &ei[j]);
   float *ar, *ai, *br, *bi;
   slot_arrays((float *)(scratch + L->slot_off), M, &ar, &ai, &br, &bi);
+  float *wr = ar, *wi = ar + 2 * n; /* the 2n roots, in ar, ai (2M >= 4n - 2, + pad) */
+  roots_all(&R, wr, wi);
+  float *er = (float *)(scratch + L->chirp_off), *ei = er + n;
+  for (int64_t j = 0, t = 0; j < n; j++) { /* t = j^2 mod 2n */
+    er[j] = wr[t];
+    ei[j] = wi[t];
+    t += 2 * j + 1;
+    while (t >= 2 * n)
+      t -= 2 * n;
+  }
   memset(ar, 0, sizeof(float) * (size_t)M);
   memset(ai, 0, sizeof(float) * (size_t)M);
   for (int64_t t = 0; t < n; t++) {

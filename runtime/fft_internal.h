@@ -37,6 +37,7 @@ typedef struct {
   int64_t n, len, nslots;
   int bluestein;
   FftPlan plan;
+  int64_t w_off;            /* all len roots: len re then len im */
   int64_t tw_off, ntw;      /* stage twiddles: ntw re then ntw im */
   int64_t om_off, nom;      /* generic radices' omega tables */
   int64_t chirp_off, h_off; /* Bluestein: e (n + n), H (len + len) */

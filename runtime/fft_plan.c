@@ -85,6 +85,7 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
     if (st->r > 5)
       L->nom += st->r;
   }
+  L->w_off = bump(&at, 2 * len * 4);
   L->tw_off = bump(&at, 2 * L->ntw * 4);
   L->om_off = bump(&at, 2 * L->nom * 4);
   if (L->bluestein) {
