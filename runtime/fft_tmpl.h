@@ -178,6 +178,10 @@ TGT void STAGE_FN(const FftStage *st, const float *restrict xr0,
   const float *restrict twr0 = st->twr, *restrict twi0 = st->twi;
   (void)sg;
   (void)r;
+#ifdef STAGE_SMALL4
+  if (r == 4 && STAGE_SMALL4(st, xr0, xi0, yr0, yi0))
+    return;
+#endif
   switch (r) {
 #define R_ 2
   case 2: STAGE_LOOPS(BFLY2); break;
