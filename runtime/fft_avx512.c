@@ -1,8 +1,9 @@
 /* fft_avx512.c -- the Stockham stage kernel (fft_tmpl.h) compiled for
  * AVX-512F with a per-function target attribute, like gemm_avx512.c;
  * fft.c calls it only when the GEMM dispatch chose avx512.  The
- * radix-4 stages of stride 1 and 4, which the compiler leaves scalar,
- * have an intrinsics version (small4) doing the same operations.
+ * radix-4 stages (those of stride 1 and 4, which the compiler leaves
+ * scalar, and of strides that are multiples of 16) have an intrinsics
+ * version (small4) doing the same operations.
  * Without FP contraction (CMakeLists.txt) it gives the same bits as the
  * portable kernel.
  */
@@ -50,16 +51,16 @@ TGT static inline void transpose_in_lanes(__m512 *v)
 }
 
 /* Radix-4 stages of stride s = 1 or 4 (where the generic loops run
- * scalar): 16 consecutive inputs i = q + s p per vector, the butterfly
- * of fft_tmpl.h's BFLY4 with the same operations, then the outputs
- * y[q + s (4 p + k)] by register transposes.  Returns 0 (not handled)
- * for other strides or lengths. */
+ * scalar) or a multiple of 16: 16 consecutive inputs i = q + s p per
+ * vector, the butterfly of fft_tmpl.h's BFLY4 with the same operations,
+ * then the outputs y[q + s (4 p + k)] (by register transposes for s = 1
+ * and 4).  Returns 0 (not handled) for other strides or lengths. */
 TGT static int small4(const FftStage *st, const float *restrict xr,
                       const float *restrict xi, float *restrict yr,
                       float *restrict yi)
 {
   const int64_t m = st->m, s = st->s, is = s * m;
-  if (!((s == 1 && m % 16 == 0) || (s == 4 && m % 4 == 0)))
+  if (!((s == 1 && m % 16 == 0) || (s == 4 && m % 4 == 0) || s % 16 == 0))
     return 0;
   const __m512 sgp = _mm512_set1_ps(st->sg), sgn = _mm512_set1_ps(-st->sg);
   const __m512i rep4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1,
@@ -89,6 +90,9 @@ TGT static int small4(const FftStage *st, const float *restrict xr,
       if (s == 1) {
         wr = _mm512_loadu_ps(twr);
         wi = _mm512_loadu_ps(twi);
+      } else if (s >= 16) {
+        wr = _mm512_set1_ps(*twr);
+        wi = _mm512_set1_ps(*twi);
       } else {
         wr = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(
                                              _mm_loadu_ps(twr)));
@@ -97,6 +101,14 @@ TGT static int small4(const FftStage *st, const float *restrict xr,
       }
       br[k] = VSUB(VMUL(ur[k - 1], wr), VMUL(ui[k - 1], wi));
       bi[k] = VADD(VMUL(ur[k - 1], wi), VMUL(ui[k - 1], wr));
+    }
+    if (s >= 16) { /* y[q + s (4 p + k)], 16 consecutive q */
+      float *yr_ = yr + (i % s) + 4 * s * p, *yi_ = yi + (i % s) + 4 * s * p;
+      for (int k = 0; k < 4; k++) {
+        _mm512_storeu_ps(yr_ + k * s, br[k]);
+        _mm512_storeu_ps(yi_ + k * s, bi[k]);
+      }
+      continue;
     }
     /* s = 1: outputs y[4 (i + l) + k]; s = 4: y[16 p' + 4 k + q] */
     if (s == 1) {
