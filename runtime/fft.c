@@ -7,7 +7,7 @@
  * primes as direct DFTs.  Other lengths go through Bluestein's chirp-z
  * algorithm: with e_j = exp(sign pi i j^2 / n),
  * X_k = e_k sum_j (x_j e_j) conj(e_(k-j)), a circular convolution of
- * length M (the first 5-smooth length >= 2n - 1) done with two forward FFTs of
+ * length M (the power of two >= 2n - 1) done with two forward FFTs of
  * length M (the inverse one as conj(FFT(conj(.))), the 1/M folded into
  * the transformed kernel H).
  *
@@ -240,7 +240,8 @@ static void bluestein_setup(const FftLayout *L, char *scratch, double sign,
   roots_init(&R, 2 * n, sign, rootmem);
   float *ar, *ai, *br, *bi;
   slot_arrays((float *)(scratch + L->slot_off), M, &ar, &ai, &br, &bi);
-  float *wr = ar, *wi = ar + 2 * n; /* the 2n roots, in ar, ai (2M >= 4n - 2, + pad) */
+  /* the 2n roots, in ar and ai (2 M + pad >= 4 n) */
+  float *wr = ar, *wi = ar + 2 * n;
   roots_all(&R, wr, wi);
   float *er = (float *)(scratch + L->chirp_off), *ei = er + n;
   for (int64_t j = 0, t = 0; j < n; j++) { /* t = j^2 mod 2n */

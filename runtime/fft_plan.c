@@ -24,17 +24,6 @@ int64_t rlx_fft_isqrt_up(int64_t v)
   return f > 0 ? f : 1;
 }
 
-static int smooth(int64_t v)
-{
-  while (v % 2 == 0)
-    v /= 2;
-  while (v % 3 == 0)
-    v /= 3;
-  while (v % 5 == 0)
-    v /= 5;
-  return v == 1;
-}
-
 /* Radices of len (4s, a 2, 3s, then primes), or 0 if a prime factor
  * exceeds FFT_MAX_RADIX. */
 static int factor(int64_t len, FftPlan *p)
@@ -73,9 +62,9 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
   L->len = n;
   if (!factor(n, &L->plan)) {
     L->bluestein = 1;
-    L->len = 2 * n - 1; /* the next 5-smooth length */
-    while (!smooth(L->len))
-      L->len++;
+    L->len = 1; /* the next power of two: the fastest stages */
+    while (L->len < 2 * n - 1)
+      L->len *= 2;
     factor(L->len, &L->plan);
   }
   int64_t at = 0, len = L->len;
