@@ -3,20 +3,20 @@
  *
  * Lengths whose prime factors are all at most FFT_MAX_RADIX run as a
  * mixed-radix Stockham autosort (fft_internal.h): radix-4 stages, one
- * radix-2 stage for an odd power of two, radix 3, radix 5, then the remaining
- * primes as direct DFTs.  Other lengths go through Bluestein's chirp-z
+ * radix-2 stage for an odd power of two, then radix 3, 5 and the other
+ * primes (direct DFTs).  Other lengths go through Bluestein's chirp-z
  * algorithm: with e_j = exp(sign pi i j^2 / n),
  * X_k = e_k sum_j (x_j e_j) conj(e_(k-j)), a circular convolution of
  * length M (the power of two >= 2n - 1) done with two forward FFTs of
  * length M (the inverse one as conj(FFT(conj(.))), the 1/M folded into
  * the transformed kernel H).
  *
- * Everything the call needs lives in the caller's scratch (layout(),
- * depending only on rows and n): twiddles are recomputed per call in
- * double from two tables of ~sqrt(N) roots each (w_t = coarse[t / F] *
- * fine[t % F], each table by recurrence from one sin/cos pair), rounded
- * to float once into a table of all N roots, from which every stage
- * gathers its own; rows are
+ * Everything the call needs lives in the caller's scratch
+ * (rlx_fft_layout, fft_plan.c, a function of rows and n only):
+ * twiddles are recomputed per call in double from two tables of
+ * ~sqrt(N) roots each (w_t = coarse[t / F] * fine[t % F], each table by
+ * recurrence from one sin/cos pair), rounded to float once into a table
+ * of all N roots, from which every stage gathers its own; rows are
  * split among a fixed number of slots (working buffers), which
  * rlx_parallel_for hands to threads.  A row's result depends only on
  * the row, so results are bit-identical for any thread count; the

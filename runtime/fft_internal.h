@@ -46,7 +46,7 @@ typedef struct {
 } FftLayout;
 
 #define FFT_SLOTS 16
-#define FFT_PAD 16 /* floats between a slot's arrays, in units */
+#define FFT_PAD 16 /* floats (one cache line) between a slot's arrays */
 
 void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L);
 int64_t rlx_fft_isqrt_up(int64_t v);
