@@ -292,7 +292,7 @@ Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
 static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
-  ACC(0, MUL(ad_prod_partials(B, n, X(0)), gk));
+  ACC(0, MUL(CJ(gc, ad_prod_partials(B, n, X(0))), gk));
   return true;
 }
 

@@ -994,6 +994,18 @@ def _(g):
                 t["z"] * torch.complex(t["r"], t["i"].expand(2, 3))))
 
 
+@case("c64_reductions", ops=["reduce_prod", "reduce_mean", "cumsum"],
+      dts=("f32",))
+def _(g):
+    """c64 reductions: reduce_prod's gradient uses the conjugate of its
+    partials (g conj(prod / z)), as torch."""
+    g.args.append(L.T("c64", cplx(g, (2, 3)), "z", "param"))
+    return ("%y = add(reduce_prod(%z, axes=[1], keep_dims=true),\n"
+            "         add(cumsum(%z, axis=1), reduce_mean(%z, axes=[0])))",
+            "%y", lambda t: torch.prod(t["z"], 1, keepdim=True) +
+            (torch.cumsum(t["z"], 1) + t["z"].mean(0)))
+
+
 def fft_ref(x, inverse=False, norm="backward"):
     return (torch.fft.ifft if inverse else torch.fft.fft)(x, norm=norm)
 
