@@ -335,6 +335,8 @@ bool cg_emit_unsupported(Cg *cg, Node *n);
  * planning (cg_lower_quant); cg_emit_lowered is their table entry. */
 void cg_lower_quant(Ctx *c, Graph *g);
 bool cg_emit_lowered(Cg *cg, Node *n);
+bool cg_emit_fft(Cg *cg, Node *n); /* fft (emit_fft.c) */
+int64_t cg_scratch_fft(Cg *cg, Node *n);
 
 /* attention and attention_backward (emit_attention.c). Before fusion,
  * cg_attention_groups() gathers the attention_backward nodes of one

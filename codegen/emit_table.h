@@ -74,7 +74,7 @@
 #define CG_COMPLEX {cg_emit_elementwise, NULL}
 #define CG_REAL {cg_emit_elementwise, NULL}
 #define CG_IMAG {cg_emit_elementwise, NULL}
-#define CG_FFT CG_UNSUPPORTED
+#define CG_FFT {cg_emit_fft, cg_scratch_fft}
 #define CG_LOG_MEL CG_UNSUPPORTED
 #define CG_RNG_UNIFORM CG_UNSUPPORTED
 #define CG_RNG_NORMAL CG_UNSUPPORTED

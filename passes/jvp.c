@@ -392,7 +392,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_COMPLEX jvp_complex
 #define JVP_REAL jvp_linear
 #define JVP_IMAG jvp_linear
-#define JVP_FFT jvp_unsupported
+#define JVP_FFT jvp_linear
 #define JVP_LOG_MEL jvp_unsupported
 #define JVP_RNG_UNIFORM jvp_none
 #define JVP_RNG_NORMAL jvp_none

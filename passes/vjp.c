@@ -12,7 +12,7 @@
  *     compiler's AD scope; reaching it is a diagnostic naming the op.
  *
  * Rules of the NN layers live in vjp_nn.c (conv2d: vjp_conv.c,
- * attention: vjp_attention.c); the
+ * attention: vjp_attention.c, fft and complex_norm_sq: vjp_complex.c); the
  * conventions inside a rule (X, Y, ACC, WANT) are in vjp.h. Complex
  * (c64) gradients follow the conjugate-Wirtinger convention: g times
  * the conjugate of the partial derivative (CJ).
@@ -292,7 +292,7 @@ Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
 static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
-  ACC(0, MUL(ad_prod_partials(B, n, X(0)), gk));
+  ACC(0, MUL(CJ(gc, ad_prod_partials(B, n, X(0))), gk));
   return true;
 }
 
@@ -617,11 +617,11 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_DEQUANT_MATMUL vjp_unsupported
 #define VJP_GROUPED_MATMUL vjp_unsupported
 #define VJP_CONJUGATE vjp_conjugate
-#define VJP_COMPLEX_NORM_SQ vjp_unsupported
+#define VJP_COMPLEX_NORM_SQ vjp_complex_norm_sq
 #define VJP_COMPLEX vjp_complex
 #define VJP_REAL vjp_real_imag
 #define VJP_IMAG vjp_real_imag
-#define VJP_FFT vjp_unsupported
+#define VJP_FFT vjp_fft
 #define VJP_LOG_MEL vjp_unsupported
 #define VJP_RNG_UNIFORM vjp_none
 #define VJP_RNG_NORMAL vjp_none
@@ -648,7 +648,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_CONV2D_BACKWARD_WEIGHT vjp_conv2d_backward_weight
 #define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
 #define VJP_ATTENTION_BACKWARD vjp_attention_backward
-#define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_unsupported
+#define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_complex_norm_sq_backward
 #define VJP_FAKE_QUANTIZE_BACKWARD vjp_fake_quantize_bwd
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_fake_quantize_bwd
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd

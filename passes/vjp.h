@@ -54,5 +54,9 @@ bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);
 bool vjp_fake_quantize(GradCtx *gc, const Node *n, Node *g);
 bool vjp_fake_quantize_lsq(GradCtx *gc, const Node *n, Node *g);
 bool vjp_fake_quantize_bwd(GradCtx *gc, const Node *n, Node *g);
+/* vjp_complex.c */
+bool vjp_fft(GradCtx *gc, const Node *n, Node *g);
+bool vjp_complex_norm_sq(GradCtx *gc, const Node *n, Node *g);
+bool vjp_complex_norm_sq_backward(GradCtx *gc, const Node *n, Node *g);
 
 #endif

@@ -329,6 +329,26 @@ void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
                            double *dk, double *dv, double *dbias,
                            void *scratch);
 
+/* Discrete Fourier transform of each row of x [rows, n] (c64: float
+   (re, im) pairs) into y (may equal x): y_k = scale sum_j x_j
+   exp(-+2 pi i j k / n), sign + if inverse; scale per norm as in
+   numpy.fft: RLX_FFT_NORM_BACKWARD 1 forward, 1/n inverse;
+   RLX_FFT_NORM_FORWARD 1/n forward, 1 inverse; RLX_FFT_NORM_ORTHO
+   1/sqrt(n) both.  Any n >= 0 (mixed radix, Bluestein for large prime
+   factors).  scratch: rlx_fft_scratch_bytes(rows, n) bytes, 64-byte
+   aligned, not overlapping x or y, need not be initialized (twiddles are
+   computed into it per call).  Returns RLX_ERR_INVALID for a negative
+   size or an unknown norm, else RLX_OK.  Uses the pool over rows;
+   bit-identical results for any thread count and kernel ISA. */
+enum {
+  RLX_FFT_NORM_BACKWARD = 0,
+  RLX_FFT_NORM_FORWARD = 1,
+  RLX_FFT_NORM_ORTHO = 2
+};
+int64_t rlx_fft_scratch_bytes(int64_t rows, int64_t n);
+int rlx_fft_c64(int64_t rows, int64_t n, int inverse, int norm,
+                const float *x, float *y, void *scratch);
+
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */
 void *rlx_alloc(size_t bytes);

@@ -17,6 +17,10 @@ Every case is written twice:
                1e-11*max(1, max|ref|)) and a central finite-difference
                check of ENTRY_grad against ENTRY (rlx_run --fd, step
                1e-6, tolerance 1e-5*|fd| + 1e-7*max(1, max|fd|)).
+Complex cases (c64 params) exist in one variant, gc_NAME_f32, against
+torch.autograd on complex128 (the conjugate-Wirtinger convention);
+run_gradcheck.py adds their finite differences (re and im perturbed
+separately) and dot-product test in double.
 Inputs avoid kinks (relu/abs away from 0, no ties for min/max, logs of
 positive values, ...). Cases whose derivative is a convention rather
 than a limit (straight-through round, ties, a custom vjp body that
@@ -65,14 +69,11 @@ for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
 for _op in "dequant_matmul grouped_matmul".split():
     SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
-for _op in "complex_norm_sq fft log_mel".split():
-    SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
+SKIP["log_mel"] = "complex/signal: reverse mode not in scope (diagnostic)"
 for _op in "quantize dequantize".split():
     SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
                  "see a cotangent")
-SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
-for _op in ("complex_norm_sq_backward "
-            "scan_backward "
+for _op in ("scan_backward "
             "scan_backward_xs log_mel_backward").split():
     SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
 SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
@@ -1194,6 +1195,71 @@ def _(g):
                 t["z"] * torch.complex(t["r"], t["i"].expand(2, 3))))
 
 
+@case("c64_reductions", ops=["reduce_prod", "reduce_mean", "cumsum"],
+      dts=("f32",))
+def _(g):
+    """c64 reductions: reduce_prod's gradient uses the conjugate of its
+    partials (g conj(prod / z)), as torch."""
+    g.args.append(L.T("c64", cplx(g, (2, 3)), "z", "param"))
+    return ("%y = add(reduce_prod(%z, axes=[1], keep_dims=true),\n"
+            "         add(cumsum(%z, axis=1), reduce_mean(%z, axes=[0])))",
+            "%y", lambda t: torch.prod(t["z"], 1, keepdim=True) +
+            (torch.cumsum(t["z"], 1) + t["z"].mean(0)))
+
+
+def fft_ref(x, inverse=False, norm="backward"):
+    return (torch.fft.ifft if inverse else torch.fft.fft)(x, norm=norm)
+
+
+@case("c64_fft", ops=["fft"], dts=("f32",))
+def _(g):
+    """Every (inverse, norm) pair; lengths 6 (mixed radix), 8 and 67
+    (Bluestein)."""
+    g.args.append(L.T("c64", cplx(g, (2, 6)), "z", "param"))
+    g.args.append(L.T("c64", cplx(g, (8,)), "u", "param"))
+    g.args.append(L.T("c64", cplx(g, (67,)), "v", "param"))
+    body = ("%a = fft(%z)\n"
+            "%b = fft(%a, inverse=true, norm=ortho)\n"
+            "%c = fft(mul(%b, %b), norm=forward)\n"
+            "%d = fft(%c, inverse=true)\n"
+            "%e = fft(%d, norm=ortho)\n"
+            "%f = fft(%e, inverse=true, norm=forward)\n"
+            "%s8 = reduce_sum(fft(mul(%u, %u), inverse=true))\n"
+            "%s67 = reduce_sum(fft(mul(%v, %v), norm=ortho))\n"
+            "%y = add(%f, add(%s8, %s67))")
+
+    def ref(t):
+        a = fft_ref(t["z"])
+        b = fft_ref(a, True, "ortho")
+        c = fft_ref(b * b, False, "forward")
+        d = fft_ref(c, True)
+        e = fft_ref(d, False, "ortho")
+        f = fft_ref(e, True, "forward")
+        s8 = fft_ref(t["u"] * t["u"], True).sum()
+        s67 = fft_ref(t["v"] * t["v"], False, "ortho").sum()
+        return f + (s8 + s67)
+    return body, "%y", ref
+
+
+@case("c64_conjugate_norm_sq", ops=["conjugate", "complex_norm_sq"],
+      dts=("f32",))
+def _(g):
+    g.args.append(L.T("c64", cplx(g, (2, 3)), "z", "param"))
+    g.args.append(L.T("c64", cplx(g, (3,)), "b", "param"))
+    return ("%y = complex_norm_sq(mul(conjugate(%z), %b))", "%y",
+            lambda t: (torch.conj(t["z"]) * t["b"]).abs() ** 2)
+
+
+@case("c64_norm_sq_backward", ops=["complex_norm_sq_backward"],
+      dts=("f32",))
+def _(g):
+    """complex_norm_sq_backward(z, s) = s z, with s real."""
+    g.args.append(L.T("c64", cplx(g, (2, 3)), "z", "param"))
+    g.p("s", g.u((2, 3)))
+    return ("%y = mul(complex_norm_sq_backward(%z, %s), %z)", "%y",
+            lambda t: t["s"] * t["z"] * t["z"])
+
+
 # ---- whole graphs ----
 
 @case("mlp", ops=[])
@@ -1631,7 +1697,7 @@ def generate(cname, builder, fd, rlxc, dt, fwd):
         shutil.rmtree(gdir)
     os.makedirs(gdir)
     yv = L.out(odt, y.detach().numpy(), "y")
-    gouts = [yv] + [L.out(p.dt, gr.numpy(), "d_" + p.name)
+    gouts = [yv] + [L.out(p.dt, gr.resolve_conj().numpy(), "d_" + p.name)
                     for gr, p in zip(grads, params)]
     write_sub(gdir, "grad", g.args + [dout], gouts)
     runs = ["run %s_grad grad --threads 1,2" % name]

@@ -569,6 +569,9 @@ def apply(graphs, op, ins, a, ty):
         return (np.real(ins[0]) ** 2 + np.imag(ins[0]) ** 2)
     if op == "complex_norm_sq_backward":
         return ins[1] * ins[0]
+    if op == "fft":
+        f = np.fft.ifft if a.get("inverse", False) else np.fft.fft
+        return f(ins[0], axis=-1, norm=a.get("norm", "backward"))
     if op == "matmul":
         return np.matmul(ins[0], ins[1])
     if op in ("dense_solve", "batched_dense_solve"):

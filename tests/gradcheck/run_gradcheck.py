@@ -26,7 +26,11 @@ for what each case checks and the tolerances). Five checks:
                     ENTRY_grad, random v and w) to 1e-10 relative to
                     sum|w (J v)| + sum|(J^T w) v| (a case's run.txt may
                     loosen or skip it with a `# jvp-dot:` line giving
-                    the reason);
+                    the reason); c64 cases (one f32 variant) get
+                    both reverse- and forward-mode finite differences
+                    and the dot product (inner product Re sum(conj(a)
+                    b)) with ir_eval computing c64 in complex128 and
+                    f32 in float64;
   --hvp-ir RLXC     Hessian-vector products through every op, without
                     a reference: each f64 case's output y made a scalar
                     loss sum(sin(y) * y), compiled with --grad --hvp
@@ -199,7 +203,8 @@ def ir_case(rlxc, name, np, ir_eval):
     except RuntimeError as e:
         return str(e)
     return eval_runs(np, ir_eval, graphs, name,
-                     [r for r in spec["runs"] if not is_fwd_run(r)])
+                     [r for r in spec["runs"] if not is_fwd_run(r)]) or \
+        c64_fd(np, ir_eval, graphs, name, spec)
 
 
 def run_tol(args):
@@ -235,14 +240,24 @@ def compare(np, outs, d, g, tol=None):
     return None
 
 
+def rand_like(np, rng, x):
+    """Uniform in [-1, 1) with x's shape and dtype (complex: re and im)."""
+    v = rng.uniform(-1, 1, size=x.shape)
+    if np.iscomplexobj(x):
+        v = v + 1j * rng.uniform(-1, 1, size=x.shape)
+    return v.astype(x.dtype)
+
+
 def fd_check(np, ir_eval, graphs, entry, ins, args):
-    """Central differences of <dout, out0> for every wrt value of entry
-    (an argument)."""
+    """Central differences of Re<dout, out0> = Re sum(conj(dout) out0)
+    for every wrt value of entry (an argument); a complex value is
+    perturbed in re and in im, giving the re and im of its gradient
+    (torch's convention: dL/dre + i dL/dim)."""
     g = graphs[entry]
     rng = np.random.default_rng(7)
     out0 = ir_eval.run_graph(graphs, entry, ins)[0]
-    dout = rng.uniform(-1, 1, size=out0.shape)
-    gins = ins + [dout.astype(out0.dtype)]
+    dout = rand_like(np, rng, out0)
+    gins = ins + [dout]
     grads = ir_eval.run_graph(graphs, entry + "_grad", gins)[len(g.rets):]
     # gradients in wrt order, named d_NAME where the name is free (the
     # default wrt set: every param, in order)
@@ -251,21 +266,73 @@ def fd_check(np, ir_eval, graphs, entry, ins, args):
     pidx = ([names.index(n) for n in wrt] if all(n in names for n in wrt)
             else [i for i, n in enumerate(names) if n in g.params])
     eps = 1e-6
+
+    def loss():
+        y = ir_eval.run_graph(graphs, entry, ins)[0]
+        return float(np.real(np.sum(np.conj(dout) * y)))
     for k, i in enumerate(pidx):
         x = ins[i]
         flat = x.reshape(-1)
+        units = (1, 1j) if np.iscomplexobj(x) else (1,)
         for e in range(flat.size):
             x0 = flat[e]
-            flat[e] = x0 + eps
-            fp = float(np.sum(dout * ir_eval.run_graph(graphs, entry, ins)[0]))
-            flat[e] = x0 - eps
-            fm = float(np.sum(dout * ir_eval.run_graph(graphs, entry, ins)[0]))
-            flat[e] = x0
-            fd = (fp - fm) / (2 * eps)
-            an = float(grads[k].reshape(-1)[e])
-            if abs(fd - an) > 1e-5 * abs(fd) + 1e-7 * max(1.0, abs(fd)):
-                return "d_%s[%d]: fd %.9g analytic %.9g" % (
-                    g.args[i][0], e, fd, an)
+            for u in units:
+                flat[e] = x0 + eps * u
+                fp = loss()
+                flat[e] = x0 - eps * u
+                fm = loss()
+                flat[e] = x0
+                fd = (fp - fm) / (2 * eps)
+                gk = grads[k].reshape(-1)[e]
+                an = float(np.real(gk) if u == 1 else np.imag(gk))
+                if abs(fd - an) > 1e-5 * abs(fd) + 1e-7 * max(1.0, abs(fd)):
+                    return "d_%s[%d]%s: fd %.9g analytic %.9g" % (
+                        g.args[i][0], e, "" if u == 1 else ".im", fd, an)
+    return None
+
+
+class widened:
+    """c64 cases' finite differences and dot products run in double:
+    inside, ir_eval computes c64 as complex128 and f32 as float64, and
+    wide(x) converts an input."""
+
+    def __init__(self, np, ir_eval):
+        self.np, self.ir_eval = np, ir_eval
+
+    def __enter__(self):
+        self.saved = dict(self.ir_eval.NP)
+        self.ir_eval.NP.update(c64=self.np.complex128, f32=self.np.float64)
+        return self
+
+    def wide(self, xs):
+        np = self.np
+        return [x.astype(np.complex128) if np.iscomplexobj(x) else
+                x.astype(np.float64) if x.dtype == np.float32 else x.copy()
+                for x in xs]
+
+    def __exit__(self, *exc):
+        self.ir_eval.NP.clear()
+        self.ir_eval.NP.update(self.saved)
+        return False
+
+
+def is_c64_case(g):
+    return any(dt == "c64" for _, (dt, _) in g.args)
+
+
+def c64_fd(np, ir_eval, graphs, name, spec):
+    """A c64 case's reverse-mode finite differences, in double, on the
+    inputs of its ENTRY_grad run (None or a reason)."""
+    for entry, sub, _ in spec["runs"]:
+        if not entry.endswith("_grad") or not is_c64_case(graphs[entry]):
+            continue
+        base = entry[:-5]
+        ins = load_inputs(np, ir_eval, graphs[base],
+                          os.path.join(GOLDEN, name, sub))
+        with widened(np, ir_eval) as w:
+            err = fd_check(np, ir_eval, graphs, base, w.wide(ins), [])
+        if err:
+            return "%s fd (c64 in double): %s" % (base, err)
     return None
 
 
@@ -290,15 +357,16 @@ def jvp_fd_check(np, ir_eval, graphs, entry, ins, tans, eps=1e-6):
     """Central differences of ENTRY's output 0 along the tangents (one
     per seeded argument) against ENTRY_jvp's tangent of output 0."""
     g = graphs[entry]
-    an = ir_eval.run_graph(graphs, entry + "_jvp",
-                           ins + tans)[len(g.rets)].astype(np.float64)
+    an = ir_eval.run_graph(graphs, entry + "_jvp", ins + tans)[len(g.rets)]
+    wide = np.complex128 if np.iscomplexobj(an) else np.float64
+    an = an.astype(wide)
     pidx = seed_index(g, graphs[entry + "_jvp"], len(g.args))
 
     def at(s):
         x = list(ins)
         for k, i in enumerate(pidx):
             x[i] = ins[i] + s * tans[k]
-        return ir_eval.run_graph(graphs, entry, x)[0].astype(np.float64)
+        return ir_eval.run_graph(graphs, entry, x)[0].astype(wide)
     fd = (at(eps) - at(-eps)) / (2 * eps)
     bad = np.abs(fd - an) > 1e-5 * np.abs(fd) + 1e-7 * max(
         1.0, float(np.max(np.abs(fd))) if fd.size else 1.0)
@@ -312,20 +380,25 @@ def jvp_fd_check(np, ir_eval, graphs, entry, ins, tans, eps=1e-6):
 def dot_check(np, ir_eval, graphs, entry, ins, rtol, seed=11):
     """<w, J v> (ENTRY_jvp) = <J^T w, v> (ENTRY_grad) for random v, w:
     forward and reverse mode are each other's transpose, whatever the
-    reference. Relative to sum|w (J v)| + sum|(J^T w) v|."""
+    reference. The inner product is the real one, <a, b> =
+    Re sum(conj(a) b) (complex values: v, w with random re and im; the
+    conjugate-Wirtinger gradient is the adjoint for it). Relative to
+    sum|w (J v)| + sum|(J^T w) v|."""
     g = graphs[entry]
     pidx = seed_index(g, graphs[entry + "_jvp"], len(g.args))
     rng = np.random.default_rng(seed)
-    v = [rng.uniform(-1, 1, size=ins[i].shape).astype(ins[i].dtype)
-         for i in pidx]
+    v = [rand_like(np, rng, ins[i]) for i in pidx]
     jv = ir_eval.run_graph(graphs, entry + "_jvp", ins + v)[len(g.rets)]
-    w = rng.uniform(-1, 1, size=jv.shape).astype(jv.dtype)
+    w = rand_like(np, rng, jv)
     gr = ir_eval.run_graph(graphs, entry + "_grad", ins + [w])[len(g.rets):]
     if len(gr) != len(v):
         return "%d gradients for %d tangents" % (len(gr), len(v))
-    a = (w.astype(np.float64) * jv).reshape(-1)
-    b = np.concatenate([(x.astype(np.float64) * y).reshape(-1)
-                        for x, y in zip(gr, v)] or [np.zeros(0)])
+
+    def dot(x, y):
+        return np.real(np.conj(x.astype(np.complex128)) * y).reshape(-1)
+    a = dot(w, jv)
+    b = np.concatenate([dot(x, y) for x, y in zip(gr, v)] or
+                       [np.zeros(0)])
     lhs, rhs = float(a.sum()), float(b.sum())
     scale = float(np.abs(a).sum() + np.abs(b).sum())
     if abs(lhs - rhs) > rtol * scale:
@@ -355,18 +428,34 @@ def jvp_checks(np, ir_eval, graphs, name, spec):
         nin = len(g.args)
         f64 = all(dt == "f64" for _, (dt, _) in g.args
                   if dt in ("f32", "f64", "c64"))
-        if not f64:
-            continue
-        if any(r[0] == base for r in spec["runs"]):  # ENTRY runs: fd
-            err = jvp_fd_check(np, ir_eval, graphs, base, ins[:nin],
-                               ins[nin:])
-            if err:
-                return "%s fd: %s" % (entry, err)
-        rtol, _ = spec["dot"]
-        if rtol is not None and base + "_grad" in graphs:
-            err = dot_check(np, ir_eval, graphs, base, ins[:nin], rtol)
-            if err:
-                return "%s dot product: %s" % (entry, err)
+        err = None
+        if f64:
+            err = f64_jvp_checks(np, ir_eval, graphs, base, ins, nin,
+                                 spec, any(r[0] == base
+                                           for r in spec["runs"]))
+        elif is_c64_case(g):  # in double, fd always
+            with widened(np, ir_eval) as w:
+                err = f64_jvp_checks(np, ir_eval, graphs, base,
+                                     w.wide(ins), nin, spec, True)
+        if err:
+            return err
+    return None
+
+
+def f64_jvp_checks(np, ir_eval, graphs, base, ins, nin, spec, fd):
+    """Finite differences along the tangents (if fd) and the dot
+    product of ENTRY_jvp (inputs, then tangents: ins); None or a
+    reason."""
+    entry = base + "_jvp"
+    if fd:
+        err = jvp_fd_check(np, ir_eval, graphs, base, ins[:nin], ins[nin:])
+        if err:
+            return "%s fd: %s" % (entry, err)
+    rtol, _ = spec["dot"]
+    if rtol is not None and base + "_grad" in graphs:
+        err = dot_check(np, ir_eval, graphs, base, ins[:nin], rtol)
+        if err:
+            return "%s dot product: %s" % (entry, err)
     return None
 
 

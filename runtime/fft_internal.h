@@ -1,0 +1,62 @@
+/* fft_internal.h -- the plan of one rlx_fft_c64 call (fft.c) and the
+ * Stockham stage kernels shared by fft.c (portable C) and fft_avx512.c
+ * (the same template compiled for AVX-512F).
+ *
+ * Data inside a transform is split: one float array of real parts, one
+ * of imaginary parts (vectorizes as plain float loops).  A stage of
+ * radix r over stride s (the product of the radices before it) and
+ * m = len / (s r) reads x[q + s (p + j m)] for j < r and writes
+ * y[q + s (r p + k)] = w^(p k) * sum_j x_j omega_r^(j k), w = exp(sign
+ * 2 pi i / (r m)), for p < m, q < s: the decimation-in-frequency
+ * Stockham autosort, natural order in and out, ping-ponging between two
+ * buffers.
+ */
+#ifndef RLX_FFT_INTERNAL_H
+#define RLX_FFT_INTERNAL_H
+
+#include <stdint.h>
+
+#define FFT_MAX_STAGES 64
+#define FFT_MAX_RADIX 64 /* larger prime factors go through Bluestein */
+
+typedef struct {
+  int64_t r, m, s;
+  float sg;               /* the transform's sign: -1 or +1 */
+  const float *twr, *twi; /* w^(p k) at (k - 1) m + p, k = 1 .. r-1 */
+  const float *wr, *wi;   /* omega_r^t, t < r (generic radix only) */
+} FftStage;
+
+typedef struct {
+  int64_t len; /* transform length (n, or Bluestein's power of two) */
+  int nst;
+  FftStage st[FFT_MAX_STAGES];
+} FftPlan;
+
+/* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan. */
+typedef struct {
+  int64_t n, len, nslots;
+  int bluestein;
+  FftPlan plan;
+  int64_t w_off;            /* all len roots: len re then len im */
+  int64_t tw_off, ntw;      /* stage twiddles: ntw re then ntw im */
+  int64_t om_off, nom;      /* generic radices' omega tables */
+  int64_t chirp_off, h_off; /* Bluestein: e (n + n), H (len + len) */
+  int64_t root_off;         /* double root tables (setup only) */
+  int64_t slot_off, slot_bytes, total;
+} FftLayout;
+
+#define FFT_SLOTS 16
+#define FFT_PAD 16 /* floats (one cache line) between a slot's arrays */
+
+void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L);
+int64_t rlx_fft_isqrt_up(int64_t v);
+
+typedef void (*fft_stage_fn)(const FftStage *st, const float *xr,
+                             const float *xi, float *yr, float *yi);
+
+void rlx_fft_stage_scalar(const FftStage *st, const float *xr,
+                          const float *xi, float *yr, float *yi);
+void rlx_fft_stage_avx512(const FftStage *st, const float *xr,
+                          const float *xi, float *yr, float *yi);
+
+#endif
