@@ -66,7 +66,7 @@ static bool through(GradCtx *gc, const Node *n, Node *g, int first) {
 
 bool vjp_log_mel(GradCtx *gc, const Node *n, Node *g) {
   Node *in[3] = {X(0), X(1), g};
-  if (WANT(0)) ACC(0, ib_op(B, OP_LOG_MEL_BACKWARD, in, 3));
+  if (WANT(0)) ACC(0, ib_finish(B, ib_op(B, OP_LOG_MEL_BACKWARD, in, 3)));
   return through(gc, n, g, 1);
 }
 

@@ -66,13 +66,13 @@ for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
 for _op in ("fake_quantize fake_quantize_lsq quantize dequantize "
             "dequant_matmul grouped_matmul").split():
     SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
-for _op in "complex_norm_sq fft log_mel".split():
+for _op in "complex_norm_sq fft".split():
     SKIP[_op] = "complex/signal: reverse mode not in scope (diagnostic)"
 SKIP["conjugate"] = "c64 only: the harness has no c64 finite differences"
 for _op in ("complex_norm_sq_backward "
             "fake_quantize_backward fake_quantize_lsq_backward_x "
             "fake_quantize_lsq_backward_scale scan_backward "
-            "scan_backward_xs log_mel_backward").split():
+            "scan_backward_xs").split():
     SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
 SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
 SKIP["while"] = "removed by prepare_while before AD: see case ctl_while"
@@ -991,6 +991,42 @@ def _(g):
             "%y = add(mul(real(%w), imag(%w)), mul(real(%z), %r))", "%y",
             lambda t: (lambda w: w.real * w.imag + t["z"].real * t["r"])(
                 t["z"] * torch.complex(t["r"], t["i"].expand(2, 3))))
+
+
+# ---- log_mel (log(max(spec filters, 1e-10)); floor: zero gradient) ----
+
+
+def _log_mel(s, f):
+    return torch.log(torch.clamp(s @ f, min=1e-10))
+
+
+@case("log_mel", ops=["log_mel"])
+def _(g):
+    g.p("s", g.u((2, 3, 5), 0.1, 2.0))
+    g.p("f", g.u((5, 4), 0.0, 1.0))
+    return "%y = log_mel(%s, %f)", "%y", lambda t: _log_mel(t["s"], t["f"])
+
+
+@case("log_mel_floor", ops=["log_mel"])
+def _(g):
+    f = g.u((5, 4), 0.0, 1.0)
+    f[:, 2] = 0.0  # that mel bin sits on the floor: zero gradient
+    g.p("s", g.u((3, 5), 0.1, 2.0))
+    g.i("f", g.dt, f)
+    return "%y = log_mel(%s, %f)", "%y", lambda t: _log_mel(t["s"], t["f"])
+
+
+@case("log_mel_backward", ops=["log_mel_backward"])
+def _(g):
+    g.p("s", g.u((2, 3, 5), 0.1, 2.0))
+    g.p("f", g.u((5, 4), 0.0, 1.0))
+    g.p("dy", g.u((2, 3, 4)))
+
+    def ref(t):
+        z = t["s"] @ t["f"]
+        gz = torch.where(z >= 1e-10, t["dy"] / z, torch.zeros_like(z))
+        return gz @ t["f"].T
+    return "%y = log_mel_backward(%s, %f, %dy)", "%y", ref
 
 
 # ---- whole graphs ----
