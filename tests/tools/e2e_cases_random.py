@@ -161,3 +161,22 @@ def log_mel_forms(c, rng):
             "%ds = log_mel_backward(%s3, %f3, %dy)", outs_str(outs),
             comment="log_mel: ranks 1-3, f32/f64, floor; log_mel_backward")
     c.run([s3, f3, s1, f1, s2, f2, dy], outs, args=THREADS)
+
+
+@case(diag=r"op 'sample' is not supported: logits other than f32 or f64")
+def sample_f16(c, rng):
+    a = T("f16", uni(rng, (4, 9), -2, 2), "a")
+    o = out("i64", sample_ref(a.v, 0.9, 3, 0.8, 2), "s")
+    c.graph([a], "%s = sample(%a, temperature=0.9, top_k=3, top_p=0.8, "
+            "seed=2)", "%s", comment="f16 logits: not compiled yet")
+    c.run([a], [o])
+
+
+@case(diag=r"op 'log_mel' is not supported: dtypes other than f32 or f64")
+def log_mel_f16(c, rng):
+    s = T("f16", uni(rng, (3, 8), 0, 1), "s")
+    f = T("f16", uni(rng, (8, 4), 0, 1), "f")
+    o = out("f16", _log_mel(s.v.astype(np.float64), f.v), "y")
+    c.graph([s, f], "%y = log_mel(%s, %f)", "%y",
+            comment="f16 spectra: not compiled yet")
+    c.run([s, f], [o])
