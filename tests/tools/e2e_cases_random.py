@@ -180,3 +180,35 @@ def log_mel_f16(c, rng):
     c.graph([s, f], "%y = log_mel(%s, %f)", "%y",
             comment="f16 spectra: not compiled yet")
     c.run([s, f], [o])
+
+
+KS_N = 250000  # 10^6 at the runtime level: test_runtime_random.c
+
+
+@case()
+def rng_ks(c, rng):
+    """The compiled rng_uniform passes a Kolmogorov-Smirnov test at
+    KS_N samples: the graph sorts the values (topk with k = n, descending),
+    and computes D = max_j max(x_j - 1 + (j+1)/n, 1 - j/n - x_j) in f64
+    (the positions j/n from an exclusive cumsum of 1/n). The generator
+    asserts D below the 0.1% critical value 1.95/sqrt(n); the run must
+    reproduce D (and so the same sample) and bounds it the same way."""
+    x = T("f64", [1.0 / KS_N], "h")
+    u = np.sort(uniform(11, KS_N))[::-1].astype(np.float64)
+    j = np.arange(KS_N) / KS_N
+    d = max(np.max(u - 1 + j + 1.0 / KS_N), np.max(1 - j - u))
+    assert d < 1.95 / np.sqrt(KS_N), d
+    body = ("%%u = rng_uniform(shape=[N], seed=11)\n"
+            "%%i = topk(%%u, k=N)\n"
+            "%%s = cast(gather(%%u, %%i), to=f64)\n"
+            "%%j = cumsum(expand(%%h, shape=[N]), exclusive=true)\n"
+            "%%a = reduce_max(add(sub(%%s, 1.0), add(%%j, %%h)))\n"
+            "%%b = reduce_max(sub(sub(1.0, %%j), %%s))\n"
+            "%%d = max(%%a, %%b)\n"
+            "%%ok = lt(%%d, CRIT)").replace("%%", "%")
+    body = body.replace("N", str(KS_N)).replace(
+        "CRIT", repr(1.95 / np.sqrt(KS_N)))
+    c.graph([x], body, "%d, %ok", comment="KS test of the compiled "
+            "rng_uniform at %d samples" % KS_N)
+    c.run([x], [out("f64", d, "d"), out("bool", True, "ok")],
+          args=["--threads", "1,2"])
