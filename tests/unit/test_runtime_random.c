@@ -7,7 +7,9 @@
  * 10^6 samples; sample: frequencies over 60000 rows match the filtered
  * softmax (chi-square; fixed seeds, so it cannot flake), filtered
  * classes never appear, top_k = 1 and temperature 0 are the argmax,
- * top_p edge cases, invalid arguments and NaN logits are rejected.
+ * top_p edge cases, invalid arguments and NaN logits are rejected. A
+ * checksum of both generators pins their bits; test_runtime_random_c
+ * runs the same suite on the portable kernels (RLX_NO_SIMD).
  */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -15,6 +17,9 @@
 #include <string.h>
 
 #include "runtime/rlxrt.h"
+
+#define UNIFORM_SUM 0xe51337bcf2015ed8ull
+#define NORMAL_SUM 0xab6a7f67e34685dcull
 
 static void test_kat(void)
 {
@@ -90,6 +95,30 @@ static void test_threads(void)
   rlx_set_num_threads(0);
   free(ref);
   free(got);
+}
+
+/* FNV-1a of the bytes of n values of each generator: the same constant
+ * for the AVX-512 kernels (test_runtime_random) and the portable C ones
+ * (test_runtime_random_c, built with RLX_NO_SIMD), so both give the
+ * same bits. */
+static void test_checksum(void)
+{
+  const int64_t n = 100003;
+  float *v = malloc(n * sizeof *v);
+  uint64_t h[2];
+  for (int g = 0; g < 2; g++) {
+    (g ? rlx_rng_normal_f32 : rlx_rng_uniform_f32)(v, n, 2024);
+    h[g] = 0xcbf29ce484222325ull;
+    const unsigned char *b = (const unsigned char *)v;
+    for (size_t i = 0; i < n * sizeof *v; i++)
+      h[g] = (h[g] ^ b[i]) * 0x100000001b3ull;
+  }
+  if (getenv("RLX_PRINT_CHECKSUM"))
+    printf("\n0x%016llxull 0x%016llxull\n", (unsigned long long)h[0],
+           (unsigned long long)h[1]);
+  CU_ASSERT_EQUAL(h[0], UNIFORM_SUM);
+  CU_ASSERT_EQUAL(h[1], NORMAL_SUM);
+  free(v);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -296,6 +325,7 @@ int main(void)
   CU_add_test(s, "philox_kat", test_kat);
   CU_add_test(s, "mapping", test_mapping);
   CU_add_test(s, "threads", test_threads);
+  CU_add_test(s, "checksum", test_checksum);
   CU_add_test(s, "ks", test_ks);
   CU_add_test(s, "sample_freq", test_sample_freq);
   CU_add_test(s, "sample_edges", test_sample_edges);
