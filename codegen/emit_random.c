@@ -6,8 +6,6 @@
  */
 #include "codegen/emit_random.h"
 
-#include "codegen/emit_ops.h"
-
 static LLVMValueRef f64c(Cg *cg, double v) {
   return LLVMConstReal(cg->t_f64, v);
 }
