@@ -75,10 +75,10 @@
 #define CG_REAL {cg_emit_elementwise, NULL}
 #define CG_IMAG {cg_emit_elementwise, NULL}
 #define CG_FFT {cg_emit_fft, cg_scratch_fft}
-#define CG_LOG_MEL CG_UNSUPPORTED
-#define CG_RNG_UNIFORM CG_UNSUPPORTED
-#define CG_RNG_NORMAL CG_UNSUPPORTED
-#define CG_SAMPLE CG_UNSUPPORTED
+#define CG_LOG_MEL {cg_emit_log_mel, cg_scratch_log_mel}
+#define CG_RNG_UNIFORM {cg_emit_rng, NULL}
+#define CG_RNG_NORMAL {cg_emit_rng, NULL}
+#define CG_SAMPLE {cg_emit_sample, cg_scratch_sample}
 #define CG_LAYER_NORM_BACKWARD_INPUT {cg_emit_norm, NULL}
 #define CG_LAYER_NORM_BACKWARD_GAMMA {cg_emit_norm_param, cg_scratch_norm}
 #define CG_RMS_NORM_BACKWARD_INPUT {cg_emit_norm, NULL}
@@ -102,8 +102,9 @@
 #define CG_FAKE_QUANTIZE_BACKWARD {cg_emit_lowered, NULL}
 #define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X {cg_emit_lowered, NULL}
 #define CG_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE {cg_emit_lowered, NULL}
-#define CG_LOG_MEL_BACKWARD CG_UNSUPPORTED
+#define CG_LOG_MEL_BACKWARD {cg_emit_log_mel, cg_scratch_log_mel}
 
+#include "codegen/emit_random.h"
 #include "codegen/emit_table_ops.h"
 
 #endif

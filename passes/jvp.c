@@ -20,6 +20,7 @@
  * their tangents carry no conjugate.
  */
 #include "passes/jvp.h"
+#include "passes/ad_log_mel.h"
 
 #include <string.h>
 
@@ -393,7 +394,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_REAL jvp_linear
 #define JVP_IMAG jvp_linear
 #define JVP_FFT jvp_linear
-#define JVP_LOG_MEL jvp_unsupported
+#define JVP_LOG_MEL jvp_log_mel
 #define JVP_RNG_UNIFORM jvp_none
 #define JVP_RNG_NORMAL jvp_none
 #define JVP_SAMPLE jvp_none
@@ -425,7 +426,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_fake_quantize_bwd
 #define JVP_SCAN_BACKWARD jvp_unsupported
 #define JVP_SCAN_BACKWARD_XS jvp_unsupported
-#define JVP_LOG_MEL_BACKWARD jvp_unsupported
+#define JVP_LOG_MEL_BACKWARD jvp_log_mel
 
 static const JvpRule rules[OP_COUNT] = {
 #define OP(id, name, nmin, nmax, flags, rule, attrs, math) \

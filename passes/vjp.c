@@ -18,6 +18,7 @@
  * the conjugate of the partial derivative (CJ).
  */
 #include "passes/vjp.h"
+#include "passes/ad_log_mel.h"
 
 #include <string.h>
 
@@ -622,7 +623,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_REAL vjp_real_imag
 #define VJP_IMAG vjp_real_imag
 #define VJP_FFT vjp_fft
-#define VJP_LOG_MEL vjp_unsupported
+#define VJP_LOG_MEL vjp_log_mel
 #define VJP_RNG_UNIFORM vjp_none
 #define VJP_RNG_NORMAL vjp_none
 #define VJP_SAMPLE vjp_none
@@ -654,7 +655,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd
 #define VJP_SCAN_BACKWARD vjp_unsupported
 #define VJP_SCAN_BACKWARD_XS vjp_unsupported
-#define VJP_LOG_MEL_BACKWARD vjp_unsupported
+#define VJP_LOG_MEL_BACKWARD vjp_log_mel_backward
 
 static const VjpRule rules[OP_COUNT] = {
 #define OP(id, name, nmin, nmax, flags, rule, attrs, math) \

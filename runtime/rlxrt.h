@@ -185,6 +185,44 @@ int rlx_topk_f16(const uint16_t *x, int64_t rows, int64_t n, int64_t k,
 int rlx_topk_bf16(const uint16_t *x, int64_t rows, int64_t n, int64_t k,
                   int64_t *out_idx);
 
+/* Philox-4x32-10 (Random123): out = the block of counter ctr under
+   key, 10 rounds.  Random numbers (docs/random.md): element i of
+   rng_uniform / rng_normal with seed s comes from word i % 4 of block
+   i / 4 of stream 0 / 1, the block's counter being (i/4 mod 2^32,
+   (i/4) >> 32, stream, 0) and its key (s mod 2^32, s >> 32); uniform
+   = (w >> 8) 2^-24 in [0, 1), normal = Box-Muller on word pairs.
+   Uses the pool; the bits depend only on (seed, i).  RLX_ERR_INVALID
+   for n < 0. */
+void rlx_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                       uint32_t out[4]);
+int rlx_rng_uniform_f32(float *out, int64_t n, uint64_t seed);
+int rlx_rng_normal_f32(float *out, int64_t n, uint64_t seed);
+/* sample: one class id per row of x [rows, c] (docs/random.md):
+   softmax(x / temperature) filtered by top_k (0: none) and top_p (1:
+   none), drawn with one 53-bit uniform of stream 2, counter (row, 0,
+   2, 0); temperature 0 is the argmax.  scratch: rows * c * 16 bytes.
+   RLX_ERR_INVALID for a NaN logit or an argument outside its range. */
+int rlx_sample_f32(const float *x, int64_t rows, int64_t c,
+                   double temperature, int64_t top_k, double top_p,
+                   uint64_t seed, void *scratch, int64_t *out);
+int rlx_sample_f64(const double *x, int64_t rows, int64_t c,
+                   double temperature, int64_t top_k, double top_p,
+                   uint64_t seed, void *scratch, int64_t *out);
+/* log_mel: out [rows, m] = log(max(spec [rows, f] x filters [f, m],
+   1e-10)); backward: dspec = (dy * [z >= 1e-10] / z) filters^T with
+   z = spec x filters, scratch rows * m elements. */
+void rlx_log_mel_f32(int64_t rows, int64_t f, int64_t m, const float *spec,
+                     const float *filters, float *out);
+void rlx_log_mel_f64(int64_t rows, int64_t f, int64_t m, const double *spec,
+                     const double *filters, double *out);
+void rlx_log_mel_backward_f32(int64_t rows, int64_t f, int64_t m,
+                              const float *spec, const float *filters,
+                              const float *dy, float *dspec, float *scratch);
+void rlx_log_mel_backward_f64(int64_t rows, int64_t f, int64_t m,
+                              const double *spec, const double *filters,
+                              const double *dy, double *dspec,
+                              double *scratch);
+
 /* Solve A[b] X[b] = B[b] for b in [0, batch): a is [batch, n, n], b and
    x are [batch, n, nrhs], all row-major and dense.  LU with partial
    pivoting (the largest |pivot| in the column, first one on ties).

@@ -11,7 +11,8 @@
 #     gpt      rlxc --grad samples/gpt.rlx (a character-level GPT), then
 #              train it with AdamW on the GPL-3 text (samples/train_gpt.c,
 #              arguments [steps] [threads] [max_ratio]) and print a
-#              sample; fails when the validation loss is not below 0.75x
+#              sample drawn by the compiled sample op (gpt_sample.rlx:
+#              temperature 0.8, top-p 0.95); fails when the validation loss is not below 0.75x
 #              the unigram entropy
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
 #     newton   rlxc --grad --hvp samples/newton.rlx (softmax regression
@@ -74,9 +75,11 @@ cnn)
   ;;
 gpt)
   "$rlxc" "$root/samples/gpt.rlx" --grad -o "$out/gpt.o"
+  "$rlxc" "$root/samples/gpt_sample.rlx" -o "$out/gpt_sample.o"
   # -O3 -fno-math-errno: lets the compiler vectorize the AdamW loop
   $cc $cflags -O3 -fno-math-errno "$root/samples/train_gpt.c" \
-    "$out/gpt.o" "$lib" -lm -lpthread -o "$out/train_gpt"
+    "$out/gpt.o" "$out/gpt_sample.o" "$lib" -lm -lpthread \
+    -o "$out/train_gpt"
   gzip -dc "$root/samples/data/gpl-3.txt.gz" > "$out/gpl-3.txt"
   "$out/train_gpt" "$out/gpl-3.txt" "$@"
   ;;

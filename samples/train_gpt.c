@@ -2,7 +2,8 @@
  *
  * Build (samples/run_demo.sh gpt does it):
  *   rlxc samples/gpt.rlx --grad -o gpt.o         # writes gpt.o, gpt.h
- *   cc -I. -Iruntime -I<dir of gpt.h> samples/train_gpt.c gpt.o \
+ *   rlxc samples/gpt_sample.rlx -o gpt_sample.o  # and gpt_sample.h
+ *   cc -I. -Iruntime -I<dir of gpt.h> samples/train_gpt.c gpt.o gpt_sample.o \
  *      build/runtime/librlxrt.a -lm -lpthread -o train_gpt
  *   gzip -dc samples/data/gpl-3.txt.gz > gpl-3.txt
  *   ./train_gpt gpl-3.txt [steps] [threads] [max_ratio]
@@ -20,8 +21,9 @@
  * clipped to norm 1, learning rate: linear warmup then cosine decay to
  * a tenth.  The validation loss is the mean of the forward entry gpt
  * over fixed windows spread over the validation text.  At the end the
- * model writes a few hundred bytes (temperature 0.8) after a prompt from
- * the validation text.  Exit status 1 when the final validation loss is
+ * model writes a few hundred bytes after a prompt from the validation
+ * text, each drawn by the compiled sample op of samples/gpt_sample.rlx
+ * (temperature 0.8, top-p 0.95).  Exit status 1 when the final validation loss is
  * not below max_ratio (default 0.75) times the unigram entropy of the
  * training text (the loss of a model that ignores the context).
  */
@@ -32,6 +34,7 @@
 #include <time.h>
 
 #include "gpt.h"
+#include "gpt_sample.h"
 
 enum {
   B = 8, T = 64, V = 256, LAYERS = 4,   /* as in samples/gpt.rlx */
@@ -44,7 +47,9 @@ _Static_assert(gpt_ARG_wte == P0 && gpt_grad_OUT_d_wte == P0 &&
                    gpt_grad_ARG_d_output == P0 + NP &&
                    gpt_grad_BYTES_tok == B * T * 4 &&
                    gpt_grad_OUT_BYTES_logits == B * T * V * 4 &&
-                   gpt_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES,
+                   gpt_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES &&
+                   gpt_sample_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES &&
+                   gpt_sample_BYTES_logits == GEN * V * 4,
                "gpt.h does not match samples/gpt.rlx");
 
 static const double PEAK_LR = 3e-3, WARMUP = 50, BETA1 = 0.9,
@@ -193,27 +198,25 @@ static double val_loss(const unsigned char *val, long nval, const void **in,
   return sum / NVAL;
 }
 
-/* Print the prompt and GEN sampled bytes; window 0 holds the context. */
+/* Print the prompt and GEN sampled bytes; window 0 holds the context.
+ * Byte i is drawn by the compiled sample op (samples/gpt_sample.rlx:
+ * temperature 0.8, top-p 0.95) from row i of its logits. */
 static void generate(const unsigned char *prompt, int len, const void **in,
-                     void **out, int *tok, float *logits, void *ws,
-                     uint64_t *s)
+                     void **out, int *tok, float *logits, void *ws)
 {
-  double p[V];
+  static float rows[GEN * V];
+  int64_t ids[GEN];
+  const void *sin[1] = {rows};
+  void *sout[1] = {ids};
   fwrite(prompt, 1, (size_t)len, stdout);
   for (int t = 0; t < len; t++)
     tok[t] = prompt[t];
   for (int i = 0; i < GEN; i++) {
     run(gpt, in, out, ws);
-    const float *z = logits + (size_t)(len - 1) * V; /* last position */
-    double zmax = z[0], sum = 0, r;
-    for (int c = 1; c < V; c++)
-      zmax = z[c] > zmax ? z[c] : zmax;
-    for (int c = 0; c < V; c++)
-      sum += p[c] = exp((z[c] - zmax) / 0.8); /* temperature 0.8 */
-    r = rng_unit(s) * sum;
-    int c = 0;
-    while (c < V - 1 && (r -= p[c]) > 0)
-      c++;
+    memcpy(rows + (size_t)i * V, logits + (size_t)(len - 1) * V,
+           V * sizeof *rows); /* the last position's logits */
+    run(gpt_sample, sin, sout, ws);
+    int c = (int)ids[i];
     putchar(c);
     if (len == T) /* slide the window */
       memmove(tok, tok + 1, (T - 1) * sizeof *tok);
@@ -308,8 +311,8 @@ int main(int argc, char **argv)
       prompt = text + i + 2;
       break;
     }
-  printf("--- sample (temperature 0.8) ---\n");
-  generate(prompt, 48, in, out, tok, logits, ws, &seed);
+  printf("--- sample (temperature 0.8, top-p 0.95) ---\n");
+  generate(prompt, 48, in, out, tok, logits, ws);
   printf("---\nfinal validation loss %.4f = %.2f x unigram %.4f "
          "(must be < %.2f)\n", vl, vl / unigram, unigram, max_ratio);
   free(P.w);

@@ -69,12 +69,11 @@ for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
 for _op in "dequant_matmul grouped_matmul".split():
     SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
-SKIP["log_mel"] = "complex/signal: reverse mode not in scope (diagnostic)"
 for _op in "quantize dequantize".split():
     SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
                  "see a cotangent")
 for _op in ("scan_backward "
-            "scan_backward_xs log_mel_backward").split():
+            "scan_backward_xs").split():
     SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
 SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
 SKIP["while"] = "removed by prepare_while before AD: see case ctl_while"
@@ -1258,6 +1257,42 @@ def _(g):
     g.p("s", g.u((2, 3)))
     return ("%y = mul(complex_norm_sq_backward(%z, %s), %z)", "%y",
             lambda t: t["s"] * t["z"] * t["z"])
+
+
+# ---- log_mel (log(max(spec filters, 1e-10)); floor: zero gradient) ----
+
+
+def _log_mel(s, f):
+    return torch.log(torch.clamp(s @ f, min=1e-10))
+
+
+@case("log_mel", ops=["log_mel"])
+def _(g):
+    g.p("s", g.u((2, 3, 5), 0.1, 2.0))
+    g.p("f", g.u((5, 4), 0.0, 1.0))
+    return "%y = log_mel(%s, %f)", "%y", lambda t: _log_mel(t["s"], t["f"])
+
+
+@case("log_mel_floor", ops=["log_mel"])
+def _(g):
+    f = g.u((5, 4), 0.0, 1.0)
+    f[:, 2] = 0.0  # that mel bin sits on the floor: zero gradient
+    g.p("s", g.u((3, 5), 0.1, 2.0))
+    g.i("f", g.dt, f)
+    return "%y = log_mel(%s, %f)", "%y", lambda t: _log_mel(t["s"], t["f"])
+
+
+@case("log_mel_backward", ops=["log_mel_backward"])
+def _(g):
+    g.p("s", g.u((2, 3, 5), 0.1, 2.0))
+    g.p("f", g.u((5, 4), 0.0, 1.0))
+    g.p("dy", g.u((2, 3, 4)))
+
+    def ref(t):
+        z = t["s"] @ t["f"]
+        gz = torch.where(z >= 1e-10, t["dy"] / z, torch.zeros_like(z))
+        return gz @ t["f"].T
+    return "%y = log_mel_backward(%s, %f, %dy)", "%y", ref
 
 
 # ---- whole graphs ----

@@ -574,6 +574,13 @@ def apply(graphs, op, ins, a, ty):
         return f(ins[0], axis=-1, norm=a.get("norm", "backward"))
     if op == "matmul":
         return np.matmul(ins[0], ins[1])
+    if op in ("log_mel", "log_mel_backward"):
+        z = np.matmul(ins[0], ins[1])
+        eps = z.dtype.type(1e-10)
+        if op == "log_mel":
+            return np.log(np.maximum(z, eps))
+        gz = np.where(z >= eps, ins[2] / np.where(z >= eps, z, 1), 0)
+        return np.matmul(gz, ins[1].T).astype(z.dtype)
     if op in ("dense_solve", "batched_dense_solve"):
         return _solve(ins[0], ins[1], op.startswith("batched"))
     if op.startswith("reduce_"):
