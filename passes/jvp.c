@@ -385,8 +385,8 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_DEQUANTIZE jvp_unsupported
 #define JVP_Q_MATMUL jvp_none
 #define JVP_Q_CONV2D jvp_none
-#define JVP_DEQUANT_MATMUL jvp_unsupported
-#define JVP_GROUPED_MATMUL jvp_unsupported
+#define JVP_DEQUANT_MATMUL jvp_dequant_matmul
+#define JVP_GROUPED_MATMUL jvp_grouped_matmul
 #define JVP_CONJUGATE jvp_linear
 #define JVP_COMPLEX_NORM_SQ jvp_norm_sq
 #define JVP_COMPLEX jvp_complex
@@ -423,6 +423,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_FAKE_QUANTIZE_BACKWARD jvp_unsupported
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_unsupported
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_unsupported
+#define JVP_GROUPED_MATMUL_BACKWARD_WEIGHT jvp_grouped_matmul
 #define JVP_SCAN_BACKWARD jvp_unsupported
 #define JVP_SCAN_BACKWARD_XS jvp_unsupported
 #define JVP_LOG_MEL_BACKWARD jvp_unsupported

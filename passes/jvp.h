@@ -70,6 +70,10 @@ Node *jvp_conv2d(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
 
+/* jvp_moe.c: grouped_matmul (and its backward op), dequant_matmul */
+Node *jvp_grouped_matmul(JvpCtx *jc, const Node *n);
+Node *jvp_dequant_matmul(JvpCtx *jc, const Node *n);
+
 /* jvp_control.c: scan, if, while, custom_fn */
 Node *jvp_scan(JvpCtx *jc, const Node *n);
 Node *jvp_if(JvpCtx *jc, const Node *n);
