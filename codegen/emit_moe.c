@@ -8,6 +8,9 @@
  * checks the range: RLX_ERR_INDEX from the entry point); f32 ids are
  * first checked and converted to i64 in the node's scratch, after the
  * runtime's own scratch (grouping of the rows by expert).
+ * grouped_matmul's w may be a FOLDED transpose (fuse.c): the runtime
+ * reads the transpose's input with swapped strides (the gradient to x,
+ * grouped_matmul(dy, w^T, e), costs no copy of w).
  * dequant_matmul multiplies x as [numel / K, K]; without group_size
  * the scales are one row, i.e. one group of K rows.
  */
@@ -65,13 +68,20 @@ bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   static const char *const names[2][2] = {
       {"rlx_grouped_matmul_bwd_weight_f32", "rlx_grouped_matmul_bwd_weight_f64"},
       {"rlx_grouped_matmul_f32", "rlx_grouped_matmul_f64"}};
-  LLVMValueRef a[10] = {cg_i64(cg, d[0]),      cg_i64(cg, d[1]),
-                        cg_i64(cg, d[2]),      cg_i64(cg, d[3]),
-                        cg_buf(cg, n->in[0]),  cg_buf(cg, n->in[1]),
-                        ex,                    cg_i64(cg, ib),
-                        cg_buf(cg, n),         s};
+  Node *w = n->in[1];
+  bool wt = cg_slot(cg, w)->kind == CG_SLOT_FOLDED;
+  LLVMValueRef a[11];
+  int na = 0;
+  for (int i = 0; i < 4; i++) a[na++] = cg_i64(cg, d[i]);
+  a[na++] = cg_buf(cg, n->in[0]);
+  a[na++] = cg_buf(cg, wt ? w->in[0] : w);
+  if (fwd) a[na++] = cg_i64(cg, wt); /* w_t */
+  a[na++] = ex;
+  a[na++] = cg_i64(cg, ib);
+  a[na++] = cg_buf(cg, n);
+  a[na++] = s;
   cg_fail_if_nonzero(cg, cg_call(cg, names[fwd][n->type.dt == DT_F64],
-                                 cg->t_i32, a, 10));
+                                 cg->t_i32, a, na));
   return true;
 }
 

@@ -98,8 +98,8 @@ static int groups(int64_t t, int64_t k, int64_t n, int64_t e, int64_t es,
 }
 
 static int grouped(int64_t es, int64_t t, int64_t k, int64_t n, int64_t e,
-                   const void *x, const void *w, const void *expert,
-                   int64_t ib, void *y, void *scratch)
+                   const void *x, const void *w, int64_t w_t,
+                   const void *expert, int64_t ib, void *y, void *scratch)
 {
   Groups g;
   int rc = groups(t, k, n, e, es, expert, ib, scratch, &g);
@@ -109,7 +109,8 @@ static int grouped(int64_t es, int64_t t, int64_t k, int64_t n, int64_t e,
     int64_t o = g.off[x_], m = g.off[x_ + 1] - o;
     if (m)
       gemm(es, m, n, k, g.a + o * k * es, k, 1,
-           (const char *)w + x_ * k * n * es, n, 1, g.b + o * n * es, n);
+           (const char *)w + x_ * k * n * es, w_t ? 1 : n, w_t ? k : 1,
+           g.b + o * n * es, n);
   }
   copy_rows(y, g.b, g.perm, t, n * es, 0);
   return RLX_OK;
@@ -136,10 +137,12 @@ static int grouped_bwd_weight(int64_t es, int64_t t, int64_t k, int64_t n,
 
 #define MOE_IMPL(SFX, T, ES)                                                \
   int rlx_grouped_matmul_##SFX(int64_t t, int64_t k, int64_t n, int64_t e,  \
-                               const T *x, const T *w, const void *expert,  \
-                               int64_t index_bytes, T *y, void *scratch)    \
+                               const T *x, const T *w, int64_t w_t,         \
+                               const void *expert, int64_t index_bytes,     \
+                               T *y, void *scratch)                         \
   {                                                                         \
-    return grouped(ES, t, k, n, e, x, w, expert, index_bytes, y, scratch);  \
+    return grouped(ES, t, k, n, e, x, w, w_t, expert, index_bytes, y,       \
+                   scratch);                                                \
   }                                                                         \
   int rlx_grouped_matmul_bwd_weight_##SFX(                                  \
       int64_t t, int64_t k, int64_t n, int64_t e, const T *x, const T *dy,  \

@@ -309,7 +309,8 @@ void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
 
 /* Mixture of experts (language.md grouped_matmul): x is [t, k], w is
    [e, k, n], expert is [t] of int32 (index_bytes 4) or int64 (8), y is
-   [t, n], all dense row-major; y[i] = x[i] . w[expert[i]].
+   [t, n], all dense row-major; y[i] = x[i] . w[expert[i]].  w_t != 0:
+   w is stored as its transpose [e, n, k] (a folded transpose).
      rlx_grouped_matmul_*:            y from x, w
      rlx_grouped_matmul_bwd_weight_*: dw [e, k, n] from x and dy [t, n]:
        dw[j] = sum over rows i with expert[i] = j of x[i]^T dy[i] (zeros
@@ -322,11 +323,11 @@ void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
 int64_t rlx_grouped_matmul_scratch_bytes(int64_t t, int64_t k, int64_t n,
                                          int64_t e, int64_t elem_size);
 int rlx_grouped_matmul_f32(int64_t t, int64_t k, int64_t n, int64_t e,
-                           const float *x, const float *w,
+                           const float *x, const float *w, int64_t w_t,
                            const void *expert, int64_t index_bytes,
                            float *y, void *scratch);
 int rlx_grouped_matmul_f64(int64_t t, int64_t k, int64_t n, int64_t e,
-                           const double *x, const double *w,
+                           const double *x, const double *w, int64_t w_t,
                            const void *expert, int64_t index_bytes,
                            double *y, void *scratch);
 int rlx_grouped_matmul_bwd_weight_f32(int64_t t, int64_t k, int64_t n,

@@ -37,27 +37,39 @@ def route(rng, t, n_exp, empty):
     return rng.choice(n_exp, size=t, p=p / p.sum())
 
 
-def _gm_case(name, dt, idt, t, k, n, n_exp, threads):
+def _gm_case(name, dt, idt, t, k, n, n_exp, threads, ret_t=False):
+    """ret_t: also return the transposed weight (then not folded into
+    the runtime call's strides, fuse.c)."""
     @case(name)
     def _(c, rng):
         x = T(dt, uni(rng, (t, k)), "x")
         w = T(dt, uni(rng, (n_exp, k, n)), "w")
         e = T(idt, route(rng, t, n_exp, n_exp - 2), "e")
         dy = T(dt, uni(rng, (t, n)), "dy")
+        wt = T(dt, uni(rng, (n_exp, n, k)), "wt")
         ev = e.v.astype(np.int64)
+        wtt = wt.v.transpose(0, 2, 1)
         outs = [out(dt, gm_ref(x.v, w.v, ev), "y"),
-                out(dt, gmbw_ref(x.v, dy.v, ev, n_exp), "dw")]
-        c.graph([x, w, e, dy],
+                out(dt, gmbw_ref(x.v, dy.v, ev, n_exp), "dw"),
+                out(dt, gm_ref(x.v, wtt, ev), "yt")]
+        if ret_t:
+            outs.append(out(dt, wtt, "wtt"))
+        c.graph([x, w, e, dy, wt],
                 "%%y = grouped_matmul(%%x, %%w, %%e)\n"
                 "%%dw = grouped_matmul_backward_weight(%%x, %%dy, %%e, "
-                "shape=[%d, %d, %d])" % (n_exp, k, n), outs_str(outs),
+                "shape=[%d, %d, %d])\n"
+                "%%wtt = transpose(%%wt, perm=[0, 2, 1])\n"
+                "%%yt = grouped_matmul(%%x, %%wtt, %%e)" % (n_exp, k, n),
+                outs_str(outs),
                 comment="grouped_matmul and its weight gradient, %s ids, "
-                "skewed routing;\nexpert %d gets no rows" % (idt, n_exp - 2))
-        c.run([x, w, e, dy], outs, args=["--threads", threads])
+                "skewed routing;\nexpert %d gets no rows; w given "
+                "transposed (%s)" % (idt, n_exp - 2,
+                                     "returned too" if ret_t else "folded"))
+        c.run([x, w, e, dy, wt], outs, args=["--threads", threads])
 
 
 _gm_case("moe_grouped_f32", "f32", "i32", 37, 12, 9, 5, "1,2,3")
-_gm_case("moe_grouped_f64", "f64", "i64", 29, 7, 11, 4, "1,2,3")
+_gm_case("moe_grouped_f64", "f64", "i64", 29, 7, 11, 4, "1,2,3", True)
 _gm_case("moe_grouped_fids", "f32", "f32", 23, 5, 6, 3, "1,2")
 _gm_case("moe_grouped_threads", "f32", "i32", 700, 96, 80, 8,
          "1,2,3,7,1")
