@@ -127,3 +127,29 @@ def _dq_case(dt):
 
 _dq_case("f32")
 _dq_case("f64")
+
+
+def _half_case(op):
+    """f16 is not compiled: a diagnostic naming the op (the references
+    are written for when it is)."""
+    @case("moe_f16_" + op, diag="op '%s' is not supported: dtype f16" % op)
+    def _(c, rng):
+        x = T("f16", uni(rng, (3, 4)), "x")
+        if op == "grouped_matmul":
+            w = T("f16", uni(rng, (2, 4, 5)), "w")
+            e = T("i32", [1, 0, 1], "e")
+            ins, ref = [x, w, e], gm_ref(x.v, w.v, e.v)
+            body = "%y = grouped_matmul(%x, %w, %e)"
+        else:
+            w = T("i8", rng.integers(-128, 128, (4, 5)), "w")
+            s = T("f16", uni(rng, (5,), 0.01, 0.05), "s")
+            ins, ref = [x, w, s], dq_ref(x.v, w.v, s.v, 0)
+            body = "%y = dequant_matmul(%x, %w, %s)"
+        outs = [out("f16", ref, "y")]
+        c.graph(ins, body, "%y", comment="%s in f16: not compiled "
+                "(diagnostic naming the op)" % op)
+        c.run(ins, outs)
+
+
+_half_case("grouped_matmul")
+_half_case("dequant_matmul")
