@@ -153,3 +153,26 @@ def _half_case(op):
 
 _half_case("grouped_matmul")
 _half_case("dequant_matmul")
+
+
+@case()
+def moe_empty(c, rng):
+    """Zero-size edges: no rows (y empty, dw zeros) and K = 0 (zeros)."""
+    x = T("f32", np.zeros((0, 3)), "x")
+    w = T("f32", uni(rng, (2, 3, 4)), "w")
+    e = T("i32", np.zeros((0,), np.int32), "e")
+    dy = T("f32", np.zeros((0, 4)), "dy")
+    x0 = T("f32", np.zeros((2, 0)), "x0")
+    q0 = T("i8", np.zeros((0, 4), np.int8), "q0")
+    s = T("f32", uni(rng, (4,), 0.01, 0.05), "s")
+    ins = [x, w, e, dy, x0, q0, s]
+    outs = [out("f32", np.zeros((0, 4)), "y"),
+            out("f32", np.zeros((2, 3, 4)), "dw"),
+            out("f32", np.zeros((2, 4)), "z")]
+    c.graph(ins, "%y = grouped_matmul(%x, %w, %e)\n"
+            "%dw = grouped_matmul_backward_weight(%x, %dy, %e, "
+            "shape=[2, 3, 4])\n"
+            "%z = dequant_matmul(%x0, %q0, %s)", outs_str(outs),
+            comment="no rows: an empty result and a zero weight gradient; "
+            "K = 0: zeros")
+    c.run(ins, outs, args=["--threads", "1,2"])
