@@ -13,6 +13,9 @@
  *   bwd grouped  dx = grouped(dy, w^T) (w read transposed, as the
  *                compiled gradient does), dw = rlx_grouped_matmul_bwd_
  *                weight_f32
+ *   dq f32 gemm  y = x w0 (f32 weights; the baseline of the next)
+ *   dq i8 g128   rlx_dequant_matmul_f32: i8 w [512, 512], one scale per
+ *                group of 128 rows per column (4 x 512 scales)
  * The variants alternate: R rounds of C calls each; per variant one line
  *   rlx moe VARIANT threads=T median_ms=.. min_ms=..
  * and the ratios grouped / dense of the medians and of the minima.
@@ -26,7 +29,7 @@
 #include "bench/bench_time.h" /* now_s, cmp_double */
 #include "runtime/rlxrt.h"
 
-enum { T = 4096, K = 512, N = 512, E = 8, NV = 4 };
+enum { T = 4096, K = 512, N = 512, E = 8, G = 128, NV = 6 };
 
 static float *filled(int64_t n)
 {
@@ -36,7 +39,8 @@ static float *filled(int64_t n)
   return p;
 }
 
-static float *x, *w, *y, *dy, *dx, *dw;
+static float *x, *w, *y, *dy, *dx, *dw, *scales;
+static int8_t *wq;
 static int32_t ids[T];
 static void *scratch;
 
@@ -52,12 +56,18 @@ static int run(int v)
     rlx_gemm_f32(1, T, K, N, dy, 0, N, 1, w, 0, 1, N, dx, 0, K, 0);
     rlx_gemm_f32(1, K, N, T, x, 0, 1, K, dy, 0, N, 1, dw, 0, N, 0);
     return 0;
-  default: {
+  case 3: {
     int rc = rlx_grouped_matmul_f32(T, N, K, E, dy, w, 1, ids, 4, dx,
                                     scratch);
     return rc ? rc : rlx_grouped_matmul_bwd_weight_f32(T, K, N, E, x, dy,
                                                        ids, 4, dw, scratch);
   }
+  case 4:
+    rlx_gemm_f32(1, T, N, K, x, 0, K, 1, w, 0, N, 1, y, 0, N, 0);
+    return 0;
+  default:
+    rlx_dequant_matmul_f32(T, K, N, G, x, wq, scales, y, scratch);
+    return 0;
   }
 }
 
@@ -105,11 +115,17 @@ int main(int argc, char **argv)
   printf("routing rows per expert:");
   for (int j = 0; j < E; j++) printf(" %d", cnt[j]);
   printf("\n");
+  wq = malloc((size_t)K * N);
+  for (int i = 0; i < K * N; i++) wq[i] = (int8_t)(rand() % 255 - 127);
+  scales = filled((int64_t)(K / G) * N);
   int64_t sb = rlx_grouped_matmul_scratch_bytes(T, K > N ? K : N,
                                                 K > N ? K : N, E, 4);
+  if (sb < rlx_dequant_matmul_scratch_bytes(K, N, 4))
+    sb = rlx_dequant_matmul_scratch_bytes(K, N, 4);
   scratch = rlx_alloc((size_t)sb);
   static const char *names[NV] = {"fwd dense", "fwd grouped", "bwd dense",
-                                  "bwd grouped"};
+                                  "bwd grouped", "dq f32 gemm",
+                                  "dq i8 g128"};
   double *t = malloc(sizeof(double) * NV * rounds * calls);
   for (int v = 0; v < NV; v++)
     for (int i = 0; i < 3; i++)
@@ -127,12 +143,14 @@ int main(int argc, char **argv)
     qsort(tv, (size_t)(rounds * calls), sizeof *tv, cmp_double);
     med[v] = tv[rounds * calls / 2];
     mn[v] = tv[0];
-    printf("rlx moe %-11s threads=%d median_ms=%.2f min_ms=%.2f\n",
+    printf("rlx moe %-12s threads=%d median_ms=%.2f min_ms=%.2f\n",
            names[v], threads, med[v], mn[v]);
   }
   printf("rlx moe ratio fwd grouped/dense median=%.2f min=%.2f\n",
          med[1] / med[0], mn[1] / mn[0]);
   printf("rlx moe ratio bwd grouped/dense median=%.2f min=%.2f\n",
          med[3] / med[2], mn[3] / mn[2]);
+  printf("rlx moe ratio dequant_matmul/f32 gemm median=%.2f min=%.2f\n",
+         med[5] / med[4], mn[5] / mn[4]);
   return 0;
 }

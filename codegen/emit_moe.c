@@ -66,7 +66,8 @@ bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
     ib = 8;
   }
   static const char *const names[2][2] = {
-      {"rlx_grouped_matmul_bwd_weight_f32", "rlx_grouped_matmul_bwd_weight_f64"},
+      {"rlx_grouped_matmul_bwd_weight_f32",
+       "rlx_grouped_matmul_bwd_weight_f64"},
       {"rlx_grouped_matmul_f32", "rlx_grouped_matmul_f64"}};
   Node *w = n->in[1];
   bool wt = cg_slot(cg, w)->kind == CG_SLOT_FOLDED;

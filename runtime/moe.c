@@ -105,11 +105,11 @@ static int grouped(int64_t es, int64_t t, int64_t k, int64_t n, int64_t e,
   int rc = groups(t, k, n, e, es, expert, ib, scratch, &g);
   if (rc != RLX_OK || t == 0 || n == 0) return rc;
   copy_rows(g.a, x, g.perm, t, k * es, 1);
-  for (int64_t x_ = 0; x_ < e; x_++) {
-    int64_t o = g.off[x_], m = g.off[x_ + 1] - o;
+  for (int64_t j = 0; j < e; j++) {
+    int64_t o = g.off[j], m = g.off[j + 1] - o;
     if (m)
       gemm(es, m, n, k, g.a + o * k * es, k, 1,
-           (const char *)w + x_ * k * n * es, w_t ? 1 : n, w_t ? k : 1,
+           (const char *)w + j * k * n * es, w_t ? 1 : n, w_t ? k : 1,
            g.b + o * n * es, n);
   }
   copy_rows(y, g.b, g.perm, t, n * es, 0);
@@ -126,11 +126,11 @@ static int grouped_bwd_weight(int64_t es, int64_t t, int64_t k, int64_t n,
   if (rc != RLX_OK || k == 0 || n == 0) return rc;
   copy_rows(g.a, x, g.perm, t, k * es, 1);
   copy_rows(g.b, dy, g.perm, t, n * es, 1);
-  for (int64_t x_ = 0; x_ < e; x_++) {
-    int64_t o = g.off[x_], m = g.off[x_ + 1] - o;
+  for (int64_t j = 0; j < e; j++) {
+    int64_t o = g.off[j], m = g.off[j + 1] - o;
     /* k == 0 in GEMM terms (an expert without rows) writes zeros */
     gemm(es, k, n, m, g.a + o * k * es, 1, k, g.b + o * n * es, n, 1,
-         (char *)dw + x_ * k * n * es, n);
+         (char *)dw + j * k * n * es, n);
   }
   return RLX_OK;
 }
@@ -174,8 +174,8 @@ static int grouped_bwd_weight(int64_t es, int64_t t, int64_t k, int64_t n,
                                 int64_t group, const T *x, const int8_t *w, \
                                 const T *scales, T *y, void *scratch)       \
   {                                                                         \
-    for (int64_t j0 = 0; j0 < n; j0 += RLX_DQ_PANEL) {                          \
-      int64_t pw = n - j0 < RLX_DQ_PANEL ? n - j0 : RLX_DQ_PANEL;                   \
+    for (int64_t j0 = 0; j0 < n; j0 += RLX_DQ_PANEL) {                      \
+      int64_t pw = n - j0 < RLX_DQ_PANEL ? n - j0 : RLX_DQ_PANEL;           \
       DqJob_##SFX j = {scratch, w, scales, n, j0, pw, group};               \
       rlx_parallel_for(k, 16384 / pw + 1, dq_task_##SFX, &j);               \
       gemm(ES, m, pw, k, x, k, 1, scratch, pw, 1, y + j0, n);               \
