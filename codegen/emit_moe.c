@@ -91,7 +91,9 @@ static void dq_dims(const Node *n, int64_t d[4]) {
   const Type *w = &n->in[1]->type;
   d[1] = w->dims[0];
   d[2] = w->dims[1];
-  d[0] = d[2] ? type_numel(&n->type) / d[2] : 0;
+  const Type *x = &n->in[0]->type;
+  d[0] = 1; /* x's rows: its leading dims */
+  for (int i = 0; i + 1 < x->rank; i++) d[0] *= x->dims[i];
   d[3] = ir_attr_present(n, ATTR_GROUP_SIZE)
              ? ir_attr_int(n, ATTR_GROUP_SIZE, 1)
              : (d[1] ? d[1] : 1);

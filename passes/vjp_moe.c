@@ -67,7 +67,9 @@ static Node *dq_weight(GradCtx *gc, const Node *n, Node *wf, Node *s) {
 bool vjp_dequant_matmul(GradCtx *gc, const Node *n, Node *g) {
   int64_t ng, gs, k, nn;
   dq_geom(n, &ng, &gs, &k, &nn);
-  int64_t m = nn ? type_numel(&n->type) / nn : 0;
+  const Type *xt = &n->in[0]->type;
+  int64_t m = 1; /* x's rows: its leading dims */
+  for (int i = 0; i + 1 < xt->rank; i++) m *= xt->dims[i];
   int64_t xd[2] = {m, k}, gd[2] = {m, nn};
   Node *wf = ib_cast(B, X(1), DT);
   Node *g2 = ib_reshape(B, g, 2, gd);
