@@ -67,8 +67,10 @@
 #define CG_DEQUANTIZE {cg_emit_elementwise, NULL}
 #define CG_Q_MATMUL {cg_emit_qgemm, cg_scratch_qgemm}
 #define CG_Q_CONV2D {cg_emit_qgemm, cg_scratch_qgemm}
-#define CG_DEQUANT_MATMUL CG_UNSUPPORTED
-#define CG_GROUPED_MATMUL CG_UNSUPPORTED
+#define CG_DEQUANT_MATMUL \
+  {cg_emit_dequant_matmul, cg_scratch_dequant_matmul}
+#define CG_GROUPED_MATMUL \
+  {cg_emit_grouped_matmul, cg_scratch_grouped_matmul}
 #define CG_CONJUGATE {cg_emit_elementwise, NULL}
 #define CG_COMPLEX_NORM_SQ {cg_emit_elementwise, NULL}
 #define CG_COMPLEX {cg_emit_elementwise, NULL}
@@ -103,8 +105,11 @@
 #define CG_FAKE_QUANTIZE_LSQ_BACKWARD_X {cg_emit_lowered, NULL}
 #define CG_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE {cg_emit_lowered, NULL}
 #define CG_LOG_MEL_BACKWARD {cg_emit_log_mel, cg_scratch_log_mel}
+#define CG_GROUPED_MATMUL_BACKWARD_WEIGHT \
+  {cg_emit_grouped_matmul, cg_scratch_grouped_matmul}
 
 #include "codegen/emit_random.h"
+#include "codegen/emit_moe.h"
 #include "codegen/emit_table_ops.h"
 
 #endif

@@ -16,7 +16,8 @@
  * reduction folds vectors across rows of its innermost dim and the tree
  * has a broadcast leaf (fix_prologue: kept as a root with a buffer).
  * FOLDED: a transpose that only swaps the last two dims and is read
- * only by matmul, which folds it into its GEMM strides.
+ * only by matmul (or as grouped_matmul's w), which folds it into its
+ * GEMM strides.
  * ALIAS: reshape (same bytes, row-major) and a stop_gradient that is not
  * fused into a consumer, resolved to the node that owns the storage (a
  * stop_gradient root accepts no fused producers, so it can alias).
@@ -198,8 +199,12 @@ static void fix_prologue(Graph *g, CgPlan *plan) {
 
 static bool all_matmul(Graph *g, Node *n, Uses *u) {
   int cnt = 0;
-  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++, cnt++)
-    if (g->nodes[u->list[k]]->op != OP_MATMUL) return false;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++, cnt++) {
+    const Node *c = g->nodes[u->list[k]];
+    bool gm_w = c->op == OP_GROUPED_MATMUL && c->in[0] != n &&
+                c->in[2] != n;
+    if (c->op != OP_MATMUL && !gm_w) return false;
+  }
   return cnt > 0;
 }
 

@@ -386,8 +386,8 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_DEQUANTIZE jvp_cast /* i8 operand: never reached */
 #define JVP_Q_MATMUL jvp_none
 #define JVP_Q_CONV2D jvp_none
-#define JVP_DEQUANT_MATMUL jvp_unsupported
-#define JVP_GROUPED_MATMUL jvp_unsupported
+#define JVP_DEQUANT_MATMUL jvp_dequant_matmul
+#define JVP_GROUPED_MATMUL jvp_grouped_matmul
 #define JVP_CONJUGATE jvp_linear
 #define JVP_COMPLEX_NORM_SQ jvp_norm_sq
 #define JVP_COMPLEX jvp_complex
@@ -424,6 +424,7 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_FAKE_QUANTIZE_BACKWARD jvp_fake_quantize_bwd
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_fake_quantize_bwd
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_fake_quantize_bwd
+#define JVP_GROUPED_MATMUL_BACKWARD_WEIGHT jvp_grouped_matmul
 #define JVP_SCAN_BACKWARD jvp_unsupported
 #define JVP_SCAN_BACKWARD_XS jvp_unsupported
 #define JVP_LOG_MEL_BACKWARD jvp_log_mel

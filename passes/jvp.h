@@ -74,6 +74,9 @@ Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
 Node *jvp_fake_quantize(JvpCtx *jc, const Node *n);
 Node *jvp_fake_quantize_lsq(JvpCtx *jc, const Node *n);
 Node *jvp_fake_quantize_bwd(JvpCtx *jc, const Node *n);
+/* jvp_moe.c: grouped_matmul (and its backward op), dequant_matmul */
+Node *jvp_grouped_matmul(JvpCtx *jc, const Node *n);
+Node *jvp_dequant_matmul(JvpCtx *jc, const Node *n);
 
 /* jvp_control.c: scan, if, while, custom_fn */
 Node *jvp_scan(JvpCtx *jc, const Node *n);

@@ -615,8 +615,8 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_DEQUANTIZE vjp_cast /* i8 operand: nothing */
 #define VJP_Q_MATMUL vjp_none
 #define VJP_Q_CONV2D vjp_none
-#define VJP_DEQUANT_MATMUL vjp_unsupported
-#define VJP_GROUPED_MATMUL vjp_unsupported
+#define VJP_DEQUANT_MATMUL vjp_dequant_matmul
+#define VJP_GROUPED_MATMUL vjp_grouped_matmul
 #define VJP_CONJUGATE vjp_conjugate
 #define VJP_COMPLEX_NORM_SQ vjp_complex_norm_sq
 #define VJP_COMPLEX vjp_complex
@@ -653,6 +653,7 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_FAKE_QUANTIZE_BACKWARD vjp_fake_quantize_bwd
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_fake_quantize_bwd
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd
+#define VJP_GROUPED_MATMUL_BACKWARD_WEIGHT vjp_grouped_matmul_backward_weight
 #define VJP_SCAN_BACKWARD vjp_unsupported
 #define VJP_SCAN_BACKWARD_XS vjp_unsupported
 #define VJP_LOG_MEL_BACKWARD vjp_log_mel_backward

@@ -46,6 +46,12 @@ bool vjp_conv2d(GradCtx *gc, const Node *n, Node *g);
 bool vjp_conv2d_backward_input(GradCtx *gc, const Node *n, Node *g);
 bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
 
+/* vjp_moe.c */
+bool vjp_grouped_matmul(GradCtx *gc, const Node *n, Node *g);
+bool vjp_grouped_matmul_backward_weight(GradCtx *gc, const Node *n,
+                                        Node *g);
+bool vjp_dequant_matmul(GradCtx *gc, const Node *n, Node *g);
+
 /* vjp_attention.c */
 bool vjp_attention(GradCtx *gc, const Node *n, Node *g);
 bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);

@@ -387,6 +387,55 @@ int64_t rlx_fft_scratch_bytes(int64_t rows, int64_t n);
 int rlx_fft_c64(int64_t rows, int64_t n, int inverse, int norm,
                 const float *x, float *y, void *scratch);
 
+/* Mixture of experts (language.md grouped_matmul): x is [t, k], w is
+   [e, k, n], expert is [t] of int32 (index_bytes 4) or int64 (8), y is
+   [t, n], all dense row-major; y[i] = x[i] . w[expert[i]].  w_t != 0:
+   w is stored as its transpose [e, n, k] (a folded transpose).
+     rlx_grouped_matmul_*:            y from x, w
+     rlx_grouped_matmul_bwd_weight_*: dw [e, k, n] from x and dy [t, n]:
+       dw[j] = sum over rows i with expert[i] = j of x[i]^T dy[i] (zeros
+       for an expert without rows)
+   An expert id outside [0, e) returns RLX_ERR_INDEX (the output is then
+   unspecified), else RLX_OK.  scratch: rlx_grouped_matmul_scratch_bytes
+   (t, k, n, e, sizeof(T)) bytes, 64-byte aligned, need not be
+   initialized.  Rows are grouped per expert (stable counting sort) and
+   each expert is one GEMM; bit-identical for any thread count. */
+int64_t rlx_grouped_matmul_scratch_bytes(int64_t t, int64_t k, int64_t n,
+                                         int64_t e, int64_t elem_size);
+int rlx_grouped_matmul_f32(int64_t t, int64_t k, int64_t n, int64_t e,
+                           const float *x, const float *w, int64_t w_t,
+                           const void *expert, int64_t index_bytes,
+                           float *y, void *scratch);
+int rlx_grouped_matmul_f64(int64_t t, int64_t k, int64_t n, int64_t e,
+                           const double *x, const double *w, int64_t w_t,
+                           const void *expert, int64_t index_bytes,
+                           double *y, void *scratch);
+int rlx_grouped_matmul_bwd_weight_f32(int64_t t, int64_t k, int64_t n,
+                                      int64_t e, const float *x,
+                                      const float *dy, const void *expert,
+                                      int64_t index_bytes, float *dw,
+                                      void *scratch);
+int rlx_grouped_matmul_bwd_weight_f64(int64_t t, int64_t k, int64_t n,
+                                      int64_t e, const double *x,
+                                      const double *dy, const void *expert,
+                                      int64_t index_bytes, double *dw,
+                                      void *scratch);
+
+/* y [m, n] = x [m, k] . (w [k, n] * scales), w int8, scales [k/group, n]
+   (row r of w uses scale row r / group; group = k: one scale per
+   column); group > 0, all dense row-major.  w is dequantized in panels
+   of columns into scratch: rlx_dequant_matmul_scratch_bytes(k, n,
+   sizeof(T)) bytes, 64-byte aligned.  Uses the pool; deterministic. */
+int64_t rlx_dequant_matmul_scratch_bytes(int64_t k, int64_t n,
+                                         int64_t elem_size);
+void rlx_dequant_matmul_f32(int64_t m, int64_t k, int64_t n, int64_t group,
+                            const float *x, const int8_t *w,
+                            const float *scales, float *y, void *scratch);
+void rlx_dequant_matmul_f64(int64_t m, int64_t k, int64_t n, int64_t group,
+                            const double *x, const int8_t *w,
+                            const double *scales, double *y,
+                            void *scratch);
+
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */
 void *rlx_alloc(size_t bytes);

@@ -67,8 +67,6 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 SKIP = {}
 for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
     SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
-for _op in "dequant_matmul grouped_matmul".split():
-    SKIP[_op] = "quantization: reverse mode not in scope (diagnostic)"
 for _op in "quantize dequantize".split():
     SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
                  "see a cotangent")
@@ -264,6 +262,62 @@ def _(g):
     g.p("b", g.u((2, 3)))
     return ("%y = batched_dense_solve(%a, %b)", "%y",
             lambda t: torch.linalg.solve(t["a"], t["b"]))
+
+
+# ---- mixture of experts and dequant_matmul (bilinear; ids and i8 fixed)
+
+def _route(g, t, n_exp, empty):
+    """Expert ids in [0, n_exp), uneven, none equal to `empty`."""
+    ids = [j for j in range(n_exp) if j != empty]
+    return g.rng.choice(ids, size=t, p=np.linspace(2, 1, len(ids)) /
+                        np.linspace(2, 1, len(ids)).sum())
+
+
+@case("grouped_matmul", ops=["grouped_matmul"])
+def _(g):
+    g.p("x", g.u((7, 3)))
+    g.p("w", g.u((4, 3, 5)))
+    g.i("e", "i32", _route(g, 7, 4, 2))
+    return ("%y = grouped_matmul(%x, %w, %e)", "%y",
+            lambda t: torch.einsum("tk,tkn->tn", t["x"],
+                                   t["w"][t["e"].long()]))
+
+
+@case("grouped_matmul_backward_weight",
+      ops=["grouped_matmul_backward_weight"])
+def _(g):
+    g.p("x", g.u((7, 3)))
+    g.p("dy", g.u((7, 5)))
+    g.i("e", "i64", _route(g, 7, 4, 1))
+    return ("%y = grouped_matmul_backward_weight(%x, %dy, %e, "
+            "shape=[4, 3, 5])", "%y",
+            lambda t: torch.zeros(4, 3, 5, dtype=torch.float64).index_add(
+                0, t["e"].long(), torch.einsum("tk,tn->tkn", t["x"],
+                                               t["dy"])))
+
+
+def _dq_ref(t, group):
+    s = t["s"] if group is None else \
+        torch.repeat_interleave(t["s"], group, dim=0)
+    return t["x"] @ (t["w"].to(torch.float64) * s)
+
+
+@case("dequant_matmul", ops=["dequant_matmul"])
+def _(g):
+    g.p("x", g.u((2, 3, 6)))
+    g.i("w", "i8", g.rng.integers(-128, 128, (6, 5)))
+    g.p("s", g.u((5,), 0.005, 0.02))
+    return ("%y = dequant_matmul(%x, %w, %s)", "%y",
+            lambda t: _dq_ref(t, None))
+
+
+@case("dequant_matmul_group", ops=["dequant_matmul"])
+def _(g):
+    g.p("x", g.u((4, 6)))
+    g.i("w", "i8", g.rng.integers(-128, 128, (6, 5)))
+    g.p("s", g.u((3, 5), 0.005, 0.02))
+    return ("%y = dequant_matmul(%x, %w, %s, group_size=2)", "%y",
+            lambda t: _dq_ref(t, 2))
 
 
 def distinct(g, shape):

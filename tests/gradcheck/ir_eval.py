@@ -521,6 +521,21 @@ def _fake_quant(op, ins, a):
     return (dy * m).astype(dt)
 
 
+def _moe(op, ins, a):
+    """grouped_matmul, grouped_matmul_backward_weight, dequant_matmul."""
+    if op == "dequant_matmul":
+        x, w, s = ins
+        g = a.get("group_size", w.shape[0])
+        return x @ (w.astype(x.dtype) * np.repeat(s.reshape(-1, w.shape[1]),
+                                                  g, axis=0))
+    e = ins[2].astype(np.int64)
+    if op == "grouped_matmul":
+        return np.einsum("tk,tkn->tn", ins[0], ins[1][e])
+    dw = np.zeros(a["shape"], ins[0].dtype)
+    np.add.at(dw, e, np.einsum("tk,tn->tkn", ins[0], ins[1]))
+    return dw
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -621,6 +636,9 @@ def apply(graphs, op, ins, a, ty):
                         tuple(a["shape"]))
     if op == "scatter_add":
         return _scatter(ins[0], ins[1], 0, tuple(a["shape"]))
+    if op in ("grouped_matmul", "grouped_matmul_backward_weight",
+              "dequant_matmul"):
+        return _moe(op, ins, a)
     if op == "scan":
         return _scan(graphs, a, ins, ty)
     if op == "if":
