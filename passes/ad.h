@@ -69,6 +69,11 @@ Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
 Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
+/* n (selective_scan, gated_delta_net or fused_transformer_layer)
+ * expanded into primitive ops with b from operands a[]; recurrence
+ * bodies become graphs of m placed before b->g (expand_fused.c). */
+Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
+                      Node *const *a);
 /* For max_pool2d or max_pool2d_backward n (its kernel, stride,
  * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
  * window's first maximum of x in row-major order, m-shaped (vjp_nn.c;

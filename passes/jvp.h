@@ -70,6 +70,9 @@ Node *jvp_conv2d(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool(JvpCtx *jc, const Node *n);
 Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
 
+/* jvp_fused.c: selective_scan, gated_delta_net, fused_transformer_layer */
+Node *jvp_fused(JvpCtx *jc, const Node *n);
+
 /* jvp_control.c: scan, if, while, custom_fn */
 Node *jvp_scan(JvpCtx *jc, const Node *n);
 Node *jvp_if(JvpCtx *jc, const Node *n);

@@ -39,6 +39,7 @@ import e2e_cases_gnorm  # noqa: E402,F401
 import e2e_cases_conv  # noqa: E402,F401
 import e2e_cases_models  # noqa: E402,F401
 import e2e_cases_attention  # noqa: E402,F401
+import e2e_cases_seq  # noqa: E402,F401
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
