@@ -480,6 +480,34 @@ def _attention(op, ins, a):
     return back(ds.transpose(0, 1, 3, 2) @ q, ins[1])
 
 
+def _seq(op, ins):
+    """selective_scan / gated_delta_net: the recurrence, a loop over time
+    (language.md 6.7)."""
+    dt = ins[0].dtype
+    x = [np.asarray(v, np.float64) for v in ins]
+    if op == "selective_scan":
+        xs, d, A, B, C = x
+        st = np.zeros((xs.shape[0], A.shape[0], A.shape[1]))
+        y = np.zeros(xs.shape)
+        for t in range(xs.shape[1]):
+            dd = d[:, t, :, None]
+            st = np.exp(dd * A) * st + dd * B[:, t, None, :] * \
+                xs[:, t, :, None]
+            y[:, t] = (st * C[:, t, None, :]).sum(-1)
+        return y.astype(dt)
+    q, k, v, g, beta = x
+    n = q.shape[3]
+    S = np.zeros(q.shape[:1] + q.shape[2:3] + (n, n))
+    o = np.zeros(q.shape)
+    for t in range(q.shape[1]):
+        S = np.exp(g[:, t])[..., None, None] * S
+        sk = np.einsum("bhij,bhi->bhj", S, k[:, t])
+        dv = (v[:, t] - sk) * beta[:, t][..., None]
+        S = S + k[:, t][..., :, None] * dv[..., None, :]
+        o[:, t] = np.einsum("bhij,bhi->bhj", S, q[:, t]) / math.sqrt(n)
+    return o.astype(dt)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -493,6 +521,8 @@ def apply(graphs, op, ins, a, ty):
         return _rope(op, ins, a)
     if op in ("attention", "attention_backward"):
         return _attention(op, ins, a)
+    if op in ("selective_scan", "gated_delta_net"):
+        return _seq(op, ins)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])
