@@ -2,9 +2,10 @@
  * step 1) and the expansions of the fused sequence blocks into
  * primitive ops, shared with their JVP rules (jvp_nn.c).
  *
- * fused_transformer_layer is always lowered, in every graph of the
- * module (its forward pass is the existing fast kernels: matmul,
- * attention with a custom mask, layer_norm, activation):
+ * fused_transformer_layer is lowered in every graph of the module when
+ * code is generated (its forward pass is the existing fast kernels:
+ * matmul, attention with a custom mask, layer_norm, activation; --emit=ir
+ * and --check keep the op as written), and in the AD working copy:
  *   qkv = h W + b; q, k, v = narrow(qkv, axis 2) at 0, E, 2E;
  *   a = attention(q, k, v, mask, mask=custom, heads=H);
  *   h1 = layer_norm(a Wo + bo + h, eps=eps1);
@@ -25,7 +26,7 @@
  * Bodies are new graphs placed right before the graph that uses them
  * (graph references point to earlier graphs).
  * Requires: shape-checked module. Provides: no fused_transformer_layer
- * anywhere; with --grad, no selective_scan / gated_delta_net in the AD
+ * when code is generated; with --grad / --hvp, no fused block in the AD
  * working copy.
  */
 #include "passes/ad.h"
@@ -135,7 +136,8 @@ static Node *expand_gated_delta_net(IrBuilder *b, Module *m, const Node *n,
   int64_t N = qt->dims[3];
   /* per-step operands: exp(g) [b,s,H,1,1], k [b,s,H,n,1], v [b,s,H,n],
    * beta [b,s,H,1], all time-major */
-  Node *eg = unsqueeze(b, unsqueeze(b, ib_un(b, OP_EXP, a[3]), 3), 4);
+  int64_t d5[5] = {B, S, H, 1, 1};
+  Node *eg = ib_reshape(b, ib_un(b, OP_EXP, a[3]), 5, d5);
   Node *xs[4] = {time_major(b, eg), time_major(b, unsqueeze(b, a[1], 4)),
                  time_major(b, a[2]), time_major(b, unsqueeze(b, a[4], 3))};
   int64_t c4[4] = {B, H, N, N};
@@ -213,14 +215,20 @@ static Node *rewrite_transformer(IrBuilder *b, Node *n, void *ud) {
   return ad_fused_expand(b, ud, n, n->in);
 }
 
-static Node *rewrite_recurrence(IrBuilder *b, Node *n, void *ud) {
-  if (n->op != OP_SELECTIVE_SCAN && n->op != OP_GATED_DELTA_NET) return n;
+static Node *rewrite_fused(IrBuilder *b, Node *n, void *ud) {
+  if (!(op_info(n->op)->flags & OPF_FUSED)) return n;
   return ad_fused_expand(b, ud, n, n->in);
+}
+
+/* Object code, assembly or LLVM IR is produced. */
+static bool generates_code(const Unit *u) {
+  return u->opt && !u->opt->check &&
+         (u->opt->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM));
 }
 
 bool pass_expand_fused(Unit *u) {
   Module *m = u->mod;
-  for (int i = 0; i < m->ngraphs; i++) {
+  for (int i = 0; generates_code(u) && i < m->ngraphs; i++) {
     Graph *g = m->graphs[i];
     for (int j = 0; j < g->nnodes; j++)
       if (g->nodes[j]->op == OP_FUSED_TRANSFORMER_LAYER) {
@@ -231,6 +239,6 @@ bool pass_expand_fused(Unit *u) {
   if (!ad_wants_grad(u)) return true;
   ad_working_copy(u);
   for (int i = 0; i < u->n_ad_graphs; i++)
-    ib_rewrite(u->ctx, u->ad_graphs[i], rewrite_recurrence, m);
+    ib_rewrite(u->ctx, u->ad_graphs[i], rewrite_fused, m);
   return true;
 }

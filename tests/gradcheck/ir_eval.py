@@ -508,6 +508,24 @@ def _seq(op, ins):
     return o.astype(dt)
 
 
+def _transformer(ins, a):
+    """fused_transformer_layer (the forward graph keeps it unless code is
+    generated): post-norm layer from the attention and norm above."""
+    x = [v.astype(np.float64) for v in ins[:13]]
+    h, e = x[0], x[0].shape[2]
+    qkv = h @ x[1] + x[2]
+    att = _attention("attention", [qkv[..., :e], qkv[..., e:2 * e],
+                                   qkv[..., 2 * e:], ins[13]],
+                     {"heads": a["heads"], "mask": "custom"})
+
+    def ln(y, g, b, eps):
+        return _norm("layer_norm", [y, g, b], {"eps": eps})
+    h1 = ln(att @ x[3] + x[4] + h, x[5], x[6], a.get("eps1", 1e-12))
+    f = _act(a.get("activation", "gelu"), h1 @ x[7] + x[8])[0]
+    y = ln(f @ x[9] + x[10] + h1, x[11], x[12], a.get("eps2", 1e-12))
+    return y.astype(ins[0].dtype)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -523,6 +541,8 @@ def apply(graphs, op, ins, a, ty):
         return _attention(op, ins, a)
     if op in ("selective_scan", "gated_delta_net"):
         return _seq(op, ins)
+    if op == "fused_transformer_layer":
+        return _transformer(ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])

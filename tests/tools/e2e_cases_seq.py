@@ -229,3 +229,17 @@ def seq_grad(c, rng):
           entry="seq_grad_grad")
     c.run(ins, outs, sub="fwd", args=["--fd", "--grad-entry",
                                       "seq_grad_grad"])
+
+
+@case(diag=r"op 'gated_delta_net' is not supported: dtype f16")
+def seq_f16_unsupported(c, rng):
+    """The fused kernels are f32/f64: f16 gets a diagnostic naming the
+    op (the goldens are ready for an f16 kernel)."""
+    vals = gdn_values(rng, 1, 3, 2, 4)
+    ins = [T("f16", v, nm) for nm, v in zip(("q", "k", "v", "g", "beta"),
+                                            vals)]
+    o = gated_delta_net_ref(*[tt(t.v) for t in ins])
+    c.graph(ins, "%o = cast(gated_delta_net(%q, %k, %v, %g, %beta, "
+            "state_size=4), to=f32)", "%o",
+            comment="gated_delta_net in f16: not compiled (diagnostic)")
+    c.run(ins, [out("f32", o.numpy(), "o")])
