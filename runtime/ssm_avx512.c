@@ -1,9 +1,9 @@
 /* ssm_avx512.c -- the AVX-512F f32 selective-scan block (ssm.c): the 16
  * channel lanes of a block are one vector; per step and state index k,
  * state_k = exp16(delta * a_k) * state_k + (delta x) b_k and
- * y += c_k state_k.  State sizes up to 32 keep the state in registers
- * (fully unrolled); larger ones stream it through the task's scratch
- * (L1).  Tail blocks load and store under a lane mask.  Compiled with a
+ * y += c_k state_k.  State size 16 (Mamba's usual) keeps the state in
+ * 16 registers across the time loop (unrolled); other sizes stream it
+ * through the task's scratch (L1).  Tail blocks load and store under a lane mask.  Compiled with a
  * per-function target attribute like gemm_avx512.c. */
 #include "runtime/ssm_internal.h"
 
@@ -16,21 +16,46 @@
 
 #define LANES RLX_SSM_LANES
 
-/* One step over state indices [0, NK) held in st[] (registers when NK
- * is a small constant and the loop is unrolled). */
-#define STEP(NK, st, at)                                                  \
-  for (int64_t k = 0; k < (NK); k++) {                                    \
-    __m512 e = exp16(_mm512_mul_ps(dv, at[k]));                           \
-    st[k] = _mm512_fmadd_ps(e, st[k], _mm512_mul_ps(du, _mm512_set1_ps(bt[k]))); \
-    yv = _mm512_fmadd_ps(_mm512_set1_ps(ct[k]), st[k], yv);               \
+/* Lane mask of a block with nc valid channels. */
+static __mmask16 lanes(int64_t nc) { return (__mmask16)((1u << nc) - 1); }
+
+/* The block for state size NK (a constant): state in registers across
+ * the whole time loop (the loops over k unroll fully). */
+#define BLOCK_FIXED(NK)                                                   \
+  TGT static void block_##NK(const rlx_ssm_args *p, int64_t bi,          \
+                             int64_t c0, const float *atm)               \
+  {                                                                       \
+    const int64_t s = p->s, h = p->h;                                     \
+    const __mmask16 m = lanes(h - c0 < LANES ? h - c0 : LANES);           \
+    __m512 st[NK];                                                        \
+    for (int k = 0; k < NK; k++)                                          \
+      st[k] = _mm512_setzero_ps();                                        \
+    for (int64_t t = 0; t < s; t++) {                                     \
+      int64_t r = bi * s + t;                                             \
+      const float *bt = (const float *)p->bm + r * NK;                    \
+      const float *ct = (const float *)p->cm + r * NK;                    \
+      __m512 dv = _mm512_maskz_loadu_ps(m, (const float *)p->delta + r * h + c0); \
+      __m512 du = _mm512_mul_ps(                                          \
+          dv, _mm512_maskz_loadu_ps(m, (const float *)p->x + r * h + c0)); \
+      __m512 yv = _mm512_setzero_ps();                                    \
+      _Pragma("GCC unroll 16") for (int k = 0; k < NK; k++) {             \
+        __m512 e = exp16(_mm512_mul_ps(dv, _mm512_loadu_ps(atm + k * LANES))); \
+        st[k] = _mm512_fmadd_ps(e, st[k],                                 \
+                                _mm512_mul_ps(du, _mm512_set1_ps(bt[k]))); \
+        yv = _mm512_fmadd_ps(_mm512_set1_ps(ct[k]), st[k], yv);           \
+      }                                                                   \
+      _mm512_mask_storeu_ps((float *)p->y + r * h + c0, m, yv);           \
+    }                                                                     \
   }
+
+BLOCK_FIXED(16)
 
 TGT static void block_f32(const rlx_ssm_args *p, int64_t bi, int64_t c0,
                           float *ws)
 {
   const int64_t s = p->s, h = p->h, n = p->n;
   const int64_t nc = h - c0 < LANES ? h - c0 : LANES;
-  const __mmask16 m = (__mmask16)((1u << nc) - 1);
+  const __mmask16 m = lanes(nc);
   const float *a = p->a;
   float *atm = ws, *stm = ws + n * LANES;
   for (int64_t k = 0; k < n; k++)
@@ -38,32 +63,24 @@ TGT static void block_f32(const rlx_ssm_args *p, int64_t bi, int64_t c0,
       atm[k * LANES + j] = j < nc ? a[(c0 + j) * n + k] : 0;
       stm[k * LANES + j] = 0;
     }
-  enum { NR = 32 };
-  __m512 st[NR], at[NR];
-  int reg = n <= NR;
-  for (int64_t k = 0; reg && k < n; k++) {
-    at[k] = _mm512_loadu_ps(atm + k * LANES);
-    st[k] = _mm512_setzero_ps();
+  if (n == 16) {
+    block_16(p, bi, c0, atm);
+    return;
   }
   for (int64_t t = 0; t < s; t++) {
     int64_t r = bi * s + t;
     const float *bt = (const float *)p->bm + r * n;
     const float *ct = (const float *)p->cm + r * n;
     __m512 dv = _mm512_maskz_loadu_ps(m, (const float *)p->delta + r * h + c0);
-    __m512 xv = _mm512_maskz_loadu_ps(m, (const float *)p->x + r * h + c0);
-    __m512 du = _mm512_mul_ps(dv, xv), yv = _mm512_setzero_ps();
-    if (n == 16) {
-      STEP(16, st, at)
-    } else if (reg) {
-      STEP(n, st, at)
-    } else {
-      for (int64_t k = 0; k < n; k++) {
-        __m512 e = exp16(_mm512_mul_ps(dv, _mm512_loadu_ps(atm + k * LANES)));
-        __m512 sk = _mm512_loadu_ps(stm + k * LANES);
-        sk = _mm512_fmadd_ps(e, sk, _mm512_mul_ps(du, _mm512_set1_ps(bt[k])));
-        _mm512_storeu_ps(stm + k * LANES, sk);
-        yv = _mm512_fmadd_ps(_mm512_set1_ps(ct[k]), sk, yv);
-      }
+    __m512 du = _mm512_mul_ps(
+        dv, _mm512_maskz_loadu_ps(m, (const float *)p->x + r * h + c0));
+    __m512 yv = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k++) {
+      __m512 e = exp16(_mm512_mul_ps(dv, _mm512_loadu_ps(atm + k * LANES)));
+      __m512 sk = _mm512_loadu_ps(stm + k * LANES);
+      sk = _mm512_fmadd_ps(e, sk, _mm512_mul_ps(du, _mm512_set1_ps(bt[k])));
+      _mm512_storeu_ps(stm + k * LANES, sk);
+      yv = _mm512_fmadd_ps(_mm512_set1_ps(ct[k]), sk, yv);
     }
     _mm512_mask_storeu_ps((float *)p->y + r * h + c0, m, yv);
   }
