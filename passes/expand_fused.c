@@ -202,6 +202,10 @@ static Node *expand_transformer(IrBuilder *b, const Node *n,
 
 Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
                       Node *const *a) {
+  /* an empty result (a zero batch, length or channel count): zeros,
+   * which also makes every gradient zero (scan needs length >= 1) */
+  if (n->op != OP_FUSED_TRANSFORMER_LAYER && type_numel(&n->type) == 0)
+    return ib_fill(b, n->type, 0);
   switch (n->op) {
   case OP_SELECTIVE_SCAN: return expand_selective_scan(b, m, n, a, b->g);
   case OP_GATED_DELTA_NET: return expand_gated_delta_net(b, m, n, a, b->g);
