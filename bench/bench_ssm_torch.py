@@ -113,6 +113,12 @@ def main():
                                  o.calls)
             res["vectorized"] += timed(
                 lambda: vectorized_form(torch, x, d, a, b, c), o.calls)
+            print("# round: rlx %s loop %s vectorized %s (ms)" % (
+                res["rlx"][-1:] or "-",
+                " ".join("%.1f" % (t * 1e3) for t in res["loop"][-o.calls:]),
+                " ".join("%.1f" % (t * 1e3)
+                         for t in res["vectorized"][-o.calls:])),
+                flush=True)
     what = "selective_scan b=%d s=%d h=%d n=%d threads=%d" % (bs, s, h, n,
                                                                o.threads)
     base = None
