@@ -36,6 +36,8 @@ bool cg_emit_while(Cg *cg, Node *n);
 int64_t cg_scratch_while(Cg *cg, Node *n);
 bool cg_emit_custom_fn(Cg *cg, Node *n);
 int64_t cg_scratch_custom_fn(Cg *cg, Node *n);
+bool cg_emit_ssm(Cg *cg, Node *n); /* selective_scan, gated_delta_net */
+int64_t cg_scratch_ssm(Cg *cg, Node *n);
 bool cg_emit_relu_backward(Cg *cg, Node *n);
 bool cg_emit_activation_backward(Cg *cg, Node *n);
 bool cg_emit_softmax_xent_backward(Cg *cg, Node *n);

@@ -59,8 +59,8 @@
 #define CG_MAX_POOL2D {cg_emit_pool, NULL}
 #define CG_AVG_POOL2D {cg_emit_pool, NULL}
 #define CG_FUSED_TRANSFORMER_LAYER CG_UNSUPPORTED
-#define CG_SELECTIVE_SCAN CG_UNSUPPORTED
-#define CG_GATED_DELTA_NET CG_UNSUPPORTED
+#define CG_SELECTIVE_SCAN {cg_emit_ssm, cg_scratch_ssm}
+#define CG_GATED_DELTA_NET {cg_emit_ssm, cg_scratch_ssm}
 #define CG_FAKE_QUANTIZE {cg_emit_lowered, NULL}
 #define CG_FAKE_QUANTIZE_LSQ {cg_emit_lowered, NULL}
 #define CG_QUANTIZE {cg_emit_elementwise, NULL}

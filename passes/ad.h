@@ -81,6 +81,11 @@ Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s);
 /* A per-tensor scalar or [C] value of fake-quantization op n laid out
  * to broadcast against x: 1 on every axis but the channel axis. */
 Node *ad_quant_lay(IrBuilder *b, const Node *n, Node *s);
+/* n (selective_scan, gated_delta_net or fused_transformer_layer)
+ * expanded into primitive ops with b from operands a[]; recurrence
+ * bodies become graphs of m placed before b->g (expand_fused.c). */
+Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
+                      Node *const *a);
 /* For max_pool2d or max_pool2d_backward n (its kernel, stride,
  * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
  * window's first maximum of x in row-major order, m-shaped (vjp_nn.c;

@@ -377,9 +377,9 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_IF jvp_if
 #define JVP_WHILE jvp_while
 #define JVP_CUSTOM_FN jvp_custom_fn
-#define JVP_FUSED_TRANSFORMER_LAYER jvp_unsupported
-#define JVP_SELECTIVE_SCAN jvp_unsupported
-#define JVP_GATED_DELTA_NET jvp_unsupported
+#define JVP_FUSED_TRANSFORMER_LAYER jvp_fused
+#define JVP_SELECTIVE_SCAN jvp_fused
+#define JVP_GATED_DELTA_NET jvp_fused
 #define JVP_FAKE_QUANTIZE jvp_fake_quantize
 #define JVP_FAKE_QUANTIZE_LSQ jvp_fake_quantize_lsq
 #define JVP_QUANTIZE jvp_cast /* i8: no tangent */

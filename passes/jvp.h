@@ -77,6 +77,8 @@ Node *jvp_fake_quantize_bwd(JvpCtx *jc, const Node *n);
 /* jvp_moe.c: grouped_matmul (and its backward op), dequant_matmul */
 Node *jvp_grouped_matmul(JvpCtx *jc, const Node *n);
 Node *jvp_dequant_matmul(JvpCtx *jc, const Node *n);
+/* jvp_fused.c: selective_scan, gated_delta_net, fused_transformer_layer */
+Node *jvp_fused(JvpCtx *jc, const Node *n);
 
 /* jvp_control.c: scan, if, while, custom_fn */
 Node *jvp_scan(JvpCtx *jc, const Node *n);

@@ -71,6 +71,8 @@ const Pass *pass_list(int *n);
 
 /* Autodiff passes (passes/<name>.c; each returns true and does nothing
  * without --grad). In pipeline order: */
+bool pass_expand_fused(Unit *u);    /* fused blocks -> primitives (the
+                                       transformer layer always) */
 bool pass_prepare_if(Unit *u);      /* if -> both branches + where */
 bool pass_prepare_while(Unit *u);   /* while -> bounded unrolling */
 bool pass_inline_custom_fn(Unit *u);/* custom_fn w/o vjp/jvp -> fwd */

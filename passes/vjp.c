@@ -606,9 +606,9 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_IF vjp_unprepared
 #define VJP_WHILE vjp_unprepared
 #define VJP_CUSTOM_FN vjp_custom_fn
-#define VJP_FUSED_TRANSFORMER_LAYER vjp_unsupported
-#define VJP_SELECTIVE_SCAN vjp_unsupported
-#define VJP_GATED_DELTA_NET vjp_unsupported
+#define VJP_FUSED_TRANSFORMER_LAYER vjp_unprepared
+#define VJP_SELECTIVE_SCAN vjp_unprepared
+#define VJP_GATED_DELTA_NET vjp_unprepared
 #define VJP_FAKE_QUANTIZE vjp_fake_quantize
 #define VJP_FAKE_QUANTIZE_LSQ vjp_fake_quantize_lsq
 #define VJP_QUANTIZE vjp_cast /* straight through */

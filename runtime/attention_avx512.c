@@ -7,13 +7,9 @@
  * avx512.  Score tiles are [key][query], so every softmax reduction runs
  * down the columns: plain vertical vector operations, no shuffles.
  *
- * exp (f32): x clamped to [-110, 88.72] (below -103.97 the result is
- * exactly 0: -inf gives 0, never a denormal), n = rint(x / ln 2), r = x -
- * n ln 2 in two FMAs (Cody-Waite), exp(r) by the degree-7 polynomial of
- * Cephes expf, scaled by 2^n with vscalefps (which also handles the
- * denormal range).  Cephes gives about 1 ulp for this form; the unit
- * test checks the attention results against a double reference.  f64
- * uses libm exp (the portable steps of attention_tmpl.h).
+ * exp (f32): exp16 of avx512_exp.h, about 1 ulp; the unit test checks
+ * the attention results against a double reference.  f64 uses libm exp
+ * (the portable steps of attention_tmpl.h).
  */
 #include "runtime/attention_internal.h"
 
@@ -54,25 +50,7 @@
 #undef VSET1
 #undef VFMA
 
-TGT static inline __m512 exp16(__m512 x)
-{
-  x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.72f));
-  __m512 n = _mm512_roundscale_ps(
-      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+#include "runtime/avx512_exp.h"
 
 TGT static void online_f32(float *s, int64_t nk, float *mx, float *l,
                            float *alpha)

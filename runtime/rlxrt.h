@@ -436,6 +436,39 @@ void rlx_dequant_matmul_f64(int64_t m, int64_t k, int64_t n, int64_t group,
                             const double *scales, double *y,
                             void *scratch);
 
+/* Fused sequence blocks (language.md selective_scan, gated_delta_net),
+   dense row-major operands.
+     rlx_selective_scan_*: x, delta, y [b][s][h], a [h][n], bm, cm
+       [b][s][n]; per batch row the state [h][n] starts at 0; per step t
+       state = exp(delta (x) a) * state + delta*x (x) bm[t],
+       y[t] = state . cm[t].
+     rlx_gated_delta_net_*: q, k, v, o [b][s][heads][n], g, beta
+       [b][s][heads]; per (row, head) an n x n state S from 0:
+       S = exp(g) S; d = (v - S^T k) beta; S += k d^T; o = S^T q / sqrt(n).
+   scratch: the *_scratch_bytes of the geometry, 64-byte aligned, need
+   not be initialized.  Use the pool; bit-identical results for any
+   thread count. */
+int64_t rlx_selective_scan_scratch_bytes(int64_t b, int64_t h, int64_t n,
+                                         int64_t elem_size);
+void rlx_selective_scan_f32(int64_t b, int64_t s, int64_t h, int64_t n,
+                            const float *x, const float *delta,
+                            const float *a, const float *bm,
+                            const float *cm, float *y, void *scratch);
+void rlx_selective_scan_f64(int64_t b, int64_t s, int64_t h, int64_t n,
+                            const double *x, const double *delta,
+                            const double *a, const double *bm,
+                            const double *cm, double *y, void *scratch);
+int64_t rlx_gated_delta_net_scratch_bytes(int64_t b, int64_t heads,
+                                          int64_t n, int64_t elem_size);
+void rlx_gated_delta_net_f32(int64_t b, int64_t s, int64_t heads,
+                             int64_t n, const float *q, const float *k,
+                             const float *v, const float *g,
+                             const float *beta, float *o, void *scratch);
+void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads,
+                             int64_t n, const double *q, const double *k,
+                             const double *v, const double *g,
+                             const double *beta, double *o, void *scratch);
+
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */
 void *rlx_alloc(size_t bytes);

@@ -65,8 +65,6 @@ GOLDEN_DIR = os.path.join(HERE, "golden")
 # Ops outside reverse mode's scope (docs/autodiff.md): rlxc reports a
 # diagnostic when a gradient would have to flow through them.
 SKIP = {}
-for _op in ("fused_transformer_layer selective_scan gated_delta_net").split():
-    SKIP[_op] = "fused block: not expanded before AD yet (diagnostic)"
 for _op in "quantize dequantize".split():
     SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
                  "see a cotangent")
@@ -1209,6 +1207,62 @@ def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
 
 for _f in ATTN_FORMS:
     attn_case(*_f)
+
+
+# ---- fused sequence blocks (differentiated through expand_fused) ----
+
+import e2e_cases_seq as SEQ  # noqa: E402
+
+# (suffix, b, s, h, n): s = 1, state sizes 1, 2 and 64
+SSM_GC_FORMS = [("", 2, 3, 3, 2), ("_s1", 1, 1, 2, 1), ("_n64", 1, 2, 2, 64)]
+GDN_GC_FORMS = [("", 2, 3, 2, 2), ("_s1", 1, 1, 1, 1), ("_n64", 1, 2, 1, 64)]
+
+
+def ssm_case(sfx, b, s, h, n):
+    @case("selective_scan" + sfx, ops=["selective_scan"])
+    def _(g):
+        for nm, v in zip("x d a b c".split(), SEQ.ssm_values(g.rng, b, s, h,
+                                                               n)):
+            g.p(nm, v)
+        return ("%%y = selective_scan(%%x, %%d, %%a, %%b, %%c, "
+                "state_size=%d)" % n, "%y",
+                lambda t: SEQ.selective_scan_ref(
+                    *[t[k] for k in "x d a b c".split()]))
+
+
+def gdn_case(sfx, b, s, h, n):
+    @case("gated_delta_net" + sfx, ops=["gated_delta_net"])
+    def _(g):
+        for nm, v in zip("q k v g beta".split(), SEQ.gdn_values(g.rng, b, s,
+                                                                  h, n)):
+            g.p(nm, v)
+        return ("%%y = gated_delta_net(%%q, %%k, %%v, %%g, %%beta, "
+                "state_size=%d)" % n, "%y",
+                lambda t: SEQ.gated_delta_net_ref(
+                    *[t[k] for k in "q k v g beta".split()]))
+
+
+for _f in SSM_GC_FORMS:
+    ssm_case(*_f)
+for _f in GDN_GC_FORMS:
+    gdn_case(*_f)
+
+
+def tl_case(sfx, b, s, heads, hd, inter, act):
+    @case("fused_transformer_layer" + sfx, ops=["fused_transformer_layer"])
+    def _(g):
+        vals, m = SEQ.transformer_values(g.rng, b, s, heads * hd, inter)
+        for nm, v in zip(SEQ.TL_NAMES, vals):
+            g.p(nm + "0", v)
+        g.i("mask0", g.dt, m)
+        return ("%%y = %s" % SEQ._tl_call(0, heads, hd, inter, act), "%y",
+                lambda t: SEQ.transformer_ref(
+                    {k: t[k + "0"] for k in SEQ.TL_NAMES[:-1]}, m, heads,
+                    act))
+
+
+tl_case("", 2, 3, 2, 2, 6, "gelu")
+tl_case("_silu", 1, 2, 1, 3, 4, "silu")
 
 
 # ---- complex (conjugate-Wirtinger convention, as torch) ----

@@ -536,6 +536,52 @@ def _moe(op, ins, a):
     return dw
 
 
+def _seq(op, ins):
+    """selective_scan / gated_delta_net: the recurrence, a loop over time
+    (language.md 6.7)."""
+    dt = ins[0].dtype
+    x = [np.asarray(v, np.float64) for v in ins]
+    if op == "selective_scan":
+        xs, d, A, B, C = x
+        st = np.zeros((xs.shape[0], A.shape[0], A.shape[1]))
+        y = np.zeros(xs.shape)
+        for t in range(xs.shape[1]):
+            dd = d[:, t, :, None]
+            st = np.exp(dd * A) * st + dd * B[:, t, None, :] * \
+                xs[:, t, :, None]
+            y[:, t] = (st * C[:, t, None, :]).sum(-1)
+        return y.astype(dt)
+    q, k, v, g, beta = x
+    n = q.shape[3]
+    S = np.zeros(q.shape[:1] + q.shape[2:3] + (n, n))
+    o = np.zeros(q.shape)
+    for t in range(q.shape[1]):
+        S = np.exp(g[:, t])[..., None, None] * S
+        sk = np.einsum("bhij,bhi->bhj", S, k[:, t])
+        dv = (v[:, t] - sk) * beta[:, t][..., None]
+        S = S + k[:, t][..., :, None] * dv[..., None, :]
+        o[:, t] = np.einsum("bhij,bhi->bhj", S, q[:, t]) / math.sqrt(n)
+    return o.astype(dt)
+
+
+def _transformer(ins, a):
+    """fused_transformer_layer (the forward graph keeps it unless code is
+    generated): post-norm layer from the attention and norm above."""
+    x = [v.astype(np.float64) for v in ins[:13]]
+    h, e = x[0], x[0].shape[2]
+    qkv = h @ x[1] + x[2]
+    att = _attention("attention", [qkv[..., :e], qkv[..., e:2 * e],
+                                   qkv[..., 2 * e:], ins[13]],
+                     {"heads": a["heads"], "mask": "custom"})
+
+    def ln(y, g, b, eps):
+        return _norm("layer_norm", [y, g, b], {"eps": eps})
+    h1 = ln(att @ x[3] + x[4] + h, x[5], x[6], a.get("eps1", 1e-12))
+    f = _act(a.get("activation", "gelu"), h1 @ x[7] + x[8])[0]
+    y = ln(f @ x[9] + x[10] + h1, x[11], x[12], a.get("eps2", 1e-12))
+    return y.astype(ins[0].dtype)
+
+
 def apply(graphs, op, ins, a, ty):
     if op.endswith(("pool2d", "pool2d_backward")):
         return _pool(op, ins, a)
@@ -551,6 +597,10 @@ def apply(graphs, op, ins, a, ty):
         return _attention(op, ins, a)
     if op.startswith("fake_quantize"):
         return _fake_quant(op, ins, a)
+    if op in ("selective_scan", "gated_delta_net"):
+        return _seq(op, ins)
+    if op == "fused_transformer_layer":
+        return _transformer(ins, a)
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""bench_ssm_torch.py -- PyTorch CPU baselines for bench/bench_ssm.c's
+selective scan (float32, b=8, s=1024, h=256, n=16 by default), run in
+alternation with rlxc's fused kernel.
+
+The recurrence of language.md selective_scan,
+  state_t = exp(delta_t (x) a) * state_{t-1} + (delta_t x_t) (x) b_t,
+  y_t = state_t . c_t,
+in two PyTorch forms:
+  loop        a Python loop over t, each step vectorized over (b, h, n);
+  vectorized  the associative (parallel) scan: with dA = exp(delta (x) a)
+              and u = (delta x) (x) b for all steps at once, log2(s)
+              doubling steps (A, U)[t] <- (A[t] A[t-d], A[t] U[t-d] + U[t])
+              over whole tensors, then y = sum_n(U * c).  (The log-space
+              cumsum form, exp(L_t) cumsum(exp(-L) u), overflows float32
+              for these lengths: sum of delta*a reaches about -400.)
+Both are checked against each other (and rlx's output is checked in
+tests/e2e; here only timed). torch.set_num_threads(T); OMP / OpenBLAS
+thread counts are set to T before torch loads. Each round runs rlx (when
+--rlx is given), then loop, then vectorized; --rounds rounds; per side
+the median and minimum over all calls of all rounds, and the ratios
+torch / rlx of the medians and of the minima.
+
+Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_ssm_torch.py
+       [--threads 1] [--rounds 3] [--calls 3] [--shape 8,1024,256,16]
+       [--rlx build/bench/bench_ssm] [--forms loop,vectorized]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+LINE = re.compile(r"rlx selective_scan .*median_ms=(\S+) min_ms=(\S+)")
+
+
+def loop_form(torch, x, d, a, b, c):
+    bs, s, h = x.shape
+    st = x.new_zeros(bs, h, a.shape[1])
+    ys = []
+    for t in range(s):
+        dt = d[:, t, :, None]
+        st = torch.exp(dt * a) * st + (dt * x[:, t, :, None]) * \
+            b[:, t, None, :]
+        ys.append((st * c[:, t, None, :]).sum(-1))
+    return torch.stack(ys, 1)
+
+
+def vectorized_form(torch, x, d, a, b, c):
+    A = torch.exp(d[..., None] * a)                  # [b, s, h, n]
+    U = (d * x)[..., None] * b[:, :, None, :]
+    s, k = x.shape[1], 1
+    while k < s:
+        U = torch.cat([U[:, :k], A[:, k:] * U[:, :-k] + U[:, k:]], 1)
+        A = torch.cat([A[:, :k], A[:, k:] * A[:, :-k]], 1)
+        k *= 2
+    return (U * c[:, :, None, :]).sum(-1)
+
+
+def timed(fn, calls):
+    ts = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def stats(ts):
+    ts = sorted(ts)
+    return ts[len(ts) // 2] * 1e3, ts[0] * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--shape", default="8,1024,256,16")
+    ap.add_argument("--rlx")
+    ap.add_argument("--forms", default="loop,vectorized",
+                    help="the PyTorch forms to time (with vectorized, the two are "
+                    "first checked against each other)")
+    o = ap.parse_args()
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[v] = str(o.threads)
+    import torch
+    torch.set_num_threads(o.threads)
+    bs, s, h, n = (int(v) for v in o.shape.split(","))
+    g = torch.Generator().manual_seed(0)
+
+    def uni(shape, lo, hi):
+        return torch.rand(shape, generator=g) * (hi - lo) + lo
+    x, d = uni((bs, s, h), -1, 1), uni((bs, s, h), 0.05, 0.6)
+    a = uni((h, n), -2, -0.2)
+    b, c = uni((bs, s, n), -1, 1), uni((bs, s, n), -1, 1)
+    with torch.no_grad():
+        if "vectorized" in o.forms:
+            y1 = loop_form(torch, x, d, a, b, c)
+            y2 = vectorized_form(torch, x, d, a, b, c)
+            err = float((y1 - y2).abs().max() / y1.abs().max())
+            print("# torch %s threads=%d loop vs vectorized max rel diff "
+                  "%.2e" % (torch.__version__, o.threads, err))
+            if err > 1e-4:
+                sys.exit("the two PyTorch forms disagree")
+        res = {"rlx": [], "loop": [], "vectorized": []}
+        for _ in range(o.rounds):
+            if o.rlx:
+                out = subprocess.run(
+                    [o.rlx, "--threads=%d" % o.threads, "--secs=1",
+                     "--shape=" + o.shape, "--gdn=1,1,1,1"],
+                    check=True, stdout=subprocess.PIPE).stdout.decode()
+                m = LINE.search(out)
+                res["rlx"].append((float(m.group(1)), float(m.group(2))))
+            if "loop" in o.forms:
+                res["loop"] += timed(
+                    lambda: loop_form(torch, x, d, a, b, c), o.calls)
+            if "vectorized" in o.forms:
+                res["vectorized"] += timed(
+                    lambda: vectorized_form(torch, x, d, a, b, c), o.calls)
+            print("# round: rlx %s loop %s vectorized %s (ms)" % (
+                res["rlx"][-1:] or "-",
+                " ".join("%.1f" % (t * 1e3) for t in res["loop"][-o.calls:]),
+                " ".join("%.1f" % (t * 1e3)
+                         for t in res["vectorized"][-o.calls:])),
+                flush=True)
+    what = "selective_scan b=%d s=%d h=%d n=%d threads=%d" % (bs, s, h, n,
+                                                               o.threads)
+    base = None
+    if res["rlx"]:
+        meds = sorted(r[0] for r in res["rlx"])
+        base = (meds[len(meds) // 2], min(r[1] for r in res["rlx"]))
+        print("rlx   %s median_ms=%.2f min_ms=%.2f (median of %d runs' "
+              "medians)" % (what, base[0], base[1], len(meds)))
+    for k in ("loop", "vectorized"):
+        if not res[k]:
+            continue
+        med, mn = stats(res[k])
+        line = "torch %-10s %s median_ms=%.2f min_ms=%.2f" % (k, what, med,
+                                                             mn)
+        if base:
+            line += " ratio_median=%.1f ratio_min=%.1f" % (med / base[0],
+                                                          mn / base[1])
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
