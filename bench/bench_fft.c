@@ -22,22 +22,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h" /* now_s, cmp_double */
 #include "runtime/rlxrt.h"
 
 #define MAX_T 200000
-
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 typedef struct {
   int64_t n;

@@ -53,7 +53,7 @@ static int cmp_d(const void *p, const void *q)
 
 static void run_q(const Prob *p)
 {
-  rlx_q_matmul(p->m, p->n, p->k, p->x, p->w, p->bias, 0.001f, 3, 0, 1,
+  rlx_q_matmul(p->m, p->n, p->k, p->x, p->w, p->bias, 0.001f, NULL, 3, 0, 1,
                p->y, p->ws);
 }
 

@@ -2,7 +2,8 @@
  * out.
  *
  * Each node is ONE call of a runtime routine (runtime/rlxrt.h):
- *   rlx_q_matmul(m, n, k, x, w, bias, mult, x_zp, w_zp, out_zp, y, ws)
+ *   rlx_q_matmul(m, n, k, x, w, bias, mult, mults, x_zp, w_zp, out_zp, y,
+ *                ws)    (mults: the optional 4th operand, else NULL)
  *   rlx_q_conv2d(geometry, x, w, bias, mult, x_zp, w_zp, out_zp, y, ws)
  * with `mult` rounded to f32 (the runtime multiplies the i32
  * accumulator by it in double) and the geometry a private constant
@@ -31,11 +32,11 @@ int64_t cg_scratch_qgemm(Cg *cg, Node *n) {
 
 bool cg_emit_qgemm(Cg *cg, Node *n) {
   if (type_numel(&n->type) == 0) return true;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < n->nin; i++) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
   }
-  LLVMValueRef q[10];
+  LLVMValueRef q[11];
   int nq = 0;
   if (n->op == OP_Q_CONV2D) {
     rlx_conv_geom g = cg_conv_geometry(n);
@@ -48,6 +49,8 @@ bool cg_emit_qgemm(Cg *cg, Node *n) {
   }
   for (int i = 0; i < 3; i++) q[nq++] = cg_buf(cg, n->in[i]);
   q[nq++] = LLVMConstReal(cg->t_f32, (float)ir_attr_float(n, ATTR_MULT, 0));
+  if (n->op == OP_Q_MATMUL)
+    q[nq++] = n->nin == 4 ? cg_buf(cg, n->in[3]) : LLVMConstNull(cg->t_ptr);
   q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_X_ZP, 0));
   q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_W_ZP, 0));
   q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_OUT_ZP, 0));

@@ -6,7 +6,8 @@
  *   rank 0 or [1] (per tensor) or [x.shape[axis]] (with axis).
  * quantize(x) -> i8 of x's shape: x float, scale > 0, zero_point in
  *   [-128, 127]. dequantize(q i8) -> f32.
- * q_matmul(x i8 [M, K], w i8 [K, N], bias i32 [N]) -> i8 [M, N];
+ * q_matmul(x i8 [M, K], w i8 [K, N], bias i32 [N][, mults f32 [N]])
+ *   -> i8 [M, N] (mults: per-column multipliers, times mult);
  * q_conv2d(x i8 [N, C, H, W], w i8, bias i32 [C_out]) -> i8 (conv2d
  *   geometry). mult > 0 and finite, also as f32; zero points in
  *   [-128, 127].
@@ -130,6 +131,8 @@ bool shape_q_matmul(Ctx *c, Node *n) {
                   (long long)x->dims[1], (long long)w->dims[0]);
   Type b = type_make(DT_I32, 1, &w->dims[1]);
   if (!sh_want_type(c, n, 2, "bias", &b)) return false;
+  Type m = type_make(DT_F32, 1, &w->dims[1]);
+  if (n->nin == 4 && !sh_want_type(c, n, 3, "mults", &m)) return false;
   int64_t d[2] = {x->dims[0], w->dims[1]};
   n->type = type_make(DT_I8, 2, d);
   return true;

@@ -39,12 +39,14 @@ typedef struct {
   const int32_t *bias;
   int bias_rows; /* bias per row of C (else per column) */
   int32_t az, bz, ozp;
-  double mult;
+  float mult;
+  const float *mults; /* per column of C, or NULL */
   int8_t *c;
   int64_t ldc;
   uint8_t *ap;
   int8_t *bp;
   int32_t *rowt, *colt;
+  double *mc; /* column multipliers: mult (times mults[j]), padded */
 } QJob;
 
 static int64_t up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -53,7 +55,7 @@ static int64_t up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 static void kern_scalar(int64_t kq, const uint8_t *ap, const int8_t *bp,
                         const int32_t *rowt, const int32_t *colt,
-                        double mult, int32_t ozp, int8_t *c, int64_t ldc,
+                        const double *mc, int32_t ozp, int8_t *c, int64_t ldc,
                         int mr, int nr)
 {
   uint32_t acc[QMR][QNR] = {{0}};
@@ -65,7 +67,7 @@ static void kern_scalar(int64_t kq, const uint8_t *ap, const int8_t *bp,
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = rlx_requant(
-          acc[i][j] + (uint32_t)rowt[i] + (uint32_t)colt[j], mult, ozp);
+          acc[i][j] + (uint32_t)rowt[i] + (uint32_t)colt[j], mc[j], ozp);
 }
 
 /* Column sums of a packed panel: sums of the 4*kq bytes of each of
@@ -268,7 +270,7 @@ static void tile_task(void *ctx, int64_t lo, int64_t hi)
     int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
     int nr = jb->n - j0 < QNR ? (int)(jb->n - j0) : QNR;
     jb->isa->kern(jb->kq, jb->ap + i0 * jb->kq * 4, jb->bp + j0 * jb->kq * 4,
-             jb->rowt + i0, jb->colt + j0, jb->mult, jb->ozp,
+             jb->rowt + i0, jb->colt + j0, jb->mc + j0, jb->ozp,
              jb->c + i0 * jb->ldc + j0, jb->ldc, mr, nr);
   }
 }
@@ -296,20 +298,23 @@ static void qgemm(QJob *jb, char *scratch)
   jb->bp = (int8_t *)(scratch + up(mp * kp, 64));
   jb->rowt = (int32_t *)((char *)jb->bp + up(np * kp, 64));
   jb->colt = (int32_t *)((char *)jb->rowt + up(mp * 4, 64));
+  jb->mc = (double *)((char *)jb->colt + up(np * 4, 64));
+  for (int64_t j = 0; j < np; j++) /* f32 x f32 is exact in double */
+    jb->mc[j] = (double)jb->mult * (jb->mults && j < jb->n ? jb->mults[j] : 1);
   run(jb->mt + jb->nt, 8 * kp * QNR, pack_task, jb);
   run(jb->mt * jb->nt, kp * QMR * QNR, tile_task, jb);
 }
 
 void rlx_q_matmul(int64_t m, int64_t n, int64_t k, const int8_t *x,
                   const int8_t *w, const int32_t *bias, float mult,
-                  int32_t x_zp, int32_t w_zp, int32_t out_zp, int8_t *y,
-                  void *scratch)
+                  const float *mults, int32_t x_zp, int32_t w_zp,
+                  int32_t out_zp, int8_t *y, void *scratch)
 {
   if (m <= 0 || n <= 0)
     return;
   QJob jb = {.m = m, .n = n, .k = k, .a = x, .lda = k, .b = w, .ldb = n,
              .bias = bias, .bias_rows = 0, .az = x_zp, .bz = w_zp,
-             .ozp = out_zp, .mult = mult, .c = y, .ldc = n};
+             .ozp = out_zp, .mult = mult, .mults = mults, .c = y, .ldc = n};
   qgemm(&jb, scratch);
 }
 

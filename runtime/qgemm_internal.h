@@ -14,8 +14,8 @@
  *   ap[q*QMR*4 + 4i + t] = A(i0+i, 4q+t) + 128   (0 outside A)
  *   bp[q*QNR*4 + 4j + t] = B(4q+t, j0+j)         (0 outside B)
  * A tile kernel computes s(i,j) = sum_q sum_t ap * bp (i32, wrapping)
- * and writes c[i*ldc + j] = rlx_requant(s + rowt[i] + colt[j]) for
- * i < mr, j < nr.  The row and column sums come from the packed
+ * and writes c[i*ldc + j] = rlx_requant(s + rowt[i] + colt[j], mc[j])
+ * for i < mr, j < nr (mc: the column's multiplier, QNR of them).  The row and column sums come from the packed
  * panels too (RlxQIsa).  Integer sums are exact in any order, and both
  * kernels round alike, so every path and thread count gives the same
  * bits.
@@ -32,7 +32,7 @@ enum { QMR = 8, QNR = 32 };
 
 typedef void (*RlxQKern)(int64_t kq, const uint8_t *ap, const int8_t *bp,
                          const int32_t *rowt, const int32_t *colt,
-                         double mult, int32_t out_zp, int8_t *c,
+                         const double *mc, int32_t out_zp, int8_t *c,
                          int64_t ldc, int mr, int nr);
 
 /* One instruction set: the tile kernel, the lane sums of a packed

@@ -3,7 +3,7 @@
  *
  * Layout (qgemm.c): packed A (ceil(m/QMR)*QMR rows), packed B
  * (ceil(n/QNR)*QNR columns), both of ceil(k/4)*4 bytes a row/column,
- * then the i32 row and column terms; q_conv2d puts its im2col matrix
+ * then the i32 row and column terms and the f64 column multipliers; q_conv2d puts its im2col matrix
  * [C/groups*KH*KW, OH*OW] in front.  Every part is 64-byte aligned.
  */
 #include "runtime/qgemm_internal.h"
@@ -15,7 +15,7 @@ int64_t rlx_q_matmul_scratch_bytes(int64_t m, int64_t n, int64_t k)
 {
   int64_t mp = up(m, QMR), np = up(n, QNR), kp = up(k, 4);
   return up(mp * kp, 64) + up(np * kp, 64) + up(mp * 4, 64) +
-         up(np * 4, 64);
+         up(np * 4, 64) + up(np * 8, 64);
 }
 
 /* Whether the convolution reads x directly as its GEMM's B. */

@@ -32,11 +32,12 @@ TGT static inline __m256i round8(__m256i v, __m512d m)
                                          _MM_FROUND_NO_EXC);
 }
 
-/* 16 i32 accumulators -> sat8(rint(v * m) + zp) bytes. */
-TGT static inline __m128i requant16(__m512i v, __m512d m, __m512i zp)
+/* 16 i32 accumulators -> sat8(rint(v * m) + zp) bytes, m the 16 column
+   multipliers. */
+TGT static inline __m128i requant16(__m512i v, const double *m, __m512i zp)
 {
-  __m256i lo = round8(_mm512_castsi512_si256(v), m);
-  __m256i hi = round8(_mm512_extracti64x4_epi64(v, 1), m);
+  __m256i lo = round8(_mm512_castsi512_si256(v), _mm512_loadu_pd(m));
+  __m256i hi = round8(_mm512_extracti64x4_epi64(v, 1), _mm512_loadu_pd(m + 8));
   __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   return _mm512_cvtsepi32_epi8(_mm512_add_epi32(r, zp));
 }
@@ -44,7 +45,7 @@ TGT static inline __m128i requant16(__m512i v, __m512d m, __m512i zp)
 /* The tile with NV = 1 or 2 vectors of 16 columns (after inlining). */
 __attribute__((always_inline)) TGT static inline void
 kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
-        const int32_t *rowt, const int32_t *colt, double mult, int32_t ozp,
+        const int32_t *rowt, const int32_t *colt, const double *mc, int32_t ozp,
         int8_t *c, int64_t ldc, int mr, int nr)
 {
   __m512i acc[2][QMR];
@@ -63,7 +64,6 @@ kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
         acc[1][i] = _mm512_dpbusd_epi32(acc[1][i], a, b1);
     }
   }
-  __m512d m = _mm512_set1_pd(mult);
   __m512i zp = _mm512_set1_epi32(ozp);
 #pragma GCC unroll 2
   for (int h = 0; h < nv; h++) {
@@ -74,20 +74,20 @@ kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
     for (int i = 0; i < QMR && i < mr; i++) {
       __m512i v = _mm512_add_epi32(
           _mm512_add_epi32(acc[h][i], _mm512_set1_epi32(rowt[i])), ct);
-      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, requant16(v, m, zp));
+      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, requant16(v, mc + 16 * h, zp));
     }
   }
 }
 
 TGT static void kern_vnni(int64_t kq, const uint8_t *ap, const int8_t *bp,
                           const int32_t *rowt, const int32_t *colt,
-                          double mult, int32_t ozp, int8_t *c, int64_t ldc,
+                          const double *mc, int32_t ozp, int8_t *c, int64_t ldc,
                           int mr, int nr)
 {
   if (nr > 16)
-    kern_nv(2, kq, ap, bp, rowt, colt, mult, ozp, c, ldc, mr, nr);
+    kern_nv(2, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
   else
-    kern_nv(1, kq, ap, bp, rowt, colt, mult, ozp, c, ldc, mr, nr);
+    kern_nv(1, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
 }
 
 /* Lane sums with vpdpbusd against bytes of 1: u8 A lanes times s8 ones,

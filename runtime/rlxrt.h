@@ -285,7 +285,9 @@ void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
      y = sat8(round_half_even(acc * (double)mult) + out_zp)
      acc = bias + sum (x - x_zp) * (w - w_zp)   (i32, wrapping mod 2^32)
    the product acc * mult computed in double (one rounding).  q_matmul:
-   x [m, k], w [k, n], bias [n], y [m, n], row-major.  q_conv2d: the
+   x [m, k], w [k, n], bias [n], y [m, n], row-major; mults (NULL, or
+   n floats): column j's multiplier is (double)mult * mults[j] (exact),
+   per-channel requantization.  q_conv2d: the
    conv2d geometry above (x NCHW, w [co, c/groups, kh, kw], bias [co],
    y [n, co, oh, ow]); padding cells hold x_zp.  scratch: 64-byte
    aligned, rlx_q_*_scratch_bytes bytes.  Uses the pool; the same bits
@@ -295,8 +297,8 @@ void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
 int64_t rlx_q_matmul_scratch_bytes(int64_t m, int64_t n, int64_t k);
 void rlx_q_matmul(int64_t m, int64_t n, int64_t k, const int8_t *x,
                   const int8_t *w, const int32_t *bias, float mult,
-                  int32_t x_zp, int32_t w_zp, int32_t out_zp, int8_t *y,
-                  void *scratch);
+                  const float *mults, int32_t x_zp, int32_t w_zp,
+                  int32_t out_zp, int8_t *y, void *scratch);
 int64_t rlx_q_conv2d_scratch_bytes(const rlx_conv_geom *g);
 void rlx_q_conv2d(const rlx_conv_geom *g, const int8_t *x, const int8_t *w,
                   const int32_t *bias, float mult, int32_t x_zp,

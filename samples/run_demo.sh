@@ -2,7 +2,7 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|cnn|gpt|forward|newton|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
@@ -22,6 +22,14 @@
 #              [sgd_lr] [grad_tol]); fails unless Newton-CG reaches
 #              |grad| <= grad_tol (1e-5) within newton_iters (15)
 #              iterations and ends below SGD
+#     qat      quantization-aware training: rlxc --grad samples/mlp.rlx
+#              and samples/qat.rlx (fake_quantize), rlxc
+#              samples/qat_int8.rlx (quantize + q_matmul); samples/qat.c
+#              trains the float MLP, fine-tunes it with fake quantization,
+#              converts it to int8 and prints the three test accuracies
+#              and the model sizes (arguments [float_epochs] [qat_epochs]
+#              [lr] [max_drop]); fails when the int8 accuracy is more
+#              than max_drop (0.01) below the float one
 #     mpi      data-parallel SGD with Open MPI (samples/train_mpi.c, built
 #              with mpicc), arguments [mlp|cnn] [epochs] [min_accuracy]
 #              [learning_rate] [shards] (defaults: mlp 30 0.95 0.3 4,
@@ -98,6 +106,15 @@ newton)
   gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits_newton.csv"
   "$out/newton" "$out/digits_newton.csv" "$@"
   ;;
+qat)
+  "$rlxc" "$root/samples/mlp.rlx" --grad -o "$out/mlp.o"
+  "$rlxc" "$root/samples/qat.rlx" --grad -o "$out/qat.o"
+  "$rlxc" "$root/samples/qat_int8.rlx" -o "$out/qat_int8.o"
+  $cc $cflags "$root/samples/qat.c" "$out/mlp.o" "$out/qat.o" \
+    "$out/qat_int8.o" "$lib" -lm -lpthread -o "$out/qat"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits_qat.csv"
+  "$out/qat" "$out/digits_qat.csv" "$@"
+  ;;
 mpi)
   mpicc=${MPICC:-mpicc}
   if ! command -v "${mpicc%% *}" >/dev/null || ! command -v mpirun >/dev/null
@@ -145,7 +162,7 @@ mpi)
     "$ckpt.np$np.safetensors" "$ckpt.np1.safetensors"
   ;;
 *)
-  echo "usage: $0 [train|cnn|gpt|forward|newton|mpi] [args...]" >&2
+  echo "usage: $0 [train|cnn|gpt|forward|newton|qat|mpi] [args...]" >&2
   exit 2
   ;;
 esac

@@ -105,6 +105,28 @@ def q_matmul_forms(c, rng):
     c.run(ins, outs, args=["--threads", "1,3", "--null-ws"])
 
 
+@case()
+def q_matmul_mults(c, rng):
+    """Per-channel requantization: a fourth operand of f32 column
+    multipliers, column j scaled by float64(mult) * float64(mults[j]);
+    multiples of 1/8 with even x make ties."""
+    m, k, n, mult, xz, wz, oz = 9, 37, 35, 0.5, 2, -1, -128
+    x = T("i8", rng.integers(-20, 20, size=(m, k)) & ~1, "x")
+    w = T("i8", rng.integers(*I8, size=(k, n)), "w")
+    b = T("i32", rng.integers(-500, 500, size=(n,), endpoint=True), "b")
+    s = T("f32", rng.integers(1, 9, size=(n,)) / 256.0, "s")
+    acc = b.v[None, :] + (x.v - xz) @ (w.v - wz)
+    a32 = ((acc + 2**31) % 2**32 - 2**31).astype(np.float64)
+    cm = np.float64(np.float32(mult)) * s.v.astype(np.float32).astype(
+        np.float64)
+    y = np.clip(np.rint(a32 * cm[None, :]) + oz, -128, 127).astype(np.int64)
+    c.graph([x, w, b, s], "%%y = q_matmul(%%x, %%w, %%b, %%s, %s)"
+            % _attrs(mult, xz, wz, oz), "%y",
+            comment="q_matmul with per-channel multipliers; bit-exact")
+    c.run([x, w, b, s], [out("i8", y, "y")],
+          args=["--threads", "1,3", "--null-ws"])
+
+
 # (x shape, w shape, stride, padding, dilation, groups, mult, zps)
 CONV_FORMS = [
     ((2, 3, 6, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1, 0.002,

@@ -42,10 +42,12 @@ static double round_even(double r)
   return f;
 }
 
-static int8_t ref_out(int64_t acc, float mult, int32_t ozp)
+/* mult: the f32 attribute, or its product with a per-column f32 (exact
+   in double). */
+static int8_t ref_out(int64_t acc, double mult, int32_t ozp)
 {
   int32_t a32 = (int32_t)(uint32_t)(uint64_t)acc; /* wrap mod 2^32 */
-  double r = round_even((double)a32 * (double)mult) + ozp;
+  double r = round_even((double)a32 * mult) + ozp;
   return (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
 }
 
@@ -97,21 +99,26 @@ typedef struct {
   const int8_t *x, *w;
   const int32_t *bias;
   QP q;
+  const float *mults; /* per column, or NULL */
 } MM;
 
 static void run_mm(const void *ctx, int8_t *y, void *ws)
 {
   const MM *c = ctx;
-  rlx_q_matmul(c->m, c->n, c->k, c->x, c->w, c->bias, c->q.mult, c->q.xz,
-               c->q.wz, c->q.oz, y, ws);
+  rlx_q_matmul(c->m, c->n, c->k, c->x, c->w, c->bias, c->q.mult, c->mults,
+               c->q.xz, c->q.wz, c->q.oz, y, ws);
 }
 
-/* kind 0: random; 1: ties (even x, mult 1/4); 2: bias wraps i32. */
+/* kind 0: random; 1: ties (even x, mult 1/4); 2: bias wraps i32;
+   3: random with per-column multipliers (ties too: multiples of 1/8). */
 static int mm_case(int64_t m, int64_t n, int64_t k, QP q, int kind)
 {
   int8_t *x = malloc((size_t)(m * k + 1)), *w = malloc((size_t)(k * n + 1));
   int32_t *bias = malloc((size_t)n * 4);
+  float *mults = malloc((size_t)n * 4 + 4);
   int8_t *ref = malloc((size_t)(m * n));
+  for (int64_t j = 0; j < n; j++)
+    mults[j] = (float)(1 + rnd() % 16) / 8;
   for (int64_t i = 0; i < m * k; i++)
     x[i] = kind == 1 ? (int8_t)(rnd8() & ~1) : rnd8();
   for (int64_t i = 0; i < k * n; i++)
@@ -125,9 +132,10 @@ static int mm_case(int64_t m, int64_t n, int64_t k, QP q, int kind)
       int64_t acc = bias[j];
       for (int64_t p = 0; p < k; p++)
         acc += (int64_t)(x[i * k + p] - q.xz) * (w[p * n + j] - q.wz);
-      ref[i * n + j] = ref_out(acc, q.mult, q.oz);
+      ref[i * n + j] = ref_out(
+          acc, (double)q.mult * (kind == 3 ? mults[j] : 1), q.oz);
     }
-  MM c = {m, n, k, x, w, bias, q};
+  MM c = {m, n, k, x, w, bias, q, kind == 3 ? mults : NULL};
   int bad = check_all(run_mm, &c, ref, m * n,
                       rlx_q_matmul_scratch_bytes(m, n, k));
   if (bad)
@@ -136,6 +144,7 @@ static int mm_case(int64_t m, int64_t n, int64_t k, QP q, int kind)
   free(x);
   free(w);
   free(bias);
+  free(mults);
   free(ref);
   return bad;
 }
@@ -159,6 +168,7 @@ static void test_matmul(void)
     CU_ASSERT(mm_case(m, n, k, (QP){0.25f, 2, 1, 0}, 1) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){0.25f, -4, -3, 5}, 1) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){1e-9f, 1, 2, 0}, 2) == 0);
+    CU_ASSERT(mm_case(m, n, k, (QP){0.002f, 3, -1, -128}, 3) == 0);
     /* products far beyond i32 and below one half */
     CU_ASSERT(mm_case(m, n, k, (QP){3e30f, -7, 9, 100}, 0) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){1e-12f, 0, 0, -100}, 0) == 0);
