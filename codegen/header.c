@@ -12,6 +12,7 @@
 #include "codegen/cg_unit.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void arg_line(FILE *f, const Node *n, int i, bool out) {
@@ -27,34 +28,61 @@ static int64_t arg_bytes(const Node *n) {
   return b;
 }
 
+typedef struct {
+  const char *s;
+  int i;
+} Named;
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(((const Named *)a)->s, ((const Named *)b)->s);
+}
+
+static int cmp_named(const void *a, const void *b) {
+  const Named *x = a, *y = b;
+  int c = strcmp(x->s, y->s);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 /* E_ARG_<name> / E_BYTES_<name> for inputs, E_OUT_<name> /
  * E_OUT_BYTES_<name> (and E_ARG_ / E_BYTES_ unless an input took the
- * name) for outputs. */
-static void arg_macros(FILE *f, const char *nm, const Graph *g) {
+ * name) for outputs. Names are looked up sorted: graphs with tens of
+ * thousands of params have as many gradient outputs. */
+static void arg_macros(FILE *f, const char *nm, const Graph *g, Arena *ar) {
   for (int i = 0; i < g->nargs; i++) {
     const char *a = g->args[i]->name;
     fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a, i,
             nm, a, (long long)arg_bytes(g->args[i]));
   }
+  Named *args = arena_tmp_alloc(ar, sizeof *args * ((size_t)g->nargs + 1));
+  Named *outs = arena_tmp_alloc(ar, sizeof *outs * ((size_t)g->nret + 1));
+  bool *dup = arena_tmp_alloc(ar, (size_t)g->nret + 1);
+  for (int i = 0; i < g->nargs; i++) args[i] = (Named){g->args[i]->name, i};
   for (int j = 0; j < g->nret; j++) {
-    char buf[64], kb[64];
+    char buf[64];
+    outs[j] = (Named){arena_strdup(ar, cg_out_name(g->rets[j], j, buf)), j};
+  }
+  qsort(args, (size_t)g->nargs, sizeof *args, cmp_named);
+  qsort(outs, (size_t)g->nret, sizeof *outs, cmp_named);
+  for (int k = 1; k < g->nret; k++) /* the first output of a name has it */
+    dup[outs[k].i] = !strcmp(outs[k].s, outs[k - 1].s);
+  for (int j = 0; j < g->nret; j++) {
+    char buf[64];
     const char *a = cg_out_name(g->rets[j], j, buf);
-    bool dup = false, taken = false;
-    for (int k = 0; k < j && !dup; k++)
-      dup = !strcmp(cg_out_name(g->rets[k], k, kb), a);
-    if (dup) continue; /* the first output of that name has the macros */
+    if (dup[j]) continue;
     long long b = (long long)arg_bytes(g->rets[j]);
     fprintf(f, "#define %s_OUT_%s %d\n#define %s_OUT_BYTES_%s %lld\n", nm, a,
             j, nm, a, b);
-    for (int i = 0; i < g->nargs && !taken; i++)
-      taken = !strcmp(g->args[i]->name, a);
-    if (!taken)
+    Named key = {a, 0};
+    if (!bsearch(&key, args, (size_t)g->nargs, sizeof *args, cmp_name))
       fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a,
               j, nm, a, b);
   }
+  arena_tmp_free(ar, args);
+  arena_tmp_free(ar, outs);
+  arena_tmp_free(ar, dup);
 }
 
-static void entry_text(FILE *f, const CgEntry *e) {
+static void entry_text(FILE *f, const CgEntry *e, Arena *ar) {
   const Graph *g = e->g;
   const char *nm = e->name;
   fprintf(f, "/* %s (graph '%s')\n *   inputs:\n", nm, g->name);
@@ -67,7 +95,7 @@ static void entry_text(FILE *f, const CgEntry *e) {
   fprintf(f, "#define %s_NUM_OUTPUTS %d\n", nm, g->nret);
   fprintf(f, "#define %s_WORKSPACE_BYTES %lld\n", nm, (long long)e->ws_bytes);
   fprintf(f, "#define %s_WORKSPACE_ALIGN 64\n", nm);
-  arg_macros(f, nm, g);
+  arg_macros(f, nm, g, ar);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
              "void *workspace);\n", nm);
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);
@@ -87,7 +115,7 @@ bool cg_header_text(FILE *f, const Unit *u, const CgEntry *e, int ne) {
           guard, guard);
   fprintf(f, "#include \"rlxrt.h\"\n\n#ifdef __cplusplus\n"
              "extern \"C\" {\n#endif\n\n");
-  for (int i = 0; i < ne; i++) entry_text(f, &e[i]);
+  for (int i = 0; i < ne; i++) entry_text(f, &e[i], u->ctx->arena);
   fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   return !ferror(f);
 }
