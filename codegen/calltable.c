@@ -38,7 +38,7 @@ typedef struct {
   LLVMValueRef callee;
   LLVMTypeRef fty;
   unsigned cconv, nargs;
-  Arg a[MAX_ARGS]; /* offsets not part of the key */
+  Arg a[MAX_ARGS]; /* idx and off are table words, not the key */
 } Case;
 
 /* A dispatch function and the cases it was built for (Cg.dispatch). */
@@ -54,7 +54,7 @@ typedef struct {
   LLVMValueRef *calls, *dead;
   int ncalls, ndead;
   Case *cases;
-  int ncases;
+  int ncases, max_cases;
   int64_t *words;
   size_t nwords;
 } Run;
@@ -151,7 +151,7 @@ static bool add_call(Run *r, LLVMValueRef call, LLVMValueRef fn) {
       return false;
   int k = 0;
   while (k < r->ncases && !same_case(&r->cases[k], &c)) k++;
-  if (k == MAX_CASES) return false;
+  if (k == r->max_cases) return false;
   if (k == r->ncases) r->cases[r->ncases++] = c;
   r->calls[r->ncalls++] = call;
   r->words[r->nwords++] = k;
@@ -337,18 +337,24 @@ static bool hoist(Cg *cg, LLVMValueRef fn) {
 
 bool cg_call_tables(Cg *cg, LLVMValueRef fn) {
   size_t ninstr = 0, nwords = 0;
+  int ncalls = 0;
   for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b;
        b = LLVMGetNextBasicBlock(b))
     for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
          i = LLVMGetNextInstruction(i)) {
       ninstr++;
-      if (LLVMIsACallInst(i)) nwords += 1 + 2 * LLVMGetNumArgOperands(i);
+      if (LLVMIsACallInst(i)) {
+        nwords += 1 + 2 * LLVMGetNumArgOperands(i);
+        ncalls++;
+      }
     }
   Arena *ar = cg->ctx->arena;
   LLVMBasicBlockRef saved = LLVMGetInsertBlock(cg->b);
+  int max_cases = ncalls < MAX_CASES ? ncalls : MAX_CASES;
   Run r = {.calls = arena_tmp_alloc(ar, ninstr * sizeof *r.calls),
            .dead = arena_tmp_alloc(ar, ninstr * sizeof *r.dead),
-           .cases = arena_tmp_alloc(ar, MAX_CASES * sizeof *r.cases),
+           .max_cases = max_cases,
+           .cases = arena_tmp_alloc(ar, (size_t)(max_cases + 1) * sizeof *r.cases),
            .words = arena_tmp_alloc(ar, nwords * sizeof *r.words)};
   for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b;
        b = LLVMGetNextBasicBlock(b)) {
