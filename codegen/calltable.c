@@ -208,8 +208,8 @@ static LLVMValueRef build_dispatch(Cg *cg, const Run *r) {
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->lc, fn, "d");
   LLVMValueRef tab = LLVMGetParam(fn, 3), end = LLVMGetParam(fn, 4);
   LLVMPositionBuilderAtEnd(cg->b, entry);
-  LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, end, cg_i64(cg, 0), ""),
-                  loop, done);
+  LLVMValueRef any = LLVMBuildICmp(cg->b, LLVMIntSGT, end, cg_i64(cg, 0), "");
+  LLVMBuildCondBr(cg->b, any, loop, done);
   LLVMPositionBuilderAtEnd(cg->b, loop);
   LLVMValueRef pos = LLVMBuildPhi(cg->b, cg->t_i64, "pos");
   LLVMValueRef zero = cg_i64(cg, 0);
@@ -225,7 +225,9 @@ static LLVMValueRef build_dispatch(Cg *cg, const Run *r) {
     int64_t w = 1;
     for (unsigned i = 0; i < c->nargs; i++) {
       const Arg *a = &c->a[i];
-      LLVMValueRef base = a->tag == A_CONST ? a->c : LLVMGetParam(fn, (unsigned)a->param);
+      LLVMValueRef base = a->tag == A_CONST
+                              ? a->c
+                              : LLVMGetParam(fn, (unsigned)a->param);
       if (a->tag == A_LOAD_OFF) {
         LLVMValueRef ix = table_word(
             cg, tab, LLVMBuildAdd(cg->b, pos, cg_i64(cg, w++), ""));
@@ -291,7 +293,8 @@ static void rewrite(Cg *cg, Run *r, LLVMValueRef fn) {
   for (int i = 0; i < r->ncalls; i++)
     LLVMInstructionEraseFromParent(r->calls[i]);
   for (int i = r->ndead - 1; i >= 0; i--)
-    if (!LLVMGetFirstUse(r->dead[i])) LLVMInstructionEraseFromParent(r->dead[i]);
+    if (!LLVMGetFirstUse(r->dead[i]))
+      LLVMInstructionEraseFromParent(r->dead[i]);
 }
 
 static void flush(Cg *cg, Run *r, LLVMValueRef fn) {
@@ -354,7 +357,8 @@ bool cg_call_tables(Cg *cg, LLVMValueRef fn) {
   Run r = {.calls = arena_tmp_alloc(ar, ninstr * sizeof *r.calls),
            .dead = arena_tmp_alloc(ar, ninstr * sizeof *r.dead),
            .max_cases = max_cases,
-           .cases = arena_tmp_alloc(ar, (size_t)(max_cases + 1) * sizeof *r.cases),
+           .cases = arena_tmp_alloc(ar, sizeof *r.cases *
+                                            (size_t)(max_cases + 1)),
            .words = arena_tmp_alloc(ar, nwords * sizeof *r.words)};
   for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b;
        b = LLVMGetNextBasicBlock(b)) {

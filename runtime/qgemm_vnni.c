@@ -74,7 +74,8 @@ kern_nv(int nv, int64_t kq, const uint8_t *ap, const int8_t *bp,
     for (int i = 0; i < QMR && i < mr; i++) {
       __m512i v = _mm512_add_epi32(
           _mm512_add_epi32(acc[h][i], _mm512_set1_epi32(rowt[i])), ct);
-      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k, requant16(v, mc + 16 * h, zp));
+      _mm_mask_storeu_epi8(c + i * ldc + 16 * h, k,
+                           requant16(v, mc + 16 * h, zp));
     }
   }
 }
