@@ -36,7 +36,8 @@ bool cg_emit_qgemm(Cg *cg, Node *n) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
   }
-  LLVMValueRef q[11];
+  LLVMValueRef q[13]; /* m, n, k (or geometry), 3 operands, mult, mults,
+                        3 zero points, y, ws */
   int nq = 0;
   if (n->op == OP_Q_CONV2D) {
     rlx_conv_geom g = cg_conv_geometry(n);
