@@ -270,8 +270,8 @@ static void tile_task(void *ctx, int64_t lo, int64_t hi)
     int mr = jb->m - i0 < QMR ? (int)(jb->m - i0) : QMR;
     int nr = jb->n - j0 < QNR ? (int)(jb->n - j0) : QNR;
     jb->isa->kern(jb->kq, jb->ap + i0 * jb->kq * 4, jb->bp + j0 * jb->kq * 4,
-             jb->rowt + i0, jb->colt + j0, jb->mc + j0, jb->ozp,
-             jb->c + i0 * jb->ldc + j0, jb->ldc, mr, nr);
+             jb->rowt + i0, jb->colt + j0, jb->mc + (jb->mults ? j0 : 0),
+             jb->ozp, jb->c + i0 * jb->ldc + j0, jb->ldc, mr, nr);
   }
 }
 
@@ -299,7 +299,9 @@ static void qgemm(QJob *jb, char *scratch)
   jb->rowt = (int32_t *)((char *)jb->bp + up(np * kp, 64));
   jb->colt = (int32_t *)((char *)jb->rowt + up(mp * 4, 64));
   jb->mc = (double *)((char *)jb->colt + up(np * 4, 64));
-  for (int64_t j = 0; j < np; j++) /* f32 x f32 is exact in double */
+  /* f32 x f32 is exact in double; without mults one tile's worth,
+     which every tile reads (tile_task) */
+  for (int64_t j = 0; j < (jb->mults ? np : QNR); j++)
     jb->mc[j] = (double)jb->mult * (jb->mults && j < jb->n ? jb->mults[j] : 1);
   run(jb->mt + jb->nt, 8 * kp * QNR, pack_task, jb);
   run(jb->mt * jb->nt, kp * QMR * QNR, tile_task, jb);
