@@ -72,6 +72,18 @@ static void shuffle(int *idx, int n, uint64_t *s)
   }
 }
 
+/* idx := the rows in the fixed-seed order every driver uses (seed
+ * 20240601, advanced); returns how many lead as the training set (80%),
+ * the rest being the test set. */
+static int split_rows(const Data *d, int *idx, uint64_t *seed)
+{
+  *seed = 20240601;
+  for (int i = 0; i < d->n; i++)
+    idx[i] = i;
+  shuffle(idx, d->n, seed);
+  return d->n * 4 / 5;
+}
+
 static int64_t numel(const rlx_tensor_desc *d)
 {
   int64_t n = 1;

@@ -167,11 +167,8 @@ int main(int argc, char **argv)
   static int idx[MAXROWS];
   if (!load_csv(argv[1], &d))
     return 2;
-  uint64_t seed = 20240601;
-  for (int i = 0; i < d.n; i++)
-    idx[i] = i;
-  shuffle(idx, d.n, &seed);
-  int ntr = d.n * 4 / 5, nte = d.n - ntr;
+  uint64_t seed;
+  int ntr = split_rows(&d, idx, &seed), nte = d.n - ntr;
   void *ws = rlx_alloc(mlp_grad_WORKSPACE_BYTES > qat_grad_WORKSPACE_BYTES
                            ? mlp_grad_WORKSPACE_BYTES
                            : qat_grad_WORKSPACE_BYTES);

@@ -165,11 +165,9 @@ int main(int argc, char **argv)
   static int idx[MAXROWS];
   if (!check_abi() || !load_csv(argv[1], &d))
     return 2;
-  uint64_t seed = 20240601;
-  for (int i = 0; i < d.n; i++)
-    idx[i] = i;
-  shuffle(idx, d.n, &seed);
-  int ntr = d.n * 4 / 5, nte = d.n - ntr, batch = batch_size();
+  uint64_t seed;
+  int ntr = split_rows(&d, idx, &seed), nte = d.n - ntr;
+  int batch = batch_size();
   float *x = calloc((size_t)batch * NPIX, sizeof *x);
   float *logits = calloc((size_t)batch * NCLS, sizeof *logits);
   int *y = calloc((size_t)batch, sizeof *y);

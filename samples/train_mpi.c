@@ -232,12 +232,10 @@ int main(int argc, char **argv)
     die("the model does not have the expected signature");
   if (!load_csv(argv[1], &d))
     die("cannot read the data");
-  uint64_t seed = 20240601;
-  for (int i = 0; i < d.n; i++)
-    idx[i] = i;
-  shuffle(idx, d.n, &seed);
+  uint64_t seed;
   int batch = (int)CAT(GRAD, _signature)()->inputs[0].dims[0];
-  int ntr = d.n * 4 / 5, nte = d.n - ntr, global = shards * batch;
+  int ntr = split_rows(&d, idx, &seed), nte = d.n - ntr,
+      global = shards * batch;
   int steps = ntr / global;
   if (steps < 1)
     die("the global batch is larger than the training set");
