@@ -18,7 +18,8 @@ over is recorded as 'timeout', one that dies by a signal as
 'crash (SIG...)', a non-zero exit as 'out of memory' or 'reject (exit
 N)' with the first diagnostic. After a failure the larger sizes of that
 shape and mode are skipped (with --keep-going only after a timeout).
-Wall time and peak RSS come from wait4() on the child. The growth
+Wall time, CPU time (user + system: the figure that holds on a loaded
+machine) and peak RSS come from wait4() on the child. The growth
 exponent between consecutive sizes is log(t2 / t1) / log(n2 / n1)
 (1 = linear; n log n reads as slightly above 1).
 
@@ -60,7 +61,8 @@ def machine():
 
 
 def run_limited(cmd, timeout, mem_mb):
-    """(status, wall s, peak RSS MiB, output) of cmd."""
+    """(status, wall s, CPU s (user + system), peak RSS MiB, output) of
+    cmd."""
     def limit():
         if mem_mb > 0:
             b = mem_mb << 20
@@ -81,7 +83,8 @@ def run_limited(cmd, timeout, mem_mb):
             wall = time.monotonic() - t0
             p.returncode = -9
             errf.close()
-            return "timeout", wall, ru.ru_maxrss / 1024.0, ""
+            return ("timeout", wall, ru.ru_utime + ru.ru_stime,
+                    ru.ru_maxrss / 1024.0, "")
         time.sleep(0.01)
     wall = time.monotonic() - t0
     p.returncode = 0  # reaped by wait4 above
@@ -89,21 +92,22 @@ def run_limited(cmd, timeout, mem_mb):
     out = errf.read(1 << 20).decode("utf-8", "replace")
     errf.close()
     rss = ru.ru_maxrss / 1024.0
+    cpu = ru.ru_utime + ru.ru_stime
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
             name = signal.Signals(sig).name
         except ValueError:
             name = str(sig)
-        return "crash (%s)" % name, wall, rss, out
+        return "crash (%s)" % name, wall, cpu, rss, out
     code = os.WEXITSTATUS(status)
     if code != 0 and "out of memory" in out:
-        return "out of memory", wall, rss, out
+        return "out of memory", wall, cpu, rss, out
     if code != 0:
-        return "reject (exit %d)" % code, wall, rss, out
+        return "reject (exit %d)" % code, wall, cpu, rss, out
     if "LLVM ERROR" in out:
-        return "LLVM ERROR", wall, rss, out
-    return "ok", wall, rss, out
+        return "LLVM ERROR", wall, cpu, rss, out
+    return "ok", wall, cpu, rss, out
 
 
 def first_diag(out):
@@ -158,9 +162,9 @@ def main():
     print("limits: %g s, %d MiB address space per compile (0: none)" %
           (a.timeout, a.mem_limit_mb))
     print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
-    hdr = "%-8s %11s %-6s %-18s %9s %10s %7s %7s" % (
-        "shape", "n", "grad", "status", "wall s", "RSS MiB", "exp t",
-        "exp m")
+    hdr = "%-8s %11s %-6s %-18s %9s %9s %10s %7s %7s" % (
+        "shape", "n", "grad", "status", "wall s", "CPU s", "RSS MiB",
+        "exp t", "exp m")
     print(hdr)
     rows = []
     cases = [(s, n) for s in shapes for n in sizes]
@@ -176,14 +180,15 @@ def main():
             key = (shape, grad)
             if key in failed:
                 rows.append((shape, n, grad, "skipped", None, None, None,
-                             None, ""))
+                             None, None, ""))
                 print("%-8s %11s %-6s %-18s" % (shape, fmt_n(n),
                                                 "yes" if grad else "no",
                                                 "skipped"))
                 continue
             obj = path[:-4] + ("_grad.o" if grad else ".o")
             cmd = [a.rlxc, path, "-o", obj] + (["--grad"] if grad else [])
-            st, wall, rss, out = run_limited(cmd, a.timeout, a.mem_limit_mb)
+            st, wall, cpu, rss, out = run_limited(cmd, a.timeout,
+                                                  a.mem_limit_mb)
             et = em = None
             if st == "ok" and key in prev and shape != "scan":
                 n0, t0, m0 = prev[key]
@@ -196,9 +201,9 @@ def main():
             elif st == "timeout" or not a.keep_going:
                 failed.add(key)
             why = "" if st == "ok" else first_diag(out)
-            rows.append((shape, n, grad, st, wall, rss, et, em, why))
-            print("%-8s %11s %-6s %-18s %9.2f %10.1f %7s %7s" % (
-                shape, fmt_n(n), "yes" if grad else "no", st, wall, rss,
+            rows.append((shape, n, grad, st, wall, cpu, rss, et, em, why))
+            print("%-8s %11s %-6s %-18s %9.2f %9.2f %10.1f %7s %7s" % (
+                shape, fmt_n(n), "yes" if grad else "no", st, wall, cpu, rss,
                 "%.2f" % et if et is not None else "",
                 "%.2f" % em if em is not None else ""))
             if why:
@@ -221,13 +226,14 @@ def main():
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
     if a.markdown:
         print()
-        print("| shape | n | --grad | status | wall s | peak RSS MiB |"
-              " exp (time) | exp (RSS) |")
-        print("|---|---:|---|---|---:|---:|---:|---:|")
-        for shape, n, grad, st, wall, rss, et, em, why in rows:
-            print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| shape | n | --grad | status | wall s | CPU s |"
+              " peak RSS MiB | exp (time) | exp (RSS) |")
+        print("|---|---:|---|---|---:|---:|---:|---:|---:|")
+        for shape, n, grad, st, wall, cpu, rss, et, em, why in rows:
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 shape, fmt_n(n), "yes" if grad else "no", st,
                 "%.2f" % wall if wall is not None else "",
+                "%.2f" % cpu if cpu is not None else "",
                 "%.0f" % rss if rss is not None else "",
                 "%.2f" % et if et is not None else "",
                 "%.2f" % em if em is not None else ""))

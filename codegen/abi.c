@@ -274,9 +274,9 @@ static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
   LLVMBuildRet(b, r);
 }
 
-static LLVMValueRef cstr(Cg *cg, const char *s) {
-  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s,
-                                               (unsigned)strlen(s), 0);
+/* A private constant holding s[0..len) and a terminating NUL. */
+static LLVMValueRef cstr(Cg *cg, const char *s, size_t len) {
+  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s, (unsigned)len, 0);
   LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.str");
   LLVMSetInitializer(g, init);
   LLVMSetGlobalConstant(g, 1);
@@ -293,37 +293,63 @@ static LLVMValueRef const_global_of(Cg *cg, LLVMValueRef init) {
   return g;
 }
 
-/* rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims; i32 kind} */
-static LLVMValueRef desc(Cg *cg, LLVMTypeRef dt, Node *n, const char *name,
-                         int kind) {
-  LLVMValueRef dims[RLX_MAX_RANK];
-  for (int i = 0; i < n->type.rank; i++) dims[i] = cg_i64(cg, n->type.dims[i]);
-  LLVMValueRef dp = LLVMConstNull(cg->t_ptr);
-  if (n->type.rank)
-    dp = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims,
-                                             (uint64_t)n->type.rank));
-  LLVMValueRef f[5] = {cstr(cg, name), cg_i32(cg, (int)n->type.dt),
-                       cg_i32(cg, n->type.rank), dp, cg_i32(cg, kind)};
-  return LLVMConstNamedStruct(dt, f, 5);
-}
-
 const char *cg_out_name(const Node *n, int j, char *buf) {
   if (n->name) return n->name;
   snprintf(buf, 64, "output%d", j);
   return buf;
 }
 
-/* Descriptors of a graph's arguments (out: its return values). */
+/* &base[off] for a constant global array of element type t. */
+static LLVMValueRef const_at(Cg *cg, LLVMValueRef base, LLVMTypeRef t,
+                             size_t off) {
+  LLVMValueRef i = cg_i64(cg, (int64_t)off);
+  return LLVMConstInBoundsGEP2(t, base, &i, 1);
+}
+
+/* Descriptors of a graph's arguments (out: its return values), each
+ * rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims; i32 kind}.
+ * The names (NUL-separated) and the dims live in one global each, so a
+ * graph with 10^5 arguments makes three globals, not 2 * 10^5. */
 static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
                                bool out) {
   if (!n) return LLVMConstNull(cg->t_ptr);
-  LLVMValueRef *d = arena_alloc(cg->ctx->arena, sizeof *d * (size_t)n);
+  Arena *a = cg->ctx->arena;
+  size_t nchars = 0, ndims = 0;
+  size_t *name_at = arena_alloc(a, sizeof(size_t) * (size_t)n);
+  char buf[64];
   for (int i = 0; i < n; i++) {
-    char buf[64];
+    name_at[i] = nchars;
+    nchars += strlen(cg_out_name(v[i], i, buf)) + 1;
+    ndims += (size_t)v[i]->type.rank;
+  }
+  char *chars = arena_alloc(a, nchars);
+  LLVMValueRef *dims = arena_alloc(a, sizeof *dims * (ndims + 1));
+  for (int i = 0; i < n; i++) {
+    const char *nm = cg_out_name(v[i], i, buf);
+    memcpy(chars + name_at[i], nm, strlen(nm) + 1);
+  }
+  LLVMValueRef names = cstr(cg, chars, nchars), dim_tab = NULL;
+  ndims = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < v[i]->type.rank; k++)
+      dims[ndims++] = cg_i64(cg, v[i]->type.dims[k]);
+  if (ndims)
+    dim_tab = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims, ndims));
+  LLVMValueRef *d = arena_alloc(a, sizeof *d * (size_t)n);
+  ndims = 0;
+  for (int i = 0; i < n; i++) {
+    const Type *t = &v[i]->type;
     int kind = out                  ? RLX_ARG_OUTPUT
                : v[i]->op == OP_PARAM ? RLX_ARG_PARAM
                                       : RLX_ARG_INPUT;
-    d[i] = desc(cg, dt, v[i], cg_out_name(v[i], i, buf), kind);
+    LLVMValueRef f[5] = {
+        const_at(cg, names, cg->t_i8, name_at[i]), cg_i32(cg, (int)t->dt),
+        cg_i32(cg, t->rank),
+        t->rank ? const_at(cg, dim_tab, cg->t_i64, ndims)
+                : LLVMConstNull(cg->t_ptr),
+        cg_i32(cg, kind)};
+    ndims += (size_t)t->rank;
+    d[i] = LLVMConstNamedStruct(dt, f, 5);
   }
   return const_global_of(cg, LLVMConstArray2(dt, d, (uint64_t)n));
 }
@@ -344,7 +370,7 @@ static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
   LLVMTypeRef sf[6] = {cg->t_ptr, cg->t_i32, cg->t_i32,
                        cg->t_ptr, cg->t_ptr, cg->t_i64};
   LLVMTypeRef st = named_struct(cg, "rlx_signature", sf, 6);
-  LLVMValueRef f[6] = {cstr(cg, name), cg_i32(cg, g->nargs),
+  LLVMValueRef f[6] = {cstr(cg, name, strlen(name)), cg_i32(cg, g->nargs),
                        cg_i32(cg, g->nret),
                        desc_array(cg, dt, g->args, g->nargs, false),
                        desc_array(cg, dt, g->rets, g->nret, true),

@@ -130,7 +130,7 @@ typedef struct Cg {
    * producer read by a reduction; loads through them compute it. */
   struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
   int nfsrc;
-  struct CgEwBody **ew_bodies; /* emit_elementwise.c: shared loop bodies */
+  struct CgBody **bodies; /* loops.c: shared loop bodies (cg_par_keep) */
   struct CgDispatch *dispatch; /* calltable.c: dispatch functions */
 } Cg;
 
@@ -290,6 +290,24 @@ void cg_par_end(Cg *cg, CgPar *p);
  * cg_par_end makes. */
 void cg_par_call(Cg *cg, LLVMValueRef body, bool can_fail, LLVMValueRef n,
                  int64_t grain, const LLVMValueRef *vals, int nv);
+/* Loop bodies shared between nodes: an emitter whose outlined body is a
+ * function of a few numbers (shape, strides, dtypes, attributes) and of
+ * nodes compared by ir_node_same_local describes it by a CgKey (key[0]
+ * a CG_BODY_* tag naming the emitter). cg_par_shared calls the body
+ * kept for an equal key (cg_par_call) and returns true, or returns
+ * false: the caller builds the body (cg_par_begin ... cg_par_end) and
+ * keeps it with cg_par_keep. Bodies reading a prologue (cg_fused_src)
+ * are never shared. A layer repeated 10^4 times, forward and
+ * backward, then builds each of its loops once. */
+enum { CG_BODY_ELEMENTWISE = 1, CG_BODY_REDUCE, CG_BODY_FILL };
+typedef struct {
+  const int64_t *key;
+  const Node *const *cmp;
+  int nkey, ncmp;
+} CgKey;
+bool cg_par_shared(Cg *cg, const CgKey *k, LLVMValueRef n, int64_t grain,
+                   const LLVMValueRef *vals, int nv);
+void cg_par_keep(Cg *cg, const CgKey *k, const CgPar *p);
 /* A grain giving chunks of about 32K elements of work per iteration
  * cost `per_iter` (elements touched per iteration); <= 0 (serial) when
  * the whole loop is too small to be worth threads. */

@@ -192,23 +192,11 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
 #define EW_KEY_MAX \
   (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (3 + RLX_MAX_RANK) + \
    CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
-#define EW_BUCKETS 4096
-
-struct CgEwBody {
-  uint64_t hash;
-  int nkey, ncmp;
-  int64_t *key;
-  const Node **cmp;  /* inner nodes, then splat-constant leaves */
-  LLVMValueRef fn;
-  bool can_fail;
-  struct CgEwBody *next;
-};
 
 typedef struct {
   int64_t key[EW_KEY_MAX];
   const Node *cmp[CG_MAX_GROUP_NODES + MAX_LEAVES];
-  int nkey, ncmp;
-  uint64_t hash;
+  CgKey q;
 } EwKey;
 
 /* Describe e's loop; false when its body cannot be shared. */
@@ -217,6 +205,7 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
                    const int *map) {
   int64_t *key = q->key;
   int m = 0, c = 0;
+  key[m++] = CG_BODY_ELEMENTWISE;
   key[m++] = k;
   for (int d = 0; d < k; d++) key[m++] = cd[d], key[m++] = ostr[d];
   key[m++] = grain, key[m++] = nv;
@@ -236,46 +225,8 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
       key[m++] = t->leaf > 0 ? t->leaf - 1 : MAX_LEAVES + t->pos;
     }
   }
-  uint64_t h = 1469598103934665603u;
-  for (int i = 0; i < m; i++) h = (h ^ (uint64_t)key[i]) * 1099511628211u;
-  for (int i = 0; i < c; i++) h = (h ^ ir_node_hash_local(q->cmp[i])) *
-                                  1099511628211u;
-  q->nkey = m, q->ncmp = c, q->hash = h;
+  q->q = (CgKey){.key = key, .nkey = m, .cmp = q->cmp, .ncmp = c};
   return true;
-}
-
-static struct CgEwBody **bucket(Cg *cg, const EwKey *q) {
-  if (!cg->ew_bodies)
-    cg->ew_bodies = arena_alloc(cg->ctx->arena,
-                                sizeof *cg->ew_bodies * EW_BUCKETS);
-  return &cg->ew_bodies[q->hash & (EW_BUCKETS - 1)];
-}
-
-static struct CgEwBody *find_body(Cg *cg, const EwKey *q) {
-  for (struct CgEwBody *b = *bucket(cg, q); b; b = b->next) {
-    if (b->hash != q->hash || b->nkey != q->nkey || b->ncmp != q->ncmp ||
-        memcmp(b->key, q->key, sizeof *q->key * (size_t)q->nkey))
-      continue;
-    int i = 0;
-    while (i < q->ncmp && ir_node_same_local(b->cmp[i], q->cmp[i])) i++;
-    if (i == q->ncmp) return b;
-  }
-  return NULL;
-}
-
-static void keep_body(Cg *cg, const EwKey *q, const CgPar *p) {
-  Arena *a = cg->ctx->arena;
-  struct CgEwBody *b = arena_alloc(a, sizeof *b);
-  b->hash = q->hash, b->nkey = q->nkey, b->ncmp = q->ncmp;
-  b->key = arena_alloc(a, sizeof *b->key * (size_t)q->nkey);
-  memcpy(b->key, q->key, sizeof *b->key * (size_t)q->nkey);
-  b->cmp = arena_alloc(a, sizeof *b->cmp * (size_t)q->ncmp);
-  memcpy(b->cmp, q->cmp, sizeof *b->cmp * (size_t)q->ncmp);
-  b->fn = p->body;
-  b->can_fail = p->body_fn.can_fail;
-  struct CgEwBody **head = bucket(cg, q);
-  b->next = *head;
-  *head = b;
 }
 
 /* The loop of root n: its leaves' buffers are the body's arguments. */
@@ -299,11 +250,8 @@ static void emit_loop(Ew *e, Node *n) {
   }
   EwKey q;
   bool keyed = ew_key(e, &q, k, cd, ostr, grain, nv, map);
-  struct CgEwBody *b = keyed ? find_body(cg, &q) : NULL;
-  if (b) {
-    cg_par_call(cg, b->fn, b->can_fail, cg_i64(cg, cd[0]), grain, vals, nv);
+  if (keyed && cg_par_shared(cg, &q.q, cg_i64(cg, cd[0]), grain, vals, nv))
     return;
-  }
   CgPar p;
   e->idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), grain, vals, nv, true);
   for (int l = 0; l < e->nleaf; l++)
@@ -311,7 +259,7 @@ static void emit_loop(Ew *e, Node *n) {
       e->ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e->leaf[l]);
   emit_nest(e, k, cd, ostr, vals[0]);
   cg_par_end(cg, &p);
-  if (keyed) keep_body(cg, &q, &p);
+  if (keyed) cg_par_keep(cg, &q.q, &p);
 }
 
 bool cg_emit_elementwise(Cg *cg, Node *n) {

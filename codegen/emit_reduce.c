@@ -36,6 +36,8 @@
 
 #include "runtime/rlxrt.h"
 
+#include <string.h>
+
 /* ---------------- reductions ---------------- */
 
 typedef struct {
@@ -159,11 +161,32 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   cg_loop_end(cg, &l, NULL);
 }
 
+/* A key for the body of R's loops (kind: CG_BODY_FILL or _REDUCE, aux:
+ * numel or `divide`): everything the body depends on. */
+static int red_key(const Red *R, int64_t *key, int kind, int64_t aux) {
+  const RShape *s = &R->s;
+  int m = 0;
+  int64_t count;
+  memcpy(&count, &R->count, sizeof count);
+  key[m++] = kind, key[m++] = R->dt, key[m++] = R->r, key[m++] = R->mean;
+  key[m++] = R->direct, key[m++] = count, key[m++] = aux;
+  key[m++] = R->p, key[m++] = R->blk, key[m++] = s->nd;
+  for (int d = 0; d < s->nd; d++) {
+    key[m++] = s->size[d], key[m++] = s->red[d];
+    key[m++] = s->istr[d], key[m++] = s->ostr[d];
+  }
+  return m;
+}
+#define RED_KEY_MAX (10 + 4 * RLX_MAX_RANK)
+
 /* y[i] = v(i) for the whole output (serial, vectorizable), in a body of
  * its own so that the graph function stays free of loops (abi.c). */
 static void red_fill(Red *R, int64_t numel, bool divide) {
   Cg *cg = R->cg;
   LLVMValueRef y = R->y;
+  int64_t key[RED_KEY_MAX];
+  CgKey k = {key, NULL, red_key(R, key, CG_BODY_FILL, numel * 2 + divide), 0};
+  if (cg_par_shared(cg, &k, cg_i64(cg, 1), 0, &y, 1)) return;
   CgPar par;
   cg_par_begin(cg, &par, cg_i64(cg, 1), 0, &y, 1, true);
   CgLoop l;
@@ -174,6 +197,7 @@ static void red_fill(Red *R, int64_t numel, bool divide) {
   cg_store(cg, R->dt, y, i, v);
   cg_loop_end(cg, &l, NULL);
   cg_par_end(cg, &par);
+  cg_par_keep(cg, &k, &par);
 }
 
 static void red_parallel(Red *R, int64_t in_numel) {
@@ -182,10 +206,12 @@ static void red_parallel(Red *R, int64_t in_numel) {
   int64_t nunits = 1;
   if (R->p >= 0) nunits = (s->size[R->p] + R->blk - 1) / R->blk;
   LLVMValueRef vals[2] = {R->y, R->x};
+  int64_t grain = cg_grain(nunits, in_numel / nunits + 1), key[RED_KEY_MAX];
+  CgKey k = {key, NULL, red_key(R, key, CG_BODY_REDUCE, nunits), 0};
+  if (cg_par_shared(cg, &k, cg_i64(cg, nunits), grain, vals, 2)) return;
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, nunits),
-                                cg_grain(nunits, in_numel / nunits + 1),
-                                vals, 2, true);
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, nunits), grain, vals, 2,
+                                true);
   Red B = *R;
   B.y = vals[0];
   B.x = vals[1];
@@ -198,6 +224,7 @@ static void red_parallel(Red *R, int64_t in_numel) {
   }
   red_nest(&B, 0, cg_i64(cg, 0), cg_i64(cg, 0), lo, hi);
   cg_par_end(cg, &par);
+  cg_par_keep(cg, &k, &par);
 }
 
 /* f16/bf16: per output element, an f32 accumulator over reduced groups

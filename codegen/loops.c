@@ -285,3 +285,72 @@ void cg_bcast_strides(const Type *in, const Type *out, int64_t *strides) {
     strides[i] = (j < 0 || in->dims[j] == 1) ? 0 : s[j];
   }
 }
+
+/* ---- shared bodies (cg_par_shared / cg_par_keep) ---- */
+#define BODY_BUCKETS 4096
+
+struct CgBody {
+  uint64_t hash;
+  int nkey, ncmp;
+  int64_t *key;
+  const Node **cmp;
+  LLVMValueRef fn;
+  bool can_fail;
+  struct CgBody *next;
+};
+
+static uint64_t key_hash(const CgKey *k) {
+  uint64_t h = 1469598103934665603u;
+  for (int i = 0; i < k->nkey; i++)
+    h = (h ^ (uint64_t)k->key[i]) * 1099511628211u;
+  for (int i = 0; i < k->ncmp; i++)
+    h = (h ^ ir_node_hash_local(k->cmp[i])) * 1099511628211u;
+  return h;
+}
+
+static struct CgBody **bucket(Cg *cg, uint64_t h) {
+  if (!cg->bodies)
+    cg->bodies = arena_alloc(cg->ctx->arena, sizeof *cg->bodies * BODY_BUCKETS);
+  return &cg->bodies[h & (BODY_BUCKETS - 1)];
+}
+
+/* A body reading a prologue (cg_fused_src) computes the fused tree
+ * behind it, which no key describes: such bodies are not shared. */
+static bool any_prologue(Cg *cg, const LLVMValueRef *vals, int nv) {
+  for (int i = 0; i < nv && cg->nfsrc; i++)
+    if (cg_fused_src_of(cg, vals[i])) return true;
+  return false;
+}
+
+bool cg_par_shared(Cg *cg, const CgKey *k, LLVMValueRef n, int64_t grain,
+                   const LLVMValueRef *vals, int nv) {
+  if (any_prologue(cg, vals, nv)) return false;
+  uint64_t h = key_hash(k);
+  for (struct CgBody *b = *bucket(cg, h); b; b = b->next) {
+    if (b->hash != h || b->nkey != k->nkey || b->ncmp != k->ncmp ||
+        memcmp(b->key, k->key, sizeof *k->key * (size_t)k->nkey))
+      continue;
+    int i = 0;
+    while (i < k->ncmp && ir_node_same_local(b->cmp[i], k->cmp[i])) i++;
+    if (i < k->ncmp) continue;
+    cg_par_call(cg, b->fn, b->can_fail, n, grain, vals, nv);
+    return true;
+  }
+  return false;
+}
+
+void cg_par_keep(Cg *cg, const CgKey *k, const CgPar *p) {
+  if (any_prologue(cg, p->outer_vals, p->nv)) return;
+  Arena *a = cg->ctx->arena;
+  struct CgBody *b = arena_alloc(a, sizeof *b);
+  b->hash = key_hash(k), b->nkey = k->nkey, b->ncmp = k->ncmp;
+  b->key = arena_alloc(a, sizeof *b->key * (size_t)(k->nkey + 1));
+  memcpy(b->key, k->key, sizeof *b->key * (size_t)k->nkey);
+  b->cmp = arena_alloc(a, sizeof *b->cmp * (size_t)(k->ncmp + 1));
+  memcpy(b->cmp, k->cmp, sizeof *b->cmp * (size_t)k->ncmp);
+  b->fn = p->body;
+  b->can_fail = p->body_fn.can_fail;
+  struct CgBody **head = bucket(cg, b->hash);
+  b->next = *head;
+  *head = b;
+}
