@@ -7,8 +7,8 @@
  *   transposed to [n][LANES] live in the task's scratch slice, so every
  *   step is a vertical vector update over the channel lanes: per state
  *   index k, state = exp(delta*a_k)*state + delta*x*b_k, y += c_k*state.
- *   The f32 kernel uses AVX-512F (ssm_avx512.c, the vectorized exp of
- *   avx512_exp.h) when the GEMM dispatch chose avx512; otherwise, and
+ *   The f32 kernel uses AVX-512F/DQ (ssm_avx512.c, its own vectorized
+ *   exp2) when the GEMM dispatch chose avx512; otherwise, and
  *   for f64, the portable loops below (libm exp; the lane loops have a
  *   constant trip count and vectorize).
  * gated_delta_net: one task per (batch row, head); the n x n state S in
@@ -30,9 +30,15 @@
 
 static int64_t blocks(int64_t h) { return (h + LANES - 1) / LANES; }
 
+/* The AVX-512 kernels also use AVX512DQ (vreduceps in their exp). */
 static int use_avx512(void)
 {
-  return rlx_ssm_avx512_block_f32 && strcmp(rlx_gemm_isa(), "avx512") == 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return rlx_ssm_avx512_block_f32 && strcmp(rlx_gemm_isa(), "avx512") == 0 &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return 0;
+#endif
 }
 
 #define SSM_IMPL(SFX, T, EXP)                                              \

@@ -17,7 +17,7 @@ typedef struct {
 } rlx_ssm_args;
 
 /* One (batch row, block of RLX_SSM_LANES channels) of the f32
- * selective scan with AVX-512F; ws: 2*n*RLX_SSM_LANES floats.
+ * selective scan with AVX-512F/DQ; ws: 2*n*RLX_SSM_LANES floats.
  * NULL when the runtime was built without it. */
 typedef void (*rlx_ssm_block_f32_fn)(const rlx_ssm_args *p, int64_t bi,
                                      int64_t c0, float *ws);
