@@ -23,4 +23,11 @@ typedef void (*rlx_ssm_block_f32_fn)(const rlx_ssm_args *p, int64_t bi,
                                      int64_t c0, float *ws);
 extern const rlx_ssm_block_f32_fn rlx_ssm_avx512_block_f32;
 
+/* One (batch row, head) task of the f32 gated delta net with AVX-512F,
+ * bit-identical to the portable loops; ws: the task's scratch slice
+ * (n*n + 2*n floats).  NULL when the runtime was built without it. */
+typedef void (*rlx_gdn_head_f32_fn)(const rlx_ssm_args *p, int64_t task,
+                                    float *ws);
+extern const rlx_gdn_head_f32_fn rlx_gdn_avx512_head_f32;
+
 #endif
