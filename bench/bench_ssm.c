@@ -11,9 +11,14 @@
  * after warm-up (bench_time.h):
  *   rlx selective_scan b=8 s=1024 h=256 n=16 threads=T median_ms=..
  *       min_ms=.. calls=..
+ * then, a load-independent companion (the wall time of a loaded machine
+ * counts the time other jobs hold the core), the process CPU time per
+ * call over 10 more calls:
+ *   # cpu selective_scan ... cpu_median_ms=.. cpu_min_ms=..
+ * (at 1 thread the work's own time; with more threads, the pool's too).
  * Compare with PyTorch: OPENBLAS_NUM_THREADS=1 /usr/bin/python3
  * bench/bench_ssm_torch.py --rlx build/bench/bench_ssm (alternating
- * runs, the same shapes).
+ * runs, the same shapes; --op gdn for gated_delta_net).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +52,26 @@ static int run(void *ctx)
     rlx_selective_scan_f32(j->b, j->s, j->h, j->n, j->x, j->d, j->a,
                            j->bm, j->cm, j->y, j->scratch);
   return 0;
+}
+
+static double cpu_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* The "# cpu" line: process CPU time of each of 10 calls. */
+static void cpu_line(Job *j, const char *what)
+{
+  double t[10];
+  for (int i = 0; i < 10; i++) {
+    double t0 = cpu_ms();
+    run(j);
+    t[i] = cpu_ms() - t0;
+  }
+  qsort(t, 10, sizeof t[0], cmp_double);
+  printf("# cpu %s cpu_median_ms=%.3f cpu_min_ms=%.3f\n", what, t[5], t[0]);
 }
 
 static void parse4(const char *s, int64_t *v)
@@ -106,6 +131,7 @@ int main(int argc, char **argv)
              (long long)j.s, (long long)j.h, (long long)j.n);
     if (time_fn(run, &j, what, threads, secs))
       return 1;
+    cpu_line(&j, what);
     float *bufs[] = {j.x, j.d, j.a, j.bm, j.cm, j.y};
     for (int i = 0; i < 6; i++)
       rlx_free(bufs[i]);

@@ -1,5 +1,5 @@
-/* avx512_exp.h -- exp16: exp of 16 floats with AVX-512F, shared by the
- * attention and selective-scan kernels.  Include only where TGT is the
+/* avx512_exp.h -- exp16: exp of 16 floats with AVX-512F, for the
+ * attention kernels.  Include only where TGT is the
  * avx512f target attribute and <immintrin.h> is included.
  *
  * x clamped to [-110, 88.72] (below -103.97 the result is exactly 0:

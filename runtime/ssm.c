@@ -7,15 +7,17 @@
  *   transposed to [n][LANES] live in the task's scratch slice, so every
  *   step is a vertical vector update over the channel lanes: per state
  *   index k, state = exp(delta*a_k)*state + delta*x*b_k, y += c_k*state.
- *   The f32 kernel uses AVX-512F (ssm_avx512.c, the vectorized exp of
- *   avx512_exp.h) when the GEMM dispatch chose avx512; otherwise, and
+ *   The f32 kernel uses AVX-512F/DQ (ssm_avx512.c, its own vectorized
+ *   exp2) when the GEMM dispatch chose avx512; otherwise, and
  *   for f64, the portable loops below (libm exp; the lane loops have a
  *   constant trip count and vectorize).
  * gated_delta_net: one task per (batch row, head); the n x n state S in
  *   the task's scratch slice.  Per step S1 = exp(g) S; one pass over S1
  *   gives sk = S1^T k and sq = S1^T q; d = (v - sk) beta; then
  *   o = (sq + d (k.q)) / sqrt(n) (= S2^T q / sqrt(n) with S2 = S1 + k d^T)
- *   and a second pass writes S2.
+ *   and a second pass writes S2.  The f32 AVX-512F kernel
+ *   (ssm_avx512.c) fuses that second pass into the next step's first and
+ *   gives the same bits (no FMA contraction in either: CMakeLists.txt).
  * Scratch sizes: ssm_plan.c (shared with the compiler).
  * Tasks touch disjoint outputs and scratch slices and run the same
  * operations whatever the split, so results are bit-identical for any
@@ -30,9 +32,16 @@
 
 static int64_t blocks(int64_t h) { return (h + LANES - 1) / LANES; }
 
+/* The AVX-512 kernels also use AVX512DQ (vreduceps in their exp). */
 static int use_avx512(void)
 {
-  return rlx_ssm_avx512_block_f32 && strcmp(rlx_gemm_isa(), "avx512") == 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return rlx_ssm_avx512_block_f32 && rlx_gdn_avx512_head_f32 &&
+         strcmp(rlx_gemm_isa(), "avx512") == 0 &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return 0;
+#endif
 }
 
 #define SSM_IMPL(SFX, T, EXP)                                              \
@@ -129,15 +138,6 @@ static int use_avx512(void)
     const rlx_ssm_args *p = ctx;                                          \
     for (int64_t i = lo; i < hi; i++)                                     \
       gdn_head_##SFX(p, i, (T *)p->scratch + i * (p->n * p->n + 2 * p->n)); \
-  }                                                                       \
-                                                                          \
-  void rlx_gated_delta_net_##SFX(int64_t b, int64_t s, int64_t heads,     \
-                                 int64_t n, const T *q, const T *k,       \
-                                 const T *v, const T *g, const T *beta,   \
-                                 T *o, void *scratch)                     \
-  {                                                                       \
-    rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch};      \
-    rlx_parallel_for(b * heads, 1, gdn_task_##SFX, &p);                   \
   }
 
 SSM_IMPL(f32, float, expf)
@@ -151,6 +151,33 @@ static void ssm_task_avx512_f32(void *ctx, int64_t lo, int64_t hi)
     float *ws = (float *)p->scratch + i * 2 * p->n * LANES;
     rlx_ssm_avx512_block_f32(p, i / nb, i % nb * LANES, ws);
   }
+}
+
+static void gdn_task_avx512_f32(void *ctx, int64_t lo, int64_t hi)
+{
+  const rlx_ssm_args *p = ctx;
+  for (int64_t i = lo; i < hi; i++)
+    rlx_gdn_avx512_head_f32(
+        p, i, (float *)p->scratch + i * (p->n * p->n + 2 * p->n));
+}
+
+void rlx_gated_delta_net_f32(int64_t b, int64_t s, int64_t heads, int64_t n,
+                             const float *q, const float *k, const float *v,
+                             const float *g, const float *beta, float *o,
+                             void *scratch)
+{
+  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch};
+  rlx_parallel_for(b * heads, 1,
+                   use_avx512() ? gdn_task_avx512_f32 : gdn_task_f32, &p);
+}
+
+void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads, int64_t n,
+                             const double *q, const double *k,
+                             const double *v, const double *g,
+                             const double *beta, double *o, void *scratch)
+{
+  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch};
+  rlx_parallel_for(b * heads, 1, gdn_task_f64, &p);
 }
 
 void rlx_selective_scan_f32(int64_t b, int64_t s, int64_t h, int64_t n,

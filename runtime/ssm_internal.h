@@ -17,10 +17,17 @@ typedef struct {
 } rlx_ssm_args;
 
 /* One (batch row, block of RLX_SSM_LANES channels) of the f32
- * selective scan with AVX-512F; ws: 2*n*RLX_SSM_LANES floats.
+ * selective scan with AVX-512F/DQ; ws: 2*n*RLX_SSM_LANES floats.
  * NULL when the runtime was built without it. */
 typedef void (*rlx_ssm_block_f32_fn)(const rlx_ssm_args *p, int64_t bi,
                                      int64_t c0, float *ws);
 extern const rlx_ssm_block_f32_fn rlx_ssm_avx512_block_f32;
+
+/* One (batch row, head) task of the f32 gated delta net with AVX-512F,
+ * bit-identical to the portable loops; ws: the task's scratch slice
+ * (n*n + 2*n floats).  NULL when the runtime was built without it. */
+typedef void (*rlx_gdn_head_f32_fn)(const rlx_ssm_args *p, int64_t task,
+                                    float *ws);
+extern const rlx_gdn_head_f32_fn rlx_gdn_avx512_head_f32;
 
 #endif

@@ -1,0 +1,198 @@
+/* test_runtime_ssm.c -- CUnit tests of the fused sequence-block kernels
+ * (runtime/ssm*.c) on the paths the e2e cases do not pin down:
+ *   - gated_delta_net f32: the AVX-512 kernel (second pass fused into the
+ *     next step's first) gives the same bits as the portable loops, and
+ *     the same bits at 1, 2 and 3 threads; both within the float32 bar
+ *       |got - ref| <= 1e-4 |ref| + 1e-5 max(1, max |ref|)
+ *     of a double-precision loop written from the recurrence; state
+ *     sizes 1, 5, 16, 33, 40, 64 (two full 32-column sweeps) and 100
+ *     (masked tail sweep);
+ *   - selective_scan f32 (AVX-512 exp2 and the portable expf) within the
+ *     bar of a double loop, state sizes 16 (registers path) and 40,
+ *     channel counts that are not multiples of 16, a decay rate of -inf
+ *     (its exp must be 0, not NaN), bit-identical at 1, 2 and 3 threads.
+ * The scratch starts as NaN bytes.
+ */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+static float *uni(int64_t count, float lo, float hi)
+{
+  float *x = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+  for (int64_t i = 0; i < count; i++)
+    x[i] = lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
+  return x;
+}
+
+static void *nan_scratch(int64_t bytes)
+{
+  void *s = rlx_alloc((size_t)bytes);
+  memset(s, 0xff, (size_t)bytes);
+  return s;
+}
+
+/* The float32 bar, element by element; returns the failures. */
+static int64_t check_bar(const float *got, const double *ref, int64_t count)
+{
+  double mx = 1;
+  for (int64_t i = 0; i < count; i++)
+    mx = fmax(mx, fabs(ref[i]));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < count; i++)
+    bad += !(fabs(got[i] - ref[i]) <= 1e-4 * fabs(ref[i]) + 1e-5 * mx);
+  return bad;
+}
+
+/* language.md gated_delta_net in double: S = exp(g) S;
+ * S += k ((v - S^T k) beta)^T; o = S^T q / sqrt(n). */
+static void gdn_ref(int64_t b, int64_t s, int64_t H, int64_t n,
+                    const float *q, const float *k, const float *v,
+                    const float *g, const float *beta, double *o)
+{
+  double *S = malloc(sizeof(double) * (size_t)(n * n));
+  double *d = malloc(sizeof(double) * (size_t)n);
+  for (int64_t bh = 0; bh < b * H; bh++) {
+    memset(S, 0, sizeof(double) * (size_t)(n * n));
+    for (int64_t t = 0; t < s; t++) {
+      int64_t r = ((bh / H) * s + t) * H + bh % H;
+      const float *qt = q + r * n, *kt = k + r * n, *vt = v + r * n;
+      for (int64_t i = 0; i < n * n; i++)
+        S[i] *= exp((double)g[r]);
+      for (int64_t j = 0; j < n; j++) {
+        double sk = 0;
+        for (int64_t i = 0; i < n; i++)
+          sk += S[i * n + j] * kt[i];
+        d[j] = (vt[j] - sk) * beta[r];
+      }
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+          S[i * n + j] += kt[i] * d[j];
+      for (int64_t j = 0; j < n; j++) {
+        double y = 0;
+        for (int64_t i = 0; i < n; i++)
+          y += S[i * n + j] * qt[i];
+        o[r * n + j] = y / sqrt((double)n);
+      }
+    }
+  }
+  free(S);
+  free(d);
+}
+
+static void test_gdn(void)
+{
+  static const int64_t shapes[][4] = {{2, 9, 3, 64}, {1, 7, 2, 100},
+                                      {2, 6, 2, 40}, {1, 8, 3, 33},
+                                      {2, 5, 2, 16}, {1, 6, 2, 5},
+                                      {2, 4, 1, 1}};
+  srand(7);
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    int64_t b = shapes[si][0], s = shapes[si][1], H = shapes[si][2];
+    int64_t n = shapes[si][3], e = b * s * H * n;
+    float *q = uni(e, -1, 1), *k = uni(e, -0.5f, 0.5f), *v = uni(e, -1, 1);
+    float *g = uni(b * s * H, -0.7f, -0.05f);
+    float *beta = uni(b * s * H, 0.1f, 0.9f);
+    float *o1 = uni(e, 0, 0), *o2 = uni(e, 0, 0);
+    double *ref = malloc(sizeof(double) * (size_t)e);
+    void *scr = nan_scratch(rlx_gated_delta_net_scratch_bytes(b, H, n, 4));
+    gdn_ref(b, s, H, n, q, k, v, g, beta, ref);
+    for (int th = 1; th <= 3; th++) {
+      rlx_set_num_threads(th);
+      rlx_gated_delta_net_f32(b, s, H, n, q, k, v, g, beta,
+                              th == 1 ? o1 : o2, scr);
+      if (th > 1)
+        CU_ASSERT_EQUAL(memcmp(o1, o2, sizeof(float) * (size_t)e), 0);
+    }
+    CU_ASSERT_EQUAL(check_bar(o1, ref, e), 0);
+    if (rlx_gemm_select_isa("scalar") == RLX_OK) {
+      memset(o2, 0, sizeof(float) * (size_t)e);
+      rlx_gated_delta_net_f32(b, s, H, n, q, k, v, g, beta, o2, scr);
+      CU_ASSERT_EQUAL(memcmp(o1, o2, sizeof(float) * (size_t)e), 0);
+      rlx_gemm_select_isa(NULL);
+    }
+    rlx_set_num_threads(0);
+    float *bufs[] = {q, k, v, g, beta, o1, o2};
+    for (int i = 0; i < 7; i++)
+      free(bufs[i]);
+    free(ref);
+    rlx_free(scr);
+  }
+}
+
+/* language.md selective_scan in double. */
+static void scan_ref(int64_t b, int64_t s, int64_t h, int64_t n,
+                     const float *x, const float *dl, const float *a,
+                     const float *bm, const float *cm, double *y)
+{
+  double *st = malloc(sizeof(double) * (size_t)n);
+  for (int64_t bi = 0; bi < b; bi++)
+    for (int64_t c = 0; c < h; c++) {
+      memset(st, 0, sizeof(double) * (size_t)n);
+      for (int64_t t = 0; t < s; t++) {
+        int64_t r = bi * s + t;
+        double d = dl[r * h + c], acc = 0;
+        for (int64_t k = 0; k < n; k++) {
+          st[k] = exp(d * a[c * n + k]) * st[k] +
+                  d * x[r * h + c] * bm[r * n + k];
+          acc += st[k] * cm[r * n + k];
+        }
+        y[r * h + c] = acc;
+      }
+    }
+  free(st);
+}
+
+static void test_selective_scan(void)
+{
+  static const int64_t shapes[][4] = {{2, 40, 37, 16}, {1, 25, 20, 40}};
+  srand(11);
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    int64_t b = shapes[si][0], s = shapes[si][1], h = shapes[si][2];
+    int64_t n = shapes[si][3], e = b * s * h;
+    float *x = uni(e, -1, 1), *dl = uni(e, 0.05f, 0.6f);
+    float *a = uni(h * n, -2, -0.2f);
+    float *bm = uni(b * s * n, -1, 1), *cm = uni(b * s * n, -1, 1);
+    float *y1 = uni(e, 0, 0), *y2 = uni(e, 0, 0);
+    double *ref = malloc(sizeof(double) * (size_t)e);
+    void *scr = nan_scratch(rlx_selective_scan_scratch_bytes(b, h, n, 4));
+    a[3 * n + 2] = -INFINITY; /* channel 3, state 2: forgets every step */
+    scan_ref(b, s, h, n, x, dl, a, bm, cm, ref);
+    for (int isa = 0; isa < 2; isa++) {
+      if (isa && rlx_gemm_select_isa("scalar") != RLX_OK)
+        break;
+      for (int th = 1; th <= 3; th++) {
+        rlx_set_num_threads(th);
+        rlx_selective_scan_f32(b, s, h, n, x, dl, a, bm, cm,
+                               th == 1 ? y1 : y2, scr);
+        if (th > 1)
+          CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof(float) * (size_t)e), 0);
+      }
+      CU_ASSERT_EQUAL(check_bar(y1, ref, e), 0);
+    }
+    rlx_gemm_select_isa(NULL);
+    rlx_set_num_threads(0);
+    float *bufs[] = {x, dl, a, bm, cm, y1, y2};
+    for (int i = 0; i < 7; i++)
+      free(bufs[i]);
+    free(ref);
+    rlx_free(scr);
+  }
+}
+
+int main(void)
+{
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return CU_get_error();
+  CU_pSuite s = CU_add_suite("runtime_ssm", NULL, NULL);
+  CU_add_test(s, "gated_delta_net", test_gdn);
+  CU_add_test(s, "selective_scan", test_selective_scan);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned fails = CU_get_number_of_failures();
+  CU_cleanup_registry();
+  return fails ? 1 : 0;
+}
