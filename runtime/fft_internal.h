@@ -32,15 +32,20 @@ typedef struct {
   FftStage st[FFT_MAX_STAGES];
 } FftPlan;
 
-/* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan. */
+/* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan.
+ * The tables (twiddles, omegas, Bluestein's chirp and kernel) are a
+ * block of tab_bytes, a function of n and the direction only: the first
+ * bytes of the scratch when computed per call, or the compiler's
+ * constant (rlx_fft_tables); their offsets are from the block's start. */
 typedef struct {
   int64_t n, len, nslots;
   int bluestein;
   FftPlan plan;
-  int64_t w_off;            /* all len roots: len re then len im */
   int64_t tw_off, ntw;      /* stage twiddles: ntw re then ntw im */
   int64_t om_off, nom;      /* generic radices' omega tables */
   int64_t chirp_off, h_off; /* Bluestein: e (n + n), H (len + len) */
+  int64_t tab_bytes;        /* the tables' block, at scratch offset 0 */
+  int64_t w_off;            /* all len roots: len re then len im (setup) */
   int64_t root_off;         /* double root tables (setup only) */
   int64_t slot_off, slot_bytes, total;
 } FftLayout;
@@ -53,6 +58,18 @@ int64_t rlx_fft_isqrt_up(int64_t v);
 
 typedef void (*fft_stage_fn)(const FftStage *st, const float *xr,
                              const float *xi, float *yr, float *yi);
+
+/* fft_tables.c: point L's stages at the tables block tab (sign: the
+ * transform's); compute the block's values (setup memory from scratch,
+ * stages by fn); run a plan over two buffer pairs (returns the pair
+ * holding the result, 0: a, 1: b). */
+void rlx_fft_plan_tables(FftLayout *L, double sign, const char *tab);
+void rlx_fft_fill_tables(FftLayout *L, double sign, char *tab,
+                         char *scratch, fft_stage_fn fn);
+int rlx_fft_run(const FftPlan *p, fft_stage_fn fn, float *ar, float *ai,
+                float *br, float *bi);
+void rlx_fft_slot_arrays(float *buf, int64_t len, float **ar, float **ai,
+                         float **br, float **bi);
 
 void rlx_fft_stage_scalar(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi);

@@ -10,6 +10,10 @@
  * output may alias the input; results are bit-identical for 1, 2 and 3
  * threads and for the AVX-512 and portable stage kernels; bad arguments
  * give RLX_ERR_INVALID.  The scratch starts as NaN bytes.
+ * The tables rlx_fft_tables makes once (the compiler's constants, with
+ * the portable stages) equal bit for bit those rlx_fft_c64 computes per
+ * call (the scratch's first rlx_fft_tables_bytes bytes, fft_internal.h,
+ * with either stage kernel), and rlx_fft_c64_tab gives the same bits.
  */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -157,6 +161,43 @@ static void test_deterministic(void)
   }
 }
 
+/* Tables made once == per-call tables, same results with and without. */
+static void test_tables(void)
+{
+  const int64_t lens[] = {1, 2, 3, 5, 7, 12, 61, 67, 1000, 1024, 2048, 4099};
+  for (int li = 0; li < 12; li++)
+    for (int inverse = 0; inverse < 2; inverse++)
+      for (int isa = 0; isa < 2; isa++) {
+        if (isa && rlx_gemm_select_isa("scalar") != RLX_OK)
+          continue;
+        int64_t n = lens[li], rows = 3, tb = rlx_fft_tables_bytes(n);
+        size_t sb = (size_t)rlx_fft_scratch_bytes(rows, n);
+        size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
+        char *tab = calloc(1, (size_t)tb), *work = scratch_for(1, n);
+        char *scr = rlx_alloc(sb);
+        memset(scr, 0, sb); /* the gaps between the tables compare 0 */
+        float *x = rand_c64(rows * n, 11), *ref = malloc(bytes);
+        float *y = malloc(bytes);
+        CU_ASSERT_EQUAL(rlx_fft_tables(n, inverse, tab, work), RLX_OK);
+        rlx_fft_c64(rows, n, inverse, RLX_FFT_NORM_ORTHO, x, ref, scr);
+        CU_ASSERT_EQUAL(memcmp(scr, tab, (size_t)tb), 0);
+        memset(scr, 0xff, sb);
+        CU_ASSERT_EQUAL(rlx_fft_c64_tab(rows, n, inverse, RLX_FFT_NORM_ORTHO,
+                                        x, y, scr, tab),
+                        RLX_OK);
+        CU_ASSERT_EQUAL(memcmp(ref, y, bytes), 0);
+        rlx_gemm_select_isa(NULL);
+        free(tab);
+        rlx_free(work);
+        rlx_free(scr);
+        free(x);
+        free(ref);
+        free(y);
+      }
+  CU_ASSERT_EQUAL(rlx_fft_tables(0, 0, NULL, NULL), RLX_ERR_INVALID);
+  CU_ASSERT_EQUAL(rlx_fft_tables_bytes(0), 0);
+}
+
 static void test_invalid(void)
 {
   float x[2] = {1, 2}, y[2];
@@ -174,6 +215,7 @@ int main(void)
   CU_add_test(s, "vs_naive", test_vs_naive);
   CU_add_test(s, "round_trip_alias", test_round_trip_alias);
   CU_add_test(s, "deterministic", test_deterministic);
+  CU_add_test(s, "tables", test_tables);
   CU_add_test(s, "invalid", test_invalid);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
