@@ -22,9 +22,9 @@
 
 #include "runtime/rlxrt.h"
 
-static const int64_t LENS[] = {1,  2,  3,  4,   5,   7,   8,   16,   32,
-                               61, 64, 67, 97,  105, 128, 256, 1000, 1024,
-                               2018, 4099};
+static const int64_t LENS[] = {1,   2,   3,   4,   5,   7,    8,    16,
+                               24,  32,  40,  61,  64,  67,  97,   105,
+                               128, 256, 375, 640, 1000, 1024, 2018, 4099};
 enum { NLEN = sizeof LENS / sizeof LENS[0] };
 
 static float *rand_c64(int64_t count, unsigned seed)
@@ -133,11 +133,15 @@ static void test_round_trip_alias(void)
     }
 }
 
-/* Same bits for 1, 2, 3 threads and both stage kernels. */
+/* Same bits for 1, 2, 3 threads and both stage kernels (the AVX-512
+ * stages: radix 4 of stride 1 with m % 16 != 0 (40, 1000), radix 2, 3, 5
+ * of strides 1, 2, 4, 8, >= 16, full and masked (10, 24, 40, 80, 96,
+ * 375, 640, 1000, 2048, 3000, 6000), generic fallbacks (97, 375). */
 static void test_deterministic(void)
 {
-  const int64_t lens[] = {1024, 1000, 97, 4099};
-  for (int li = 0; li < 4; li++) {
+  const int64_t lens[] = {1024, 1000, 97,  4099, 10,   24,  40,
+                          80,   96,   375, 640,  2048, 3000, 6000};
+  for (int li = 0; li < 14; li++) {
     int64_t n = lens[li], rows = 37;
     float *x = rand_c64(rows * n, 3);
     size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
