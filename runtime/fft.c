@@ -28,18 +28,29 @@
 #include "runtime/fft_internal.h"
 #include "runtime/rlxrt.h"
 
-/* The AVX-512 stages when the GEMM dispatch chose avx512 (like conv.c),
- * so rlx_gemm_select_isa("scalar") tests the portable ones. */
-static fft_stage_fn stage_fn(void)
+void rlx_fft_split_scalar(const float *x, int64_t n, float *re, float *im)
 {
-  return strcmp(rlx_gemm_isa(), "avx512") == 0 ? rlx_fft_stage_avx512
-                                               : rlx_fft_stage_scalar;
+  for (int64_t j = 0; j < n; j++) {
+    re[j] = x[2 * j];
+    im[j] = x[2 * j + 1];
+  }
+}
+
+void rlx_fft_join_scalar(const float *re, const float *im, int64_t n,
+                         float scale, float *y)
+{
+  for (int64_t k = 0; k < n; k++) {
+    y[2 * k] = re[k] * scale;
+    y[2 * k + 1] = im[k] * scale;
+  }
 }
 
 typedef struct {
   const FftLayout *L;
   const char *tab; /* the tables block (FftLayout) */
   fft_stage_fn fn;
+  fft_split_fn split;
+  fft_join_fn join;
   const char *scratch;
   const float *x;
   float *y;
@@ -52,18 +63,12 @@ static void row_direct(const Ctx *c, float *buf, const float *x, float *y)
   int64_t n = c->L->n;
   float *ar, *ai, *br, *bi;
   rlx_fft_slot_arrays(buf, n, &ar, &ai, &br, &bi);
-  for (int64_t j = 0; j < n; j++) {
-    ar[j] = x[2 * j];
-    ai[j] = x[2 * j + 1];
-  }
+  c->split(x, n, ar, ai);
   if (rlx_fft_run(&c->L->plan, c->fn, ar, ai, br, bi)) {
     ar = br;
     ai = bi;
   }
-  for (int64_t k = 0; k < n; k++) {
-    y[2 * k] = ar[k] * c->scale;
-    y[2 * k + 1] = ai[k] * c->scale;
-  }
+  c->join(ar, ai, n, c->scale, y);
 }
 
 static void row_bluestein(const Ctx *c, float *buf, const float *x,
@@ -137,7 +142,10 @@ int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
   FftLayout L;
   rlx_fft_layout(rows, n, &L);
   double sign = inverse ? 1.0 : -1.0;
-  fft_stage_fn fn = stage_fn();
+  /* The AVX-512 kernels when the GEMM dispatch chose avx512 (like
+   * conv.c), so rlx_gemm_select_isa("scalar") tests the portable ones. */
+  int avx = strcmp(rlx_gemm_isa(), "avx512") == 0;
+  fft_stage_fn fn = avx ? rlx_fft_stage_avx512 : rlx_fft_stage_scalar;
   if (tables)
     rlx_fft_plan_tables(&L, sign, tables);
   else
@@ -147,7 +155,15 @@ int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
     scale = 1.0 / sqrt((double)n);
   else if ((norm == RLX_FFT_NORM_BACKWARD) == (inverse != 0))
     scale = 1.0 / (double)n;
-  Ctx c = {&L, tables ? tables : scratch, fn, scratch, x, y, (float)scale,
+  Ctx c = {&L,
+           tables ? tables : scratch,
+           fn,
+           avx ? rlx_fft_split_avx512 : rlx_fft_split_scalar,
+           avx ? rlx_fft_join_avx512 : rlx_fft_join_scalar,
+           scratch,
+           x,
+           y,
+           (float)scale,
            rows};
   rlx_parallel_for(L.nslots, 1, slot_task, &c);
   return RLX_OK;

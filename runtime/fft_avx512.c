@@ -203,7 +203,9 @@ vtwiddle(__m512 *br, __m512 *bi, __m512 wr, __m512 wi)
 
 static inline __mmask16 first(int64_t cnt)
 {
-  return cnt >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cnt) - 1);
+  return cnt >= 16  ? (__mmask16)0xFFFF
+         : cnt <= 0 ? (__mmask16)0
+                    : (__mmask16)((1u << cnt) - 1);
 }
 
 /* Stride s >= 16: 16 consecutive q per vector (masked tail), the
@@ -327,6 +329,41 @@ TGT static int vec_stage(const FftStage *st, const float *restrict xr,
 }
 
 #define STAGE_VEC vec_stage
+
+/* Interleaved (re, im) <-> split arrays, 16 complex per step, masked
+ * tail; the join's product by scale is fft.c's. */
+TGT void rlx_fft_split_avx512(const float *x, int64_t n, float *re,
+                              float *im)
+{
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14,
+                                      12, 10, 8, 6, 4, 2, 0);
+  const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 lm = first(n - j);
+    __m512 a = _mm512_maskz_loadu_ps(first(2 * (n - j)), x + 2 * j);
+    __m512 b = _mm512_maskz_loadu_ps(first(2 * (n - j) - 16), x + 2 * j + 16);
+    _mm512_mask_storeu_ps(re + j, lm, _mm512_permutex2var_ps(a, ev, b));
+    _mm512_mask_storeu_ps(im + j, lm, _mm512_permutex2var_ps(a, od, b));
+  }
+}
+
+TGT void rlx_fft_join_avx512(const float *re, const float *im, int64_t n,
+                             float scale, float *y)
+{
+  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18,
+                                      2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int64_t k = 0; k < n; k += 16) {
+    const __mmask16 lm = first(n - k);
+    __m512 a = VMUL(_mm512_maskz_loadu_ps(lm, re + k), sc);
+    __m512 b = VMUL(_mm512_maskz_loadu_ps(lm, im + k), sc);
+    _mm512_mask_storeu_ps(y + 2 * k, first(2 * (n - k)),
+                          _mm512_permutex2var_ps(a, lo, b));
+    _mm512_mask_storeu_ps(y + 2 * k + 16, first(2 * (n - k) - 16),
+                          _mm512_permutex2var_ps(a, hi, b));
+  }
+}
 #define STAGE_FN rlx_fft_stage_avx512
 #include "runtime/fft_tmpl.h"
 #else
@@ -334,5 +371,16 @@ void rlx_fft_stage_avx512(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi)
 {
   rlx_fft_stage_scalar(st, xr, xi, yr, yi);
+}
+
+void rlx_fft_split_avx512(const float *x, int64_t n, float *re, float *im)
+{
+  rlx_fft_split_scalar(x, n, re, im);
+}
+
+void rlx_fft_join_avx512(const float *re, const float *im, int64_t n,
+                         float scale, float *y)
+{
+  rlx_fft_join_scalar(re, im, n, scale, y);
 }
 #endif

@@ -76,4 +76,17 @@ void rlx_fft_stage_scalar(const FftStage *st, const float *xr,
 void rlx_fft_stage_avx512(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi);
 
+/* A row of n c64 into split arrays, and back times scale (fft.c; the
+ * AVX-512 versions in fft_avx512.c, the same bits). */
+typedef void (*fft_split_fn)(const float *x, int64_t n, float *re,
+                             float *im);
+typedef void (*fft_join_fn)(const float *re, const float *im, int64_t n,
+                            float scale, float *y);
+void rlx_fft_split_scalar(const float *x, int64_t n, float *re, float *im);
+void rlx_fft_join_scalar(const float *re, const float *im, int64_t n,
+                         float scale, float *y);
+void rlx_fft_split_avx512(const float *x, int64_t n, float *re, float *im);
+void rlx_fft_join_avx512(const float *re, const float *im, int64_t n,
+                         float scale, float *y);
+
 #endif
