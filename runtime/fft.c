@@ -149,14 +149,14 @@ int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
   if (tables)
     rlx_fft_plan_tables(&L, sign, tables);
   else
-    rlx_fft_fill_tables(&L, sign, scratch, scratch, fn);
+    rlx_fft_fill_tables(&L, sign, (char *)scratch + L.tab_at, scratch, fn);
   double scale = 1.0;
   if (norm == RLX_FFT_NORM_ORTHO)
     scale = 1.0 / sqrt((double)n);
   else if ((norm == RLX_FFT_NORM_BACKWARD) == (inverse != 0))
     scale = 1.0 / (double)n;
   Ctx c = {&L,
-           tables ? tables : scratch,
+           tables ? tables : (char *)scratch + L.tab_at,
            fn,
            avx ? rlx_fft_split_avx512 : rlx_fft_split_scalar,
            avx ? rlx_fft_join_avx512 : rlx_fft_join_scalar,

@@ -34,8 +34,8 @@ typedef struct {
 
 /* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan.
  * The tables (twiddles, omegas, Bluestein's chirp and kernel) are a
- * block of tab_bytes, a function of n and the direction only: the first
- * bytes of the scratch when computed per call, or the compiler's
+ * block of tab_bytes, a function of n and the direction only: at
+ * scratch offset tab_at when computed per call, or the compiler's
  * constant (rlx_fft_tables); their offsets are from the block's start. */
 typedef struct {
   int64_t n, len, nslots;
@@ -44,7 +44,7 @@ typedef struct {
   int64_t tw_off, ntw;      /* stage twiddles: ntw re then ntw im */
   int64_t om_off, nom;      /* generic radices' omega tables */
   int64_t chirp_off, h_off; /* Bluestein: e (n + n), H (len + len) */
-  int64_t tab_bytes;        /* the tables' block, at scratch offset 0 */
+  int64_t tab_at, tab_bytes; /* the tables' block in the scratch */
   int64_t w_off;            /* all len roots: len re then len im (setup) */
   int64_t root_off;         /* double root tables (setup only) */
   int64_t slot_off, slot_bytes, total;

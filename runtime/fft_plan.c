@@ -78,14 +78,15 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
     if (st->r > 5)
       L->nom += st->r;
   }
-  L->tw_off = bump(&at, 2 * L->ntw * 4);
-  L->om_off = bump(&at, 2 * L->nom * 4);
-  if (L->bluestein) {
-    L->chirp_off = bump(&at, 2 * n * 4);
-    L->h_off = bump(&at, 2 * len * 4);
-  }
-  L->tab_bytes = at;
   L->w_off = bump(&at, 2 * len * 4);
+  L->tab_at = at; /* the tables' offsets count from here */
+  L->tw_off = bump(&at, 2 * L->ntw * 4) - L->tab_at;
+  L->om_off = bump(&at, 2 * L->nom * 4) - L->tab_at;
+  if (L->bluestein) {
+    L->chirp_off = bump(&at, 2 * n * 4) - L->tab_at;
+    L->h_off = bump(&at, 2 * len * 4) - L->tab_at;
+  }
+  L->tab_bytes = at - L->tab_at;
   /* coarse + fine tables for len and, for Bluestein, for 2n */
   L->root_off = bump(&at, 2 * 2 * (rlx_fft_isqrt_up(2 * len) + 2) * 16);
   int64_t per = rows * len;

@@ -96,18 +96,23 @@ static void fill_twiddles(const FftLayout *L, const float *wr,
 {
   const FftPlan *p = &L->plan;
   for (int i = 0; i < p->nst; i++) {
-    const FftStage *st = &p->st[i];
-    float *twr = (float *)st->twr, *twi = (float *)st->twi;
-    for (int64_t k = 1; k < st->r; k++) /* w^(q k) = w_(q k s) */
-      for (int64_t q = 0, t = 0; q < st->m; q++, t += k * st->s) {
-        twr[(k - 1) * st->m + q] = wr[t];
-        twi[(k - 1) * st->m + q] = wi[t];
+    /* locals: stores through the table pointers cannot change them */
+    const int64_t r = p->st[i].r, m = p->st[i].m, s = p->st[i].s;
+    float *restrict twr = (float *)p->st[i].twr;
+    float *restrict twi = (float *)p->st[i].twi;
+    for (int64_t k = 1; k < r; k++) /* w^(q k) = w_(q k s) */
+      for (int64_t q = 0, t = 0; q < m; q++, t += k * s) {
+        twr[(k - 1) * m + q] = wr[t];
+        twi[(k - 1) * m + q] = wi[t];
       }
-    if (st->r > 5)
-      for (int64_t t = 0; t < st->r; t++) {
-        ((float *)st->wr)[t] = wr[t * (p->len / st->r)];
-        ((float *)st->wi)[t] = wi[t * (p->len / st->r)];
+    if (r > 5) {
+      float *restrict omr = (float *)p->st[i].wr;
+      float *restrict omi = (float *)p->st[i].wi;
+      for (int64_t t = 0; t < r; t++) {
+        omr[t] = wr[t * (p->len / r)];
+        omi[t] = wi[t * (p->len / r)];
       }
+    }
   }
 }
 
