@@ -4,8 +4,9 @@
  * Bluestein's chirp and kernel): n is known here, so the compiler
  * computes them once with the runtime's own code (rlx_fft_tables,
  * fft_tables.c, linked in) and emits them as a read-only constant, one
- * per (n, direction) in the module; above RLX_FFT_TABLES_MAX bytes it
- * passes NULL and the call computes them into scratch.  The inverse
+ * per (n, direction) in the module; above RLX_FFT_TABLES_MAX bytes (or
+ * for a target of the other byte order) it passes NULL and the call
+ * computes them into scratch.  The inverse
  * flag and norm become the call's constants.
  */
 #include <stdio.h>
@@ -38,8 +39,14 @@ int64_t cg_scratch_fft(Cg *cg, Node *n) {
 }
 
 /* The constant tables of an n-point transform, or a null pointer when
- * they exceed RLX_FFT_TABLES_MAX (or the host is out of memory). */
+ * they exceed RLX_FFT_TABLES_MAX, the target's byte order is not the
+ * host's (the tables are the host's floats), or the host is out of
+ * memory. */
 static LLVMValueRef fft_tables(Cg *cg, int64_t len, int inverse) {
+  const uint16_t one = 1;
+  bool host_big = *(const unsigned char *)&one == 0;
+  bool big = LLVMByteOrder(LLVMGetModuleDataLayout(cg->mod)) == LLVMBigEndian;
+  if (big != host_big) return LLVMConstPointerNull(cg->t_ptr);
   char name[64];
   snprintf(name, sizeof name, "rlx.fft.%lld.%s", (long long)len,
            inverse ? "inv" : "fwd");
