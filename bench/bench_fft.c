@@ -1,15 +1,17 @@
 /* bench_fft.c -- rlx_fft_c64 next to FFTW (single precision, fftwf,
  * FFTW_ESTIMATE plans, one thread), c64 forward transforms of one row.
  *
- * usage: bench_fft [--secs=S] [--rounds=R] [N ...]
+ * usage: bench_fft [--secs=S] [--rounds=R] [--per-call] [N ...]
  * Default lengths: 256 1024 4096 65536 1000 4099 and the primes 257
  * 1031 16411 65537 (Bluestein: O(n log n) growth).  For each length,
  * R rounds (default 5) alternate the two libraries, each timing calls
  * for about S/R seconds (default S = 1); per library the median and
  * minimum over samples (a sample: max(1, 16384 / N) back-to-back calls,
- * its time per call).  rlx's time includes computing its twiddles
- * into scratch (every call does); FFTW's plan is made once, outside the
- * timing.  Both are checked to agree (max |rlx - fftw| / max |fftw|).
+ * its time per call).  rlx runs as compiled code does:
+ * rlx_fft_c64_tab with tables made once outside the timing (the
+ * compiler's constant) up to RLX_FFT_TABLES_MAX bytes, else (and with
+ * --per-call always) computing them into scratch per call; FFTW's plan
+ * is made once, outside the timing.  Both are checked to agree (max |rlx - fftw| / max |fftw|).
  * Output: "fft N=.. rlx_median_us=.. rlx_min_us=.. fftw_median_us=..
  * fftw_min_us=.. ratio_median=.. ratio_min=.. relerr=..".
  * Built only when FFTW (fftw3f + fftw3.h, Debian libfftw3-dev) is
@@ -30,14 +32,15 @@
 typedef struct {
   int64_t n;
   float *x, *y;
-  void *scratch;
+  void *scratch, *tables;
   fftwf_plan plan;
 } Job;
 
 static void call(Job *j, int lib)
 {
   if (lib == 0)
-    rlx_fft_c64(1, j->n, 0, RLX_FFT_NORM_BACKWARD, j->x, j->y, j->scratch);
+    rlx_fft_c64_tab(1, j->n, 0, RLX_FFT_NORM_BACKWARD, j->x, j->y,
+                    j->scratch, j->tables);
   else
     fftwf_execute(j->plan);
 }
@@ -64,7 +67,7 @@ static void run(Job *j, int lib, double secs, double *t, int *nt)
 int main(int argc, char **argv)
 {
   double secs = 1.0;
-  int rounds = 5;
+  int rounds = 5, per_call = 0;
   int64_t lens[64];
   int nl = 0;
   for (int i = 1; i < argc; i++) {
@@ -72,6 +75,8 @@ int main(int argc, char **argv)
       secs = atof(argv[i] + 7);
     else if (!strncmp(argv[i], "--rounds=", 9))
       rounds = atoi(argv[i] + 9);
+    else if (!strcmp(argv[i], "--per-call"))
+      per_call = 1;
     else if (nl < 64)
       lens[nl++] = atoll(argv[i]);
   }
@@ -84,12 +89,17 @@ int main(int argc, char **argv)
   rlx_set_num_threads(1);
   static double t[2][MAX_T];
   for (int li = 0; li < nl; li++) {
-    Job j = {lens[li], NULL, NULL, NULL, NULL};
+    Job j = {lens[li], NULL, NULL, NULL, NULL, NULL};
     size_t bytes = sizeof(float) * 2 * (size_t)j.n;
     j.x = fftwf_malloc(bytes);
     j.y = fftwf_malloc(bytes);
     float *ref = malloc(bytes);
     j.scratch = rlx_alloc((size_t)rlx_fft_scratch_bytes(1, j.n));
+    int64_t tab_bytes = rlx_fft_tables_bytes(j.n);
+    if (!per_call && tab_bytes <= RLX_FFT_TABLES_MAX) {
+      j.tables = rlx_alloc((size_t)tab_bytes);
+      rlx_fft_tables(j.n, 0, j.tables, j.scratch);
+    }
     j.plan = fftwf_plan_dft_1d((int)j.n, (fftwf_complex *)j.x,
                                (fftwf_complex *)j.y, FFTW_FORWARD,
                                FFTW_ESTIMATE);
@@ -125,6 +135,7 @@ int main(int argc, char **argv)
     fftwf_free(j.y);
     free(ref);
     rlx_free(j.scratch);
+    rlx_free(j.tables);
   }
   return 0;
 }

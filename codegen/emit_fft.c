@@ -1,11 +1,20 @@
-/* emit_fft.c -- fft (language.md §6.8): one call of rlx_fft_c64 over the
- * rows of the last axis, with the runtime's scratch
- * (rlx_fft_scratch_bytes: twiddles and working buffers, computed per
- * call).  The inverse flag and norm become the call's constants.
+/* emit_fft.c -- fft (language.md §6.8): one call of rlx_fft_c64_tab over
+ * the rows of the last axis, with the runtime's scratch
+ * (rlx_fft_scratch_bytes: working buffers) and its tables (twiddles,
+ * Bluestein's chirp and kernel): n is known here, so the compiler
+ * computes them once with the runtime's own code (rlx_fft_tables,
+ * fft_tables.c, linked in) and emits them as a read-only constant, one
+ * per (n, direction) in the module; above RLX_FFT_TABLES_MAX bytes (or
+ * for a target of the other byte order) it passes NULL and the call
+ * computes them into scratch.  The inverse
+ * flag and norm become the call's constants.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cg.h"
+#include "codegen/emit_ops.h"
 #include "runtime/rlxrt.h"
 
 static int norm_code(const Node *n) {
@@ -29,18 +38,48 @@ int64_t cg_scratch_fft(Cg *cg, Node *n) {
   return rlx_fft_scratch_bytes(rows, len);
 }
 
+/* The constant tables of an n-point transform, or a null pointer when
+ * they exceed RLX_FFT_TABLES_MAX, the target's byte order is not the
+ * host's (the tables are the host's floats), or the host is out of
+ * memory. */
+static LLVMValueRef fft_tables(Cg *cg, int64_t len, int inverse) {
+  const uint16_t one = 1;
+  bool host_big = *(const unsigned char *)&one == 0;
+  bool big = LLVMByteOrder(LLVMGetModuleDataLayout(cg->mod)) == LLVMBigEndian;
+  if (big != host_big) return LLVMConstPointerNull(cg->t_ptr);
+  char name[64];
+  snprintf(name, sizeof name, "rlx.fft.%lld.%s", (long long)len,
+           inverse ? "inv" : "fwd");
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
+  if (g) return g;
+  int64_t bytes = rlx_fft_tables_bytes(len);
+  char *tab = bytes <= RLX_FFT_TABLES_MAX ? calloc(1, (size_t)bytes) : NULL;
+  void *work = tab ? malloc((size_t)rlx_fft_scratch_bytes(1, len)) : NULL;
+  if (!work) {
+    free(tab);
+    return LLVMConstPointerNull(cg->t_ptr);
+  }
+  rlx_fft_tables(len, inverse, tab, work);
+  g = cg_ops_const_global(
+      cg, LLVMConstStringInContext2(cg->lc, tab, (size_t)bytes, 1), name);
+  LLVMSetAlignment(g, 64);
+  free(work);
+  free(tab);
+  return g;
+}
+
 bool cg_emit_fft(Cg *cg, Node *n) {
   if (n->in[0]->type.dt != DT_C64 || n->in[0]->type.rank < 1)
     return cg_unsupported(cg, n, "operand must be a c64 tensor of rank >= 1");
   int64_t rows, len;
   fft_dims(n, &rows, &len);
   if (rows * len == 0) return true;
-  LLVMValueRef args[7] = {
-      cg_i64(cg, rows), cg_i64(cg, len),
-      cg_i32(cg, ir_attr_bool(n, ATTR_INVERSE, false)),
+  int inverse = ir_attr_bool(n, ATTR_INVERSE, false);
+  LLVMValueRef args[8] = {
+      cg_i64(cg, rows),       cg_i64(cg, len),       cg_i32(cg, inverse),
       cg_i32(cg, norm_code(n)), cg_buf(cg, n->in[0]), cg_buf(cg, n),
-      cg_scratch(cg, n)};
-  LLVMValueRef rc = cg_call(cg, "rlx_fft_c64", cg->t_i32, args, 7);
+      cg_scratch(cg, n),      fft_tables(cg, len, inverse)};
+  LLVMValueRef rc = cg_call(cg, "rlx_fft_c64_tab", cg->t_i32, args, 8);
   cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
              RLX_ERR_INVALID);
   return true;

@@ -32,15 +32,20 @@ typedef struct {
   FftStage st[FFT_MAX_STAGES];
 } FftPlan;
 
-/* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan. */
+/* What lives where in an rlx_fft_c64 scratch, in bytes, and the plan.
+ * The tables (twiddles, omegas, Bluestein's chirp and kernel) are a
+ * block of tab_bytes, a function of n and the direction only: at
+ * scratch offset tab_at when computed per call, or the compiler's
+ * constant (rlx_fft_tables); their offsets are from the block's start. */
 typedef struct {
   int64_t n, len, nslots;
   int bluestein;
   FftPlan plan;
-  int64_t w_off;            /* all len roots: len re then len im */
   int64_t tw_off, ntw;      /* stage twiddles: ntw re then ntw im */
   int64_t om_off, nom;      /* generic radices' omega tables */
   int64_t chirp_off, h_off; /* Bluestein: e (n + n), H (len + len) */
+  int64_t tab_at, tab_bytes; /* the tables' block in the scratch */
+  int64_t w_off;            /* all len roots: len re then len im (setup) */
   int64_t root_off;         /* double root tables (setup only) */
   int64_t slot_off, slot_bytes, total;
 } FftLayout;
@@ -54,9 +59,34 @@ int64_t rlx_fft_isqrt_up(int64_t v);
 typedef void (*fft_stage_fn)(const FftStage *st, const float *xr,
                              const float *xi, float *yr, float *yi);
 
+/* fft_tables.c: point L's stages at the tables block tab (sign: the
+ * transform's); compute the block's values (setup memory from scratch,
+ * stages by fn); run a plan over two buffer pairs (returns the pair
+ * holding the result, 0: a, 1: b). */
+void rlx_fft_plan_tables(FftLayout *L, double sign, const char *tab);
+void rlx_fft_fill_tables(FftLayout *L, double sign, char *tab,
+                         char *scratch, fft_stage_fn fn);
+int rlx_fft_run(const FftPlan *p, fft_stage_fn fn, float *ar, float *ai,
+                float *br, float *bi);
+void rlx_fft_slot_arrays(float *buf, int64_t len, float **ar, float **ai,
+                         float **br, float **bi);
+
 void rlx_fft_stage_scalar(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi);
 void rlx_fft_stage_avx512(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi);
+
+/* A row of n c64 into split arrays, and back times scale (fft.c; the
+ * AVX-512 versions in fft_avx512.c, the same bits). */
+typedef void (*fft_split_fn)(const float *x, int64_t n, float *re,
+                             float *im);
+typedef void (*fft_join_fn)(const float *re, const float *im, int64_t n,
+                            float scale, float *y);
+void rlx_fft_split_scalar(const float *x, int64_t n, float *re, float *im);
+void rlx_fft_join_scalar(const float *re, const float *im, int64_t n,
+                         float scale, float *y);
+void rlx_fft_split_avx512(const float *x, int64_t n, float *re, float *im);
+void rlx_fft_join_avx512(const float *re, const float *im, int64_t n,
+                         float scale, float *y);
 
 #endif

@@ -1,7 +1,8 @@
 /* fft_plan.c -- the stage structure of an rlx_fft_c64 call and the
  * layout of its scratch (FftLayout, fft_internal.h); depends only on
  * rows and n.  The compiler links this file too, to reserve
- * rlx_fft_scratch_bytes.
+ * rlx_fft_scratch_bytes and size its constant tables
+ * (rlx_fft_tables_bytes).
  */
 #include <math.h>
 #include <string.h>
@@ -57,9 +58,12 @@ static int factor(int64_t len, FftPlan *p)
 
 void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
 {
-  memset(L, 0, sizeof *L);
+  /* field by field: the plan's unused stages stay unwritten (a memset
+   * of all FFT_MAX_STAGES was a tenth of a 256-point call) */
   L->n = n;
   L->len = n;
+  L->bluestein = 0;
+  L->ntw = L->nom = L->chirp_off = L->h_off = 0;
   if (!factor(n, &L->plan)) {
     L->bluestein = 1;
     L->len = 1; /* the next power of two: the fastest stages */
@@ -75,12 +79,14 @@ void rlx_fft_layout(int64_t rows, int64_t n, FftLayout *L)
       L->nom += st->r;
   }
   L->w_off = bump(&at, 2 * len * 4);
-  L->tw_off = bump(&at, 2 * L->ntw * 4);
-  L->om_off = bump(&at, 2 * L->nom * 4);
+  L->tab_at = at; /* the tables' offsets count from here */
+  L->tw_off = bump(&at, 2 * L->ntw * 4) - L->tab_at;
+  L->om_off = bump(&at, 2 * L->nom * 4) - L->tab_at;
   if (L->bluestein) {
-    L->chirp_off = bump(&at, 2 * n * 4);
-    L->h_off = bump(&at, 2 * len * 4);
+    L->chirp_off = bump(&at, 2 * n * 4) - L->tab_at;
+    L->h_off = bump(&at, 2 * len * 4) - L->tab_at;
   }
+  L->tab_bytes = at - L->tab_at;
   /* coarse + fine tables for len and, for Bluestein, for 2n */
   L->root_off = bump(&at, 2 * 2 * (rlx_fft_isqrt_up(2 * len) + 2) * 16);
   int64_t per = rows * len;
@@ -103,3 +109,12 @@ int64_t rlx_fft_scratch_bytes(int64_t rows, int64_t n)
   return L.total;
 }
 
+
+int64_t rlx_fft_tables_bytes(int64_t n)
+{
+  if (n <= 0)
+    return 0;
+  FftLayout L;
+  rlx_fft_layout(1, n, &L);
+  return L.tab_bytes;
+}

@@ -178,8 +178,8 @@ TGT void STAGE_FN(const FftStage *st, const float *restrict xr0,
   const float *restrict twr0 = st->twr, *restrict twi0 = st->twi;
   (void)sg;
   (void)r;
-#ifdef STAGE_SMALL4
-  if (r == 4 && STAGE_SMALL4(st, xr0, xi0, yr0, yi0))
+#ifdef STAGE_VEC
+  if (STAGE_VEC(st, xr0, xi0, yr0, yi0))
     return;
 #endif
   switch (r) {

@@ -377,7 +377,7 @@ void rlx_attention_bwd_f64(const rlx_attn_geom *g, const double *q,
    1/sqrt(n) both.  Any n >= 0 (mixed radix, Bluestein for large prime
    factors).  scratch: rlx_fft_scratch_bytes(rows, n) bytes, 64-byte
    aligned, not overlapping x or y, need not be initialized (twiddles are
-   computed into it per call).  Returns RLX_ERR_INVALID for a negative
+   computed into it per call unless given, rlx_fft_c64_tab).  Returns RLX_ERR_INVALID for a negative
    size or an unknown norm, else RLX_OK.  Uses the pool over rows;
    bit-identical results for any thread count and kernel ISA. */
 enum {
@@ -388,6 +388,20 @@ enum {
 int64_t rlx_fft_scratch_bytes(int64_t rows, int64_t n);
 int rlx_fft_c64(int64_t rows, int64_t n, int inverse, int norm,
                 const float *x, float *y, void *scratch);
+/* rlx_fft_c64 with its tables (twiddles; Bluestein's chirp and
+   transformed kernel) given instead of computed into scratch per call:
+   rlx_fft_tables_bytes(n) bytes that rlx_fft_tables(n, inverse, tables,
+   work) filled (work: rlx_fft_scratch_bytes(1, n) bytes), for the same n
+   and direction; NULL computes them per call.  Same bits as
+   rlx_fft_c64; the compiler emits the tables as a constant (up to
+   RLX_FFT_TABLES_MAX bytes, per call above).  rlx_fft_tables returns
+   RLX_ERR_INVALID for n <= 0. */
+#define RLX_FFT_TABLES_MAX (512 * 1024)
+int64_t rlx_fft_tables_bytes(int64_t n);
+int rlx_fft_tables(int64_t n, int inverse, void *tables, void *work);
+int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
+                    const float *x, float *y, void *scratch,
+                    const void *tables);
 
 /* Mixture of experts (language.md grouped_matmul): x is [t, k], w is
    [e, k, n], expert is [t] of int32 (index_bytes 4) or int64 (8), y is

@@ -9,6 +9,7 @@ share a path, CR / CRLF / BOM sources, and docs/ops.md == --list-ops=md.
 Every case runs; the report lists all failures."""
 import argparse
 import os
+import re
 import resource
 import shutil
 import signal
@@ -165,6 +166,44 @@ def test_targets(rlxc, tmp, good):
                                                "-o", o], 0)
     case_status(rlxc, "target.unknown", ["--target=nosuch-arch-x", good,
                                          "-o", o], 1, "unknown target")
+
+
+FFT_GRAPH = """graph ffts {
+  input %x: c64[2, 8]
+  input %z: c64[1, 131072]
+  %a = fft(%x)
+  %b = fft(%x, inverse=true)
+  %c = fft(%x, norm=ortho)
+  %d = fft(%z)
+  return %a, %b, %c, %d
+}
+"""
+
+
+def test_fft_tables(rlxc, tmp):
+    """fft's tables (emit_fft.c): one constant per (n, direction), shared
+    by the calls; none above RLX_FFT_TABLES_MAX or for a target of the
+    other byte order (the call computes them)."""
+    src = os.path.join(tmp, "ffts.rlx")
+    ll = os.path.join(tmp, "ffts.ll")
+    open(src, "w").write(FFT_GRAPH)
+    for triple, want in [("x86_64-linux-gnu", [8, 8, 8, 0]),
+                         ("powerpc64-linux-gnu", [0, 0, 0, 0])]:
+        rc, _, err = run(rlxc, ["--target=" + triple, "--emit=llvm", src,
+                                "-o", ll])
+        expect("fft.tables." + triple, rc == 0, err)
+        if rc:
+            continue
+        text = open(ll).read()
+        calls = re.findall(r"call i32 @rlx_fft_c64_tab\(i64 \d+, i64 (\d+),"
+                           r" i32 (\d), .*, ptr (?:nonnull )?(\S+)\)", text)
+        got = [int(n) if t == "@rlx.fft.%s.%s" % (n, "inv" if i == "1"
+                                                  else "fwd") else 0
+               for n, i, t in calls]
+        expect("fft.tables." + triple, got == want, "calls %s" % calls)
+        defs = re.findall(r"^@rlx\.fft\.\S+ = ", text, re.M)
+        expect("fft.tables.shared." + triple,
+               len(defs) == (2 if want[0] else 0), "globals %s" % defs)
 
 
 def test_reserved_graphs(rlxc, tmp):
@@ -424,6 +463,7 @@ def main():
         test_inputs(a.rlxc, tmp, good)
         test_reserved_graphs(a.rlxc, tmp)
         test_targets(a.rlxc, tmp, good)
+        test_fft_tables(a.rlxc, tmp)
         test_color(a.rlxc, tmp)
         test_dot(a.rlxc, tmp, good)
         test_emit_ir(a.rlxc, tmp, good)

@@ -10,17 +10,22 @@
  * output may alias the input; results are bit-identical for 1, 2 and 3
  * threads and for the AVX-512 and portable stage kernels; bad arguments
  * give RLX_ERR_INVALID.  The scratch starts as NaN bytes.
+ * The tables rlx_fft_tables makes once (the compiler's constants, with
+ * the portable stages) equal bit for bit those rlx_fft_c64 computes per
+ * call (rlx_fft_tables_bytes bytes at the scratch's FftLayout.tab_at,
+ * with either stage kernel), and rlx_fft_c64_tab gives the same bits.
  */
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/fft_internal.h" /* FftLayout.tab_at */
 #include "runtime/rlxrt.h"
 
-static const int64_t LENS[] = {1,  2,  3,  4,   5,   7,   8,   16,   32,
-                               61, 64, 67, 97,  105, 128, 256, 1000, 1024,
-                               2018, 4099};
+static const int64_t LENS[] = {1,   2,   3,   4,   5,   7,    8,    16,
+                               24,  32,  40,  61,  64,  67,  97,   105,
+                               128, 256, 375, 640, 1000, 1024, 2018, 4099};
 enum { NLEN = sizeof LENS / sizeof LENS[0] };
 
 static float *rand_c64(int64_t count, unsigned seed)
@@ -129,11 +134,15 @@ static void test_round_trip_alias(void)
     }
 }
 
-/* Same bits for 1, 2, 3 threads and both stage kernels. */
+/* Same bits for 1, 2, 3 threads and both stage kernels (the AVX-512
+ * stages: radix 4 of stride 1 with m % 16 != 0 (40, 1000), radix 2, 3, 5
+ * of strides 1, 2, 4, 8, >= 16, full and masked (10, 24, 40, 80, 96,
+ * 375, 640, 1000, 2048, 3000, 6000), generic fallbacks (97, 375). */
 static void test_deterministic(void)
 {
-  const int64_t lens[] = {1024, 1000, 97, 4099};
-  for (int li = 0; li < 4; li++) {
+  const int64_t lens[] = {1024, 1000, 97,  4099, 10,   24,  40,
+                          80,   96,   375, 640,  2048, 3000, 6000};
+  for (int li = 0; li < 14; li++) {
     int64_t n = lens[li], rows = 37;
     float *x = rand_c64(rows * n, 3);
     size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
@@ -157,6 +166,45 @@ static void test_deterministic(void)
   }
 }
 
+/* Tables made once == per-call tables, same results with and without. */
+static void test_tables(void)
+{
+  const int64_t lens[] = {1, 2, 3, 5, 7, 12, 61, 67, 1000, 1024, 2048, 4099};
+  for (int li = 0; li < 12; li++)
+    for (int inverse = 0; inverse < 2; inverse++)
+      for (int isa = 0; isa < 2; isa++) {
+        if (isa && rlx_gemm_select_isa("scalar") != RLX_OK)
+          continue;
+        int64_t n = lens[li], rows = 3, tb = rlx_fft_tables_bytes(n);
+        size_t sb = (size_t)rlx_fft_scratch_bytes(rows, n);
+        size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
+        char *tab = calloc(1, (size_t)tb), *work = scratch_for(1, n);
+        char *scr = rlx_alloc(sb);
+        memset(scr, 0, sb); /* the gaps between the tables compare 0 */
+        float *x = rand_c64(rows * n, 11), *ref = malloc(bytes);
+        float *y = malloc(bytes);
+        CU_ASSERT_EQUAL(rlx_fft_tables(n, inverse, tab, work), RLX_OK);
+        rlx_fft_c64(rows, n, inverse, RLX_FFT_NORM_ORTHO, x, ref, scr);
+        FftLayout L;
+        rlx_fft_layout(rows, n, &L);
+        CU_ASSERT_EQUAL(memcmp(scr + L.tab_at, tab, (size_t)tb), 0);
+        memset(scr, 0xff, sb);
+        CU_ASSERT_EQUAL(rlx_fft_c64_tab(rows, n, inverse, RLX_FFT_NORM_ORTHO,
+                                        x, y, scr, tab),
+                        RLX_OK);
+        CU_ASSERT_EQUAL(memcmp(ref, y, bytes), 0);
+        rlx_gemm_select_isa(NULL);
+        free(tab);
+        rlx_free(work);
+        rlx_free(scr);
+        free(x);
+        free(ref);
+        free(y);
+      }
+  CU_ASSERT_EQUAL(rlx_fft_tables(0, 0, NULL, NULL), RLX_ERR_INVALID);
+  CU_ASSERT_EQUAL(rlx_fft_tables_bytes(0), 0);
+}
+
 static void test_invalid(void)
 {
   float x[2] = {1, 2}, y[2];
@@ -174,6 +222,7 @@ int main(void)
   CU_add_test(s, "vs_naive", test_vs_naive);
   CU_add_test(s, "round_trip_alias", test_round_trip_alias);
   CU_add_test(s, "deterministic", test_deterministic);
+  CU_add_test(s, "tables", test_tables);
   CU_add_test(s, "invalid", test_invalid);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
