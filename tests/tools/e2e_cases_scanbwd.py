@@ -2,7 +2,8 @@
 hand (language.md 6.9), compiled through their lowering to a reverse
 scan (passes/lower_scan_bwd.c).
 
-Step: carry f32[3], per-step x f32[3] (and y): c' = c*tanh(x) + x(*y);
+Step: carry f32[3], per-step x f32[3] (and y): c' = tanh(c*x) + x(*y)
+(its carry derivative depends on the carry, so the results read traj);
 body: its hand-written VJP (carry, x..., dcarry) -> (dcarry, dx...).
 Reference: the reverse sweep of ops-detail.md ("Scan reverse mode")
 written out in NumPy float64: t = L-1 ... 0: dc += dtraj[t];
@@ -20,7 +21,7 @@ ONE = """
 graph step {
   input %c: DT[3]
   input %x: DT[3]
-  %n = add(mul(%c, tanh(%x)), %x)
+  %n = add(tanh(mul(%c, %x)), %x)
   return %n
 }
 
@@ -28,9 +29,10 @@ graph step_vjp {
   input %c: DT[3]
   input %x: DT[3]
   input %dc: DT[3]
-  %t = tanh(%x)
-  %dn = mul(%dc, %t)
-  %dx = add(mul(mul(%dc, %c), sub(1, mul(%t, %t))), %dc)
+  %t = tanh(mul(%c, %x))
+  %g = mul(%dc, sub(1, mul(%t, %t)))
+  %dn = mul(%g, %x)
+  %dx = add(mul(%g, %c), %dc)
   return %dn, %dx
 }
 """
@@ -40,7 +42,7 @@ graph step2 {
   input %c: f32[3]
   input %x: f32[3]
   input %y: f32[3]
-  %n = add(mul(%c, tanh(%x)), mul(%x, %y))
+  %n = add(tanh(mul(%c, %x)), mul(%x, %y))
   return %n
 }
 
@@ -49,9 +51,10 @@ graph step2_vjp {
   input %x: f32[3]
   input %y: f32[3]
   input %dc: f32[3]
-  %t = tanh(%x)
-  %dn = mul(%dc, %t)
-  %dx = add(mul(mul(%dc, %c), sub(1, mul(%t, %t))), mul(%dc, %y))
+  %t = tanh(mul(%c, %x))
+  %g = mul(%dc, sub(1, mul(%t, %t)))
+  %dn = mul(%g, %x)
+  %dx = add(mul(%g, %c), mul(%dc, %y))
   %dy = mul(%dc, %x)
   return %dn, %dx, %dy
 }
@@ -59,13 +62,13 @@ graph step2_vjp {
 
 
 def step(c, x, y=None):
-    return c * np.tanh(x) + (x if y is None else x * y)
+    return np.tanh(c * x) + (x if y is None else x * y)
 
 
 def step_vjp(c, x, y, dc):
-    t = np.tanh(x)
-    dx = dc * c * (1 - t * t) + (dc if y is None else dc * y)
-    return dc * t, dx, (None if y is None else dc * x)
+    g = dc * (1 - np.tanh(c * x) ** 2)
+    dx = g * c + (dc if y is None else dc * y)
+    return g * x, dx, (None if y is None else dc * x)
 
 
 def sweep(init, xs, ys, traj, dtraj):
