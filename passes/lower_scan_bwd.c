@@ -80,6 +80,7 @@ static Graph *bwd_body(IrBuilder *b, Lower *lw, const Node *n, int nx,
   snprintf(nm, sizeof nm, "%s_bwd", body->name);
   g->name = ib_fresh_graph_name(c, lw->m, nm);
   pass_simplify_graph(c, g);
+  pass_dce_graph(c, g);
   g = ib_attach_before(c, lw->m, g, b->g);
   lw->made = arena_grow(c->arena, lw->made, lw->nmade, &lw->cap,
                         sizeof *lw->made);
@@ -95,10 +96,11 @@ static Node *lower(IrBuilder *b, Node *n, void *ud) {
   int64_t L = traj->type.dims[0], nc = type_numel(&init->type);
   int64_t k = n->op == OP_SCAN_BACKWARD_XS ? ir_attr_int(n, ATTR_K, 0) : -1;
   if (k >= 0 && n->in[1 + k]->type.dt != init->type.dt) {
-    diag_error(c, n->loc, "scan_backward_xs: per-step operand %lld has "
-               "dtype %s, but code generation needs the carry's dtype %s",
-               (long long)k, dt_name(n->in[1 + k]->type.dt),
-               dt_name(init->type.dt));
+    diag_error(c, n->loc, "scan_backward_xs: xs[%lld] (operand %lld) has "
+               "dtype %s; its lowering to a reverse scan packs dxs[k] with "
+               "the carry gradient and needs the carry's dtype %s",
+               (long long)k, (long long)(1 + k),
+               dt_name(n->in[1 + k]->type.dt), dt_name(init->type.dt));
     return n;
   }
   if (ir_attr_int(n, ATTR_CHECKPOINTS, 0) > 0)
