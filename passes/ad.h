@@ -1,6 +1,6 @@
 /* ad.h: internal interface of reverse-mode autodiff (passes/grad.c,
- * vjp.c, scan_ad.c) and of the clean-up passes the AD code reuses on
- * graphs it creates.
+ * vjp.c, scan_ad.c, lower_scan_bwd.c) and of the clean-up passes the
+ * AD code reuses on graphs it creates.
  *
  * grad_into() is the core: it copies a source graph into a destination
  * graph (binding the source's arguments to given nodes), then walks the

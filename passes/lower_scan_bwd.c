@@ -22,8 +22,9 @@
  *                     already in step order.
  * The carry pack needs xs[k] of the carry's dtype (else a diagnostic).
  * Requires: shape-checked module. Provides: no scan_backward* in any
- * graph when code is generated or --grad / --jvp / --hvp is given;
- * --emit=ir and --check alone keep the ops as written. Bodies are new
+ * graph when code (object, header, asm, llvm) is generated or --grad /
+ * --jvp / --hvp is given; --emit=ir/dot and --check alone keep the ops
+ * as written. Bodies are new
  * graphs NAME_bwd placed right before the graph that uses them.
  */
 #include "passes/ad.h"
@@ -126,12 +127,14 @@ static bool has_scan_bwd(const Graph *g) {
   return false;
 }
 
-/* Code, or a derivative graph built from the module, is wanted. */
+/* Code (the header too: its workspace size plans the graph), or a
+ * derivative graph built from the module, is wanted. */
 static bool wanted(const Unit *u) {
   const Options *o = u->opt;
   if (!o) return false;
   return o->grad || o->jvp || o->hvp ||
-         (!o->check && (o->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM)));
+         (!o->check &&
+          (o->emit & (EMIT_OBJ | EMIT_HEADER | EMIT_ASM | EMIT_LLVM)));
 }
 
 bool pass_lower_scan_bwd(Unit *u) {

@@ -49,6 +49,9 @@
 
 #include <stdio.h>
 
+/* ad_scan, ad_scan_carries_in, ad_section, ad_flat and ad_rows_of (ad.h)
+ * are shared with lower_scan_bwd.c. */
+
 enum { XS_NONE, XS_STEP, XS_ACCUM };
 
 /* Subgraphs made for segments of `len` steps. */
