@@ -193,3 +193,30 @@ graph decay_vjp {
             "body=@decay_vjp, length=%d)" % L, outs_str(outs), pre=pre,
             comment="no per-step operand (length given), rank-2 carry")
     c.run(ins, outs)
+
+
+@case()
+def scanbwd_nested(c, rng):
+    pre = ONE.replace("DT", "f32") + """
+graph outer {
+  input %h: f32[3]
+  input %x: f32[2, 3]
+  %tr = scan(%h, %x, body=@step, save_trajectory=true)
+  %r = scan_backward(%h, %x, %tr, %tr, body=@step_vjp)
+  %n = add(tanh(%r), mul(%h, 0.5))
+  return %n
+}
+"""
+    ins = [T("f32", uni(rng, (3,)), "h0"),
+           T("f32", uni(rng, (4, 2, 3)), "ys")]
+    h = ins[0].v
+    for s in range(4):
+        x = ins[1].v[s]
+        tr = forward_traj(h, x)
+        r = sweep(h, x, None, tr, tr)[0]
+        h = np.tanh(r) + 0.5 * h
+    outs = [out("f32", h, "y")]
+    c.graph(ins, "%y = scan(%h0, %ys, body=@outer)", outs_str(outs),
+            pre=pre, comment="scan_backward inside a scan body (lowered "
+            "in the body graph)")
+    c.run(ins, outs)
