@@ -33,7 +33,7 @@
 #define CG_CUMSUM_BACKWARD {cg_emit_cumsum_backward, NULL}
 #define CG_GATHER_BACKWARD {cg_emit_gather_backward, NULL}
 #define CG_SOFTMAX_CROSS_ENTROPY_BACKWARD {cg_emit_softmax_xent_backward, NULL}
-#define CG_SCAN_BACKWARD CG_UNSUPPORTED
-#define CG_SCAN_BACKWARD_XS CG_UNSUPPORTED
+#define CG_SCAN_BACKWARD {cg_emit_lowered, NULL} /* passes/lower_scan_bwd.c */
+#define CG_SCAN_BACKWARD_XS {cg_emit_lowered, NULL}
 
 #endif

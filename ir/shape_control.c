@@ -13,8 +13,9 @@
  * scan_backward[_xs](init, xs..., traj, dtraj, body, length?, fwd?,
  *   checkpoints, k): traj and dtraj are [L, ...carry]; body is the
  *   step VJP: inputs (carry, xs slices..., dcarry), returns
- *   (dcarry, dxs...) typed like (carry, xs slices...); fwd (optional)
- *   is the forward step (carry, xs slices...) -> carry. Result: init's
+ *   (dcarry, dxs...) typed like (carry, xs slices...); fwd (optional,
+ *   required when checkpoints > 0) is the forward step (carry, xs
+ *   slices...) -> carry. Result: init's
  *   type (scan_backward) or xs[k]'s type (scan_backward_xs).
  * if(pred, c..., then, else): pred rank 0, bool or real; both branches
  *   take c... and return one value of one type.
@@ -159,6 +160,10 @@ bool shape_scan_bwd(Ctx *c, Node *n) {
       !sh_int_attr(c, n, ATTR_CHECKPOINTS, 0, len - 1, &ck))
     return false;
   Graph *f = ir_attr_graph(n, ATTR_FWD);
+  if (ck > 0 && !f)
+    return sh_err(c, n, "checkpoints=%lld needs fwd (the forward step "
+                  "that recomputes the carries between checkpoints)",
+                  (long long)ck);
   if (f && (!sh_sub_inputs(c, n, "fwd", f, exp, m + 1, NULL) ||
             !sh_sub_rets(c, n, "fwd", f, exp, 1)))
     return false;

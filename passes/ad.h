@@ -1,6 +1,6 @@
 /* ad.h: internal interface of reverse-mode autodiff (passes/grad.c,
- * vjp.c, scan_ad.c) and of the clean-up passes the AD code reuses on
- * graphs it creates.
+ * vjp.c, scan_ad.c, lower_scan_bwd.c) and of the clean-up passes the
+ * AD code reuses on graphs it creates.
  *
  * grad_into() is the core: it copies a source graph into a destination
  * graph (binding the source's arguments to given nodes), then walks the
@@ -106,6 +106,22 @@ bool jvp_into(IrBuilder *b, Module *mod, const Graph *src, Node *const *args,
 
 /* Reverse mode of a scan node (scan_ad.c). */
 bool scan_vjp(GradCtx *gc, const Node *n, Node *g);
+/* Helpers of the backward sweeps (scan_ad.c, lower_scan_bwd.c):
+ * ad_scan: a scan of len steps over in[0..nin) with body `body`
+ * (reverse / save_trajectory as asked); ad_scan_carries_in: the carries
+ * entering m steps, [m, carry] in array order, from start (the carry
+ * before the first step of the scan's order) and tr, the carries after
+ * the first m-1 (or all m) steps in that order (rev: the order runs
+ * t = m-1 ... 0); ad_section: [off, off+len) of v's last axis, shaped
+ * like t (NULL: as is); ad_flat: v as a vector; ad_rows_of: [rows, t]. */
+Node *ad_scan(IrBuilder *b, Graph *body, Node *const *in, int nin,
+              int64_t len, bool rev, bool traj);
+Node *ad_scan_carries_in(IrBuilder *b, Node *start, Node *tr, int64_t m,
+                         bool rev);
+Node *ad_section(IrBuilder *b, Node *v, int64_t off, int64_t len,
+                 const Type *t);
+Node *ad_flat(IrBuilder *b, Node *v);
+Type ad_rows_of(const Type *t, int64_t rows);
 
 /* The value of g named name (the first), or NULL. */
 Node *ad_find_value(const Graph *g, const char *name);

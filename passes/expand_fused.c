@@ -34,20 +34,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Attach detached graph g to m just before graph `user` (at the end if
- * user is not in m). */
-static Graph *attach_before(Ctx *c, Module *m, Graph *g, const Graph *user) {
-  Graph *a = ib_attach(c, m, g);
-  int at = -1;
-  for (int i = 0; i < m->ngraphs; i++)
-    if (m->graphs[i] == user) at = i;
-  if (at < 0) return a;
-  memmove(m->graphs + at + 1, m->graphs + at,
-          sizeof(Graph *) * (size_t)(m->ngraphs - 1 - at));
-  m->graphs[at] = a;
-  return a;
-}
-
 static Type with_dims(DType dt, int r, const int64_t *d) {
   return type_make(dt, r, d);
 }
@@ -121,7 +107,7 @@ static Node *expand_selective_scan(IrBuilder *b, Module *m, const Node *n,
   Node *next = ib_bin(&bb, OP_ADD, ib_bin(&bb, OP_MUL, args[1], args[0]),
                       args[2]);
   ir_set_rets(b->c, body, &next, 1);
-  body = attach_before(b->c, m, body, user);
+  body = ib_attach_before(b->c, m, body, user);
   Node *traj = time_major(b, traj_scan(b, body, ct, xs, 2, S)); /* b,s,h,n */
   Node *yc = ib_bin(b, OP_MUL, traj, unsqueeze(b, a[4], 2));
   int64_t ax = 3;
@@ -154,7 +140,7 @@ static Node *expand_gated_delta_net(IrBuilder *b, Module *m, const Node *n,
   Node *next = ib_bin(&bb, OP_ADD, s1,
                       ib_bin(&bb, OP_MUL, args[2], unsqueeze(&bb, d, 2)));
   ir_set_rets(b->c, body, &next, 1);
-  body = attach_before(b->c, m, body, user);
+  body = ib_attach_before(b->c, m, body, user);
   Node *traj = time_major(b, traj_scan(b, body, ct, xs, 4, S)); /* b,s,H,n,n */
   Node *oq = ib_bin(b, OP_MUL, traj, unsqueeze(b, a[0], 4));
   ax = 3;

@@ -235,6 +235,18 @@ Graph *ib_attach(Ctx *c, Module *m, Graph *g) {
   return slot;
 }
 
+Graph *ib_attach_before(Ctx *c, Module *m, Graph *g, const Graph *user) {
+  Graph *a = ib_attach(c, m, g);
+  int at = -1;
+  for (int i = 0; i < m->ngraphs; i++)
+    if (m->graphs[i] == user) at = i;
+  if (at < 0) return a;
+  memmove(m->graphs + at + 1, m->graphs + at,
+          sizeof(Graph *) * (size_t)(m->ngraphs - 1 - at));
+  m->graphs[at] = a;
+  return a;
+}
+
 const char *ib_fresh_graph_name(Ctx *c, const Module *m, const char *base) {
   if (!ir_graph_find(m, base)) return arena_strdup(c->arena, base);
   size_t n = strlen(base) + 16; /* a fixed buffer truncated long names */

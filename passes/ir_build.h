@@ -74,6 +74,9 @@ Node *ib_clone(IrBuilder *b, const Node *n, Node *const *in);
  * complete, so subgraphs it uses are placed before it. */
 Graph *ib_graph_detached(Ctx *c, const char *name, Loc loc);
 Graph *ib_attach(Ctx *c, Module *m, Graph *g);
+/* ib_attach, placed just before graph `user` (at the end if user is not
+ * in m), so that user may reference it. */
+Graph *ib_attach_before(Ctx *c, Module *m, Graph *g, const Graph *user);
 /* A graph name not used in m, built from base. */
 const char *ib_fresh_graph_name(Ctx *c, const Module *m, const char *base);
 

@@ -10,7 +10,10 @@
  *   - jvp_none: the op carries no tangent (OPF_NO_GRAD, comparisons,
  *     pseudo ops: the walk never calls it);
  *   - jvp_unsupported: a diagnostic naming the op (ops code generation
- *     rejects anyway, and the reverse-mode internals scan_backward*).
+ *     rejects anyway);
+ *   - jvp_lowered: scan_backward*, which lower_scan_bwd rewrites into
+ *     a reverse scan before this pass (reaching it is an internal
+ *     error).
  *
  * Every rule is the exact derivative, and agrees with the VJP rule of
  * the same op (⟨w, J v⟩ = ⟨Jᵀ w, v⟩): where the VJP makes a choice at a
@@ -76,6 +79,13 @@ static Node *jvp_none(JvpCtx *jc, const Node *n) {
 static Node *jvp_unsupported(JvpCtx *jc, const Node *n) {
   jc->ok = diag_error(B->c, n->loc, "forward mode through '%s' is not "
                       "supported (see docs/autodiff.md)", op_name(n->op));
+  return NULL;
+}
+
+/* scan_backward*: lowered by lower_scan_bwd before the jvp pass. */
+static Node *jvp_lowered(JvpCtx *jc, const Node *n) {
+  jc->ok = diag_error(B->c, n->loc, "internal: '%s' reached forward mode "
+                      "(lower_scan_bwd lowers it first)", op_name(n->op));
   return NULL;
 }
 
@@ -425,8 +435,8 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_fake_quantize_bwd
 #define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_fake_quantize_bwd
 #define JVP_GROUPED_MATMUL_BACKWARD_WEIGHT jvp_grouped_matmul
-#define JVP_SCAN_BACKWARD jvp_unsupported
-#define JVP_SCAN_BACKWARD_XS jvp_unsupported
+#define JVP_SCAN_BACKWARD jvp_lowered
+#define JVP_SCAN_BACKWARD_XS jvp_lowered
 #define JVP_LOG_MEL_BACKWARD jvp_log_mel
 
 static const JvpRule rules[OP_COUNT] = {

@@ -71,6 +71,8 @@ const Pass *pass_list(int *n);
 
 /* Autodiff passes (passes/<name>.c; each returns true and does nothing
  * without --grad). In pipeline order: */
+bool pass_lower_scan_bwd(Unit *u); /* scan_backward* -> reverse scan
+                                      (code generation and AD) */
 bool pass_expand_fused(Unit *u);    /* fused blocks -> primitives (the
                                        transformer layer always) */
 bool pass_prepare_if(Unit *u);      /* if -> both branches + where */

@@ -50,6 +50,7 @@ static bool pass_verify(Unit *u) { return ir_verify(u->ctx, u->mod); }
 static const Pass passes[] = {
     {"parse", pass_parse},
     {"verify", pass_verify},
+    {"lower_scan_bwd", pass_lower_scan_bwd},
     {"expand_fused", pass_expand_fused},
     {"jvp", pass_jvp},
     {"prepare_if", pass_prepare_if},

@@ -49,6 +49,9 @@
 
 #include <stdio.h>
 
+/* ad_scan, ad_scan_carries_in, ad_section, ad_flat and ad_rows_of (ad.h)
+ * are shared with lower_scan_bwd.c. */
+
 enum { XS_NONE, XS_STEP, XS_ACCUM };
 
 /* Subgraphs made for segments of `len` steps. */
@@ -102,7 +105,7 @@ static Node **nodes(ScanAd *s) {
 static Type vec(DType dt, int64_t n) { return type_make(dt, 1, &n); }
 
 /* [rows, t...] */
-static Type rows_of(const Type *t, int64_t rows) {
+Type ad_rows_of(const Type *t, int64_t rows) {
   Type r = *t;
   r.rank = t->rank + 1;
   r.dims[0] = rows;
@@ -115,14 +118,14 @@ static const Type *slice_t(ScanAd *s, int i) {
 }
 
 /* Section [off, off+len) along the last axis of v, shaped like t. */
-static Node *section(IrBuilder *b, Node *v, int64_t off, int64_t len,
-                     const Type *t) {
+Node *ad_section(IrBuilder *b, Node *v, int64_t off, int64_t len,
+                 const Type *t) {
   int ax = v->type.rank - 1;
   if (len != v->type.dims[ax]) v = ib_narrow(b, v, ax, off, len);
   return t ? ib_reshape_as(b, v, t) : v;
 }
 
-static Node *flat(IrBuilder *b, Node *v) {
+Node *ad_flat(IrBuilder *b, Node *v) {
   int64_t m = type_numel(&v->type);
   return v->type.rank == 1 ? v : ib_reshape(b, v, 1, &m);
 }
@@ -154,12 +157,12 @@ static Node *pack(ScanAd *s, IrBuilder *b, int64_t n, const Grads *g,
                   bool rows) {
   Node **p = nodes(s);
   int k = 0;
-  p[k++] = g->dc ? flat(b, g->dc) : zeros(s, b, s->nc);
+  p[k++] = g->dc ? ad_flat(b, g->dc) : zeros(s, b, s->nc);
   for (int i = 0; i < s->nx; i++) {
     Node *v = s->kind[i] == XS_STEP ? (rows ? g->step[i] : NULL)
             : s->kind[i] == XS_ACCUM ? g->acc[i] : NULL;
     if (s->kind[i] != XS_NONE)
-      p[k++] = v ? flat(b, v) : zeros(s, b, sec_len(s, i, n));
+      p[k++] = v ? ad_flat(b, v) : zeros(s, b, sec_len(s, i, n));
   }
   return ib_concat(b, p, k, 0);
 }
@@ -167,10 +170,10 @@ static Node *pack(ScanAd *s, IrBuilder *b, int64_t n, const Grads *g,
 /* The carry gradient and the sums from a packed vector [P(n)]. */
 static void unpack(ScanAd *s, IrBuilder *b, Node *v, int64_t n,
                    Grads *g) {
-  g->dc = section(b, v, 0, s->nc, &s->ct);
+  g->dc = ad_section(b, v, 0, s->nc, &s->ct);
   for (int i = 0; i < s->nx; i++)
     if (s->kind[i] == XS_ACCUM)
-      g->acc[i] = section(b, v, sec_off(s, i, n), s->esz[i], NULL);
+      g->acc[i] = ad_section(b, v, sec_off(s, i, n), s->esz[i], NULL);
 }
 
 /* The dx rows from the trajectory [m, P(n)] of a backward scan over m
@@ -179,8 +182,8 @@ static void unpack_rows(ScanAd *s, IrBuilder *b, Node *tr, int64_t m,
                         int64_t n, Grads *g) {
   for (int i = 0; i < s->nx; i++) {
     if (s->kind[i] != XS_STEP) continue;
-    Type t = rows_of(slice_t(s, i), m * n);
-    g->step[i] = section(b, tr, sec_off(s, i, n), n * s->esz[i], &t);
+    Type t = ad_rows_of(slice_t(s, i), m * n);
+    g->step[i] = ad_section(b, tr, sec_off(s, i, n), n * s->esz[i], &t);
   }
 }
 
@@ -222,8 +225,8 @@ static void join_rows(ScanAd *s, IrBuilder *b, Grads *g, Node **later) {
                                                   later[i]);
 }
 
-static Node *mk_scan(IrBuilder *b, Graph *body, Node **in, int nin,
-                     int64_t len, bool rev, bool traj) {
+Node *ad_scan(IrBuilder *b, Graph *body, Node *const *in, int nin,
+              int64_t len, bool rev, bool traj) {
   Node *r = ib_op(b, OP_SCAN, in, nin);
   ir_attr_set_graph(b->c, r, ATTR_BODY, body);
   ir_attr_set_int(b->c, r, ATTR_LENGTH, len);
@@ -238,8 +241,8 @@ static Node **units(ScanAd *s, IrBuilder *b, Node **xs, int64_t m,
                     int64_t len) {
   Node **r = nodes(s);
   for (int i = 0; i < s->nx; i++) {
-    Type t = rows_of(slice_t(s, i), len);
-    t = rows_of(&t, m);
+    Type t = ad_rows_of(slice_t(s, i), len);
+    t = ad_rows_of(&t, m);
     r[i] = len == 1 ? xs[i] : ib_reshape_as(b, xs[i], &t);
   }
   return r;
@@ -256,19 +259,25 @@ static Node *advance(ScanAd *s, IrBuilder *b, Node *start, Node **xs,
   Node **u = units(s, b, pslices(s, b, xs, 0, m * len), m, len);
   for (int i = 0; i < s->nx; i++) in[1 + i] = u[i];
   Graph *body = len == 1 ? s->body : fwd_graph(s, len);
-  return mk_scan(b, body, in, s->nx + 1, m, s->rev, traj);
+  return ad_scan(b, body, in, s->nx + 1, m, s->rev, traj);
 }
 
 /* The carries entering m units, [m, carry] in array order, from start
  * and tr, the carries after the first m-1 (or all m) units. */
-static Node *carries_in(ScanAd *s, IrBuilder *b, Node *start, Node *tr,
-                        int64_t m) {
-  Type t1 = rows_of(&s->ct, 1);
+Node *ad_scan_carries_in(IrBuilder *b, Node *start, Node *tr, int64_t m,
+                         bool rev) {
+  Type t1 = ad_rows_of(&start->type, 1);
   Node *c1 = ib_reshape_as(b, start, &t1);
   if (m == 1) return c1;
   if (tr->type.dims[0] != m - 1)
-    tr = ib_narrow(b, tr, 0, s->rev ? 1 : 0, m - 1);
-  return join2(s, b, c1, tr);
+    tr = ib_narrow(b, tr, 0, rev ? 1 : 0, m - 1);
+  Node *p[2] = {rev ? tr : c1, rev ? c1 : tr};
+  return ib_concat(b, p, 2, 0);
+}
+
+static Node *carries_in(ScanAd *s, IrBuilder *b, Node *start, Node *tr,
+                        int64_t m) {
+  return ad_scan_carries_in(b, start, tr, m, s->rev);
 }
 
 /* ---- the backward body ---- */
@@ -294,7 +303,7 @@ static Graph *attach(ScanAd *s, Graph *g, const char *what, int64_t len) {
 
 static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
                             Node **args, Node *dtraj) {
-  Node *dc = section(bb, dpack, 0, s->nc, &s->ct);
+  Node *dc = ad_section(bb, dpack, 0, s->nc, &s->ct);
   if (dtraj) dc = ib_bin(bb, OP_ADD, dc, dtraj);
   Node **t = nodes(s), **gr = nodes(s), **parts = nodes(s);
   int nt = 0;
@@ -307,9 +316,9 @@ static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
   for (int i = -1, k = 0; i < s->nx; i++) {
     if (i >= 0 && s->kind[i] == XS_NONE) continue;
     Node *v = gr[k] ? gr[k] : ib_fill(bb, t[k]->type, 0);
-    v = flat(bb, v);
+    v = ad_flat(bb, v);
     if (i >= 0 && s->kind[i] == XS_ACCUM)
-      v = ib_bin(bb, OP_ADD, section(bb, dpack, s->off[i], s->esz[i],
+      v = ib_bin(bb, OP_ADD, ad_section(bb, dpack, s->off[i], s->esz[i],
                                      NULL), v);
     parts[k++] = v;
   }
@@ -351,7 +360,7 @@ static void sweep(ScanAd *s, IrBuilder *b, Graph *body, Node *cin,
   in[k++] = cin;
   for (int i = 0; i < s->nx; i++) in[k++] = u[i];
   if (dtraj) in[k++] = dtraj;
-  Node *sc = mk_scan(b, body, in, k, m, !s->rev, s->rows);
+  Node *sc = ad_scan(b, body, in, k, m, !s->rev, s->rows);
   Node *fin = sc;
   if (s->rows) {
     Type t = vec(s->ct.dt, packed_len(s, len));
@@ -475,7 +484,7 @@ static Graph *seg_graph_new(ScanAd *s, int64_t len, bool dpack,
   for (int i = 0; i < s->nx; i++) {
     char nm[32];
     snprintf(nm, sizeof nm, "x%d", i);
-    xs[i] = body_arg(c, g, nm, rows_of(slice_t(s, i), len));
+    xs[i] = body_arg(c, g, nm, ad_rows_of(slice_t(s, i), len));
   }
   return g;
 }

@@ -4,12 +4,15 @@
  *
  * The table is generated from ops.def: row ID needs a macro VJP_ID
  * naming its rule, so an op added to ops.def without deciding its
- * reverse mode does not compile. Three kinds of entries exist:
+ * reverse mode does not compile. The entries:
  *   - a rule (vjp_<op>);
  *   - vjp_none: the op carries no gradient (OPF_NO_GRAD or pseudo ops;
  *     grad_into never calls it);
  *   - vjp_unsupported: reverse mode through the op is outside this
- *     compiler's AD scope; reaching it is a diagnostic naming the op.
+ *     compiler's AD scope; reaching it is a diagnostic naming the op;
+ *   - vjp_unprepared / vjp_lowered: ops an earlier pass rewrites
+ *     (if, while, fused blocks; scan_backward*: lower_scan_bwd), so
+ *     reaching one is an internal error.
  *
  * Rules of the NN layers live in vjp_nn.c (conv2d: vjp_conv.c,
  * attention: vjp_attention.c, fft and complex_norm_sq: vjp_complex.c); the
@@ -532,6 +535,11 @@ static bool vjp_unprepared(GradCtx *gc, const Node *n, Node *g) {
   return diag_error(B->c, n->loc, "internal: '%s' reached the reverse walk "
                     "before the AD preparation passes", op_name(n->op));
 }
+/* scan_backward*: lowered by lower_scan_bwd before any AD pass. */
+static bool vjp_lowered(GradCtx *gc, const Node *n, Node *g) {
+  return diag_error(B->c, n->loc, "internal: '%s' reached the reverse walk "
+                    "(lower_scan_bwd lowers it first)", op_name(n->op));
+}
 static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
   return scan_vjp(gc, n, g);
 }
@@ -654,8 +662,8 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_fake_quantize_bwd
 #define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd
 #define VJP_GROUPED_MATMUL_BACKWARD_WEIGHT vjp_grouped_matmul_backward_weight
-#define VJP_SCAN_BACKWARD vjp_unsupported
-#define VJP_SCAN_BACKWARD_XS vjp_unsupported
+#define VJP_SCAN_BACKWARD vjp_lowered
+#define VJP_SCAN_BACKWARD_XS vjp_lowered
 #define VJP_LOG_MEL_BACKWARD vjp_log_mel_backward
 
 static const VjpRule rules[OP_COUNT] = {

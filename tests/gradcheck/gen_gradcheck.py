@@ -68,9 +68,6 @@ SKIP = {}
 for _op in "quantize dequantize".split():
     SKIP[_op] = ("i8 carries no gradient: the straight-through rules never "
                  "see a cotangent")
-for _op in ("scan_backward "
-            "scan_backward_xs").split():
-    SKIP[_op] = "backward op of an out-of-scope op (diagnostic)"
 SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
 SKIP["while"] = "removed by prepare_while before AD: see case ctl_while"
 
@@ -1475,6 +1472,97 @@ rnn_case("rnn_rev_ckpt4_len36", ", checkpoints=4, reverse=true", False,
          steps=36)
 rnn_case("rnn_rev_ckpt2_len23", ", checkpoints=2, reverse=true", False,
          steps=23)
+
+# scan_backward / scan_backward_xs written by hand (lowered to a reverse
+# scan by lower_scan_bwd): step c' = tanh(c*x) + x (+ x*y), body its
+# hand-written VJP; the reference runs the reverse sweep of ops-detail.md
+# in torch, whose autograd differentiates it (double backward). With
+# checkpoints the carries are recomputed from h0 (traj gets no gradient).
+SB_PRE = """graph sb_{dt} {{
+  input %c: {dt}[3]
+  input %x: {dt}[3]
+  %n = add(tanh(mul(%c, %x)), %x)
+  return %n
+}}
+graph sb_vjp_{dt} {{
+  input %c: {dt}[3]
+  input %x: {dt}[3]
+  input %dc: {dt}[3]
+  %t = tanh(mul(%c, %x))
+  %g = mul(%dc, sub(1, mul(%t, %t)))
+  %dn = mul(%g, %x)
+  %dx = add(mul(%g, %c), %dc)
+  return %dn, %dx
+}}
+graph sb2_vjp_{dt} {{
+  input %c: {dt}[3]
+  input %x: {dt}[3]
+  input %y: {dt}[3]
+  input %dc: {dt}[3]
+  %t = tanh(mul(%c, %x))
+  %g = mul(%dc, sub(1, mul(%t, %t)))
+  %dn = mul(%g, %x)
+  %dx = add(mul(%g, %c), mul(%dc, %y))
+  %dy = mul(%dc, %x)
+  return %dn, %dx, %dy
+}}
+"""
+
+
+def _sb_sweep(t, ckpt):
+    """(d h0, dx rows, dy rows) of the reverse sweep."""
+    h0, xs, ys = t["h0"], t["xs"], t.get("ys")
+    L = xs.shape[0]
+    tr = t["traj"]
+    if ckpt:
+        c, rows = h0, []
+        for s in range(L):
+            c = torch.tanh(c * xs[s]) + xs[s]
+            rows.append(c)
+        tr = torch.stack(rows)
+    dc, dx, dy = torch.zeros_like(h0), [None] * L, [None] * L
+    for s in reversed(range(L)):
+        dc = dc + t["dtraj"][s]
+        c = h0 if s == 0 else tr[s - 1]
+        gc = dc * (1 - torch.tanh(c * xs[s]) ** 2)
+        dx[s] = gc * c + (dc if ys is None else dc * ys[s])
+        if ys is not None:
+            dy[s] = dc * xs[s]
+        dc = gc * xs[s]
+    return dc, torch.stack(dx), (torch.stack(dy) if ys is not None else None)
+
+
+def scan_bwd_case(name, op, L, k=None, two=False, ckpt=0):
+    @case(name, ops=[op])
+    def _(g):
+        g.p("h0", g.u((3,), -1, 1))
+        g.p("xs", g.u((L, 3), -1, 1))
+        if two:
+            g.p("ys", g.u((L, 3), -1, 1))
+        traj = g.u((L, 3), -1, 1)
+        if ckpt or L == 1:  # traj is not read: no gradient, an input
+            g.i("traj", g.dt, traj)
+        else:
+            g.p("traj", traj)
+        g.p("dtraj", g.u((L, 3), -1, 1))
+        attrs = ", body=@%s_vjp_%s" % ("sb2" if two else "sb", g.dt)
+        if k is not None:
+            attrs += ", k=%d" % k
+        if ckpt:
+            attrs += ", checkpoints=%d, fwd=@sb_%s" % (ckpt, g.dt)
+        call = "%%y = %s(%%h0, %%xs, %s%%traj, %%dtraj%s)" % (
+            op, "%ys, " if two else "", attrs)
+        pick = 0 if k is None else 1 + k
+        return (call, "%y", lambda t: _sb_sweep(t, ckpt)[pick],
+                SB_PRE.format(dt=g.dt))
+
+
+scan_bwd_case("scan_backward", "scan_backward", 5)
+scan_bwd_case("scan_backward_len1", "scan_backward", 1)
+scan_bwd_case("scan_backward_ckpt", "scan_backward", 6, ckpt=2)
+scan_bwd_case("scan_backward_xs", "scan_backward_xs", 5, k=0)
+scan_bwd_case("scan_backward_xs_k1", "scan_backward_xs", 4, k=1, two=True)
+scan_bwd_case("scan_backward_xs_ckpt", "scan_backward_xs", 5, k=0, ckpt=3)
 
 NEST_PRE = """graph inner_{dt} {{
   input %c: {dt}[2]

@@ -45,6 +45,7 @@ import e2e_cases_fft  # noqa: E402,F401
 import e2e_cases_random  # noqa: E402,F401
 import e2e_cases_moe  # noqa: E402,F401
 import e2e_cases_seq  # noqa: E402,F401
+import e2e_cases_scanbwd  # noqa: E402,F401
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

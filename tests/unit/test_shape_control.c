@@ -153,6 +153,10 @@ SH_TEST(t_scan_backward) {
   GRAPH(n, BODY, scan_vjp_body("f32[3]"));
   GRAPH(n, FWD, scan_body("f32[5]", NULL, "f32[3]"));
   BAD(n, "fwd @step input 0 (%h) has type f32[5], expected f32[4]");
+  n = MK(SCAN_BACKWARD, init, xs, traj, traj);
+  GRAPH(n, BODY, scan_vjp_body("f32[3]"));
+  INT(n, CHECKPOINTS, 2);
+  BAD(n, "checkpoints=2 needs fwd (the forward step");
 }
 
 static Graph *branch(const char *name, const char *a, const char *b,
