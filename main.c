@@ -384,9 +384,10 @@ static void list_ops_md(void) {
        "that default,\n`name?` is optional without a default (its "
        "absence has a meaning stated\nin docs/language.md). Operands: "
        "`a..b` a range, `n+` n or more.\n");
-  puts("Columns compiles / reverse / forward: code generation has an "
-       "emitter,\n`--grad` has a VJP rule, `--jvp` has a tangent rule "
-       "(from the emitter, VJP\nand JVP tables).\n");
+  puts("Columns compiles / reverse / forward: code generation, `--grad` "
+       "and `--jvp`\nsupport the op, by a rule of their own or through "
+       "the pass that rewrites\nit into other ops first (from the "
+       "emitter, VJP and JVP tables).\n");
   puts("| op | operands | attributes | flags | compiles | reverse | "
        "forward | math |");
   puts("|---|---|---|---|---|---|---|---|");

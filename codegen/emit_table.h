@@ -58,7 +58,7 @@
 #define CG_CONV2D {cg_emit_conv, cg_scratch_conv}
 #define CG_MAX_POOL2D {cg_emit_pool, NULL}
 #define CG_AVG_POOL2D {cg_emit_pool, NULL}
-#define CG_FUSED_TRANSFORMER_LAYER CG_UNSUPPORTED
+#define CG_FUSED_TRANSFORMER_LAYER {cg_emit_lowered, NULL} /* expand_fused */
 #define CG_SELECTIVE_SCAN {cg_emit_ssm, cg_scratch_ssm}
 #define CG_GATED_DELTA_NET {cg_emit_ssm, cg_scratch_ssm}
 #define CG_FAKE_QUANTIZE {cg_emit_lowered, NULL}

@@ -677,8 +677,8 @@ bool vjp_apply(GradCtx *gc, const Node *n, Node *g) {
   return rules[n->op](gc, n, g);
 }
 
-/* For tests and docs: does reverse mode support op? */
+/* For tests and docs: does reverse mode support op (by its rule, or
+ * through the pass that rewrites it before the grad pass)? */
 bool vjp_supported(Op op) {
-  return rules[op] != vjp_unsupported && rules[op] != vjp_none &&
-         rules[op] != vjp_unprepared;
+  return rules[op] != vjp_unsupported && rules[op] != vjp_none;
 }
