@@ -347,7 +347,7 @@ void cg_par_keep(Cg *cg, const CgKey *k, const CgPar *p) {
   b->key = arena_alloc(a, sizeof *b->key * (size_t)(k->nkey + 1));
   memcpy(b->key, k->key, sizeof *b->key * (size_t)k->nkey);
   b->cmp = arena_alloc(a, sizeof *b->cmp * (size_t)(k->ncmp + 1));
-  memcpy(b->cmp, k->cmp, sizeof *b->cmp * (size_t)k->ncmp);
+  if (k->ncmp) memcpy(b->cmp, k->cmp, sizeof *b->cmp * (size_t)k->ncmp);
   b->fn = p->body;
   b->can_fail = p->body_fn.can_fail;
   struct CgBody **head = bucket(cg, b->hash);
