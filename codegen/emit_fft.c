@@ -10,7 +10,6 @@
  * flag and norm become the call's constants.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cg.h"
@@ -39,9 +38,9 @@ int64_t cg_scratch_fft(Cg *cg, Node *n) {
 }
 
 /* The constant tables of an n-point transform, or a null pointer when
- * they exceed RLX_FFT_TABLES_MAX, the target's byte order is not the
- * host's (the tables are the host's floats), or the host is out of
- * memory. */
+ * they exceed RLX_FFT_TABLES_MAX or the target's byte order is not the
+ * host's (the tables are the host's floats). Their buffers are the
+ * arena's temporaries: out of memory is the compiler's usual error. */
 static LLVMValueRef fft_tables(Cg *cg, int64_t len, int inverse) {
   const uint16_t one = 1;
   bool host_big = *(const unsigned char *)&one == 0;
@@ -53,18 +52,16 @@ static LLVMValueRef fft_tables(Cg *cg, int64_t len, int inverse) {
   LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
   if (g) return g;
   int64_t bytes = rlx_fft_tables_bytes(len);
-  char *tab = bytes <= RLX_FFT_TABLES_MAX ? calloc(1, (size_t)bytes) : NULL;
-  void *work = tab ? malloc((size_t)rlx_fft_scratch_bytes(1, len)) : NULL;
-  if (!work) {
-    free(tab);
-    return LLVMConstPointerNull(cg->t_ptr);
-  }
+  if (bytes > RLX_FFT_TABLES_MAX) return LLVMConstPointerNull(cg->t_ptr);
+  Arena *a = cg->ctx->arena;
+  char *tab = arena_tmp_alloc(a, (size_t)bytes);
+  void *work = arena_tmp_alloc(a, (size_t)rlx_fft_scratch_bytes(1, len));
   rlx_fft_tables(len, inverse, tab, work);
   g = cg_ops_const_global(
       cg, LLVMConstStringInContext2(cg->lc, tab, (size_t)bytes, 1), name);
   LLVMSetAlignment(g, 64);
-  free(work);
-  free(tab);
+  arena_tmp_free(a, work);
+  arena_tmp_free(a, tab);
   return g;
 }
 
