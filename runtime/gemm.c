@@ -2,9 +2,12 @@
  * split, and the two instantiations of the driver in gemm_tmpl.h.
  *
  * Dispatch: the first call picks, once (pthread_once), the best kernel
- * table the CPU supports: AVX-512F, else AVX2+FMA, else portable C.
- * rlx_gemm_select_isa (a test hook) may override it later.  Building
- * with -DRLX_NO_SIMD leaves only the portable kernels.
+ * table the CPU supports: AVX-512F, else AVX2+FMA, else portable C; the
+ * environment variable RLX_ISA hides the wider ISAs (env_isa_cap).  Every
+ * other kernel family follows this choice (rlx_gemm_isa), so RLX_ISA=avx2
+ * or =scalar runs a whole process on those paths.  rlx_gemm_select_isa (a test
+ * hook) may override it later.  Building with -DRLX_NO_SIMD leaves only
+ * the portable kernels.
  * Thread split (choose_grid): the batch first; when there are fewer
  * batch elements than threads, each element's C is cut into a grid of
  * tm x tn regions aligned to the register tile.  K is never split, so
@@ -15,6 +18,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/gemm_internal.h"
@@ -44,20 +49,42 @@ static int cpu_has(const char *isa)
   return strcmp(isa, "scalar") == 0;
 }
 
+/* The ISAs from widest to narrowest. */
+static const char *const isa_order[] = {"avx512", "avx2", "scalar"};
+
+/* RLX_ISA=avx512|avx2|scalar: the process runs as if the CPU had no ISA
+   wider than the one named (the default picks it or a narrower one, and
+   rlx_gemm_select_isa refuses wider ones).  Returns the index in
+   isa_order of the widest ISA allowed; any other value is reported once
+   on stderr and ignored. */
+static int env_isa_cap(void)
+{
+  static int warned;
+  const char *env = getenv("RLX_ISA");
+  if (!env || !*env)
+    return 0;
+  for (int i = 0; i < 3; i++)
+    if (strcmp(env, isa_order[i]) == 0)
+      return i;
+  if (!warned++)
+    fprintf(stderr, "rlxrt: RLX_ISA=%s is not avx512, avx2 or scalar; "
+            "ignored\n", env);
+  return 0;
+}
+
 int rlx_gemm_select_isa(const char *isa)
 {
   static const struct {
-    const char *name;
     const RlxGemmCfgF32 *f32;
     const RlxGemmCfgF64 *f64;
   } tab[] = {
-    {"avx512", &rlx_gemm_avx512_f32, &rlx_gemm_avx512_f64},
-    {"avx2", &rlx_gemm_avx2_f32, &rlx_gemm_avx2_f64},
-    {"scalar", &rlx_gemm_scalar_f32, &rlx_gemm_scalar_f64},
+    {&rlx_gemm_avx512_f32, &rlx_gemm_avx512_f64},
+    {&rlx_gemm_avx2_f32, &rlx_gemm_avx2_f64},
+    {&rlx_gemm_scalar_f32, &rlx_gemm_scalar_f64},
   };
-  for (int i = 0; i < 3; i++) {
-    if ((isa && strcmp(isa, tab[i].name) != 0) || !tab[i].f32->kern ||
-        !cpu_has(tab[i].name))
+  for (int i = env_isa_cap(); i < 3; i++) {
+    if ((isa && strcmp(isa, isa_order[i]) != 0) || !tab[i].f32->kern ||
+        !cpu_has(isa_order[i]))
       continue;
     atomic_store(&cfg_f32, tab[i].f32);
     atomic_store(&cfg_f64, tab[i].f64);

@@ -248,9 +248,10 @@ static int rng_run(float *out, int64_t n, uint64_t seed,
   return RLX_OK;
 }
 
-/* The AVX-512 generators where the CPU has them (same bits). */
+/* The AVX-512 generators (same bits) when the GEMM dispatch chose
+   avx512, so RLX_ISA and rlx_gemm_select_isa steer them too. */
 #ifdef HAVE_AVX512
-static int use_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+static int use_avx512(void) { return strcmp(rlx_gemm_isa(), "avx512") == 0; }
 #endif
 
 int rlx_rng_uniform_f32(float *out, int64_t n, uint64_t seed)

@@ -149,11 +149,13 @@ void rlx_gemm_c64(int64_t batch, int64_t m, int64_t n, int64_t k,
                   const float *b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
                   float *c, int64_t c_bs, int64_t c_rs, int accumulate);
 
-/* Test and benchmark hooks for GEMM kernel dispatch.  By default the
-   first GEMM call picks the best kernels the CPU supports.
+/* Test and benchmark hooks for kernel dispatch.  By default the first
+   call picks the best kernels the CPU supports; every kernel family
+   follows the GEMM choice.  The environment variable RLX_ISA (avx512,
+   avx2 or scalar) makes the process run as if the CPU had no wider ISA.
    rlx_gemm_select_isa("avx512" | "avx2" | "scalar") forces one (NULL:
-   the best); returns RLX_ERR_INVALID, changing nothing, if this CPU or
-   build lacks it.  Not for use while GEMMs run on other threads.
+   the default); returns RLX_ERR_INVALID, changing nothing, if this CPU
+   or build lacks it (or RLX_ISA hides it).  Not for use while kernels run on other threads.
    rlx_gemm_isa() names the kernels in use. */
 int rlx_gemm_select_isa(const char *isa);
 const char *rlx_gemm_isa(void);

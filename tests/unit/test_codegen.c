@@ -73,12 +73,13 @@ static const char *EW =
     "  %a = add(%x, %y)  %b = mul(%a, %x)  %c = sub(%b, 1.5)\n"
     "  return %c }";
 
+/* 512-bit vectors for an AVX-512 CPU, named so that the test runs on
+   any host. */
 static void test_zmm(void) {
-  if (!__builtin_cpu_supports("avx512f")) return; /* skipped */
   char p[PATH_MAX];
   path(p, "ew.s");
   Comp k;
-  CU_ASSERT_TRUE(compile(&k, EW, EMIT_ASM, p, 2, NULL, NULL));
+  CU_ASSERT_TRUE(compile(&k, EW, EMIT_ASM, p, 2, NULL, "znver4"));
   char *s = slurp(p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(s);
   CU_ASSERT_PTR_NOT_NULL(strstr(s, "zmm"));

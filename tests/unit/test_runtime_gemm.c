@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "runtime/rlxrt.h"
+#include "tests/unit/isa.h"
 
 enum { PAD = 3 };
 static const float SENTINEL = 12345.0f;
@@ -121,13 +122,12 @@ static void run_shapes(int f64)
   }
 }
 
-static const char *const isas[] = {"avx512", "avx2", "scalar"};
 
 static void test_shapes_f32(void)
 {
   for (int t = 1; t <= 2; t++)
-    for (int i = 0; i < 3; i++)
-      if (rlx_gemm_select_isa(isas[i]) == RLX_OK) {
+    for (int i = 0; i < N_TEST_ISAS; i++)
+      if (test_isa_use(test_isas[i])) {
         rlx_set_num_threads(t);
         run_shapes(0);
       }
@@ -138,8 +138,8 @@ static void test_shapes_f32(void)
 static void test_shapes_f64(void)
 {
   for (int t = 1; t <= 2; t++)
-    for (int i = 0; i < 3; i++)
-      if (rlx_gemm_select_isa(isas[i]) == RLX_OK) {
+    for (int i = 0; i < N_TEST_ISAS; i++)
+      if (test_isa_use(test_isas[i])) {
         rlx_set_num_threads(t);
         run_shapes(1);
       }
@@ -276,8 +276,9 @@ static void test_c64(void)
 }
 
 /* Every kernel ISA performs the same per-element operations with the
-   same KC, so the bits agree across ISAs.  M = 45 uses AVX-512's 14-row
-   tiles, M = 128 its 12-row table (gemm.c: pick_cfg_f32). */
+   same KC, so the bits agree across ISAs: each against the portable
+   kernels' result.  M = 45 uses AVX-512's 14-row tiles, M = 128 its
+   12-row table (gemm.c: pick_cfg_f32). */
 static void isa_identical_m(int M)
 {
   enum { N = 70, K = 800 };
@@ -289,8 +290,8 @@ static void isa_identical_m(int M)
     ad[i] = a[i] = (float)rnd();
   for (int i = 0; i < K * N; i++)
     bd[i] = b[i] = (float)rnd();
-  for (int i = 0; i < 3; i++) {
-    if (rlx_gemm_select_isa(isas[i]) != RLX_OK)
+  for (int i = 0; i < N_TEST_ISAS; i++) {
+    if (!test_isa_use(test_isas[i]))
       continue;
     float *cf = i == 0 ? c0 : c;
     double *df = i == 0 ? d0 : d;
@@ -323,6 +324,36 @@ static void test_isa_select(void)
   CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
 }
 
+/* RLX_ISA hides the wider ISAs, for the default and for explicit
+   selection alike (read at every selection, so it can change here). */
+static void test_isa_env(void)
+{
+  const char *saved = getenv("RLX_ISA");
+  char *keep = saved ? strdup(saved) : NULL;
+  setenv("RLX_ISA", "scalar", 1);
+  CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+  CU_ASSERT_STRING_EQUAL(rlx_gemm_isa(), "scalar");
+  CU_ASSERT(rlx_gemm_select_isa("avx2") == RLX_ERR_INVALID);
+  CU_ASSERT(rlx_gemm_select_isa("avx512") == RLX_ERR_INVALID);
+  setenv("RLX_ISA", "avx2", 1);
+  CU_ASSERT(rlx_gemm_select_isa("avx512") == RLX_ERR_INVALID);
+  CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+  CU_ASSERT(strcmp(rlx_gemm_isa(), "avx512") != 0);
+  /* the best the CPU has, when it has AVX2 */
+  if (rlx_gemm_select_isa("avx2") == RLX_OK) {
+    CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+    CU_ASSERT_STRING_EQUAL(rlx_gemm_isa(), "avx2");
+  }
+  setenv("RLX_ISA", "avx512", 1); /* no wider than the CPU's best */
+  CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+  if (keep)
+    setenv("RLX_ISA", keep, 1);
+  else
+    unsetenv("RLX_ISA");
+  free(keep);
+  CU_ASSERT(rlx_gemm_select_isa(NULL) == RLX_OK);
+}
+
 int main(void)
 {
   srand(12345);
@@ -337,6 +368,7 @@ int main(void)
   CU_add_test(s, "c64", test_c64);
   CU_add_test(s, "isa_identical", test_isa_identical);
   CU_add_test(s, "isa_select", test_isa_select);
+  CU_add_test(s, "isa_env", test_isa_env);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "runtime/rlxrt.h"
+#include "tests/unit/isa.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -58,8 +59,6 @@ typedef struct {
 
 enum { GUARD = 64 };
 
-static const char *isas[] = {"scalar", "avx512"};
-
 /* Runs fn under each ISA and thread count; compares with ref. */
 typedef void (*Runner)(const void *ctx, int8_t *y, void *ws);
 
@@ -70,10 +69,12 @@ static int check_all(Runner fn, const void *ctx, const int8_t *ref,
   int8_t *y = malloc((size_t)count + 2 * GUARD);
   char *ws = aligned_alloc(64, (size_t)(ws_bytes + 63) / 64 * 64 + 64);
   for (int i = 0; i < 2; i++) {
-    if (rlx_gemm_select_isa(isas[i]) != RLX_OK)
+    if (!test_isa_use(i ? "avx512" : "scalar"))
       continue;
-    if (i == 1 && strcmp(rlx_q_isa(), "avx512vnni") != 0)
+    if (i == 1 && strcmp(rlx_q_isa(), "avx512vnni") != 0) {
+      test_isa_skip("avx512vnni");
       continue;
+    }
     for (int t = 1; t <= 3; t++) {
       rlx_set_num_threads(t);
       memset(y, 0x5a, (size_t)count + 2 * GUARD);

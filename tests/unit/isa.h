@@ -1,0 +1,37 @@
+/* isa.h -- choosing kernel ISAs in runtime unit tests.
+ *
+ * A test that compares ISAs takes its reference from "scalar" (always
+ * present) and runs each other ISA the CPU has; an ISA the CPU, the
+ * build or RLX_ISA leaves out is skipped with a line on stderr saying
+ * so (once per ISA and process), never silently and never by comparing
+ * against a buffer nobody wrote. */
+#ifndef RLX_TEST_ISA_H
+#define RLX_TEST_ISA_H
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+/* From the portable reference to the widest. */
+static const char *const test_isas[] = {"scalar", "avx2", "avx512",
+                                        "avx512vnni"};
+enum { N_TEST_ISAS = 3 };
+
+static inline void test_isa_skip(const char *isa)
+{
+  static char said[4];
+  for (int i = 0; i < 4; i++)
+    if (strcmp(isa, test_isas[i]) == 0 && !said[i]++)
+      fprintf(stderr, "\n  skip: the %s kernels (this CPU or build lacks "
+              "them, or RLX_ISA hides them)\n", isa);
+}
+
+/* Selects isa for the kernels; when unavailable, says so and returns 0. */
+static inline int test_isa_use(const char *isa)
+{
+  if (rlx_gemm_select_isa(isa) == RLX_OK)
+    return 1;
+  test_isa_skip(isa);
+  return 0;
+}
+#endif
