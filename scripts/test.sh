@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# test.sh: build rlxc and run every test tier (README "Testing").
+# test.sh: build rlxc and run every test tier (README "Testing",
+# docs/testing.md "Test tiers and CI time").
+#   scripts/test.sh          what CI runs (bash .ci/run), about 25 min on
+#                            2 cores:
 #   1. Release-like build (RelWithDebInfo) in build-test/: ctest runs the
-#      unit, golden, error-corpus, CLI, e2e and gradcheck tests.
+#      unit, golden, error-corpus, CLI, e2e and gradcheck tests, and the
+#      runtime's kernels again under RLX_ISA=avx2 and =scalar (isa.*).
 #   2. AddressSanitizer + UBSan build in build-asan/ (-DRLX_SANITIZE=ON):
-#      every tier again: unit tests, corpora through an instrumented
-#      rlxc, and e2e/gradcheck drivers linked with the sanitized runtime.
+#      unit tests, corpora, CLI, oom and generated graphs through an
+#      instrumented rlxc, every gradient check's compilation, and a
+#      fixed sample of the e2e and native gradcheck cases linked with
+#      the sanitized runtime (docs/testing.md says which).
 #   3. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
 #      front-end and pass fuzzer (fuzz_frontend), then the code
 #      generation fuzzer (fuzz_codegen: pipeline, LLVM IR, verifier;
@@ -15,6 +21,11 @@
 #      seeded with the fuzz corpus, every .rlx of the golden, error,
 #      gradcheck, hvp and e2e corpora and (fuzz_codegen) graphs from
 #      tests/tools/gen_graphs.py; any crash, leak or timeout fails.
+#   scripts/test.sh --full   the same with every e2e and gradcheck case
+#                            in the sanitizer tree too (-DRLX_TEST_FULL=ON):
+#                            run it before resolving an issue that changes
+#                            code generation or the runtime.
+# At the end (pass or fail) a table gives each step's wall time.
 # Every test has a time limit (TEST_TIMEOUT seconds, default 600), so a
 # hang fails its test instead of stalling CI.
 # Environment: JOBS (default 2), FUZZ_SECONDS, FUZZ_CODEGEN_SECONDS,
@@ -31,8 +42,37 @@ FUZZ_PARAMS_SECONDS=${FUZZ_PARAMS_SECONDS:-10}
 CLANG=${CLANG:-$(command -v clang-19 || command -v clang || true)}
 P=${BUILD_PREFIX:-$ROOT/build-}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+FULL=OFF
+for a in "$@"; do
+  case $a in
+    --full) FULL=ON ;;
+    *) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+  esac
+done
 
-step() { printf '\n==== %s ====\n' "$*"; }
+# step NAME: start timing a step (ends the previous one); the table of
+# step times is printed when the script exits, passing or not.
+STEPS=() STEP_T0=$(date +%s) STEP_NAME= T_START=$(date +%s)
+end_step() {
+  [ -n "$STEP_NAME" ] &&
+    STEPS+=("$(printf '%-44s %6ds' "$STEP_NAME" $(($(date +%s) - STEP_T0)))")
+  STEP_NAME=
+}
+step() {
+  end_step
+  STEP_NAME=$*
+  STEP_T0=$(date +%s)
+  printf '\n==== %s ====\n' "$*"
+}
+print_times() {
+  local rc=${1:-$?}
+  end_step
+  printf '\n==== wall time per step (%s) ====\n' \
+    "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")"
+  printf '%s\n' "${STEPS[@]}"
+  printf '%-44s %6ds\n' total $(($(date +%s) - T_START))
+}
+trap print_times EXIT
 
 if [ "${SKIP_MAIN:-0}" != 1 ]; then
   step "build (RelWithDebInfo) in ${P}test"
@@ -46,9 +86,9 @@ fi
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
   step "build with AddressSanitizer + UBSan in ${P}asan"
   cmake -S "$ROOT" -B "${P}asan" -DCMAKE_BUILD_TYPE=Debug \
-        -DRLX_SANITIZE=ON
+        -DRLX_SANITIZE=ON -DRLX_TEST_FULL=$FULL
   cmake --build "${P}asan" -j"$JOBS"
-  step "ctest under ASan: every tier"
+  step "ctest under ASan (RLX_TEST_FULL=$FULL)"
   (cd "${P}asan" &&
    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -63,7 +103,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend fuzz_codegen \
         fuzz_params
   WORK=$(mktemp -d)
-  trap 'rm -rf "$WORK"' EXIT
+  trap 'rc=$?; rm -rf "$WORK"; print_times $rc' EXIT
   SEEDS=()
   for d in "$ROOT/tests/fuzz/corpus" "$ROOT/tests/golden" "$ROOT/tests/errors" \
            "$ROOT/tests/gradcheck/cases" "$ROOT/tests/hvp/cases" \
@@ -96,4 +136,5 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   SEEDS=("$ROOT/tests/unit/data/params") DICT=()
   run_fuzzer fuzz_params "$FUZZ_PARAMS_SECONDS"
 fi
-step "all tests passed"
+end_step
+echo "all tests passed"

@@ -28,8 +28,9 @@ For one FILE.rlx:
      with RUN lines fails when none is found.
 With --coverage DIR: every op of `rlxc --list-ops` (and `const`) must be
 used by the printed IR of some DIR/*.rlx.
-With --roundtrip-all ROOT: every .rlx file under ROOT (except
-tests/errors and build trees) that `rlxc --check` accepts must round
+With --roundtrip-all ROOT [--shard I/N]: every .rlx file under ROOT
+(except tests/errors and build trees; with --shard, the I-th of every N
+in path order) that `rlxc --check` accepts must round
 trip; so must the module after the last pass of `--grad` (printed by
 --dump-ir=all) whenever `--check --grad --grad-missing=zero` accepts it.
 Exit status 0 on success, 1 with a report on failure.
@@ -248,13 +249,16 @@ def reparse_errors(rlxc, what, text):
     return []
 
 
-def roundtrip_all(rlxc, root):
+def roundtrip_all(rlxc, root, shard=(0, 1)):
+    """shard (i, n): only the i-th of every n files in path order."""
     errs, n = [], 0
-    for f in sorted(glob.glob(os.path.join(root, "**", "*.rlx"),
-                              recursive=True)):
+    files = [f for f in sorted(glob.glob(os.path.join(root, "**", "*.rlx"),
+                                         recursive=True))
+             if not os.path.relpath(f, root).startswith(("tests/errors",
+                                                         "build"))
+             and "/build" not in os.path.relpath(f, root)]
+    for f in files[shard[0]::shard[1]]:
         rel = os.path.relpath(f, root)
-        if rel.startswith(("tests/errors", "build")) or "/build" in rel:
-            continue
         rc, p1, _ = run(rlxc, ["--emit=ir", f])
         if rc != 0:
             continue
@@ -279,6 +283,8 @@ def main():
                     "FileCheck-19, /usr/lib/llvm-19/bin/FileCheck)")
     ap.add_argument("--coverage", metavar="DIR")
     ap.add_argument("--roundtrip-all", metavar="ROOT")
+    ap.add_argument("--shard", metavar="I/N", default="0/1",
+                    help="--roundtrip-all: the I-th of every N files")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     failed = 0
@@ -288,7 +294,8 @@ def main():
             print("FAIL coverage: " + e)
         failed += bool(errs)
     if a.roundtrip_all:
-        errs = roundtrip_all(a.rlxc, a.roundtrip_all)
+        errs = roundtrip_all(a.rlxc, a.roundtrip_all,
+                             tuple(map(int, a.shard.split("/"))))
         for e in errs:
             print("FAIL " + e)
         failed += bool(errs)

@@ -42,9 +42,8 @@ for what each case checks and the tolerances). Five checks:
                     run.txt skips symmetry);
   --native BUILD    compile, link and run every case with the e2e
                     machinery (tests/tools/e2e.py): the same goldens,
-                    the _jvp runs of f64 cases included (one rlxc --grad
-                    --jvp per case; f32 cases compile their _jvp entry
-                    without running it), plus the harness's finite-difference check,
+                    the _jvp runs included (one rlxc --grad --jvp per
+                    case), plus the harness's finite-difference check,
                     on native code. Cases listed in native_xfail.txt
                     (an op code generation does not support yet) may
                     fail: XFAIL, with the reason.
@@ -54,7 +53,8 @@ PENDING with the op, and the run ends with the list of such ops; it
 still fails (never an expected failure). --native then runs it again
 without --jvp, so its reverse-mode result is still reported.
 Usage: run_gradcheck.py [--coverage] [--ir RLXC] [--jvp-ir RLXC]
-                        [--hvp-ir RLXC] [--native BUILD] [CASE...]
+                        [--hvp-ir RLXC] [--native BUILD [--sample]]
+                        [--family FAMILY] [--list-families] [CASE...]
 Exit status 0 when every selected check passes.
 """
 import argparse
@@ -104,6 +104,57 @@ def coverage():
 def all_cases():
     return sorted(os.path.basename(os.path.dirname(p)) for p in
                   glob.glob(os.path.join(GOLDEN, "*", "run.txt")))
+
+
+# Op families, by the case name's prefix after "gc_": ctest runs each
+# check once per family (tests/gradcheck/CMakeLists.txt), so that -j2
+# balances them; "other" takes every case no family names.
+FAMILIES = {
+    "elementwise": ("u", "b", "activation", "bcast", "where", "cast",
+                    "relu", "stop", "custom"),
+    "norm": ("group", "rms", "batch", "layer"),
+    "attention": ("attention", "rope", "softmax"),
+    "conv": ("conv2d", "max", "avg"),
+    "sequence": ("rnn", "scan", "selective", "gated", "cumsum", "ctl"),
+    "quant": ("fq", "fqb", "lsq", "lsqb", "dequant"),
+}
+
+
+def family_of(name):
+    head = name[3:] if name.startswith("gc_") else name
+    head = head.split("_")[0]
+    for fam, heads in FAMILIES.items():
+        if head in heads:
+            return fam
+    return "other"
+
+
+# The sanitizer tree's fixed sample (--sample, docs/testing.md): every
+# op's compilation already runs through the sanitized rlxc in the IR
+# checks; the native runs (the sanitized runtime's kernels, the driver)
+# take, of the sorted cases, every SAMPLE_EVERY-th, the first case that
+# checks each op of manifest.txt, and in the families that call runtime
+# kernels the first case of each (op, dtype).
+SAMPLE_EVERY = 6
+KERNEL_FAMILIES = ("conv", "attention", "sequence", "quant")
+
+
+def sample(cases):
+    ops = {}
+    for line in open(os.path.join(HERE, "manifest.txt")):
+        if not line.startswith("#"):
+            w = line.split()
+            ops[w[0]] = w[1:]
+    keep, seen = [], set()
+    for i, name in enumerate(all_cases()):
+        base = re.sub(r"^gc_|_(f32|f64|c64)$", "", name)
+        keys = set(ops.get(base, ()))
+        if family_of(name) in KERNEL_FAMILIES:
+            keys |= {(op, name[-3:]) for op in keys}
+        if name in cases and (i % SAMPLE_EVERY == 0 or keys - seen):
+            keep.append(name)
+        seen |= keys
+    return keep
 
 
 FWD_FLAGS = ("--jvp", "--hvp")  # rlxc flags of forward mode
@@ -585,14 +636,14 @@ def run_ir(rlxc, cases):
     return failed == 0
 
 
-def run_native(build, cases, cflags=""):
+def run_native(build, cases):
     sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
     import e2e
     e2e.CASES, e2e.GOLDEN = CASES, GOLDEN
     class Args(argparse.Namespace):
         def __getattr__(self, name):  # options e2e.py adds later: empty
             return ""
-    args = Args(build=build, work=None, verbose=False, cflags=cflags,
+    args = Args(build=build, work=None, verbose=False,
                 cc=os.environ.get("CC", "cc"))
     r = e2e.Runner(args)
     xfail = {}
@@ -600,17 +651,7 @@ def run_native(build, cases, cflags=""):
         if line.strip() and not line.startswith("#"):
             k, _, why = line.strip().partition(" ")
             xfail[k] = why.strip()
-    read_spec_full = e2e.read_spec
-
-    def read_spec_all(name):
-        """f32 cases compile their _jvp entry but do not link and run it
-        (one driver less per case, for CI time): the IR-level check
-        covers their numbers, the f64 twin the generated code."""
-        spec = read_spec_full(name)
-        if name.endswith("_f32"):
-            spec["runs"] = [r for r in spec["runs"] if not is_fwd_run(r)]
-        return spec
-    e2e.read_spec = read_spec_all
+    read_spec_all = e2e.read_spec
 
     def reverse_only(name):
         spec = read_spec_all(name)
@@ -657,11 +698,18 @@ def main():
     ap.add_argument("--jvp-ir", metavar="RLXC")
     ap.add_argument("--hvp-ir", metavar="RLXC")
     ap.add_argument("--native", metavar="BUILD")
-    ap.add_argument("--cflags", default="",
-                    help="extra C flags for the native drivers "
-                    "(e.g. -fsanitize=address,undefined)")
+    ap.add_argument("--family", choices=list(FAMILIES) + ["other"],
+                    help="only the cases of this op family")
+    ap.add_argument("--sample", action="store_true",
+                    help="--native: only the sanitizer tree's sample")
+    ap.add_argument("--list-families", action="store_true")
     a = ap.parse_args()
+    if a.list_families:
+        print(";".join(list(FAMILIES) + ["other"]))
+        return 0
     cases = a.cases or all_cases()
+    if a.family:
+        cases = [c for c in cases if family_of(c) == a.family]
     ok = True
     if a.coverage:
         ok = coverage() and ok
@@ -672,7 +720,8 @@ def main():
     if a.hvp_ir:
         ok = run_hvp_ir(a.hvp_ir, cases) and ok
     if a.native:
-        ok = run_native(a.native, cases, a.cflags) and ok
+        ok = run_native(a.native, sample(cases) if a.sample else cases) \
+            and ok
     return 0 if ok else 1
 
 

@@ -168,15 +168,13 @@ def main():
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--ir", metavar="RLXC")
     ap.add_argument("--native", metavar="BUILD")
-    ap.add_argument("--cflags", default="",
-                    help="extra C flags for the native drivers")
     a = ap.parse_args()
     cases = a.cases or rg.all_cases()
     ok = True
     if a.ir:
         ok = run_ir(a.ir, cases) and ok
     if a.native:
-        ok = rg.run_native(a.native, cases, a.cflags) and ok
+        ok = rg.run_native(a.native, cases) and ok
     return 0 if ok else 1
 
 

@@ -17,14 +17,17 @@ to do, one directive per line ('#' starts a comment):
                         '--grad-entry E' defines RLX_GRAD_ENTRY=E;
                         '--env K=V' sets an environment variable
 
-Steps per case: rlxc NAME.rlx -o WORK/NAME.o (+ header), cc the driver
-with -include WORK/NAME.h, link with librlxrt.a, run every 'run' line.
+Steps per case: rlxc NAME.rlx -o WORK/NAME.o (+ header), cc -shared
+it into WORK/NAME.so, and run every 'run' line with the build tree's
+generic driver BUILD/tests/rlx_run (tests/tools/rlx_run.c, built once
+by CMake with the harness and the runtime), which loads NAME.so.
 Only the Python standard library is used (no NumPy, no torch): all
 numeric comparison happens in C (tests/tools/harness.c).
 
-Usage: e2e.py [--build DIR] [--work DIR] [--cflags F] [--rlxc-args A]
+Usage: e2e.py [--build DIR] [--work DIR] [--rlxc-args A] [--kernels]
               [-v] [CASE...]
-  no CASE: every case with a run.txt.  Prints PASS/FAIL NAME: reason
+  no CASE: every case with a run.txt (--kernels: those calling the
+  runtime's ISA-dispatched kernels).  Prints PASS/FAIL NAME: reason
   per case; exit 0 when all pass.
 """
 import argparse
@@ -41,17 +44,17 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(
 CASES = os.path.join(SRC, "tests", "e2e", "cases")
 GOLDEN = os.path.join(SRC, "tests", "e2e", "golden")
 TOOLS = os.path.join(SRC, "tests", "tools")
-HARNESS = ["harness.c", "harness_fd.c", "harness_mt.c"]
 
 
 class CaseFail(Exception):
     """One case failed at a step; str() is a one-line reason."""
 
 
-def sh(cmd, cwd=None, env=None, timeout=300):
+def sh(cmd, cwd=None, env=None, timeout=300, input=None):
     """Run cmd; return (rc, combined output)."""
     try:
         p = subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout,
+                           input=input,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except subprocess.TimeoutExpired:
         return 124, "timed out after %ds" % timeout
@@ -72,15 +75,15 @@ def first_line(text, pattern=("error", "output ", "fd:", "harness",
     return lines[0][:200] if lines else "(no output)"
 
 
-def find_runtime(build):
-    for p in ("runtime/librlxrt.a", "librlxrt.a", "lib/librlxrt.a"):
-        if os.path.exists(os.path.join(build, p)):
-            return os.path.join(build, p)
-    hits = glob.glob(os.path.join(build, "**", "librlxrt.a"),
-                     recursive=True)
-    if not hits:
-        raise CaseFail("librlxrt.a not found under %s" % build)
-    return hits[0]
+def find_driver(build):
+    """BUILD/tests/rlx_run, the driver CMake builds (target rlx_run)."""
+    hits = [os.path.join(build, "tests", "rlx_run")] + glob.glob(
+        os.path.join(build, "**", "rlx_run"), recursive=True)
+    for p in hits:
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    raise CaseFail("rlx_run not built under %s (cmake --build %s "
+                   "--target rlx_run)" % (build, build))
 
 
 class Runner:
@@ -89,36 +92,11 @@ class Runner:
         self.work = os.path.abspath(args.work or tempfile.mkdtemp(
             prefix="rlx-e2e-"))
         self.cc = args.cc
-        self.extra_cflags = args.cflags
         self.rlxc_extra = args.rlxc_args
         self.verbose = args.verbose
         self.rlxc = os.path.join(self.build, "rlxc")
-        self.harness_objs = None
         self.linked = set()
         os.makedirs(self.work, exist_ok=True)
-
-    def cflags(self):
-        return (["-std=c11", "-D_GNU_SOURCE", "-O1", "-I" + SRC,
-                 "-I" + os.path.join(SRC, "runtime")] +
-                shlex.split(self.extra_cflags))
-
-    def harness(self, wdir):
-        """Compile the harness once per run of this script, inside the
-        first case's directory (parallel ctest runs never share it)."""
-        if self.harness_objs is None:
-            d = os.path.join(wdir, "_harness")
-            os.makedirs(d, exist_ok=True)
-            objs = []
-            for src in HARNESS:
-                obj = os.path.join(d, src.replace(".c", ".o"))
-                rc, out = sh([self.cc] + self.cflags() + [
-                    "-c", os.path.join(TOOLS, src), "-o", obj])
-                if rc:
-                    raise CaseFail("harness does not compile: " +
-                                   first_line(out))
-                objs.append(obj)
-            self.harness_objs = objs
-        return self.harness_objs
 
     def compile_case(self, name, wdir, rlxc_args):
         if not os.path.exists(self.rlxc):
@@ -150,24 +128,32 @@ class Runner:
                            "got exit %d: %s" % (spec["diag"], rc,
                                                 first_line(out)))
 
-    def link(self, wdir, obj, hdr, entry, grad_entry):
-        exe = os.path.join(wdir, "run_" + entry +
-                           ("_fd" if grad_entry else ""))
-        if exe in self.linked:
-            return exe
-        defs = ["-DRLX_ENTRY=" + entry]
-        if grad_entry:
-            defs.append("-DRLX_GRAD_ENTRY=" + grad_entry)
-        cmd = ([self.cc] + self.cflags() + ["-I" + wdir, "-include", hdr] +
-               defs + [os.path.join(TOOLS, "rlx_run.c")] +
-               self.harness(wdir) + [obj, find_runtime(self.build), "-lm",
-                                     "-lpthread", "-o", exe])
-        rc, out = sh(cmd)
+    def check_header(self, hdr, entries):
+        """The generated header compiles and declares each entry with
+        the ABI's types (what a program including it relies on)."""
+        src = "".join(
+            "int (*f%d)(const void *const *, void *const *, void *) = %s;\n"
+            "const rlx_signature *(*s%d)(void) = %s_signature;\n"
+            % (i, e, i, e) for i, e in enumerate(sorted(entries)))
+        rc, out = sh([self.cc, "-std=c11", "-fsyntax-only", "-Werror",
+                      "-I" + os.path.join(SRC, "runtime"), "-include", hdr,
+                      "-x", "c", "-"], input=src.encode())
         if rc:
-            raise CaseFail("driver for %s does not link: %s" %
-                           (entry, first_line(out, ("error",))))
-        self.linked.add(exe)
-        return exe
+            raise CaseFail("%s: %s" % (os.path.basename(hdr),
+                                       first_line(out, ("error",))))
+
+    def link(self, wdir, obj):
+        """The case as a shared object for rlx_run (its runtime calls
+        resolve to the driver's); once per case."""
+        so = obj[:-2] + ".so"
+        if so not in self.linked:
+            rc, out = sh([self.cc, "-shared", obj, "-o", so])
+            if rc:
+                raise CaseFail("%s does not link: %s" %
+                               (os.path.basename(so),
+                                first_line(out, ("error",))))
+            self.linked.add(so)
+        return so
 
     def run_case(self, name):
         spec = read_spec(name)
@@ -177,6 +163,7 @@ class Runner:
             return self.expect_diag(name, wdir, spec)
         obj, hdr = self.compile_case(name, wdir, spec["rlxc"])
         self.linked = set()
+        self.check_header(hdr, {e for e, _, _ in spec["runs"]})
         for entry, sub, rargs in spec["runs"]:
             grad_entry, env = None, dict(os.environ)
             while "--grad-entry" in rargs or "--env" in rargs:
@@ -188,9 +175,12 @@ class Runner:
                 else:
                     grad_entry = rargs[i + 1]
                 rargs = rargs[:i] + rargs[i + 2:]
-            exe = self.link(wdir, obj, hdr, entry, grad_entry)
+            cmd = [find_driver(self.build), "--so", self.link(wdir, obj),
+                   "--entry", entry]
+            if grad_entry:
+                cmd += ["--grad-entry", grad_entry]
             gdir = os.path.join(GOLDEN, name, sub)
-            rc, out = sh([exe] + rargs + [gdir], cwd=wdir, env=env)
+            rc, out = sh(cmd + rargs + [gdir], cwd=wdir, env=env)
             if self.verbose:
                 print(out)
             if rc < 0:
@@ -227,21 +217,40 @@ def all_cases():
                   glob.glob(os.path.join(GOLDEN, "*", "run.txt")))
 
 
+# Ops that generated code runs through librlxrt's ISA-dispatched kernels
+# (docs/runtime.md): --kernels selects the cases that call one, for the
+# runs under RLX_ISA=avx2 / scalar.
+KERNEL_OPS = re.compile(
+    r"\b(matmul|conv2d\w*|attention\w*|fft|selective_scan|"
+    r"gated_delta_net|q_matmul|q_conv2d|grouped_matmul\w*|dequant_matmul|"
+    r"rng_uniform|rng_normal|sample|log_mel\w*|fused_transformer_layer)\(")
+
+
+def kernel_cases():
+    return [c for c in all_cases()
+            if KERNEL_OPS.search(open(os.path.join(CASES, c + ".rlx")).read())]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--cflags", default="",
-                    help="extra flags for compiling and linking the "
-                    "driver (e.g. -fsanitize=address,undefined)")
     ap.add_argument("--rlxc-args", default="",
                     help="extra rlxc arguments for every case (e.g. -O0)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="only the cases that call ISA-dispatched runtime "
+                    "kernels (KERNEL_OPS)")
+    ap.add_argument("--list-kernels", action="store_true",
+                    help="print the --kernels cases (a CMake list) and exit")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    if args.list_kernels:
+        print(";".join(kernel_cases()))
+        return 0
     r = Runner(args)
-    cases = args.cases or all_cases()
+    cases = args.cases or (kernel_cases() if args.kernels else all_cases())
     failed = 0
     for name in cases:
         try:

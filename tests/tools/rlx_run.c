@@ -1,17 +1,21 @@
-/* rlx_run.c -- generic driver for one rlxc-generated entry point.
+/* rlx_run.c -- generic driver for rlxc-generated entry points.
  *
- * Compiled together with a generated object, naming the entry with
- * -DRLX_ENTRY and pulling in the generated header with -include:
- *   cc -I. -include case.h -DRLX_ENTRY=case tests/tools/rlx_run.c \
- *      tests/tools/harness.c tests/tools/harness_fd.c case.o \
- *      build/runtime/librlxrt.a -lm -lpthread
- * Add -DRLX_GRAD_ENTRY=case_grad to enable --fd (finite differences of
- * RLX_ENTRY against the gradient entry).
+ * Built once per build tree (tests/CMakeLists.txt: the rlx_run target,
+ * with the whole runtime linked in and its symbols exported); a case is
+ * a shared object linked from rlxc's (position-independent) output,
+ * which this driver loads and whose entries it finds by name:
+ *   rlxc case.rlx -o case.o && cc -shared case.o -o case.so
+ *   build/tests/rlx_run --so ./case.so --entry case [options] DIR
+ * The case's references to librlxrt resolve to the driver's copy, so a
+ * sanitizer build tree tests its own instrumented runtime.
+ * --grad-entry case_grad enables --fd (finite differences of the entry
+ * against the gradient entry).
  *
- * Everything it knows about the graph comes from RLX_ENTRY_signature(),
- * so one source drives every case.  Exit status: 0 pass, 1 mismatch or
+ * Everything it knows about the graph comes from ENTRY_signature(), so
+ * one binary drives every case.  Exit status: 0 pass, 1 mismatch or
  * unexpected return code, 2 usage or setup error.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +23,10 @@
 
 #include "tests/tools/harness.h"
 
-#ifndef RLX_ENTRY
-#error "compile with -DRLX_ENTRY=<entry name> -include <entry>.h"
-#endif
-#define RLX_CAT2(a, b) a##b
-#define RLX_CAT(a, b) RLX_CAT2(a, b)
-#define RLX_SIG(e) RLX_CAT(e, _signature)
+typedef const rlx_signature *(*SigFn)(void);
 
 typedef struct {
+  const char *so, *entry, *grad_entry;
   const char *dir, *write_dir;
   int gen;
   uint64_t seed;
@@ -43,7 +43,8 @@ typedef struct {
 static void usage(void)
 {
   fprintf(stderr,
-          "usage: rlx_run [--gen SEED] [--write DIR] [--expect RC] "
+          "usage: rlx_run --so CASE.so --entry NAME [--grad-entry NAME]\n"
+          "               [--gen SEED] [--write DIR] [--expect RC] "
           "[--null-ws]\n"
           "               [--threads 1,2,3] [--rtol X] [--atol Y] "
           "[--sig]\n"
@@ -70,7 +71,13 @@ static bool parse_args(RunOpts *o, int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     bool has_v = true;
-    if (!strcmp(a, "--gen") && v)
+    if (!strcmp(a, "--so") && v)
+      o->so = v;
+    else if (!strcmp(a, "--entry") && v)
+      o->entry = v;
+    else if (!strcmp(a, "--grad-entry") && v)
+      o->grad_entry = v;
+    else if (!strcmp(a, "--gen") && v)
       o->gen = 1, o->seed = strtoull(v, NULL, 0);
     else if (!strcmp(a, "--write") && v)
       o->write_dir = v;
@@ -106,7 +113,24 @@ static bool parse_args(RunOpts *o, int argc, char **argv)
     }
     i += has_v;
   }
-  return o->dir || o->gen;
+  return o->so && o->entry && (o->dir || o->gen);
+}
+
+/* The entry NAME of the loaded case and its signature, or false. */
+static bool find_entry(void *so, const char *name, HxEntry *fn,
+                       const rlx_signature **sig)
+{
+  char sym[512];
+  snprintf(sym, sizeof sym, "%s_signature", name);
+  *fn = (HxEntry)dlsym(so, name);
+  SigFn sf = (SigFn)dlsym(so, sym);
+  if (!*fn || !sf) {
+    fprintf(stderr, "rlx_run: no entry '%s' (and %s) in the case\n", name,
+            sym);
+    return false;
+  }
+  *sig = sf();
+  return true;
 }
 
 static void print_sig(const rlx_signature *s)
@@ -145,12 +169,17 @@ static int time_calls(HxCall *c, int iters)
   return 0;
 }
 
-#ifdef RLX_GRAD_ENTRY
-static int run_fd(HxCall *fwd, const RunOpts *o)
+static int run_fd(void *so, HxCall *fwd, const RunOpts *o)
 {
+  HxEntry fn;
+  const rlx_signature *sig;
+  if (!o->grad_entry) {
+    fprintf(stderr, "rlx_run: --fd needs --grad-entry NAME_grad\n");
+    return 2;
+  }
   HxCall grad;
-  if (!hx_call_init(&grad, RLX_GRAD_ENTRY, RLX_SIG(RLX_GRAD_ENTRY)(),
-                    o->null_ws))
+  if (!find_entry(so, o->grad_entry, &fn, &sig) ||
+      !hx_call_init(&grad, fn, sig, o->null_ws))
     return 2;
   HxFdOpts fo = {o->fd_eps > 0 ? o->fd_eps : 1e-6,
                  o->have_tol ? o->tol : (HxTol){1e-5, 1e-7},
@@ -161,15 +190,6 @@ static int run_fd(HxCall *fwd, const RunOpts *o)
     fprintf(stderr, "FAIL: finite differences (%d)\n", bad);
   return bad < 0 ? 2 : bad ? 1 : 0;
 }
-#else
-static int run_fd(HxCall *fwd, const RunOpts *o)
-{
-  (void)fwd;
-  (void)o;
-  fprintf(stderr, "rlx_run: --fd needs -DRLX_GRAD_ENTRY=<name>_grad\n");
-  return 2;
-}
-#endif
 
 static int check(HxCall *c, const RunOpts *o)
 {
@@ -210,12 +230,20 @@ int main(int argc, char **argv)
     usage();
     return 2;
   }
-  const rlx_signature *sig = RLX_SIG(RLX_ENTRY)();
+  void *so = dlopen(o.so, RTLD_NOW | RTLD_LOCAL);
+  if (!so) {
+    fprintf(stderr, "rlx_run: %s\n", dlerror());
+    return 2;
+  }
+  HxEntry fn;
+  const rlx_signature *sig;
+  if (!find_entry(so, o.entry, &fn, &sig))
+    return 2;
   if (o.print_sig)
     print_sig(sig);
   HxCall c;
   int status = 2;
-  if (!hx_call_init(&c, RLX_ENTRY, sig, o.null_ws))
+  if (!hx_call_init(&c, fn, sig, o.null_ws))
     goto done;
   if (o.gen)
     hx_fill_inputs(&c, o.seed);
@@ -223,7 +251,7 @@ int main(int argc, char **argv)
     goto done;
   status = check(&c, &o);
   if (status == 0 && o.fd)
-    status = run_fd(&c, &o);
+    status = run_fd(so, &c, &o);
   if (status == 0 && o.time_iters > 0)
     status = time_calls(&c, o.time_iters);
 done:
