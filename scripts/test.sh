@@ -50,19 +50,25 @@ for a in "$@"; do
   esac
 done
 
-# step NAME: start timing a step (ends the previous one); the table of
-# step times is printed when the script exits, passing or not.
+# step LABEL TEXT: start timing a step (ends the previous one) and print
+# TEXT; the table of step times (by LABEL) is printed when the script
+# exits, passing or not. .ci/run passes its package install time in
+# CI_SETUP_SECONDS.
 STEPS=() STEP_T0=$(date +%s) STEP_NAME= T_START=$(date +%s)
+if [ -n "${CI_SETUP_SECONDS:-}" ]; then
+  STEPS+=("$(printf '%-24s %6ds' "packages (.ci/run)" "$CI_SETUP_SECONDS")")
+  T_START=$((T_START - CI_SETUP_SECONDS))
+fi
 end_step() {
   [ -n "$STEP_NAME" ] &&
-    STEPS+=("$(printf '%-44s %6ds' "$STEP_NAME" $(($(date +%s) - STEP_T0)))")
+    STEPS+=("$(printf '%-24s %6ds' "$STEP_NAME" $(($(date +%s) - STEP_T0)))")
   STEP_NAME=
 }
 step() {
   end_step
-  STEP_NAME=$*
+  STEP_NAME=$1
   STEP_T0=$(date +%s)
-  printf '\n==== %s ====\n' "$*"
+  printf '\n==== %s ====\n' "$2"
 }
 print_times() {
   local rc=${1:-$?}
@@ -70,25 +76,25 @@ print_times() {
   printf '\n==== wall time per step (%s) ====\n' \
     "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")"
   printf '%s\n' "${STEPS[@]}"
-  printf '%-44s %6ds\n' total $(($(date +%s) - T_START))
+  printf '%-24s %6ds\n' total $(($(date +%s) - T_START))
 }
 trap print_times EXIT
 
 if [ "${SKIP_MAIN:-0}" != 1 ]; then
-  step "build (RelWithDebInfo) in ${P}test"
+  step "main: build" "build (RelWithDebInfo) in ${P}test"
   cmake -S "$ROOT" -B "${P}test" -DCMAKE_BUILD_TYPE=RelWithDebInfo
   cmake --build "${P}test" -j"$JOBS"
-  step "ctest: all tiers"
+  step "main: ctest" "ctest: all tiers"
   (cd "${P}test" &&
    ctest --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT")
 fi
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
-  step "build with AddressSanitizer + UBSan in ${P}asan"
+  step "asan: build" "build with AddressSanitizer + UBSan in ${P}asan"
   cmake -S "$ROOT" -B "${P}asan" -DCMAKE_BUILD_TYPE=Debug \
         -DRLX_SANITIZE=ON -DRLX_TEST_FULL=$FULL
   cmake --build "${P}asan" -j"$JOBS"
-  step "ctest under ASan (RLX_TEST_FULL=$FULL)"
+  step "asan: ctest" "ctest under ASan (RLX_TEST_FULL=$FULL)"
   (cd "${P}asan" &&
    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -97,7 +103,7 @@ fi
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   [ -n "$CLANG" ] || { echo "test.sh: clang is needed for the fuzzer"; exit 1; }
-  step "build the fuzzers with $CLANG in ${P}fuzz"
+  step "fuzz: build" "build the fuzzers with $CLANG in ${P}fuzz"
   cmake -S "$ROOT" -B "${P}fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
   cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend fuzz_codegen \
@@ -122,7 +128,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     fuzzer=$(find "${P}fuzz" -name "$name" -type f -perm -u+x | head -1)
     [ -n "$fuzzer" ] || { echo "test.sh: no $name"; exit 1; }
     mkdir -p "$WORK/$name"
-    step "fuzz $name for ${secs}s"
+    step "fuzz: $name" "fuzz $name for ${secs}s"
     "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
               -max_len=65536 -artifact_prefix="${P}fuzz/artifacts/$name-" \
               "${DICT[@]}" "$WORK/$name" "${SEEDS[@]}" "$@"
