@@ -3,8 +3,9 @@
  *
  * Entry points only: the plan (conv_plan.c) picks the lowering, the
  * drivers (conv_tmpl.h, instantiated here per dtype) run it on the
- * micro-kernels of the ISA the GEMM dispatch chose (conv_avx512.c, else
- * the portable conv_scalar.c; both give the same bits).  Design and
+ * micro-kernels of the ISA the GEMM dispatch chose (conv_avx512.c,
+ * conv_avx2.c, else the portable conv_scalar.c; all give the same
+ * bits).  Design and
  * measurements: conv_internal.h and docs/performance.md, "Convolution
  * kernels".
  */
@@ -16,9 +17,11 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-static int use_avx512(void)
+/* 2 = AVX-512, 1 = AVX2 + FMA, 0 = portable: the GEMM dispatch's ISA. */
+static int isa_level(void)
 {
-  return strcmp(rlx_gemm_isa(), "avx512") == 0;
+  const char *isa = rlx_gemm_isa();
+  return strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0;
 }
 
 #define T float
@@ -45,12 +48,18 @@ static int use_avx512(void)
 
 static const ConvIsaF32 *isa_f32(void)
 {
-  return use_avx512() ? &rlx_conv_avx512_f32 : &rlx_conv_scalar_f32;
+  static const ConvIsaF32 *const tab[] = {
+      &rlx_conv_scalar_f32, &rlx_conv_avx2_f32, &rlx_conv_avx512_f32};
+  const ConvIsaF32 *t = tab[isa_level()];
+  return t->trans ? t : &rlx_conv_scalar_f32;
 }
 
 static const ConvIsaF64 *isa_f64(void)
 {
-  return use_avx512() ? &rlx_conv_avx512_f64 : &rlx_conv_scalar_f64;
+  static const ConvIsaF64 *const tab[] = {
+      &rlx_conv_scalar_f64, &rlx_conv_avx2_f64, &rlx_conv_avx512_f64};
+  const ConvIsaF64 *t = tab[isa_level()];
+  return t->trans ? t : &rlx_conv_scalar_f64;
 }
 
 void rlx_conv2d_f32(const rlx_conv_geom *g, const float *x, const float *w,

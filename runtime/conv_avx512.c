@@ -9,6 +9,8 @@
  */
 #include "runtime/conv_internal.h"
 
+#define KVMAX {4, 4, 4, 3, 2}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(RLX_NO_SIMD)
 #include <immintrin.h>

@@ -120,17 +120,19 @@ void rlx_conv_plan(const rlx_conv_geom *g, int op, int64_t elem_size,
     const char *name;                                                     \
     int lanes;                         /* elements per vector */          \
     ConvKern##SFX kern[5][4];          /* [R = 1,2,4,8,14][V - 1] */      \
+    int vmax[5];                       /* widest V used per R (registers) */\
     ConvDot##SFX dot[2];               /* RO = 1, 2 */                    \
     ConvTrans##SFX trans;                                                 \
   } ConvIsa##SFX;
 CONV_DECL_KERNELS(float, F32)
 CONV_DECL_KERNELS(double, F64)
 
-/* Rows of each kern[] entry, and the widest V each R supports. */
+/* Rows of each kern[] entry. */
 static const int conv_rows[5] = {1, 2, 4, 8, 14};
-static const int conv_vmax[5] = {4, 4, 4, 3, 2};
 
-extern const ConvIsaF32 rlx_conv_avx512_f32, rlx_conv_scalar_f32;
-extern const ConvIsaF64 rlx_conv_avx512_f64, rlx_conv_scalar_f64;
+extern const ConvIsaF32 rlx_conv_avx512_f32, rlx_conv_avx2_f32,
+    rlx_conv_scalar_f32;
+extern const ConvIsaF64 rlx_conv_avx512_f64, rlx_conv_avx2_f64,
+    rlx_conv_scalar_f64;
 
 #endif

@@ -125,5 +125,6 @@ TGT static void KN(dot2_)(int64_t nv, const T *a, int64_t lda, const T *b,
              {KN(kern_4_1_), KN(kern_4_2_), KN(kern_4_3_), KN(kern_4_4_)},\
              {KN(kern_8_1_), KN(kern_8_2_), KN(kern_8_3_), NULL},         \
              {KN(kern_14_1_), KN(kern_14_2_), NULL, NULL}},               \
+    .vmax = KVMAX,                                                        \
     .dot = {KN(dot1_), KN(dot2_)},                                        \
     .trans = trans_fn}

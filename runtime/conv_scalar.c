@@ -8,6 +8,8 @@
 
 #include "runtime/conv_internal.h"
 
+#define KVMAX {4, 4, 4, 3, 2}
+
 #define TGT
 
 #define T float

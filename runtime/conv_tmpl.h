@@ -485,7 +485,8 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
                  c % pl->khkw * pl->pcol,
              0, (size_t)pl->pcol * sizeof(T));
   int64_t pe = pl->pstride, lanes = jb->isa->lanes;
-  int64_t nvec = pl->ogp / lanes, npan = FN(cdiv_)(nvec, 3);
+  int64_t pmax = jb->isa->vmax[3]; /* R = 8 rows: CONV_WR */
+  int64_t nvec = pl->ogp / lanes, npan = FN(cdiv_)(nvec, pmax);
   int64_t *boff = FN(carve_)(&slot, pl->kc * 8);
   T *planeT = FN(carve_)(&slot, pl->np * pl->cgp * pe * pl->es);
   T *dyT = FN(carve_)(&slot, pl->rt * pl->We * pl->ogp * pl->es);
@@ -509,8 +510,8 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
         int64_t off = FN(tap_off_)(jb, &P, 0, tap / g->kw, tap % g->kw);
         const T *a = planeT + (off + tb) * pl->cgp + ci0;
         T *cr = part + (ci0 * pl->khkw + tap) * pl->pcol;
-        /* ogp / lanes vectors in as few panels of <= 3 as possible,
-           the wider first (64 columns: 2 + 2, not 3 + 1) */
+        /* ogp / lanes vectors in as few panels of <= pmax as
+           possible, the wider first (4 vectors: 2 + 2, not 3 + 1) */
         for (int64_t q = 0, o0 = 0; q < npan; q++) {
           int64_t V = nvec / npan + (q < nvec % npan);
           jb->isa->kern[3][V - 1](kc, a, pl->cgp, dyT + tb * pl->ogp + o0,
@@ -628,7 +629,7 @@ static void FN(pick_tile_)(FN(Job_) *jb)
       jb->ri = i;
     }
   }
-  jb->V = conv_vmax[jb->ri];
+  jb->V = jb->isa->vmax[jb->ri];
 }
 
 /* 1x1, stride 1, unpadded, forward or backward input: per group one
