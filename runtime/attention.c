@@ -41,7 +41,9 @@
  * (min(16, items)) as in conv (slot s runs items [s n/S, (s+1) n/S) in
  * order), and rlx_parallel_for only decides which thread runs a slot.
  * So results are bit-identical for any thread count; the AVX-512 and
- * portable kernels differ in rounding (FMA, the exp), not in accuracy.
+ * AVX2 kernels give the same bits (the same FMA chains and exp), the
+ * portable ones differ from them in rounding (FMA, libm's exp), not in
+ * accuracy.
  *
  * Scratch: the slots (score, dP and softcap tiles, Q^T / O^T tiles: a
  * few tens of KiB each) plus, for the backward, the Q^T, dO^T tiles, D,
@@ -57,10 +59,18 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-static int use_avx512(void)
+/* 2 = AVX-512, 1 = AVX2 + FMA, 0 = portable: the GEMM dispatch's ISA,
+   an index into the kernel tables. */
+static int isa_level(void)
 {
-  return strcmp(rlx_gemm_isa(), "avx512") == 0;
+  const char *isa = rlx_gemm_isa();
+  return strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0;
 }
+
+static const AttnIsaF32 *const attn_tables_f32[] = {
+    NULL, &rlx_attn_avx2_f32, &rlx_attn_avx512_f32};
+static const AttnIsaF64 *const attn_tables_f64[] = {
+    NULL, &rlx_attn_avx2_f64, &rlx_attn_avx512_f64};
 
 #define T float
 #define SFX F32

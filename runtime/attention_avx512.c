@@ -29,6 +29,8 @@
 #define VT __m512
 #define VL 16
 #define MT __mmask16
+#define MM_NV 4
+#define VMASK_FIRST(n) ((__mmask16)((1u << (n)) - 1))
 #define VZERO() _mm512_setzero_ps()
 #define VLOADU(p) _mm512_loadu_ps(p)
 #define VMASKZ_LOAD(m, p) _mm512_maskz_loadu_ps(m, p)
@@ -42,6 +44,7 @@
 #undef VT
 #undef VL
 #undef MT
+#undef VMASK_FIRST
 #undef VZERO
 #undef VLOADU
 #undef VMASKZ_LOAD
@@ -93,6 +96,7 @@ TGT static void expsub_f32(float *s, int64_t nk, const float *sub)
 #define VT __m512d
 #define VL 8
 #define MT __mmask8
+#define VMASK_FIRST(n) ((__mmask8)((1u << (n)) - 1))
 #define VZERO() _mm512_setzero_pd()
 #define VLOADU(p) _mm512_loadu_pd(p)
 #define VMASKZ_LOAD(m, p) _mm512_maskz_loadu_pd(m, p)

@@ -1,5 +1,6 @@
 /* attention_internal.h -- shared by the attention files (attention.c,
- * attention_tmpl.h, attention_avx512.c, attention_kern.h): tile sizes
+ * attention_tmpl.h, attention_avx512.c, attention_avx2.c,
+ * attention_kern.h): tile sizes
  * and the micro-kernel contracts.  The design is described at the top of
  * attention.c.
  */
@@ -56,9 +57,9 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
 ATTN_DECL_KERNELS(float, F32)
 ATTN_DECL_KERNELS(double, F64)
 
-/* The AVX-512 tables (all members NULL where the build has no x86
-   intrinsics; attention.c then never selects them). */
-extern const AttnIsaF32 rlx_attn_avx512_f32;
-extern const AttnIsaF64 rlx_attn_avx512_f64;
+/* The AVX-512 and AVX2 tables (all members NULL where the build has no
+   x86 intrinsics; attention.c then never selects them). */
+extern const AttnIsaF32 rlx_attn_avx512_f32, rlx_attn_avx2_f32;
+extern const AttnIsaF64 rlx_attn_avx512_f64, rlx_attn_avx2_f64;
 
 #endif

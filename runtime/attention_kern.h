@@ -1,13 +1,17 @@
-/* attention_kern.h -- the AVX-512 register-tiled mm kernel of
- * attention_internal.h for one element type.  Included by
- * attention_avx512.c with T, SFX, VT (vector type), VL (lanes), MT (lane
- * mask type) and the V* operation macros defined.
+/* attention_kern.h -- the register-tiled mm kernel of
+ * attention_internal.h for one element type and vector ISA.  Included by
+ * attention_avx512.c and attention_avx2.c with T, SFX, VT (vector type),
+ * VL (lanes), MT (lane mask type), MM_NV (most vectors per tile row:
+ * what the registers hold), VMASK_FIRST(n) (the mask of lanes < n) and
+ * the V* operation macros defined.
  *
- * An R x NV-vector tile of C lives in R*NV zmm accumulators (R <= 6,
- * NV <= 4: 24 accumulators, 4 B vectors and one broadcast); each step p
- * loads NV vectors of row p of B (the last one masked) and broadcasts
- * A(i, p) for each of the R rows.  R and NV are compile-time constants
- * after inlining into the dispatch switch.
+ * An R x NV-vector tile of C lives in R*NV accumulators (R <= 6,
+ * NV <= MM_NV: AVX-512 6 x 4 = 24 of 32 zmm, AVX2 6 x 2 = 12 of 16 ymm,
+ * plus NV B vectors and one broadcast); each step p loads NV vectors of
+ * row p of B (the last one masked) and broadcasts A(i, p) for each of
+ * the R rows.  R and NV are compile-time constants after inlining into
+ * the dispatch switch.  Every element of C is one FMA chain in
+ * increasing p, so both ISAs give the same bits.
  */
 #define MM_TILE CAT(mm_tile_, SFX)
 #define MM CAT(mm_, SFX)
@@ -56,11 +60,11 @@ TGT static void MM(int64_t m, int64_t n, int64_t k, const T *a,
                    int64_t ars, int64_t acs, const T *b, int64_t ldb, T *c,
                    int64_t ldc, int acc)
 {
-  for (int64_t j0 = 0; j0 < n; j0 += 4 * VL) {
-    int64_t w = n - j0 < 4 * VL ? n - j0 : 4 * VL;
+  for (int64_t j0 = 0; j0 < n; j0 += MM_NV * VL) {
+    int64_t w = n - j0 < MM_NV * VL ? n - j0 : MM_NV * VL;
     int nv = (int)((w + VL - 1) / VL);
     int tail = (int)(w - (nv - 1) * VL);
-    MT last = (MT)((1u << tail) - 1);
+    MT last = VMASK_FIRST(tail);
     for (int64_t i0 = 0; i0 < m; i0 += 6) {
       int R = m - i0 < 6 ? (int)(m - i0) : 6;
       const T *ai = a + i0 * ars;

@@ -79,13 +79,13 @@ static void FN(expsub_c_)(T *s, int64_t nk, const T *sub)
       s[j * BQ + i] = EXP(s[j * BQ + i] - sub[i]);
 }
 
-/* The kernels of the ISA the GEMM dispatch chose; portable C where the
-   AVX-512 table has none. */
+/* The kernels of the ISA the GEMM dispatch chose; portable C where its
+   table has none. */
 static ISA_T FN(isa_)(void)
 {
   ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_)};
-  const ISA_T *x = &FN(rlx_attn_avx512_);
-  if (use_avx512() && x->mm) {
+  const ISA_T *x = FN(attn_tables_)[isa_level()];
+  if (x && x->mm) {
     t.mm = x->mm;
     t.online = x->online ? x->online : t.online;
     t.expsub = x->expsub ? x->expsub : t.expsub;

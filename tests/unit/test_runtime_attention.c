@@ -18,8 +18,9 @@
  * Outputs start as NaN and the scratch as NaN bytes.  Results must be
  * bit-identical for 1, 2 and 3 threads; backward with o and lse given
  * and with NULL (recompute) must agree bit for bit; so must runs that
- * want only some of dq, dk, dv (or o without lse).  The AVX-512 and the
- * portable kernels ("scalar") must each pass the reference check.
+ * want only some of dq, dk, dv (or o without lse).  Every kernel ISA the
+ * CPU has (portable, AVX2, AVX-512) must pass the reference check, and
+ * AVX2 and AVX-512 must agree bit for bit (the same FMA chains and exp).
  */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "runtime/rlxrt.h"
+#include "tests/unit/isa.h"
 
 typedef struct {
   int64_t b, h, lq, lk, d, layout, mask, window;
@@ -182,10 +184,10 @@ static int close_all(const char *what, const double *ref, const double *got,
   return 1;
 }
 
-/* Runs one case in dtype T on every thread count and ISA; the results
-   of the first run (threads 1, best ISA) go to out as double.  Returns a
-   bit mask of failures: 1 thread dependence, 2 recompute differs, 4
-   partial outputs differ, 8 reference mismatch (either ISA). */
+/* Runs one case in dtype T on every thread count and every kernel ISA
+   the CPU has.  Returns a bit mask of failures: 1 thread dependence,
+   2 recompute differs, 4 partial outputs differ, 8 reference mismatch
+   (any ISA), 16 the vector ISAs (AVX2, AVX-512) differ in a bit. */
 #define DEFINE_RUN(SFX, T)                                                 \
   static int run_##SFX(const rlx_attn_geom *g, const double *const in[5], \
                        const unsigned char *keep, const Outs *ref,        \
@@ -218,9 +220,12 @@ static int close_all(const char *what, const double *ref, const double *got,
     void *scratch = rlx_alloc((size_t)ns);                                \
     const void *mask = g->mask == RLX_ATTN_BIAS ? (const void *)x[4]      \
                                                 : (const void *)keep;     \
-    int fail = 0;                                                         \
-    for (int isa = 0; isa < 2; isa++) {                                   \
-      if (rlx_gemm_select_isa(isa ? "scalar" : NULL) != RLX_OK)           \
+    int fail = 0, have_simd = 0;                                          \
+    T *simd[6]; /* the first vector ISA's results: the others match */    \
+    for (int a = 0; a < 6; a++)                                           \
+      simd[a] = malloc((no[a] + 1) * sizeof(T));                          \
+    for (int isa = 0; isa < N_TEST_ISAS; isa++) {                         \
+      if (!test_isa_use(test_isas[isa]))                                  \
         continue;                                                         \
       for (int t = 0; t < 3; t++) {                                       \
         rlx_set_num_threads(threads[t]);                                  \
@@ -272,6 +277,12 @@ static int close_all(const char *what, const double *ref, const double *got,
                               scratch);                                   \
           if (memcmp(alt[0], first[0], no[0] * sizeof(T)))                \
             fail |= 4;                                                    \
+          for (int a = 0; a < 6 && isa > 0; a++)                          \
+            if (!have_simd)                                               \
+              memcpy(simd[a], first[a], no[a] * sizeof(T));               \
+            else if (memcmp(simd[a], first[a], no[a] * sizeof(T)))        \
+              fail |= 16;                                                 \
+          have_simd |= isa > 0;                                           \
         } else {                                                          \
           for (int a = 0; a < 6; a++)                                     \
             if (memcmp(cur[a], first[a], no[a] * sizeof(T)))              \
@@ -284,6 +295,7 @@ static int close_all(const char *what, const double *ref, const double *got,
     for (int a = 0; a < 5; a++)                                           \
       free(x[a]);                                                         \
     for (int a = 0; a < 6; a++) {                                         \
+      free(simd[a]);                                                      \
       free(first[a]);                                                     \
       free(cur[a]);                                                       \
       free(alt[a]);                                                       \
@@ -337,7 +349,8 @@ static int check_case(int ci)
                     1e-12);
   if (f32 || f64)
     fprintf(stderr, "\n  case %d: f32 failures %d, f64 failures %d "
-            "(1 threads, 2 recompute, 4 partial outputs, 8 values)\n",
+            "(1 threads, 2 recompute, 4 partial outputs, 8 values, "
+            "16 AVX2 vs AVX-512 bits)\n",
             ci, f32, f64);
   for (int a = 0; a < 5; a++)
     free(in[a]);
