@@ -406,9 +406,9 @@ def case_unsupported(env):
              helper.make_node("Erf", ["h"], ["y"], name="erf2")]
     m = model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
     expect_error(env, m, "unsup", [
-        "onnx2rlx: unsupported op 'Erf' (node 'lone_erf')",
-        "onnx2rlx: unsupported op 'Hardmax' (node 'hard')",
-        "onnx2rlx: unsupported op 'Erf' (node 'erf2')"])
+        "onnx2rlx: error: unsupported op 'Erf' (node 'lone_erf')",
+        "onnx2rlx: error: unsupported op 'Hardmax' (node 'hard')",
+        "onnx2rlx: error: unsupported op 'Erf' (node 'erf2')"])
     rc, out = sh([sys.executable, TOOL, env.path("unsup.onnx"), "-o",
                   env.path("unsup.rlx")], expect=1)
     if len(out.strip().splitlines()) != 3 or "Relu" in out:
@@ -444,11 +444,18 @@ def case_rejects(env):
          [helper.make_node("Conv", ["x", "w"], ["y"], name="cv2",
                            auto_pad="SAME_UPPER")],
          [x4], [w], ["node 'cv2'", "auto_pad=SAME_UPPER"]),
+        # an attribute ONNX does not define: the ONNX checker's error
         ("gemm_attr",
          [helper.make_node("Gemm", ["a", "b"], ["y"], name="gm",
                            transB=1, foo=3)],
          [vi("a", F, [2, 3]), vi("b", F, [4, 3])], [],
-         ["node 'gm' (Gemm)", "attribute 'foo' is not supported"]),
+         ["node 'gm' (Gemm)", "Unrecognized attribute: foo"]),
+        # an ONNX attribute the mapping does not implement
+        ("constant_string",
+         [helper.make_node("Constant", [], ["y"], name="cs",
+                           value_string="text")], [], [],
+         ["node 'cs' (Constant)", "attribute 'value_string' is not "
+          "supported"]),
         ("slice_step",
          [const("s", np.array([0], np.int64)),
           const("e", np.array([6], np.int64)),
@@ -482,12 +489,21 @@ def case_rejects(env):
          [x4], [init("g", np.ones(6, np.float32))],
          ["node 'ln'", "output 1 ('mean') is not supported"]),
     ]
+    # the type of y (the ONNX checker needs a shape on every output)
+    out_type = {"maxpool_ceil": [1, 2, 3, 3], "conv_asym": [1, 2, 5, 5],
+                "gemm_attr": [2, 4], "slice_step": [1, 2, 3, 6],
+                "reshape_runtime_shape": ["a", "b"],
+                "pad_reflect": [1, 2, 8, 8],
+                "cast_float_int": (TensorProto.INT32, [1, 2, 6, 6]),
+                "constant_string": (TensorProto.STRING, [])}
+    opset = {"layernorm_extra_output": 17, "bn_training": 15}
     for name, nodes, ins, inits, pats in cases:
-        outs = [vi("y", F, None)]
+        t = out_type.get(name, [1, 2, 6, 6])
+        dt, shape = t if isinstance(t, tuple) else (F, t)
+        outs = [vi("y", dt, shape)]
         if name == "layernorm_extra_output":
-            outs.append(vi("mean", F, None))
-        m = model(nodes, ins, outs, inits, opset=17 if "layernorm" in name
-                  else 13)
+            outs.append(vi("mean", F, [1, 2, 6, 1]))
+        m = model(nodes, ins, outs, inits, opset=opset.get(name, 13))
         expect_error(env, m, name, pats)
     dyn = model([helper.make_node("Relu", ["x"], ["y"])],
                 [vi("x", F, ["batch", 3])], [vi("y", F, ["batch", 3])])
