@@ -15,9 +15,16 @@ folded, since every shape is static.
 
 Every ONNX node maps to rlx ops by its exact ONNX semantics (docs/onnx.md
 lists the ops and what is rejected). A node whose op has no mapping is
-reported as "onnx2rlx: unsupported op 'X' (node 'NAME')", every such
-node, and the tool exits 1; an attribute or attribute value a mapping
-does not implement is an error naming the node, never ignored.
+reported as "onnx2rlx: error: unsupported op 'X' (node 'NAME')", every
+such node, and the tool exits 1; an attribute or attribute value a
+mapping does not implement is an error naming the node, never ignored.
+
+Before converting, the model is checked (initializer data against its
+dims, one definition per value, then onnx.checker), and so are the graph
+name and the output paths; the outputs are built in memory and written
+only when all is well. Every error is one line "onnx2rlx: error: ..."
+naming the node or value, exit 1, no file written. An unexpected
+exception is "onnx2rlx: internal error: ...", exit 3, never a traceback.
 
 --loss xent adds `input %labels: i64[N]` and returns first
 reduce_mean(softmax_cross_entropy(OUT, labels)) for the first output OUT
@@ -33,11 +40,14 @@ import os
 import re
 import struct
 import sys
+import tempfile
 
 import numpy as np
 
 try:
     import onnx
+    import onnx.checker
+    import onnx.defs
     from onnx import numpy_helper, helper
 except ImportError:  # pragma: no cover - reported to the user
     sys.stderr.write("onnx2rlx: the Python 'onnx' package is required "
@@ -332,10 +342,10 @@ class Converter:
             if n.domain not in ("", "ai.onnx") or n.op_type not in OPS:
                 bad.append(n)
         if bad:
-            msg = "\n".join(
-                "onnx2rlx: unsupported op '%s%s' (node '%s')"
+            msg = "\n".join(printable(
+                "onnx2rlx: error: unsupported op '%s%s' (node '%s')"
                 % (n.domain + "." if n.domain not in ("", "ai.onnx") else "",
-                   n.op_type, n.name or "<unnamed>") for n in bad)
+                   n.op_type, n.name or "<unnamed>")) for n in bad)
             raise Unsupported(msg)
         for n in nodes:
             try:
@@ -1258,9 +1268,10 @@ def op_reduce(cv, n):
 
 
 # ------------------------------------------------------------ safetensors
-def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, ndarray). Format: u64 LE header length,
-    JSON header (padded with spaces to a multiple of 8), raw LE data."""
+def safetensors_bytes(tensors, metadata):
+    """The file for tensors, a list of (name, ndarray). Format: u64 LE
+    header length, JSON header (padded with spaces to a multiple of 8),
+    raw LE data."""
     header, off, blobs = {}, 0, []
     if metadata:
         header["__metadata__"] = metadata
@@ -1274,14 +1285,285 @@ def write_safetensors(path, tensors, metadata):
         off += len(b)
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+    return b"".join([struct.pack("<Q", len(h)), h] + blobs)
 
 
-def main(argv=None):
+# ------------------------------------------------------------- validation
+# Everything below runs before anything is written: a model, a name or a
+# path the converter cannot use is one error line and exit 1.
+
+RLX_KEYWORDS = {"graph", "input", "param", "return", "const", "true",
+                "false"}
+C_KEYWORDS = {  # C11 and C23, as rlxc checks a C name (docs/abi.md)
+    "auto", "break", "case", "char", "const", "continue", "default", "do",
+    "double", "else", "enum", "extern", "float", "for", "goto", "if",
+    "inline", "int", "long", "register", "restrict", "return", "short",
+    "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+    "unsigned", "void", "volatile", "while", "bool", "true", "false",
+    "alignas", "alignof", "constexpr", "nullptr", "static_assert",
+    "thread_local", "typeof", "typeof_unqual", "asm"}
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# Where a TensorProto without raw_data keeps the values of each dtype.
+VALUE_FIELD = {1: "float_data", 11: "double_data", 7: "int64_data",
+               10: "int32_data", 3: "int32_data", 2: "int32_data",
+               6: "int32_data", 9: "int32_data"}
+
+
+def node_label(n):
+    return "node '%s' (%s)" % (n.name or "<unnamed>", n.op_type)
+
+
+def graph_name_problem(name):
+    """Why name cannot be the graph name, or None. It must be an .rlx
+    identifier and not one of the language's keywords; and since it is
+    the C name of the entry points rlxc emits, not a C keyword, not
+    main, not reserved in C (a leading _) and not in the runtime's rlx_
+    namespace. (rlxc's table of C library names stays rlxc's check.)"""
+    if not IDENT.match(name):
+        return "not an identifier ([A-Za-z_][A-Za-z0-9_]*)"
+    if name in RLX_KEYWORDS:
+        return "a keyword of the .rlx language"
+    if name in C_KEYWORDS:
+        return "a C keyword (the graph name is the C name of its entry " \
+            "points)"
+    if name == "main":
+        return "'main' is reserved for the program"
+    if name.startswith("_"):
+        return "names starting with '_' are reserved in C"
+    if name.startswith("rlx_"):
+        return "the prefix rlx_ is reserved for the runtime"
+    return None
+
+
+def graph_name(name, output):
+    """(graph name, note or None). --name is taken as given, and an
+    error if it cannot be used. Without it the name is -o's file name
+    with other characters than [A-Za-z0-9_] made '_'; where that cannot
+    be used either (-o graph.rlx, -o 2d.rlx) it gets the prefix m_, and
+    the note says so."""
+    if name is not None:
+        why = graph_name_problem(name)
+        if why:
+            raise ConvertError("graph name '%s' (--name): %s" % (name, why))
+        return name, None
+    base = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(
+        os.path.basename(output))[0])
+    why = graph_name_problem(base)
+    if why is None:
+        return base, None
+    return "m_" + base, "graph named 'm_%s': '%s' from -o is %s; --name " \
+        "sets another name" % (base, base, why)
+
+
+def tensor_problem(t):
+    """Why the data of TensorProto t disagrees with its dims, or None:
+    the dims (none negative) give the element count, and raw_data must
+    hold exactly that many elements' bytes, else the dtype's value field
+    (float_data, int64_data, ...) that many values. A dtype rlx lacks is
+    reported where the tensor is converted."""
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        return "negative dims %s" % dims
+    n = 1
+    for d in dims:
+        n *= d
+    if t.data_type not in DTYPES:
+        return None
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return "its external data was not loaded"
+    if t.HasField("raw_data"):
+        size = np.dtype(DTYPES[t.data_type][1]).itemsize
+        if len(t.raw_data) != n * size:
+            return "dims %s hold %d value%s (%d bytes), raw data has %d " \
+                "bytes" % (dims, n, "" if n == 1 else "s", n * size,
+                           len(t.raw_data))
+        return None
+    have = len(getattr(t, VALUE_FIELD[t.data_type]))
+    if have != n:
+        return "dims %s hold %d value%s, data has %d" % (
+            dims, n, "" if n == 1 else "s", have)
+    return None
+
+
+def check_tensors(graph):
+    """Every initializer, and every tensor attribute of a node (the
+    value of a Constant), holds as many values as its dims say."""
+    for init in graph.initializer:
+        why = tensor_problem(init)
+        if why:
+            raise ConvertError("initializer '%s': %s" % (init.name, why))
+    for n in graph.node:
+        for a in n.attribute:
+            why = a.type == onnx.AttributeProto.TENSOR and \
+                tensor_problem(a.t)
+            if why:
+                raise ConvertError("%s: attribute '%s': %s"
+                                   % (node_label(n), a.name, why))
+
+
+def check_single_assignment(graph):
+    """Every value is defined once: by a graph input, an initializer
+    (a graph input of the same name declares it, as exports with
+    keep_initializers_as_inputs do) or one output of one node. A second
+    definition would otherwise silently win."""
+    owner = {}
+    for init in graph.initializer:
+        if init.name in owner:
+            raise ConvertError("initializer '%s' is defined twice"
+                               % init.name)
+        owner[init.name] = "initializer '%s'" % init.name
+    inits = set(owner)
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in owner:
+            raise ConvertError("graph input '%s' is declared twice"
+                               % vi.name)
+        owner[vi.name] = "graph input '%s'" % vi.name
+    for n in graph.node:
+        for o in n.output:
+            if not o:
+                continue   # an optional output left out
+            if o in owner:
+                raise ConvertError("%s: output '%s' is already defined by "
+                                   "%s" % (node_label(n), o, owner[o]))
+            owner[o] = node_label(n)
+
+
+def checker_culprit(graph):
+    """The graph input, graph output or initializer that onnx.checker
+    rejects on its own, or None: the checker's messages about these
+    ("Field 'shape' of 'type' is required but missing.") do not name
+    the value."""
+    ctx = onnx.checker.DEFAULT_CONTEXT
+    for what, items, check in (
+            ("graph input", graph.input, onnx.checker.check_value_info),
+            ("graph output", graph.output, onnx.checker.check_value_info),
+            ("initializer", graph.initializer, onnx.checker.check_tensor)):
+        for v in items:
+            try:
+                check(v, ctx)
+            except onnx.checker.ValidationError:
+                return "%s '%s'" % (what, v.name)
+    return None
+
+
+def checker_message(text, graph):
+    """onnx.checker's message as one line (its own line breaks made
+    spaces), starting with the node its context names or else the
+    value checker_culprit finds."""
+    body, _, context = text.partition("==> Context:")
+    msg = " ".join(body.split()) or "(no message)"
+    m = re.search(r"Bad node spec for node\. Name: (.*?) OpType: (\S+)",
+                  context)
+    if m:
+        return "node '%s' (%s): %s" % (m.group(1) or "<unnamed>",
+                                       m.group(2), msg)
+    culprit = checker_culprit(graph)
+    return "%s: %s" % (culprit or "not a valid ONNX model", msg)
+
+
+def model_opset(model):
+    return max([imp.version for imp in model.opset_import
+                if imp.domain in ("", "ai.onnx")] or [1])
+
+
+def check_onnx(model, path):
+    """onnx.checker.check_model: the model is valid ONNX (each node
+    against its operator's schema, attribute types, definition before
+    use, ...). A model over protobuf's 2 GB limit is checked from its
+    file. The checker cannot judge an opset newer than the installed
+    onnx package (it has no schema for Gelu-20 in onnx 1.12): such a
+    model is not checked, and the returned note says so."""
+    known = onnx.defs.onnx_opset_version()
+    if model_opset(model) > known:
+        return "opset %d is newer than the onnx package's (%s, opsets " \
+            "up to %d): onnx.checker skipped" % (model_opset(model),
+                                                 onnx.__version__, known)
+    try:
+        onnx.checker.check_model(model if model.ByteSize() < 2 ** 31
+                                 else path)
+    except onnx.checker.ValidationError as e:
+        raise ConvertError(checker_message(str(e), model.graph))
+    return None
+
+
+def check_model(model, path):
+    """The converter's own checks (their messages name the value), then
+    the ONNX checker; returns the checker's note (or None)."""
+    check_tensors(model.graph)
+    check_single_assignment(model.graph)
+    return check_onnx(model, path)
+
+
+def check_output_paths(rlx, weights, model_path):
+    """Each output can be created: a non-empty path whose directory
+    exists and which is not a directory itself; the .rlx and the weights
+    are two files, and neither is the input model."""
+    for what, p in (("output", rlx), ("weights", weights)):
+        if not p:
+            raise ConvertError("%s path is empty" % what)
+        d = os.path.dirname(p) or "."
+        if not os.path.isdir(d):
+            raise ConvertError("%s '%s': directory '%s' does not exist"
+                               % (what, p, d))
+        if os.path.isdir(p):
+            raise ConvertError("%s '%s' is a directory" % (what, p))
+        if os.path.exists(p) and os.path.exists(model_path) and \
+                os.path.samefile(p, model_path):
+            raise ConvertError("%s '%s' is the input model" % (what, p))
+    if os.path.abspath(rlx) == os.path.abspath(weights) or (
+            os.path.exists(rlx) and os.path.exists(weights) and
+            os.path.samefile(rlx, weights)):
+        raise ConvertError("output '%s' and weights '%s' are one file "
+                           "(give --weights another path)" % (rlx, weights))
+
+
+# ----------------------------------------------------------------- output
+class WriteError(Exception):
+    """An output could not be written (the OS's reason)."""
+
+
+def write_outputs(files):
+    """Write files, a list of (path, bytes). Each goes to a temporary
+    file beside its target, renamed over it once all are written, so
+    that a failed write leaves no new or partial file: the temporaries
+    are removed, and a target already renamed into place is removed
+    again (as rlxc does with its outputs). A target that exists and is
+    not a regular file (/dev/null) is written in place."""
+    umask = os.umask(0)
+    os.umask(umask)
+    temps, done, target = [], [], None
+    try:
+        for target, data in files:
+            if os.path.exists(target) and not os.path.isfile(target):
+                with open(target, "wb") as f:
+                    f.write(data)
+                continue
+            fd, tmp = tempfile.mkstemp(
+                dir=os.path.dirname(target) or ".",
+                prefix="." + os.path.basename(target) + ".")
+            temps.append((tmp, target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o666 & ~umask)
+        for tmp, target in temps:
+            os.replace(tmp, target)
+            done.append(target)
+    except OSError as e:
+        for tmp, path in temps:
+            for p in [tmp] + ([path] if path in done else []):
+                try:
+                    os.remove(p)
+                except OSError:
+                    pass
+        raise WriteError("cannot write '%s': %s"
+                         % (target, e.strerror or one_line(e)))
+
+
+# ------------------------------------------------------------------- main
+def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="onnx2rlx.py",
         description="Convert an ONNX model to .rlx + safetensors params.")
@@ -1295,36 +1577,72 @@ def main(argv=None):
     ap.add_argument("--loss", choices=["xent"],
                     help="add input %%labels and return a mean "
                     "cross-entropy loss of the first output first")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def load_model(path):
+    """The ModelProto of path (with its external data)."""
+    try:
+        return onnx.load(path)
+    except Exception as e:
+        raise ConvertError("cannot read '%s': %s" % (path, one_line(e)))
+
+
+def printable(text):
+    """text with control characters (a newline in a name) escaped, so
+    that each message stays one line."""
+    return re.sub(r"[\x00-\x1f\x7f]",
+                  lambda m: "\\x%02x" % ord(m.group()), text)
+
+
+def one_line(e):
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def convert(args):
+    """Check the name, the paths and the model, convert in memory, then
+    write both outputs. Raises ConvertError, Unsupported or WriteError."""
     weights = args.weights or os.path.splitext(args.output)[0] + \
         ".safetensors"
-    name = args.name or re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(
-        os.path.basename(args.output))[0])
-    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-        name = "m_" + name
-    try:
-        model = onnx.load(args.model)
-    except Exception as e:
-        sys.stderr.write("onnx2rlx: cannot read %s: %s\n" % (args.model, e))
-        return 1
+    name, note = graph_name(args.name, args.output)
+    check_output_paths(args.output, weights, args.model)
+    model = load_model(args.model)
+    notes = [note, check_model(model, args.model)]
     cv = Converter(model, os.path.basename(args.model))
-    try:
-        text = cv.convert(name, args.loss)
-    except Unsupported as e:
-        sys.stderr.write(str(e) + "\n")
-        return 1
-    except ConvertError as e:
-        sys.stderr.write("onnx2rlx: %s\n" % e)
-        return 1
+    text = cv.convert(name, args.loss)
     table = cv.param_table()
-    write_safetensors(weights, [(rn, arr) for rn, _, arr in table],
-                      {rn: on for rn, on, _ in table})
-    with open(args.output, "w") as f:
-        f.write(text)
+    st = safetensors_bytes([(rn, arr) for rn, _, arr in table],
+                           {rn: on for rn, on, _ in table})
+    write_outputs([(weights, st), (args.output, text.encode())])
+    for note in notes:
+        if note:
+            sys.stderr.write("onnx2rlx: note: %s\n" % note)
     if args.params:
         for rn, on, arr in table:
             print("%-24s %-32s %s" % (rn, on, type_str(NP2RLX[arr.dtype],
                                                       arr.shape)))
+
+
+def main(argv=None):
+    """Exit status: 0 converted; 1 an error (one line each, nothing
+    written); 2 a bad command line (argparse); 3 an internal error (a
+    bug: no traceback, one line naming the exception)."""
+    args = parse_args(argv)
+    try:
+        convert(args)
+    except Unsupported as e:
+        sys.stderr.write(str(e) + "\n")
+        return 1
+    except (ConvertError, WriteError) as e:
+        sys.stderr.write("onnx2rlx: error: %s\n" % printable(str(e)))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        sys.stderr.write("onnx2rlx: internal error: %s: %s\n"
+                         % (type(e).__name__, printable(one_line(e))))
+        return 3
     return 0
 
 

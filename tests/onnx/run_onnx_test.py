@@ -26,6 +26,15 @@ Cases:
                   "unsupported op 'X' (node 'N')" line per such node.
   rejects         graphs whose attributes rlx cannot express: exit 1
                   with a message naming the node and the attribute.
+  invalid         malformed models (initializer or Constant data that
+                  disagrees with its dims, a value defined twice, a
+                  node the ONNX checker rejects) and unusable -o /
+                  --weights paths: exit 1, exactly one error line naming
+                  the value, no traceback, no file left behind.
+  names           --name values that are no usable graph name are one
+                  error line; a valid --name is used; a name derived
+                  from -o that is a keyword (-o graph.rlx) becomes m_graph
+                  with a note, and rlxc --check accepts every result.
 
 Tolerance: |got - ref| <= 1e-4*|ref| + 1e-5*max(1, max|ref|).
 Exit status: 0 pass, 1 fail, 77 skip (the onnx module is missing).
@@ -406,9 +415,9 @@ def case_unsupported(env):
              helper.make_node("Erf", ["h"], ["y"], name="erf2")]
     m = model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
     expect_error(env, m, "unsup", [
-        "onnx2rlx: unsupported op 'Erf' (node 'lone_erf')",
-        "onnx2rlx: unsupported op 'Hardmax' (node 'hard')",
-        "onnx2rlx: unsupported op 'Erf' (node 'erf2')"])
+        "onnx2rlx: error: unsupported op 'Erf' (node 'lone_erf')",
+        "onnx2rlx: error: unsupported op 'Hardmax' (node 'hard')",
+        "onnx2rlx: error: unsupported op 'Erf' (node 'erf2')"])
     rc, out = sh([sys.executable, TOOL, env.path("unsup.onnx"), "-o",
                   env.path("unsup.rlx")], expect=1)
     if len(out.strip().splitlines()) != 3 or "Relu" in out:
@@ -444,11 +453,18 @@ def case_rejects(env):
          [helper.make_node("Conv", ["x", "w"], ["y"], name="cv2",
                            auto_pad="SAME_UPPER")],
          [x4], [w], ["node 'cv2'", "auto_pad=SAME_UPPER"]),
+        # an attribute ONNX does not define: the ONNX checker's error
         ("gemm_attr",
          [helper.make_node("Gemm", ["a", "b"], ["y"], name="gm",
                            transB=1, foo=3)],
          [vi("a", F, [2, 3]), vi("b", F, [4, 3])], [],
-         ["node 'gm' (Gemm)", "attribute 'foo' is not supported"]),
+         ["node 'gm' (Gemm)", "Unrecognized attribute: foo"]),
+        # an ONNX attribute the mapping does not implement
+        ("constant_string",
+         [helper.make_node("Constant", [], ["y"], name="cs",
+                           value_string="text")], [], [],
+         ["node 'cs' (Constant)", "attribute 'value_string' is not "
+          "supported"]),
         ("slice_step",
          [const("s", np.array([0], np.int64)),
           const("e", np.array([6], np.int64)),
@@ -482,12 +498,21 @@ def case_rejects(env):
          [x4], [init("g", np.ones(6, np.float32))],
          ["node 'ln'", "output 1 ('mean') is not supported"]),
     ]
+    # the type of y (the ONNX checker needs a shape on every output)
+    out_type = {"maxpool_ceil": [1, 2, 3, 3], "conv_asym": [1, 2, 5, 5],
+                "gemm_attr": [2, 4], "slice_step": [1, 2, 3, 6],
+                "reshape_runtime_shape": ["a", "b"],
+                "pad_reflect": [1, 2, 8, 8],
+                "cast_float_int": (TensorProto.INT32, [1, 2, 6, 6]),
+                "constant_string": (TensorProto.STRING, [])}
+    opset = {"layernorm_extra_output": 17, "bn_training": 15}
     for name, nodes, ins, inits, pats in cases:
-        outs = [vi("y", F, None)]
+        t = out_type.get(name, [1, 2, 6, 6])
+        dt, shape = t if isinstance(t, tuple) else (F, t)
+        outs = [vi("y", dt, shape)]
         if name == "layernorm_extra_output":
-            outs.append(vi("mean", F, None))
-        m = model(nodes, ins, outs, inits, opset=17 if "layernorm" in name
-                  else 13)
+            outs.append(vi("mean", F, [1, 2, 6, 1]))
+        m = model(nodes, ins, outs, inits, opset=opset.get(name, 13))
         expect_error(env, m, name, pats)
     dyn = model([helper.make_node("Relu", ["x"], ["y"])],
                 [vi("x", F, ["batch", 3])], [vi("y", F, ["batch", 3])])
@@ -495,12 +520,175 @@ def case_rejects(env):
                                            "dynamic dimension 0 (batch)"])
 
 
+# ---- invalid models, names and paths: one error line, nothing written
+def raw_tensor(name, dims, values=None, raw=None):
+    """A float TensorProto built field by field (helper.make_tensor
+    refuses data that disagrees with dims)."""
+    t = TensorProto()
+    t.name, t.data_type = name, TensorProto.FLOAT
+    t.dims.extend(dims)
+    if raw is not None:
+        t.raw_data = raw
+    else:
+        t.float_data.extend(values)
+    return t
+
+
+def run_tool(env, d, model_path, args):
+    """Run the converter in the fresh directory d; (rc, output, files
+    in d other than the model afterwards)."""
+    rc, out = sh([sys.executable, TOOL, model_path] + args, expect=None)
+    left = sorted(f for f in os.listdir(d) if not f.endswith(".onnx"))
+    return rc, out, left
+
+
+def fresh_dir(env, name):
+    d = env.path(name)
+    if os.path.isdir(d):
+        for root, dirs, files in os.walk(d, topdown=False):
+            for f in files:
+                os.remove(os.path.join(root, f))
+            for sub in dirs:
+                os.rmdir(os.path.join(root, sub))
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def expect_one_error(env, name, m, patterns, args=None, keep=()):
+    """Convert m (saved unchecked) in a fresh directory: exit 1, exactly
+    one line "onnx2rlx: error: ..." holding each pattern, no traceback,
+    and no file left besides the model and the entries of keep."""
+    d = fresh_dir(env, name)
+    for k in keep:
+        os.makedirs(os.path.join(d, k), exist_ok=True)
+    path = os.path.join(d, "m.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    args = args or ["-o", os.path.join(d, "m.rlx")]
+    rc, out, left = run_tool(env, d, path, [a.replace("{d}", d)
+                                            for a in args])
+    lines = out.strip().splitlines()
+    if rc != 1:
+        raise Fail("%s: converter exited %d, expected 1:\n%s"
+                   % (name, rc, out))
+    if "Traceback" in out or len(lines) != 1 or \
+            not lines[0].startswith("onnx2rlx: error: "):
+        raise Fail("%s: expected one 'onnx2rlx: error:' line:\n%s"
+                   % (name, out))
+    for p in patterns:
+        if p not in out:
+            raise Fail("%s: message lacks %r:\n%s" % (name, p, out))
+    if left != sorted(keep):
+        raise Fail("%s: files left behind: %s" % (name, left))
+    for k in keep:
+        inside = os.listdir(os.path.join(d, k))
+        if inside:
+            raise Fail("%s: files written into %s/: %s" % (name, k, inside))
+    print("  ok %-22s %s" % (name, lines[0][:100]))
+
+
+def case_invalid(env):
+    F = TensorProto.FLOAT
+    x, y = vi("x", F, [3, 4]), vi("y", F, [3, 4])
+    w = init("w", np.ones((3, 4), np.float32))
+    add_w = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    cases = [
+        ("init_dims", [add_w], [raw_tensor("w", [3, 4], [1.0] * 10)],
+         ["initializer 'w': dims [3, 4] hold 12 values, data has 10"]),
+        ("init_raw_dims", [add_w],
+         [raw_tensor("w", [3, 4], raw=b"\0" * 40)],
+         ["initializer 'w'", "48 bytes", "raw data has 40 bytes"]),
+        ("const_dims",
+         [helper.make_node("Constant", [], ["c"], name="cst",
+                           value=raw_tensor("c", [4], [1.0] * 3)),
+          helper.make_node("Add", ["x", "c"], ["y"], name="add")], [],
+         ["node 'cst' (Constant): attribute 'value'",
+          "dims [4] hold 4 values, data has 3"]),
+        ("dup_init", [add_w], [w, w],
+         ["initializer 'w' is defined twice"]),
+        ("out_is_input",
+         [helper.make_node("Relu", ["x"], ["x"], name="r"),
+          helper.make_node("Neg", ["x"], ["y"], name="n")], [],
+         ["node 'r' (Relu): output 'x' is already defined by graph input "
+          "'x'"]),
+        ("out_is_init",
+         [helper.make_node("Relu", ["x"], ["w"], name="r"), add_w], [w],
+         ["node 'r' (Relu): output 'w' is already defined by initializer "
+          "'w'"]),
+        ("two_writers",
+         [helper.make_node("Relu", ["x"], ["y"], name="a"),
+          helper.make_node("Neg", ["x"], ["y"], name="b")], [],
+         ["node 'b' (Neg): output 'y' is already defined by node 'a' "
+          "(Relu)"]),
+        ("checker_node",
+         [helper.make_node("Relu", ["x", "x"], ["y"], name="r2")], [],
+         ["node 'r2' (Relu)"]),
+    ]
+    for name, nodes, inits, pats in cases:
+        expect_one_error(env, name, model(nodes, [x], [y], inits), pats)
+    ok = model([add_w], [x], [y], [w])
+    expect_one_error(env, "o_missing_dir", ok,
+                     ["output '{d}/nodir/m.rlx'".replace(
+                         "{d}", env.path("o_missing_dir")),
+                      "does not exist"],
+                     args=["-o", "{d}/nodir/m.rlx"])
+    expect_one_error(env, "weights_missing_dir", ok,
+                     ["weights", "does not exist"],
+                     args=["-o", "{d}/m.rlx", "--weights",
+                           "{d}/nodir/m.safetensors"])
+    expect_one_error(env, "o_is_dir", ok, ["output", "is a directory"],
+                     args=["-o", "{d}/out"], keep=["out"])
+    expect_one_error(env, "o_is_dir_slash", ok,
+                     ["output", "is a directory"],
+                     args=["-o", "{d}/out/"], keep=["out"])
+
+
+def case_names(env):
+    F = TensorProto.FLOAT
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])],
+              [vi("y", F, [2])])
+    for bad, why in (("a b", "not an identifier"),
+                     ("x;y", "not an identifier"),
+                     ("graph", "keyword of the .rlx language"),
+                     ("return", "keyword of the .rlx language"),
+                     ("int", "C keyword"), ("main", "main"),
+                     ("_m", "reserved"), ("rlx_m", "rlx_")):
+        expect_one_error(env, "name_" + re.sub(r"\W", "_", bad), m,
+                         ["graph name '%s' (--name)" % bad, why],
+                         args=["-o", "{d}/m.rlx", "--name", bad])
+    for label, args, want in (
+            ("valid", ["-o", "ok.rlx", "--name", "my_net2"], "my_net2"),
+            ("from_file", ["-o", "my-net.rlx"], "my_net"),
+            ("keyword_file", ["-o", "graph.rlx"], "m_graph"),
+            ("digit_file", ["-o", "2d.rlx"], "m_2d")):
+        d = fresh_dir(env, "name_" + label)
+        path = os.path.join(d, "m.onnx")
+        onnx.save(m, path)
+        args = [os.path.join(d, a) if a.endswith(".rlx") else a
+                for a in args]
+        rc, out, left = run_tool(env, d, path, args)
+        if rc != 0 or "Traceback" in out:
+            raise Fail("%s: converter exited %d:\n%s" % (label, rc, out))
+        rlx = args[1]
+        if not re.search(r"^graph %s \{$" % want, open(rlx).read(), re.M):
+            raise Fail("%s: expected 'graph %s {' in %s" % (label, want,
+                                                            rlx))
+        if want.startswith("m_") and "note: graph named '%s'" % want \
+                not in out:
+            raise Fail("%s: no note on the renamed graph:\n%s"
+                       % (label, out))
+        sh([env.rlxc, rlx, "--check"])
+        print("  ok %-22s graph %s (rlxc --check accepts it)"
+              % (label, want))
+
+
 CASES = {"mlp": lambda e: case_forward(e, "mlp"),
          "cnn": lambda e: case_forward(e, "cnn"),
          "misc": lambda e: case_forward(e, "misc"),
          "mlp_grad": case_mlp_grad, "mlp_train": case_mlp_train,
          "semantics": case_semantics, "unsupported": case_unsupported,
-         "rejects": case_rejects}
+         "rejects": case_rejects, "invalid": case_invalid,
+         "names": case_names}
 
 
 def main():
