@@ -17,9 +17,10 @@
  * JSON / dict parsers stop at the end of the header and at a nesting
  * depth, shapes are compared with the signature (never used to size an
  * allocation), and offsets must lie inside the file. Any mismatch is
- * RLX_ERR_FORMAT; an OS failure is RLX_ERR_IO. Nothing is written into
- * a param buffer unless its whole tensor was found and checked (a load
- * that fails may have filled some params, never part of one).
+ * RLX_ERR_FORMAT; an OS failure (a missing file, a directory, a failed
+ * read) is RLX_ERR_IO. Nothing is written into a param buffer unless its
+ * whole tensor was found and checked (a load that fails may have filled
+ * some params, never part of one).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +62,21 @@ static size_t desc_bytes(const rlx_tensor_desc *d, int *ok)
       n *= (size_t)d->dims[i];
   }
   return *ok ? n : 0;
+}
+
+/* Open path for reading: anything but a regular file (a directory, a
+ * missing file) is RLX_ERR_IO, an OS-level failure, not a bad format. */
+static int open_read(const char *path, FILE **f)
+{
+  struct stat st;
+  *f = fopen(path, "rb");
+  if (!*f)
+    return RLX_ERR_IO;
+  if (fstat(fileno(*f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(*f);
+    return RLX_ERR_IO;
+  }
+  return RLX_OK;
 }
 
 static int file_size(FILE *f, long *size)
@@ -520,12 +536,11 @@ static int close_file(FILE *f, int rc)
 
 int rlx_load_npy(const char *path, const rlx_tensor_desc *desc, void *data)
 {
+  FILE *f;
   if (!path || !desc || !data)
     return RLX_ERR_INVALID;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return RLX_ERR_IO;
-  return close_file(f, npy_read(f, desc, data));
+  int rc = open_read(path, &f);
+  return rc != RLX_OK ? rc : close_file(f, npy_read(f, desc, data));
 }
 
 int rlx_save_npy(const char *path, const rlx_tensor_desc *desc,
@@ -569,10 +584,9 @@ int rlx_load_params(const rlx_signature *sig, const char *path,
     return RLX_ERR_INVALID;
   if (!ends_with(path, ".safetensors"))
     return npy_dir(sig, path, inputs, NULL);
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return RLX_ERR_IO;
-  return close_file(f, st_load(f, sig, inputs));
+  FILE *f;
+  int rc = open_read(path, &f);
+  return rc != RLX_OK ? rc : close_file(f, st_load(f, sig, inputs));
 }
 
 int rlx_save_params(const rlx_signature *sig, const char *path,

@@ -95,9 +95,11 @@ size_t rlx_dtype_size(int dtype);
    array the entry is called with (only the params' slots are used).
    Load checks every param's dtype and shape exactly against sig; a
    missing param, another dtype or shape, or a malformed file is
-   RLX_ERR_FORMAT, an OS failure RLX_ERR_IO.  bf16 has no NumPy dtype
-   and c64 no safetensors dtype: RLX_ERR_FORMAT.  On failure the files
-   written or the params read so far are unspecified. */
+   RLX_ERR_FORMAT; an OS failure (a file that cannot be opened, read or
+   written, or that is not a regular file, e.g. a directory) RLX_ERR_IO.
+   bf16 has no NumPy dtype and c64 no safetensors dtype: RLX_ERR_FORMAT.
+   On failure the files written or the params read so far are
+   unspecified. */
 int rlx_save_params(const rlx_signature *sig, const char *path,
                     const void *const *inputs);
 int rlx_load_params(const rlx_signature *sig, const char *path,

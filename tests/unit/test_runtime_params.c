@@ -11,11 +11,13 @@
  *   every truncation of valid files, headers that lie about their
  *   length, wrong dtypes and shapes, huge shapes, offsets outside the
  *   file, duplicate and missing tensors, Fortran order, bad JSON.
+ * - A directory where a file is expected is RLX_ERR_IO.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/rlxrt.h"
@@ -278,6 +280,22 @@ static void test_malformed(void)
       RLX_OK);
 }
 
+/* --------------------------- directories --------------------------- */
+
+static void test_not_a_file(void)
+{
+  float w[6], b[3];
+  void *in[4] = {NULL, w, b, NULL};
+  rlx_tensor_desc dw = {"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM};
+  CU_ASSERT(mkdir(tmp_path("x.safetensors"), 0777) == 0);
+  CU_ASSERT(mkdir(tmp_path("x.npy"), 0777) == 0);
+  CU_ASSERT_EQUAL(rlx_load_params(&sig, tmp_path("x.safetensors"), in),
+                  RLX_ERR_IO);
+  CU_ASSERT_EQUAL(rlx_load_npy(tmp_path("x.npy"), &dw, w), RLX_ERR_IO);
+  CU_ASSERT_EQUAL(rlx_load_params(&sig, tmp_path("none.safetensors"), in),
+                  RLX_ERR_IO);
+}
+
 int main(void)
 {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/rlx_params_XXXXXX");
@@ -289,6 +307,7 @@ int main(void)
   CU_add_test(s, "numpy_files", test_numpy_files);
   CU_add_test(s, "round_trip", test_round_trip);
   CU_add_test(s, "malformed", test_malformed);
+  CU_add_test(s, "not_a_file", test_not_a_file);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
