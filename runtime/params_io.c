@@ -11,7 +11,8 @@
  *  - safetensors: u64 little-endian header length N, N bytes of JSON
  *    {"NAME": {"dtype": "F32", "shape": [2, 3], "data_offsets": [B, E]},
  *    ..., "__metadata__": {...}} (we pad it with spaces to a multiple of
- *    8), then the data; tensor NAME is bytes [B, E) of the data.
+ *    8), then the data; tensor NAME is bytes [B, E) of the data. The
+ *    JSON reader is params_json.c.
  *
  * Readers trust nothing: every length is bounded by the file size, the
  * JSON / dict parsers stop at the end of the header and at a nesting
@@ -28,10 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/rlxrt.h"
-
-enum { MAX_HEADER = 100 << 20, MAX_DEPTH = 32, NAME_MAX_LEN = 256,
-       MAX_RANK = 16 };
+#include "runtime/params_internal.h"
 
 /* dtype names: NumPy descr (little-endian) and safetensors; NULL: the
  * format has no such dtype. */
@@ -89,27 +87,6 @@ static int file_size(FILE *f, long *size)
 
 /* ------------------------------ .npy ------------------------------ */
 
-typedef struct {
-  const char *p, *end;
-} Cur;
-
-static void skip_ws(Cur *c)
-{
-  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' ||
-                           *c->p == '\r'))
-    c->p++;
-}
-
-static int eat(Cur *c, char ch)
-{
-  skip_ws(c);
-  if (c->p < c->end && *c->p == ch) {
-    c->p++;
-    return 1;
-  }
-  return 0;
-}
-
 /* A quoted Python string ('...' or "...", no escapes) into buf. */
 static int py_str(Cur *c, char *buf, size_t cap)
 {
@@ -125,20 +102,6 @@ static int py_str(Cur *c, char *buf, size_t cap)
   }
   buf[n] = 0;
   return c->p < c->end && *c->p++ == q;
-}
-
-/* A non-negative integer (at most 18 digits). */
-static int uint_val(Cur *c, int64_t *v)
-{
-  skip_ws(c);
-  int digits = 0;
-  *v = 0;
-  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-    if (++digits > 18)
-      return 0;
-    *v = *v * 10 + (*c->p++ - '0');
-  }
-  return digits > 0;
 }
 
 /* Check the header dict against d (descr, fortran_order False, shape). */
@@ -208,7 +171,7 @@ static int npy_read(FILE *f, const rlx_tensor_desc *d, void *data)
            (size_t)pre[11] << 24;
     off = 12;
   }
-  if (hlen > MAX_HEADER || (size_t)size < off + hlen ||
+  if (hlen > RLX_PARAMS_MAX_HEADER || (size_t)size < off + hlen ||
       (size_t)size - off - hlen != bytes)
     return RLX_ERR_FORMAT;
   char *h = malloc(hlen + 1);
@@ -252,178 +215,6 @@ static int npy_write(FILE *f, const rlx_tensor_desc *d, const void *data)
 
 /* --------------------------- safetensors --------------------------- */
 
-/* A JSON string into buf (escapes decoded; \u to UTF-8). */
-static int js_str(Cur *c, char *buf, size_t cap)
-{
-  if (!eat(c, '"'))
-    return 0;
-  size_t n = 0;
-  while (c->p < c->end && *c->p != '"') {
-    unsigned cp = (unsigned char)*c->p++;
-    if (cp == '\\') {
-      if (c->p >= c->end)
-        return 0;
-      switch (*c->p++) {
-      case '"': cp = '"'; break;
-      case '\\': cp = '\\'; break;
-      case '/': cp = '/'; break;
-      case 'b': cp = '\b'; break;
-      case 'f': cp = '\f'; break;
-      case 'n': cp = '\n'; break;
-      case 'r': cp = '\r'; break;
-      case 't': cp = '\t'; break;
-      case 'u':
-        cp = 0;
-        for (int i = 0; i < 4; i++) {
-          char h = c->p < c->end ? *c->p++ : 0;
-          int v = h >= '0' && h <= '9'   ? h - '0'
-                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                         : -1;
-          if (v < 0)
-            return 0;
-          cp = cp << 4 | (unsigned)v;
-        }
-        break;
-      default:
-        return 0;
-      }
-    }
-    unsigned char u[3];
-    int k = cp < 0x80 ? (u[0] = (unsigned char)cp, 1)
-            : cp < 0x800
-                ? (u[0] = (unsigned char)(0xc0 | cp >> 6),
-                   u[1] = (unsigned char)(0x80 | (cp & 0x3f)), 2)
-                : (u[0] = (unsigned char)(0xe0 | cp >> 12),
-                   u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f)),
-                   u[2] = (unsigned char)(0x80 | (cp & 0x3f)), 3);
-    if (n + (size_t)k >= cap)
-      return 0;
-    memcpy(buf + n, u, (size_t)k);
-    n += (size_t)k;
-  }
-  buf[n] = 0;
-  return c->p < c->end && *c->p++ == '"';
-}
-
-/* Skip any JSON value (bounded depth). */
-static int js_skip(Cur *c, int depth)
-{
-  char tmp[NAME_MAX_LEN];
-  skip_ws(c);
-  if (c->p >= c->end || depth > MAX_DEPTH)
-    return 0;
-  char ch = *c->p;
-  if (ch == '"')
-    return js_str(c, tmp, sizeof tmp);
-  if (ch == '{' || ch == '[') {
-    char close = ch == '{' ? '}' : ']';
-    c->p++;
-    if (eat(c, close))
-      return 1;
-    do {
-      if (ch == '{' && (!js_str(c, tmp, sizeof tmp) || !eat(c, ':')))
-        return 0;
-      if (!js_skip(c, depth + 1))
-        return 0;
-    } while (eat(c, ','));
-    return eat(c, close);
-  }
-  const char *s = c->p;
-  while (c->p < c->end && *c->p && strchr("0123456789+-.eEtruefalsn", *c->p))
-    c->p++;
-  return c->p > s;
-}
-
-/* One tensor entry of the header. */
-typedef struct {
-  char dtype[16];
-  int64_t shape[MAX_RANK], begin, end;
-  int rank, have;
-} StEntry;
-
-static int js_ints(Cur *c, int64_t *v, int cap, int *n)
-{
-  *n = 0;
-  if (!eat(c, '['))
-    return 0;
-  if (eat(c, ']'))
-    return 1;
-  do {
-    if (*n >= cap || !uint_val(c, &v[*n]))
-      return 0;
-    (*n)++;
-  } while (eat(c, ','));
-  return eat(c, ']');
-}
-
-static int st_entry(Cur *c, StEntry *e)
-{
-  char key[32];
-  int64_t off[2];
-  int n;
-  if (!eat(c, '{'))
-    return 0;
-  if (eat(c, '}'))
-    return 0;
-  do {
-    if (!js_str(c, key, sizeof key) || !eat(c, ':'))
-      return 0;
-    if (!strcmp(key, "dtype") && !(e->have & 1)) {
-      if (!js_str(c, e->dtype, sizeof e->dtype))
-        return 0;
-      e->have |= 1;
-    } else if (!strcmp(key, "shape") && !(e->have & 2)) {
-      if (!js_ints(c, e->shape, MAX_RANK, &e->rank))
-        return 0;
-      e->have |= 2;
-    } else if (!strcmp(key, "data_offsets") && !(e->have & 4)) {
-      if (!js_ints(c, off, 2, &n) || n != 2 || off[0] > off[1])
-        return 0;
-      e->begin = off[0];
-      e->end = off[1];
-      e->have |= 4;
-    } else {
-      return 0;
-    }
-  } while (eat(c, ','));
-  return eat(c, '}') && e->have == 7;
-}
-
-/* Parse the header; for each param of sig found, fill ent[i]. */
-static int st_parse(const char *h, size_t len, const rlx_signature *sig,
-                    StEntry *ent)
-{
-  Cur c = {h, h + len};
-  char name[NAME_MAX_LEN];
-  if (!eat(&c, '{'))
-    return 0;
-  if (eat(&c, '}'))
-    goto done;
-  do {
-    if (!js_str(&c, name, sizeof name) || !eat(&c, ':'))
-      return 0;
-    int k = -1;
-    for (int i = 0; i < sig->num_inputs && k < 0; i++)
-      if (sig->inputs[i].kind == RLX_ARG_PARAM &&
-          !strcmp(sig->inputs[i].name, name))
-        k = i;
-    if (k >= 0) {
-      if (ent[k].have)
-        return 0; /* the same tensor twice */
-      if (!st_entry(&c, &ent[k]))
-        return 0;
-    } else if (!js_skip(&c, 0)) {
-      return 0; /* other tensors and __metadata__ are skipped */
-    }
-  } while (eat(&c, ','));
-  if (!eat(&c, '}'))
-    return 0;
-done:
-  skip_ws(&c);
-  return c.p == c.end;
-}
-
 static int st_load(FILE *f, const rlx_signature *sig, void *const *in)
 {
   long size;
@@ -435,14 +226,15 @@ static int st_load(FILE *f, const rlx_signature *sig, void *const *in)
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--)
     hlen = hlen << 8 | pre[i];
-  if (hlen > MAX_HEADER || hlen > (uint64_t)size - 8)
+  if (hlen > RLX_PARAMS_MAX_HEADER || hlen > (uint64_t)size - 8)
     return RLX_ERR_FORMAT;
   char *h = malloc((size_t)hlen + 1);
   StEntry *ent = calloc((size_t)sig->num_inputs + 1, sizeof *ent);
   int rc = h && ent ? RLX_OK : RLX_ERR_NOMEM;
-  if (rc == RLX_OK && (fread(h, 1, (size_t)hlen, f) != hlen ||
-                       !st_parse(h, (size_t)hlen, sig, ent)))
-    rc = RLX_ERR_FORMAT;
+  if (rc == RLX_OK)
+    rc = fread(h, 1, (size_t)hlen, f) != hlen
+             ? RLX_ERR_FORMAT
+             : rlx_st_parse(h, (size_t)hlen, sig, ent);
   uint64_t data = 8 + hlen, avail = (uint64_t)size - data;
   for (int i = 0; rc == RLX_OK && i < sig->num_inputs; i++) {
     const rlx_tensor_desc *d = &sig->inputs[i];
@@ -471,7 +263,7 @@ static int st_save(FILE *f, const rlx_signature *sig, const void *const *in)
 {
   size_t cap = 64, n = 0, off = 0;
   for (int i = 0; i < sig->num_inputs; i++)
-    cap += strlen(sig->inputs[i].name) + 96 + 24 * MAX_RANK;
+    cap += strlen(sig->inputs[i].name) + 96 + 24 * RLX_PARAMS_MAX_RANK;
   char *h = malloc(cap);
   if (!h)
     return RLX_ERR_NOMEM;
@@ -483,7 +275,7 @@ static int st_save(FILE *f, const rlx_signature *sig, const void *const *in)
     size_t bytes = desc_bytes(d, &ok);
     if (d->kind != RLX_ARG_PARAM)
       continue;
-    if (!ok || !dtype_ok(d->dtype) || d->rank > MAX_RANK ||
+    if (!ok || !dtype_ok(d->dtype) || d->rank > RLX_PARAMS_MAX_RANK ||
         strpbrk(d->name, "\"\\"))
       rc = RLX_ERR_INVALID;
     else if (!names[d->dtype].st)

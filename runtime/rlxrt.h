@@ -97,8 +97,9 @@ size_t rlx_dtype_size(int dtype);
    missing param, another dtype or shape, or a malformed file is
    RLX_ERR_FORMAT; an OS failure (a file that cannot be opened, read or
    written, or that is not a regular file, e.g. a directory) RLX_ERR_IO.
-   bf16 has no NumPy dtype and c64 no safetensors dtype: RLX_ERR_FORMAT.
-   On failure the files written or the params read so far are
+   Names and header strings (__metadata__) may have any length.  bf16
+   has no NumPy dtype and c64 no safetensors dtype: RLX_ERR_FORMAT.  On
+   failure the files written or the params read so far are
    unspecified. */
 int rlx_save_params(const rlx_signature *sig, const char *path,
                     const void *const *inputs);

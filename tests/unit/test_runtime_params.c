@@ -11,7 +11,9 @@
  *   every truncation of valid files, headers that lie about their
  *   length, wrong dtypes and shapes, huge shapes, offsets outside the
  *   file, duplicate and missing tensors, Fortran order, bad JSON.
- * - A directory where a file is expected is RLX_ERR_IO.
+ * - Names and metadata strings have no length limit (300 and 3000
+ *   characters; tests/unit/data/params/long.safetensors, written by
+ *   Python); non-ASCII names round trip; a directory is RLX_ERR_IO.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -280,7 +282,71 @@ static void test_malformed(void)
       RLX_OK);
 }
 
-/* --------------------------- directories --------------------------- */
+/* --------------------- long names, directories --------------------- */
+
+/* n characters of c, then tail (malloc'd). */
+static char *long_name(size_t n, char c, const char *tail)
+{
+  char *s = malloc(n + strlen(tail) + 1);
+  CU_ASSERT_FATAL(s != NULL);
+  memset(s, c, n);
+  strcpy(s + n, tail);
+  return s;
+}
+
+static void test_long_names(void)
+{
+  /* names of 300 and 3000 characters, and a non-ASCII one, round trip */
+  char *n300 = long_name(300, 'a', ""), *n3000 = long_name(3000, 'b', "");
+  rlx_tensor_desc d[3] = {{n300, RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+                          {n3000, RLX_DT_F32, 1, d3, RLX_ARG_PARAM},
+                          {"\xc3\xa9t\xc3\xa9", RLX_DT_F32, 1, d3,
+                           RLX_ARG_PARAM}};
+  rlx_signature s = {"l", 3, 0, d, NULL, 0};
+  float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {7, 8, 9}, w2[6], b2[3], e2[3];
+  const void *in[3] = {w, b, b};
+  void *out[3] = {w2, b2, e2};
+  const char *st = tmp_path("long.safetensors");
+  CU_ASSERT_EQUAL(rlx_save_params(&s, st, in), RLX_OK);
+  CU_ASSERT_EQUAL(rlx_load_params(&s, st, out), RLX_OK);
+  CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(b, b2, sizeof b) &&
+            !memcmp(b, e2, sizeof b));
+  free(n300);
+  free(n3000);
+  /* a metadata value of 300+ characters (escapes too) is skipped */
+  char *v = long_name(300, 'm', "\\u00e9\\n"), json[1024];
+  snprintf(json, sizeof json, "{\"__metadata__\":{\"format\":\"%s\"},"
+           "\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":"
+           "[0,24]},\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\""
+           ":[24,36]}}", v);
+  free(v);
+  CU_ASSERT_EQUAL(load_st(json, 36), RLX_OK);
+}
+
+/* Written by gen_params_data.py (json.dumps escapes the non-ASCII
+ * characters, the emoji as a surrogate pair). */
+static void test_long_fixture(void)
+{
+  char *nm = long_name(300, 'p', "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  static const int64_t d5[] = {5};
+  rlx_tensor_desc d[4] = {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+                          {"b", RLX_DT_F32, 1, d3, RLX_ARG_PARAM},
+                          {"n", RLX_DT_I64, 1, d4, RLX_ARG_PARAM},
+                          {nm, RLX_DT_U8, 1, d5, RLX_ARG_PARAM}};
+  rlx_signature s = {"f", 4, 0, d, NULL, 0};
+  float w[6], b[3];
+  int64_t n[4];
+  uint8_t u[5];
+  void *out[4] = {w, b, n, u};
+  CU_ASSERT_EQUAL(
+      rlx_load_params(&s, PARAMS_DATA "/long.safetensors", out), RLX_OK);
+  for (int i = 0; i < 6; i++)
+    CU_ASSERT_EQUAL(w[i], i / 2.0f - 1);
+  CU_ASSERT(b[0] == 0.25f && b[1] == -0.5f && b[2] == 2.0f);
+  CU_ASSERT(n[0] == 1 && n[1] == -2 && n[2] == 3 && n[3] == -4);
+  CU_ASSERT(u[0] == 1 && u[1] == 2 && u[2] == 3 && u[3] == 4 && u[4] == 5);
+  free(nm);
+}
 
 static void test_not_a_file(void)
 {
@@ -307,6 +373,8 @@ int main(void)
   CU_add_test(s, "numpy_files", test_numpy_files);
   CU_add_test(s, "round_trip", test_round_trip);
   CU_add_test(s, "malformed", test_malformed);
+  CU_add_test(s, "long_names", test_long_names);
+  CU_add_test(s, "long_fixture", test_long_fixture);
   CU_add_test(s, "not_a_file", test_not_a_file);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
