@@ -95,15 +95,28 @@ size_t rlx_dtype_size(int dtype);
    array the entry is called with (only the params' slots are used).
    Load checks every param's dtype and shape exactly against sig; a
    missing param, another dtype or shape, or a malformed file is
-   RLX_ERR_FORMAT, an OS failure RLX_ERR_IO.  bf16 has no NumPy dtype
-   and c64 no safetensors dtype: RLX_ERR_FORMAT.  On failure the files
-   written or the params read so far are unspecified. */
+   RLX_ERR_FORMAT; an OS failure (a file that cannot be opened, read or
+   written, or that is not a regular file, e.g. a directory) RLX_ERR_IO;
+   a param without a name or buffer RLX_ERR_INVALID.  Names and header
+   strings (__metadata__) may have any length.  bf16 has no NumPy dtype
+   and c64 no safetensors dtype: RLX_ERR_FORMAT.
+   A save never writes a file in place: every param is checked before
+   any file is touched, then each file goes to a temporary beside it
+   (PATH.tmp.PID.N), is flushed, fsynced and renamed over PATH.  On
+   failure the files already at path are unchanged (the temporaries are
+   removed, a directory created by the save too).  The directory form
+   renames only when every file is written; only a failing rename can
+   then leave it with some files replaced.  A replaced file is a new
+   file with the old one's permission bits (a symbolic link at PATH is
+   replaced, not followed).  On a failed load the params read so far
+   are unspecified. */
 int rlx_save_params(const rlx_signature *sig, const char *path,
                     const void *const *inputs);
 int rlx_load_params(const rlx_signature *sig, const char *path,
                     void *const *inputs);
 /* One array as a .npy file (format 1.0 written; 1.0-3.0 read, little-
-   endian, C order); desc gives the dtype and shape, checked on load. */
+   endian, C order); desc gives the dtype and shape, checked on load.
+   Saved as above: on failure the file at path is unchanged. */
 int rlx_save_npy(const char *path, const rlx_tensor_desc *desc,
                  const void *data);
 int rlx_load_npy(const char *path, const rlx_tensor_desc *desc, void *data);

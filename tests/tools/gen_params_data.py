@@ -14,6 +14,12 @@ tests/unit/data/params/
                       "other" (u8 [2]) and a __metadata__ entry; the
                       header is NOT padded and its keys are out of
                       order, as other writers may do.
+  long.safetensors    w, b, n as above; u8 [5] = 1..5 named with 300
+                      'p's then e-acute, the euro sign and U+1F600
+                      (json.dumps writes them as \\u escapes, the last
+                      as a surrogate pair); an unrelated tensor with a
+                      1000-character name; __metadata__ values of 300
+                      and 2000 characters. Also a fuzz_params seed.
 """
 import json
 import os
@@ -43,9 +49,33 @@ def main():
                         "data_offsets": [off, off + len(raw)]}
         off += len(raw)
         data += raw
+    write_safetensors("ckpt.safetensors", header, data)
+    write_long(w, b)
+
+
+def write_safetensors(name, header, data):
     h = json.dumps(header).encode()
-    with open(os.path.join(D, "ckpt.safetensors"), "wb") as f:
+    with open(os.path.join(D, name), "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+def write_long(w, b):
+    """Names and metadata strings longer than any fixed buffer."""
+    n = np.array([1, -2, 3, -4], np.int64)
+    u = np.arange(1, 6, dtype=np.uint8)
+    blobs = [("p" * 300 + "\u00e9\u20ac\U0001f600", "U8", u),
+             ("o" * 1000, "I32", np.array([5, 6], np.int32)),
+             ("w", "F32", w), ("b", "F32", b), ("n", "I64", n)]
+    header = {"__metadata__": {"format": "pt", "note": "x" * 300,
+                               "long": "y" * 1000 + "\n\"" + "z" * 998}}
+    off, data = 0, b""
+    for name, dt, a in blobs:
+        raw = a.tobytes()
+        header[name] = {"dtype": dt, "shape": list(a.shape),
+                        "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        data += raw
+    write_safetensors("long.safetensors", header, data)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,24 @@
  *   every truncation of valid files, headers that lie about their
  *   length, wrong dtypes and shapes, huge shapes, offsets outside the
  *   file, duplicate and missing tensors, Fortran order, bad JSON.
+ * - A save that fails (a dtype the format lacks, a bad name or shape,
+ *   a write cut short by RLIMIT_FSIZE in a forked child) leaves the
+ *   previous checkpoint as it was, loadable, and no temporary behind;
+ *   for all three forms (safetensors, .npy directory, one .npy).
+ * - Names and metadata strings have no length limit (300 and 3000
+ *   characters; tests/unit/data/params/long.safetensors, written by
+ *   Python); non-ASCII names round trip; a directory is RLX_ERR_IO; a
+ *   param without a name or buffer is RLX_ERR_INVALID, never read.
  */
 #include <CUnit/Basic.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/rlxrt.h"
@@ -153,7 +166,8 @@ static void test_round_trip(void)
   CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(b, b2, sizeof b));
   CU_ASSERT_EQUAL(rlx_load_params(&sig, tmp_path("f32.npy"), pout),
                   RLX_ERR_IO); /* not a directory */
-  CU_ASSERT_EQUAL(rlx_load_params(&sc, st, pout), RLX_ERR_FORMAT);
+  /* c64 is not in the file (safetensors has no such dtype) */
+  CU_ASSERT_EQUAL(rlx_load_params(&sc, st, out), RLX_ERR_FORMAT);
 }
 
 static void put(const char *path, const void *p, size_t n)
@@ -278,6 +292,320 @@ static void test_malformed(void)
       RLX_OK);
 }
 
+/* ------------------- failed saves keep the old file ------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir, sorted, separated by spaces (temporaries included). */
+static const char *listing(const char *dir)
+{
+  static char out[1024];
+  char *names[32];
+  int n = 0;
+  DIR *d = opendir(dir);
+  CU_ASSERT_FATAL(d != NULL);
+  for (struct dirent *e; (e = readdir(d)) && n < 32;)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      names[n++] = strdup(e->d_name);
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  size_t k = 0;
+  out[0] = 0;
+  for (int i = 0; i < n; i++) {
+    k += (size_t)snprintf(out + k, sizeof out - k, "%s%s", i ? " " : "",
+                          names[i]);
+    free(names[i]);
+  }
+  return out;
+}
+
+/* A fresh directory TMPDIR/name. */
+static const char *new_dir(const char *name)
+{
+  const char *d = tmp_path(name);
+  CU_ASSERT_FATAL(mkdir(d, 0777) == 0);
+  return d;
+}
+
+/* A save, run in a forked child whose files may not grow past limit
+ * bytes (SIGXFSZ ignored: the write fails with EFBIG instead). */
+typedef struct {
+  const rlx_signature *sig; /* rlx_save_params, or NULL: rlx_save_npy */
+  const char *path;
+  const void *const *in;
+  const rlx_tensor_desc *desc;
+} SaveJob;
+
+static int run_save(const SaveJob *j)
+{
+  return j->sig ? rlx_save_params(j->sig, j->path, j->in)
+                : rlx_save_npy(j->path, j->desc, j->in[0]);
+}
+
+static int save_limited(const SaveJob *j, rlim_t limit)
+{
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    struct rlimit rl = {limit, limit};
+    signal(SIGXFSZ, SIG_IGN);
+    _exit(setrlimit(RLIMIT_FSIZE, &rl) != 0 ? 100 : run_save(j));
+  }
+  int st;
+  CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+}
+
+enum { BIG = 4096 }; /* elements: 16 KiB of f32, more than the limit */
+static const int64_t dbig[] = {BIG}, dneg[] = {-1};
+
+/* w f32 [2, 3] and big f32 [BIG] hold base + index. */
+static float vw[6], vbig[BIG];
+static void fill(float base)
+{
+  for (int i = 0; i < 6; i++)
+    vw[i] = base + (float)i;
+  for (int i = 0; i < BIG; i++)
+    vbig[i] = base + (float)i;
+}
+
+/* The checkpoint at path holds w, big as fill(base) made them. */
+static void check_ckpt(const rlx_signature *s, const char *path, float base)
+{
+  static float w[6], big[BIG];
+  void *out[2] = {w, big};
+  CU_ASSERT_EQUAL_FATAL(rlx_load_params(s, path, out), RLX_OK);
+  int same = 1;
+  for (int i = 0; i < 6; i++)
+    same &= w[i] == base + (float)i;
+  for (int i = 0; i < BIG; i++)
+    same &= big[i] == base + (float)i;
+  CU_ASSERT(same);
+}
+
+/* Signatures: the good one, and ones whose second param cannot be
+ * saved: bf16 (none in .npy), c64 (none in safetensors), a negative
+ * dim, a name with '"'. */
+static const rlx_tensor_desc good_in[] = {
+  {"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+  {"big", RLX_DT_F32, 1, dbig, RLX_ARG_PARAM},
+};
+static const rlx_signature good = {"g", 2, 0, good_in, NULL, 0};
+static const rlx_tensor_desc bad_in[][2] = {
+  {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+   {"big", RLX_DT_BF16, 1, dbig, RLX_ARG_PARAM}},
+  {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+   {"big", RLX_DT_C64, 1, d2, RLX_ARG_PARAM}},
+  {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+   {"big", RLX_DT_F32, 1, dneg, RLX_ARG_PARAM}},
+  {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+   {"b\"g", RLX_DT_F32, 1, dbig, RLX_ARG_PARAM}},
+};
+
+static void test_failed_save_safetensors(void)
+{
+  const char *dir = new_dir("st");
+  char path[300];
+  snprintf(path, sizeof path, "%s/A.safetensors", dir);
+  const void *in[2] = {vw, vbig};
+  fill(1);
+  CU_ASSERT_EQUAL(rlx_save_params(&good, path, in), RLX_OK);
+  fill(100);
+  static const int want[] = {RLX_OK, RLX_ERR_FORMAT, RLX_ERR_INVALID,
+                             RLX_ERR_INVALID};
+  for (int k = 1; k < 4; k++) {
+    rlx_signature s = {"b", 2, 0, bad_in[k], NULL, 0};
+    CU_ASSERT_EQUAL(rlx_save_params(&s, path, in), want[k]);
+    check_ckpt(&good, path, 1);
+    CU_ASSERT_STRING_EQUAL(listing(dir), "A.safetensors");
+  }
+  /* a write that fails part-way (after the header, inside big) */
+  SaveJob j = {&good, path, in, NULL};
+  CU_ASSERT_EQUAL(save_limited(&j, 8192), RLX_ERR_IO);
+  check_ckpt(&good, path, 1);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "A.safetensors");
+  /* the same save without the limit replaces it, keeping its mode */
+  CU_ASSERT(chmod(path, 0640) == 0);
+  CU_ASSERT_EQUAL(save_limited(&j, RLIM_INFINITY), RLX_OK);
+  check_ckpt(&good, path, 100);
+  struct stat st;
+  CU_ASSERT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "A.safetensors");
+  /* over a directory: RLX_ERR_IO, the directory untouched */
+  snprintf(path, sizeof path, "%s/D.safetensors", dir);
+  CU_ASSERT(mkdir(path, 0777) == 0);
+  CU_ASSERT_EQUAL(rlx_save_params(&good, path, in), RLX_ERR_IO);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "A.safetensors D.safetensors");
+}
+
+static void test_failed_save_npy_dir(void)
+{
+  const char *root = new_dir("nd"), *dir = tmp_path("nd/ck");
+  const void *in[2] = {vw, vbig};
+  fill(1);
+  CU_ASSERT_EQUAL(rlx_save_params(&good, dir, in), RLX_OK);
+  fill(100);
+  static const int want[] = {RLX_ERR_FORMAT, RLX_OK, RLX_ERR_INVALID};
+  for (int k = 0; k < 3; k += 2) {
+    rlx_signature s = {"b", 2, 0, bad_in[k], NULL, 0};
+    CU_ASSERT_EQUAL(rlx_save_params(&s, dir, in), want[k]);
+    check_ckpt(&good, dir, 1); /* w.npy not replaced either */
+    CU_ASSERT_STRING_EQUAL(listing(dir), "big.npy w.npy");
+  }
+  /* w.npy's temporary is complete when big.npy's fails: none renamed */
+  SaveJob j = {&good, dir, in, NULL};
+  CU_ASSERT_EQUAL(save_limited(&j, 8192), RLX_ERR_IO);
+  check_ckpt(&good, dir, 1);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "big.npy w.npy");
+  /* a directory that a failed save created is removed again */
+  j.path = tmp_path("nd/new");
+  CU_ASSERT_EQUAL(save_limited(&j, 8192), RLX_ERR_IO);
+  rlx_signature s = {"b", 2, 0, bad_in[0], NULL, 0};
+  CU_ASSERT_EQUAL(rlx_save_params(&s, j.path, in), RLX_ERR_FORMAT);
+  CU_ASSERT_STRING_EQUAL(listing(root), "ck");
+  CU_ASSERT_EQUAL(save_limited(&j, RLIM_INFINITY), RLX_OK);
+  check_ckpt(&good, j.path, 100);
+  CU_ASSERT_STRING_EQUAL(listing(j.path), "big.npy w.npy");
+}
+
+/* The .npy file at path holds big as fill(base) made it. */
+static void check_npy(const char *path, float base)
+{
+  static float back[BIG];
+  CU_ASSERT_EQUAL_FATAL(rlx_load_npy(path, &good_in[1], back), RLX_OK);
+  int same = 1;
+  for (int i = 0; i < BIG; i++)
+    same &= back[i] == base + (float)i;
+  CU_ASSERT(same);
+}
+
+static void test_failed_save_npy(void)
+{
+  const char *dir = new_dir("n1");
+  char path[300];
+  snprintf(path, sizeof path, "%s/big.npy", dir);
+  const void *in[1] = {vbig};
+  fill(1);
+  CU_ASSERT_EQUAL(rlx_save_npy(path, &good_in[1], vbig), RLX_OK);
+  fill(100);
+  for (int k = 0; k < 3; k += 2) {
+    CU_ASSERT_EQUAL(rlx_save_npy(path, &bad_in[k][1], vbig),
+                    k ? RLX_ERR_INVALID : RLX_ERR_FORMAT);
+    check_npy(path, 1);
+    CU_ASSERT_STRING_EQUAL(listing(dir), "big.npy");
+  }
+  SaveJob j = {NULL, path, in, &good_in[1]};
+  CU_ASSERT_EQUAL(save_limited(&j, 8192), RLX_ERR_IO);
+  check_npy(path, 1);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "big.npy");
+  CU_ASSERT_EQUAL(save_limited(&j, RLIM_INFINITY), RLX_OK);
+  check_npy(path, 100);
+  CU_ASSERT_STRING_EQUAL(listing(dir), "big.npy");
+}
+
+/* --------------------- long names, directories --------------------- */
+
+/* n characters of c, then tail (malloc'd). */
+static char *long_name(size_t n, char c, const char *tail)
+{
+  char *s = malloc(n + strlen(tail) + 1);
+  CU_ASSERT_FATAL(s != NULL);
+  memset(s, c, n);
+  strcpy(s + n, tail);
+  return s;
+}
+
+static void test_long_names(void)
+{
+  /* names of 300 and 3000 characters, and a non-ASCII one, round trip */
+  char *n300 = long_name(300, 'a', ""), *n3000 = long_name(3000, 'b', "");
+  rlx_tensor_desc d[3] = {{n300, RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+                          {n3000, RLX_DT_F32, 1, d3, RLX_ARG_PARAM},
+                          {"\xc3\xa9t\xc3\xa9", RLX_DT_F32, 1, d3,
+                           RLX_ARG_PARAM}};
+  rlx_signature s = {"l", 3, 0, d, NULL, 0};
+  float w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {7, 8, 9}, w2[6], b2[3], e2[3];
+  const void *in[3] = {w, b, b};
+  void *out[3] = {w2, b2, e2};
+  const char *st = tmp_path("long.safetensors");
+  CU_ASSERT_EQUAL(rlx_save_params(&s, st, in), RLX_OK);
+  CU_ASSERT_EQUAL(rlx_load_params(&s, st, out), RLX_OK);
+  CU_ASSERT(!memcmp(w, w2, sizeof w) && !memcmp(b, b2, sizeof b) &&
+            !memcmp(b, e2, sizeof b));
+  free(n300);
+  free(n3000);
+  /* a metadata value of 300+ characters (escapes too) is skipped */
+  char *v = long_name(300, 'm', "\\u00e9\\n"), json[1024];
+  snprintf(json, sizeof json, "{\"__metadata__\":{\"format\":\"%s\"},"
+           "\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":"
+           "[0,24]},\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\""
+           ":[24,36]}}", v);
+  free(v);
+  CU_ASSERT_EQUAL(load_st(json, 36), RLX_OK);
+}
+
+/* Written by gen_params_data.py (json.dumps escapes the non-ASCII
+ * characters, the emoji as a surrogate pair). */
+static void test_long_fixture(void)
+{
+  char *nm = long_name(300, 'p', "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  static const int64_t d5[] = {5};
+  rlx_tensor_desc d[4] = {{"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM},
+                          {"b", RLX_DT_F32, 1, d3, RLX_ARG_PARAM},
+                          {"n", RLX_DT_I64, 1, d4, RLX_ARG_PARAM},
+                          {nm, RLX_DT_U8, 1, d5, RLX_ARG_PARAM}};
+  rlx_signature s = {"f", 4, 0, d, NULL, 0};
+  float w[6], b[3];
+  int64_t n[4];
+  uint8_t u[5];
+  void *out[4] = {w, b, n, u};
+  CU_ASSERT_EQUAL(
+      rlx_load_params(&s, PARAMS_DATA "/long.safetensors", out), RLX_OK);
+  for (int i = 0; i < 6; i++)
+    CU_ASSERT_EQUAL(w[i], i / 2.0f - 1);
+  CU_ASSERT(b[0] == 0.25f && b[1] == -0.5f && b[2] == 2.0f);
+  CU_ASSERT(n[0] == 1 && n[1] == -2 && n[2] == 3 && n[3] == -4);
+  CU_ASSERT(u[0] == 1 && u[1] == 2 && u[2] == 3 && u[3] == 4 && u[4] == 5);
+  free(nm);
+}
+
+static void test_not_a_file(void)
+{
+  float w[6], b[3];
+  void *in[4] = {NULL, w, b, NULL};
+  rlx_tensor_desc dw = {"w", RLX_DT_F32, 2, d23, RLX_ARG_PARAM};
+  CU_ASSERT(mkdir(tmp_path("x.safetensors"), 0777) == 0);
+  CU_ASSERT(mkdir(tmp_path("x.npy"), 0777) == 0);
+  CU_ASSERT_EQUAL(rlx_load_params(&sig, tmp_path("x.safetensors"), in),
+                  RLX_ERR_IO);
+  CU_ASSERT_EQUAL(rlx_load_npy(tmp_path("x.npy"), &dw, w), RLX_ERR_IO);
+  CU_ASSERT_EQUAL(rlx_load_params(&sig, tmp_path("none.safetensors"), in),
+                  RLX_ERR_IO);
+}
+
+/* A param without a buffer or a name is refused, not dereferenced. */
+static void test_null_slots(void)
+{
+  float w[6] = {0}, b[3] = {0};
+  const void *in[4] = {NULL, w, NULL, NULL};
+  void *out[4] = {NULL, w, NULL, NULL};
+  const char *st = tmp_path("null.safetensors");
+  CU_ASSERT_EQUAL(rlx_save_params(&sig, st, in), RLX_ERR_INVALID);
+  CU_ASSERT_EQUAL(rlx_save_params(&sig, tmp_path("nulldir"), in),
+                  RLX_ERR_INVALID);
+  CU_ASSERT(access(st, F_OK) != 0 && access(tmp_path("nulldir"), F_OK) != 0);
+  in[2] = b;
+  CU_ASSERT_EQUAL(rlx_save_params(&sig, st, in), RLX_OK);
+  CU_ASSERT_EQUAL(rlx_load_params(&sig, st, out), RLX_ERR_INVALID);
+  rlx_tensor_desc d = {NULL, RLX_DT_F32, 1, d3, RLX_ARG_PARAM};
+  rlx_signature s = {"n", 1, 0, &d, NULL, 0};
+  CU_ASSERT_EQUAL(rlx_save_params(&s, st, in + 2), RLX_ERR_INVALID);
+}
+
 int main(void)
 {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/rlx_params_XXXXXX");
@@ -289,6 +617,13 @@ int main(void)
   CU_add_test(s, "numpy_files", test_numpy_files);
   CU_add_test(s, "round_trip", test_round_trip);
   CU_add_test(s, "malformed", test_malformed);
+  CU_add_test(s, "failed_save_safetensors", test_failed_save_safetensors);
+  CU_add_test(s, "failed_save_npy_dir", test_failed_save_npy_dir);
+  CU_add_test(s, "failed_save_npy", test_failed_save_npy);
+  CU_add_test(s, "long_names", test_long_names);
+  CU_add_test(s, "long_fixture", test_long_fixture);
+  CU_add_test(s, "not_a_file", test_not_a_file);
+  CU_add_test(s, "null_slots", test_null_slots);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
