@@ -33,7 +33,8 @@ for what each case checks and the tolerances). Five checks:
                     f32 in float64;
   --hvp-ir RLXC     Hessian-vector products through every op, without
                     a reference: each f64 case's output y made a scalar
-                    loss sum(sin(y) * y), compiled with --grad --hvp
+                    loss sum(sin(y) (y + 1)) (slope 1 at y = 0),
+                    compiled with --grad --hvp
                     (forward over the op's VJP rule); <grad, v> equals
                     sum(grad * v), H is symmetric (<u, H w> = <w, H u>,
                     tolerance as the dot product's) and, for cases with
@@ -561,7 +562,9 @@ def run_jvp_ir(rlxc, cases):
 
 
 def hvp_case(rlxc, name, np, ir_eval):
-    """f64 cases: ENTRY's output y made a scalar loss sum(sin(y) * y),
+    """f64 cases: ENTRY's output y made a scalar loss sum(sin(y)(y + 1))
+    (its slope is 1, not 0, at y = 0, so second derivatives of ops at
+    points where y = 0 count: products with a zero),
     compiled with --grad --hvp (forward over reverse through the op's
     VJP rule); H symmetric and, for cases with finite differences,
     H v = central differences of ENTRY_grad along v. No reference."""
@@ -569,7 +572,7 @@ def hvp_case(rlxc, name, np, ir_eval):
     text = open(os.path.join(CASES, name + ".rlx")).read()
     m = re.search(r"\n  return %(\w+)\n\}\s*$", text)
     text = text[:m.start()] + ("\n  %%hvp_loss = reduce_sum(mul(sin(%%%s), "
-                               "%%%s))\n  return %%hvp_loss\n}\n"
+                               "add(%%%s, 1.0)))\n  return %%hvp_loss\n}\n"
                                % (m.group(1), m.group(1)))
     args = [a for a in spec["rlxc"] if not a.startswith(FWD_FLAGS)]
     graphs = compile_ir(rlxc, name, args + ["--hvp"], ir_eval, text)
