@@ -274,24 +274,65 @@ static bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_where(B, m, gk, K(0)));
   return true;
 }
-/* prod, exact with zeros: with c zeros in a reduced set and p the
- * product of its non-zero elements, d/dx_i = p/x_i if c = 0; p at the
- * zero if c = 1; 0 otherwise. */
+/* prod. The partial of x_i is the product of the other elements of
+ * its reduced set, built as (exclusive prefix product) * (exclusive
+ * suffix product): no division and no zero test, so it is exact with
+ * zeros, and it is a polynomial in x made of mul, narrow and concat,
+ * whose own rules differentiate it exactly again (HVP, second order):
+ * a branch on the zero count would be a constant to them and lose
+ * every term through a zero element's tangent. */
+
+/* v [O, m] moved by s along axis 1 towards higher indices (rev: lower),
+ * the s cells left empty holding 1. */
+static Node *shift_ones(IrBuilder *b, Node *v, int64_t s, bool rev) {
+  int64_t m = v->type.dims[1];
+  Type t = v->type;
+  t.dims[1] = s;
+  Node *one = ib_fill(b, t, 1);
+  Node *keep = ib_narrow(b, v, 1, rev ? s : 0, m - s);
+  Node *p[2] = {rev ? keep : one, rev ? one : keep};
+  return ib_concat(b, p, 2, 1);
+}
+
+/* Exclusive running products along axis 1 of v [O, m] (m >= 2):
+ * r[:, i] = v[:, 0] ... v[:, i-1] (rev: v[:, i+1] ... v[:, m-1]), 1 for
+ * an empty product. Hillis-Steele doubling: after the steps s = 1, 2,
+ * 4, ... < m - 1 each cell holds the product of a window of at least
+ * m - 1 shifted cells, i.e. of all it needs. */
+static Node *excl_prod(IrBuilder *b, Node *v, bool rev) {
+  int64_t m = v->type.dims[1];
+  Node *r = shift_ones(b, v, 1, rev);
+  for (int64_t s = 1; s < m - 1; s *= 2)
+    r = ib_bin(b, OP_MUL, r, shift_ones(b, r, s, rev));
+  return r;
+}
+
+/* The partials of reduce_prod n at x (x's shape): x transposed so that
+ * the reduced axes come last (kept axes first, both in order), viewed
+ * as [O, m], one reduced set per row; transposed back at the end. */
 Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
   Type kept;
-  int64_t axes[RLX_MAX_RANK];
-  int k = ad_reduce_axes(n, axes, &kept);
-  DType dt = x->type.dt;
-#define KB(v) ib_scalar(b, dt, (v))
-  Node *z = ib_bin(b, OP_EQ, x, KB(0));
-  Node *cnt = ib_reduce(b, OP_REDUCE_SUM, ib_cast(b, z, dt), axes, k, 1);
-  Node *xs = ib_where(b, z, KB(1), x);
-  Node *p = ib_reduce(b, OP_REDUCE_PROD, xs, axes, k, true);
-  Node *none = ib_bin(b, OP_DIV, p, xs);
-  Node *one = ib_where(b, z, p, KB(0));
-  Node *r = ib_where(b, ib_bin(b, OP_EQ, cnt, KB(1)), one, KB(0));
-  return ib_where(b, ib_bin(b, OP_EQ, cnt, KB(0)), none, r);
-#undef KB
+  int64_t axes[RLX_MAX_RANK], perm[RLX_MAX_RANK], inv[RLX_MAX_RANK];
+  int k = ad_reduce_axes(n, axes, &kept), r = x->type.rank, j = 0;
+  bool red[RLX_MAX_RANK] = {false}, moved = false;
+  int64_t o = 1, m = 1;
+  for (int i = 0; i < k; i++) red[axes[i]] = true;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < r; i++)
+      if (red[i] == (pass == 1)) {
+        *(pass ? &m : &o) *= x->type.dims[i];
+        moved |= i != j;
+        inv[i] = j;
+        perm[j++] = i;
+      }
+  if (m <= 1 || o == 0) /* sets of one element (or no element) */
+    return ib_fill(b, x->type, 1);
+  Node *xp = moved ? ib_transpose(b, x, perm) : x;
+  int64_t d[2] = {o, m};
+  Node *v = ib_reshape(b, xp, 2, d);
+  Node *p = ib_bin(b, OP_MUL, excl_prod(b, v, false), excl_prod(b, v, true));
+  p = ib_reshape_as(b, p, &xp->type);
+  return moved ? ib_transpose(b, p, inv) : p;
 }
 static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
   Type kept;

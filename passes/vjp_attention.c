@@ -13,9 +13,11 @@
  * scores); dV = P^T dY; dP = dY V^T; dS = P * (dP - rowsum(dP * P));
  * with softcap dS *= 1 - tanh^2; dQ = dS K scale; dK = dS^T Q scale)
  * and grad_into differentiates that. It stores Lq x Lk matrices; only
- * the second-order path uses it. Masked scores are replaced by the
- * dtype's lowest finite value and the probabilities of masked keys by
- * exact zeros, so a fully masked row stays zero (never NaN) here too.
+ * the second-order path uses it. Masked scores (with mask=bias: scores
+ * whose bias made them -inf) are replaced by the dtype's lowest finite
+ * value and the probabilities of masked keys by exact zeros, so a fully
+ * masked row stays zero (never NaN) here too, and so do its
+ * derivatives.
  * The forward op has the same expansion (P V, ad_attention_expand): the
  * JVP of attention differentiates it. Conventions: vjp.h.
  */
@@ -73,11 +75,17 @@ static Node *iota(IrBuilder *b, int64_t n, int rank, const int64_t *shape) {
 }
 
 /* Allowed keys (bool, broadcasting to [B, H, Lq, Lk]), NULL: all.
- * mask: the custom mask operand (with mask=custom). */
-static Node *allowed(IrBuilder *b, const Node *n, Node *mask, int64_t lq,
-                     int64_t lk) {
+ * mask: the custom mask operand (with mask=custom); s: the scores with
+ * the bias added (with mask=bias). A key whose biased score is -inf is
+ * masked, as in the kernels (its probability is exp(-inf) = 0, a row of
+ * them gives zeros): left in the softmax, such a row would compute
+ * (-inf) - (-inf) = NaN, and so would every derivative through it. */
+static Node *allowed(IrBuilder *b, const Node *n, Node *mask, Node *s,
+                     int64_t lq, int64_t lk) {
   const char *m = ir_attr_word(n, ATTR_MASK);
   Node *no = ib_scalar(b, DT_BOOL, 0), *yes = ib_scalar(b, DT_BOOL, 1);
+  if (!strcmp(m, "bias")) /* ne, not gt: NaN is not hidden */
+    return EB(OP_NE, s, ib_scalar(b, s->type.dt, -INFINITY));
   if (!strcmp(m, "custom")) {
     int64_t d[4] = {mask->type.dims[0], 1, 1, lk};
     Node *lt = EB(OP_LT, ib_cast(b, mask, DT_F64), ib_scalar(b, DT_F64, 0.5));
@@ -126,7 +134,7 @@ static Node *att_probs(IrBuilder *b, const Node *n, Node *const *a, int nx,
     s = EB(OP_MUL, *t, ib_scalar(b, dt, cap));
   }
   if (has_bias(n)) s = EB(OP_ADD, s, mask);
-  Node *ok = allowed(b, n, mask, lq, lk);
+  Node *ok = allowed(b, n, mask, s, lq, lk);
   if (ok) s = ib_where(b, ok, s, ib_scalar(b, dt, lowest(dt)));
   Node *p = ib_un(b, OP_SOFTMAX, s);
   if (ok) p = ib_where(b, ok, p, ib_scalar(b, dt, 0));

@@ -1147,8 +1147,30 @@ ATTN_FORMS = [
      {"head_dim": 2, "window": 2, "softcap": 1.5}),
     ("_custom", 4, 2, 1, 4, 5, 3, "custom", {}),
     ("_bias", 4, 1, 2, 4, 5, 2, "bias", {"softcap": 2.0, "scale": 0.8}),
+    # an input bias with -inf entries: fully masked rows (zeros, with zero
+    # derivatives of every order) and a partly masked one
+    ("_biasinf", 4, 1, 2, 4, 5, 2, "bias", {"inf": True}),
 ]
-ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias")
+ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias", "_biasinf")
+
+
+def inf_bias(g, shape):
+    """A bias in [-1, 1) with rows 1 (head 0) and 3 (head 1) all -inf
+    and every other key of row 0 (head 1) -inf."""
+    m = g.u(shape, -1, 1)
+    m[:, 0, 1, :] = m[:, 1, 3, :] = float("-inf")
+    m[:, 1, 0, ::2] = float("-inf")
+    return m
+
+
+def bias_of(t, mv):
+    """The bias operand for attn_torch and the keys it allows: a -inf
+    bias (mv, the input's values) masks its key, as the kernels do; it
+    enters as where(ok, m, 0), so torch never sees an infinity."""
+    if mv is None:
+        return t["m"], True
+    ok = mv != float("-inf")
+    return torch.where(torch.tensor(ok), t["m"], torch.zeros_like(t["m"])), ok
 
 
 def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
@@ -1166,16 +1188,22 @@ def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
             mv = g.rng.uniform(0, 1, (b, lk))
             mv[-1, :] = 0.1  # a fully masked batch
             return g.i("m", g.dt, mv).v
+        if kind == "bias" and inf:
+            return g.i("m", g.dt, inf_bias(g, (b, h, lq, lk))).v
         if kind == "bias":
             g.p("m", g.u((b, h, lq, lk), -1, 1))
         return None
 
     def fwd(t, mv):
-        ok = allowed_mask(kind, b, lq, lk, mv, attrs)
-        return attn_torch(t["q"], t["k"], t["v"], t.get("m") if kind ==
-                          "bias" else None, ok, rank, h, attrs)
+        if kind == "bias":
+            bias, ok = bias_of(t, mv)
+            ok = ok & allowed_mask(kind, b, lq, lk, None, attrs)
+        else:
+            bias, ok = None, allowed_mask(kind, b, lq, lk, mv, attrs)
+        return attn_torch(t["q"], t["k"], t["v"], bias, ok, rank, h, attrs)
 
     mop = ", %m" if kind in ("custom", "bias") else ""
+    inf = attrs.get("inf", False)  # the bias an input with -inf entries
 
     @case("attention" + sfx, ops=["attention"])
     def _(g):
@@ -1194,6 +1222,8 @@ def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
 
             def ref(t):
                 key = "m" if w == "bias" else w
+                if inf and w == "bias":  # an input: a leaf of its own
+                    t = dict(t, m=t["m"].detach().requires_grad_(True))
                 y = fwd(t, mv)
                 (r,) = torch.autograd.grad((y * t["dy"]).sum(), t[key],
                                            create_graph=True)

@@ -416,7 +416,8 @@ def _conv(op, ins, a):
 
 def _attention(op, ins, a):
     """attention / attention_backward: the full score matrix in float64
-    (masked scores -inf, rows with no allowed key zero)."""
+    (masked scores -inf, rows with no allowed key zero; with mask=bias
+    the keys whose biased score is -inf are masked, as in the kernels)."""
     bwd = op == "attention_backward"
     q, k, v = (x.astype(np.float64) for x in ins[:3])
     dt = ins[0].dtype
@@ -448,8 +449,9 @@ def _attention(op, ins, a):
         ok &= j >= (lk - lq) + i - a["window"]
     if kind == "custom":
         ok &= ~(m.astype(np.float64) < 0.5)[:, None, None, :]
-    if kind == "bias":
+    if kind == "bias":  # a -inf biased score masks its key
         s = s + m
+        ok &= s != -np.inf
     s = np.where(ok, s, -np.inf)
     mx = np.where(ok.any(-1, keepdims=True), s.max(-1, keepdims=True), 0)
     p = np.where(ok, np.exp(s - mx), 0)

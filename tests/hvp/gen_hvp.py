@@ -12,6 +12,23 @@ tests/gradcheck/, which gives every gradient case a JVP golden):
   hvp_norms        layer_norm, tanh, rms_norm, a sin readout
   hvp_attention    q/k/v projections into causal attention (rank 3,
                    2 heads, softcap), tanh readout
+  hvp_attention_bias
+                   attention(mask=bias) whose bias (an input) has
+                   fully and partly -inf rows (f32 and f64): the
+                   forward's rule makes a fully masked row zero, so its
+                   tangents and H v entries are zero, never NaN; the
+                   reference masks those keys explicitly
+  hvp_attention_bias_param
+                   the issue's form: attention(%q, %k, %k, %b) with the
+                   -inf bias a param too (no finite differences: they
+                   cannot step a -inf param)
+  hvp_prod_zeros   reduce_prod over rows and over non-contiguous axes
+                   with no, one, two and three zeros in a set (f32 and
+                   f64); the reference multiplies the elements one by
+                   one, so torch differentiates a polynomial: exact
+                   second derivatives at zeros
+  hvp_prod_issue   the issue's products [0, 3, 2] and [0, 0, 2], no
+                   axes (f32 and f64)
   hvp_rnn          a tanh RNN as a scan with a body graph
   hvp_fake_quant   quantization-aware MLP: fake_quantize_lsq (per
                    channel, grad_scale) and fake_quantize (tanh STE);
@@ -56,6 +73,7 @@ derivatives are consistent (`# jvp-dot: skip`, `# hvp-sym: skip`).
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/hvp/gen_hvp.py [NAME...]
 """
+import functools
 import os
 import shutil
 import sys
@@ -178,6 +196,99 @@ def _(g):
                        2, ATT)
         return (torch.tanh(o) * t["r"]).sum()
     return body, "%l", ref, ""
+
+
+NEG_INF = float("-inf")
+
+
+def masked_bias(g, shape):
+    """A bias in [-1, 1) with -inf entries: head 0 row 1 and head 1 row
+    2 fully masked, head 1 row 0 partly."""
+    b = g.u(shape, -1, 1)
+    b[0, 0, 1, :] = NEG_INF
+    b[0, 1, 2, :] = NEG_INF
+    b[0, 1, 0, ::2] = NEG_INF
+    return b
+
+
+def bias_attn(t, q, k, v, ok):
+    """attention(q, k, v, b, mask=bias) with the forward's rule for -inf
+    biases (ok = b != -inf): those keys masked, a row without allowed
+    keys zero. The bias enters as where(ok, b, 0), so torch never sees
+    an infinity and its derivatives there are zero."""
+    okt = torch.tensor(ok)
+    b = torch.where(okt, t["b"], torch.zeros_like(t["b"]))
+    return attn_torch(q, k, v, b, ok, 4, q.shape[1], {})
+
+
+@case("hvp_attention_bias", dts=("f32", "f64"))
+def _(g):
+    g.p("q", g.u((1, 2, 3, 4), -1, 1))
+    g.p("k", g.u((1, 2, 4, 4), -1, 1))
+    g.p("v", g.u((1, 2, 4, 4), -1, 1))
+    ok = g.i("b", g.dt, masked_bias(g, (1, 2, 3, 4))).v != NEG_INF
+    g.i("r", g.dt, g.u((1, 2, 3, 4)))
+    body = ("%o = attention(%q, %k, %v, %b, mask=bias)\n"
+            "%l = reduce_sum(mul(tanh(%o), %r))")
+
+    def ref(t):
+        o = bias_attn(t, t["q"], t["k"], t["v"], ok)
+        return (torch.tanh(o) * t["r"]).sum()
+    return body, "%l", ref, ""
+
+
+@case("hvp_attention_bias_param", dts=("f32", "f64"), fd=False)
+def _(g):
+    g.p("q", g.u((1, 2, 3, 4), -1, 1))
+    g.p("k", g.u((1, 2, 4, 4), -1, 1))
+    ok = g.p("b", masked_bias(g, (1, 2, 3, 4))).v != NEG_INF
+    body = ("%y = attention(%q, %k, %k, %b, mask=bias)\n"
+            "%l = reduce_sum(mul(%y, %y))")
+
+    def ref(t):
+        y = bias_attn(t, t["q"], t["k"], t["k"], ok)
+        return (y * y).sum()
+    return body, "%l", ref, ""
+
+
+def prod_ref(x, dims):
+    """x's product over dims as a chain of multiplications (torch then
+    differentiates a polynomial: exact at zeros to every order)."""
+    for d in sorted(dims, reverse=True):
+        x = functools.reduce(torch.mul, x.unbind(d))
+    return x
+
+
+@case("hvp_prod_zeros", dts=("f32", "f64"))
+def _(g):
+    x = g.away0((5, 4), 0.5, 1.5)
+    x[1, 0] = 0.0                   # one zero, first
+    x[2, 2] = 0.0                   # one zero, inside
+    x[3, 1] = x[3, 3] = 0.0         # two zeros
+    x[4, :3] = 0.0                  # three zeros
+    g.p("x", x)
+    z = g.away0((3, 2, 3), 0.5, 1.5)
+    z[1, 0, 2] = 0.0                # sets of 9 along axes 0 and 2:
+    z[0, 1, 0] = z[2, 1, 1] = 0.0   # one zero, two zeros
+    g.p("z", z)
+    g.i("c", g.dt, g.u((5,), 0.5, 1.5))
+    body = ("%p = reduce_prod(%x, axes=[1])\n"
+            "%q = reduce_prod(%z, axes=[0, 2], keep_dims=true)\n"
+            "%l = add(reduce_sum(mul(%p, %c)), reduce_sum(sin(%q)))")
+
+    def ref(t):
+        p = prod_ref(t["x"], (1,))
+        return (p * t["c"]).sum() + torch.sin(prod_ref(t["z"], (0, 2))).sum()
+    return body, "%l", ref, ""
+
+
+@case("hvp_prod_issue", dts=("f32", "f64"))
+def _(g):
+    g.p("x", np.array([0.0, 3.0, 2.0]))
+    g.p("y", np.array([0.0, 0.0, 2.0]))
+    body = "%l = add(reduce_prod(%x), reduce_prod(%y))"
+    return body, "%l", \
+        lambda t: prod_ref(t["x"], (0,)) + prod_ref(t["y"], (0,)), ""
 
 
 CELL = """graph cell_{dt} {{

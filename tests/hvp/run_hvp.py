@@ -80,14 +80,14 @@ def hvp_checks(np, ir_eval, graphs, name, spec):
         grads, gdot, hv = hvp(v)
         prods = [gr * t for gr, t in zip(grads, v)]
         own = float(sum(p.sum() for p in prods))
-        if rel_err(np, gdot, own, prods) > 1e-12:
+        if not rel_err(np, gdot, own, prods) <= 1e-12:  # NaN fails
             return ("%s: <grad, v> output %.17g, sum grad*v %.17g" %
                     (entry, gdot, own))
         if base + "_jvp" in graphs and "jvp-dot" not in sk:
             tl = ir_eval.run_graph(graphs, base + "_jvp",
                                    x + list(v))[len(g.rets)]
             lt = float(d) * float(tl)
-            if rel_err(np, lt, gdot, prods) > 1e-10:
+            if not rel_err(np, lt, gdot, prods) <= 1e-10:
                 return ("%s: d_output * tangent of the loss (ENTRY_jvp) "
                         "%.17g, <grad, v> %.17g" % (entry, lt, gdot))
         if "hvp-sym" not in sk:
@@ -99,7 +99,7 @@ def hvp_checks(np, ir_eval, graphs, name, spec):
             b = [p * q for p, q in zip(w, hu)]
             sa, sb = float(sum(t.sum() for t in a)), \
                 float(sum(t.sum() for t in b))
-            if rel_err(np, sa, sb, a + b) > 1e-10:
+            if not rel_err(np, sa, sb, a + b) <= 1e-10:
                 return ("%s: not symmetric: <u, H w> = %.17g, <w, H u> = "
                         "%.17g" % (entry, sa, sb))
         fd = any(r[0] == base and "--fd" in r[2] for r in spec["runs"])
@@ -116,8 +116,8 @@ def hvp_checks(np, ir_eval, graphs, name, spec):
             gp, gm = grad_at(eps), grad_at(-eps)
             for k, i in enumerate(pidx):
                 f = (gp[k] - gm[k]) / (2 * eps)
-                bad = np.abs(f - hv[k]) > 1e-5 * np.abs(f) + 1e-7 * max(
-                    1.0, float(np.max(np.abs(f))) if f.size else 1.0)
+                bad = ~(np.abs(f - hv[k]) <= 1e-5 * np.abs(f) + 1e-7 * max(
+                    1.0, float(np.max(np.abs(f))) if f.size else 1.0))
                 if bad.any():
                     e = int(np.argmax(bad.reshape(-1)))
                     return ("%s fd: hvp_%s[%d]: fd %.9g hvp %.9g" % (
