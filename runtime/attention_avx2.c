@@ -22,6 +22,8 @@
 #define CAT(a, b) CAT_(a, b)
 #define MM_NV 2
 
+#include "runtime/avx2_exp.h"
+
 /* ---- f32 ---- */
 #define T float
 #define SFX f32
@@ -38,6 +40,14 @@
 #define VMASK_STORE(p, m, v) _mm256_maskstore_ps(p, m, v)
 #define VSET1(x) _mm256_set1_ps(x)
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VEXP(x) exp8(x)
+#define VMAX(a, b) _mm256_max_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VZERO_IF_NEGINF(x)                                                \
+  _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
+                   _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))
 #include "runtime/attention_kern.h"
 #undef T
 #undef SFX
@@ -52,43 +62,12 @@
 #undef VMASK_STORE
 #undef VSET1
 #undef VFMA
-
-#include "runtime/avx2_exp.h"
-
-TGT static void online_f32(float *s, int64_t nk, float *mx, float *l,
-                           float *alpha)
-{
-  const __m256 ninf = _mm256_set1_ps(-INFINITY);
-  for (int v = 0; v < ATTN_BQ; v += 8) {
-    __m256 m0 = _mm256_loadu_ps(mx + v), mn = m0;
-    for (int64_t j = 0; j < nk; j++)
-      mn = _mm256_max_ps(mn, _mm256_loadu_ps(s + j * ATTN_BQ + v));
-    __m256 none = _mm256_cmp_ps(mn, ninf, _CMP_EQ_OQ);
-    __m256 mu = _mm256_blendv_ps(mn, _mm256_setzero_ps(), none);
-    __m256 a = exp8(_mm256_sub_ps(m0, mu)), sum = _mm256_setzero_ps();
-    for (int64_t j = 0; j < nk; j++) {
-      float *sj = s + j * ATTN_BQ + v;
-      __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(sj), mu));
-      _mm256_storeu_ps(sj, e);
-      sum = _mm256_add_ps(sum, e);
-    }
-    __m256 lv = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(l + v), a), sum);
-    _mm256_storeu_ps(l + v, lv);
-    _mm256_storeu_ps(mx + v, mn);
-    _mm256_storeu_ps(alpha + v, a);
-  }
-}
-
-TGT static void expsub_f32(float *s, int64_t nk, const float *sub)
-{
-  for (int v = 0; v < ATTN_BQ; v += 8) {
-    __m256 u = _mm256_loadu_ps(sub + v);
-    for (int64_t j = 0; j < nk; j++) {
-      float *sj = s + j * ATTN_BQ + v;
-      _mm256_storeu_ps(sj, exp8(_mm256_sub_ps(_mm256_loadu_ps(sj), u)));
-    }
-  }
-}
+#undef VEXP
+#undef VMAX
+#undef VSUB
+#undef VADD
+#undef VMUL
+#undef VZERO_IF_NEGINF
 
 /* ---- f64 ---- */
 #define T double

@@ -23,6 +23,8 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
+#include "runtime/avx512_exp.h"
+
 /* ---- f32 ---- */
 #define T float
 #define SFX f32
@@ -38,6 +40,15 @@
 #define VMASK_STORE(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define VSET1(x) _mm512_set1_ps(x)
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VEXP(x) exp16(x)
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VZERO_IF_NEGINF(x)                                                \
+  _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY),   \
+                                          _CMP_EQ_OQ),                     \
+                       x, _mm512_setzero_ps())
 #include "runtime/attention_kern.h"
 #undef T
 #undef SFX
@@ -52,43 +63,12 @@
 #undef VMASK_STORE
 #undef VSET1
 #undef VFMA
-
-#include "runtime/avx512_exp.h"
-
-TGT static void online_f32(float *s, int64_t nk, float *mx, float *l,
-                           float *alpha)
-{
-  const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  for (int v = 0; v < ATTN_BQ; v += 16) {
-    __m512 m0 = _mm512_loadu_ps(mx + v), mn = m0;
-    for (int64_t j = 0; j < nk; j++)
-      mn = _mm512_max_ps(mn, _mm512_loadu_ps(s + j * ATTN_BQ + v));
-    __mmask16 none = _mm512_cmp_ps_mask(mn, ninf, _CMP_EQ_OQ);
-    __m512 mu = _mm512_mask_blend_ps(none, mn, _mm512_setzero_ps());
-    __m512 a = exp16(_mm512_sub_ps(m0, mu)), sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < nk; j++) {
-      float *sj = s + j * ATTN_BQ + v;
-      __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(sj), mu));
-      _mm512_storeu_ps(sj, e);
-      sum = _mm512_add_ps(sum, e);
-    }
-    __m512 lv = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l + v), a), sum);
-    _mm512_storeu_ps(l + v, lv);
-    _mm512_storeu_ps(mx + v, mn);
-    _mm512_storeu_ps(alpha + v, a);
-  }
-}
-
-TGT static void expsub_f32(float *s, int64_t nk, const float *sub)
-{
-  for (int v = 0; v < ATTN_BQ; v += 16) {
-    __m512 u = _mm512_loadu_ps(sub + v);
-    for (int64_t j = 0; j < nk; j++) {
-      float *sj = s + j * ATTN_BQ + v;
-      _mm512_storeu_ps(sj, exp16(_mm512_sub_ps(_mm512_loadu_ps(sj), u)));
-    }
-  }
-}
+#undef VEXP
+#undef VMAX
+#undef VSUB
+#undef VADD
+#undef VMUL
+#undef VZERO_IF_NEGINF
 
 /* ---- f64 ---- */
 #define T double

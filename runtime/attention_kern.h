@@ -12,6 +12,10 @@
  * the R rows.  R and NV are compile-time constants after inlining into
  * the dispatch switch.  Every element of C is one FMA chain in
  * increasing p, so both ISAs give the same bits.
+ *
+ * Where VEXP is defined (f32), also the online and expsub softmax steps
+ * of attention_internal.h over VL-lane columns, with VMAX, VSUB, VADD,
+ * VMUL and VZERO_IF_NEGINF(x) (0 in the lanes where x is -inf).
  */
 #define MM_TILE CAT(mm_tile_, SFX)
 #define MM CAT(mm_, SFX)
@@ -86,3 +90,36 @@ TGT static void MM(int64_t m, int64_t n, int64_t k, const T *a,
 
 #undef MM_TILE
 #undef MM
+
+#ifdef VEXP
+TGT static void CAT(online_, SFX)(T *s, int64_t nk, T *mx, T *l, T *alpha)
+{
+  for (int v = 0; v < ATTN_BQ; v += VL) {
+    VT m0 = VLOADU(mx + v), mn = m0;
+    for (int64_t j = 0; j < nk; j++)
+      mn = VMAX(mn, VLOADU(s + j * ATTN_BQ + v));
+    VT mu = VZERO_IF_NEGINF(mn);
+    VT a = VEXP(VSUB(m0, mu)), sum = VZERO();
+    for (int64_t j = 0; j < nk; j++) {
+      T *sj = s + j * ATTN_BQ + v;
+      VT e = VEXP(VSUB(VLOADU(sj), mu));
+      VSTOREU(sj, e);
+      sum = VADD(sum, e);
+    }
+    VSTOREU(l + v, VADD(VMUL(VLOADU(l + v), a), sum));
+    VSTOREU(mx + v, mn);
+    VSTOREU(alpha + v, a);
+  }
+}
+
+TGT static void CAT(expsub_, SFX)(T *s, int64_t nk, const T *sub)
+{
+  for (int v = 0; v < ATTN_BQ; v += VL) {
+    VT u = VLOADU(sub + v);
+    for (int64_t j = 0; j < nk; j++) {
+      T *sj = s + j * ATTN_BQ + v;
+      VSTOREU(sj, VEXP(VSUB(VLOADU(sj), u)));
+    }
+  }
+}
+#endif
