@@ -77,8 +77,10 @@ INLINE void philox_lanes_c(uint64_t seed, uint32_t stream, uint64_t j,
   }
 }
 
-/* [0, 1): the top 24 bits of w times 2^-24. */
-INLINE float u01(uint32_t w) { return (float)(w >> 8) * 0x1p-24f; }
+/* [0, 1): the top 24 bits of w times 2^-24.  Integers converted through
+ * int32_t (exact: they fit in 25 bits) so that the lane loops vectorize
+ * without AVX-512's unsigned conversions. */
+INLINE float u01(uint32_t w) { return (float)(int32_t)(w >> 8) * 0x1p-24f; }
 
 /* The 4 values of each of LANES blocks, v[4 * l + k] (block l, word k),
  * from their words. */
@@ -102,7 +104,7 @@ INLINE float log01(float x)
   memcpy(&m, &i, 4);
   int lo = m < 0.70710678f;
   e -= lo;
-  float f = (lo ? m + m : m) - 1.0f, z = f * f;
+  float f = m * (float)(1 + lo) - 1.0f, z = f * f; /* m + m when lo */
   float y = 7.0376836292e-2f;
   y = y * f - 1.1514610310e-1f;
   y = y * f + 1.1676998740e-1f;
@@ -130,10 +132,16 @@ INLINE void sincos_turn(uint32_t k, float *c, float *s)
   float cs = 1.0f - 0.5f * z +
              z * z * ((2.443315711809948e-5f * z - 1.388731625493765e-3f) *
                       z + 4.166664568298827e-2f);
-  q &= 3;
-  float c0 = q & 1 ? sn : cs, s0 = q & 1 ? cs : sn;
-  *c = (q == 1 || q == 2) ? -c0 : c0;
-  *s = q >= 2 ? -s0 : s0;
+  /* quadrant q: (c, s) = (cs, sn), (-sn, cs), (-cs, -sn), (sn, -cs),
+     by bit selects and sign flips (no branch for the vectorizer) */
+  uint32_t bc, bs, odd = 0u - (q & 1);
+  memcpy(&bc, &cs, 4);
+  memcpy(&bs, &sn, 4);
+  uint32_t c0 = (bs & odd) | (bc & ~odd), s0 = (bc & odd) | (bs & ~odd);
+  c0 ^= ((q ^ (q >> 1)) & 1) << 31; /* q = 1, 2 */
+  s0 ^= (q >> 1 & 1) << 31;         /* q = 2, 3 */
+  memcpy(c, &c0, 4);
+  memcpy(s, &s0, 4);
 }
 
 /* Box-Muller per word pair (w0, w1), (w2, w3): u1 = (top 24 bits of
@@ -144,7 +152,7 @@ INLINE void normal_from(uint32_t w[4][LANES], float *v)
 {
   for (int l = 0; l < LANES; l++)
     for (int k = 0; k < 4; k += 2) {
-      float u1 = (float)((w[k][l] >> 8) + 1) * 0x1p-24f;
+      float u1 = (float)(int32_t)((w[k][l] >> 8) + 1) * 0x1p-24f;
       float r = sqrtf(-2.0f * log01(u1)), c, s;
       sincos_turn(w[k + 1][l] >> 8, &c, &s);
       v[4 * l + k] = r * c;
@@ -214,6 +222,11 @@ GEN(normal_c, , philox_lanes_c, STREAM_NORMAL, normal_from)
 #ifdef HAVE_AVX512
 GEN(uniform_avx512, TGT, philox_lanes_avx512, STREAM_UNIFORM, uniform_from)
 GEN(normal_avx512, TGT, philox_lanes_avx512, STREAM_NORMAL, normal_from)
+/* AVX2: the portable lane loops compiled for 256-bit vectors (no FMA
+   contraction in this file, so the same bits). */
+#define TGT2 __attribute__((target("avx2")))
+GEN(uniform_avx2, TGT2, philox_lanes_c, STREAM_UNIFORM, uniform_from)
+GEN(normal_avx2, TGT2, philox_lanes_c, STREAM_NORMAL, normal_from)
 #endif
 
 typedef struct {
@@ -248,28 +261,24 @@ static int rng_run(float *out, int64_t n, uint64_t seed,
   return RLX_OK;
 }
 
-/* The AVX-512 generators (same bits) when the GEMM dispatch chose
-   avx512, so RLX_ISA and rlx_gemm_select_isa steer them too. */
+/* The AVX-512 or AVX2 generators (same bits) when the GEMM dispatch
+   chose that ISA, so RLX_ISA and rlx_gemm_select_isa steer them too. */
 #ifdef HAVE_AVX512
-static int use_avx512(void) { return strcmp(rlx_gemm_isa(), "avx512") == 0; }
+#define PICK(name)                                                       \
+  (strcmp(rlx_gemm_isa(), "avx512") == 0 ? name##_avx512                 \
+   : strcmp(rlx_gemm_isa(), "avx2") == 0 ? name##_avx2 : name##_c)
+#else
+#define PICK(name) name##_c
 #endif
 
 int rlx_rng_uniform_f32(float *out, int64_t n, uint64_t seed)
 {
-#ifdef HAVE_AVX512
-  if (use_avx512())
-    return rng_run(out, n, seed, uniform_avx512);
-#endif
-  return rng_run(out, n, seed, uniform_c);
+  return rng_run(out, n, seed, PICK(uniform));
 }
 
 int rlx_rng_normal_f32(float *out, int64_t n, uint64_t seed)
 {
-#ifdef HAVE_AVX512
-  if (use_avx512())
-    return rng_run(out, n, seed, normal_avx512);
-#endif
-  return rng_run(out, n, seed, normal_c);
+  return rng_run(out, n, seed, PICK(normal));
 }
 
 /* ---------------- sample ---------------- */
