@@ -12,6 +12,7 @@
 #include "ir/shape_internal.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef bool (*ShapeRule)(Ctx *c, Node *n);
@@ -213,18 +214,37 @@ bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
   return true;
 }
 
+/* "NAME[i]" (i >= 0) or "NAME" into buf. */
+static const char *attr_label(AttrId id, int i, char *buf, size_t n) {
+  if (i < 0) snprintf(buf, n, "%s", attr_name(id));
+  else snprintf(buf, n, "%s[%d]", attr_name(id), i);
+  return buf;
+}
+
+/* Diagnoses v outside [lo, hi] for attribute `what`. An upper bound of
+ * RLX_MAX_ELEMS (a size limit, not part of the op's rule) reads
+ * ">= lo" below the range and "between lo and 2^40" above it. */
+static bool in_range(Ctx *c, const Node *n, const char *what, int64_t v,
+                     int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return true;
+  if (hi == RLX_MAX_ELEMS && v < lo)
+    return sh_err(c, n, "%s must be >= %lld, got %lld", what,
+                  (long long)lo, (long long)v);
+  if (hi == RLX_MAX_ELEMS)
+    return sh_err(c, n, "%s must be between %lld and 2^40, got %lld",
+                  what, (long long)lo, (long long)v);
+  return sh_err(c, n, "%s must be in [%lld, %lld], got %lld", what,
+                (long long)lo, (long long)hi, (long long)v);
+}
+
 bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
                  int64_t *out) {
   const Attr *a = ir_attr(n, id);
   RLX_ASSERT(a && a->kind == AK_INT);
-  if (a->u.i < lo || a->u.i > hi) {
-    if (hi >= RLX_MAX_ELEMS)
-      return sh_err(c, n, "%s must be >= %lld, got %lld", attr_name(id),
-                    (long long)lo, (long long)a->u.i);
-    return sh_err(c, n, "%s must be in [%lld, %lld], got %lld",
-                  attr_name(id), (long long)lo, (long long)hi,
-                  (long long)a->u.i);
-  }
+  char what[64];
+  if (!in_range(c, n, attr_label(id, -1, what, sizeof what), a->u.i, lo,
+                hi))
+    return false;
   *out = a->u.i;
   return true;
 }
@@ -242,13 +262,10 @@ bool sh_ints_attr(Ctx *c, const Node *n, AttrId id, int k, int64_t lo,
     return sh_err(c, n, "%s must have %d entries, got %d", attr_name(id),
                   k, m);
   for (int i = 0; i < k; i++) {
-    if ((v[i] < lo || v[i] > hi) && hi >= RLX_MAX_ELEMS)
-      return sh_err(c, n, "%s[%d] must be >= %lld, got %lld",
-                    attr_name(id), i, (long long)lo, (long long)v[i]);
-    if (v[i] < lo || v[i] > hi)
-      return sh_err(c, n, "%s[%d] must be in [%lld, %lld], got %lld",
-                    attr_name(id), i, (long long)lo, (long long)hi,
-                    (long long)v[i]);
+    char what[64];
+    if (!in_range(c, n, attr_label(id, i, what, sizeof what), v[i], lo,
+                  hi))
+      return false;
     out[i] = v[i];
   }
   return true;

@@ -63,7 +63,8 @@ bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
 /* NumPy broadcast of a and b into out (rank max, dtype left as a's). */
 bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
               Type *out);
-/* An int attribute, checked to lie in [lo, hi]. */
+/* An int attribute, checked to lie in [lo, hi]; hi = RLX_MAX_ELEMS is
+ * spelled 2^40 in the diagnostic. */
 bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
                  int64_t *out);
 /* A list attribute with exactly k entries, each in [lo, hi]; a missing
