@@ -6,8 +6,9 @@
  * Generic checks done here, in order: an invalid operand makes the node
  * invalid silently; operand count; required attributes present; set
  * attributes of the declared kind. Then the op's rule runs; on success
- * the result's rank and element count are checked against RLX_MAX_RANK
- * and RLX_MAX_ELEMS. On failure n->type.dt is DT_INVALID.
+ * operand 0's dtype is checked against the op table (op_dtypes), and
+ * the result's rank and element count against RLX_MAX_RANK and
+ * RLX_MAX_ELEMS. On failure n->type.dt is DT_INVALID.
  */
 #include "ir/shape_internal.h"
 
@@ -105,6 +106,17 @@ static bool check_result(Ctx *c, Node *n) {
   return true;
 }
 
+/* Operand 0's dtype is one the op compiles for (op_dtypes: the op
+ * table's OPF_F32_F64), so --check accepts only what code generation
+ * compiles. Runs after the rule, whose dtype diagnostics come first. */
+static bool check_dtypes(Ctx *c, Node *n) {
+  if (n->nin == 0 || op_dtype_ok(n->op, IN(n, 0)->dt)) return true;
+  char set[64];
+  return sh_err(c, n, "operand dtype %s is not supported (the op "
+                "compiles for %s only)", dt_name(IN(n, 0)->dt),
+                dts_str(op_dtypes(n->op), set, sizeof set));
+}
+
 bool shape_infer(Ctx *c, Node *n) {
   RLX_ASSERT(n->op < OP_COUNT);
   if (op_has(n->op, OPF_PSEUDO)) return rules[n->op](c, n);
@@ -116,7 +128,7 @@ bool shape_infer(Ctx *c, Node *n) {
   bool ok = check_generic(c, n);
   if (ok) {
     memset(&n->type, 0, sizeof n->type);
-    ok = rules[n->op](c, n) && check_result(c, n);
+    ok = rules[n->op](c, n) && check_dtypes(c, n) && check_result(c, n);
   }
   if (!ok) n->type.dt = DT_INVALID;
   return ok;
@@ -132,6 +144,13 @@ bool sh_is_index_dt(DType dt) {
 
 bool sh_want_float(Ctx *c, const Node *n, int i, const char *what) {
   DType dt = IN(n, i)->dt;
+  if (i == 0 && op_dtypes(n->op) != DTS_ANY) { /* e.g. OPF_F32_F64 */
+    char set[64];
+    if (dt_is_float(dt) && op_dtype_ok(n->op, dt)) return true;
+    return sh_err(c, n, "%s must have a dtype the op compiles for (%s), "
+                  "got %s", what, dts_str(op_dtypes(n->op), set, sizeof set),
+                  dt_name(dt));
+  }
   if (dt_is_float(dt)) return true;
   return sh_err(c, n, "%s must have a float dtype (f32, f64, f16, bf16), "
                 "got %s", what, dt_name(dt));

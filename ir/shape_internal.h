@@ -9,8 +9,9 @@
  * false. The dispatcher (shape.c) has already checked: no operand is
  * DT_INVALID, the operand count is within the op's bounds, required
  * attributes are present and every set attribute has its declared kind.
- * After a rule succeeds the dispatcher checks the result's element
- * count (RLX_MAX_ELEMS). Rules never assert on user input.
+ * After a rule succeeds the dispatcher checks operand 0's dtype against
+ * the op table (op_dtypes, OPF_F32_F64) and the result's element count
+ * (RLX_MAX_ELEMS). Rules never assert on user input.
  */
 #ifndef RLX_SHAPE_INTERNAL_H
 #define RLX_SHAPE_INTERNAL_H
@@ -36,7 +37,10 @@ TypeStr sh_ts(const Type *t);
 #define TS(t) (sh_ts(t).s)
 
 /* ---- dtype classes ---- */
-/* Require operand i (described as `what`) to be f32/f64/f16/bf16. */
+/* Require operand i (described as `what`) to be f32/f64/f16/bf16, and
+ * operand 0 of an op whose dtypes the op table restricts (op_dtypes)
+ * to be one of those ("x must have a dtype the op compiles for (f32,
+ * f64), got f16"). */
 bool sh_want_float(Ctx *c, const Node *n, int i, const char *what);
 /* Float or c64. */
 bool sh_want_float_or_complex(Ctx *c, const Node *n, int i,
