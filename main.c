@@ -350,7 +350,7 @@ static void md_flags(unsigned f) {
       {OPF_UNARY, "unary"}, {OPF_ELEMENTWISE, "elementwise"},
       {OPF_REDUCE, "reduce"}, {OPF_CONTROL, "control"},
       {OPF_FUSED, "fused"}, {OPF_BACKWARD, "backward"},
-      {OPF_NO_GRAD, "no-grad"}};
+      {OPF_NO_GRAD, "no-grad"}, {OPF_INT, "int"}, {OPF_BOOL, "bool"}};
   unsigned shown = 0;
   const char *sep = "";
   for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
@@ -398,6 +398,9 @@ static void list_ops_md(void) {
        "that default,\n`name?` is optional without a default (its "
        "absence has a meaning stated\nin docs/language.md). Operands: "
        "`a..b` a range, `n+` n or more.\n");
+  puts("Flags `int` / `bool`: an elementwise op also defined on integer "
+       "/ bool\noperands (other elementwise ops take float or c64 ones; "
+       "compares, `where`\nand `cast` take any).\n");
   puts("Columns compiles / reverse / forward: code generation, `--grad` "
        "and `--jvp`\nsupport the op, by a rule of their own or through "
        "the pass that rewrites\nit into other ops first (from the "

@@ -162,6 +162,11 @@ enum {
    * 0 (the op's float operand) must be f32 or f64. Verification rejects
    * other dtypes, code generation relies on it, --list-ops shows it. */
   OPF_F32_F64 = 1 << 10,
+  /* Elementwise ops also defined on integer (i8 u8 i32 i64) / bool
+   * operands: the shape rules accept and codegen compiles exactly
+   * these (with where, cast and the compares, which take any). */
+  OPF_INT = 1 << 11,
+  OPF_BOOL = 1 << 12,
 };
 
 typedef enum {
