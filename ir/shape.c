@@ -12,6 +12,7 @@
  */
 #include "ir/shape_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -231,6 +232,14 @@ bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
   }
   *out = t;
   return true;
+}
+
+bool sh_f32_attr(Ctx *c, const Node *n, AttrId id, const char *why) {
+  double v = ir_attr_float(n, id, 0);
+  float f = (float)v;
+  if (isfinite(f) && (f != 0 || v == 0)) return true;
+  return sh_err(c, n, "%s %g is out of f32 range (rounds to %g)%s",
+                attr_name(id), v, (double)f, why);
 }
 
 /* "NAME[i]" (i >= 0) or "NAME" into buf. */

@@ -67,6 +67,10 @@ bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
 /* NumPy broadcast of a and b into out (rank max, dtype left as a's). */
 bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
               Type *out);
+/* A float attribute used rounded to f32: it must stay finite, and
+ * non-zero unless it is 0 ("mult 1e+39 is out of f32 range (rounds to
+ * inf)" + why), else code generation computes with inf or 0. */
+bool sh_f32_attr(Ctx *c, const Node *n, AttrId id, const char *why);
 /* An int attribute, checked to lie in [lo, hi]; hi = RLX_MAX_ELEMS is
  * spelled 2^40 in the diagnostic. */
 bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,

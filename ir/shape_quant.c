@@ -82,17 +82,6 @@ static bool positive(Ctx *c, const Node *n, AttrId id) {
                 v);
 }
 
-/* Attribute id (already positive()) is used rounded to f32: it must
- * stay finite and > 0 after that rounding, else code generation would
- * compute with inf or 0. `why` names what makes the arithmetic f32. */
-static bool f32_attr(Ctx *c, const Node *n, AttrId id, const char *why) {
-  double v = ir_attr_float(n, id, 0);
-  float f = (float)v;
-  if (f > 0 && !isinf(f)) return true;
-  return sh_err(c, n, "%s %g is out of f32 range (rounds to %g)%s",
-                attr_name(id), v, (double)f, why);
-}
-
 /* quantize computes x / scale in f64 for f64 x, else in f32 (f16 and
  * bf16 are computed in f32): scale must be finite there. */
 bool shape_quantize(Ctx *c, Node *n) {
@@ -102,7 +91,7 @@ bool shape_quantize(Ctx *c, Node *n) {
   char why[64];
   snprintf(why, sizeof why, ", the precision used for %s x",
            dt_name(IN(n, 0)->dt));
-  if (IN(n, 0)->dt != DT_F64 && !f32_attr(c, n, ATTR_SCALE, why))
+  if (IN(n, 0)->dt != DT_F64 && !sh_f32_attr(c, n, ATTR_SCALE, why))
     return false;
   n->type = *IN(n, 0);
   n->type.dt = DT_I8;
@@ -114,7 +103,7 @@ bool shape_dequantize(Ctx *c, Node *n) {
   if (IN(n, 0)->dt != DT_I8)
     return sh_err(c, n, "operand must be i8, got %s", TS(IN(n, 0)));
   if (!positive(c, n, ATTR_SCALE) ||
-      !f32_attr(c, n, ATTR_SCALE, ", the precision of the f32 result") ||
+      !sh_f32_attr(c, n, ATTR_SCALE, ", the precision of the f32 result") ||
       !zp_ok(c, n, ATTR_ZERO_POINT))
     return false;
   n->type = *IN(n, 0);
@@ -130,7 +119,7 @@ static bool q_common(Ctx *c, const Node *n) {
   if (IN(n, 2)->dt != DT_I32)
     return sh_err(c, n, "bias must be i32, got %s", dt_name(IN(n, 2)->dt));
   /* mult is used rounded to f32 (language.md q_matmul) */
-  return positive(c, n, ATTR_MULT) && f32_attr(c, n, ATTR_MULT, "") &&
+  return positive(c, n, ATTR_MULT) && sh_f32_attr(c, n, ATTR_MULT, "") &&
          zp_ok(c, n, ATTR_X_ZP) &&
          zp_ok(c, n, ATTR_W_ZP) && zp_ok(c, n, ATTR_OUT_ZP);
 }
