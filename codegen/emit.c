@@ -25,10 +25,23 @@ bool cg_op_compiles(Op op) {
   return cg_op_entry(op)->emit != cg_emit_unsupported;
 }
 
+/* The op table's dtype set (op_dtypes), also enforced by verification:
+ * a graph built around the verifier still gets a diagnostic here, so
+ * emitters of OPF_F32_F64 ops may assume f32 or f64. */
+static bool dtype_ok(Cg *cg, Node *n) {
+  if (n->nin == 0 || op_dtype_ok(n->op, n->in[0]->type.dt)) return true;
+  char set[64], why[96];
+  snprintf(why, sizeof why, "dtype %s (only %s)",
+           dt_name(n->in[0]->type.dt),
+           dts_str(op_dtypes(n->op), set, sizeof set));
+  return cg_unsupported(cg, n, why);
+}
+
 bool cg_emit_node(Cg *cg, Node *n) {
   CgSlotKind k = cg_slot(cg, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS)
     return true;
+  if (!dtype_ok(cg, n)) return false;
   int nfsrc = cg->nfsrc; /* prologue markers live for one emitter */
   bool ok = cg_op_entry(n->op)->emit(cg, n);
   cg->nfsrc = nfsrc;

@@ -192,11 +192,7 @@ int64_t cg_scratch_solve(Cg *cg, Node *n) {
 
 bool cg_emit_solve(Cg *cg, Node *n) {
   const char *fn = solve_name(n->type.dt);
-  if (!fn) {
-    char why[64];
-    snprintf(why, sizeof why, "dtype %s", dt_name(n->type.dt));
-    return cg_unsupported(cg, n, why);
-  }
+  RLX_ASSERT(fn != NULL); /* OPF_F32_F64: checked by cg_emit_node */
   const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
   int batched = n->op == OP_BATCHED_DENSE_SOLVE;
   int64_t B = batched ? a->dims[0] : 1, N = a->dims[a->rank - 1];

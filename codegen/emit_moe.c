@@ -1,8 +1,8 @@
 /* emit_moe.c: grouped_matmul (mixture of experts),
  * grouped_matmul_backward_weight and dequant_matmul, each one call of
  * the runtime (runtime/moe.c): rlx_grouped_matmul_*,
- * rlx_grouped_matmul_bwd_weight_*, rlx_dequant_matmul_*. f32 and f64;
- * other dtypes are diagnosed.
+ * rlx_grouped_matmul_bwd_weight_*, rlx_dequant_matmul_*. f32 and f64
+ * (OPF_F32_F64: other dtypes never reach these emitters).
  *
  * Expert ids of dtype i32 / i64 go to the runtime as they are (it
  * checks the range: RLX_ERR_INDEX from the entry point); f32 ids are
@@ -18,14 +18,6 @@
 
 #include "codegen/emit_ops.h"
 #include "runtime/rlxrt.h"
-
-static bool float_dt(Cg *cg, Node *n) {
-  DType dt = n->type.dt;
-  if (dt == DT_F32 || dt == DT_F64) return true;
-  char why[64];
-  snprintf(why, sizeof why, "dtype %s", dt_name(dt));
-  return cg_unsupported(cg, n, why);
-}
 
 /* T, K, N, E of a grouped_matmul or its backward op. */
 static void gm_dims(const Node *n, int64_t d[4]) {
@@ -47,7 +39,7 @@ int64_t cg_scratch_grouped_matmul(Cg *cg, Node *n) {
 }
 
 bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
-  if (!float_dt(cg, n)) return false;
+  RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
   bool fwd = n->op == OP_GROUPED_MATMUL;
   int64_t d[4];
   gm_dims(n, d);
@@ -107,7 +99,7 @@ int64_t cg_scratch_dequant_matmul(Cg *cg, Node *n) {
 }
 
 bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
-  if (!float_dt(cg, n)) return false;
+  RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
   if (type_numel(&n->type) == 0) return true;
   int64_t d[4];
   dq_dims(n, d);

@@ -1,8 +1,8 @@
 /* emit_random.c: rng_uniform / rng_normal (rlx_rng_*_f32), sample
  * (rlx_sample_*) and log_mel / log_mel_backward (rlx_log_mel_*): one
  * runtime call each (runtime/random.c, runtime/log_mel.c; the bit
- * mapping of the random ops is docs/random.md). f32 and f64 only; other
- * dtypes get a diagnostic naming the op.
+ * mapping of the random ops is docs/random.md). sample and log_mel* are
+ * OPF_F32_F64: other dtypes never reach these emitters (cg_emit_node).
  */
 #include "codegen/emit_random.h"
 
@@ -29,8 +29,7 @@ int64_t cg_scratch_sample(Cg *cg, Node *n) {
 
 bool cg_emit_sample(Cg *cg, Node *n) {
   const Type *t = &n->in[0]->type;
-  if (t->dt != DT_F32 && t->dt != DT_F64)
-    return cg_unsupported(cg, n, "logits other than f32 or f64");
+  RLX_ASSERT(op_dtype_ok(n->op, t->dt)); /* OPF_F32_F64 */
   if (t->dims[0] == 0) return true;
   LLVMValueRef args[9] = {
       cg_buf(cg, n->in[0]), cg_i64(cg, t->dims[0]), cg_i64(cg, t->dims[1]),
@@ -61,8 +60,7 @@ int64_t cg_scratch_log_mel(Cg *cg, Node *n) {
 
 bool cg_emit_log_mel(Cg *cg, Node *n) {
   const Type *s = &n->in[0]->type;
-  if (s->dt != DT_F32 && s->dt != DT_F64)
-    return cg_unsupported(cg, n, "dtypes other than f32 or f64");
+  RLX_ASSERT(op_dtype_ok(n->op, s->dt)); /* OPF_F32_F64 */
   int64_t F = s->dims[s->rank - 1], M = n->in[1]->type.dims[1];
   int64_t rows = spec_rows(s);
   if (type_numel(&n->type) == 0) return true;

@@ -2,8 +2,8 @@
  * calls of the runtime's fused kernels (runtime/ssm.c,
  * rlx_selective_scan_* / rlx_gated_delta_net_*): the time loop runs
  * inside the call with the state in the node's scratch area (sized by
- * runtime/ssm_plan.c), never as graph nodes. f32 and f64; other dtypes
- * get a diagnostic naming the op. fused_transformer_layer never reaches
+ * runtime/ssm_plan.c), never as graph nodes. f32 and f64 (OPF_F32_F64:
+ * cg_emit_node diagnoses other dtypes). fused_transformer_layer never reaches
  * code generation: the expand_fused pass lowers it to matmul, attention,
  * layer_norm and activation nodes.
  */
@@ -12,14 +12,6 @@
 #include "runtime/rlxrt.h"
 
 #include <stdio.h>
-
-static bool want_f32_f64(Cg *cg, Node *n) {
-  DType dt = n->type.dt;
-  if (dt == DT_F32 || dt == DT_F64) return true;
-  char why[64];
-  snprintf(why, sizeof why, "dtype %s (f32 and f64 only)", dt_name(dt));
-  return cg_unsupported(cg, n, why);
-}
 
 /* b, s, h (or heads), n of a shape-checked node */
 static void geometry(const Node *n, int64_t g[4]) {
@@ -39,7 +31,7 @@ int64_t cg_scratch_ssm(Cg *cg, Node *n) {
 }
 
 bool cg_emit_ssm(Cg *cg, Node *n) {
-  if (!want_f32_f64(cg, n)) return false;
+  RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
   int64_t g[4];
   geometry(n, g);
   if (type_numel(&n->type) == 0) return true;

@@ -8,8 +8,11 @@
  * loops vectorize, and so is f32 tanh (also in gelu_tanh: Cephes tanhf,
  * about 2 ulp); f64 exp, log, sin, cos use LLVM intrinsics; f64 tanh,
  * erf, tan, atan call libm (accuracy first; those loops stay scalar).
- * Integers (i8 u8 i32 i64; u8 unsigned): add sub mul (wrapping) min max
- * neg abs relu, compares, where, cast. bool: eq ne, where, cast. c64:
+ * Integers (i8 u8 i32 i64; u8 unsigned): the OPF_INT ops of ops.def
+ * (add sub mul wrapping, min max neg abs), compares, where, cast. bool
+ * (i1, unsigned): the OPF_BOOL ops (mul = and, min = and, max = or),
+ * compares (false < true), where, cast. The shape rules accept exactly
+ * these (ir/shape_elem.c reads the same flags). c64:
  * add sub mul div neg, where, cast, and the complex ops conjugate, real,
  * imag, complex(re, im), complex_norm_sq and its backward (g z).
  * quantize (float -> i8) and dequantize (i8 -> f32) with their scale and
@@ -19,14 +22,6 @@
 #include "codegen/cg.h"
 
 #include <math.h>
-
-static bool int_ok(Op op) {
-  switch (op) {
-  case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX:
-  case OP_NEG: case OP_ABS: case OP_RELU: return true;
-  default: return false;
-  }
-}
 
 static bool c64_ok(Op op) {
   return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV ||
@@ -55,11 +50,13 @@ bool cg_ew_check(Cg *cg, Node *n) {
   DType dt = n->in[0]->type.dt;
   bool ok;
   if (op_has(n->op, OPF_COMPARE))
-    ok = (dt != DT_C64 && dt != DT_BOOL) || n->op == OP_EQ || n->op == OP_NE;
+    ok = dt != DT_C64 || n->op == OP_EQ || n->op == OP_NE;
   else if (dt_is_float(dt))
     ok = true;
   else if (dt_is_int(dt))
-    ok = int_ok(n->op);
+    ok = op_has(n->op, OPF_INT);
+  else if (dt == DT_BOOL)
+    ok = op_has(n->op, OPF_BOOL);
   else if (dt == DT_C64)
     ok = c64_ok(n->op);
   else
@@ -208,14 +205,13 @@ static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
 static LLVMValueRef unary_int(Cg *cg, Op op, LLVMValueRef x, DType dt) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef z = LLVMConstNull(LLVMTypeOf(x));
-  if (dt == DT_U8 && (op == OP_ABS || op == OP_RELU)) return x;
+  if (dt == DT_U8 && op == OP_ABS) return x;
   switch (op) {
   case OP_NEG: return LLVMBuildSub(b, z, x, "");
   case OP_ABS: {
     LLVMValueRef a[2] = {x, LLVMConstInt(cg->t_i1, 0, 0)};
     return cg_intrinsic(cg, "llvm.abs", LLVMTypeOf(x), a, 2);
   }
-  case OP_RELU: return intr2(cg, "llvm.smax", x, z);
   default: RLX_ASSERT(!"not an int unary op"); return NULL;
   }
 }
@@ -297,7 +293,7 @@ static LLVMValueRef binary(Cg *cg, Op op, LLVMValueRef a, LLVMValueRef c,
                            DType dt) {
   LLVMBuilderRef b = cg->b;
   bool fl = dt_is_float(dt) || dt == DT_C64;
-  bool u = dt == DT_U8;
+  bool u = dt == DT_U8 || dt == DT_BOOL; /* bool: i1, min = and, max = or */
   switch (op) {
   case OP_ADD:
     return fl ? LLVMBuildFAdd(b, a, c, "") : LLVMBuildAdd(b, a, c, "");

@@ -158,6 +158,15 @@ enum {
   OPF_CONTROL = 1 << 7,    /* takes subgraphs */
   OPF_FUSED = 1 << 8,      /* expanded into primitives before AD */
   OPF_BACKWARD = 1 << 9,   /* closed-form backward op (6.9) */
+  /* Compiled for f32 and f64 only (a runtime kernel of each): operand
+   * 0 (the op's float operand) must be f32 or f64. Verification rejects
+   * other dtypes, code generation relies on it, --list-ops shows it. */
+  OPF_F32_F64 = 1 << 10,
+  /* Elementwise ops also defined on integer (i8 u8 i32 i64) / bool
+   * operands: the shape rules accept and codegen compiles exactly
+   * these (with where, cast and the compares, which take any). */
+  OPF_INT = 1 << 11,
+  OPF_BOOL = 1 << 12,
 };
 
 typedef enum {
@@ -189,6 +198,14 @@ const OpInfo *op_info(Op op);          /* ops_init() must have run */
 const char *op_name(Op op);
 Op op_lookup(const char *name);        /* OP_COUNT if unknown/pseudo */
 bool op_has(Op op, unsigned flags);    /* all bits of flags set */
+/* The dtypes of operand 0 that the op compiles for, as a set of
+ * (1u << DT_x) bits, from its flags (OPF_F32_F64); DTS_ANY when the
+ * table restricts nothing (the op's shape rule still checks dtypes). */
+#define DTS_ANY ((1u << DT_COUNT) - 1)
+unsigned op_dtypes(Op op);
+bool op_dtype_ok(Op op, DType dt);     /* dt is in op_dtypes(op) */
+/* "f32, f64": the dtypes of a set, in dtypes.def order, into buf. */
+char *dts_str(unsigned set, char *buf, size_t n);
 /* The op's declaration of attribute id, or NULL if it does not take it */
 const OpAttrSpec *op_attr_spec(Op op, AttrId id);
 void ops_init(void); /* idempotent; parses attr specs (static storage) */

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,25 @@ const OpInfo *op_info(Op op) {
 const char *op_name(Op op) { return op < OP_COUNT ? ops[op].name : "?"; }
 bool op_has(Op op, unsigned flags) {
   return (ops[op].flags & flags) == flags;
+}
+
+unsigned op_dtypes(Op op) {
+  if (op_has(op, OPF_F32_F64)) return 1u << DT_F32 | 1u << DT_F64;
+  return DTS_ANY;
+}
+
+bool op_dtype_ok(Op op, DType dt) {
+  return dt < DT_COUNT && (op_dtypes(op) & 1u << dt);
+}
+
+char *dts_str(unsigned set, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < DT_COUNT && k < n; i++)
+    if (set & 1u << i)
+      k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
+                            dt_name((DType)i));
+  return buf;
 }
 
 Op op_lookup(const char *name) {

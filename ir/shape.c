@@ -6,12 +6,15 @@
  * Generic checks done here, in order: an invalid operand makes the node
  * invalid silently; operand count; required attributes present; set
  * attributes of the declared kind. Then the op's rule runs; on success
- * the result's rank and element count are checked against RLX_MAX_RANK
- * and RLX_MAX_ELEMS. On failure n->type.dt is DT_INVALID.
+ * operand 0's dtype is checked against the op table (op_dtypes), and
+ * the result's rank and element count against RLX_MAX_RANK and
+ * RLX_MAX_ELEMS. On failure n->type.dt is DT_INVALID.
  */
 #include "ir/shape_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef bool (*ShapeRule)(Ctx *c, Node *n);
@@ -104,6 +107,17 @@ static bool check_result(Ctx *c, Node *n) {
   return true;
 }
 
+/* Operand 0's dtype is one the op compiles for (op_dtypes: the op
+ * table's OPF_F32_F64), so --check accepts only what code generation
+ * compiles. Runs after the rule, whose dtype diagnostics come first. */
+static bool check_dtypes(Ctx *c, Node *n) {
+  if (n->nin == 0 || op_dtype_ok(n->op, IN(n, 0)->dt)) return true;
+  char set[64];
+  return sh_err(c, n, "operand dtype %s is not supported (the op "
+                "compiles for %s only)", dt_name(IN(n, 0)->dt),
+                dts_str(op_dtypes(n->op), set, sizeof set));
+}
+
 bool shape_infer(Ctx *c, Node *n) {
   RLX_ASSERT(n->op < OP_COUNT);
   if (op_has(n->op, OPF_PSEUDO)) return rules[n->op](c, n);
@@ -115,7 +129,7 @@ bool shape_infer(Ctx *c, Node *n) {
   bool ok = check_generic(c, n);
   if (ok) {
     memset(&n->type, 0, sizeof n->type);
-    ok = rules[n->op](c, n) && check_result(c, n);
+    ok = rules[n->op](c, n) && check_dtypes(c, n) && check_result(c, n);
   }
   if (!ok) n->type.dt = DT_INVALID;
   return ok;
@@ -131,6 +145,13 @@ bool sh_is_index_dt(DType dt) {
 
 bool sh_want_float(Ctx *c, const Node *n, int i, const char *what) {
   DType dt = IN(n, i)->dt;
+  if (i == 0 && op_dtypes(n->op) != DTS_ANY) { /* e.g. OPF_F32_F64 */
+    char set[64];
+    if (dt_is_float(dt) && op_dtype_ok(n->op, dt)) return true;
+    return sh_err(c, n, "%s must have a dtype the op compiles for (%s), "
+                  "got %s", what, dts_str(op_dtypes(n->op), set, sizeof set),
+                  dt_name(dt));
+  }
   if (dt_is_float(dt)) return true;
   return sh_err(c, n, "%s must have a float dtype (f32, f64, f16, bf16), "
                 "got %s", what, dt_name(dt));
@@ -213,18 +234,45 @@ bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
   return true;
 }
 
+bool sh_f32_attr(Ctx *c, const Node *n, AttrId id, const char *why) {
+  double v = ir_attr_float(n, id, 0);
+  float f = (float)v;
+  if (isfinite(f) && (f != 0 || v == 0)) return true;
+  return sh_err(c, n, "%s %g is out of f32 range (rounds to %g)%s",
+                attr_name(id), v, (double)f, why);
+}
+
+/* "NAME[i]" (i >= 0) or "NAME" into buf. */
+static const char *attr_label(AttrId id, int i, char *buf, size_t n) {
+  if (i < 0) snprintf(buf, n, "%s", attr_name(id));
+  else snprintf(buf, n, "%s[%d]", attr_name(id), i);
+  return buf;
+}
+
+/* Diagnoses v outside [lo, hi] for attribute `what`. An upper bound of
+ * RLX_MAX_ELEMS (a size limit, not part of the op's rule) reads
+ * ">= lo" below the range and "between lo and 2^40" above it. */
+static bool in_range(Ctx *c, const Node *n, const char *what, int64_t v,
+                     int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return true;
+  if (hi == RLX_MAX_ELEMS && v < lo)
+    return sh_err(c, n, "%s must be >= %lld, got %lld", what,
+                  (long long)lo, (long long)v);
+  if (hi == RLX_MAX_ELEMS)
+    return sh_err(c, n, "%s must be between %lld and 2^40, got %lld",
+                  what, (long long)lo, (long long)v);
+  return sh_err(c, n, "%s must be in [%lld, %lld], got %lld", what,
+                (long long)lo, (long long)hi, (long long)v);
+}
+
 bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
                  int64_t *out) {
   const Attr *a = ir_attr(n, id);
   RLX_ASSERT(a && a->kind == AK_INT);
-  if (a->u.i < lo || a->u.i > hi) {
-    if (hi >= RLX_MAX_ELEMS)
-      return sh_err(c, n, "%s must be >= %lld, got %lld", attr_name(id),
-                    (long long)lo, (long long)a->u.i);
-    return sh_err(c, n, "%s must be in [%lld, %lld], got %lld",
-                  attr_name(id), (long long)lo, (long long)hi,
-                  (long long)a->u.i);
-  }
+  char what[64];
+  if (!in_range(c, n, attr_label(id, -1, what, sizeof what), a->u.i, lo,
+                hi))
+    return false;
   *out = a->u.i;
   return true;
 }
@@ -242,13 +290,10 @@ bool sh_ints_attr(Ctx *c, const Node *n, AttrId id, int k, int64_t lo,
     return sh_err(c, n, "%s must have %d entries, got %d", attr_name(id),
                   k, m);
   for (int i = 0; i < k; i++) {
-    if ((v[i] < lo || v[i] > hi) && hi >= RLX_MAX_ELEMS)
-      return sh_err(c, n, "%s[%d] must be >= %lld, got %lld",
-                    attr_name(id), i, (long long)lo, (long long)v[i]);
-    if (v[i] < lo || v[i] > hi)
-      return sh_err(c, n, "%s[%d] must be in [%lld, %lld], got %lld",
-                    attr_name(id), i, (long long)lo, (long long)hi,
-                    (long long)v[i]);
+    char what[64];
+    if (!in_range(c, n, attr_label(id, i, what, sizeof what), v[i], lo,
+                  hi))
+      return false;
     out[i] = v[i];
   }
   return true;

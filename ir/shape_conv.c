@@ -7,8 +7,9 @@
  *   to the last dim); rank 4 checks them against the dims when given.
  *   mask=custom|bias need the extra operand, other kinds must not have
  *   it: custom [B, Lk] (bool or real numeric), bias [B, H, Lq, Lk] of
- *   q's dtype. window only (and required) with sliding_window, >= 0;
- *   softcap > 0. Output: q's type.
+ *   q's dtype. window only (and required) with sliding_window, in
+ *   [0, 2^40]; softcap > 0; scale and softcap finite, also rounded to
+ *   f32 unless q is f64. Output: q's type.
  * conv2d(x [N, C, H, W], w [Co, C/groups, kH, kW]): stride, dilation
  *   >= 1, padding >= 0, groups divides C and Co. Each output size
  *   (H + 2p - d(k-1) - 1)/s + 1 must be positive.
@@ -18,6 +19,8 @@
  */
 #include "ir/shape_internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Heads and head dim of rank-3 operand dims [B, L, E]. */
@@ -86,6 +89,26 @@ static int64_t heads_of(const Node *n, const Type *q) {
   return q->dims[2] / ir_attr_int(n, ATTR_HEAD_DIM, 1);
 }
 
+/* scale and softcap are finite; the kernels use them in f32 unless q
+ * is f64 (f16 / bf16 are computed in f32), so they must also be finite
+ * there: scale=1e39 would make every score inf or NaN. */
+static bool scale_attrs_ok(Ctx *c, const Node *n) {
+  static const AttrId ids[2] = {ATTR_SCALE, ATTR_SOFTCAP};
+  char why[64];
+  snprintf(why, sizeof why, ", the precision used for %s q",
+           dt_name(IN(n, 0)->dt));
+  for (int i = 0; i < 2; i++) {
+    if (!ir_attr_present(n, ids[i])) continue;
+    double v = ir_attr_float(n, ids[i], 0);
+    if (!isfinite(v))
+      return sh_err(c, n, "%s must be finite, got %g", attr_name(ids[i]),
+                    v);
+    if (IN(n, 0)->dt != DT_F64 && !sh_f32_attr(c, n, ids[i], why))
+      return false;
+  }
+  return true;
+}
+
 static bool mask_check(Ctx *c, const Node *n, int mask_i) {
   const char *m = ir_attr_word(n, ATTR_MASK);
   bool extra = !strcmp(m, "custom") || !strcmp(m, "bias");
@@ -105,6 +128,7 @@ static bool mask_check(Ctx *c, const Node *n, int mask_i) {
       !(ir_attr_float(n, ATTR_SOFTCAP, 0) > 0))
     return sh_err(c, n, "softcap must be > 0, got %g",
                   ir_attr_float(n, ATTR_SOFTCAP, 0));
+  if (!scale_attrs_ok(c, n)) return false;
   if (!extra) return true;
   const Type *q = IN(n, 0), *mk = IN(n, mask_i);
   int ld = q->rank - 2;

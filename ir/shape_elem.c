@@ -4,8 +4,10 @@
  * unary_any (neg, abs, stop_gradient): any numeric dtype (not bool);
  *   abs rejects c64 (its result would be real: use complex_norm_sq).
  * binary: equal dtypes, NumPy broadcasting; c64 only for add/sub/mul/
- *   div; bool only for mul/min/max (logical and/and/or on 0/1 values,
- *   e.g. a running "active" flag), not add/sub/div/pow.
+ *   div; integers only for the OPF_INT ops (add sub mul min max: not
+ *   div or pow); bool only for the OPF_BOOL ops mul/min/max (logical
+ *   and/and/or on 0/1 values, e.g. a running "active" flag). The same
+ *   flags decide what codegen/ew_ops.c compiles.
  * compare: equal dtypes, broadcasting, result bool; c64 only eq/ne.
  * where: cond bool or real numeric, a/b equal dtypes, 3-way broadcast.
  * cast: any real dtype to any dtype; c64 only to c64 (use real/imag).
@@ -25,6 +27,9 @@ bool shape_unary_any(Ctx *c, Node *n) {
   if (n->op == OP_ABS && dt_is_complex(dt))
     return sh_err(c, n, "c64 operands are not supported "
                   "(use complex_norm_sq)");
+  if (dt_is_int(dt) && !op_has(n->op, OPF_INT))
+    return sh_err(c, n, "%s operands are not supported (cast to a float "
+                  "dtype first)", dt_name(dt));
   n->type = *IN(n, 0);
   return true;
 }
@@ -32,9 +37,11 @@ bool shape_unary_any(Ctx *c, Node *n) {
 bool shape_binary(Ctx *c, Node *n) {
   if (!sh_same_dtype(c, n, 0, 1)) return false;
   DType dt = IN(n, 0)->dt;
-  bool bool_ok = n->op == OP_MUL || n->op == OP_MIN || n->op == OP_MAX;
-  if (dt == DT_BOOL && !bool_ok)
+  if (dt == DT_BOOL && !op_has(n->op, OPF_BOOL))
     return sh_err(c, n, "bool operands are not supported (cast first)");
+  if (dt_is_int(dt) && !op_has(n->op, OPF_INT))
+    return sh_err(c, n, "%s operands are not supported (cast to a float "
+                  "dtype first)", dt_name(dt));
   bool cplx_ok = n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL ||
                  n->op == OP_DIV;
   if (dt_is_complex(dt) && !cplx_ok)

@@ -9,8 +9,9 @@
  * false. The dispatcher (shape.c) has already checked: no operand is
  * DT_INVALID, the operand count is within the op's bounds, required
  * attributes are present and every set attribute has its declared kind.
- * After a rule succeeds the dispatcher checks the result's element
- * count (RLX_MAX_ELEMS). Rules never assert on user input.
+ * After a rule succeeds the dispatcher checks operand 0's dtype against
+ * the op table (op_dtypes, OPF_F32_F64) and the result's element count
+ * (RLX_MAX_ELEMS). Rules never assert on user input.
  */
 #ifndef RLX_SHAPE_INTERNAL_H
 #define RLX_SHAPE_INTERNAL_H
@@ -36,7 +37,10 @@ TypeStr sh_ts(const Type *t);
 #define TS(t) (sh_ts(t).s)
 
 /* ---- dtype classes ---- */
-/* Require operand i (described as `what`) to be f32/f64/f16/bf16. */
+/* Require operand i (described as `what`) to be f32/f64/f16/bf16, and
+ * operand 0 of an op whose dtypes the op table restricts (op_dtypes)
+ * to be one of those ("x must have a dtype the op compiles for (f32,
+ * f64), got f16"). */
 bool sh_want_float(Ctx *c, const Node *n, int i, const char *what);
 /* Float or c64. */
 bool sh_want_float_or_complex(Ctx *c, const Node *n, int i,
@@ -63,7 +67,12 @@ bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
 /* NumPy broadcast of a and b into out (rank max, dtype left as a's). */
 bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
               Type *out);
-/* An int attribute, checked to lie in [lo, hi]. */
+/* A float attribute used rounded to f32: it must stay finite, and
+ * non-zero unless it is 0 ("mult 1e+39 is out of f32 range (rounds to
+ * inf)" + why), else code generation computes with inf or 0. */
+bool sh_f32_attr(Ctx *c, const Node *n, AttrId id, const char *why);
+/* An int attribute, checked to lie in [lo, hi]; hi = RLX_MAX_ELEMS is
+ * spelled 2^40 in the diagnostic. */
 bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
                  int64_t *out);
 /* A list attribute with exactly k entries, each in [lo, hi]; a missing

@@ -167,6 +167,8 @@ bool shape_gather(Ctx *c, Node *n) {
 
 bool shape_gather_bwd(Ctx *c, Node *n) {
   Type t, g;
+  if (IN(n, 0)->dt == DT_BOOL) /* a scatter-add, like scatter_add */
+    return sh_err(c, n, "dy must be numeric, got bool");
   if (!sh_want_index(c, n, 1, "indices")) return false;
   if (!shape_attr(c, n, 0, IN(n, 0)->dt, &t)) return false;
   if (!sh_gather_out(c, n, &t, IN(n, 1), &g)) return false;

@@ -5,7 +5,8 @@
  * fake_quantize_lsq(x, scale): as above; scale has x's dtype and is
  *   rank 0 or [1] (per tensor) or [x.shape[axis]] (with axis).
  * quantize(x) -> i8 of x's shape: x float, scale > 0, zero_point in
- *   [-128, 127]. dequantize(q i8) -> f32.
+ *   [-128, 127]; scale finite and > 0 rounded to f32 unless x is f64.
+ *   dequantize(q i8) -> f32: scale likewise in f32.
  * q_matmul(x i8 [M, K], w i8 [K, N], bias i32 [N][, mults f32 [N]])
  *   -> i8 [M, N] (mults: per-column multipliers, times mult);
  * q_conv2d(x i8 [N, C, H, W], w i8, bias i32 [C_out]) -> i8 (conv2d
@@ -21,6 +22,7 @@
 #include "ir/shape_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 
 static bool bits_axis(Ctx *c, const Node *n) {
   int64_t b;
@@ -80,32 +82,33 @@ static bool positive(Ctx *c, const Node *n, AttrId id) {
                 v);
 }
 
+/* quantize computes x / scale in f64 for f64 x, else in f32 (f16 and
+ * bf16 are computed in f32): scale must be finite there. */
 bool shape_quantize(Ctx *c, Node *n) {
   if (!sh_want_float(c, n, 0, "x") || !positive(c, n, ATTR_SCALE) ||
       !zp_ok(c, n, ATTR_ZERO_POINT))
+    return false;
+  char why[64];
+  snprintf(why, sizeof why, ", the precision used for %s x",
+           dt_name(IN(n, 0)->dt));
+  if (IN(n, 0)->dt != DT_F64 && !sh_f32_attr(c, n, ATTR_SCALE, why))
     return false;
   n->type = *IN(n, 0);
   n->type.dt = DT_I8;
   return true;
 }
 
+/* dequantize computes (q - zero_point) * scale in f32, its result. */
 bool shape_dequantize(Ctx *c, Node *n) {
   if (IN(n, 0)->dt != DT_I8)
     return sh_err(c, n, "operand must be i8, got %s", TS(IN(n, 0)));
-  if (!positive(c, n, ATTR_SCALE) || !zp_ok(c, n, ATTR_ZERO_POINT))
+  if (!positive(c, n, ATTR_SCALE) ||
+      !sh_f32_attr(c, n, ATTR_SCALE, ", the precision of the f32 result") ||
+      !zp_ok(c, n, ATTR_ZERO_POINT))
     return false;
   n->type = *IN(n, 0);
   n->type.dt = DT_F32;
   return true;
-}
-
-/* mult is used rounded to f32 (language.md q_matmul). */
-static bool mult_f32(Ctx *c, const Node *n) {
-  double v = ir_attr_float(n, ATTR_MULT, 0);
-  float f = (float)v;
-  if (f > 0 && !isinf(f)) return true;
-  return sh_err(c, n, "mult %g is out of f32 range (rounds to %g)", v,
-                (double)f);
 }
 
 /* Shared attribute and dtype checks of q_matmul / q_conv2d. */
@@ -115,7 +118,8 @@ static bool q_common(Ctx *c, const Node *n) {
                   dt_name(IN(n, 0)->dt), dt_name(IN(n, 1)->dt));
   if (IN(n, 2)->dt != DT_I32)
     return sh_err(c, n, "bias must be i32, got %s", dt_name(IN(n, 2)->dt));
-  return positive(c, n, ATTR_MULT) && mult_f32(c, n) &&
+  /* mult is used rounded to f32 (language.md q_matmul) */
+  return positive(c, n, ATTR_MULT) && sh_f32_attr(c, n, ATTR_MULT, "") &&
          zp_ok(c, n, ATTR_X_ZP) &&
          zp_ok(c, n, ATTR_W_ZP) && zp_ok(c, n, ATTR_OUT_ZP);
 }

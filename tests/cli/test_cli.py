@@ -441,13 +441,20 @@ def test_ops_md(rlxc, root):
            "docs/ops.md is out of date: regenerate it with "
            "`rlxc --list-ops=md > docs/ops.md`")
     rc, listing, _ = run(rlxc, ["--list-ops"])
+    words = {"-": "no", "compiles": "yes", "reverse": "yes",
+             "forward": "yes"}
     for row in listing.splitlines():
-        op, cols = row.split()[0], [c != "-" for c in row.split()[1:]]
+        op, cols = row.split()[0], row.split()[1:]
         md = "| `%s` |" % op
         line = next((ln for ln in out.splitlines() if ln.startswith(md)), "")
         cells = [c.strip() for c in line.split("|")[5:8]]
-        expect("ops.md-" + op, cells == ["yes" if c else "no" for c in cols],
-               line)
+        want = [words.get(c, c.replace(",", ", ")) for c in cols]
+        expect("ops.md-" + op, cells == want, line)
+    # dtype-restricted ops (op table OPF_F32_F64) say so in both listings
+    for op in ("selective_scan", "dense_solve", "sample", "log_mel"):
+        row = next((r.split() for r in listing.splitlines()
+                    if r.split()[0] == op), [])
+        expect("list-ops-dtypes-" + op, row[1:2] == ["f32,f64"], row)
 
 
 def main():

@@ -139,6 +139,20 @@ def binary_int(c, rng):
 
 
 @case()
+def binary_bool(c, rng):
+    """bool mul / min / max (the OPF_BOOL ops): and, and, or."""
+    a = T("bool", rng.integers(0, 2, (3, 4)), "a")
+    b = T("bool", rng.integers(0, 2, (4,)), "b")
+    fns = [("mul", np.logical_and), ("min", np.logical_and),
+           ("max", np.logical_or)]
+    outs = [out("bool", f(a.v != 0, b.v != 0), op) for op, f in fns]
+    c.graph([a, b], "\n".join("%%%s = %s(%%a, %%b)" % (op, op)
+                              for op, _ in fns),
+            outs_str(outs), comment="bool mul/min/max with broadcasting")
+    c.run([a, b], outs)
+
+
+@case()
 def literals(c, rng):
     x = T("f32", uni(rng, (2, 3)), "x")
     y = T("f64", uni(rng, (4,)), "y")
@@ -163,6 +177,8 @@ def _compare_case(dt, sa, sb):
             av = rng.integers(-3, 3, sa) / 2.0
             bv = rng.integers(-3, 3, sb) / 2.0
             av.flat[0] = np.nan
+        elif dt == "bool":  # ordered as false < true
+            av, bv = rng.integers(0, 2, sa), rng.integers(0, 2, sb)
         else:
             big = 2**40 if dt == "i64" else 3
             av = rng.integers(-3, 3, sa) * big
@@ -179,6 +195,7 @@ _compare_case("f32", (2, 1, 4), (3, 1))
 _compare_case("f64", (3, 4), (4,))
 _compare_case("i32", (2, 3), (2, 1))
 _compare_case("i64", (5,), ())
+_compare_case("bool", (2, 4), (4,))
 
 
 @case()

@@ -132,7 +132,8 @@ _dq_case("f64")
 def _half_case(op):
     """f16 is not compiled: a diagnostic naming the op (the references
     are written for when it is)."""
-    @case("moe_f16_" + op, diag="op '%s' is not supported: dtype f16" % op)
+    @case("moe_f16_" + op, diag=r"%s: x must have a dtype the op compiles for "
+          r"\(f32, f64\), got f16" % op)
     def _(c, rng):
         x = T("f16", uni(rng, (3, 4)), "x")
         if op == "grouped_matmul":

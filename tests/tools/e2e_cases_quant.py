@@ -6,8 +6,10 @@ to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2); fake_quantize_lsq with a scalar
 scale and a per-channel scale holding 0 and a negative entry (clamped to
 1e-12: a zero x stays 0, any other x lands on ±Q·1e-12); and --grad
 through both: the STE kinds' dx and LSQ's dx and ds (straight through the
-floor where it is active). References: NumPy float64 of ops-detail.md's
-formulas, written here independently of the compiler.
+floor where it is active); quantize / dequantize with scales near
+FLT_MAX (finite in the precision they compute in). References: NumPy
+float64 of ops-detail.md's formulas, written here independently of the
+compiler.
 """
 import numpy as np
 
@@ -171,3 +173,32 @@ def _grad_case(dt):
 
 for _dt in ("f32", "f64"):
     _grad_case(_dt)
+
+
+def _quantize(x, s, zp=0):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.clip(np.rint(np.asarray(x) / s) + zp, -128, 127)
+
+
+@case()
+def quantize_large_scale(c, rng):
+    """quantize / dequantize with a scale near the top of f32's range.
+    3.0e38 is finite in f32, so f32 x is quantized in f32 without inf
+    (±inf -> 127 / -128, ±3.4e38 -> ±1); f64 x takes 3.5e38 (beyond
+    f32: a diagnostic for f32 x) and is quantized in f64; dequantize
+    with 3.0e38 gives (q - zp)·3.0e38 in f32."""
+    x = T("f32", [np.inf, -np.inf, 3.4e38, -3.4e38, 2.4e38, 0.0, 1e30],
+          "x")
+    xd = T("f64", [np.inf, -np.inf, 3.4e38, -3.4e38, 1e300, 0.0], "xd")
+    q = T("i8", [1, 2, 0, 1], "q")
+    outs = [out("i8", _quantize(x.v, 3.0e38), "a"),
+            out("i8", _quantize(x.v, 3.0e38, -5), "b"),
+            out("i8", _quantize(xd.v, 3.5e38), "c"),
+            out("f32", (q.v - 1) * np.float64(np.float32(3.0e38)), "d")]
+    c.graph([x, xd, q], "%a = quantize(%x, scale=3.0e38)\n"
+            "%b = quantize(%x, scale=3.0e38, zero_point=-5)\n"
+            "%c = quantize(%xd, scale=3.5e38)\n"
+            "%d = dequantize(%q, scale=3.0e38, zero_point=1)",
+            outs_str(outs), comment="quantize/dequantize with scales "
+            "near FLT_MAX: 3.0e38 (f32), 3.5e38 (f64 x)")
+    c.run([x, xd, q], outs)

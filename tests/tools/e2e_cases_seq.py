@@ -231,7 +231,8 @@ def seq_grad(c, rng):
                                       "seq_grad_grad"])
 
 
-@case(diag=r"op 'gated_delta_net' is not supported: dtype f16")
+@case(diag=r"gated_delta_net: q must have a dtype the op compiles for "
+      r"\(f32, f64\), got f16")
 def seq_f16_unsupported(c, rng):
     """The fused kernels are f32/f64: f16 gets a diagnostic naming the
     op (the goldens are ready for an f16 kernel)."""

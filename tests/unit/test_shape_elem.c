@@ -69,7 +69,10 @@ SH_TEST(t_binary) {
   OK(MK(MUL, IN_("f32[3, 1, 5]"), IN_("f32[4, 1]")), "f32[3, 4, 5]");
   OK(MK(SUB, IN_("f64[]"), IN_("f64[2, 0]")), "f64[2, 0]");
   OK(MK(DIV, IN_("c64[2]"), IN_("c64[2]")), "c64[2]");
-  OK(MK(POW, IN_("i32[2]"), IN_("i32[1]")), "i32[2]");
+  OK(MK(SUB, IN_("i32[2]"), IN_("i32[1]")), "i32[2]");
+  BAD(MK(POW, IN_("i32[2]"), IN_("i32[1]")),
+      "pow: i32 operands are not supported (cast to a float dtype first)");
+  BAD(MK(DIV, IN_("u8[2]"), IN_("u8[2]")), "div: u8 operands");
   BAD(MK(ADD, IN_("f32[2]"), IN_("f64[2]")),
       "add: dtype mismatch: f32 vs f64");
   BAD(MK(ADD, IN_("f32[2, 3]"), IN_("f32[4]")),
