@@ -43,7 +43,6 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CASES = os.path.join(SRC, "tests", "e2e", "cases")
 GOLDEN = os.path.join(SRC, "tests", "e2e", "golden")
-TOOLS = os.path.join(SRC, "tests", "tools")
 
 
 class CaseFail(Exception):
@@ -142,7 +141,7 @@ class Runner:
             raise CaseFail("%s: %s" % (os.path.basename(hdr),
                                        first_line(out, ("error",))))
 
-    def link(self, wdir, obj):
+    def link(self, obj):
         """The case as a shared object for rlx_run (its runtime calls
         resolve to the driver's); once per case."""
         so = obj[:-2] + ".so"
@@ -175,7 +174,7 @@ class Runner:
                 else:
                     grad_entry = rargs[i + 1]
                 rargs = rargs[:i] + rargs[i + 2:]
-            cmd = [find_driver(self.build), "--so", self.link(wdir, obj),
+            cmd = [find_driver(self.build), "--so", self.link(obj),
                    "--entry", entry]
             if grad_entry:
                 cmd += ["--grad-entry", grad_entry]
