@@ -28,21 +28,27 @@ typedef struct {
   Unit u;
 } Comp;
 
-/* Parse src and run cg_emit with the given emit kinds and options. */
-static bool compile(Comp *k, const char *src, unsigned emit,
-                    const char *out, int opt, const char *target,
-                    const char *mcpu) {
+/* Parse src into k; its last graph is the entry. */
+static Graph *parse(Comp *k, const char *src) {
   ops_init();
   memset(k, 0, sizeof *k);
   k->c = ctx_new("t.rlx", src, strlen(src));
   Module *m = fe_parse(k->c);
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL_FATAL(k->c->nerrors, 0);
-  k->o = (Options){.input = "t.rlx", .output = out, .emit = emit,
-                   .opt_level = opt, .target = target, .mcpu = mcpu};
   Graph *g = m->graphs[m->ngraphs - 1];
   k->u = (Unit){.ctx = k->c, .mod = m, .opt = &k->o, .cname = g->name,
                 .entry = g};
+  return g;
+}
+
+/* Parse src and run cg_emit with the given emit kinds and options. */
+static bool compile(Comp *k, const char *src, unsigned emit,
+                    const char *out, int opt, const char *target,
+                    const char *mcpu) {
+  parse(k, src);
+  k->o = (Options){.input = "t.rlx", .output = out, .emit = emit,
+                   .opt_level = opt, .target = target, .mcpu = mcpu};
   return cg_emit(&k->u);
 }
 
@@ -50,19 +56,11 @@ static bool compile(Comp *k, const char *src, unsigned emit,
  * a graph the verifier would reject, to test code generation's own
  * dtype checks (the op table's, cg_emit_node). */
 static bool compile_as(Comp *k, const char *src, DType dt, const char *out) {
-  ops_init();
-  memset(k, 0, sizeof *k);
-  k->c = ctx_new("t.rlx", src, strlen(src));
-  Module *m = fe_parse(k->c);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_EQUAL_FATAL(k->c->nerrors, 0);
-  Graph *g = m->graphs[m->ngraphs - 1];
+  Graph *g = parse(k, src);
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i]->type.dt == DT_F32) g->nodes[i]->type.dt = dt;
   k->o = (Options){.input = "t.rlx", .output = out, .emit = EMIT_OBJ,
                    .opt_level = 2};
-  k->u = (Unit){.ctx = k->c, .mod = m, .opt = &k->o, .cname = g->name,
-                .entry = g};
   return cg_emit(&k->u);
 }
 
