@@ -1,4 +1,4 @@
-/* bench_ssm.c -- time the fused sequence-block kernels of runtime/ssm.c:
+/* bench_ssm.c -- time the fused sequence-block kernels of runtime/ssm/ssm.c:
  * rlx_selective_scan_f32 (Mamba) and rlx_gated_delta_net_f32.
  *
  * usage: bench_ssm [--threads=N] [--secs=S] [--shape=B,S,H,N]

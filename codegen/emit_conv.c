@@ -5,7 +5,7 @@
  * rlx_conv2d_*): a private constant global holds the geometry
  * (rlx_conv_geom, 16 i64), and the node's scratch area holds the
  * routine's workspace, rlx_conv2d_scratch_bytes(geometry, op, element
- * size) bytes -- the runtime's own formula (runtime/conv_plan.c is
+ * size) bytes -- the runtime's own formula (runtime/conv/conv_plan.c is
  * linked into the compiler). The geometry's x is operand 0 of conv2d
  * and conv2d_backward_weight and the `shape` attribute (the result) of
  * conv2d_backward_input; its w is operand 1 of conv2d and

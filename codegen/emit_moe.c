@@ -1,6 +1,6 @@
 /* emit_moe.c: grouped_matmul (mixture of experts),
  * grouped_matmul_backward_weight and dequant_matmul, each one call of
- * the runtime (runtime/moe.c): rlx_grouped_matmul_*,
+ * the runtime (runtime/moe/moe.c): rlx_grouped_matmul_*,
  * rlx_grouped_matmul_bwd_weight_*, rlx_dequant_matmul_*. f32 and f64
  * (OPF_F32_F64: other dtypes never reach these emitters).
  *

@@ -9,7 +9,7 @@
  * accumulator by it in double) and the geometry a private constant
  * global as for conv2d (emit_conv.c).  The node's scratch area holds
  * the routine's workspace, rlx_q_*_scratch_bytes -- the runtime's own
- * formula (runtime/qgemm_plan.c is linked into the compiler).  The
+ * formula (runtime/qgemm/qgemm_plan.c is linked into the compiler).  The
  * shape rules admit only i8 x, w and i32 bias; operands have storage of
  * their own (fuse.c folds nothing into these ops).  The routines are
  * deterministic for any thread count.

@@ -1,6 +1,6 @@
 /* emit_random.c: rng_uniform / rng_normal (rlx_rng_*_f32), sample
  * (rlx_sample_*) and log_mel / log_mel_backward (rlx_log_mel_*): one
- * runtime call each (runtime/random.c, runtime/log_mel.c; the bit
+ * runtime call each (runtime/random/random.c, runtime/fft/log_mel.c; the bit
  * mapping of the random ops is docs/random.md). sample and log_mel* are
  * OPF_F32_F64: other dtypes never reach these emitters (cg_emit_node).
  */

@@ -1,8 +1,8 @@
 /* emit_ssm.c: selective_scan and gated_delta_net (language.md 6.7) as
- * calls of the runtime's fused kernels (runtime/ssm.c,
+ * calls of the runtime's fused kernels (runtime/ssm/ssm.c,
  * rlx_selective_scan_* / rlx_gated_delta_net_*): the time loop runs
  * inside the call with the state in the node's scratch area (sized by
- * runtime/ssm_plan.c), never as graph nodes. f32 and f64 (OPF_F32_F64:
+ * runtime/ssm/ssm_plan.c), never as graph nodes. f32 and f64 (OPF_F32_F64:
  * cg_emit_node diagnoses other dtypes). fused_transformer_layer never reaches
  * code generation: the expand_fused pass lowers it to matmul, attention,
  * layer_norm and activation nodes.

@@ -270,7 +270,7 @@ int rlx_dense_solve_f64(int64_t batch, int64_t n, int64_t nrhs,
    initialized.  Uses the pool; bit-identical results for any thread
    count and on every kernel ISA (AVX-512 or portable C).  Lowered onto
    GEMM micro-kernels over zero-padded copies of one tile of rows at a
-   time (runtime/conv_internal.h); 1x1 stride-1 unpadded forward and
+   time (runtime/conv/conv_internal.h); 1x1 stride-1 unpadded forward and
    input-gradient convolutions call rlx_gemm_* directly (whose
    per-thread packing buffers are the only allocation, made once). */
 typedef struct {

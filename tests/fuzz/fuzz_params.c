@@ -1,5 +1,5 @@
 /* fuzz_params.c: libFuzzer target for the checkpoint readers
- * (runtime/params_io.c and params_json.c, compiled in with coverage).
+ * (runtime/params/params_io.c and params_json.c, compiled in with coverage).
  *
  * Each input is written to one temporary file and read as a
  * safetensors checkpoint and as a .npy array against a fixed signature

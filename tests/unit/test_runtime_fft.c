@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/fft_internal.h" /* FftLayout.tab_at */
+#include "runtime/fft/fft_internal.h" /* FftLayout.tab_at */
 #include "runtime/rlxrt.h"
 
 static const int64_t LENS[] = {1,   2,   3,   4,   5,   7,    8,    16,

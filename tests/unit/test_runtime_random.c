@@ -1,4 +1,4 @@
-/* test_runtime_random.c -- CUnit tests of runtime/random.c:
+/* test_runtime_random.c -- CUnit tests of runtime/random/random.c:
  * Philox-4x32-10 against the Random123 known-answer vectors
  * (kat_vectors, the three philox4x32 10 lines); rng_uniform and
  * rng_normal follow the documented (seed, element) -> counter mapping

@@ -1,0 +1,134 @@
+/* conv_avx2.c -- AVX2 + FMA convolution micro-kernels (conv_kern.h) and
+ * the channel transposes, f32 and f64.
+ *
+ * Compiled with a per-function target attribute, like gemm_avx2.c;
+ * conv.c uses these tables when the GEMM dispatch chose avx2.  The
+ * kernels are conv_kern.h over 256-bit vectors, so every element sees
+ * the operations of the portable and AVX-512 tables (same bits).  With
+ * 16 ymm registers the widest tiles are narrower than AVX-512's
+ * (KVMAX, measured with bench_conv --isa=avx2: 8 x 2 beats 8 x 1 by
+ * 20-60% although its 16 accumulators leave no register for b, which
+ * the FMAs then read from memory; 14-row tiles take one vector).
+ * Transposes go through 8 x 8 (f32) / 4 x 4 (f64) register blocks,
+ * with plain C at the edges.
+ */
+#include "runtime/conv/conv_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RLX_NO_SIMD)
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx2,fma")))
+#define KVMAX {4, 4, 3, 2, 1}
+
+/* trans (conv_internal.h) through B x B register blocks (TRANSPOSE on
+   VT rows), element by element at the edges. */
+#define DEFINE_TRANS(NAME, T, B, VT, LOADU, STOREU, TRANSPOSE)            \
+  TGT static void NAME(const T *src, int64_t ss, int64_t rows,            \
+                       int64_t len, T *dst, int64_t ld, int64_t width)    \
+  {                                                                       \
+    for (int64_t i0 = 0; i0 < width; i0 += B)                             \
+      for (int64_t p0 = 0; p0 < len; p0 += B) {                           \
+        int64_t i1 = i0 + B < width ? i0 + B : width;                     \
+        int64_t p1 = p0 + B < len ? p0 + B : len;                         \
+        if (i0 + B > rows || i1 - i0 < B || p1 - p0 < B) {                \
+          for (int64_t p = p0; p < p1; p++)                               \
+            for (int64_t i = i0; i < i1; i++)                             \
+              dst[p * ld + i] = i < rows ? src[i * ss + p] : (T)0;        \
+          continue;                                                       \
+        }                                                                 \
+        VT r[B];                                                          \
+        for (int i = 0; i < B; i++)                                       \
+          r[i] = LOADU(src + (i0 + i) * ss + p0);                         \
+        TRANSPOSE(r);                                                     \
+        for (int j = 0; j < B; j++)                                       \
+          STOREU(dst + (p0 + j) * ld + i0, r[j]);                         \
+      }                                                                   \
+  }
+
+/* ---- f32 ---- */
+#define T float
+#define SFX F32
+#define VT __m256
+#define VL 8
+#define VZERO() _mm256_setzero_ps()
+#define VLOADU(p) _mm256_loadu_ps(p)
+#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
+#define VSET1(x) _mm256_set1_ps(x)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#include "runtime/conv/conv_kern.h"
+
+/* out[j] lane i = r[i] lane j for 8 x 8 floats. */
+TGT static inline void transpose8_ps(__m256 r[8])
+{
+  __m256 t[8], s[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; h++) {
+    __m256 a = t[4 * h], b = t[4 * h + 1], c = t[4 * h + 2];
+    __m256 d = t[4 * h + 3];
+    s[4 * h] = _mm256_shuffle_ps(a, c, 0x44);
+    s[4 * h + 1] = _mm256_shuffle_ps(a, c, 0xEE);
+    s[4 * h + 2] = _mm256_shuffle_ps(b, d, 0x44);
+    s[4 * h + 3] = _mm256_shuffle_ps(b, d, 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x20);
+    r[4 + i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x31);
+  }
+}
+
+DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
+             transpose8_ps)
+
+CONV_TABLE(rlx_conv_avx2_f32, "avx2", trans_f32);
+
+#undef T
+#undef SFX
+#undef VT
+#undef VL
+#undef VZERO
+#undef VLOADU
+#undef VSTOREU
+#undef VSET1
+#undef VFMA
+#undef VADD
+#undef DL
+
+/* ---- f64 ---- */
+#define T double
+#define SFX F64
+#define VT __m256d
+#define VL 4
+#define VZERO() _mm256_setzero_pd()
+#define VLOADU(p) _mm256_loadu_pd(p)
+#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
+#define VSET1(x) _mm256_set1_pd(x)
+#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define VADD(a, b) _mm256_add_pd(a, b)
+#include "runtime/conv/conv_kern.h"
+
+/* out[j] lane i = r[i] lane j for 4 x 4 doubles. */
+TGT static inline void transpose4_pd(__m256d r[4])
+{
+  __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]);
+  __m256d t1 = _mm256_unpackhi_pd(r[0], r[1]);
+  __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]);
+  __m256d t3 = _mm256_unpackhi_pd(r[2], r[3]);
+  r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+DEFINE_TRANS(trans_f64, double, 4, __m256d, _mm256_loadu_pd,
+             _mm256_storeu_pd, transpose4_pd)
+
+CONV_TABLE(rlx_conv_avx2_f64, "avx2", trans_f64);
+#else
+const ConvIsaF32 rlx_conv_avx2_f32 = {.name = "avx2"};
+const ConvIsaF64 rlx_conv_avx2_f64 = {.name = "avx2"};
+#endif
