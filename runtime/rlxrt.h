@@ -165,10 +165,11 @@ void rlx_gemm_c64(int64_t batch, int64_t m, int64_t n, int64_t k,
 /* Test and benchmark hooks for kernel dispatch.  By default the first
    call picks the best kernels the CPU supports; every kernel family
    follows the GEMM choice.  The environment variable RLX_ISA (avx512,
-   avx2 or scalar) makes the process run as if the CPU had no wider ISA.
-   rlx_gemm_select_isa("avx512" | "avx2" | "scalar") forces one (NULL:
-   the default); returns RLX_ERR_INVALID, changing nothing, if this CPU
-   or build lacks it (or RLX_ISA hides it).  Not for use while kernels run on other threads.
+   avx2, neon or scalar) makes the process run as if the CPU had no
+   wider ISA.  rlx_gemm_select_isa("avx512" | "avx2" | "neon" |
+   "scalar") forces one (NULL: the default); returns RLX_ERR_INVALID,
+   changing nothing, if this CPU or build lacks it (or RLX_ISA hides
+   it).  Not for use while kernels run on other threads.
    rlx_gemm_isa() names the kernels in use. */
 int rlx_gemm_select_isa(const char *isa);
 const char *rlx_gemm_isa(void);

@@ -55,22 +55,20 @@
 
 #include "runtime/attention/attention_internal.h"
 #include "runtime/rlxrt.h"
+#include "runtime/simd/isa.h"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-/* 2 = AVX-512, 1 = AVX2 + FMA, 0 = portable: the GEMM dispatch's ISA,
-   an index into the kernel tables. */
-static int isa_level(void)
-{
-  const char *isa = rlx_gemm_isa();
-  return strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0;
-}
-
-static const AttnIsaF32 *const attn_tables_f32[] = {
-    NULL, &rlx_attn_avx2_f32, &rlx_attn_avx512_f32};
-static const AttnIsaF64 *const attn_tables_f64[] = {
-    NULL, &rlx_attn_avx2_f64, &rlx_attn_avx512_f64};
+/* The kernel tables per ISA level (simd/isa.h); NULL: portable. */
+static const AttnIsaF32 *const attn_tables_f32[RLX_ISA_COUNT] = {
+    [RLX_ISA_AVX2] = &rlx_attn_avx2_f32,
+    [RLX_ISA_AVX512] = &rlx_attn_avx512_f32,
+    [RLX_ISA_NEON] = &rlx_attn_neon_f32};
+static const AttnIsaF64 *const attn_tables_f64[RLX_ISA_COUNT] = {
+    [RLX_ISA_AVX2] = &rlx_attn_avx2_f64,
+    [RLX_ISA_AVX512] = &rlx_attn_avx512_f64,
+    [RLX_ISA_NEON] = &rlx_attn_neon_f64};
 
 #define T float
 #define SFX F32

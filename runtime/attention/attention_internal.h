@@ -57,9 +57,11 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
 ATTN_DECL_KERNELS(float, F32)
 ATTN_DECL_KERNELS(double, F64)
 
-/* The AVX-512 and AVX2 tables (all members NULL where the build has no
-   x86 intrinsics; attention.c then never selects them). */
-extern const AttnIsaF32 rlx_attn_avx512_f32, rlx_attn_avx2_f32;
-extern const AttnIsaF64 rlx_attn_avx512_f64, rlx_attn_avx2_f64;
+/* The SIMD tables (all members NULL where the build lacks their ISA;
+   attention.c then uses the portable steps). */
+extern const AttnIsaF32 rlx_attn_avx512_f32, rlx_attn_avx2_f32,
+    rlx_attn_neon_f32;
+extern const AttnIsaF64 rlx_attn_avx512_f64, rlx_attn_avx2_f64,
+    rlx_attn_neon_f64;
 
 #endif

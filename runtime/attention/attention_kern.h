@@ -1,22 +1,23 @@
 /* attention_kern.h -- the register-tiled mm kernel of
- * attention_internal.h for one element type and vector ISA.  Included by
- * attention_avx512.c and attention_avx2.c with T, SFX, VT (vector type),
- * VL (lanes), MT (lane mask type), MM_NV (most vectors per tile row:
- * what the registers hold), VMASK_FIRST(n) (the mask of lanes < n) and
- * the V* operation macros defined.
+ * attention_internal.h for one element type and vector ISA, written once
+ * over the vector layer (runtime/simd/vec.h).  Included by
+ * attention_<isa>.c after a vec_*.h instantiation, with T, SFX and
+ * MM_NV (most vectors per tile row: what the registers hold) defined.
  *
  * An R x NV-vector tile of C lives in R*NV accumulators (R <= 6,
  * NV <= MM_NV: AVX-512 6 x 4 = 24 of 32 zmm, AVX2 6 x 2 = 12 of 16 ymm,
+ * NEON 6 x 4 = 24 of 32 q registers,
  * plus NV B vectors and one broadcast); each step p loads NV vectors of
  * row p of B (the last one masked) and broadcasts A(i, p) for each of
  * the R rows.  R and NV are compile-time constants after inlining into
  * the dispatch switch.  Every element of C is one FMA chain in
  * increasing p, so both ISAs give the same bits.
  *
- * Where VEXP is defined (f32), also the online and expsub softmax steps
- * of attention_internal.h over VL-lane columns, with VMAX, VSUB, VADD,
- * VMUL and VZERO_IF_NEGINF(x) (0 in the lanes where x is -inf).
+ * Where VEXP is defined (f32, simd/vec_exp.h), also the online and
+ * expsub softmax steps of attention_internal.h over VL-lane columns.
  */
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
 #define MM_TILE CAT(mm_tile_, SFX)
 #define MM CAT(mm_, SFX)
 

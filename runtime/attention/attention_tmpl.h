@@ -84,7 +84,7 @@ static void FN(expsub_c_)(T *s, int64_t nk, const T *sub)
 static ISA_T FN(isa_)(void)
 {
   ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_)};
-  const ISA_T *x = FN(attn_tables_)[isa_level()];
+  const ISA_T *x = FN(attn_tables_)[rlx_isa_level()];
   if (x && x->mm) {
     t.mm = x->mm;
     t.online = x->online ? x->online : t.online;

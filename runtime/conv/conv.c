@@ -4,8 +4,8 @@
  * Entry points only: the plan (conv_plan.c) picks the lowering, the
  * drivers (conv_tmpl.h, instantiated here per dtype) run it on the
  * micro-kernels of the ISA the GEMM dispatch chose (conv_avx512.c,
- * conv_avx2.c, else the portable conv_scalar.c; all give the same
- * bits).  Design and
+ * conv_avx2.c, conv_neon.c, else the portable conv_scalar.c: conv_kern.h
+ * instantiated per ISA, all giving the same bits).  Design and
  * measurements: conv_internal.h and docs/performance.md, "Convolution
  * kernels".
  */
@@ -13,16 +13,10 @@
 
 #include "runtime/conv/conv_internal.h"
 #include "runtime/rlxrt.h"
+#include "runtime/simd/isa.h"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-
-/* 2 = AVX-512, 1 = AVX2 + FMA, 0 = portable: the GEMM dispatch's ISA. */
-static int isa_level(void)
-{
-  const char *isa = rlx_gemm_isa();
-  return strcmp(isa, "avx512") == 0 ? 2 : strcmp(isa, "avx2") == 0;
-}
 
 #define T float
 #define SFX F32
@@ -49,16 +43,22 @@ static int isa_level(void)
 static const ConvIsaF32 *isa_f32(void)
 {
   static const ConvIsaF32 *const tab[] = {
-      &rlx_conv_scalar_f32, &rlx_conv_avx2_f32, &rlx_conv_avx512_f32};
-  const ConvIsaF32 *t = tab[isa_level()];
+      [RLX_ISA_SCALAR] = &rlx_conv_scalar_f32,
+      [RLX_ISA_AVX2] = &rlx_conv_avx2_f32,
+      [RLX_ISA_AVX512] = &rlx_conv_avx512_f32,
+      [RLX_ISA_NEON] = &rlx_conv_neon_f32};
+  const ConvIsaF32 *t = tab[rlx_isa_level()];
   return t->trans ? t : &rlx_conv_scalar_f32;
 }
 
 static const ConvIsaF64 *isa_f64(void)
 {
   static const ConvIsaF64 *const tab[] = {
-      &rlx_conv_scalar_f64, &rlx_conv_avx2_f64, &rlx_conv_avx512_f64};
-  const ConvIsaF64 *t = tab[isa_level()];
+      [RLX_ISA_SCALAR] = &rlx_conv_scalar_f64,
+      [RLX_ISA_AVX2] = &rlx_conv_avx2_f64,
+      [RLX_ISA_AVX512] = &rlx_conv_avx512_f64,
+      [RLX_ISA_NEON] = &rlx_conv_neon_f64};
+  const ConvIsaF64 *t = tab[rlx_isa_level()];
   return t->trans ? t : &rlx_conv_scalar_f64;
 }
 

@@ -1,10 +1,9 @@
 /* conv_avx2.c -- AVX2 + FMA convolution micro-kernels (conv_kern.h) and
  * the channel transposes, f32 and f64.
  *
- * Compiled with a per-function target attribute, like gemm_avx2.c;
  * conv.c uses these tables when the GEMM dispatch chose avx2.  The
- * kernels are conv_kern.h over 256-bit vectors, so every element sees
- * the operations of the portable and AVX-512 tables (same bits).  With
+ * kernels are conv_kern.h over 256-bit vectors (simd/vec_avx2.h), so
+ * every element sees the operations of the other tables (same bits).  With
  * 16 ymm registers the widest tiles are narrower than AVX-512's
  * (KVMAX, measured with bench_conv --isa=avx2: 8 x 2 beats 8 x 1 by
  * 20-60% although its 16 accumulators leave no register for b, which
@@ -13,12 +12,11 @@
  * with plain C at the edges.
  */
 #include "runtime/conv/conv_internal.h"
+#include "runtime/simd/isa.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
+#if RLX_HAVE_X86_SIMD
 #include <immintrin.h>
 
-#define TGT __attribute__((target("avx2,fma")))
 #define KVMAX {4, 4, 3, 2, 1}
 
 /* trans (conv_internal.h) through B x B register blocks (TRANSPOSE on
@@ -47,16 +45,10 @@
   }
 
 /* ---- f32 ---- */
+#define VEC_F64 0
 #define T float
 #define SFX F32
-#define VT __m256
-#define VL 8
-#define VZERO() _mm256_setzero_ps()
-#define VLOADU(p) _mm256_loadu_ps(p)
-#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
-#define VSET1(x) _mm256_set1_ps(x)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VADD(a, b) _mm256_add_ps(a, b)
+#include "runtime/simd/vec_avx2.h"
 #include "runtime/conv/conv_kern.h"
 
 /* out[j] lane i = r[i] lane j for 8 x 8 floats. */
@@ -86,29 +78,15 @@ DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
 
 CONV_TABLE(rlx_conv_avx2_f32, "avx2", trans_f32);
 
+#undef VEC_F64
 #undef T
 #undef SFX
-#undef VT
-#undef VL
-#undef VZERO
-#undef VLOADU
-#undef VSTOREU
-#undef VSET1
-#undef VFMA
-#undef VADD
-#undef DL
 
 /* ---- f64 ---- */
+#define VEC_F64 1
 #define T double
 #define SFX F64
-#define VT __m256d
-#define VL 4
-#define VZERO() _mm256_setzero_pd()
-#define VLOADU(p) _mm256_loadu_pd(p)
-#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
-#define VSET1(x) _mm256_set1_pd(x)
-#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define VADD(a, b) _mm256_add_pd(a, b)
+#include "runtime/simd/vec_avx2.h"
 #include "runtime/conv/conv_kern.h"
 
 /* out[j] lane i = r[i] lane j for 4 x 4 doubles. */

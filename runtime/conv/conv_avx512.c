@@ -1,33 +1,24 @@
 /* conv_avx512.c -- AVX-512F convolution micro-kernels (conv_kern.h) and
  * the channel transposes, f32 and f64.
  *
- * Compiled with a per-function target attribute, like gemm_avx512.c;
- * conv.c uses these tables only when the GEMM dispatch chose avx512.
+ * The kernels are conv_kern.h over 512-bit vectors (simd/vec_avx512.h);
+ * conv.c uses these tables when the GEMM dispatch chose avx512.
  * Transposes go through 16 x 16 (f32) / 8 x 8 (f64) register blocks,
  * with masked loads and stores at the edges only: masked loads stream
  * from memory at about half the rate of plain ones (Zen 5).
  */
 #include "runtime/conv/conv_internal.h"
+#include "runtime/simd/isa.h"
 
 #define KVMAX {4, 4, 4, 3, 2}
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
-#include <immintrin.h>
-
-#define TGT __attribute__((target("avx512f")))
+#if RLX_HAVE_X86_SIMD
 
 /* ---- f32 ---- */
+#define VEC_F64 0
 #define T float
 #define SFX F32
-#define VT __m512
-#define VL 16
-#define VZERO() _mm512_setzero_ps()
-#define VLOADU(p) _mm512_loadu_ps(p)
-#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
-#define VSET1(x) _mm512_set1_ps(x)
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VADD(a, b) _mm512_add_ps(a, b)
+#include "runtime/simd/vec_avx512.h"
 #include "runtime/conv/conv_kern.h"
 
 #include "runtime/simd/avx512_transpose.h"
@@ -57,29 +48,15 @@ TGT static void trans_f32(const float *src, int64_t ss, int64_t rows,
 
 CONV_TABLE(rlx_conv_avx512_f32, "avx512", trans_f32);
 
+#undef VEC_F64
 #undef T
 #undef SFX
-#undef VT
-#undef VL
-#undef VZERO
-#undef VLOADU
-#undef VSTOREU
-#undef VSET1
-#undef VFMA
-#undef VADD
-#undef DL
 
 /* ---- f64 ---- */
+#define VEC_F64 1
 #define T double
 #define SFX F64
-#define VT __m512d
-#define VL 8
-#define VZERO() _mm512_setzero_pd()
-#define VLOADU(p) _mm512_loadu_pd(p)
-#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
-#define VSET1(x) _mm512_set1_pd(x)
-#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define VADD(a, b) _mm512_add_pd(a, b)
+#include "runtime/simd/vec_avx512.h"
 #include "runtime/conv/conv_kern.h"
 
 /* out[j] lane i = r[i] lane j for 8 x 8 doubles. */

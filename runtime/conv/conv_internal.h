@@ -131,8 +131,9 @@ CONV_DECL_KERNELS(double, F64)
 static const int conv_rows[5] = {1, 2, 4, 8, 14};
 
 extern const ConvIsaF32 rlx_conv_avx512_f32, rlx_conv_avx2_f32,
-    rlx_conv_scalar_f32;
+    rlx_conv_neon_f32, rlx_conv_scalar_f32;
 extern const ConvIsaF64 rlx_conv_avx512_f64, rlx_conv_avx2_f64,
+    rlx_conv_neon_f64,
     rlx_conv_scalar_f64;
 
 #endif

@@ -1,9 +1,8 @@
 /* conv_kern.h -- the convolution micro-kernels (contracts in
- * conv_internal.h) for one ISA and dtype, written once over a small
- * vector vocabulary.  Included by conv_avx512.c and conv_scalar.c with:
- *   T, SFX (F32 / F64), TGT (function attributes), VT (vector type),
- *   VL (elements per VT), VZERO(), VLOADU(p), VSTOREU(p, v), VSET1(x),
- *   VFMA(a, b, c) = a*b + c fused, VADD(a, b).
+ * conv_internal.h) for one ISA and dtype, written once over the vector
+ * layer (runtime/simd/vec.h).  Included by conv_<isa>.c after a vec_*.h
+ * instantiation, with T, SFX (F32 / F64) and KVMAX (the table's vmax)
+ * defined.
  * All loops have constant trip counts after inlining, so the R x V
  * accumulators stay in registers (like the GEMM kernels).  Defines the
  * table conv_<ISA>_<sfx> through CONV_TABLE(name, isa, trans).
@@ -13,6 +12,7 @@
 #define KN(name) KCAT(name, SFX)
 
 /* Lanes of the logical WDOT vector (64 bytes), whatever VL is. */
+#undef DL
 #define DL ((int)(64 / sizeof(T)))
 
 __attribute__((always_inline)) TGT static inline void

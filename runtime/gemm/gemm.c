@@ -2,10 +2,10 @@
  * split, and the two instantiations of the driver in gemm_tmpl.h.
  *
  * Dispatch: the first call picks, once (pthread_once), the best kernel
- * table the CPU supports: AVX-512F, else AVX2+FMA, else portable C; the
- * environment variable RLX_ISA hides the wider ISAs (env_isa_cap).  Every
+ * table the CPU supports: AVX-512F, else AVX2+FMA (x86-64), Advanced
+ * SIMD (AArch64), else portable C; the environment variable RLX_ISA hides the wider ISAs (env_isa_cap).  Every
  * other kernel family follows this choice (rlx_gemm_isa), so RLX_ISA=avx2
- * or =scalar runs a whole process on those paths.  rlx_gemm_select_isa (a test
+ * =neon or =scalar runs a whole process on those paths.  rlx_gemm_select_isa (a test
  * hook) may override it later.  Building with -DRLX_NO_SIMD leaves only
  * the portable kernels.
  * Thread split (choose_grid): the batch first; when there are fewer
@@ -24,6 +24,12 @@
 
 #include "runtime/gemm/gemm_internal.h"
 #include "runtime/rlxrt.h"
+#include "runtime/simd/isa.h"
+
+#if RLX_HAVE_NEON && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 /* Below this many flops per task, splitting is not worth a wake-up. */
 #define MIN_TASK_FLOPS (2.0 * 48 * 48 * 48)
@@ -36,25 +42,46 @@ static _Atomic(const RlxGemmCfgF32 *) cfg_f32;
 static _Atomic(const RlxGemmCfgF64 *) cfg_f64;
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
-static int cpu_has(const char *isa)
+/* The ISAs from widest to narrowest, with their level (simd/isa.h). */
+static const struct {
+  const char *name;
+  int level;
+  const RlxGemmCfgF32 *f32;
+  const RlxGemmCfgF64 *f64;
+} isa_order[] = {
+  {"avx512", RLX_ISA_AVX512, &rlx_gemm_avx512_f32, &rlx_gemm_avx512_f64},
+  {"avx2", RLX_ISA_AVX2, &rlx_gemm_avx2_f32, &rlx_gemm_avx2_f64},
+  {"neon", RLX_ISA_NEON, &rlx_gemm_neon_f32, &rlx_gemm_neon_f64},
+  {"scalar", RLX_ISA_SCALAR, &rlx_gemm_scalar_f32, &rlx_gemm_scalar_f64},
+};
+enum { N_ISA = sizeof isa_order / sizeof isa_order[0] };
+
+/* Whether the CPU runs the ISA's kernels (which must be compiled in:
+   kern != NULL).  Advanced SIMD is architectural on AArch64. */
+static int cpu_has(int level)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
+#if RLX_HAVE_X86_SIMD
   __builtin_cpu_init();
-  if (strcmp(isa, "avx512") == 0)
+  if (level == RLX_ISA_AVX512)
     return __builtin_cpu_supports("avx512f");
-  if (strcmp(isa, "avx2") == 0)
+  if (level == RLX_ISA_AVX2)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-  return strcmp(isa, "scalar") == 0;
+  return level == RLX_ISA_SCALAR || (RLX_HAVE_NEON && level == RLX_ISA_NEON);
 }
 
-/* The ISAs from widest to narrowest. */
-static const char *const isa_order[] = {"avx512", "avx2", "scalar"};
+int rlx_cpu_has_neon_dot(void)
+{
+#if RLX_HAVE_NEON && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return 0;
+#endif
+}
 
-/* RLX_ISA=avx512|avx2|scalar: the process runs as if the CPU had no ISA
-   wider than the one named (the default picks it or a narrower one, and
-   rlx_gemm_select_isa refuses wider ones).  Returns the index in
+/* RLX_ISA=avx512|avx2|neon|scalar: the process runs as if the CPU had no
+   ISA wider than the one named (the default picks it or a narrower one,
+   and rlx_gemm_select_isa refuses wider ones).  Returns the index in
    isa_order of the widest ISA allowed; any other value is reported once
    on stderr and ignored. */
 static int env_isa_cap(void)
@@ -63,31 +90,26 @@ static int env_isa_cap(void)
   const char *env = getenv("RLX_ISA");
   if (!env || !*env)
     return 0;
-  for (int i = 0; i < 3; i++)
-    if (strcmp(env, isa_order[i]) == 0)
+  for (int i = 0; i < N_ISA; i++)
+    if (strcmp(env, isa_order[i].name) == 0)
       return i;
   if (!warned++)
-    fprintf(stderr, "rlxrt: RLX_ISA=%s is not avx512, avx2 or scalar; "
-            "ignored\n", env);
+    fprintf(stderr, "rlxrt: RLX_ISA=%s is not avx512, avx2, neon or "
+            "scalar; ignored\n", env);
   return 0;
 }
 
+static _Atomic int isa_level = RLX_ISA_SCALAR;
+
 int rlx_gemm_select_isa(const char *isa)
 {
-  static const struct {
-    const RlxGemmCfgF32 *f32;
-    const RlxGemmCfgF64 *f64;
-  } tab[] = {
-    {&rlx_gemm_avx512_f32, &rlx_gemm_avx512_f64},
-    {&rlx_gemm_avx2_f32, &rlx_gemm_avx2_f64},
-    {&rlx_gemm_scalar_f32, &rlx_gemm_scalar_f64},
-  };
-  for (int i = env_isa_cap(); i < 3; i++) {
-    if ((isa && strcmp(isa, isa_order[i]) != 0) || !tab[i].f32->kern ||
-        !cpu_has(isa_order[i]))
+  for (int i = env_isa_cap(); i < N_ISA; i++) {
+    if ((isa && strcmp(isa, isa_order[i].name) != 0) ||
+        !isa_order[i].f32->kern || !cpu_has(isa_order[i].level))
       continue;
-    atomic_store(&cfg_f32, tab[i].f32);
-    atomic_store(&cfg_f64, tab[i].f64);
+    atomic_store(&isa_level, isa_order[i].level);
+    atomic_store(&cfg_f32, isa_order[i].f32);
+    atomic_store(&cfg_f64, isa_order[i].f64);
     return RLX_OK;
   }
   return RLX_ERR_INVALID;
@@ -103,6 +125,12 @@ const char *rlx_gemm_isa(void)
 {
   pthread_once(&isa_once, select_best);
   return atomic_load(&cfg_f32)->name;
+}
+
+int rlx_isa_level(void)
+{
+  pthread_once(&isa_once, select_best);
+  return atomic_load(&isa_level);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b)

@@ -15,7 +15,7 @@
  *
  * Kernel tables (RlxGemmCfg*) are immutable; gemm.c picks one per dtype
  * at run time from the CPU features.  The ISA-specific files compile to
- * a table with kern == NULL off x86-64 (or without GCC/Clang).
+ * a table with kern == NULL where their ISA is not compiled in.
  */
 #ifndef RLX_GEMM_INTERNAL_H
 #define RLX_GEMM_INTERNAL_H
@@ -92,9 +92,9 @@ typedef struct {
 
 /* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */
 extern const RlxGemmCfgF32 rlx_gemm_avx512_f32, rlx_gemm_avx512_f32_12,
-    rlx_gemm_avx2_f32, rlx_gemm_scalar_f32;
+    rlx_gemm_avx2_f32, rlx_gemm_neon_f32, rlx_gemm_scalar_f32;
 extern const RlxGemmCfgF64 rlx_gemm_avx512_f64, rlx_gemm_avx2_f64,
-    rlx_gemm_scalar_f64;
+    rlx_gemm_neon_f64, rlx_gemm_scalar_f64;
 
 /* Per-thread scratch of at least `bytes` bytes, 64-byte aligned, owned
    by the calling thread and reused across calls (freed at thread exit).

@@ -1,0 +1,39 @@
+/* gemm_kern.h -- the GEMM micro-kernel (contract: gemm_internal.h)
+ * written once over the vector layer (runtime/simd/vec.h).  Included
+ * with T, a vec_*.h instantiation, GK_MR (rows) and GK_NV (vectors per
+ * row: NR = GK_NV * VL) defined; defines the static kernel GK_NAME.
+ * GK_MR * GK_NV accumulators start from zero and take one FMA per p, in
+ * increasing p; C is added once at the end.
+ */
+TGT static void GK_NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,
+                        int64_t ldb, T *c, int64_t ldc, int load)
+{
+  VT acc[GK_MR][GK_NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < GK_MR; i++)
+#pragma GCC unroll 16
+    for (int v = 0; v < GK_NV; v++)
+      acc[i][v] = VZERO();
+  for (int64_t p = 0; p < kc; p++) {
+    VT b[GK_NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < GK_NV; v++)
+      b[v] = VLOADU(bp + v * VL);
+#pragma GCC unroll 16
+    for (int i = 0; i < GK_MR; i++) {
+      VT a = VSET1(ap[i]);
+#pragma GCC unroll 16
+      for (int v = 0; v < GK_NV; v++)
+        acc[i][v] = VFMA(a, b[v], acc[i][v]);
+    }
+    ap += lda;
+    bp += ldb;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < GK_MR; i++)
+#pragma GCC unroll 16
+    for (int v = 0; v < GK_NV; v++) {
+      T *ci = c + i * ldc + v * VL;
+      VSTOREU(ci, load ? VADD(VLOADU(ci), acc[i][v]) : acc[i][v]);
+    }
+}

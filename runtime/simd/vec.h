@@ -1,0 +1,35 @@
+/* vec.h -- the runtime's vector layer: one vocabulary over a vector of
+ * VL elements of type T, implemented per ISA, so that a family's
+ * micro-kernels (conv_kern.h, attention_kern.h, ...) are written once
+ * and compiled for each target.
+ *
+ * A kernel file defines VEC_F64 (0: T = float, 1: T = double) and
+ * includes one of vec_avx512.h, vec_avx2.h, vec_neon.h, vec_scalar.h;
+ * each first #undefs the previous instantiation (vec_undef.h), so one
+ * file can instantiate f32 then f64.  Every ISA header defines:
+ *
+ *   TGT                 function attributes enabling the ISA
+ *   VT, VL              the vector type and its lane count
+ *   MT                  a "first n lanes" selector: a mask register or
+ *                       a count, whatever the ISA loads with
+ *   VZERO() VSET1(x)    all lanes 0 / x
+ *   VLOADU(p) VSTOREU(p, v)         unaligned full-vector load / store
+ *   VMASK_FIRST(n)      MT selecting lanes 0 .. n-1 (1 <= n <= VL)
+ *   VMASKZ_LOAD(m, p)   lanes of m from p, 0 elsewhere; reads nothing
+ *                       outside m
+ *   VMASK_STORE(p, m, v)            lanes of m to p; writes nothing else
+ *   VFMA(a, b, c)       a*b + c, one rounding (a fused multiply-add)
+ *   VFNMA(a, b, c)      c - a*b, one rounding
+ *   VADD VSUB VMUL VDIV VMAX VMIN   lane-wise, IEEE (VMAX / VMIN: as
+ *                       x86 maxps / minps: the second operand when
+ *                       either is NaN or both are zero)
+ *   VZERO_IF_NEGINF(x)  0 in the lanes where x is -inf, x elsewhere
+ *   VROUND(x) VFLOOR(x) to the nearest integer (ties to even) / down
+ *
+ * vec_exp.h adds VEXP (f32) on top.
+ *
+ * Lane-wise operations are correctly rounded IEEE operations on every
+ * ISA, so a kernel that applies the same operations to each element
+ * gives the same bits on every ISA.  Reductions across lanes are not in
+ * the layer: their order is part of each family's algorithm.
+ */

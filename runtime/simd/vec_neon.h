@@ -1,0 +1,90 @@
+/* vec_neon.h -- the vector layer (vec.h) over 128-bit AArch64 Advanced
+ * SIMD registers.  NEON has no masked loads: MT is the lane count and
+ * partial vectors go through a small stack buffer.  VMAX / VMIN are
+ * compare-and-select, so NaN and signed zeros behave as on x86. */
+#include "runtime/simd/vec_undef.h"
+#include <arm_neon.h>
+#include <math.h>
+
+#ifndef RLX_VEC_NEON_ONCE
+#define RLX_VEC_NEON_ONCE
+static inline float32x4_t rlx_neon_loadn_f32(int n, const float *p)
+{
+  float b[4] = {0};
+  for (int i = 0; i < n; i++)
+    b[i] = p[i];
+  return vld1q_f32(b);
+}
+static inline void rlx_neon_storen_f32(float *p, int n, float32x4_t v)
+{
+  float b[4];
+  vst1q_f32(b, v);
+  for (int i = 0; i < n; i++)
+    p[i] = b[i];
+}
+static inline float64x2_t rlx_neon_loadn_f64(int n, const double *p)
+{
+  double b[2] = {0};
+  for (int i = 0; i < n; i++)
+    b[i] = p[i];
+  return vld1q_f64(b);
+}
+static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
+{
+  double b[2];
+  vst1q_f64(b, v);
+  for (int i = 0; i < n; i++)
+    p[i] = b[i];
+}
+#endif
+
+#undef TGT
+#define TGT
+#define MT int
+#define VMASK_FIRST(n) (n)
+#if VEC_F64
+#define VT float64x2_t
+#define VL 2
+#define VZERO() vdupq_n_f64(0.0)
+#define VSET1(x) vdupq_n_f64(x)
+#define VLOADU(p) vld1q_f64(p)
+#define VSTOREU(p, v) vst1q_f64(p, v)
+#define VMASKZ_LOAD(m, p) rlx_neon_loadn_f64(m, p)
+#define VMASK_STORE(p, m, v) rlx_neon_storen_f64(p, m, v)
+#define VFMA(a, b, c) vfmaq_f64(c, a, b)
+#define VFNMA(a, b, c) vfmsq_f64(c, a, b)
+#define VADD(a, b) vaddq_f64(a, b)
+#define VSUB(a, b) vsubq_f64(a, b)
+#define VMUL(a, b) vmulq_f64(a, b)
+#define VDIV(a, b) vdivq_f64(a, b)
+#define VMAX(a, b) vbslq_f64(vcgtq_f64(a, b), a, b)
+#define VMIN(a, b) vbslq_f64(vcltq_f64(a, b), a, b)
+#define VROUND(x) vrndnq_f64(x)
+#define VFLOOR(x) vrndmq_f64(x)
+#define VZERO_IF_NEGINF(x)                                                \
+  vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
+#else
+#define VT float32x4_t
+#define VL 4
+#define VZERO() vdupq_n_f32(0.0f)
+#define VSET1(x) vdupq_n_f32(x)
+#define VLOADU(p) vld1q_f32(p)
+#define VSTOREU(p, v) vst1q_f32(p, v)
+#define VMASKZ_LOAD(m, p) rlx_neon_loadn_f32(m, p)
+#define VMASK_STORE(p, m, v) rlx_neon_storen_f32(p, m, v)
+#define VFMA(a, b, c) vfmaq_f32(c, a, b)
+#define VFNMA(a, b, c) vfmsq_f32(c, a, b)
+#define VADD(a, b) vaddq_f32(a, b)
+#define VSUB(a, b) vsubq_f32(a, b)
+#define VMUL(a, b) vmulq_f32(a, b)
+#define VDIV(a, b) vdivq_f32(a, b)
+#define VMAX(a, b) vbslq_f32(vcgtq_f32(a, b), a, b)
+#define VMIN(a, b) vbslq_f32(vcltq_f32(a, b), a, b)
+#define VROUND(x) vrndnq_f32(x)
+#define VFLOOR(x) vrndmq_f32(x)
+#define VPOW2I(n)                                                         \
+  vreinterpretq_f32_s32(vshlq_n_s32(                                      \
+      vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
+#define VZERO_IF_NEGINF(x)                                                \
+  vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
+#endif
