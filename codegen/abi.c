@@ -5,9 +5,10 @@
  * emitter for scratch, plan memory, then run the emitters in node order
  * and finally copy returned values that were not computed in place
  * (inputs, constants, aliases, repeated returns) into their outputs.
- * cg_entry() wraps it in the exported ABI function (abi.md §3): a NULL
- * workspace makes it rlx_alloc/rlx_free its own, allocation failure
- * returns RLX_ERR_NOMEM. It also defines NAME_signature().
+ * cg_entry() wraps it in the exported ABI function (abi.md §3): it
+ * checks the CPU at the first call (RLX_ERR_CPU), a NULL workspace makes
+ * it rlx_alloc/rlx_free its own, allocation failure returns
+ * RLX_ERR_NOMEM. It also defines NAME_signature().
  * cg_buf() maps a node to a pointer in the current function.
  */
 #include "codegen/cg.h"
@@ -243,11 +244,55 @@ void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                                         ""));
 }
 
-/* NAME(in, out, ws): allocate the workspace when ws is NULL. */
+/* A private constant holding s[0..len) and a terminating NUL. */
+static LLVMValueRef cstr(Cg *cg, const char *s, size_t len) {
+  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s, (unsigned)len, 0);
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.str");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  return g;
+}
+
+/* Before its first run, an entry checks that the CPU has the extensions
+ * its code uses (rlx_cpu_check, cg->cpu_needs) and returns RLX_ERR_CPU
+ * if not; one state word per object caches the answer. The wrapper
+ * itself is compiled for the baseline CPU. Emits the check at the
+ * builder's position and leaves it in the block where the entry goes on. */
+static void build_cpu_check(Cg *cg, LLVMValueRef fn, const char *name) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef st = LLVMGetNamedGlobal(cg->mod, "rlx.cpu.state");
+  if (!st) {
+    st = LLVMAddGlobal(cg->mod, cg->t_i32, "rlx.cpu.state");
+    LLVMSetInitializer(st, cg_i32(cg, 0));
+    LLVMSetLinkage(st, LLVMPrivateLinkage);
+  }
+  LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(cg->lc, fn, "cpu");
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "nocpu");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(cg->lc, fn, "go");
+  LLVMValueRef v = LLVMBuildLoad2(b, cg->t_i32, st, "");
+  LLVMSetOrdering(v, LLVMAtomicOrderingAcquire);
+  LLVMSetAlignment(v, 4);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, v, cg_i32(cg, 1), ""), go,
+                  chk);
+  LLVMPositionBuilderAtEnd(b, chk);
+  LLVMValueRef a[3] = {st, cstr(cg, cg->cpu_needs, strlen(cg->cpu_needs)),
+                       cstr(cg, name, strlen(name))};
+  LLVMValueRef r = cg_call(cg, "rlx_cpu_check", cg->t_i32, a, 3);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, r, cg_i32(cg, 0), ""), go,
+                  bad);
+  LLVMPositionBuilderAtEnd(b, bad);
+  LLVMBuildRet(b, r);
+  LLVMPositionBuilderAtEnd(b, go);
+}
+
+/* NAME(in, out, ws): check the CPU, allocate the workspace when ws is
+ * NULL. */
 static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
                           int64_t ws_bytes) {
   LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
-  cg_fn_attrs(cg, fn);
+  cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
   LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
   LLVMBasicBlockRef given = LLVMAppendBasicBlockInContext(cg->lc, fn, "ws");
@@ -257,6 +302,7 @@ static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
   LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
   LLVMValueRef ws = LLVMGetParam(fn, 2);
   LLVMPositionBuilderAtEnd(b, e);
+  if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
   LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
   LLVMPositionBuilderAtEnd(b, given);
   LLVMValueRef a3[3] = {in, out, ws};
@@ -272,17 +318,6 @@ static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
   LLVMValueRef r = LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, "");
   cg_call(cg, "rlx_free", cg->t_void, &mem, 1);
   LLVMBuildRet(b, r);
-}
-
-/* A private constant holding s[0..len) and a terminating NUL. */
-static LLVMValueRef cstr(Cg *cg, const char *s, size_t len) {
-  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s, (unsigned)len, 0);
-  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.str");
-  LLVMSetInitializer(g, init);
-  LLVMSetGlobalConstant(g, 1);
-  LLVMSetLinkage(g, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-  return g;
 }
 
 static LLVMValueRef const_global_of(Cg *cg, LLVMValueRef init) {
@@ -380,7 +415,7 @@ static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
   snprintf(fname, sizeof fname, "%s_signature", name);
   LLVMTypeRef ft = LLVMFunctionType(cg->t_ptr, NULL, 0, 0);
   LLVMValueRef fn = LLVMAddFunction(cg->mod, fname, ft);
-  cg_fn_attrs(cg, fn);
+  cg_fn_attrs_baseline(cg, fn);
   LLVMPositionBuilderAtEnd(cg->b,
                            LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
   LLVMBuildRet(cg->b, sig);

@@ -113,6 +113,7 @@ typedef struct Cg {
   LLVMTargetMachineRef tm;
   LLVMTargetDataRef td;
   char *triple, *cpu, *features; /* LLVM-allocated (disposed by cg_free) */
+  const char *cpu_needs;    /* extensions checked at the first call */
   int opt_level;
   bool avx512;              /* target has avx512f: prefer zmm */
   /* types */
@@ -150,6 +151,12 @@ bool cg_write_obj(Cg *cg, struct OutSet *out, const char *path,
 bool cg_write_ll(Cg *cg, struct OutSet *out, const char *path);
 /* Add the target attributes every generated function carries. */
 void cg_fn_attrs(Cg *cg, LLVMValueRef fn);
+/* The attributes of the exported wrappers: the architecture's baseline
+ * CPU, so that the CPU check runs on any CPU of the architecture. */
+void cg_fn_attrs_baseline(Cg *cg, LLVMValueRef fn);
+/* Whether the target machine enables the LLVM feature `name`, implied
+ * ones included (target_features.cpp). */
+bool cg_tm_has_feature(LLVMTargetMachineRef tm, const char *name);
 
 /* ---- compiling graphs (abi.c) ---- */
 /* Nodes that emit code per segment function of a large graph. */

@@ -15,6 +15,7 @@ typedef struct {
 
 /* Build every entry of u into cg; e[] gets them. False on a diagnostic. */
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne);
-bool cg_header_text(FILE *f, const Unit *u, const CgEntry *e, int ne);
+/* The header of cg's unit with entries e[0..ne). */
+bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne);
 
 #endif

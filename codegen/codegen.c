@@ -60,11 +60,12 @@ static bool stage_code(Cg *cg, Unit *u, OutSet *out, unsigned kind) {
                            : cg_write_obj(cg, out, p, kind == EMIT_ASM);
 }
 
-static bool stage_header(Unit *u, OutSet *out, const CgEntry *e, int ne) {
+static bool stage_header(Cg *cg, Unit *u, OutSet *out, const CgEntry *e,
+                         int ne) {
   char *p = out_path_in(u->ctx->arena, u->opt, u->cname, EMIT_HEADER);
   OutMem m;
   return out_mem_open(out, &m) &&
-         out_mem_add(out, &m, p, cg_header_text(m.f, u, e, ne));
+         out_mem_add(out, &m, p, cg_header_text(m.f, cg, e, ne));
 }
 
 /* The header is staged last: LLVM, whose running out of memory aborts
@@ -90,7 +91,7 @@ static bool stage_files(Cg *cg, Unit *u, OutSet *out, const CgEntry *e,
       if (!ok) return false;
     }
   }
-  return !(emit & EMIT_HEADER) || stage_header(u, out, e, ne);
+  return !(emit & EMIT_HEADER) || stage_header(cg, u, out, e, ne);
 }
 
 /* Every output or none: nothing is renamed into place unless all of
@@ -125,7 +126,7 @@ bool cg_write_header(Unit *u, FILE *f) {
   if (!cg) return false;
   CgEntry e[CG_MAX_ENTRIES];
   int ne = 0;
-  bool ok = cg_build_unit(cg, u, e, &ne) && cg_header_text(f, u, e, ne);
+  bool ok = cg_build_unit(cg, u, e, &ne) && cg_header_text(f, cg, e, ne);
   cg_free(cg);
   return ok;
 }

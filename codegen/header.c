@@ -7,7 +7,9 @@
  * the prototype and E_signature(). Outputs also get E_OUT_<name>; an
  * output whose name an input already has gets only E_OUT_ / E_OUT_BYTES_,
  * and a name returned twice names its first position (so every macro is
- * defined once). The header needs only rlxrt.h.
+ * defined once). Once per unit: the target triple and CPU, and
+ * cname_CPU_FEATURES, the extensions the entries check for at their first
+ * call. The header needs only rlxrt.h.
  */
 #include "codegen/cg_unit.h"
 
@@ -101,7 +103,8 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar) {
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);
 }
 
-bool cg_header_text(FILE *f, const Unit *u, const CgEntry *e, int ne) {
+bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne) {
+  const Unit *u = cg->u;
   char guard[256];
   size_t k = 0;
   for (const char *p = u->cname; *p && k + 8 < sizeof guard; p++)
@@ -115,6 +118,14 @@ bool cg_header_text(FILE *f, const Unit *u, const CgEntry *e, int ne) {
           guard, guard);
   fprintf(f, "#include \"rlxrt.h\"\n\n#ifdef __cplusplus\n"
              "extern \"C\" {\n#endif\n\n");
+  fprintf(f, "/* Compiled for %s, CPU %s. Each entry checks at its first "
+             "call that the\n * CPU has the extensions of "
+             "%s_CPU_FEATURES (rlx_cpu_supports) and\n * returns "
+             "RLX_ERR_CPU otherwise. */\n",
+          cg->triple, cg->cpu, u->cname);
+  fprintf(f, "#define %s_TARGET \"%s\"\n#define %s_TARGET_CPU \"%s\"\n"
+             "#define %s_CPU_FEATURES \"%s\"\n\n",
+          u->cname, cg->triple, u->cname, cg->cpu, u->cname, cg->cpu_needs);
   for (int i = 0; i < ne; i++) entry_text(f, &e[i], u->ctx->arena);
   fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   return !ferror(f);

@@ -154,6 +154,37 @@ static bool pick_target(Cg *cg, const Options *o, LLVMTargetRef *t) {
   return !o || !o->mattr || add_mattr(cg, o->mattr);
 }
 
+/* The instruction set extensions the runtime can check at run time
+ * (runtime/core/cpu.c, the same names); Advanced SIMD is baseline on
+ * AArch64. Other targets record none. */
+static const char *const x86_checked[] = {
+    "sse3", "pclmul", "ssse3", "fma", "cx16", "sse4.1", "sse4.2", "movbe",
+    "popcnt", "aes", "xsave", "avx", "f16c", "bmi", "avx2", "bmi2",
+    "avx512f", "avx512dq", "adx", "avx512ifma", "avx512cd", "sha",
+    "avx512bw", "avx512vl", "avx512vbmi", "avx512vbmi2", "gfni", "vaes",
+    "vpclmulqdq", "avx512vnni", "avx512bitalg", "avx512vpopcntdq",
+    "avx512fp16", "avxvnni", "avx512bf16", "lzcnt", NULL};
+static const char *const a64_checked[] = {"fullfp16", "dotprod", "sve",
+                                          "sve2", "i8mm", "bf16", NULL};
+
+/* cg->cpu_needs: the checked extensions the target machine enables
+ * (its CPU's implied ones included: target_features.cpp), comma
+ * separated; "" when the code needs none beyond the baseline. */
+static void pick_cpu_needs(Cg *cg) {
+  const char *const *tab = strncmp(cg->triple, "x86_64", 6) == 0 ? x86_checked
+                           : strncmp(cg->triple, "aarch64", 7) == 0
+                               ? a64_checked
+                               : NULL;
+  size_t len = 1;
+  for (int i = 0; tab && tab[i]; i++) len += strlen(tab[i]) + 1;
+  char *s = arena_alloc(cg->ctx->arena, len), *p = s;
+  *s = 0;
+  for (int i = 0; tab && tab[i]; i++)
+    if (cg_tm_has_feature(cg->tm, tab[i]))
+      p += sprintf(p, "%s%s", p == s ? "" : ",", tab[i]);
+  cg->cpu_needs = s;
+}
+
 /* An out-of-memory unwind disposes the LLVM objects; after an LLVM
  * fatal error they are left to the exiting process. */
 static void cg_unwind(void *cg, bool fatal) {
@@ -209,6 +240,7 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
     return NULL;
   }
   cg->avx512 = feature_on(cg->features, "avx512f");
+  pick_cpu_needs(cg);
   cg->lc = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(cg->lc, llvm_diag, cg);
   LLVMContextSetDiscardValueNames(cg->lc, 1); /* less memory and time */
@@ -251,6 +283,15 @@ static void enum_attr(Cg *cg, LLVMValueRef fn, unsigned idx,
                       const char *name) {
   unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(cg->lc, k, 0));
+}
+
+/* The exported functions that run before the CPU check: compiled for the
+ * architecture's baseline, so they cannot fault on an older CPU. */
+void cg_fn_attrs_baseline(Cg *cg, LLVMValueRef fn) {
+  bool x64 = strncmp(cg->triple, "x86_64", 6) == 0;
+  str_attr(cg, fn, "target-cpu", x64 ? "x86-64" : "generic");
+  str_attr(cg, fn, "target-features", x64 ? "+64bit" : "");
+  enum_attr(cg, fn, LLVMAttributeFunctionIndex, "nounwind");
 }
 
 void cg_fn_attrs(Cg *cg, LLVMValueRef fn) {

@@ -31,8 +31,10 @@ enum {
   RLX_ERR_NOMEM = 3,    /* allocation failed */
   RLX_ERR_INVALID = 4,  /* invalid argument */
   RLX_ERR_IO = 5,       /* a file could not be opened, read or written */
-  RLX_ERR_FORMAT = 6    /* a malformed file, or a tensor whose dtype or
+  RLX_ERR_FORMAT = 6,   /* a malformed file, or a tensor whose dtype or
                            shape does not match, or that is missing */
+  RLX_ERR_CPU = 7       /* the CPU lacks an instruction set extension the
+                           object was compiled for (E_CPU_FEATURES) */
 };
 
 /* Storage: f32=float, f64=double, f16/bf16=uint16_t bit patterns,
@@ -87,6 +89,14 @@ const char *rlx_dtype_name(int dtype);
 /* Bytes per element (c64: 8); 0 for an unknown code. */
 size_t rlx_dtype_size(int dtype);
 
+/* Whether this CPU (and OS) supports every instruction set extension in
+   `features`, a comma-separated list of LLVM feature names such as a
+   generated header's E_CPU_FEATURES ("avx2,fma,avx512f"; empty: 1).
+   Returns 1, or 0 with the first missing name written to `missing`
+   (size bytes, may be NULL).  A name the runtime does not know counts
+   as missing. */
+int rlx_cpu_supports(const char *features, char *missing, size_t size);
+
 /* Checkpoints: the params of an entry (its inputs of kind RLX_ARG_PARAM,
    by name) to and from files.  A path ending in ".safetensors" is one
    safetensors file (tensor name = param name; on load other tensors and
@@ -122,6 +132,12 @@ int rlx_save_npy(const char *path, const rlx_tensor_desc *desc,
 int rlx_load_npy(const char *path, const rlx_tensor_desc *desc, void *data);
 
 /* ------------ internal: called by generated code, not for users ------ */
+
+/* The check an entry point makes before its first run: RLX_OK when the
+   CPU has every extension in `features` (rlx_cpu_supports), else
+   RLX_ERR_CPU, with one stderr line naming `entry` and the missing
+   extension.  *state (per object, initially 0) caches the answer. */
+int rlx_cpu_check(int *state, const char *features, const char *entry);
 
 typedef void (*rlx_task_fn)(void *ctx, int64_t begin, int64_t end);
 

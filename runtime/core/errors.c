@@ -13,6 +13,8 @@ static const char *const err_msgs[] = {
   [RLX_ERR_INVALID] = "invalid argument",
   [RLX_ERR_IO] = "input/output error",
   [RLX_ERR_FORMAT] = "malformed file or mismatched tensor",
+  [RLX_ERR_CPU] = "the CPU lacks an instruction set extension the code "
+                  "was compiled for",
 };
 
 static const struct {
