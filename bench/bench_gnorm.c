@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench/bench_time.h"
 
 #define NEL (32L * 64 * 56 * 56)
 #define C 64
@@ -53,6 +54,7 @@ static void run(const char *nm, Fn f, const void *const *in, void *out,
 }
 
 int main(int argc, char **argv) {
+  argc = bench_isa_args(argc, argv);
   int th = argc > 1 ? atoi(argv[1]) : 1;
   int reps = argc > 2 ? atoi(argv[2]) : 21;
   if (reps > 101) reps = 101;

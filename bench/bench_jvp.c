@@ -211,6 +211,7 @@ static int time_interleaved(HxCall **c, int threads, double seconds)
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   int threads[8] = {1, 2}, nt = 2, rounds = 1;
   double seconds = 2.0;
   for (int i = 1; i + 1 < argc; i += 2) {

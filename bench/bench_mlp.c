@@ -71,6 +71,7 @@ static void fix_labels(HxCall *c)
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   int threads[8] = {1, 2}, nt = 2;
   double seconds = 2.0;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -76,6 +76,7 @@ static bool setup(HxCall *c, HxEntry fn, const rlx_signature *sig,
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   int threads[8] = {1, 2}, nt = 2;
   double seconds = 2.0;
   const char *only = NULL;

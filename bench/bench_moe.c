@@ -73,6 +73,7 @@ static int run(int v)
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   int threads = 0, rounds = 5, calls = 10;
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--threads=", 10)) threads = atoi(argv[i] + 10);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench/bench_time.h"
 
 #define R 4096
 #define C 1024
@@ -40,6 +41,7 @@ static void run(const char *nm, Fn f, const void *const *in, void *const *out,
 }
 
 int main(int argc, char **argv) {
+  argc = bench_isa_args(argc, argv);
   int th = argc > 1 ? atoi(argv[1]) : 1;
   int reps = argc > 2 ? atoi(argv[2]) : 21;
   if (reps > 101) reps = 101;

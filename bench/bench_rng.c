@@ -40,6 +40,7 @@ static int mul(void *p)
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   int threads = 1;
   double secs = 1.0;
   int64_t n = 4096 * 4096;

@@ -18,6 +18,7 @@ static int run(void *c) { return hx_run(c); }
 
 int main(int argc, char **argv)
 {
+  argc = bench_isa_args(argc, argv);
   double seconds = 2;
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--seconds"))

@@ -1,5 +1,5 @@
 /* bench_time.h -- the timing loop the model benchmarks share
- * (bench_mlp.c, bench_models.c): warm up, call until `seconds` have
+ * (bench_mlp.c, bench_models.c, ...) and the --isa option of all: warm up, call until `seconds` have
  * passed (at least 10 calls), print one line
  *   rlx WHAT threads=T median_ms=M min_ms=N calls=C
  * Header-only (static functions): each benchmark is one file. */
@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/rlxrt.h"
@@ -25,6 +26,29 @@ static int cmp_double(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* --isa=NAME, accepted by every benchmark: run the runtime's kernels
+ * for that ISA (rlx_gemm_select_isa; RLX_ISA=NAME does the same for a
+ * whole process).  Removes the option from argv, prints "# isa=NAME"
+ * (the kernels in use, with or without the option) and returns the new
+ * argc; exits with status 2 when this CPU or build lacks the ISA. */
+static inline int bench_isa_args(int argc, char **argv)
+{
+  int n = 1;
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--isa=", 6) != 0) {
+      argv[n++] = argv[i];
+      continue;
+    }
+    if (rlx_gemm_select_isa(argv[i] + 6) != RLX_OK) {
+      fprintf(stderr, "isa %s not available\n", argv[i] + 6);
+      exit(2);
+    }
+  }
+  argv[n] = NULL;
+  printf("# isa=%s\n", rlx_gemm_isa());
+  return n;
 }
 
 typedef int (*BenchFn)(void *ctx);
