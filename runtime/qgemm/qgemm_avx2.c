@@ -2,9 +2,11 @@
  * (qgemm_internal.h): AVX-VNNI (VEX vpdpbusd on 256-bit vectors; Intel
  * Alder Lake and later, AMD Zen 5) and plain AVX2.
  *
- * AVX-VNNI runs the 8 x 32 tile as 4 sub-tiles of 4 rows x 16 columns:
- * 8 accumulators, per group of 4 k two B vectors (8 columns x 4 bytes)
- * and a 4-byte broadcast of A per row.
+ * AVX-VNNI runs the 8 x 32 tile as rows 0-2, 3-5 and 6-7 across the
+ * panel's 4 vectors of 8 columns (2 when nr <= 16): 12 accumulators, so
+ * that 10 or more vpdpbusd are in flight (latency 5, 2 per cycle); per
+ * group of 4 k a 4-byte broadcast of A per row times B vectors (8
+ * columns x 4 bytes), most of which stay in registers.
  *
  * AVX2 has no exact byte dot product: vpmaddubsw (u8 x s8 pairs into
  * i16) saturates on our operands (2 * 255 * -128 = -65280), so the
@@ -69,43 +71,69 @@ TGT static inline void store8(int8_t *c, int n, __m256i s, int32_t rowt,
   }
 }
 
+/* Rows r0 .. r0+R-1 of the tile, NV vectors of 8 columns: R*NV
+   accumulators. */
+__attribute__((always_inline)) TGT_VNNI static inline void
+rows_vnni(int R, int NV, int r0, int64_t kq, const uint8_t *ap,
+          const int8_t *bp, const int32_t *rowt, const int32_t *colt,
+          const double *mc, int32_t ozp, int8_t *c, int64_t ldc, int mr,
+          int nr)
+{
+  __m256i acc[3][4];
+#pragma GCC unroll 3
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int h = 0; h < NV; h++)
+      acc[i][h] = _mm256_setzero_si256();
+  const uint8_t *a = ap + 4 * r0;
+  for (int64_t q = 0; q < kq; q++, a += QMR * 4, bp += QNR * 4) {
+#pragma GCC unroll 3
+    for (int i = 0; i < R; i++) {
+      int32_t a4;
+      memcpy(&a4, a + 4 * i, 4);
+      __m256i av = _mm256_set1_epi32(a4);
+#pragma GCC unroll 4
+      for (int h = 0; h < NV; h++)
+        acc[i][h] = _mm256_dpbusd_avx_epi32(
+            acc[i][h], av,
+            _mm256_loadu_si256((const __m256i *)(bp + 32 * h)));
+    }
+  }
+  __m256i s[3][4];
+#pragma GCC unroll 3
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int h = 0; h < NV; h++)
+      s[i][h] = acc[i][h];
+  for (int i = 0; i < R && r0 + i < mr; i++)
+    for (int j = 0; j < nr; j += 8)
+      store8(c + (r0 + i) * ldc + j, nr - j < 8 ? nr - j : 8, s[i][j / 8],
+             rowt[r0 + i], colt + j, mc + j, ozp);
+}
+
+/* The tile as rows 0-2, 3-5 and 6-7 (up to 12 accumulators). */
+__attribute__((always_inline)) TGT_VNNI static inline void
+tile_vnni(int NV, int64_t kq, const uint8_t *ap, const int8_t *bp,
+          const int32_t *rowt, const int32_t *colt, const double *mc,
+          int32_t ozp, int8_t *c, int64_t ldc, int mr, int nr)
+{
+  rows_vnni(3, NV, 0, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
+  if (mr > 3)
+    rows_vnni(3, NV, 3, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
+  if (mr > 6)
+    rows_vnni(2, NV, 6, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
+}
+
 TGT_VNNI static void kern_avxvnni(int64_t kq, const uint8_t *ap,
                                   const int8_t *bp, const int32_t *rowt,
                                   const int32_t *colt, const double *mc,
                                   int32_t ozp, int8_t *c, int64_t ldc, int mr,
                                   int nr)
 {
-  for (int r0 = 0; r0 < mr; r0 += 4)
-    for (int c0 = 0; c0 < nr; c0 += 16) {
-      __m256i acc[4][2];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++)
-        acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-      const uint8_t *a = ap + 4 * r0;
-      const int8_t *b = bp + 4 * c0;
-      for (int64_t q = 0; q < kq; q++, a += QMR * 4, b += QNR * 4) {
-        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-          int32_t a4;
-          memcpy(&a4, a + 4 * i, 4);
-          __m256i av = _mm256_set1_epi32(a4);
-          acc[i][0] = _mm256_dpbusd_avx_epi32(acc[i][0], av, b0);
-          acc[i][1] = _mm256_dpbusd_avx_epi32(acc[i][1], av, b1);
-        }
-      }
-      __m256i s[4][2]; /* out of registers only after the loop */
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++)
-        s[i][0] = acc[i][0], s[i][1] = acc[i][1];
-      for (int i = 0; i < 4 && r0 + i < mr; i++)
-        for (int h = 0; h < 2 && c0 + 8 * h < nr; h++) {
-          int j = c0 + 8 * h;
-          store8(c + (r0 + i) * ldc + j, nr - j < 8 ? nr - j : 8, s[i][h],
-                 rowt[r0 + i], colt + j, mc + j, ozp);
-        }
-    }
+  if (nr > 16)
+    tile_vnni(4, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
+  else
+    tile_vnni(2, kq, ap, bp, rowt, colt, mc, ozp, c, ldc, mr, nr);
 }
 
 TGT static void kern_avx2(int64_t kq, const uint8_t *ap, const int8_t *bp,
