@@ -4,9 +4,9 @@
  *
  * AVX-VNNI runs the 8 x 32 tile as rows 0-2, 3-5 and 6-7 across the
  * panel's 4 vectors of 8 columns (2 when nr <= 16): 12 accumulators, so
- * that 10 or more vpdpbusd are in flight (latency 5, 2 per cycle); per
- * group of 4 k a 4-byte broadcast of A per row times B vectors (8
- * columns x 4 bytes), most of which stay in registers.
+ * that 10 or more vpdpbusd are in flight (about 5 cycles' latency, 2
+ * per cycle); per group of 4 k a 4-byte broadcast of A per row times
+ * the B vectors (8 columns x 4 bytes), most of which stay in registers.
  *
  * AVX2 has no exact byte dot product: vpmaddubsw (u8 x s8 pairs into
  * i16) saturates on our operands (2 * 255 * -128 = -65280), so the
@@ -14,7 +14,7 @@
  * multiplies with vpmaddwd (pairs into i32, exact) and vpaddd.  It keeps
  * the packed layouts: 16 bytes of a B panel (4 columns x 4 k) widen to
  * one vector whose i32 lanes hold each column's two pair sums, and row
- * i's 4 widened A values are one 64-bit broadcast.  The tile runs as 8
+ * i's 4 widened A values are one 64-bit broadcast.  The tile runs as
  * strips of 8 rows x 4 columns (8 accumulators, one widened B vector);
  * A is widened once per chunk of KCQ groups into a stack buffer, and the
  * strips' sums wait in another between chunks.  The lane sums (u8 A and
