@@ -202,8 +202,8 @@ static void test_matmul(void)
     /* products far beyond i32 and below one half */
     CU_ASSERT(mm_case(m, n, k, (QP){3e30f, -7, 9, 100}, 0) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){1e-12f, 0, 0, -100}, 0) == 0);
-    /* extreme operands: sums of about +-16384 sqrt(k), spread over
-       about +-200 before saturation; then every sum cancelled */
+    /* extreme operands: sums with a standard deviation of about 16384
+       sqrt(k), about 50 after mult; then every sum cancelled */
     float xmult = (float)(50.0 / (16384.0 * sqrt((double)k + 1)));
     CU_ASSERT(mm_case(m, n, k, (QP){xmult, 0, 0, 0}, 4) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){xmult, 3, -5, 7}, 4) == 0);
