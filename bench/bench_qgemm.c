@@ -12,9 +12,14 @@
  * each one's median and minimum time per call, MAC/s at the minimum,
  * and the ratio int8 / f32 of MAC/s (median times and minimum times).
  * The peak line times (best of 300 runs of 1.2M instructions) a
- * register-only loop of 12 independent
- * accumulator chains: vpdpbusd zmm (64 MACs each) and vfmadd231ps zmm
- * (16 MACs each).  --isa=scalar runs both on the portable kernels.
+ * register-only loop of 12 independent accumulator chains of the int8
+ * kernel's instruction and of vfmadd231ps at the same width: vpdpbusd
+ * zmm (64 MACs) and FMA zmm (16) for avx512vnni, vpdpbusd ymm (32) and
+ * FMA ymm (8) for avxvnni, vpmaddwd + vpaddd ymm (16) and FMA ymm for
+ * avx2.  --isa=NAME: an int8 kernel (rlx_q_isa's names: avx512vnni,
+ * avxvnni, avx2, neondot, neon, scalar) with the f32 GEMM at the ISA
+ * level it needs, or a GEMM ISA (avx512) with its default int8 kernel;
+ * the first line names both.
  * --conv adds rlx_q_conv2d next to rlx_conv2d_f32 on a ResNet 3x3
  * layer (1 x 64 x 56 x 56, 64 filters, padding 1).
  * Quantization as usual for a linear layer: x_zp = 3, w_zp = 0
@@ -202,72 +207,79 @@ static void bench(int64_t m, int64_t n, int64_t k, double secs)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define REP12(X, ...)                                                     \
+  X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__)  \
+  X(4, __VA_ARGS__) X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__)  \
+  X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
+#define DECL(i, VT, SET1, OP) VT c##i = SET1(i);
+#define STEP(i, VT, SET1, OP) c##i = OP(c##i, a, b);
+#define SINK(i, ...) __asm__ volatile("" : : "v"(c##i));
 
-__attribute__((target("avx512f,avx512vnni"), noinline)) static double
-peak_vnni(long iters)
-{
-  __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(3);
-#define DECL(i) __m512i c##i = _mm512_set1_epi32(i);
-#define STEP(i) c##i = _mm512_dpbusd_epi32(c##i, a, b);
-#define SUM(i) s = _mm512_add_epi32(s, c##i);
-  REP12(DECL)
-  double t0 = now();
-  for (long it = 0; it < iters; it++) {
-    REP12(STEP)
-    __asm__ volatile("" : "+v"(c0), "+v"(c5), "+v"(c11));
+/* MACs per second of 12 chains c = OP(c, a, b) of VT vectors. */
+#define PEAK(NAME, TGT, VT, SET1, OP, MACS)                               \
+  __attribute__((target(TGT), noinline)) static double NAME(long iters)    \
+  {                                                                       \
+    VT a = SET1(1), b = SET1(3);                                          \
+    REP12(DECL, VT, SET1, OP)                                             \
+    double t0 = now();                                                    \
+    for (long it = 0; it < iters; it++) {                                 \
+      REP12(STEP, VT, SET1, OP)                                           \
+      __asm__ volatile("" : "+v"(c0), "+v"(c5), "+v"(c11));               \
+    }                                                                     \
+    double t = now() - t0;                                                \
+    REP12(SINK, 0)                                                        \
+    return 12.0 * (MACS) * iters / t;                                     \
   }
-  double t = now() - t0;
-  __m512i s = _mm512_setzero_si512();
-  REP12(SUM)
-  volatile int sink = _mm512_reduce_add_epi32(s);
-  (void)sink;
-  return 12.0 * 64 * iters / t;
-#undef DECL
-#undef STEP
-#undef SUM
-}
 
-__attribute__((target("avx512f"), noinline)) static double
-peak_fma(long iters)
-{
-  __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(1e-9f);
-#define DECL(i) __m512 c##i = _mm512_set1_ps((float)i);
-#define STEP(i) c##i = _mm512_fmadd_ps(c##i, a, b);
-#define SUM(i) s = _mm512_add_ps(s, c##i);
-  REP12(DECL)
-  double t0 = now();
-  for (long it = 0; it < iters; it++) {
-    REP12(STEP)
-    __asm__ volatile("" : "+v"(c0), "+v"(c5), "+v"(c11));
-  }
-  double t = now() - t0;
-  __m512 s = _mm512_setzero_ps();
-  REP12(SUM)
-  volatile float sink = _mm512_reduce_add_ps(s);
-  (void)sink;
-  return 12.0 * 16 * iters / t;
-#undef DECL
-#undef STEP
-#undef SUM
-}
+/* vpmaddwd of the chain (a product of constants would be hoisted) */
+#define MADD_ADD(c, a, b) _mm256_add_epi32(a, _mm256_madd_epi16(c, b))
+PEAK(peak_vnni512, "avx512f,avx512vnni", __m512i, _mm512_set1_epi32,
+     _mm512_dpbusd_epi32, 64)
+PEAK(peak_fma512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
+PEAK(peak_vnni256, "avx2,avxvnni", __m256i, _mm256_set1_epi32,
+     _mm256_dpbusd_avx_epi32, 32)
+PEAK(peak_madd256, "avx2", __m256i, _mm256_set1_epi32, MADD_ADD, 16)
+PEAK(peak_fma256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
 
+/* The peaks of the int8 kernel in use and of f32 FMAs at its width. */
 static void peaks(void)
 {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512vnni"))
-    return;
-  double v = 0, f = 0; /* short runs, the best: a loaded machine */
-  for (int r = 0; r < 300; r++) {
-    v = fmax(v, peak_vnni(100000));
-    f = fmax(f, peak_fma(100000));
+  static const struct {
+    const char *q, *what, *fwhat;
+    double (*int8)(long), (*f32)(long);
+  } tab[] = {
+      {"avx512vnni", "vpdpbusd zmm", "zmm", peak_vnni512, peak_fma512},
+      {"avxvnni", "vpdpbusd ymm", "ymm", peak_vnni256, peak_fma256},
+      {"avx2", "vpmaddwd+vpaddd ymm", "ymm", peak_madd256, peak_fma256}};
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+    if (strcmp(rlx_q_isa(), tab[i].q) != 0)
+      continue;
+    double v = 0, f = 0; /* short runs, the best: a loaded machine */
+    for (int r = 0; r < 300; r++) {
+      v = fmax(v, tab[i].int8(100000));
+      f = fmax(f, tab[i].f32(100000));
+    }
+    printf("peak (1 core, registers only): %s %.1f GMAC/s, f32 FMA %s "
+           "%.1f GMAC/s\n", tab[i].what, v * 1e-9, tab[i].fwhat, f * 1e-9);
   }
-  printf("peak (1 core, registers only): vpdpbusd %.1f GMAC/s, "
-         "f32 FMA %.1f GMAC/s\n", v * 1e-9, f * 1e-9);
 }
 #else
 static void peaks(void) {}
 #endif
+
+/* --isa=NAME: an int8 kernel, with the f32 GEMM at the level it needs
+   (rlxrt.h, rlx_q_select_isa), or a GEMM ISA. */
+static int select_isa(const char *isa)
+{
+  static const char *const level[][2] = {
+      {"avx512vnni", "avx512"}, {"avxvnni", "avx2"}, {"avx2", "avx2"},
+      {"neondot", "neon"},      {"neon", "neon"},    {"scalar", "scalar"}};
+  for (size_t i = 0; i < sizeof level / sizeof level[0]; i++)
+    if (strcmp(isa, level[i][0]) == 0)
+      return rlx_gemm_select_isa(level[i][1]) == RLX_OK &&
+             rlx_q_select_isa(isa) == RLX_OK;
+  return rlx_gemm_select_isa(isa) == RLX_OK;
+}
 
 int main(int argc, char **argv)
 {
@@ -296,7 +308,7 @@ int main(int argc, char **argv)
       return 2;
     }
   }
-  if (isa && rlx_gemm_select_isa(isa) != RLX_OK) {
+  if (isa && !select_isa(isa)) {
     fprintf(stderr, "bench_qgemm: isa %s not available\n", isa);
     return 2;
   }

@@ -323,9 +323,17 @@ void rlx_conv2d_bwd_weight_f64(const rlx_conv_geom *g, const double *x,
    conv2d geometry above (x NCHW, w [co, c/groups, kh, kw], bias [co],
    y [n, co, oh, ow]); padding cells hold x_zp.  scratch: 64-byte
    aligned, rlx_q_*_scratch_bytes bytes.  Uses the pool; the same bits
-   for any thread count and on every instruction set (AVX-512 VNNI when
-   the GEMM dispatch chose avx512 and the CPU has it, else portable C;
-   rlx_q_isa() names the one in use). */
+   for any thread count and on every instruction set.  The kernel
+   follows the GEMM dispatch (rlx_gemm_select_isa): at avx512 AVX-512
+   VNNI, else as at avx2 AVX-VNNI, else AVX2; at neon sdot, else plain
+   NEON; portable C at scalar -- the widest this CPU has.  rlx_q_isa()
+   names the one in use ("avx512vnni", "avxvnni", "avx2", "neondot",
+   "neon" or "scalar").  rlx_q_select_isa(name), a test and benchmark
+   hook like rlx_gemm_select_isa, forces one of these (NULL: the
+   default) while the GEMM dispatch allows it; returns RLX_ERR_INVALID,
+   changing nothing, if this CPU or build lacks it or the dispatch does
+   not allow it (avx512vnni needs avx512, avxvnni and avx2 avx512 or
+   avx2, neondot and neon neon). */
 int64_t rlx_q_matmul_scratch_bytes(int64_t m, int64_t n, int64_t k);
 void rlx_q_matmul(int64_t m, int64_t n, int64_t k, const int8_t *x,
                   const int8_t *w, const int32_t *bias, float mult,
@@ -336,6 +344,7 @@ void rlx_q_conv2d(const rlx_conv_geom *g, const int8_t *x, const int8_t *w,
                   const int32_t *bias, float mult, int32_t x_zp,
                   int32_t w_zp, int32_t out_zp, int8_t *y, void *scratch);
 const char *rlx_q_isa(void);
+int rlx_q_select_isa(const char *isa);
 
 /* Attention (language.md attention and attention_backward), in the
    FlashAttention-2 form: tiles of queries against tiles of keys with an

@@ -3,11 +3,14 @@
  * kernel and the entry points.
  *
  * The arithmetic and the packed layouts are in qgemm_internal.h.  The
- * tile kernel is AVX-512 VNNI (qgemm_vnni.c) when the GEMM dispatch
- * chose avx512 (rlx_gemm_select_isa) and the CPU has VNNI, else the
- * portable one below; they give the same bits.  B panels are packed by
- * the VNNI file's VBMI routine where the CPU has AVX-512 VBMI, else by
- * the C (SSE2) loops below.  One call packs all of
+ * tile kernel follows the GEMM dispatch's level (rlx_isa_level): the
+ * widest the CPU has of AVX-512 VNNI (qgemm_vnni.c) at avx512, AVX-VNNI
+ * or AVX2 (qgemm_avx2.c) at avx512 or avx2, sdot or plain NEON
+ * (qgemm_neon.c) at neon, else the portable one below
+ * (rlx_q_select_isa forces one); they give the same bits.  B panels are
+ * packed by the VNNI file's VBMI routine where the kernel is AVX-512
+ * VNNI and the CPU has AVX-512 VBMI, else by the C (SSE2) loops below.
+ * One call packs all of
  * A and B (tasks over A's row tiles and B's column panels), then runs
  * the QMR x QNR tiles, column panel by column panel so that a thread's
  * consecutive tiles share the B panel in L1.  K is not blocked: a B
@@ -64,10 +67,7 @@ static void kern_scalar(int64_t kq, const uint8_t *ap, const int8_t *bp,
       for (int j = 0; j < nr; j++)
         for (int t = 0; t < 4; t++)
           acc[i][j] += (uint32_t)(ap[4 * i + t] * bp[4 * j + t]);
-  for (int i = 0; i < mr; i++)
-    for (int j = 0; j < nr; j++)
-      c[i * ldc + j] = rlx_requant(
-          acc[i][j] + (uint32_t)rowt[i] + (uint32_t)colt[j], mc[j], ozp);
+  rlx_q_store_tile(acc, rowt, colt, mc, ozp, c, ldc, mr, nr);
 }
 
 /* Column sums of a packed panel: sums of the 4*kq bytes of each of
@@ -98,29 +98,60 @@ static void sums_b_scalar(const int8_t *bp, int64_t kq, int32_t *out)
   sums_scalar(bp, kq, QNR, 1, out);
 }
 
-static const RlxQIsa qisa_scalar = {"scalar", kern_scalar, sums_a_scalar,
-                                    sums_b_scalar, NULL};
-static int has_vnni, has_vbmi; /* set once by detect() */
+static const RlxQIsa qisa_scalar = {.name = "scalar", .level = RLX_ISA_SCALAR,
+                                    .a_off = 128, .kern = kern_scalar};
+
+/* Widest first: a level's default is the first kernel it allows. */
+static const RlxQIsa *const qisas[] = {
+    &rlx_qisa_avx512vnni, &rlx_qisa_avxvnni, &rlx_qisa_avx2,
+    &rlx_qisa_neondot,    &rlx_qisa_neon,    &qisa_scalar};
+enum { N_QISA = sizeof qisas / sizeof qisas[0] };
+
+static int has_vbmi, runs[N_QISA]; /* set once by detect() */
+static int forced = -1;            /* rlx_q_select_isa's kernel, or -1 */
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 
 static void detect(void)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
+#if RLX_HAVE_X86_SIMD
   __builtin_cpu_init();
-  has_vnni = __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
   has_vbmi = __builtin_cpu_supports("avx512vbmi");
 #endif
+  for (int i = 0; i < N_QISA; i++)
+    runs[i] = qisas[i]->kern && (!qisas[i]->cpu || qisas[i]->cpu());
+}
+
+/* Whether dispatch level `level` allows kernel i: its own level's
+   kernels, the AVX2 ones at avx512 too (a CPU without AVX-512 VNNI),
+   and the portable one everywhere. */
+static int allowed(int i, int level)
+{
+  int l = qisas[i]->level;
+  return runs[i] && (l == level || l == RLX_ISA_SCALAR ||
+                     (l == RLX_ISA_AVX2 && level == RLX_ISA_AVX512));
 }
 
 static const RlxQIsa *pick_isa(void)
 {
   pthread_once(&detect_once, detect);
-  if (has_vnni && rlx_qisa_vnni.kern && strcmp(rlx_gemm_isa(), "avx512") == 0)
-    return &rlx_qisa_vnni;
-  return &qisa_scalar;
+  int level = rlx_isa_level(), i = 0;
+  if (forced >= 0 && allowed(forced, level))
+    return qisas[forced];
+  while (!allowed(i, level)) /* the portable kernel ends the list */
+    i++;
+  return qisas[i];
+}
+
+int rlx_q_select_isa(const char *isa)
+{
+  pthread_once(&detect_once, detect);
+  for (int i = 0; i < N_QISA; i++)
+    if (!isa || (strcmp(isa, qisas[i]->name) == 0 &&
+                 allowed(i, rlx_isa_level()))) {
+      forced = isa ? i : -1;
+      return RLX_OK;
+    }
+  return RLX_ERR_INVALID;
 }
 
 const char *rlx_q_isa(void)
@@ -180,7 +211,7 @@ static void pack_a(const QJob *jb, int64_t t)
   }
   int32_t sum[QMR] = {0};
   if (jb->bz)
-    jb->isa->sums_a(dst, jb->kq, sum);
+    (jb->isa->sums_a ? jb->isa->sums_a : sums_a_scalar)(dst, jb->kq, sum);
   for (int i = 0; i < mr; i++) /* sum of a = sum of a + 128 - 128 k */
     jb->rowt[i0 + i] = (int32_t)(
         (jb->bias_rows ? (uint32_t)jb->bias[i0 + i] : 0) -
@@ -232,7 +263,7 @@ static void pack_b_c(const int8_t *b, int64_t ldb, int64_t k, int64_t nn,
   }
 }
 
-/* B's column panel t, and colt = bias - (128 + az) * colsum + k az bz. */
+/* B's column panel t, and colt = bias - (a_off + az) * colsum + k az bz. */
 static void pack_b(const QJob *jb, int64_t t)
 {
   int64_t j0 = t * QNR, nn = jb->n - j0 < QNR ? jb->n - j0 : QNR;
@@ -242,12 +273,12 @@ static void pack_b(const QJob *jb, int64_t t)
   else
     pack_b_c(jb->b + j0, jb->ldb, jb->k, nn, jb->kq, dst);
   int32_t sum[QNR];
-  jb->isa->sums_b(dst, jb->kq, sum);
+  (jb->isa->sums_b ? jb->isa->sums_b : sums_b_scalar)(dst, jb->kq, sum);
   uint32_t kzz = (uint32_t)jb->k * (uint32_t)jb->az * (uint32_t)jb->bz;
   for (int j = 0; j < QNR; j++)
     jb->colt[j0 + j] = (int32_t)(
         (!jb->bias_rows && j < nn ? (uint32_t)jb->bias[j0 + j] : 0) -
-        (uint32_t)(128 + jb->az) * (uint32_t)sum[j] + kzz);
+        (uint32_t)(jb->isa->a_off + jb->az) * (uint32_t)sum[j] + kzz);
 }
 
 static void pack_task(void *ctx, int64_t lo, int64_t hi)

@@ -16,8 +16,7 @@
  */
 #include "runtime/qgemm/qgemm_internal.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(RLX_NO_SIMD)
+#if RLX_HAVE_X86_SIMD
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -141,8 +140,16 @@ pack_b(const int8_t *b, int64_t ldb, int64_t k, int nn, int64_t kq,
   }
 }
 
-const RlxQIsa rlx_qisa_vnni = {"avx512vnni", kern_vnni, sums_a, sums_b,
-                               pack_b};
+static int cpu(void)
+{
+  return __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+const RlxQIsa rlx_qisa_avx512vnni = {"avx512vnni", RLX_ISA_AVX512, 128, cpu,
+                                     kern_vnni, sums_a, sums_b, pack_b};
 #else
-const RlxQIsa rlx_qisa_vnni = {"avx512vnni", 0, 0, 0, 0};
+const RlxQIsa rlx_qisa_avx512vnni = {.name = "avx512vnni",
+                                     .level = RLX_ISA_AVX512};
 #endif

@@ -5,14 +5,21 @@
  * q_matmul): acc = bias + sum (x - x_zp)(w - w_zp), wrapped to i32,
  * times mult in double, rounded half to even by hand (floor and a tie
  * test, not rint), plus out_zp, saturated to i8.  Every case must match
- * it exactly on the portable kernel and on the AVX-512 VNNI kernel (when
- * the CPU has it), at 1, 2 and 3 threads.  Sizes are odd (M, N, K not
+ * it exactly on every int8 kernel this CPU and build have (rlx_q_isa
+ * names: the portable one, AVX2, AVX-VNNI, AVX-512 VNNI, NEON, NEON
+ * sdot; the others are skipped with a line on stderr), at 1, 2 and 3
+ * threads.  Sizes are odd (M, N, K not
  * multiples of the 8 x 32 tile or of 4), zero points reach -128 and
  * 127, mult makes a share of the results saturate, a tie case makes
  * every accumulator a multiple of 1/2 (.5 ties both ways), and a
  * wrap case puts bias near INT32_MAX; mult 3e30 and 1e-12 take the
- * products far beyond i32 and to below one half.  Outputs carry guard bytes, and
- * the scratch starts as 0xA5 bytes.  The convolution sweep covers
+ * products far beyond i32 and to below one half.  Extreme operands (x
+ * and w all -128 or 127) make the kernels' pair sums exceed i16 (2 * 255
+ * * -128 in vpmaddubsw, 2 * -128 * -128 in smlal): a kernel summing
+ * pairs in i16 would saturate or wrap; one such case has identical rows
+ * and a bias cancelling each column's sum, so that with mult 1 any error
+ * of 1 in a sum shows.  Outputs carry guard bytes, and the scratch
+ * starts as 0xA5 bytes.  The convolution sweep covers
  * stride, padding (cells hold x_zp), dilation, groups, depthwise and
  * the in-place 1x1 path.
  */
@@ -33,6 +40,8 @@ static uint32_t rnd(void)
 }
 
 static int8_t rnd8(void) { return (int8_t)(rnd() & 0xff); }
+
+static int8_t extreme(void) { return rnd() & 1 ? 127 : -128; }
 
 /* Round half to even without rint. */
 static double round_even(double r)
@@ -59,7 +68,15 @@ typedef struct {
 
 enum { GUARD = 64 };
 
-/* Runs fn under each ISA and thread count; compares with ref. */
+/* The int8 kernels and the GEMM dispatch level each needs, the
+   portable reference first. */
+static const char *const q_isas[][2] = {
+    {"scalar", "scalar"},  {"avx2", "avx2"}, {"avxvnni", "avx2"},
+    {"avx512vnni", "avx512"}, {"neon", "neon"}, {"neondot", "neon"}};
+enum { N_Q_ISAS = sizeof q_isas / sizeof q_isas[0] };
+static int q_tested[N_Q_ISAS];
+
+/* Runs fn under each kernel and thread count; compares with ref. */
 typedef void (*Runner)(const void *ctx, int8_t *y, void *ws);
 
 static int check_all(Runner fn, const void *ctx, const int8_t *ref,
@@ -68,13 +85,14 @@ static int check_all(Runner fn, const void *ctx, const int8_t *ref,
   int bad = 0;
   int8_t *y = malloc((size_t)count + 2 * GUARD);
   char *ws = aligned_alloc(64, (size_t)(ws_bytes + 63) / 64 * 64 + 64);
-  for (int i = 0; i < 2; i++) {
-    if (!test_isa_use(i ? "avx512" : "scalar"))
-      continue;
-    if (i == 1 && strcmp(rlx_q_isa(), "avx512vnni") != 0) {
-      test_isa_skip("avx512vnni");
+  for (int i = 0; i < N_Q_ISAS; i++) {
+    if (rlx_gemm_select_isa(q_isas[i][1]) != RLX_OK ||
+        rlx_q_select_isa(q_isas[i][0]) != RLX_OK) {
+      test_isa_skip(q_isas[i][0]);
       continue;
     }
+    q_tested[i] = strcmp(rlx_q_isa(), q_isas[i][0]) == 0;
+    bad += !q_tested[i];
     for (int t = 1; t <= 3; t++) {
       rlx_set_num_threads(t);
       memset(y, 0x5a, (size_t)count + 2 * GUARD);
@@ -86,6 +104,7 @@ static int check_all(Runner fn, const void *ctx, const int8_t *ref,
         bad += y[GUARD + e] != ref[e];
     }
   }
+  rlx_q_select_isa(NULL);
   rlx_gemm_select_isa(NULL);
   rlx_set_num_threads(0);
   free(y);
@@ -111,7 +130,9 @@ static void run_mm(const void *ctx, int8_t *y, void *ws)
 }
 
 /* kind 0: random; 1: ties (even x, mult 1/4); 2: bias wraps i32;
-   3: random with per-column multipliers (ties too: multiples of 1/8). */
+   3: random with per-column multipliers (ties too: multiples of 1/8);
+   4: x and w all -128 or 127; 5: as 4 with identical rows of x and a
+   bias that cancels the sums but for -100..100. */
 static int mm_case(int64_t m, int64_t n, int64_t k, QP q, int kind)
 {
   int8_t *x = malloc((size_t)(m * k + 1)), *w = malloc((size_t)(k * n + 1));
@@ -121,13 +142,21 @@ static int mm_case(int64_t m, int64_t n, int64_t k, QP q, int kind)
   for (int64_t j = 0; j < n; j++)
     mults[j] = (float)(1 + rnd() % 16) / 8;
   for (int64_t i = 0; i < m * k; i++)
-    x[i] = kind == 1 ? (int8_t)(rnd8() & ~1) : rnd8();
+    x[i] = kind == 5 && i >= k ? x[i % k]
+           : kind >= 4         ? extreme()
+           : kind == 1         ? (int8_t)(rnd8() & ~1)
+                               : rnd8();
   for (int64_t i = 0; i < k * n; i++)
-    w[i] = rnd8();
-  for (int64_t j = 0; j < n; j++)
-    bias[j] = kind == 2   ? (int32_t)(INT32_MAX - (int32_t)(rnd() % 1000))
+    w[i] = kind >= 4 ? extreme() : rnd8();
+  for (int64_t j = 0; j < n; j++) {
+    int64_t sum = 0; /* row 0's */
+    for (int64_t p = 0; p < k; p++)
+      sum += (int64_t)(x[p] - q.xz) * (w[p * n + j] - q.wz);
+    bias[j] = kind == 5   ? (int32_t)(-sum + (int32_t)(rnd() % 201) - 100)
+              : kind == 2 ? (int32_t)(INT32_MAX - (int32_t)(rnd() % 1000))
               : kind == 1 ? (int32_t)(rnd() % 4001) - 2000
                           : (int32_t)(rnd() % 200001) - 100000;
+  }
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       int64_t acc = bias[j];
@@ -173,6 +202,13 @@ static void test_matmul(void)
     /* products far beyond i32 and below one half */
     CU_ASSERT(mm_case(m, n, k, (QP){3e30f, -7, 9, 100}, 0) == 0);
     CU_ASSERT(mm_case(m, n, k, (QP){1e-12f, 0, 0, -100}, 0) == 0);
+    /* extreme operands: sums with a standard deviation of about 16384
+       sqrt(k), about 50 after mult; then every sum cancelled */
+    float xmult = (float)(50.0 / (16384.0 * sqrt((double)k + 1)));
+    CU_ASSERT(mm_case(m, n, k, (QP){xmult, 0, 0, 0}, 4) == 0);
+    CU_ASSERT(mm_case(m, n, k, (QP){xmult, 3, -5, 7}, 4) == 0);
+    CU_ASSERT(mm_case(m, n, k, (QP){1.0f, 0, 0, 0}, 5) == 0);
+    CU_ASSERT(mm_case(m, n, k, (QP){1.0f, -128, 127, -3}, 5) == 0);
   }
 }
 
@@ -272,7 +308,11 @@ int main(void)
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned fails = CU_get_number_of_failures();
-  printf("q kernels: %s\n", rlx_q_isa());
+  printf("q kernels tested:");
+  for (int i = 0; i < N_Q_ISAS; i++)
+    if (q_tested[i])
+      printf(" %s", q_isas[i][0]);
+  printf("; default: %s\n", rlx_q_isa());
   CU_cleanup_registry();
   return fails ? 1 : 0;
 }
