@@ -11,6 +11,7 @@
 #include "runtime/simd/isa.h"
 
 #define KVMAX {4, 4, 4, 3, 2}
+#define KACC 28
 
 #if RLX_HAVE_X86_SIMD
 

@@ -121,6 +121,7 @@ void rlx_conv_plan(const rlx_conv_geom *g, int op, int64_t elem_size,
     int lanes;                         /* elements per vector */          \
     ConvKern##SFX kern[5][4];          /* [R = 1,2,4,8,14][V - 1] */      \
     int vmax[5];                       /* widest V used per R (registers) */\
+    int acc_max;                       /* accumulators without spills */ \
     ConvDot##SFX dot[2];               /* RO = 1, 2 */                    \
     ConvTrans##SFX trans;                                                 \
   } ConvIsa##SFX;

@@ -1,8 +1,8 @@
 /* conv_kern.h -- the convolution micro-kernels (contracts in
  * conv_internal.h) for one ISA and dtype, written once over the vector
  * layer (runtime/simd/vec.h).  Included by conv_<isa>.c after a vec_*.h
- * instantiation, with T, SFX (F32 / F64) and KVMAX (the table's vmax)
- * defined.
+ * instantiation, with T, SFX (F32 / F64), KVMAX (the table's vmax) and
+ * KACC (its acc_max) defined.
  * All loops have constant trip counts after inlining, so the R x V
  * accumulators stay in registers (like the GEMM kernels).  Defines the
  * table conv_<ISA>_<sfx> through CONV_TABLE(name, isa, trans).
@@ -126,5 +126,6 @@ TGT static void KN(dot2_)(int64_t nv, const T *a, int64_t lda, const T *b,
              {KN(kern_8_1_), KN(kern_8_2_), KN(kern_8_3_), NULL},         \
              {KN(kern_14_1_), KN(kern_14_2_), NULL, NULL}},               \
     .vmax = KVMAX,                                                        \
+    .acc_max = KACC,                                                      \
     .dot = {KN(dot1_), KN(dot2_)},                                        \
     .trans = trans_fn}

@@ -13,6 +13,7 @@
 
 #if RLX_HAVE_NEON
 #define KVMAX {4, 4, 4, 3, 2}
+#define KACC 28
 
 /* trans (conv_internal.h) through B x B register blocks (TRANSPOSE on
    VT rows), element by element at the edges. */

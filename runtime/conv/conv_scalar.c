@@ -7,6 +7,7 @@
 #include "runtime/conv/conv_internal.h"
 
 #define KVMAX {4, 4, 4, 3, 2}
+#define KACC 28
 
 /* trans (conv_internal.h) element by element. */
 #define DEFINE_TRANS(NAME, T)                                             \

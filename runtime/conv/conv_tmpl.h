@@ -618,18 +618,24 @@ static void FN(slot_task_)(void *ctx, int64_t b, int64_t e)
   }
 }
 
-/* The register tile for M rows: fewest padded rows, then the larger R. */
+/* The register tile for M rows: R x V accumulators within the ISA's
+   acc_max (V = vmax[R] or fewer), fewest padded rows, then the most
+   accumulators, then the larger R. */
 static void FN(pick_tile_)(FN(Job_) *jb)
 {
-  int64_t best = -1;
+  int64_t best = -1, area = 0;
   for (int i = 0; i < 5; i++) {
+    int v = jb->isa->vmax[i], fit = jb->isa->acc_max / conv_rows[i];
+    v = v < fit ? v : fit;
     int64_t mp = FN(rup_)(jb->pl->M, conv_rows[i]);
-    if (best < 0 || mp <= best) {
+    if (v > 0 && (best < 0 || mp < best ||
+                  (mp == best && conv_rows[i] * v >= area))) {
       best = mp;
+      area = conv_rows[i] * v;
       jb->ri = i;
+      jb->V = v;
     }
   }
-  jb->V = jb->isa->vmax[jb->ri];
 }
 
 /* 1x1, stride 1, unpadded, forward or backward input: per group one
