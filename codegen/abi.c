@@ -65,9 +65,8 @@ LLVMValueRef cg_scratch(Cg *cg, Node *n) {
   return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->scratch_off));
 }
 
-/* Lower fake quantization, fuse, collect scratch requests, plan. */
+/* Fuse, collect scratch requests, plan. */
 static CgPlan *plan_graph(Cg *cg, Graph *g) {
-  cg_lower_quant(cg->ctx, g);
   CgPlan *p = cg_plan_new(cg->ctx, g);
   cg_attention_groups(p, g);
   if (!cg_fuse(g, p)) return NULL;

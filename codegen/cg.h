@@ -356,9 +356,8 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 bool cg_emit_solve(Cg *cg, Node *n);        /* (batched_)dense_solve */
 int64_t cg_scratch_solve(Cg *cg, Node *n);
 bool cg_emit_unsupported(Cg *cg, Node *n);
-/* lower_quant.c: fake quantization rewritten into ordinary ops before
- * planning (cg_lower_quant); cg_emit_lowered is their table entry. */
-void cg_lower_quant(Ctx *c, Graph *g);
+/* The table entry of the ops the passes lower before code generation
+ * (emit.c). */
 bool cg_emit_lowered(Cg *cg, Node *n);
 bool cg_emit_fft(Cg *cg, Node *n); /* fft (emit_fft.c) */
 int64_t cg_scratch_fft(Cg *cg, Node *n);

@@ -61,6 +61,12 @@ bool cg_emit_unsupported(Cg *cg, Node *n) {
   return cg_unsupported(cg, n, NULL);
 }
 
+/* The ops a pass lowers before code generation (lower_quant,
+ * expand_fused, lower_scan_bwd): never emitted. */
+bool cg_emit_lowered(Cg *cg, Node *n) {
+  return cg_unsupported(cg, n, "internal: not lowered before planning");
+}
+
 /* Graph arguments are bound to inputs[i] by the memory plan. */
 bool cg_emit_nothing(Cg *cg, Node *n) {
   (void)cg;

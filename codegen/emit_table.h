@@ -61,7 +61,7 @@
 #define CG_FUSED_TRANSFORMER_LAYER {cg_emit_lowered, NULL} /* expand_fused */
 #define CG_SELECTIVE_SCAN {cg_emit_ssm, cg_scratch_ssm}
 #define CG_GATED_DELTA_NET {cg_emit_ssm, cg_scratch_ssm}
-#define CG_FAKE_QUANTIZE {cg_emit_lowered, NULL}
+#define CG_FAKE_QUANTIZE {cg_emit_lowered, NULL} /* passes/lower_quant.c */
 #define CG_FAKE_QUANTIZE_LSQ {cg_emit_lowered, NULL}
 #define CG_QUANTIZE {cg_emit_elementwise, NULL}
 #define CG_DEQUANTIZE {cg_emit_elementwise, NULL}

@@ -210,15 +210,9 @@ static Node *rewrite_fused(IrBuilder *b, Node *n, void *ud) {
   return ad_fused_expand(b, ud, n, n->in);
 }
 
-/* Object code, assembly or LLVM IR is produced. */
-static bool generates_code(const Unit *u) {
-  return u->opt && !u->opt->check &&
-         (u->opt->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM));
-}
-
 bool pass_expand_fused(Unit *u) {
   Module *m = u->mod;
-  for (int i = 0; generates_code(u) && i < m->ngraphs; i++) {
+  for (int i = 0; pass_generates_code(u) && i < m->ngraphs; i++) {
     Graph *g = m->graphs[i];
     for (int j = 0; j < g->nnodes; j++)
       if (g->nodes[j]->op == OP_FUSED_TRANSFORMER_LAYER) {

@@ -86,6 +86,11 @@ bool pass_dce(Unit *u);             /* dead code */
 bool pass_grad_outputs(Unit *u);    /* own value + d_NAME per gradient */
 bool pass_jvp(Unit *u);             /* builds u->jvp (forward mode) */
 bool pass_hvp(Unit *u);             /* builds u->hvp (JVP of u->grad) */
+bool pass_lower_quant(Unit *u);     /* fake quantization -> its ops
+                                       (when code is generated) */
+/* Object code, assembly or LLVM IR is produced (not --check, not
+   --emit=ir alone): the lowering passes apply. */
+bool pass_generates_code(const Unit *u);
 
 /* For --list-ops and docs: has reverse (VJP) / forward (JVP) mode a rule
  * for op? */

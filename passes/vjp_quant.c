@@ -7,7 +7,7 @@
  * ad_quant_expand() writes each of the five fake-quantization ops as
  * elementwise ops plus one reduction: the max-abs reduction of
  * fake_quantize's scale, the channel sum of lsq's ds. Code generation
- * compiles the ops through it (codegen/lower_quant.c), so they fuse and
+ * compiles the ops through it (passes/lower_quant.c), so they fuse and
  * vectorize like any elementwise chain; the backward ops are
  * differentiated (VJP here, JVP in jvp_quant.c) by running autodiff
  * over it, which gives exact zeros where they are piecewise constant.
