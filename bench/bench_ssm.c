@@ -1,9 +1,10 @@
 /* bench_ssm.c -- time the fused sequence-block kernels of runtime/ssm/ssm.c:
  * rlx_selective_scan_f32 (Mamba) and rlx_gated_delta_net_f32.
  *
- * usage: bench_ssm [--threads=N] [--secs=S] [--shape=B,S,H,N]
- *                  [--gdn=B,S,H,N]
- * (threads: also env RLX_NUM_THREADS; default 1).  Defaults: selective
+ * usage: bench_ssm [--threads=N] [--secs=S] [--isa=NAME]
+ *                  [--shape=B,S,H,N] [--gdn=B,S,H,N]
+ * (threads: also env RLX_NUM_THREADS; default 1; isa: avx512, avx2, neon
+ * or scalar, default the widest the CPU has, capped by RLX_ISA).  Defaults: selective
  * scan b=8, s=1024, h=256, n=16; gated delta net b=8, s=1024, H=8,
  * n=64.  Inputs as in tests/tools/e2e_cases_seq.py: x, b, c uniform in
  * [-1, 1), delta in [0.05, 0.6), a in [-2, -0.2).  One line per kernel,
@@ -94,12 +95,17 @@ int main(int argc, char **argv)
       threads = atoi(argv[i] + 10);
     else if (!strncmp(argv[i], "--secs=", 7))
       secs = atof(argv[i] + 7);
-    else if (!strncmp(argv[i], "--shape=", 8))
+    else if (!strncmp(argv[i], "--isa=", 6)) {
+      if (rlx_gemm_select_isa(argv[i] + 6) != RLX_OK) {
+        fprintf(stderr, "isa %s not available\n", argv[i] + 6);
+        return 1;
+      }
+    } else if (!strncmp(argv[i], "--shape=", 8))
       parse4(argv[i] + 8, ss);
     else if (!strncmp(argv[i], "--gdn=", 6))
       parse4(argv[i] + 6, gd);
     else {
-      fprintf(stderr, "usage: %s [--threads=N] [--secs=S] "
+      fprintf(stderr, "usage: %s [--threads=N] [--secs=S] [--isa=NAME] "
               "[--shape=B,S,H,N] [--gdn=B,S,H,N]\n", argv[0]);
       return 2;
     }

@@ -25,8 +25,22 @@
  *                       either is NaN or both are zero)
  *   VZERO_IF_NEGINF(x)  0 in the lanes where x is -inf, x elsewhere
  *   VROUND(x) VFLOOR(x) to the nearest integer (ties to even) / down
+ *   VFRAC(x)            (f32) x - floor(x) rounded down, in [0, 1)
+ *                       for finite x (exact but for x in (-1/2, 0)).
+ *                       AVX-512: vreduceps (AVX512DQ, which a kernel
+ *                       using it adds to its target and checks the CPU
+ *                       for), 0 for +-inf.  Elsewhere NaN for +-inf;
+ *                       rounded to nearest, then one ulp down where
+ *                       f + floor(x) (exact) exceeds x
+ *   VLDEXP(p, n)        (f32) p * 2^n rounded once (denormal results
+ *                       included), for integral n in [-160, 129] and
+ *                       |p| in [0.5, 2).  AVX-512: vscalefps (any n);
+ *                       scalar: ldexpf; AVX2, NEON: p * 2^h exactly
+ *                       (h = floor(n / 2) added to p's exponent), times
+ *                       2^(n - h)
  *
- * vec_exp.h adds VEXP (f32) on top.
+ * AVX-512 f32 also has VSCALEF(p, n) = p * 2^floor(n) (vscalefps) for
+ * any p and n.  vec_exp.h adds VEXP and VEXP2 (f32) on top.
  *
  * Lane-wise operations are correctly rounded IEEE operations on every
  * ISA, so a kernel that applies the same operations to each element

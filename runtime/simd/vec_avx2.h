@@ -4,6 +4,28 @@
 #include <immintrin.h>
 #include <math.h>
 
+#ifndef RLX_VEC_AVX2_ONCE
+#define RLX_VEC_AVX2_ONCE
+/* VFRAC and VLDEXP (vec.h). */
+__attribute__((target("avx2,fma"))) static inline __m256
+rlx_avx2_frac_ps(__m256 x)
+{
+  __m256 n = _mm256_floor_ps(x), f = _mm256_sub_ps(x, n);
+  __m256 up = _mm256_cmp_ps(_mm256_add_ps(f, n), x, _CMP_GT_OQ);
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(f),
+                                              _mm256_castps_si256(up)));
+}
+__attribute__((target("avx2,fma"))) static inline __m256
+rlx_avx2_ldexp_ps(__m256 p, __m256 n)
+{
+  __m256i i = _mm256_cvtps_epi32(n), h = _mm256_srai_epi32(i, 1);
+  __m256 ph = _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(h, 23)));
+  __m256i e = _mm256_add_epi32(_mm256_sub_epi32(i, h), _mm256_set1_epi32(127));
+  return _mm256_mul_ps(ph, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+}
+#endif
+
 #undef TGT
 #define TGT __attribute__((target("avx2,fma")))
 #define MT __m256i
@@ -55,9 +77,8 @@
 #define VROUND(x)                                                         \
   _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VFLOOR(x) _mm256_floor_ps(x)
-#define VPOW2I(n)                                                         \
-  _mm256_castsi256_ps(_mm256_slli_epi32(                                  \
-      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
+#define VFRAC(x) rlx_avx2_frac_ps(x)
+#define VLDEXP(p, n) rlx_avx2_ldexp_ps(p, n)
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
                    _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))

@@ -56,7 +56,9 @@
   _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VFLOOR(x)                                                         \
   _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define VFRAC(x) _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define VSCALEF(p, n) _mm512_scalef_ps(p, n)
+#define VLDEXP(p, n) _mm512_scalef_ps(p, n)
 #define VZERO_IF_NEGINF(x)                                                \
   _mm512_mask_blend_ps(                                                   \
       _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), x,    \

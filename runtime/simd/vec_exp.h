@@ -1,17 +1,14 @@
 /* vec_exp.h -- VEXP(x): exp of the VL floats of x over the vector layer
- * (vec.h), for the f32 softmax kernels.  Include once per file, after
- * an f32 vec_*.h instantiation.
+ * (vec.h), for the f32 softmax kernels, and VEXP2(z) = 2^z, for kernels
+ * that scale their exponents by log2(e) beforehand (the selective scan).
+ * Include once per file, after an f32 vec_*.h instantiation.
  *
- * x clamped to [-110, 88.72], n = rint(x / ln 2), r = x - n ln 2 in two
- * FMAs (Cody-Waite), a degree-7 polynomial, then p * 2^n; about 1 ulp
- * (the attention unit test checks against a double reference).  Every
- * step is a lane-wise IEEE operation, so every ISA gives the same bits.
- * 2^n: AVX-512 has vscalefps (VSCALEF: one rounding); elsewhere it is
- * applied as two exact powers 2^h and 2^(n - h), h = floor(n / 2) (each
- * a normal float for n in [-159, 128]), so the only rounding is the
- * last product's -- scalef's rounding, denormal results included.
- * The ISA headers provide VROUND (to nearest even), VFLOOR and, where
- * there is no VSCALEF, VPOW2I(n) = 2^n for integer n in [-126, 127].
+ * VEXP: x clamped to [-110, 88.72], n = rint(x / ln 2), r = x - n ln 2
+ * in two FMAs (Cody-Waite), a degree-7 polynomial, then p * 2^n
+ * (VLDEXP, n in [-159, 128]); about 1 ulp (the attention unit test
+ * checks against a double reference).  Every step is a lane-wise IEEE
+ * operation, VLDEXP's one rounding included, so every ISA gives the
+ * same bits.
  */
 TGT static inline VT vec_exp(VT x)
 {
@@ -28,11 +25,38 @@ TGT static inline VT vec_exp(VT x)
   p = VFMA(p, r, VSET1(5.0000001201e-1f));
   p = VFMA(p, VMUL(r, r), r);
   p = VADD(p, VSET1(1.0f));
-#ifdef VSCALEF
-  return VSCALEF(p, n);
-#else
-  VT h = VFLOOR(VMUL(n, VSET1(0.5f)));
-  return VMUL(VMUL(p, VPOW2I(h)), VPOW2I(VSUB(n, h)));
-#endif
+  return VLDEXP(p, n);
 }
 #define VEXP(x) vec_exp(x)
+
+/* VEXP2(z): 2^z.  f = z - floor(z) in [0, 1) (VFRAC: rounded down,
+ * exact but for z in (-1/2, 0)), 2^f by a degree-5 minimax polynomial
+ * (relative error 7.5e-8 before rounding; at most 2.2 ulp measured over
+ * z in [-100, 20] against double exp2), times 2^floor(z) with one
+ * rounding.  Where there is VSCALEF (AVX-512) it takes z as it is:
+ * vscalefps floors z itself for any z, and VFRAC is 0 for +-inf, so -inf
+ * gives 0 and +inf inf.  Elsewhere z is first clamped to [-160, 129]
+ * (VLDEXP's range), beyond which 2^z rounds to 0 / inf anyway.  NaN
+ * stays NaN (the clamps pass their second operand through).  The same
+ * operations, VFRAC's and VLDEXP's roundings included, on every ISA: the
+ * same bits.
+ */
+TGT static inline VT vec_exp2(VT z)
+{
+#ifndef VSCALEF
+  z = VMIN(VSET1(129.0f), VMAX(VSET1(-160.0f), z));
+#endif
+  VT f = VFRAC(z);
+  VT p = VSET1(1.8775766948238015e-3f);
+  p = VFMA(p, f, VSET1(8.98933969438076e-3f));
+  p = VFMA(p, f, VSET1(5.582631751894951e-2f));
+  p = VFMA(p, f, VSET1(2.4015361070632935e-1f));
+  p = VFMA(p, f, VSET1(6.931530833244324e-1f));
+  p = VFMA(p, f, VSET1(9.999999403953552e-1f));
+#ifdef VSCALEF
+  return VSCALEF(p, z);
+#else
+  return VLDEXP(p, VFLOOR(z));
+#endif
+}
+#define VEXP2(z) vec_exp2(z)

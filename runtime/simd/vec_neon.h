@@ -36,6 +36,21 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
   for (int i = 0; i < n; i++)
     p[i] = b[i];
 }
+/* VFRAC and VLDEXP (vec.h). */
+static inline float32x4_t rlx_neon_frac_f32(float32x4_t x)
+{
+  float32x4_t n = vrndmq_f32(x), f = vsubq_f32(x, n);
+  uint32x4_t up = vcgtq_f32(vaddq_f32(f, n), x);
+  return vreinterpretq_f32_u32(vaddq_u32(vreinterpretq_u32_f32(f), up));
+}
+static inline float32x4_t rlx_neon_ldexp_f32(float32x4_t p, float32x4_t n)
+{
+  int32x4_t i = vcvtnq_s32_f32(n), h = vshrq_n_s32(i, 1);
+  float32x4_t ph = vreinterpretq_f32_s32(
+      vaddq_s32(vreinterpretq_s32_f32(p), vshlq_n_s32(h, 23)));
+  int32x4_t e = vaddq_s32(vsubq_s32(i, h), vdupq_n_s32(127));
+  return vmulq_f32(ph, vreinterpretq_f32_s32(vshlq_n_s32(e, 23)));
+}
 #endif
 
 #undef TGT
@@ -82,9 +97,8 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
 #define VMIN(a, b) vbslq_f32(vcltq_f32(a, b), a, b)
 #define VROUND(x) vrndnq_f32(x)
 #define VFLOOR(x) vrndmq_f32(x)
-#define VPOW2I(n)                                                         \
-  vreinterpretq_f32_s32(vshlq_n_s32(                                      \
-      vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
+#define VFRAC(x) rlx_neon_frac_f32(x)
+#define VLDEXP(p, n) rlx_neon_ldexp_f32(p, n)
 #define VZERO_IF_NEGINF(x)                                                \
   vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
 #endif

@@ -3,6 +3,16 @@
 #include "runtime/simd/vec_undef.h"
 #include <math.h>
 
+#ifndef RLX_VEC_SCALAR_ONCE
+#define RLX_VEC_SCALAR_ONCE
+/* VFRAC (vec.h). */
+static inline float rlx_scalar_fracf(float x)
+{
+  float n = floorf(x), f = x - n;
+  return f + n > x ? nextafterf(f, 0) : f;
+}
+#endif
+
 #ifndef TGT
 #define TGT
 #endif
@@ -32,7 +42,8 @@
 #define VT float
 #define VROUND(x) nearbyintf(x)
 #define VFLOOR(x) floorf(x)
-#define VPOW2I(n) ldexpf(1.0f, (int)(n))
+#define VFRAC(x) rlx_scalar_fracf(x)
+#define VLDEXP(p, n) ldexpf(p, (int)(n))
 #define VFMA(a, b, c) fmaf(a, b, c)
 #define VFNMA(a, b, c) fmaf(-(a), b, c)
 #endif

@@ -22,6 +22,8 @@
 #undef VZERO_IF_NEGINF
 #undef VROUND
 #undef VFLOOR
-#undef VPOW2I
+#undef VFRAC
+#undef VLDEXP
 #undef VSCALEF
 #undef VEXP
+#undef VEXP2

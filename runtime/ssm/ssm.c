@@ -7,17 +7,18 @@
  *   transposed to [n][LANES] live in the task's scratch slice, so every
  *   step is a vertical vector update over the channel lanes: per state
  *   index k, state = exp(delta*a_k)*state + delta*x*b_k, y += c_k*state.
- *   The f32 kernel uses AVX-512F/DQ (ssm_avx512.c, its own vectorized
- *   exp2) when the GEMM dispatch chose avx512; otherwise, and
- *   for f64, the portable loops below (libm exp; the lane loops have a
- *   constant trip count and vectorize).
  * gated_delta_net: one task per (batch row, head); the n x n state S in
  *   the task's scratch slice.  Per step S1 = exp(g) S; one pass over S1
  *   gives sk = S1^T k and sq = S1^T q; d = (v - sk) beta; then
  *   o = (sq + d (k.q)) / sqrt(n) (= S2^T q / sqrt(n) with S2 = S1 + k d^T)
- *   and a second pass writes S2.  The f32 AVX-512F kernel
- *   (ssm_avx512.c) fuses that second pass into the next step's first and
- *   gives the same bits (no FMA contraction in either: CMakeLists.txt).
+ *   and a second pass writes S2.
+ * f32 runs the kernels of the ISA the GEMM dispatch chose (ssm_kern.h
+ * instantiated by ssm_avx512.c, ssm_avx2.c, ssm_neon.c), else, and for
+ * f64, the portable loops below (libm exp; the lane loops have a
+ * constant trip count and vectorize).  The SIMD gated delta nets give
+ * the bits of the portable loops (no FMA contraction anywhere:
+ * CMakeLists.txt); the SIMD selective scans give the same bits as each
+ * other, not as the portable loops (their exp is VEXP2, with FMAs).
  * Scratch sizes: ssm_plan.c (shared with the compiler).
  * Tasks touch disjoint outputs and scratch slices and run the same
  * operations whatever the split, so results are bit-identical for any
@@ -26,22 +27,30 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/simd/isa.h"
 #include "runtime/ssm/ssm_internal.h"
 
 #define LANES RLX_SSM_LANES
 
 static int64_t blocks(int64_t h) { return (h + LANES - 1) / LANES; }
 
-/* The AVX-512 kernels also use AVX512DQ (vreduceps in their exp). */
-static int use_avx512(void)
+/* The f32 kernels of the ISA the GEMM dispatch chose (simd/isa.h);
+   NULL: the portable loops below (no table for that ISA, or it was not
+   compiled in).  The AVX-512 ones also need AVX512DQ; without it the
+   AVX2 ones run (the same bits). */
+static const SsmIsa *simd_f32(void)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return rlx_ssm_avx512_block_f32 && rlx_gdn_avx512_head_f32 &&
-         strcmp(rlx_gemm_isa(), "avx512") == 0 &&
-         __builtin_cpu_supports("avx512dq");
-#else
-  return 0;
+  static const SsmIsa *const tab[RLX_ISA_COUNT] = {
+      [RLX_ISA_AVX2] = &rlx_ssm_avx2,
+      [RLX_ISA_AVX512] = &rlx_ssm_avx512,
+      [RLX_ISA_NEON] = &rlx_ssm_neon};
+  int level = rlx_isa_level();
+#if RLX_HAVE_X86_SIMD
+  if (level == RLX_ISA_AVX512 && !__builtin_cpu_supports("avx512dq"))
+    level = RLX_ISA_AVX2;
 #endif
+  const SsmIsa *t = tab[level];
+  return t && t->scan_block ? t : NULL;
 }
 
 #define SSM_IMPL(SFX, T, EXP)                                              \
@@ -143,22 +152,21 @@ static int use_avx512(void)
 SSM_IMPL(f32, float, expf)
 SSM_IMPL(f64, double, exp)
 
-static void ssm_task_avx512_f32(void *ctx, int64_t lo, int64_t hi)
+static void ssm_task_simd_f32(void *ctx, int64_t lo, int64_t hi)
 {
   const rlx_ssm_args *p = ctx;
   int64_t nb = blocks(p->h);
-  for (int64_t i = lo; i < hi; i++) {
-    float *ws = (float *)p->scratch + i * 2 * p->n * LANES;
-    rlx_ssm_avx512_block_f32(p, i / nb, i % nb * LANES, ws);
-  }
+  for (int64_t i = lo; i < hi; i++)
+    p->isa->scan_block(p, i / nb, i % nb * LANES,
+                       (float *)p->scratch + i * 2 * p->n * LANES);
 }
 
-static void gdn_task_avx512_f32(void *ctx, int64_t lo, int64_t hi)
+static void gdn_task_simd_f32(void *ctx, int64_t lo, int64_t hi)
 {
   const rlx_ssm_args *p = ctx;
   for (int64_t i = lo; i < hi; i++)
-    rlx_gdn_avx512_head_f32(
-        p, i, (float *)p->scratch + i * (p->n * p->n + 2 * p->n));
+    p->isa->gdn_head(p, i,
+                     (float *)p->scratch + i * (p->n * p->n + 2 * p->n));
 }
 
 void rlx_gated_delta_net_f32(int64_t b, int64_t s, int64_t heads, int64_t n,
@@ -166,9 +174,9 @@ void rlx_gated_delta_net_f32(int64_t b, int64_t s, int64_t heads, int64_t n,
                              const float *g, const float *beta, float *o,
                              void *scratch)
 {
-  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch};
-  rlx_parallel_for(b * heads, 1,
-                   use_avx512() ? gdn_task_avx512_f32 : gdn_task_f32, &p);
+  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch, simd_f32()};
+  rlx_parallel_for(b * heads, 1, p.isa ? gdn_task_simd_f32 : gdn_task_f32,
+                   &p);
 }
 
 void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads, int64_t n,
@@ -176,7 +184,7 @@ void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads, int64_t n,
                              const double *v, const double *g,
                              const double *beta, double *o, void *scratch)
 {
-  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch};
+  rlx_ssm_args p = {b, s, heads, n, q, k, v, g, beta, o, scratch, NULL};
   rlx_parallel_for(b * heads, 1, gdn_task_f64, &p);
 }
 
@@ -185,9 +193,9 @@ void rlx_selective_scan_f32(int64_t b, int64_t s, int64_t h, int64_t n,
                             const float *a, const float *bm,
                             const float *cm, float *y, void *scratch)
 {
-  rlx_ssm_args p = {b, s, h, n, x, delta, a, bm, cm, y, scratch};
-  rlx_parallel_for(b * blocks(h), 1,
-                   use_avx512() ? ssm_task_avx512_f32 : ssm_task_f32, &p);
+  rlx_ssm_args p = {b, s, h, n, x, delta, a, bm, cm, y, scratch, simd_f32()};
+  rlx_parallel_for(b * blocks(h), 1, p.isa ? ssm_task_simd_f32 : ssm_task_f32,
+                   &p);
 }
 
 void rlx_selective_scan_f64(int64_t b, int64_t s, int64_t h, int64_t n,
@@ -195,6 +203,6 @@ void rlx_selective_scan_f64(int64_t b, int64_t s, int64_t h, int64_t n,
                             const double *a, const double *bm,
                             const double *cm, double *y, void *scratch)
 {
-  rlx_ssm_args p = {b, s, h, n, x, delta, a, bm, cm, y, scratch};
+  rlx_ssm_args p = {b, s, h, n, x, delta, a, bm, cm, y, scratch, NULL};
   rlx_parallel_for(b * blocks(h), 1, ssm_task_f64, &p);
 }

@@ -1,6 +1,7 @@
-/* ssm_internal.h -- shared between ssm.c and ssm_avx512.c: the argument
- * block of the selective-scan and gated-delta-net kernels and the lane
- * width of a selective-scan channel block. */
+/* ssm_internal.h -- shared between ssm.c and the per-ISA kernel files
+ * (ssm_avx512.c, ssm_avx2.c, ssm_neon.c: ssm_kern.h instantiated): the
+ * argument block of the selective-scan and gated-delta-net kernels, the
+ * lane width of a selective-scan channel block and the kernel tables. */
 #ifndef RLX_SSM_INTERNAL_H
 #define RLX_SSM_INTERNAL_H
 
@@ -14,20 +15,21 @@ typedef struct {
   const void *x, *delta, *a, *bm, *cm; /* selective_scan operands */
   void *y;
   char *scratch;
+  const struct SsmIsa *isa; /* f32 SIMD kernels (ssm.c), NULL: portable */
 } rlx_ssm_args;
 
-/* One (batch row, block of RLX_SSM_LANES channels) of the f32
- * selective scan with AVX-512F/DQ; ws: 2*n*RLX_SSM_LANES floats.
- * NULL when the runtime was built without it. */
-typedef void (*rlx_ssm_block_f32_fn)(const rlx_ssm_args *p, int64_t bi,
-                                     int64_t c0, float *ws);
-extern const rlx_ssm_block_f32_fn rlx_ssm_avx512_block_f32;
+/* The f32 kernels of one ISA (NULL members: not compiled in).
+ * scan_block: one (batch row, block of RLX_SSM_LANES channels from c0)
+ *   of the selective scan; ws: 2*n*RLX_SSM_LANES floats.
+ * gdn_head: one (batch row, head) task of the gated delta net,
+ *   bit-identical to the portable loops; ws: the task's scratch slice
+ *   (n*n + 2*n floats). */
+typedef struct SsmIsa {
+  void (*scan_block)(const rlx_ssm_args *p, int64_t bi, int64_t c0,
+                     float *ws);
+  void (*gdn_head)(const rlx_ssm_args *p, int64_t task, float *ws);
+} SsmIsa;
 
-/* One (batch row, head) task of the f32 gated delta net with AVX-512F,
- * bit-identical to the portable loops; ws: the task's scratch slice
- * (n*n + 2*n floats).  NULL when the runtime was built without it. */
-typedef void (*rlx_gdn_head_f32_fn)(const rlx_ssm_args *p, int64_t task,
-                                    float *ws);
-extern const rlx_gdn_head_f32_fn rlx_gdn_avx512_head_f32;
+extern const SsmIsa rlx_ssm_avx512, rlx_ssm_avx2, rlx_ssm_neon;
 
 #endif

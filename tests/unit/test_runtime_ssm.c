@@ -1,17 +1,20 @@
 /* test_runtime_ssm.c -- CUnit tests of the fused sequence-block kernels
- * (runtime/ssm*.c) on the paths the e2e cases do not pin down:
- *   - gated_delta_net f32: the AVX-512 kernel (second pass fused into the
- *     next step's first) gives the same bits as the portable loops, and
- *     the same bits at 1, 2 and 3 threads; both within the float32 bar
- *       |got - ref| <= 1e-4 |ref| + 1e-5 max(1, max |ref|)
- *     of a double-precision loop written from the recurrence; state
- *     sizes 1, 5, 16, 33, 40, 64 (two full 32-column sweeps) and 100
- *     (masked tail sweep);
- *   - selective_scan f32 (AVX-512 exp2 and the portable expf) within the
- *     bar of a double loop, state sizes 16 (registers path) and 40,
- *     channel counts that are not multiples of 16, a decay rate of -inf
- *     (its exp must be 0, not NaN), bit-identical at 1, 2 and 3 threads.
- * The scratch starts as NaN bytes.
+ * (runtime/ssm/) on every kernel ISA the machine has (tests/unit/isa.h;
+ * the portable loops first), at 1, 2 and 3 threads (the bits must not
+ * depend on the thread count), against double-precision loops written
+ * from the recurrences with the float32 bar
+ *   |got - ref| <= 1e-4 |ref| + 1e-5 max(1, max |ref|):
+ *   - gated_delta_net f32: every SIMD kernel (second pass fused into the
+ *     next step's first) gives the bits of the portable loops; state
+ *     sizes 1, 5, 16, 33, 40, 64 and 100 (full and masked column
+ *     sweeps of every vector width);
+ *   - selective_scan f32: every ISA within the bar (state sizes 3, 16:
+ *     the registers path, and 40; channel counts that are not multiples
+ *     of 16 or of a vector); the SIMD kernels give the same bits as each
+ *     other (not as the portable loops: libm expf), also where exp
+ *     underflows to denormals (a rate of -150), is 0 (a rate of -inf:
+ *     0, not NaN) or overflows (a rate of +200: compared bitwise only).
+ * Outputs and the scratch start as NaN bytes.
  */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "runtime/rlxrt.h"
+#include "tests/unit/isa.h"
 
 static float *uni(int64_t count, float lo, float hi)
 {
@@ -26,13 +30,6 @@ static float *uni(int64_t count, float lo, float hi)
   for (int64_t i = 0; i < count; i++)
     x[i] = lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
   return x;
-}
-
-static void *nan_scratch(int64_t bytes)
-{
-  void *s = rlx_alloc((size_t)bytes);
-  memset(s, 0xff, (size_t)bytes);
-  return s;
 }
 
 /* The float32 bar, element by element; returns the failures. */
@@ -93,29 +90,32 @@ static void test_gdn(void)
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     int64_t b = shapes[si][0], s = shapes[si][1], H = shapes[si][2];
     int64_t n = shapes[si][3], e = b * s * H * n;
+    int64_t ns = rlx_gated_delta_net_scratch_bytes(b, H, n, 4);
     float *q = uni(e, -1, 1), *k = uni(e, -0.5f, 0.5f), *v = uni(e, -1, 1);
     float *g = uni(b * s * H, -0.7f, -0.05f);
     float *beta = uni(b * s * H, 0.1f, 0.9f);
-    float *o1 = uni(e, 0, 0), *o2 = uni(e, 0, 0);
+    float *first = uni(e, 0, 0), *o = uni(e, 0, 0);
     double *ref = malloc(sizeof(double) * (size_t)e);
-    void *scr = nan_scratch(rlx_gated_delta_net_scratch_bytes(b, H, n, 4));
+    void *scr = rlx_alloc((size_t)ns);
     gdn_ref(b, s, H, n, q, k, v, g, beta, ref);
-    for (int th = 1; th <= 3; th++) {
-      rlx_set_num_threads(th);
-      rlx_gated_delta_net_f32(b, s, H, n, q, k, v, g, beta,
-                              th == 1 ? o1 : o2, scr);
-      if (th > 1)
-        CU_ASSERT_EQUAL(memcmp(o1, o2, sizeof(float) * (size_t)e), 0);
+    for (int isa = 0; isa < N_TEST_ISAS; isa++) {
+      if (!test_isa_use(test_isas[isa])) /* scalar first: the reference */
+        continue;
+      for (int th = 1; th <= 3; th++) {
+        rlx_set_num_threads(th);
+        memset(o, 0xff, sizeof(float) * (size_t)e);
+        memset(scr, 0xff, (size_t)ns);
+        rlx_gated_delta_net_f32(b, s, H, n, q, k, v, g, beta, o, scr);
+        if (isa == 0 && th == 1)
+          memcpy(first, o, sizeof(float) * (size_t)e);
+        else
+          CU_ASSERT_EQUAL(memcmp(first, o, sizeof(float) * (size_t)e), 0);
+      }
     }
-    CU_ASSERT_EQUAL(check_bar(o1, ref, e), 0);
-    if (rlx_gemm_select_isa("scalar") == RLX_OK) {
-      memset(o2, 0, sizeof(float) * (size_t)e);
-      rlx_gated_delta_net_f32(b, s, H, n, q, k, v, g, beta, o2, scr);
-      CU_ASSERT_EQUAL(memcmp(o1, o2, sizeof(float) * (size_t)e), 0);
-      rlx_gemm_select_isa(NULL);
-    }
+    CU_ASSERT_EQUAL(check_bar(first, ref, e), 0);
+    rlx_gemm_select_isa(NULL);
     rlx_set_num_threads(0);
-    float *bufs[] = {q, k, v, g, beta, o1, o2};
+    float *bufs[] = {q, k, v, g, beta, first, o};
     for (int i = 0; i < 7; i++)
       free(bufs[i]);
     free(ref);
@@ -146,37 +146,72 @@ static void scan_ref(int64_t b, int64_t s, int64_t h, int64_t n,
   free(st);
 }
 
+/* Runs the scan on test_isas[isa] at 1, 2 and 3 threads into y (the
+   1-thread result; the others must equal it); 0 if that ISA is absent. */
+static int scan_isa(int isa, int64_t b, int64_t s, int64_t h, int64_t n,
+                    const float *x, const float *dl, const float *a,
+                    const float *bm, const float *cm, float *y, float *y2,
+                    void *scr, int64_t ns)
+{
+  if (!test_isa_use(test_isas[isa]))
+    return 0;
+  for (int th = 1; th <= 3; th++) {
+    rlx_set_num_threads(th);
+    memset(y2, 0xff, sizeof(float) * (size_t)(b * s * h));
+    memset(scr, 0xff, (size_t)ns);
+    rlx_selective_scan_f32(b, s, h, n, x, dl, a, bm, cm, y2, scr);
+    if (th == 1)
+      memcpy(y, y2, sizeof(float) * (size_t)(b * s * h));
+    else
+      CU_ASSERT_EQUAL(memcmp(y, y2, sizeof(float) * (size_t)(b * s * h)), 0);
+  }
+  return 1;
+}
+
 static void test_selective_scan(void)
 {
-  static const int64_t shapes[][4] = {{2, 40, 37, 16}, {1, 25, 20, 40}};
+  static const int64_t shapes[][4] = {{2, 40, 37, 16}, {1, 25, 20, 40},
+                                      {1, 9, 9, 3}};
   srand(11);
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     int64_t b = shapes[si][0], s = shapes[si][1], h = shapes[si][2];
     int64_t n = shapes[si][3], e = b * s * h;
+    int64_t ns = rlx_selective_scan_scratch_bytes(b, h, n, 4);
+    size_t bytes = sizeof(float) * (size_t)e;
     float *x = uni(e, -1, 1), *dl = uni(e, 0.05f, 0.6f);
     float *a = uni(h * n, -2, -0.2f);
     float *bm = uni(b * s * n, -1, 1), *cm = uni(b * s * n, -1, 1);
-    float *y1 = uni(e, 0, 0), *y2 = uni(e, 0, 0);
+    float *y = uni(e, 0, 0), *y2 = uni(e, 0, 0), *simd = uni(e, 0, 0);
     double *ref = malloc(sizeof(double) * (size_t)e);
-    void *scr = nan_scratch(rlx_selective_scan_scratch_bytes(b, h, n, 4));
+    void *scr = rlx_alloc((size_t)ns);
     a[3 * n + 2] = -INFINITY; /* channel 3, state 2: forgets every step */
+    a[5 * n + n - 1] = -150;  /* channel 5: exps of 2^-130 to 2^-11 */
     scan_ref(b, s, h, n, x, dl, a, bm, cm, ref);
-    for (int isa = 0; isa < 2; isa++) {
-      if (isa && rlx_gemm_select_isa("scalar") != RLX_OK)
-        break;
-      for (int th = 1; th <= 3; th++) {
-        rlx_set_num_threads(th);
-        rlx_selective_scan_f32(b, s, h, n, x, dl, a, bm, cm,
-                               th == 1 ? y1 : y2, scr);
-        if (th > 1)
-          CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof(float) * (size_t)e), 0);
-      }
-      CU_ASSERT_EQUAL(check_bar(y1, ref, e), 0);
+    int simd_isas = 0;
+    for (int isa = 0; isa < N_TEST_ISAS; isa++) {
+      if (!scan_isa(isa, b, s, h, n, x, dl, a, bm, cm, y, y2, scr, ns))
+        continue;
+      CU_ASSERT_EQUAL(check_bar(y, ref, e), 0);
+      if (isa > 0 && simd_isas++ == 0)
+        memcpy(simd, y, bytes);
+      else if (isa > 0)
+        CU_ASSERT_EQUAL(memcmp(simd, y, bytes), 0);
+    }
+    /* Channel 7: 2^(200 delta log2 e) overflows for delta > 0.44. */
+    a[7 * n] = 200;
+    simd_isas = 0;
+    for (int isa = 1; isa < N_TEST_ISAS; isa++) {
+      if (!scan_isa(isa, b, s, h, n, x, dl, a, bm, cm, y, y2, scr, ns))
+        continue;
+      if (simd_isas++ == 0)
+        memcpy(simd, y, bytes);
+      else
+        CU_ASSERT_EQUAL(memcmp(simd, y, bytes), 0);
     }
     rlx_gemm_select_isa(NULL);
     rlx_set_num_threads(0);
-    float *bufs[] = {x, dl, a, bm, cm, y1, y2};
-    for (int i = 0; i < 7; i++)
+    float *bufs[] = {x, dl, a, bm, cm, y, y2, simd};
+    for (int i = 0; i < 8; i++)
       free(bufs[i]);
     free(ref);
     rlx_free(scr);
