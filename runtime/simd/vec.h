@@ -25,6 +25,13 @@
  *                       either is NaN or both are zero)
  *   VZERO_IF_NEGINF(x)  0 in the lanes where x is -inf, x elsewhere
  *   VROUND(x) VFLOOR(x) to the nearest integer (ties to even) / down
+ *   VZIPLO(a, b, g) VZIPHI(a, b, g)  blocks of g lanes taken in turn from
+ *                       a and b (g = 1, 2, 4 .. VL/2, a constant):
+ *                       ZIPLO from their lower halves (a's first block,
+ *                       b's first, a's second ...), ZIPHI from their
+ *                       upper halves; g = 1 interleaves (re, im) pairs
+ *   VUNZIPLO(a, b) VUNZIPHI(a, b)   the even / odd lanes of a then b
+ *                       (undoes a g = 1 zip)
  *
  * vec_exp.h adds VEXP (f32) on top.
  *

@@ -4,6 +4,37 @@
 #include <immintrin.h>
 #include <math.h>
 
+#ifndef RLX_VEC_AVX2_ONCE
+#define RLX_VEC_AVX2_ONCE
+/* VZIPLO / VZIPHI: zip within 128-bit halves (g < 4 f32, g < 2 f64:
+   unpack), then take the low or high halves of both results. */
+__attribute__((target("avx2"), always_inline)) static inline __m256
+rlx_avx2_zip_ps(__m256 a, __m256 b, int g, int hi)
+{
+  __m256 l = a, h = b;
+  if (g == 1) {
+    l = _mm256_unpacklo_ps(a, b);
+    h = _mm256_unpackhi_ps(a, b);
+  } else if (g == 2) {
+    l = _mm256_castpd_ps(
+        _mm256_unpacklo_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+    h = _mm256_castpd_ps(
+        _mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+  }
+  return hi ? _mm256_permute2f128_ps(l, h, 0x31)
+            : _mm256_permute2f128_ps(l, h, 0x20);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256d
+rlx_avx2_zip_pd(__m256d a, __m256d b, int g, int hi)
+{
+  __m256d l = g == 1 ? _mm256_unpacklo_pd(a, b) : a;
+  __m256d h = g == 1 ? _mm256_unpackhi_pd(a, b) : b;
+  return hi ? _mm256_permute2f128_pd(l, h, 0x31)
+            : _mm256_permute2f128_pd(l, h, 0x20);
+}
+#endif
+
 #undef TGT
 #define TGT __attribute__((target("avx2,fma")))
 #define MT __m256i
@@ -32,6 +63,12 @@
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_pd(x, _mm256_setzero_pd(),                                \
                    _mm256_cmp_pd(x, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ))
+#define VZIPLO(a, b, g) rlx_avx2_zip_pd(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_avx2_zip_pd(a, b, g, 1)
+/* even / odd lanes within 128-bit halves, then the 64-bit quarters
+   reordered 0 2 1 3 */
+#define VUNZIPLO(a, b) _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), 0xD8)
+#define VUNZIPHI(a, b) _mm256_permute4x64_pd(_mm256_unpackhi_pd(a, b), 0xD8)
 #else
 #define VT __m256
 #define VL 8
@@ -61,4 +98,12 @@
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
                    _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))
+#define VZIPLO(a, b, g) rlx_avx2_zip_ps(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_avx2_zip_ps(a, b, g, 1)
+#define VUNZIPLO(a, b)                                                    \
+  _mm256_castpd_ps(_mm256_permute4x64_pd(                                 \
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8))
+#define VUNZIPHI(a, b)                                                    \
+  _mm256_castpd_ps(_mm256_permute4x64_pd(                                 \
+      _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8))
 #endif

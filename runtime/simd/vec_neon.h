@@ -36,6 +36,15 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
   for (int i = 0; i < n; i++)
     p[i] = b[i];
 }
+/* VZIPLO / VZIPHI of f32 lanes: g = 2 zips them as f64 pairs */
+static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
+                                           int g, int hi)
+{
+  if (g == 1)
+    return hi ? vzip2q_f32(a, b) : vzip1q_f32(a, b);
+  float64x2_t x = vreinterpretq_f64_f32(a), y = vreinterpretq_f64_f32(b);
+  return vreinterpretq_f32_f64(hi ? vzip2q_f64(x, y) : vzip1q_f64(x, y));
+}
 #endif
 
 #undef TGT
@@ -63,6 +72,10 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
 #define VFLOOR(x) vrndmq_f64(x)
 #define VZERO_IF_NEGINF(x)                                                \
   vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
+#define VZIPLO(a, b, g) vzip1q_f64(a, b)
+#define VZIPHI(a, b, g) vzip2q_f64(a, b)
+#define VUNZIPLO(a, b) vuzp1q_f64(a, b)
+#define VUNZIPHI(a, b) vuzp2q_f64(a, b)
 #else
 #define VT float32x4_t
 #define VL 4
@@ -87,4 +100,8 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
       vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
 #define VZERO_IF_NEGINF(x)                                                \
   vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
+#define VZIPLO(a, b, g) rlx_neon_zip_f32(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_neon_zip_f32(a, b, g, 1)
+#define VUNZIPLO(a, b) vuzp1q_f32(a, b)
+#define VUNZIPHI(a, b) vuzp2q_f32(a, b)
 #endif

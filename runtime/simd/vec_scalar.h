@@ -22,6 +22,10 @@
 #define VMAX(a, b) ((a) > (b) ? (a) : (b))
 #define VMIN(a, b) ((a) < (b) ? (a) : (b))
 #define VZERO_IF_NEGINF(x) ((x) == -(T)INFINITY ? (T)0 : (x))
+#define VZIPLO(a, b, g) (a)
+#define VZIPHI(a, b, g) (b)
+#define VUNZIPLO(a, b) (a)
+#define VUNZIPHI(a, b) (b)
 #if VEC_F64
 #define VT double
 #define VROUND(x) nearbyint(x)

@@ -22,6 +22,10 @@
 #undef VZERO_IF_NEGINF
 #undef VROUND
 #undef VFLOOR
+#undef VZIPLO
+#undef VZIPHI
+#undef VUNZIPLO
+#undef VUNZIPHI
 #undef VPOW2I
 #undef VSCALEF
 #undef VEXP
