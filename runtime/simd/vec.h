@@ -30,8 +30,12 @@
  *                       ZIPLO from their lower halves (a's first block,
  *                       b's first, a's second ...), ZIPHI from their
  *                       upper halves; g = 1 interleaves (re, im) pairs
- *   VUNZIPLO(a, b) VUNZIPHI(a, b)   the even / odd lanes of a then b
- *                       (undoes a g = 1 zip)
+ *   VSTORE_ZIP(p, a, b, g)          VZIPLO(a, b, g) to p, VZIPHI to
+ *                       p + VL (cheaper than the two: one step fewer on
+ *                       AVX2, vst2 on NEON)
+ *   VLOAD_UNZIP(p, a, b)            a = the even, b = the odd lanes of
+ *                       the 2 VL elements at p (undoes a g = 1 zip: re
+ *                       and im of VL interleaved complex numbers)
  *
  * vec_exp.h adds VEXP (f32) on top.
  *

@@ -37,6 +37,28 @@ rlx_avx512_zip_pd(__m512d a, __m512d b, int g, int hi)
   return _mm512_permutex2var_pd(a, ix, b);
 }
 #undef RLX_ZIP_IX
+
+/* VLOAD_UNZIP: the even / odd lanes of two vectors, one permute each */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rlx_avx512_load_unzip_ps(const float *p, __m512 *a, __m512 *b)
+{
+  const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
+                                       20, 22, 24, 26, 28, 30);
+  __m512 x = _mm512_loadu_ps(p), y = _mm512_loadu_ps(p + 16);
+  *a = _mm512_permutex2var_ps(x, ev, y);
+  *b = _mm512_permutex2var_ps(x, _mm512_add_epi32(ev, _mm512_set1_epi32(1)),
+                              y);
+}
+
+__attribute__((target("avx512f"), always_inline)) static inline void
+rlx_avx512_load_unzip_pd(const double *p, __m512d *a, __m512d *b)
+{
+  const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  __m512d x = _mm512_loadu_pd(p), y = _mm512_loadu_pd(p + 8);
+  *a = _mm512_permutex2var_pd(x, ev, y);
+  *b = _mm512_permutex2var_pd(x, _mm512_add_epi64(ev, _mm512_set1_epi64(1)),
+                              y);
+}
 #endif
 
 #undef TGT
@@ -70,10 +92,11 @@ rlx_avx512_zip_pd(__m512d a, __m512d b, int g, int hi)
       _mm512_setzero_pd())
 #define VZIPLO(a, b, g) rlx_avx512_zip_pd(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx512_zip_pd(a, b, g, 1)
-#define VUNZIPLO(a, b)                                                    \
-  _mm512_permutex2var_pd(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b)
-#define VUNZIPHI(a, b)                                                    \
-  _mm512_permutex2var_pd(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b)
+#define VSTORE_ZIP(p, a, b, g)                                            \
+  (_mm512_storeu_pd(p, VZIPLO(a, b, g)),                                  \
+   _mm512_storeu_pd((p) + 8, VZIPHI(a, b, g)))
+#define VLOAD_UNZIP(p, a, b)                                              \
+  rlx_avx512_load_unzip_pd(p, &(a), &(b))
 #else
 #define VT __m512
 #define VL 16
@@ -104,14 +127,9 @@ rlx_avx512_zip_pd(__m512d a, __m512d b, int g, int hi)
       _mm512_setzero_ps())
 #define VZIPLO(a, b, g) rlx_avx512_zip_ps(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx512_zip_ps(a, b, g, 1)
-#define VUNZIPLO(a, b)                                                    \
-  _mm512_permutex2var_ps(                                                 \
-      a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,  \
-                           26, 28, 30),                                   \
-      b)
-#define VUNZIPHI(a, b)                                                    \
-  _mm512_permutex2var_ps(                                                 \
-      a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25,  \
-                           27, 29, 31),                                   \
-      b)
+#define VSTORE_ZIP(p, a, b, g)                                            \
+  (_mm512_storeu_ps(p, VZIPLO(a, b, g)),                                  \
+   _mm512_storeu_ps((p) + 16, VZIPHI(a, b, g)))
+#define VLOAD_UNZIP(p, a, b)                                              \
+  rlx_avx512_load_unzip_ps(p, &(a), &(b))
 #endif

@@ -36,7 +36,8 @@ static inline void rlx_neon_storen_f64(double *p, int n, float64x2_t v)
   for (int i = 0; i < n; i++)
     p[i] = b[i];
 }
-/* VZIPLO / VZIPHI of f32 lanes: g = 2 zips them as f64 pairs */
+/* VZIPLO / VZIPHI / VSTORE_ZIP of f32 lanes: g = 2 zips them as f64
+   pairs */
 static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
                                            int g, int hi)
 {
@@ -44,6 +45,30 @@ static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
     return hi ? vzip2q_f32(a, b) : vzip1q_f32(a, b);
   float64x2_t x = vreinterpretq_f64_f32(a), y = vreinterpretq_f64_f32(b);
   return vreinterpretq_f32_f64(hi ? vzip2q_f64(x, y) : vzip1q_f64(x, y));
+}
+static inline void rlx_neon_store_zip_f32(float *p, float32x4_t a,
+                                          float32x4_t b, int g)
+{
+  if (g == 1) {
+    vst2q_f32(p, (float32x4x2_t){{a, b}});
+    return;
+  }
+  vst2q_f64((double *)p, (float64x2x2_t){{vreinterpretq_f64_f32(a),
+                                          vreinterpretq_f64_f32(b)}});
+}
+static inline void rlx_neon_load_unzip_f32(const float *p, float32x4_t *a,
+                                           float32x4_t *b)
+{
+  float32x4x2_t t = vld2q_f32(p);
+  *a = t.val[0];
+  *b = t.val[1];
+}
+static inline void rlx_neon_load_unzip_f64(const double *p, float64x2_t *a,
+                                           float64x2_t *b)
+{
+  float64x2x2_t t = vld2q_f64(p);
+  *a = t.val[0];
+  *b = t.val[1];
 }
 #endif
 
@@ -74,8 +99,8 @@ static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
   vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
 #define VZIPLO(a, b, g) vzip1q_f64(a, b)
 #define VZIPHI(a, b, g) vzip2q_f64(a, b)
-#define VUNZIPLO(a, b) vuzp1q_f64(a, b)
-#define VUNZIPHI(a, b) vuzp2q_f64(a, b)
+#define VSTORE_ZIP(p, a, b, g) vst2q_f64(p, (float64x2x2_t){{a, b}})
+#define VLOAD_UNZIP(p, a, b) rlx_neon_load_unzip_f64(p, &(a), &(b))
 #else
 #define VT float32x4_t
 #define VL 4
@@ -102,6 +127,6 @@ static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
   vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
 #define VZIPLO(a, b, g) rlx_neon_zip_f32(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_neon_zip_f32(a, b, g, 1)
-#define VUNZIPLO(a, b) vuzp1q_f32(a, b)
-#define VUNZIPHI(a, b) vuzp2q_f32(a, b)
+#define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f32(p, a, b, g)
+#define VLOAD_UNZIP(p, a, b) rlx_neon_load_unzip_f32(p, &(a), &(b))
 #endif

@@ -24,8 +24,8 @@
 #undef VFLOOR
 #undef VZIPLO
 #undef VZIPHI
-#undef VUNZIPLO
-#undef VUNZIPHI
+#undef VSTORE_ZIP
+#undef VLOAD_UNZIP
 #undef VPOW2I
 #undef VSCALEF
 #undef VEXP
