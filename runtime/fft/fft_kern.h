@@ -14,13 +14,16 @@
  * (wide: VL consecutive q per vector, the twiddles of p broadcast) or
  * divides VL (narrow: VL consecutive inputs i = q + s p per vector, the
  * twiddles of p = i / s by load_dup, the r outputs y[r i ..] put in
- * order by VZIPLO / VZIPHI in blocks of s for r = 2 and 4, by odd_ilv
- * for 3 and 5); tails are masked.  Other stages (radices over 5,
- * strides that neither divide nor exceed VL, odd radices of narrow
- * strides without odd_ilv) run fft_tmpl.h's loops, which this file
- * instantiates as STAGE_FN.  The butterflies do the operations of
- * fft_tmpl.h's, in the same order, and the file is compiled without FP
- * contraction: every ISA gives the portable kernel's bits.
+ * order by zips of blocks of s lanes for r = 2 and 4 (VZIPLO, VZIPHI,
+ * VSTORE_ZIP), by odd_ilv for 3 and 5); a last, partial vector uses
+ * masked loads and stores (narrow: its outputs through a buffer).  The
+ * row split and join are VLOAD_UNZIP and VSTORE_ZIP, their tails
+ * element by element.  Other stages (radices over 5, strides that
+ * neither divide nor exceed VL, odd radices of narrow strides without
+ * odd_ilv) run fft_tmpl.h's loops, which this file instantiates as
+ * STAGE_FN.  The butterflies do the operations of fft_tmpl.h's, in the
+ * same order (VMUL, VADD, VSUB: never VFMA), and the file is compiled
+ * without FP contraction: every ISA gives the portable kernel's bits.
  */
 
 /* n lanes from p (n <= 0: none), 0 beyond; n lanes to p. */

@@ -46,15 +46,22 @@ static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
   float64x2_t x = vreinterpretq_f64_f32(a), y = vreinterpretq_f64_f32(b);
   return vreinterpretq_f32_f64(hi ? vzip2q_f64(x, y) : vzip1q_f64(x, y));
 }
+static inline void rlx_neon_store_zip_f64(double *p, float64x2_t a,
+                                          float64x2_t b)
+{
+  float64x2x2_t t = {{a, b}};
+  vst2q_f64(p, t);
+}
 static inline void rlx_neon_store_zip_f32(float *p, float32x4_t a,
                                           float32x4_t b, int g)
 {
   if (g == 1) {
-    vst2q_f32(p, (float32x4x2_t){{a, b}});
-    return;
+    float32x4x2_t t = {{a, b}};
+    vst2q_f32(p, t);
+  } else {
+    rlx_neon_store_zip_f64((double *)p, vreinterpretq_f64_f32(a),
+                           vreinterpretq_f64_f32(b));
   }
-  vst2q_f64((double *)p, (float64x2x2_t){{vreinterpretq_f64_f32(a),
-                                          vreinterpretq_f64_f32(b)}});
 }
 static inline void rlx_neon_load_unzip_f32(const float *p, float32x4_t *a,
                                            float32x4_t *b)
@@ -99,7 +106,7 @@ static inline void rlx_neon_load_unzip_f64(const double *p, float64x2_t *a,
   vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
 #define VZIPLO(a, b, g) vzip1q_f64(a, b)
 #define VZIPHI(a, b, g) vzip2q_f64(a, b)
-#define VSTORE_ZIP(p, a, b, g) vst2q_f64(p, (float64x2x2_t){{a, b}})
+#define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f64(p, a, b)
 #define VLOAD_UNZIP(p, a, b) rlx_neon_load_unzip_f64(p, &(a), &(b))
 #else
 #define VT float32x4_t
