@@ -142,27 +142,48 @@ wide_vec(int r, float sg, int64_t n, int64_t is, int64_t s,
   }
 }
 
-/* Stride s >= VL: per p, the twiddles broadcast, VL consecutive q per
- * vector. */
+/* The twiddles of p, broadcast. */
+__attribute__((always_inline)) TGT static inline void
+wide_tw(int r, const FftStage *st, int64_t p, VT *wr, VT *wi)
+{
+  for (int k = 1; k < r; k++) {
+    wr[k] = VSET1(st->twr[(k - 1) * st->m + p]);
+    wi[k] = VSET1(st->twi[(k - 1) * st->m + p]);
+  }
+}
+
+/* Stride s >= VL: VL consecutive q per vector.  A multiple of VL is one
+ * loop over the vectors (p, q) (a loop over q per p costs a third more
+ * for s = 2 VL); other strides end each p with a masked vector. */
 __attribute__((always_inline)) TGT static inline void
 wide(int r, const FftStage *st, const float *restrict xr,
      const float *restrict xi, float *restrict yr, float *restrict yi)
 {
   const int64_t m = st->m, s = st->s, is = s * m;
-  for (int64_t p = 0; p < m; p++) {
-    VT wr[5], wi[5];
-    for (int k = 1; k < r; k++) {
-      wr[k] = VSET1(st->twr[(k - 1) * m + p]);
-      wi[k] = VSET1(st->twi[(k - 1) * m + p]);
+  VT wr[5], wi[5];
+  if (s % VL == 0) {
+    for (int64_t i = 0, p = 0, q = 0; i < is; i += VL) {
+      wide_tw(r, st, p, wr, wi);
+      const int64_t o = s * r * p + q;
+      wide_vec(r, st->sg, VL, is, s, xr + i, xi + i, yr + o, yi + o, wr,
+               wi);
+      q += VL;
+      if (q == s) {
+        q = 0;
+        p++;
+      }
     }
+    return;
+  }
+  for (int64_t p = 0; p < m; p++) {
+    wide_tw(r, st, p, wr, wi);
     const int64_t i = s * p, o = s * r * p;
     int64_t q = 0;
     for (; q + VL <= s; q += VL)
       wide_vec(r, st->sg, VL, is, s, xr + i + q, xi + i + q, yr + o + q,
                yi + o + q, wr, wi);
-    if (q < s)
-      wide_vec(r, st->sg, s - q, is, s, xr + i + q, xi + i + q,
-               yr + o + q, yi + o + q, wr, wi);
+    wide_vec(r, st->sg, s - q, is, s, xr + i + q, xi + i + q, yr + o + q,
+             yi + o + q, wr, wi);
   }
 }
 
