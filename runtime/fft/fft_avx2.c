@@ -19,7 +19,7 @@ load_dup(const float *p, int s, int64_t n)
 {
   const int c = (int)(n / s);
   __m128 w = c == 4   ? _mm_loadu_ps(p)
-             : c == 2 ? _mm_castpd_ps(_mm_load_sd((const double *)p))
+             : c == 2 ? _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))
              : c == 1 ? _mm_load_ss(p)
                       : _mm_maskload_ps(p, _mm_cmpgt_epi32(
                                                _mm_set1_epi32(c),

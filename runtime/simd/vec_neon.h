@@ -59,8 +59,8 @@ static inline void rlx_neon_store_zip_f32(float *p, float32x4_t a,
     float32x4x2_t t = {{a, b}};
     vst2q_f32(p, t);
   } else {
-    rlx_neon_store_zip_f64((double *)p, vreinterpretq_f64_f32(a),
-                           vreinterpretq_f64_f32(b));
+    vst1q_f32(p, rlx_neon_zip_f32(a, b, g, 0));
+    vst1q_f32(p + 4, rlx_neon_zip_f32(a, b, g, 1));
   }
 }
 static inline void rlx_neon_load_unzip_f32(const float *p, float32x4_t *a,
