@@ -1,7 +1,8 @@
 /* bench_fft.c -- rlx_fft_c64 next to FFTW (single precision, fftwf,
  * FFTW_ESTIMATE plans, one thread), c64 forward transforms of one row.
  *
- * usage: bench_fft [--secs=S] [--rounds=R] [--per-call] [N ...]
+ * usage: bench_fft [--secs=S] [--rounds=R] [--per-call] [--isa=NAME]
+ *                  [N ...]
  * Default lengths: 256 1024 4096 65536 1000 4099 and the primes 257
  * 1031 16411 65537 (Bluestein: O(n log n) growth).  For each length,
  * R rounds (default 5) alternate the two libraries, each timing calls
@@ -12,6 +13,9 @@
  * compiler's constant) up to RLX_FFT_TABLES_MAX bytes, else (and with
  * --per-call always) computing them into scratch per call; FFTW's plan
  * is made once, outside the timing.  Both are checked to agree (max |rlx - fftw| / max |fftw|).
+ * --isa=NAME runs rlx's kernels of that ISA (rlx_gemm_select_isa: avx512,
+ * avx2, neon, scalar; RLX_ISA works too); a first line "# rlxrt
+ * kernels: ISA" names the one used.
  * Output: "fft N=.. rlx_median_us=.. rlx_min_us=.. fftw_median_us=..
  * fftw_min_us=.. ratio_median=.. ratio_min=.. relerr=..".
  * Built only when FFTW (fftw3f + fftw3.h, Debian libfftw3-dev) is
@@ -78,6 +82,10 @@ int main(int argc, char **argv)
       rounds = atoi(argv[i] + 9);
     else if (!strcmp(argv[i], "--per-call"))
       per_call = 1;
+    else if (!strncmp(argv[i], "--isa=", 6)) {
+      if (rlx_gemm_select_isa(argv[i] + 6) != RLX_OK)
+        fprintf(stderr, "isa %s not available\n", argv[i] + 6);
+    }
     else if (nl < 64)
       lens[nl++] = atoll(argv[i]);
   }
@@ -88,6 +96,7 @@ int main(int argc, char **argv)
     memcpy(lens, def, sizeof def);
   }
   rlx_set_num_threads(1);
+  printf("# rlxrt kernels: %s\n", rlx_gemm_isa());
   static double t[2][MAX_T];
   for (int li = 0; li < nl; li++) {
     Job j = {lens[li], NULL, NULL, NULL, NULL, NULL};

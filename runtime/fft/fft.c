@@ -19,14 +19,16 @@
  * split among a fixed number of slots (working buffers), which
  * rlx_parallel_for hands to threads.  A row's result depends only on
  * the row, so results are bit-identical for any thread count; the
- * AVX-512 and portable stage kernels do the same float operations
- * (chosen like the GEMM kernels, rlx_gemm_select_isa).
+ * SIMD kernels (AVX-512, AVX2, NEON: fft_kern.h) and the portable ones
+ * do the same float operations, picked by the ISA level the GEMM
+ * dispatch chose (simd/isa.h).
  */
 #include <math.h>
 #include <string.h>
 
 #include "runtime/fft/fft_internal.h"
 #include "runtime/rlxrt.h"
+#include "runtime/simd/isa.h"
 
 void rlx_fft_split_scalar(const float *x, int64_t n, float *re, float *im)
 {
@@ -142,14 +144,21 @@ int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
   FftLayout L;
   rlx_fft_layout(rows, n, &L);
   double sign = inverse ? 1.0 : -1.0;
-  /* The AVX-512 kernels when the GEMM dispatch chose avx512 (like
-   * conv.c), so rlx_gemm_select_isa("scalar") tests the portable ones. */
-  int avx = strcmp(rlx_gemm_isa(), "avx512") == 0;
-  fft_stage_fn fn = avx ? rlx_fft_stage_avx512 : rlx_fft_stage_scalar;
+  /* The kernels per ISA level (simd/isa.h); NULL: portable. */
+  static const FftIsa portable = {rlx_fft_stage_scalar, rlx_fft_split_scalar,
+                                  rlx_fft_join_scalar};
+  static const FftIsa *const isas[RLX_ISA_COUNT] = {
+      [RLX_ISA_AVX2] = &rlx_fft_avx2,
+      [RLX_ISA_AVX512] = &rlx_fft_avx512,
+      [RLX_ISA_NEON] = &rlx_fft_neon};
+  const FftIsa *k = isas[rlx_isa_level()];
+  if (!k || !k->stage)
+    k = &portable;
   if (tables)
     rlx_fft_plan_tables(&L, sign, tables);
   else
-    rlx_fft_fill_tables(&L, sign, (char *)scratch + L.tab_at, scratch, fn);
+    rlx_fft_fill_tables(&L, sign, (char *)scratch + L.tab_at, scratch,
+                        k->stage);
   double scale = 1.0;
   if (norm == RLX_FFT_NORM_ORTHO)
     scale = 1.0 / sqrt((double)n);
@@ -157,9 +166,9 @@ int rlx_fft_c64_tab(int64_t rows, int64_t n, int inverse, int norm,
     scale = 1.0 / (double)n;
   Ctx c = {&L,
            tables ? tables : (char *)scratch + L.tab_at,
-           fn,
-           avx ? rlx_fft_split_avx512 : rlx_fft_split_scalar,
-           avx ? rlx_fft_join_avx512 : rlx_fft_join_scalar,
+           k->stage,
+           k->split,
+           k->join,
            scratch,
            x,
            y,

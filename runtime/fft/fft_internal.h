@@ -1,6 +1,7 @@
 /* fft_internal.h -- the plan of one rlx_fft_c64 call (fft.c) and the
- * Stockham stage kernels shared by fft.c (portable C) and fft_avx512.c
- * (the same template compiled for AVX-512F).
+ * Stockham stage kernels: portable C (fft_tmpl.h, in fft_tables.c) and
+ * per ISA (fft_kern.h over the vector layer, in fft_avx512.c,
+ * fft_avx2.c, fft_neon.c).
  *
  * Data inside a transform is split: one float array of real parts, one
  * of imaginary parts (vectorizes as plain float loops).  A stage of
@@ -14,6 +15,7 @@
 #ifndef RLX_FFT_INTERNAL_H
 #define RLX_FFT_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define FFT_MAX_STAGES 64
@@ -73,11 +75,8 @@ void rlx_fft_slot_arrays(float *buf, int64_t len, float **ar, float **ai,
 
 void rlx_fft_stage_scalar(const FftStage *st, const float *xr,
                           const float *xi, float *yr, float *yi);
-void rlx_fft_stage_avx512(const FftStage *st, const float *xr,
-                          const float *xi, float *yr, float *yi);
 
-/* A row of n c64 into split arrays, and back times scale (fft.c; the
- * AVX-512 versions in fft_avx512.c, the same bits). */
+/* A row of n c64 into split arrays, and back times scale (fft.c). */
 typedef void (*fft_split_fn)(const float *x, int64_t n, float *re,
                              float *im);
 typedef void (*fft_join_fn)(const float *re, const float *im, int64_t n,
@@ -85,8 +84,15 @@ typedef void (*fft_join_fn)(const float *re, const float *im, int64_t n,
 void rlx_fft_split_scalar(const float *x, int64_t n, float *re, float *im);
 void rlx_fft_join_scalar(const float *re, const float *im, int64_t n,
                          float scale, float *y);
-void rlx_fft_split_avx512(const float *x, int64_t n, float *re, float *im);
-void rlx_fft_join_avx512(const float *re, const float *im, int64_t n,
-                         float scale, float *y);
+
+/* One ISA's kernels, the same bits as the portable ones (fft_<isa>.c;
+ * all NULL where the build lacks the ISA: fft.c then uses the portable
+ * ones). */
+typedef struct {
+  fft_stage_fn stage;
+  fft_split_fn split;
+  fft_join_fn join;
+} FftIsa;
+extern const FftIsa rlx_fft_avx512, rlx_fft_avx2, rlx_fft_neon;
 
 #endif

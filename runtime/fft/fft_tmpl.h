@@ -1,5 +1,6 @@
-/* fft_tmpl.h -- one Stockham stage (fft_internal.h), included by fft.c
- * (TGT empty) and fft_avx512.c (TGT = target("avx512f")) to define
+/* fft_tmpl.h -- one Stockham stage (fft_internal.h), included by
+ * fft_tables.c (TGT empty: the portable kernel) and fft_kern.h (each
+ * ISA's, for the stages its vector code, STAGE_VEC, leaves) to define
  * STAGE_FN.  Radix 2, 3, 4 and 5 have closed-form butterflies, other
  * radices the direct r-point DFT.  When the stride s is large the inner
  * loop runs over q (unit stride, one twiddle per p); for s < 16 it runs

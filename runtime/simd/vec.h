@@ -38,6 +38,17 @@
  *                       scalar: ldexpf; AVX2, NEON: p * 2^h exactly
  *                       (h = floor(n / 2) added to p's exponent), times
  *                       2^(n - h)
+ *   VZIPLO(a, b, g) VZIPHI(a, b, g)  blocks of g lanes taken in turn from
+ *                       a and b (g = 1, 2, 4 .. VL/2, a constant):
+ *                       ZIPLO from their lower halves (a's first block,
+ *                       b's first, a's second ...), ZIPHI from their
+ *                       upper halves; g = 1 interleaves (re, im) pairs
+ *   VSTORE_ZIP(p, a, b, g)          VZIPLO(a, b, g) to p, VZIPHI to
+ *                       p + VL (cheaper than the two: one step fewer on
+ *                       AVX2, vst2 on NEON)
+ *   VLOAD_UNZIP(p, a, b)            a = the even, b = the odd lanes of
+ *                       the 2 VL elements at p (undoes a g = 1 zip: re
+ *                       and im of VL interleaved complex numbers)
  *
  * AVX-512 f32 also has VSCALEF(p, n) = p * 2^floor(n) (vscalefps) for
  * any p and n.  vec_exp.h adds VEXP and VEXP2 (f32) on top.

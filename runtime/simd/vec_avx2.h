@@ -24,6 +24,97 @@ rlx_avx2_ldexp_ps(__m256 p, __m256 n)
   __m256i e = _mm256_add_epi32(_mm256_sub_epi32(i, h), _mm256_set1_epi32(127));
   return _mm256_mul_ps(ph, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
+/* The zips of blocks of g lanes within each 128-bit half (unpack; for
+   g = 4 f32, 2 f64: a and b as they are): *l gets the first 128 bits of
+   each half's result, *h the second.  VZIPLO / VZIPHI then join the low
+   / high halves of l and h; VSTORE_ZIP stores the four 128-bit pieces
+   where they go. */
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_unpack_ps(__m256 a, __m256 b, int g, __m256 *l, __m256 *h)
+{
+  *l = a;
+  *h = b;
+  if (g == 1) {
+    *l = _mm256_unpacklo_ps(a, b);
+    *h = _mm256_unpackhi_ps(a, b);
+  } else if (g == 2) {
+    *l = _mm256_castpd_ps(
+        _mm256_unpacklo_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+    *h = _mm256_castpd_ps(
+        _mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+  }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256
+rlx_avx2_zip_ps(__m256 a, __m256 b, int g, int hi)
+{
+  __m256 l, h;
+  rlx_avx2_unpack_ps(a, b, g, &l, &h);
+  return hi ? _mm256_permute2f128_ps(l, h, 0x31)
+            : _mm256_permute2f128_ps(l, h, 0x20);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_store_zip_ps(float *p, __m256 a, __m256 b, int g)
+{
+  __m256 l, h;
+  rlx_avx2_unpack_ps(a, b, g, &l, &h);
+  _mm_storeu_ps(p, _mm256_castps256_ps128(l));
+  _mm_storeu_ps(p + 4, _mm256_castps256_ps128(h));
+  _mm_storeu_ps(p + 8, _mm256_extractf128_ps(l, 1));
+  _mm_storeu_ps(p + 12, _mm256_extractf128_ps(h, 1));
+}
+
+/* 128-bit pieces 0 2 and 1 3 of the 16 floats, then the even / odd
+   lanes within halves */
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_load_unzip_ps(const float *p, __m256 *a, __m256 *b)
+{
+  __m256 l = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)),
+                                  _mm_loadu_ps(p + 8), 1);
+  __m256 h = _mm256_insertf128_ps(
+      _mm256_castps128_ps256(_mm_loadu_ps(p + 4)), _mm_loadu_ps(p + 12), 1);
+  *a = _mm256_shuffle_ps(l, h, 0x88);
+  *b = _mm256_shuffle_ps(l, h, 0xDD);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_unpack_pd(__m256d a, __m256d b, int g, __m256d *l, __m256d *h)
+{
+  *l = g == 1 ? _mm256_unpacklo_pd(a, b) : a;
+  *h = g == 1 ? _mm256_unpackhi_pd(a, b) : b;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256d
+rlx_avx2_zip_pd(__m256d a, __m256d b, int g, int hi)
+{
+  __m256d l, h;
+  rlx_avx2_unpack_pd(a, b, g, &l, &h);
+  return hi ? _mm256_permute2f128_pd(l, h, 0x31)
+            : _mm256_permute2f128_pd(l, h, 0x20);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_store_zip_pd(double *p, __m256d a, __m256d b, int g)
+{
+  __m256d l, h;
+  rlx_avx2_unpack_pd(a, b, g, &l, &h);
+  _mm_storeu_pd(p, _mm256_castpd256_pd128(l));
+  _mm_storeu_pd(p + 2, _mm256_castpd256_pd128(h));
+  _mm_storeu_pd(p + 4, _mm256_extractf128_pd(l, 1));
+  _mm_storeu_pd(p + 6, _mm256_extractf128_pd(h, 1));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+rlx_avx2_load_unzip_pd(const double *p, __m256d *a, __m256d *b)
+{
+  __m256d l = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p)),
+                                   _mm_loadu_pd(p + 4), 1);
+  __m256d h = _mm256_insertf128_pd(
+      _mm256_castpd128_pd256(_mm_loadu_pd(p + 2)), _mm_loadu_pd(p + 6), 1);
+  *a = _mm256_unpacklo_pd(l, h);
+  *b = _mm256_unpackhi_pd(l, h);
+}
 #endif
 
 #undef TGT
@@ -54,6 +145,10 @@ rlx_avx2_ldexp_ps(__m256 p, __m256 n)
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_pd(x, _mm256_setzero_pd(),                                \
                    _mm256_cmp_pd(x, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ))
+#define VZIPLO(a, b, g) rlx_avx2_zip_pd(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_avx2_zip_pd(a, b, g, 1)
+#define VSTORE_ZIP(p, a, b, g) rlx_avx2_store_zip_pd(p, a, b, g)
+#define VLOAD_UNZIP(p, a, b) rlx_avx2_load_unzip_pd(p, &(a), &(b))
 #else
 #define VT __m256
 #define VL 8
@@ -82,4 +177,8 @@ rlx_avx2_ldexp_ps(__m256 p, __m256 n)
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
                    _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))
+#define VZIPLO(a, b, g) rlx_avx2_zip_ps(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_avx2_zip_ps(a, b, g, 1)
+#define VSTORE_ZIP(p, a, b, g) rlx_avx2_store_zip_ps(p, a, b, g)
+#define VLOAD_UNZIP(p, a, b) rlx_avx2_load_unzip_ps(p, &(a), &(b))
 #endif

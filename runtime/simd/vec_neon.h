@@ -51,6 +51,47 @@ static inline float32x4_t rlx_neon_ldexp_f32(float32x4_t p, float32x4_t n)
   int32x4_t e = vaddq_s32(vsubq_s32(i, h), vdupq_n_s32(127));
   return vmulq_f32(ph, vreinterpretq_f32_s32(vshlq_n_s32(e, 23)));
 }
+/* VZIPLO / VZIPHI / VSTORE_ZIP of f32 lanes: g = 2 zips them as f64
+   pairs */
+static inline float32x4_t rlx_neon_zip_f32(float32x4_t a, float32x4_t b,
+                                           int g, int hi)
+{
+  if (g == 1)
+    return hi ? vzip2q_f32(a, b) : vzip1q_f32(a, b);
+  float64x2_t x = vreinterpretq_f64_f32(a), y = vreinterpretq_f64_f32(b);
+  return vreinterpretq_f32_f64(hi ? vzip2q_f64(x, y) : vzip1q_f64(x, y));
+}
+static inline void rlx_neon_store_zip_f64(double *p, float64x2_t a,
+                                          float64x2_t b)
+{
+  float64x2x2_t t = {{a, b}};
+  vst2q_f64(p, t);
+}
+static inline void rlx_neon_store_zip_f32(float *p, float32x4_t a,
+                                          float32x4_t b, int g)
+{
+  if (g == 1) {
+    float32x4x2_t t = {{a, b}};
+    vst2q_f32(p, t);
+  } else {
+    vst1q_f32(p, rlx_neon_zip_f32(a, b, g, 0));
+    vst1q_f32(p + 4, rlx_neon_zip_f32(a, b, g, 1));
+  }
+}
+static inline void rlx_neon_load_unzip_f32(const float *p, float32x4_t *a,
+                                           float32x4_t *b)
+{
+  float32x4x2_t t = vld2q_f32(p);
+  *a = t.val[0];
+  *b = t.val[1];
+}
+static inline void rlx_neon_load_unzip_f64(const double *p, float64x2_t *a,
+                                           float64x2_t *b)
+{
+  float64x2x2_t t = vld2q_f64(p);
+  *a = t.val[0];
+  *b = t.val[1];
+}
 #endif
 
 #undef TGT
@@ -78,6 +119,10 @@ static inline float32x4_t rlx_neon_ldexp_f32(float32x4_t p, float32x4_t n)
 #define VFLOOR(x) vrndmq_f64(x)
 #define VZERO_IF_NEGINF(x)                                                \
   vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
+#define VZIPLO(a, b, g) vzip1q_f64(a, b)
+#define VZIPHI(a, b, g) vzip2q_f64(a, b)
+#define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f64(p, a, b)
+#define VLOAD_UNZIP(p, a, b) rlx_neon_load_unzip_f64(p, &(a), &(b))
 #else
 #define VT float32x4_t
 #define VL 4
@@ -101,4 +146,8 @@ static inline float32x4_t rlx_neon_ldexp_f32(float32x4_t p, float32x4_t n)
 #define VLDEXP(p, n) rlx_neon_ldexp_f32(p, n)
 #define VZERO_IF_NEGINF(x)                                                \
   vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
+#define VZIPLO(a, b, g) rlx_neon_zip_f32(a, b, g, 0)
+#define VZIPHI(a, b, g) rlx_neon_zip_f32(a, b, g, 1)
+#define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f32(p, a, b, g)
+#define VLOAD_UNZIP(p, a, b) rlx_neon_load_unzip_f32(p, &(a), &(b))
 #endif

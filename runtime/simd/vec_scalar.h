@@ -32,6 +32,10 @@ static inline float rlx_scalar_fracf(float x)
 #define VMAX(a, b) ((a) > (b) ? (a) : (b))
 #define VMIN(a, b) ((a) < (b) ? (a) : (b))
 #define VZERO_IF_NEGINF(x) ((x) == -(T)INFINITY ? (T)0 : (x))
+#define VZIPLO(a, b, g) (a)
+#define VZIPHI(a, b, g) (b)
+#define VSTORE_ZIP(p, a, b, g) ((p)[0] = (a), (void)((p)[1] = (b)))
+#define VLOAD_UNZIP(p, a, b) ((a) = (p)[0], (void)((b) = (p)[1]))
 #if VEC_F64
 #define VT double
 #define VROUND(x) nearbyint(x)

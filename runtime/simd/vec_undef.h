@@ -24,6 +24,10 @@
 #undef VFLOOR
 #undef VFRAC
 #undef VLDEXP
+#undef VZIPLO
+#undef VZIPHI
+#undef VSTORE_ZIP
+#undef VLOAD_UNZIP
 #undef VSCALEF
 #undef VEXP
 #undef VEXP2

@@ -8,12 +8,14 @@
  * 2 * 1009; each forward and inverse with every norm, some batched.
  * Also: fft then inverse fft with the same norm is the identity; the
  * output may alias the input; results are bit-identical for 1, 2 and 3
- * threads and for the AVX-512 and portable stage kernels; bad arguments
- * give RLX_ERR_INVALID.  The scratch starts as NaN bytes.
- * The tables rlx_fft_tables makes once (the compiler's constants, with
- * the portable stages) equal bit for bit those rlx_fft_c64 computes per
- * call (rlx_fft_tables_bytes bytes at the scratch's FftLayout.tab_at,
- * with either stage kernel), and rlx_fft_c64_tab gives the same bits.
+ * threads and for every kernel ISA the machine has (tests/unit/isa.h)
+ * against the portable kernels, over every length to 160 and larger
+ * ones; bad arguments give RLX_ERR_INVALID.  The scratch starts as NaN
+ * bytes.  The tables rlx_fft_tables makes once (the compiler's
+ * constants, with the portable stages) equal bit for bit those
+ * rlx_fft_c64 computes per call (rlx_fft_tables_bytes bytes at the
+ * scratch's FftLayout.tab_at, with every ISA's stage kernel), and
+ * rlx_fft_c64_tab gives the same bits.
  */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 
 #include "runtime/fft/fft_internal.h" /* FftLayout.tab_at */
 #include "runtime/rlxrt.h"
+#include "tests/unit/isa.h"
 
 static const int64_t LENS[] = {1,   2,   3,   4,   5,   7,    8,    16,
                                24,  32,  40,  61,  64,  67,  97,   105,
@@ -134,10 +137,11 @@ static void test_round_trip_alias(void)
     }
 }
 
-/* Same bits for 1, 2, 3 threads and both stage kernels (the AVX-512
- * stages: radix 4 of stride 1 with m % 16 != 0 (40, 1000), radix 2, 3, 5
- * of strides 1, 2, 4, 8, >= 16, full and masked (10, 24, 40, 80, 96,
- * 375, 640, 1000, 2048, 3000, 6000), generic fallbacks (97, 375). */
+/* Same bits for 1, 2, 3 threads and every ISA as for the portable
+ * kernels on 1 thread (radix 4 of stride 1 with m % 16 != 0 (40,
+ * 1000), radix 2, 3, 5 of strides 1, 2, 4, 8, >= 16, full and masked
+ * (10, 24, 40, 80, 96, 375, 640, 1000, 2048, 3000, 6000), generic
+ * fallbacks (97, 375)), 37 rows spread over the slots. */
 static void test_deterministic(void)
 {
   const int64_t lens[] = {1024, 1000, 97,  4099, 10,   24,  40,
@@ -147,21 +151,63 @@ static void test_deterministic(void)
     float *x = rand_c64(rows * n, 3);
     size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
     float *ref = malloc(bytes), *y = malloc(bytes);
-    rlx_set_num_threads(1);
-    fft(rows, n, 0, RLX_FFT_NORM_ORTHO, x, ref);
-    for (int t = 2; t <= 3; t++) {
-      rlx_set_num_threads(t);
-      fft(rows, n, 0, RLX_FFT_NORM_ORTHO, x, y);
-      CU_ASSERT_EQUAL(memcmp(ref, y, bytes), 0);
+    for (int isa = 0; isa < N_TEST_ISAS; isa++) {
+      if (!test_isa_use(test_isas[isa])) /* scalar first: the reference */
+        continue;
+      for (int t = 1; t <= 3; t++) {
+        rlx_set_num_threads(t);
+        fft(rows, n, 0, RLX_FFT_NORM_ORTHO, x, isa || t > 1 ? y : ref);
+        if (isa || t > 1)
+          CU_ASSERT_EQUAL(memcmp(ref, y, bytes), 0);
+      }
     }
-    if (rlx_gemm_select_isa("scalar") == RLX_OK) {
-      fft(rows, n, 0, RLX_FFT_NORM_ORTHO, x, y);
-      CU_ASSERT_EQUAL(memcmp(ref, y, bytes), 0);
-      rlx_gemm_select_isa(NULL);
-    }
+    rlx_gemm_select_isa(NULL);
     rlx_set_num_threads(0);
     free(x);
     free(ref);
+    free(y);
+  }
+}
+
+/* Every ISA's bits are the portable kernels', both directions, for
+ * every length to 160 (each radix 2 .. 5 at each stride below 16, wide
+ * strides with masked tails, generic radices, Bluestein) and longer
+ * ones; the first failure per ISA and length is printed. */
+static void test_isa_bits(void)
+{
+  int64_t lens[200];
+  int nl = 0;
+  for (int64_t n = 1; n <= 160; n++)
+    lens[nl++] = n;
+  const int64_t more[] = {250,  256,  375,  500,  640,  1000, 1024,
+                          1536, 2048, 3000, 4096, 4099, 6000};
+  for (int i = 0; i < 13; i++)
+    lens[nl++] = more[i];
+  for (int li = 0; li < nl; li++) {
+    int64_t n = lens[li], rows = 3;
+    size_t bytes = sizeof(float) * 2 * (size_t)(rows * n);
+    float *x = rand_c64(rows * n, (unsigned)n), *ref[2], *y = malloc(bytes);
+    for (int inverse = 0; inverse < 2; inverse++) {
+      ref[inverse] = malloc(bytes);
+      rlx_gemm_select_isa("scalar");
+      fft(rows, n, inverse, RLX_FFT_NORM_BACKWARD, x, ref[inverse]);
+    }
+    for (int isa = 1; isa < N_TEST_ISAS; isa++) {
+      if (!test_isa_use(test_isas[isa]))
+        continue;
+      for (int inverse = 0; inverse < 2; inverse++) {
+        fft(rows, n, inverse, RLX_FFT_NORM_BACKWARD, x, y);
+        int same = memcmp(ref[inverse], y, bytes) == 0;
+        if (!same)
+          printf("\n  %s n=%lld inverse=%d: not the portable bits",
+                 test_isas[isa], (long long)n, inverse);
+        CU_ASSERT(same);
+      }
+    }
+    rlx_gemm_select_isa(NULL);
+    free(x);
+    free(ref[0]);
+    free(ref[1]);
     free(y);
   }
 }
@@ -172,8 +218,8 @@ static void test_tables(void)
   const int64_t lens[] = {1, 2, 3, 5, 7, 12, 61, 67, 1000, 1024, 2048, 4099};
   for (int li = 0; li < 12; li++)
     for (int inverse = 0; inverse < 2; inverse++)
-      for (int isa = 0; isa < 2; isa++) {
-        if (isa && rlx_gemm_select_isa("scalar") != RLX_OK)
+      for (int isa = 0; isa < N_TEST_ISAS; isa++) {
+        if (!test_isa_use(test_isas[isa]))
           continue;
         int64_t n = lens[li], rows = 3, tb = rlx_fft_tables_bytes(n);
         size_t sb = (size_t)rlx_fft_scratch_bytes(rows, n);
@@ -222,6 +268,7 @@ int main(void)
   CU_add_test(s, "vs_naive", test_vs_naive);
   CU_add_test(s, "round_trip_alias", test_round_trip_alias);
   CU_add_test(s, "deterministic", test_deterministic);
+  CU_add_test(s, "isa_bits", test_isa_bits);
   CU_add_test(s, "tables", test_tables);
   CU_add_test(s, "invalid", test_invalid);
   CU_basic_set_mode(CU_BRM_VERBOSE);
