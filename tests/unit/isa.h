@@ -12,9 +12,10 @@
 
 #include "runtime/rlxrt.h"
 
-/* From the portable reference to the widest. */
-static const char *const test_isas[] = {"scalar", "avx2", "avx512"};
-enum { N_TEST_ISAS = 3 };
+/* The portable reference first, then the vector ISAs (rlx_gemm_isa's
+   names; a CPU has NEON or the x86 ones). */
+static const char *const test_isas[] = {"scalar", "neon", "avx2", "avx512"};
+enum { N_TEST_ISAS = 4 };
 
 /* Says once per name that the isa kernels (any name: a GEMM ISA, an
    int8 kernel) are skipped. */
