@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake -S "$src" -B "$work/rt" -DRLX_RUNTIME_ONLY=ON -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 >/dev/null
-cmake --build "$work/rt" -j2 >/dev/null
+cmake --build "$work/rt" -j2 --target rlxrt rlxrt_shared >/dev/null
 "$rlxc" "$src/tests/install/downstream/model.rlx" --grad --jvp --hvp \
   --target=aarch64-linux-gnu -o "$work/model.o"
 "$cc" -std=c11 "$src/tests/install/downstream/main.c" "$work/model.o" \
