@@ -25,10 +25,13 @@ Only the Python standard library is used (no NumPy, no torch): all
 numeric comparison happens in C (tests/tools/harness.c).
 
 Usage: e2e.py [--build DIR] [--work DIR] [--rlxc-args A] [--kernels]
-              [-v] [CASE...]
+              [--rlxc RLXC] [--cc CC] [--emulator CMD] [-v] [CASE...]
   no CASE: every case with a run.txt (--kernels: those calling the
   runtime's ISA-dispatched kernels).  Prints PASS/FAIL NAME: reason
-  per case; exit 0 when all pass.
+  per case; exit 0 when all pass.  For another target (the aarch64
+  tree run under qemu, docs/testing.md): BUILD is that target's
+  runtime-only tree (its rlx_run), RLXC a host rlxc, A its --target,
+  CC the cross compiler and CMD the emulator that runs rlx_run.
 """
 import argparse
 import glob
@@ -91,9 +94,11 @@ class Runner:
         self.work = os.path.abspath(args.work or tempfile.mkdtemp(
             prefix="rlx-e2e-"))
         self.cc = args.cc
+        self.emulator = shlex.split(args.emulator)
         self.rlxc_extra = args.rlxc_args
         self.verbose = args.verbose
-        self.rlxc = os.path.join(self.build, "rlxc")
+        self.rlxc = os.path.abspath(args.rlxc or os.path.join(self.build,
+                                                              "rlxc"))
         self.linked = set()
         os.makedirs(self.work, exist_ok=True)
 
@@ -174,8 +179,8 @@ class Runner:
                 else:
                     grad_entry = rargs[i + 1]
                 rargs = rargs[:i] + rargs[i + 2:]
-            cmd = [find_driver(self.build), "--so", self.link(obj),
-                   "--entry", entry]
+            cmd = self.emulator + [find_driver(self.build), "--so",
+                                   self.link(obj), "--entry", entry]
             if grad_entry:
                 cmd += ["--grad-entry", grad_entry]
             gdir = os.path.join(GOLDEN, name, sub)
@@ -236,6 +241,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--rlxc", help="the rlxc to compile with (default: "
+                    "BUILD/rlxc)")
+    ap.add_argument("--emulator", default="",
+                    help="command that runs the driver (qemu-aarch64 -L "
+                    "/usr/aarch64-linux-gnu)")
     ap.add_argument("--rlxc-args", default="",
                     help="extra rlxc arguments for every case (e.g. -O0)")
     ap.add_argument("--kernels", action="store_true",
