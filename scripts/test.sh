@@ -6,12 +6,19 @@
 #   1. Release-like build (RelWithDebInfo) in build-test/: ctest runs the
 #      unit, golden, error-corpus, CLI, e2e and gradcheck tests, and the
 #      runtime's kernels again under RLX_ISA=avx2 and =scalar (isa.*).
-#   2. AddressSanitizer + UBSan build in build-asan/ (-DRLX_SANITIZE=ON):
+#   2. aarch64 under qemu in build-a64/ (docs/testing.md), when
+#      aarch64-linux-gnu-gcc and qemu-aarch64 are installed (else skipped,
+#      saying so): the runtime and its unit suites cross-built
+#      (-DRLX_RUNTIME_ONLY=ON, cmake/aarch64-linux-gnu.cmake) and run
+#      under qemu-aarch64 at the default ISA (NEON) and RLX_ISA=scalar,
+#      and the e2e kernel cases compiled by build-test's rlxc with
+#      --target=aarch64-linux-gnu, at both ISAs.
+#   3. AddressSanitizer + UBSan build in build-asan/ (-DRLX_SANITIZE=ON):
 #      unit tests, corpora, CLI, oom and generated graphs through an
 #      instrumented rlxc, every gradient check's compilation, and a
 #      fixed sample of the e2e and native gradcheck cases linked with
 #      the sanitized runtime (docs/testing.md says which).
-#   3. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
+#   4. libFuzzer build with clang in build-fuzz/ (-DRLX_FUZZ=ON): the
 #      front-end and pass fuzzer (fuzz_frontend), then the code
 #      generation fuzzer (fuzz_codegen: pipeline, LLVM IR, verifier;
 #      plain, with --grad and with --jvp --hvp), FUZZ_SECONDS (default
@@ -30,9 +37,9 @@
 # hang fails its test instead of stalling CI.
 # Environment: JOBS (default 2), FUZZ_SECONDS, FUZZ_CODEGEN_SECONDS,
 # FUZZ_PARAMS_SECONDS,
-# SKIP_MAIN=1, SKIP_ASAN=1, SKIP_FUZZ=1, TEST_TIMEOUT,
-# BUILD_PREFIX (default ROOT/build-: the trees are PREFIXtest, PREFIXasan
-# and PREFIXfuzz).
+# SKIP_MAIN=1, SKIP_AARCH64=1, SKIP_ASAN=1, SKIP_FUZZ=1, TEST_TIMEOUT,
+# BUILD_PREFIX (default ROOT/build-: the trees are PREFIXtest, PREFIXa64,
+# PREFIXasan and PREFIXfuzz).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-2}
@@ -87,6 +94,30 @@ if [ "${SKIP_MAIN:-0}" != 1 ]; then
   step "main: ctest" "ctest: all tiers"
   (cd "${P}test" &&
    ctest --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT")
+fi
+
+A64_TOOLS="aarch64-linux-gnu-gcc and qemu-aarch64 (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
+if [ "${SKIP_AARCH64:-0}" != 1 ]; then
+  if ! command -v aarch64-linux-gnu-gcc >/dev/null ||
+     ! command -v qemu-aarch64 >/dev/null; then
+    printf '\ntest.sh: SKIPPING the aarch64 tier: it needs %s\n' "$A64_TOOLS"
+  else
+    HOST_RLXC=
+    if [ -x "${P}test/rlxc" ]; then
+      HOST_RLXC=${P}test/rlxc
+    else
+      printf '\ntest.sh: no %s: the aarch64 tier runs the unit suites only\n' \
+        "${P}test/rlxc"
+    fi
+    step "aarch64: build" "cross build for aarch64 (runtime, tests) in ${P}a64"
+    cmake -S "$ROOT" -B "${P}a64" -DRLX_RUNTIME_ONLY=ON \
+          -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
+          -DRLX_HOST_RLXC="$HOST_RLXC"
+    cmake --build "${P}a64" -j"$JOBS"
+    step "aarch64: ctest" "ctest under qemu-aarch64"
+    (cd "${P}a64" &&
+     ctest --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT")
+  fi
 fi
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
