@@ -47,6 +47,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_CODEGEN_SECONDS=${FUZZ_CODEGEN_SECONDS:-$((FUZZ_SECONDS / 2))}
 FUZZ_PARAMS_SECONDS=${FUZZ_PARAMS_SECONDS:-10}
 CLANG=${CLANG:-$(command -v clang-19 || command -v clang || true)}
+CLANGXX=${CLANGXX:-$(command -v clang++-19 || command -v clang++ || true)}
 P=${BUILD_PREFIX:-$ROOT/build-}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 FULL=OFF
@@ -136,7 +137,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   [ -n "$CLANG" ] || { echo "test.sh: clang is needed for the fuzzer"; exit 1; }
   step "fuzz: build" "build the fuzzers with $CLANG in ${P}fuzz"
   cmake -S "$ROOT" -B "${P}fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_C_COMPILER="$CLANG" -DRLX_FUZZ=ON
+        -DCMAKE_C_COMPILER="$CLANG" -DCMAKE_CXX_COMPILER="$CLANGXX" \
+        -DRLX_FUZZ=ON
   cmake --build "${P}fuzz" -j"$JOBS" --target fuzz_frontend fuzz_codegen \
         fuzz_params
   WORK=$(mktemp -d)
