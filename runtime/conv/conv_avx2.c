@@ -23,30 +23,6 @@
 #define KVMAX {4, 4, 3, 2, 1}
 #define KACC 12
 
-/* trans (conv_internal.h) through B x B register blocks (TRANSPOSE on
-   VT rows), element by element at the edges. */
-#define DEFINE_TRANS(NAME, T, B, VT, LOADU, STOREU, TRANSPOSE)            \
-  TGT static void NAME(const T *src, int64_t ss, int64_t rows,            \
-                       int64_t len, T *dst, int64_t ld, int64_t width)    \
-  {                                                                       \
-    for (int64_t i0 = 0; i0 < width; i0 += B)                             \
-      for (int64_t p0 = 0; p0 < len; p0 += B) {                           \
-        int64_t i1 = i0 + B < width ? i0 + B : width;                     \
-        int64_t p1 = p0 + B < len ? p0 + B : len;                         \
-        if (i0 + B > rows || i1 - i0 < B || p1 - p0 < B) {                \
-          for (int64_t p = p0; p < p1; p++)                               \
-            for (int64_t i = i0; i < i1; i++)                             \
-              dst[p * ld + i] = i < rows ? src[i * ss + p] : (T)0;        \
-          continue;                                                       \
-        }                                                                 \
-        VT r[B];                                                          \
-        for (int i = 0; i < B; i++)                                       \
-          r[i] = LOADU(src + (i0 + i) * ss + p0);                         \
-        TRANSPOSE(r);                                                     \
-        for (int j = 0; j < B; j++)                                       \
-          STOREU(dst + (p0 + j) * ld + i0, r[j]);                         \
-      }                                                                   \
-  }
 
 /* ---- f32 ---- */
 #define VEC_F64 0
@@ -77,8 +53,8 @@ TGT static inline void transpose8_ps(__m256 r[8])
   }
 }
 
-DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
-             transpose8_ps)
+CONV_DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps,
+                  _mm256_storeu_ps, transpose8_ps)
 
 CONV_TABLE(rlx_conv_avx2_f32, "avx2", trans_f32);
 
@@ -106,8 +82,8 @@ TGT static inline void transpose4_pd(__m256d r[4])
   r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-DEFINE_TRANS(trans_f64, double, 4, __m256d, _mm256_loadu_pd,
-             _mm256_storeu_pd, transpose4_pd)
+CONV_DEFINE_TRANS(trans_f64, double, 4, __m256d, _mm256_loadu_pd,
+                  _mm256_storeu_pd, transpose4_pd)
 
 CONV_TABLE(rlx_conv_avx2_f64, "avx2", trans_f64);
 #else

@@ -128,6 +128,33 @@ void rlx_conv_plan(const rlx_conv_geom *g, int op, int64_t elem_size,
 CONV_DECL_KERNELS(float, F32)
 CONV_DECL_KERNELS(double, F64)
 
+/* Defines NAME, a trans (above) for T elements through B x B register
+   blocks (TRANSPOSE on B rows of type VT, LOADU / STOREU of B lanes),
+   element by element at the edges; the SIMD tables' files use it with
+   their TGT defined. */
+#define CONV_DEFINE_TRANS(NAME, T, B, VT, LOADU, STOREU, TRANSPOSE)        \
+  TGT static void NAME(const T *src, int64_t ss, int64_t rows, int64_t len,\
+                   T *dst, int64_t ld, int64_t width)                      \
+  {                                                                        \
+    for (int64_t i0 = 0; i0 < width; i0 += B)                              \
+      for (int64_t p0 = 0; p0 < len; p0 += B) {                            \
+        int64_t i1 = i0 + B < width ? i0 + B : width;                      \
+        int64_t p1 = p0 + B < len ? p0 + B : len;                          \
+        if (i0 + B > rows || i1 - i0 < B || p1 - p0 < B) {                 \
+          for (int64_t p = p0; p < p1; p++)                                \
+            for (int64_t i = i0; i < i1; i++)                              \
+              dst[p * ld + i] = i < rows ? src[i * ss + p] : (T)0;         \
+          continue;                                                        \
+        }                                                                  \
+        VT r[B];                                                           \
+        for (int i = 0; i < B; i++)                                        \
+          r[i] = LOADU(src + (i0 + i) * ss + p0);                          \
+        TRANSPOSE(r);                                                      \
+        for (int j = 0; j < B; j++)                                        \
+          STOREU(dst + (p0 + j) * ld + i0, r[j]);                          \
+      }                                                                    \
+  }
+
 /* Rows of each kern[] entry. */
 static const int conv_rows[5] = {1, 2, 4, 8, 14};
 

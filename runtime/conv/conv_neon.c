@@ -15,30 +15,6 @@
 #define KVMAX {4, 4, 4, 3, 2}
 #define KACC 28
 
-/* trans (conv_internal.h) through B x B register blocks (TRANSPOSE on
-   VT rows), element by element at the edges. */
-#define DEFINE_TRANS(NAME, T, B, VT, LOADU, STOREU, TRANSPOSE)            \
-  static void NAME(const T *src, int64_t ss, int64_t rows, int64_t len,   \
-                   T *dst, int64_t ld, int64_t width)                     \
-  {                                                                       \
-    for (int64_t i0 = 0; i0 < width; i0 += B)                             \
-      for (int64_t p0 = 0; p0 < len; p0 += B) {                           \
-        int64_t i1 = i0 + B < width ? i0 + B : width;                     \
-        int64_t p1 = p0 + B < len ? p0 + B : len;                         \
-        if (i0 + B > rows || i1 - i0 < B || p1 - p0 < B) {                \
-          for (int64_t p = p0; p < p1; p++)                               \
-            for (int64_t i = i0; i < i1; i++)                             \
-              dst[p * ld + i] = i < rows ? src[i * ss + p] : (T)0;        \
-          continue;                                                       \
-        }                                                                 \
-        VT r[B];                                                          \
-        for (int i = 0; i < B; i++)                                       \
-          r[i] = LOADU(src + (i0 + i) * ss + p0);                         \
-        TRANSPOSE(r);                                                     \
-        for (int j = 0; j < B; j++)                                       \
-          STOREU(dst + (p0 + j) * ld + i0, r[j]);                         \
-      }                                                                   \
-  }
 
 /* ---- f32 ---- */
 #define VEC_F64 0
@@ -62,8 +38,8 @@ static inline void transpose4_f32(float32x4_t r[4])
                                           vreinterpretq_f64_f32(t3)));
 }
 
-DEFINE_TRANS(trans_f32, float, 4, float32x4_t, vld1q_f32, vst1q_f32,
-             transpose4_f32)
+CONV_DEFINE_TRANS(trans_f32, float, 4, float32x4_t, vld1q_f32,
+                  vst1q_f32, transpose4_f32)
 CONV_TABLE(rlx_conv_neon_f32, "neon", trans_f32);
 #undef VEC_F64
 #undef T
@@ -84,8 +60,8 @@ static inline void transpose2_f64(float64x2_t r[2])
   r[0] = t0;
 }
 
-DEFINE_TRANS(trans_f64, double, 2, float64x2_t, vld1q_f64, vst1q_f64,
-             transpose2_f64)
+CONV_DEFINE_TRANS(trans_f64, double, 2, float64x2_t, vld1q_f64,
+                  vst1q_f64, transpose2_f64)
 CONV_TABLE(rlx_conv_neon_f64, "neon", trans_f64);
 #else
 const ConvIsaF32 rlx_conv_neon_f32 = {.name = "neon"};

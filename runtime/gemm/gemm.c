@@ -3,10 +3,11 @@
  *
  * Dispatch: the first call picks, once (pthread_once), the best kernel
  * table the CPU supports: AVX-512F, else AVX2+FMA (x86-64), Advanced
- * SIMD (AArch64), else portable C; the environment variable RLX_ISA hides the wider ISAs (env_isa_cap).  Every
- * other kernel family follows this choice (rlx_gemm_isa), so RLX_ISA=avx2
- * =neon or =scalar runs a whole process on those paths.  rlx_gemm_select_isa (a test
- * hook) may override it later.  Building with -DRLX_NO_SIMD leaves only
+ * SIMD (AArch64), else portable C; the environment variable RLX_ISA
+ * hides the wider ISAs (env_isa_cap).  Every other kernel family follows
+ * this choice (rlx_isa_level, rlx_gemm_isa), so RLX_ISA=avx2, =neon or
+ * =scalar runs a whole process on those paths.  rlx_gemm_select_isa (a
+ * test hook) may override it later.  Building with -DRLX_NO_SIMD leaves only
  * the portable kernels.
  * Thread split (choose_grid): the batch first; when there are fewer
  * batch elements than threads, each element's C is cut into a grid of

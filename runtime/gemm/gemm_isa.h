@@ -1,0 +1,33 @@
+/* gemm_isa.h -- one ISA's GEMM kernel tables: gemm_kern.h instantiated
+ * for f32 and f64 over the vector layer, GK_MR x (GK_NV vectors) tiles.
+ * Included by gemm_<isa>.c with ISA (the name in rlx_gemm_<ISA>_f32),
+ * ISA_NAME (its string), VEC_HEADER, GK_MR and GK_NV defined.  KC is
+ * the same in every table (384 f32, 256 f64), so every ISA gives the
+ * same bits.
+ */
+#define GEMM_CAT3_(a, b, c) a##b##c
+#define GEMM_CAT3(a, b, c) GEMM_CAT3_(a, b, c)
+
+#define VEC_F64 0
+#define T float
+#define GK_NAME kern_f32
+#include VEC_HEADER
+#include "runtime/gemm/gemm_kern.h"
+enum { NR_F32 = GK_NV * VL };
+#undef VEC_F64
+#undef T
+#undef GK_NAME
+
+#define VEC_F64 1
+#define T double
+#define GK_NAME kern_f64
+#include VEC_HEADER
+#include "runtime/gemm/gemm_kern.h"
+enum { NR_F64 = GK_NV * VL };
+
+const RlxGemmCfgF32 GEMM_CAT3(rlx_gemm_, ISA, _f32) = {
+  .name = ISA_NAME, .mr = GK_MR, .nr = NR_F32, .kc = 384, .nc = 512,
+  .kern = kern_f32};
+const RlxGemmCfgF64 GEMM_CAT3(rlx_gemm_, ISA, _f64) = {
+  .name = ISA_NAME, .mr = GK_MR, .nr = NR_F64, .kc = 256, .nc = 512,
+  .kern = kern_f64};
