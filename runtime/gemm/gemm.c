@@ -82,30 +82,42 @@ int rlx_cpu_has_neon_dot(void)
 
 /* RLX_ISA=avx512|avx2|neon|scalar: the process runs as if the CPU had no
    ISA wider than the one named (the default picks it or a narrower one,
-   and rlx_gemm_select_isa refuses wider ones).  Returns the index in
-   isa_order of the widest ISA allowed; any other value is reported once
-   on stderr and ignored. */
+   and rlx_gemm_select_isa refuses wider ones); an ISA of the other
+   architecture leaves the portable kernels.  Returns the index in
+   isa_order of the ISA named, or -1 (no cap); any other value is
+   reported once on stderr and ignored. */
 static int env_isa_cap(void)
 {
   static int warned;
   const char *env = getenv("RLX_ISA");
   if (!env || !*env)
-    return 0;
+    return -1;
   for (int i = 0; i < N_ISA; i++)
     if (strcmp(env, isa_order[i].name) == 0)
       return i;
   if (!warned++)
     fprintf(stderr, "rlxrt: RLX_ISA=%s is not avx512, avx2, neon or "
             "scalar; ignored\n", env);
-  return 0;
+  return -1;
+}
+
+/* Whether the cap allows isa_order[i]: the ISA named, the narrower ones
+   of its architecture, and the portable kernels. */
+static int cap_allows(int cap, int i)
+{
+  int neon = isa_order[i].level == RLX_ISA_NEON;
+  return cap < 0 || isa_order[i].level == RLX_ISA_SCALAR ||
+         (i >= cap && neon == (isa_order[cap].level == RLX_ISA_NEON));
 }
 
 static _Atomic int isa_level = RLX_ISA_SCALAR;
 
 int rlx_gemm_select_isa(const char *isa)
 {
-  for (int i = env_isa_cap(); i < N_ISA; i++) {
-    if ((isa && strcmp(isa, isa_order[i].name) != 0) ||
+  int cap = env_isa_cap();
+  for (int i = 0; i < N_ISA; i++) {
+    if (!cap_allows(cap, i) ||
+        (isa && strcmp(isa, isa_order[i].name) != 0) ||
         !isa_order[i].f32->kern || !cpu_has(isa_order[i].level))
       continue;
     atomic_store(&isa_level, isa_order[i].level);
