@@ -11,7 +11,7 @@
 #include "codegen/emit_table.h"
 
 static const CgOpEntry table[OP_COUNT] = {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) [OP_##id] = CG_##id,
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) [OP_##id] = CG_##id,
 #include "ir/ops.def"
 #undef OP
 };

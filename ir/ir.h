@@ -170,7 +170,7 @@ enum {
 };
 
 typedef enum {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) OP_##id,
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) OP_##id,
 #include "ir/ops.def"
 #undef OP
   OP_COUNT

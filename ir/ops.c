@@ -79,7 +79,7 @@ void suggest_attr_words(Suggest *s, AttrId id) {
 
 /* ---- ops ---- */
 static OpInfo ops[] = {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
   {name, nmin, nmax, flags, attrs, math, 0, NULL},
 #include "ir/ops.def"
 #undef OP

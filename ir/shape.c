@@ -20,7 +20,7 @@
 typedef bool (*ShapeRule)(Ctx *c, Node *n);
 
 static const ShapeRule rules[OP_COUNT] = {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
   [OP_##id] = shape_##rule,
 #include "ir/ops.def"
 #undef OP

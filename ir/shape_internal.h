@@ -18,7 +18,7 @@
 
 #include "ir/ir.h"
 
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
   bool shape_##rule(Ctx *c, Node *n);
 #include "ir/ops.def"
 #undef OP

@@ -3,8 +3,8 @@
  * jvp_nn.c, control flow's in jvp_control.c, the passes that build
  * ENTRY_jvp and ENTRY_hvp in jvp_pass.c. Conventions: jvp.h.
  *
- * The table is generated from ops.def like the VJP table: row ID needs
- * a macro JVP_ID naming its rule, so an op added to ops.def without a
+ * The table is generated from ops.def like the VJP table: a row's jvp
+ * column R names the rule jvp_R, so an op added to ops.def without a
  * decided forward-mode rule does not compile. Entries:
  *   - a rule (jvp_<op>);
  *   - jvp_none: the op carries no tangent (OPF_NO_GRAD, comparisons,
@@ -318,130 +318,10 @@ static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
 }
 
 /* ---- the table: every ops.def row must name its rule ---- */
-#define JVP_INPUT jvp_none
-#define JVP_PARAM jvp_none
-#define JVP_CONST jvp_none
-#define JVP_RELU jvp_relu
-#define JVP_GELU jvp_act
-#define JVP_GELU_TANH jvp_act
-#define JVP_SILU jvp_act
-#define JVP_SIGMOID jvp_sigmoid
-#define JVP_TANH jvp_tanh
-#define JVP_EXP jvp_exp
-#define JVP_LOG jvp_log
-#define JVP_SQRT jvp_sqrt
-#define JVP_RSQRT jvp_rsqrt
-#define JVP_NEG jvp_linear
-#define JVP_ABS jvp_act
-#define JVP_SIN jvp_sin
-#define JVP_COS jvp_cos
-#define JVP_TAN jvp_tan
-#define JVP_ATAN jvp_atan
-#define JVP_ROUND jvp_ident
-#define JVP_ADD jvp_add_sub
-#define JVP_SUB jvp_add_sub
-#define JVP_MUL jvp_mul
-#define JVP_DIV jvp_div
-#define JVP_MIN jvp_minmax
-#define JVP_MAX jvp_minmax
-#define JVP_POW jvp_pow
-#define JVP_EQ jvp_none
-#define JVP_NE jvp_none
-#define JVP_LT jvp_none
-#define JVP_LE jvp_none
-#define JVP_GT jvp_none
-#define JVP_GE jvp_none
-#define JVP_WHERE jvp_where
-#define JVP_CAST jvp_cast
-#define JVP_STOP_GRADIENT jvp_zero
-#define JVP_MATMUL jvp_matmul
-#define JVP_DENSE_SOLVE jvp_solve
-#define JVP_BATCHED_DENSE_SOLVE jvp_solve
-#define JVP_REDUCE_SUM jvp_reduce_sum
-#define JVP_REDUCE_MEAN jvp_reduce_sum
-#define JVP_REDUCE_MAX jvp_reduce_maxmin
-#define JVP_REDUCE_MIN jvp_reduce_maxmin
-#define JVP_REDUCE_PROD jvp_reduce_prod
-#define JVP_SOFTMAX jvp_softmax
-#define JVP_LOG_SOFTMAX jvp_log_softmax
-#define JVP_CUMSUM jvp_linear
-#define JVP_SOFTMAX_CROSS_ENTROPY jvp_xent
-#define JVP_TOPK jvp_none
-#define JVP_RESHAPE jvp_linear
-#define JVP_TRANSPOSE jvp_linear
-#define JVP_EXPAND jvp_linear
-#define JVP_CONCAT jvp_concat
-#define JVP_NARROW jvp_linear
-#define JVP_GATHER jvp_linear
-#define JVP_SCATTER_ADD jvp_linear
-#define JVP_LAYER_NORM jvp_layer_norm
-#define JVP_RMS_NORM jvp_rms_norm
-#define JVP_GROUP_NORM jvp_group_norm
-#define JVP_BATCH_NORM_INFERENCE jvp_batch_norm
-#define JVP_ROPE jvp_rope
-#define JVP_ATTENTION jvp_attention
-#define JVP_CONV2D jvp_conv2d
-#define JVP_MAX_POOL2D jvp_max_pool
-#define JVP_AVG_POOL2D jvp_linear
-#define JVP_SCAN jvp_scan
-#define JVP_IF jvp_if
-#define JVP_WHILE jvp_while
-#define JVP_CUSTOM_FN jvp_custom_fn
-#define JVP_FUSED_TRANSFORMER_LAYER jvp_fused
-#define JVP_SELECTIVE_SCAN jvp_fused
-#define JVP_GATED_DELTA_NET jvp_fused
-#define JVP_FAKE_QUANTIZE jvp_fake_quantize
-#define JVP_FAKE_QUANTIZE_LSQ jvp_fake_quantize_lsq
-#define JVP_QUANTIZE jvp_cast /* i8: no tangent */
-#define JVP_DEQUANTIZE jvp_cast /* i8 operand: never reached */
-#define JVP_Q_MATMUL jvp_none
-#define JVP_Q_CONV2D jvp_none
-#define JVP_DEQUANT_MATMUL jvp_dequant_matmul
-#define JVP_GROUPED_MATMUL jvp_grouped_matmul
-#define JVP_CONJUGATE jvp_linear
-#define JVP_COMPLEX_NORM_SQ jvp_norm_sq
-#define JVP_COMPLEX jvp_complex
-#define JVP_REAL jvp_linear
-#define JVP_IMAG jvp_linear
-#define JVP_FFT jvp_linear
-#define JVP_LOG_MEL jvp_log_mel
-#define JVP_RNG_UNIFORM jvp_none
-#define JVP_RNG_NORMAL jvp_none
-#define JVP_SAMPLE jvp_none
-#define JVP_RELU_BACKWARD jvp_relu_backward
-#define JVP_ACTIVATION_BACKWARD jvp_act_backward
-#define JVP_LAYER_NORM_BACKWARD_INPUT jvp_norm_backward
-#define JVP_LAYER_NORM_BACKWARD_GAMMA jvp_norm_backward
-#define JVP_RMS_NORM_BACKWARD_INPUT jvp_norm_backward
-#define JVP_RMS_NORM_BACKWARD_GAMMA jvp_norm_backward
-#define JVP_RMS_NORM_BACKWARD_BETA jvp_norm_backward
-#define JVP_GROUP_NORM_BACKWARD_INPUT jvp_norm_backward
-#define JVP_GROUP_NORM_BACKWARD_GAMMA jvp_norm_backward
-#define JVP_GROUP_NORM_BACKWARD_BETA jvp_norm_backward
-#define JVP_BATCH_NORM_INFERENCE_BACKWARD_INPUT jvp_norm_backward
-#define JVP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA jvp_norm_backward
-#define JVP_BATCH_NORM_INFERENCE_BACKWARD_BETA jvp_norm_backward
-#define JVP_ROPE_BACKWARD jvp_rope
-#define JVP_CUMSUM_BACKWARD jvp_linear
-#define JVP_GATHER_BACKWARD jvp_linear
-#define JVP_MAX_POOL2D_BACKWARD jvp_max_pool_backward
-#define JVP_AVG_POOL2D_BACKWARD jvp_linear
-#define JVP_CONV2D_BACKWARD_INPUT jvp_conv2d
-#define JVP_CONV2D_BACKWARD_WEIGHT jvp_conv2d
-#define JVP_SOFTMAX_CROSS_ENTROPY_BACKWARD jvp_xent_backward
-#define JVP_ATTENTION_BACKWARD jvp_attention_backward
-#define JVP_COMPLEX_NORM_SQ_BACKWARD jvp_norm_sq_backward
-#define JVP_FAKE_QUANTIZE_BACKWARD jvp_fake_quantize_bwd
-#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_X jvp_fake_quantize_bwd
-#define JVP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE jvp_fake_quantize_bwd
-#define JVP_GROUPED_MATMUL_BACKWARD_WEIGHT jvp_grouped_matmul
-#define JVP_SCAN_BACKWARD jvp_lowered
-#define JVP_SCAN_BACKWARD_XS jvp_lowered
-#define JVP_LOG_MEL_BACKWARD jvp_log_mel
 
 static const JvpRule rules[OP_COUNT] = {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
-  [OP_##id] = JVP_##id,
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
+  [OP_##id] = jvp_##jvp,
 #include "ir/ops.def"
 #undef OP
 };

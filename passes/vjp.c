@@ -2,9 +2,9 @@
  * per op, built from ordinary ops plus the closed-form backward ops of
  * language.md 6.9.
  *
- * The table is generated from ops.def: row ID needs a macro VJP_ID
- * naming its rule, so an op added to ops.def without deciding its
- * reverse mode does not compile. The entries:
+ * The table is generated from ops.def: a row's vjp column R names the
+ * rule vjp_R, so an op added to ops.def without deciding its reverse
+ * mode does not compile. The entries:
  *   - a rule (vjp_<op>);
  *   - vjp_none: the op carries no gradient (OPF_NO_GRAD or pseudo ops;
  *     grad_into never calls it);
@@ -586,130 +586,10 @@ static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
 }
 
 /* ---- the table: every ops.def row must name its rule ---- */
-#define VJP_INPUT vjp_none
-#define VJP_PARAM vjp_none
-#define VJP_CONST vjp_none
-#define VJP_RELU vjp_relu
-#define VJP_GELU vjp_act
-#define VJP_GELU_TANH vjp_act
-#define VJP_SILU vjp_act
-#define VJP_SIGMOID vjp_sigmoid
-#define VJP_TANH vjp_tanh
-#define VJP_EXP vjp_exp
-#define VJP_LOG vjp_log
-#define VJP_SQRT vjp_sqrt
-#define VJP_RSQRT vjp_rsqrt
-#define VJP_NEG vjp_neg
-#define VJP_ABS vjp_act
-#define VJP_SIN vjp_sin
-#define VJP_COS vjp_cos
-#define VJP_TAN vjp_tan
-#define VJP_ATAN vjp_atan
-#define VJP_ROUND vjp_ident
-#define VJP_ADD vjp_add
-#define VJP_SUB vjp_sub
-#define VJP_MUL vjp_mul
-#define VJP_DIV vjp_div
-#define VJP_MIN vjp_minmax
-#define VJP_MAX vjp_minmax
-#define VJP_POW vjp_pow
-#define VJP_EQ vjp_none
-#define VJP_NE vjp_none
-#define VJP_LT vjp_none
-#define VJP_LE vjp_none
-#define VJP_GT vjp_none
-#define VJP_GE vjp_none
-#define VJP_WHERE vjp_where
-#define VJP_CAST vjp_cast
-#define VJP_STOP_GRADIENT vjp_stop_gradient
-#define VJP_MATMUL vjp_matmul
-#define VJP_DENSE_SOLVE vjp_solve
-#define VJP_BATCHED_DENSE_SOLVE vjp_solve
-#define VJP_REDUCE_SUM vjp_reduce_sum
-#define VJP_REDUCE_MEAN vjp_reduce_sum
-#define VJP_REDUCE_MAX vjp_reduce_maxmin
-#define VJP_REDUCE_MIN vjp_reduce_maxmin
-#define VJP_REDUCE_PROD vjp_reduce_prod
-#define VJP_SOFTMAX vjp_softmax
-#define VJP_LOG_SOFTMAX vjp_log_softmax
-#define VJP_CUMSUM vjp_cumsum
-#define VJP_SOFTMAX_CROSS_ENTROPY vjp_xent
-#define VJP_TOPK vjp_none
-#define VJP_RESHAPE vjp_reshape
-#define VJP_TRANSPOSE vjp_transpose
-#define VJP_EXPAND vjp_ident
-#define VJP_CONCAT vjp_concat
-#define VJP_NARROW vjp_narrow
-#define VJP_GATHER vjp_gather
-#define VJP_SCATTER_ADD vjp_scatter_add
-#define VJP_LAYER_NORM vjp_layer_norm
-#define VJP_RMS_NORM vjp_rms_norm
-#define VJP_GROUP_NORM vjp_group_norm
-#define VJP_BATCH_NORM_INFERENCE vjp_batch_norm
-#define VJP_ROPE vjp_rope
-#define VJP_ATTENTION vjp_attention
-#define VJP_CONV2D vjp_conv2d
-#define VJP_MAX_POOL2D vjp_max_pool
-#define VJP_AVG_POOL2D vjp_avg_pool
-#define VJP_SCAN vjp_scan
-#define VJP_IF vjp_unprepared
-#define VJP_WHILE vjp_unprepared
-#define VJP_CUSTOM_FN vjp_custom_fn
-#define VJP_FUSED_TRANSFORMER_LAYER vjp_unprepared
-#define VJP_SELECTIVE_SCAN vjp_unprepared
-#define VJP_GATED_DELTA_NET vjp_unprepared
-#define VJP_FAKE_QUANTIZE vjp_fake_quantize
-#define VJP_FAKE_QUANTIZE_LSQ vjp_fake_quantize_lsq
-#define VJP_QUANTIZE vjp_cast /* straight through */
-#define VJP_DEQUANTIZE vjp_cast /* i8 operand: nothing */
-#define VJP_Q_MATMUL vjp_none
-#define VJP_Q_CONV2D vjp_none
-#define VJP_DEQUANT_MATMUL vjp_dequant_matmul
-#define VJP_GROUPED_MATMUL vjp_grouped_matmul
-#define VJP_CONJUGATE vjp_conjugate
-#define VJP_COMPLEX_NORM_SQ vjp_complex_norm_sq
-#define VJP_COMPLEX vjp_complex
-#define VJP_REAL vjp_real_imag
-#define VJP_IMAG vjp_real_imag
-#define VJP_FFT vjp_fft
-#define VJP_LOG_MEL vjp_log_mel
-#define VJP_RNG_UNIFORM vjp_none
-#define VJP_RNG_NORMAL vjp_none
-#define VJP_SAMPLE vjp_none
-#define VJP_RELU_BACKWARD vjp_relu_backward
-#define VJP_ACTIVATION_BACKWARD vjp_act_backward
-#define VJP_LAYER_NORM_BACKWARD_INPUT vjp_norm_backward
-#define VJP_LAYER_NORM_BACKWARD_GAMMA vjp_norm_backward
-#define VJP_RMS_NORM_BACKWARD_INPUT vjp_norm_backward
-#define VJP_RMS_NORM_BACKWARD_GAMMA vjp_norm_backward
-#define VJP_RMS_NORM_BACKWARD_BETA vjp_norm_backward
-#define VJP_GROUP_NORM_BACKWARD_INPUT vjp_norm_backward
-#define VJP_GROUP_NORM_BACKWARD_GAMMA vjp_norm_backward
-#define VJP_GROUP_NORM_BACKWARD_BETA vjp_norm_backward
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_INPUT vjp_norm_backward
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA vjp_norm_backward
-#define VJP_BATCH_NORM_INFERENCE_BACKWARD_BETA vjp_norm_backward
-#define VJP_ROPE_BACKWARD vjp_rope
-#define VJP_CUMSUM_BACKWARD vjp_cumsum_backward
-#define VJP_GATHER_BACKWARD vjp_gather_backward
-#define VJP_MAX_POOL2D_BACKWARD vjp_max_pool_backward
-#define VJP_AVG_POOL2D_BACKWARD vjp_avg_pool_backward
-#define VJP_CONV2D_BACKWARD_INPUT vjp_conv2d_backward_input
-#define VJP_CONV2D_BACKWARD_WEIGHT vjp_conv2d_backward_weight
-#define VJP_SOFTMAX_CROSS_ENTROPY_BACKWARD vjp_xent_backward
-#define VJP_ATTENTION_BACKWARD vjp_attention_backward
-#define VJP_COMPLEX_NORM_SQ_BACKWARD vjp_complex_norm_sq_backward
-#define VJP_FAKE_QUANTIZE_BACKWARD vjp_fake_quantize_bwd
-#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_X vjp_fake_quantize_bwd
-#define VJP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE vjp_fake_quantize_bwd
-#define VJP_GROUPED_MATMUL_BACKWARD_WEIGHT vjp_grouped_matmul_backward_weight
-#define VJP_SCAN_BACKWARD vjp_lowered
-#define VJP_SCAN_BACKWARD_XS vjp_lowered
-#define VJP_LOG_MEL_BACKWARD vjp_log_mel_backward
 
 static const VjpRule rules[OP_COUNT] = {
-#define OP(id, name, nmin, nmax, flags, rule, attrs, math) \
-  [OP_##id] = VJP_##id,
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
+  [OP_##id] = vjp_##vjp,
 #include "ir/ops.def"
 #undef OP
 };
