@@ -15,7 +15,7 @@
 #ifndef RLX_AD_H
 #define RLX_AD_H
 
-#include "passes/ir_build.h"
+#include "ir/builder.h"
 #include "passes/passes.h"
 
 typedef struct GradCtx {

@@ -1,4 +1,5 @@
-/* ir_build.h: small helpers that passes use to add nodes to a graph.
+/* builder.h: small helpers that passes (and anything above ir/) use to add
+ * nodes to a graph.
  *
  * An IrBuilder appends nodes to one graph at one source location. Every
  * ib_* constructor sets the attributes, runs shape_infer() and asserts
@@ -16,8 +17,8 @@
  *
  * Ownership: everything lives in the Ctx arena.
  */
-#ifndef RLX_IR_BUILD_H
-#define RLX_IR_BUILD_H
+#ifndef RLX_IR_BUILDER_H
+#define RLX_IR_BUILDER_H
 
 #include "ir/ir.h"
 

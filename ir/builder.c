@@ -1,8 +1,8 @@
-/* ir_build.c: node constructors, in-place rewriting and subgraph
- * inlining shared by the passes (see ir_build.h for the contract).
+/* builder.c: node constructors, in-place rewriting and subgraph
+ * inlining shared by the passes (see builder.h for the contract).
  * Every constructor asserts that shape inference accepted the node:
  * passes only build nodes they know to be well typed. */
-#include "passes/ir_build.h"
+#include "ir/builder.h"
 
 #include <stdio.h>
 #include <string.h>
