@@ -7,9 +7,9 @@ masked_fill(-inf) for causal, softmax, @ v (fwd), and the same with
 autograd backward from a given dy to dq, dk, dv (fwd+bwd).  The flops
 counted are bench_attention's (forward 4 L^2 D per head, forward +
 backward 14 L^2 D, causal half), so the GFLOP/s compare directly.
-torch.set_num_threads(T); OMP / OpenBLAS thread counts are set to T
-before torch loads.  Median and minimum of calls repeated for
---seconds after 2 warm-ups.  With --rlx PATH it then runs that
+torch.set_num_threads(T); OMP / OpenBLAS / MKL thread counts are set to
+T before torch loads (bench/torch_env.py).  Median and minimum of calls
+repeated for --seconds after 2 warm-ups.  With --rlx PATH it then runs that
 bench_attention binary on the same threads, seconds and lengths;
 --chart PATH draws the GFLOP/s of both (rlxc's only with --rlx; its
 rlx_gemm 512^3 rate as the peak line) with bench/charts.py (needs
@@ -20,11 +20,11 @@ Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_attention_torch.py
        [--rlx build/bench/bench_attention] [--chart docs/charts/attention.svg]
 """
 import argparse
-import os
 import re
 import subprocess
 import sys
-import time
+
+import torch_env
 
 LINE = re.compile(r"(rlx|torch) (.+?) threads=(\d+) median_ms=\S+ min_ms=\S+"
                   r" gflops=([\d.]+) gflops_best=([\d.]+)")
@@ -77,8 +77,7 @@ def main():
         import charts
         charts.require()
     lines = []
-    os.environ["OMP_NUM_THREADS"] = str(a.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
+    torch_env.set_env(a.threads)
     import torch
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -92,18 +91,6 @@ def main():
             m = torch.ones(L, L, dtype=torch.bool).triu(1)
             s = s.masked_fill(m, float("-inf"))
         return torch.softmax(s, dim=-1) @ v
-
-    def timed(fn, secs):
-        for _ in range(2):
-            fn()
-        t = []
-        start = time.perf_counter()
-        while len(t) < 5 or time.perf_counter() - start < secs:
-            t0 = time.perf_counter()
-            fn()
-            t.append(time.perf_counter() - t0)
-        t.sort()
-        return t[len(t) // 2], t[0]
 
     a_ = torch.randn(1, 1)  # load the kernels before timing
     del a_
@@ -123,7 +110,8 @@ def main():
 
             for name, fn, fl in (("fwd", fwd, 4 * unit),
                                  ("fwd+bwd", fwdbwd, 14 * unit)):
-                med, mn = timed(fn, a.seconds)
+                med, mn = torch_env.median_min(
+                    torch_env.timings(fn, a.seconds, warmup=2, min_calls=5))
                 lines.append(
                     f"torch attn L={L} mask={'causal' if causal else 'none'}"
                     f" {name} threads={a.threads} median_ms={med * 1e3:.3f}"

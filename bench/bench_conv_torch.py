@@ -10,8 +10,9 @@ with one output mask at a time: input gradient, weight gradient), plus
 needs no gradient, x2 does: both forwards, both weight gradients and
 conv2's input gradient, the five ops bench_conv's step runs).
 torch.set_num_threads(T), OpenMP and OpenBLAS held to T as well (env
-OMP_NUM_THREADS / OPENBLAS_NUM_THREADS are set before torch loads, and
-openblas_set_num_threads is called: see bench_mlp_torch.py).
+OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS are set to the
+largest T before torch loads, and openblas_set_num_threads is called:
+bench/torch_env.py).
 Median and minimum of calls repeated for --seconds after 2 warm-ups.
 
 With --rlx PATH it also runs that bench_conv binary, alternating the two
@@ -26,14 +27,12 @@ Usage: /usr/bin/python3 bench/bench_conv_torch.py [--rlx build/bench/bench_conv]
        [--chart docs/charts/conv.svg] [SHAPE ...]
 """
 import argparse
-import ctypes
-import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
-import time
+
+import torch_env
 
 # name: (x shape, out channels, kernel, padding, groups)
 SHAPES = {
@@ -46,31 +45,9 @@ SHAPES = {
 OPS = ("fwd", "bwd_input", "bwd_weight")
 
 
-def set_threads_env(threads):
-    n = str(max(threads))
-    os.environ.setdefault("OMP_NUM_THREADS", n)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", n)
-
-
-def set_blas_threads(t):
-    for line in open("/proc/self/maps"):
-        path = line.split()[-1]
-        if "openblas" in path and ".so" in path:
-            lib = ctypes.CDLL(path)
-            if hasattr(lib, "openblas_set_num_threads"):
-                lib.openblas_set_num_threads(ctypes.c_int(t))
-
-
 def measure(fn, seconds):
-    fn()
-    fn()
-    ts, start = [], time.perf_counter()
-    while len(ts) < 5 or time.perf_counter() - start < seconds:
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2] * 1e3, ts[0] * 1e3
+    """(median ms, min ms) after 2 warm-up calls, at least 5."""
+    return torch_env.measure(fn, seconds, warmup=2, min_calls=5)[:2]
 
 
 def flops(name, batch):
@@ -119,8 +96,7 @@ def run_torch(names, threads, seconds, batch):
     import torch
     res = {}
     for t in threads:
-        torch.set_num_threads(t)
-        set_blas_threads(t)
+        torch_env.use_threads(torch, t)
         for name in names:
             ops = ["step"] if name == "cnn" else OPS
             for op in ops:
@@ -152,22 +128,10 @@ def run_rlx(path, names, threads, seconds, batch):
             for m in re.finditer(pat, out)}
 
 
-def merge(best, res):
-    for k, (med, mn) in res.items():
-        old = best.get(k, (1e30, 1e30))
-        best[k] = (min(old[0], med), min(old[1], mn))
-
-
 def table(names, threads, rlx, torch_res, batch):
-    cpu = platform.processor() or platform.machine()
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
     print("\n%s UTC, %s, %d CPUs, load average %s"
-          % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), cpu,
-             os.cpu_count(), " ".join(open("/proc/loadavg").read()
-                                      .split()[:3])))
+          % (torch_env.utc_now(), torch_env.cpu_name(), os.cpu_count(),
+             torch_env.load_average()))
     print("\n| shape | op | threads | rlxc median (min) ms | GFLOP/s "
           "| PyTorch median (min) ms | GFLOP/s | PyTorch / rlxc |")
     print("|---|---|---|---|---|---|---|---|")
@@ -230,7 +194,7 @@ def main():
     for n in names:
         if n not in SHAPES and n != "cnn":
             sys.exit("unknown shape " + n)
-    set_threads_env(threads)
+    torch_env.set_env(max(threads))
     if not a.rlx:
         tor = run_torch(names, threads, a.seconds, a.batch)
         if a.chart:
@@ -238,8 +202,10 @@ def main():
         return
     rlx, tor = {}, {}
     for _ in range(a.rounds):
-        merge(tor, run_torch(names, threads, a.seconds, a.batch))
-        merge(rlx, run_rlx(a.rlx, names, threads, a.seconds, a.batch))
+        torch_env.merge_best(tor, run_torch(names, threads, a.seconds,
+                                            a.batch))
+        torch_env.merge_best(rlx, run_rlx(a.rlx, names, threads, a.seconds,
+                                          a.batch))
     table(names, threads, rlx, tor, a.batch)
     if a.chart:
         chart(a.chart, names, threads, rlx, tor, a.batch)

@@ -20,10 +20,10 @@ uniform / sqrt(fan_in), biases 0.1 * uniform, tangents scaled alike):
             autograd.grad; "hvp.autograd" torch.autograd.functional.hvp
 
 with torch.set_num_threads(T) and OpenBLAS's own pool set to T
-(bench_mlp_torch.set_blas_threads; torch.set_num_threads does not reach
-it), the eight timed interleaved (one call of each in turn, for 8 x S
-seconds per thread count, as bench_jvp times its five entries), so
-load from other processes reaches them alike.  With --rlx PATH it alternates with that bench_jvp binary --rounds
+(bench/torch_env.py; torch.set_num_threads does not reach it), the
+eight timed interleaved (one call of each in turn, for 8 x S seconds
+per thread count, as bench_jvp times its five entries), so load from
+other processes reaches them alike.  With --rlx PATH it alternates with that bench_jvp binary --rounds
 times (PyTorch first in odd rounds, rlxc first in even ones), and
 reports per measurement the median over the rounds of each round's
 median, the lowest minimum of all rounds and the spread of the round
@@ -37,18 +37,17 @@ Usage: /usr/bin/python3 bench/bench_jvp_torch.py [--rlx build/bench/bench_jvp]
        [--seconds S] [--threads 1,2] [--rounds N] [--chart docs/charts/jvp.svg]
 """
 import argparse
-import datetime
 import os
 import re
 import statistics
 import subprocess
 import time
 
-import functorch
-import torch
-import torch.nn.functional as F
-
-from bench_mlp_torch import blas_libs, cpu_name, set_blas_threads
+import torch_env
+torch_env.set_env(max(torch_env.argv_threads("1,2")))
+import functorch  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 DIMS = [784, 512, 512, 10]
 BATCH = 128
@@ -147,8 +146,7 @@ def run_torch(threads, seconds):
                                                                  vs)}
     res = {}
     for t in threads:
-        torch.set_num_threads(t)
-        set_blas_threads(t)
+        torch_env.use_threads(torch, t)
         for (key, _), (med, mn, n) in zip(ROWS, interleaved(
                 [fns[k] for k, _ in ROWS], seconds)):
             res[(key, t)] = (med, mn)
@@ -231,13 +229,8 @@ def fmt(v):
 
 
 def tables(rs, ts, threads, ws):
-    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, "
-          "load average %s, OpenBLAS set to T threads: %s" %
-          (cpu_name(), os.cpu_count(),
-           datetime.datetime.now(datetime.timezone.utc).strftime(
-               "%Y-%m-%d %H:%M"), torch.__version__,
-           " ".join(open("/proc/loadavg").read().split()[:3]),
-           ", ".join(map(os.path.basename, blas_libs())) or "none"))
+    print("\n" + torch_env.machine_line(torch, ", ".join(
+        map(os.path.basename, torch_env.blas_libs())) or "none"))
     print("\n| measurement | threads | rlxc median (min) ms | PyTorch "
           "median (min) ms | PyTorch / rlxc (median) |\n"
           "|---|---|---|---|---|")

@@ -14,20 +14,22 @@ the ratios torch_ms / rlx_ms (> 1 means rlxc is faster), plus the
 machine, date and load, for docs/performance.md.  --chart PATH draws
 those numbers (bench/charts.py, needs matplotlib) into PATH (.svg/.png).
 
+Thread setup, timing and the machine line: bench/torch_env.py.
+
 Usage: /usr/bin/python3 bench/bench_mlp_torch.py [--rlx build/bench/bench_mlp]
        [--seconds S] [--threads 1,2] [--rounds N] [--no-blas-limit]
        [--chart docs/charts/mlp.svg]
 """
 import argparse
-import ctypes
-import datetime
 import os
-import platform
 import re
 import subprocess
-import time
+import sys
 
-import torch
+import torch_env
+torch_env.set_env(max(torch_env.argv_threads("1,2")),
+                  blas="--no-blas-limit" not in sys.argv)
+import torch  # noqa: E402
 
 
 def model():
@@ -51,36 +53,8 @@ def forward(ps, x):
 
 
 def measure(fn, seconds):
-    for _ in range(5):
-        fn()
-    ts, start = [], time.perf_counter()
-    while len(ts) < 10 or time.perf_counter() - start < seconds:
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2] * 1e3, ts[0] * 1e3, len(ts)
-
-
-def blas_libs():
-    """OpenBLAS libraries loaded into this process (Debian's torch calls
-    the system libblas.so.3, which is OpenBLAS when libopenblas is
-    installed)."""
-    return sorted({line.split()[-1] for line in open("/proc/self/maps")
-                   if "openblas" in line and ".so" in line})
-
-
-def set_blas_threads(t):
-    """torch.set_num_threads does not reach OpenBLAS's own pthread pool
-    (it defaults to every CPU): without this, PyTorch's "1 thread" GEMMs
-    run on 2 threads.  Returns the libraries it was set in."""
-    done = []
-    for path in blas_libs():
-        lib = ctypes.CDLL(path)
-        if hasattr(lib, "openblas_set_num_threads"):
-            lib.openblas_set_num_threads(ctypes.c_int(t))
-            done.append(os.path.basename(path))
-    return done
+    """(median ms, min ms, calls) after 5 warm-up calls, at least 10."""
+    return torch_env.measure(fn, seconds, warmup=5, min_calls=10)
 
 
 def run_torch(threads, seconds, limit_blas):
@@ -98,9 +72,7 @@ def run_torch(threads, seconds, limit_blas):
         loss.backward()
 
     for t in threads:
-        torch.set_num_threads(t)
-        if limit_blas:
-            set_blas_threads(t)
+        torch_env.use_threads(torch, t, blas=limit_blas)
         for name, fn in (("forward", fwd), ("train_step", step)):
             med, mn, n = measure(fn, seconds)
             res[(name, t)] = (med, mn)
@@ -123,30 +95,10 @@ def run_rlx(path, threads, seconds):
     return res, ws.group(1) if ws else "?"
 
 
-def merge(best, res):
-    """Keep the lowest median and the lowest minimum over rounds."""
-    for k, (med, mn) in res.items():
-        om, on = best.get(k, (med, mn))
-        best[k] = (min(om, med), min(on, mn))
-
-
-def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def table(rb, tb, threads, ws, limit_blas):
-    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, "
-          "load average %s, OpenBLAS set to T threads: %s" %
-          (cpu_name(), os.cpu_count(),
-           datetime.datetime.now(datetime.timezone.utc).strftime(
-               "%Y-%m-%d %H:%M"),
-           torch.__version__, " ".join(open("/proc/loadavg").read()
-                                       .split()[:3]),
-           (", ".join(map(os.path.basename, blas_libs())) or "none")
-           if limit_blas else "no (default pool)"))
+    print("\n" + torch_env.machine_line(
+        torch, (", ".join(map(os.path.basename, torch_env.blas_libs()))
+                or "none") if limit_blas else "no (default pool)"))
     print("\n| measurement | threads | rlxc median (min) ms | PyTorch "
           "median (min) ms | PyTorch / rlxc (median) |\n"
           "|---|---|---|---|---|")
@@ -184,10 +136,11 @@ def main():
     threads = [int(t) for t in a.threads.split(",")]
     tb, rb, ws = {}, {}, "?"
     for _ in range(a.rounds):
-        merge(tb, run_torch(threads, a.seconds, not a.no_blas_limit))
+        torch_env.merge_best(tb, run_torch(threads, a.seconds,
+                                           not a.no_blas_limit))
         if a.rlx:
             res, ws = run_rlx(a.rlx, threads, a.seconds)
-            merge(rb, res)
+            torch_env.merge_best(rb, res)
     if a.rlx:
         table(rb, tb, threads, ws, not a.no_blas_limit)
     if a.chart:

@@ -4,7 +4,7 @@
 The same models as bench/bench_{cnn,resblock,tblock,gpt}.rlx, float32,
 forward (no_grad) and one training step (forward + loss.backward(),
 gradients of the params only), with torch.set_num_threads(T) and
-OpenBLAS's pool set to T too (bench_mlp_torch.set_blas_threads). With
+OpenBLAS's pool set to T too (bench/torch_env.py). With
 --rlx PATH it alternates with that bench_models binary --rounds times,
 keeps the best median and minimum of each side, and prints a Markdown
 table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster).
@@ -16,16 +16,14 @@ Usage: /usr/bin/python3 bench/bench_models_torch.py
        [--chart docs/charts/models.svg]
 """
 import argparse
-import datetime
 import os
 import re
 import subprocess
 
-import torch
-import torch.nn.functional as F
-
-from bench_mlp_torch import (blas_libs, cpu_name, measure, merge,
-                             set_blas_threads)
+import torch_env
+torch_env.set_env(max(torch_env.argv_threads("1,2")))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def uniform(g, *shape):
@@ -149,10 +147,10 @@ def run_torch(names, threads, seconds):
             loss(ps).backward()
 
         for t in threads:
-            torch.set_num_threads(t)
-            set_blas_threads(t)
+            torch_env.use_threads(torch, t)
             for what, fn in (("forward", fwd), ("train_step", step)):
-                med, mn, n = measure(fn, seconds)
+                med, mn, n = torch_env.measure(fn, seconds, warmup=5,
+                                               min_calls=10)
                 res[(name + "." + what, t)] = (med, mn)
                 print("torch %s.%s threads=%d median_ms=%.3f min_ms=%.3f "
                       "calls=%d" % (name, what, t, med, mn, n), flush=True)
@@ -194,20 +192,15 @@ def main():
     names = [a.only] if a.only else list(MODELS)
     tb, rb, ws = {}, {}, []
     for _ in range(a.rounds):
-        merge(tb, run_torch(names, threads, a.seconds))
+        torch_env.merge_best(tb, run_torch(names, threads, a.seconds))
         if a.rlx:
             res, ws = run_rlx(a.rlx, names, threads, a.seconds)
-            merge(rb, res)
+            torch_env.merge_best(rb, res)
     if not a.rlx:
         chart(a.chart, names, threads, rb, tb)
         return
-    print("\nMachine: %s (%d logical CPUs), %s UTC, torch %s, load average "
-          "%s, OpenBLAS set to T threads: %s" % (
-              cpu_name(), os.cpu_count(),
-              datetime.datetime.now(datetime.timezone.utc).strftime(
-                  "%Y-%m-%d %H:%M"), torch.__version__,
-              " ".join(open("/proc/loadavg").read().split()[:3]),
-              ", ".join(map(os.path.basename, blas_libs())) or "none"))
+    print("\n" + torch_env.machine_line(torch, ", ".join(
+        map(os.path.basename, torch_env.blas_libs())) or "none"))
     print("\n| model.measurement | threads | rlxc median (min) ms | PyTorch "
           "median (min) ms | PyTorch / rlxc (median) |\n|---|---|---|---|---|")
     for (key, t), p in sorted(tb.items()):

@@ -7,7 +7,8 @@ ids shuffled): one dense torch.mm of the rows next to the usual
 PyTorch MoE loop (per expert: index_select the rows, mm, index_copy_
 into the output), forward and backward (autograd from a given dy to dx
 and dw; dense: dx and dw0 of one mm).  torch.set_num_threads(T); OMP /
-OpenBLAS thread counts are set to T before torch loads.  The variants
+OpenBLAS / MKL thread counts are set to T before torch loads
+(bench/torch_env.py).  The variants
 alternate: --rounds rounds of --calls calls each; median and minimum
 per variant.  With --rlx PATH it then runs that bench_moe binary with
 the same threads, rounds and calls.
@@ -16,10 +17,11 @@ Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_moe_torch.py
        [--threads 1] [--rounds 5] [--calls 10] [--rlx build/bench/bench_moe]
 """
 import argparse
-import os
 import subprocess
 import sys
 import time
+
+import torch_env
 
 T, K, N, E = 4096, 512, 512, 8
 
@@ -40,8 +42,7 @@ def main():
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--rlx")
     a = ap.parse_args()
-    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[v] = str(a.threads)
+    torch_env.set_env(a.threads)
     import torch
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)

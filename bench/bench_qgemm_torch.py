@@ -7,7 +7,7 @@ qint8 per-tensor symmetric weights prepacked once, quint8 output: the
 same work as q_matmul with w_zp = 0) on bench_qgemm's shapes, with the
 quantized engine given (default: the first of fbgemm, onednn, x86,
 qnnpack this build supports), one thread (torch.set_num_threads and
-OMP/OpenBLAS held to 1 before torch loads).  Median and minimum per call
+OMP/OpenBLAS/MKL held to 1 before torch loads: bench/torch_env.py).  Median and minimum per call
 over --seconds after warm-up.  With --rlx PATH it alternates with that
 bench_qgemm binary --rounds times (both see the same machine load) and
 prints, per shape, the best medians and minima of rlx int8, rlx f32 and
@@ -17,28 +17,20 @@ Usage: /usr/bin/python3 bench/bench_qgemm_torch.py [--rlx build/bench/bench_qgem
        [--engine NAME] [--seconds S] [--rounds N] [MxNxK ...]
 """
 import argparse
-import os
 import re
 import subprocess
-import time
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch_env
+torch_env.set_env(1)
 import torch  # noqa: E402
 
 SIZES = ["512x512x512", "32x64x64", "32x10x64"]
 
 
 def measure(fn, seconds):
-    for _ in range(20):
-        fn()
-    ts, start = [], time.perf_counter()
-    while time.perf_counter() - start < seconds or len(ts) < 10:
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2] * 1e6, ts[0] * 1e6
+    """(median us, min us) after 20 warm-up calls, at least 10."""
+    return torch_env.measure(fn, seconds, warmup=20, min_calls=10,
+                             scale=1e6)[:2]
 
 
 def torch_linear(size, seconds):
@@ -96,8 +88,7 @@ def main():
             res[s]["torch"] = best(res[s].get("torch"),
                                    torch_linear(s, a.seconds / 3))
     print("torch %s, quantized engine %s, 1 thread, %s" %
-          (torch.__version__, eng, time.strftime("%Y-%m-%d %H:%M UTC",
-                                                 time.gmtime())))
+          (torch.__version__, eng, torch_env.utc_now() + " UTC"))
     print("| MxNxK | rlx int8 median / min us | rlx f32 median / min us "
           "| torch int8 (%s) median / min us | GMAC/s at median: int8, "
           "f32, torch |" % eng)

@@ -5,7 +5,8 @@ torch.rand / torch.randn into a preallocated [4096, 4096] float32
 tensor (out=, a fresh generator seed per call) and torch.mul of two
 such tensors, next to bench_rng's rlx_rng_uniform_f32,
 rlx_rng_normal_f32 and a C mul loop. torch.set_num_threads(T); OMP /
-OpenBLAS thread counts are set to T before torch loads. The two sides
+OpenBLAS / MKL thread counts are set to T before torch loads
+(bench/torch_env.py). The two sides
 alternate for --rounds rounds (median and minimum per call over
 --seconds each); the summary gives the medians over the rounds, the
 minima, samples per second and the rlx/torch ratio.
@@ -15,11 +16,11 @@ Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_rng_torch.py
        [--rounds 3]
 """
 import argparse
-import os
 import re
 import statistics
 import subprocess
-import time
+
+import torch_env
 
 LINE = re.compile(r"rlx (\S+) threads=\d+ median_ms=(\S+) min_ms=(\S+)")
 N = 4096 * 4096
@@ -36,13 +37,7 @@ def run_torch(torch, seconds):
            "mul": lambda: torch.mul(a, b, out=out)}
     res = {}
     for what, fn in fns.items():
-        for _ in range(3):
-            fn()
-        ts, start = [], time.perf_counter()
-        while len(ts) < 10 or time.perf_counter() - start < seconds:
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
+        ts = torch_env.timings(fn, seconds, warmup=3, min_calls=10)
         res[what] = (statistics.median(ts) * 1e3, min(ts) * 1e3)
     return res
 
@@ -62,8 +57,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    os.environ["OMP_NUM_THREADS"] = str(a.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
+    torch_env.set_env(a.threads)
     import torch
     torch.set_num_threads(a.threads)
     print("# torch %s threads=%d, [4096, 4096] f32, %d rounds" %

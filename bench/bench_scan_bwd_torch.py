@@ -5,7 +5,8 @@ The same reverse sweep as bench/bench_scan_bwd.rlx (carry f32[4096], 256
 steps, step c' = tanh(c*x) + x, its VJP written by hand), as a Python
 loop of eager float32 torch ops producing d init and the dx rows in one
 pass (rlxc computes them with two reverse scans, one per op). With
-torch.set_num_threads(T) and OpenBLAS's pool set to T. With --rlx PATH
+torch.set_num_threads(T) and OpenBLAS's pool set to T
+(bench/torch_env.py). With --rlx PATH
 it alternates with that bench_scan_bwd binary for --rounds rounds
 (PyTorch first in odd rounds) and prints per thread count the median of
 the round medians, the lowest minimum, and the ratio PyTorch / rlxc
@@ -15,16 +16,13 @@ Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_scan_bwd_torch.py
        [--rlx build/bench/bench_scan_bwd] [--seconds S] [--rounds N]
 """
 import argparse
-import datetime
-import os
 import re
 import statistics
 import subprocess
-import time
 
-import torch
-
-from bench_mlp_torch import cpu_name, set_blas_threads
+import torch_env
+torch_env.set_env(2)  # the largest T measured
+import torch  # noqa: E402
 
 L, N = 256, 4096
 
@@ -42,18 +40,12 @@ def sweep(h0, xs, traj, dtraj):
 
 
 def time_torch(threads, seconds):
-    torch.set_num_threads(threads)
-    set_blas_threads(threads)
+    torch_env.use_threads(torch, threads)
     gen = torch.Generator().manual_seed(1)
     a = [torch.rand(s, generator=gen) * 2 - 1
          for s in ((N,), (L, N), (L, N), (L, N))]
-    for _ in range(3):
-        sweep(*a)
-    ts, start = [], time.perf_counter()
-    while len(ts) < 10 or time.perf_counter() - start < seconds:
-        t0 = time.perf_counter()
-        sweep(*a)
-        ts.append(time.perf_counter() - t0)
+    ts = torch_env.timings(lambda: sweep(*a), seconds, warmup=3,
+                           min_calls=10)
     return statistics.median(ts) * 1e3, min(ts) * 1e3
 
 
@@ -84,11 +76,7 @@ def main():
             elif a.rlx:
                 for t, v in time_rlx(a.rlx, a.seconds).items():
                     rlx[t].append(v)
-    print("Machine: %s (%d logical CPUs), %s UTC, torch %s, load average %s"
-          % (cpu_name(), os.cpu_count(),
-             datetime.datetime.now(datetime.timezone.utc).strftime(
-                 "%Y-%m-%d %H:%M"), torch.__version__,
-             " ".join("%.2f" % x for x in os.getloadavg())))
+    print(torch_env.machine_line(torch))
     print("| threads | PyTorch median / min ms | rlxc median / min ms | "
           "ratio (median) |")
     print("|---|---|---|---|")

@@ -23,8 +23,9 @@ default), the loop form of language.md's recurrence,
   o_t = S^T q_t / sqrt(n),
 each step batched matrix-vector products over (b, H) (torch.matmul);
 inputs as bench_ssm.c's (q, v in [-1, 1), k in [-1/8, 1/8), g in
-[-0.7, -0.05), beta in [0.1, 0.9)); compared with bench_ssm --gdn. torch.set_num_threads(T); OMP / OpenBLAS
-thread counts are set to T before torch loads. Each round runs rlx (when
+[-0.7, -0.05), beta in [0.1, 0.9)); compared with bench_ssm --gdn.
+torch.set_num_threads(T); OMP / OpenBLAS / MKL thread counts are set to
+T before torch loads (bench/torch_env.py). Each round runs rlx (when
 --rlx is given), then loop, then vectorized; --rounds rounds; per side
 the median and minimum over all calls of all rounds, and the ratios
 torch / rlx of the medians and of the minima; then a "cpu" line: the
@@ -37,11 +38,11 @@ Usage: OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_ssm_torch.py
        [--rlx build/bench/bench_ssm] [--forms loop,vectorized]
 """
 import argparse
-import os
 import re
 import subprocess
 import sys
-import time
+
+import torch_env
 
 LINE = {"scan": re.compile(r"rlx selective_scan .*median_ms=(\S+) "
                           r"min_ms=(\S+)"),
@@ -88,14 +89,7 @@ def vectorized_form(torch, x, d, a, b, c):
 
 def timed(fn, calls, cpu=None):
     """Wall seconds of each call; process CPU seconds appended to cpu."""
-    ts = []
-    for _ in range(calls):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        ts.append(time.perf_counter() - t0)
-        if cpu is not None:
-            cpu.append(time.process_time() - c0)
-    return ts
+    return torch_env.timings(fn, 0, warmup=0, min_calls=calls, cpu=cpu)
 
 
 CPU = re.compile(r"# cpu (\S+) .*cpu_median_ms=(\S+) cpu_min_ms=(\S+)")
@@ -118,8 +112,7 @@ def cpu_line(what, rlx_out, torch_cpu):
 
 
 def stats(ts):
-    ts = sorted(ts)
-    return ts[len(ts) // 2] * 1e3, ts[0] * 1e3
+    return torch_env.median_min(ts, 1e3)
 
 
 def main():
@@ -134,8 +127,7 @@ def main():
                     help="the PyTorch forms to time (with vectorized, the two are "
                     "first checked against each other)")
     o = ap.parse_args()
-    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[v] = str(o.threads)
+    torch_env.set_env(o.threads)
     import torch
     torch.set_num_threads(o.threads)
     gdn = o.op == "gdn"

@@ -40,15 +40,17 @@ says so, with the reason, in a `# jvp-dot:` line of its run.txt.
 
 Outputs: tests/gradcheck/cases/NAME.rlx, tests/gradcheck/golden/NAME/
 (run.txt + grad/, fwd/ and jvp/ input and reference files) in the
-format of tests/tools/e2e.py, which run_gradcheck.py reuses.
+format of tests/tools/e2e.py, which run_gradcheck.py reuses. The
+machinery (registry, the builder G, tangents, torch's forward-mode
+references, golden files, run.txt) is the AD harness's generator half,
+tests/tools/adcheck/gen.py, shared with tests/hvp/gen_hvp.py; this
+file holds the cases and what is the suite's own (coverage of
+ir/ops.def, manifest.txt, skipped.txt, JVP tolerances).
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
 import os
-import re
-import shutil
 import sys
-import zlib
 
 import numpy as np
 import torch
@@ -58,6 +60,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import e2e_lib as L  # noqa: E402
+from adcheck import gen as ag  # noqa: E402
+from adcheck.check import needs_case, op_table  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -72,21 +76,8 @@ SKIP["if"] = "removed by prepare_if before AD: see case ctl_if"
 SKIP["while"] = "removed by prepare_while before AD: see case ctl_while"
 
 
-def op_table():
-    """[(name, flags)] from ir/ops.def."""
-    text = open(os.path.join(SRC, "ir", "ops.def")).read()
-    rows = re.findall(r'^OP\(\s*\w+\s*,\s*"(\w+)"\s*,[^,]*,[^,]*,\s*([^,]+),',
-                      text, re.M)
-    return [(n, f.strip()) for n, f in rows]
-
-
-def needs_case(flags):
-    return not any(f in flags for f in ("OPF_PSEUDO", "OPF_NO_GRAD",
-                                        "OPF_COMPARE"))
-
-
-REG = []  # (name, ops covered, builder, fd?, extra rlxc args, dtypes,
-#            forward-mode options)
+REG = ag.Registry()  # options: ops covered, fd?, extra rlxc args,
+#                      forward-mode options (fwd)
 
 
 def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
@@ -97,37 +88,9 @@ def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
     variant, rtol None to skip it (run_gradcheck.py --jvp-ir);
     hvp_sym: reason to skip the HVP symmetry test alone (a gradient
     that is a convention, not the gradient of a function)."""
-    def deco(fn):
-        REG.append((name, tuple(ops) or (name,), fn, fd, list(rlxc), dts,
-                    {"jvp_ref": jvp_ref, "dot": dot, "sym": hvp_sym}))
-        return fn
-    return deco
-
-
-class G:
-    """Builds one case for one float dtype."""
-
-    def __init__(self, dt, rng):
-        self.dt, self.rng, self.args = dt, rng, []
-
-    def p(self, name, v):
-        """A param (wrt) of the case's float dtype."""
-        t = L.T(self.dt, v, name, "param")
-        self.args.append(t)
-        return t
-
-    def i(self, name, dt, v):
-        """A non-differentiated input (indices, conditions)."""
-        t = L.T(dt, v, name, "input")
-        self.args.append(t)
-        return t
-
-    def u(self, shape, lo=-2.0, hi=2.0):
-        return self.rng.uniform(lo, hi, size=shape)
-
-    def away0(self, shape, m=0.2, hi=2.0):
-        s = np.where(self.rng.uniform(size=shape) < 0.5, -1.0, 1.0)
-        return s * self.rng.uniform(m, hi, size=shape)
+    return REG.case(name, dts, ops=tuple(ops) or (name,), fd=fd,
+                    rlxc=list(rlxc), fwd={"jvp_ref": jvp_ref, "dot": dot,
+                                          "sym": hvp_sym})
 
 
 def unary(op, fn, sample=None, fd=True):
@@ -1835,50 +1798,14 @@ def _(g):
 
 def check_coverage():
     covered = set()
-    for r in REG:
-        covered.update(r[1])
+    for c in REG:
+        covered.update(c.ops)
     missing = [n for n, f in op_table()
                if needs_case(f) and n not in covered and n not in SKIP]
     if missing:
         sys.exit("gen_gradcheck: ops without a gradient case or SKIP "
                  "entry: " + " ".join(missing))
     return covered
-
-
-def torch_of(t):
-    if t.dt == "c64":
-        return torch.tensor(t.v, dtype=torch.complex128, requires_grad=True)
-    if t.dt in ("f32", "f64"):
-        return torch.tensor(t.v, dtype=torch.float64,
-                            requires_grad=t.kind == "param")
-    if t.dt == "bool":
-        return torch.tensor(t.v != 0)
-    return torch.tensor(t.v, dtype=torch.int64)
-
-
-def graph_text(name, g, body, ret, pre):
-    s = ("// gradient check (tests/gradcheck/gen_gradcheck.py); "
-         "case %s\n" % name)
-    s += pre
-    s += "graph %s {\n" % name
-    for t in g.args:
-        s += "  %s %%%s: %s\n" % (t.kind, t.name, t.type_str())
-    for line in body.strip().splitlines():
-        s += "  " + line + "\n"
-    return s + "  return %s\n}\n" % ret
-
-
-def write_sub(gdir, sub, ins, outs):
-    d = os.path.join(gdir, sub)
-    os.makedirs(d, exist_ok=True)
-    meta = []
-    for i, t in enumerate(ins):
-        open(os.path.join(d, "in%d.bin" % i), "wb").write(t.storage())
-        meta.append("in%d  %-8s %s" % (i, t.name, t.type_str()))
-    for j, t in enumerate(outs):
-        open(os.path.join(d, "out%d.bin" % j), "wb").write(t.golden())
-        meta.append("out%d %-8s %s" % (j, t.name, t.type_str()))
-    open(os.path.join(d, "meta.txt"), "w").write("\n".join(meta) + "\n")
 
 
 # f32 JVP runs with a looser tolerance than the default (rlx_run
@@ -1894,52 +1821,11 @@ JVP_TOL_F32 = {
 }
 
 
-def tangents(cname, params):
-    """A deterministic random tangent per param (uniform in [-1, 1),
-    complex for c64), from a generator of its own so the other goldens
-    do not depend on it; rounded to the param's dtype."""
-    rng = np.random.default_rng(zlib.crc32((cname + "/jvp").encode()))
-    out = []
-    for p in params:
-        v = rng.uniform(-1, 1, size=p.shape)
-        if p.dt == "c64":
-            v = v + 1j * rng.uniform(-1, 1, size=p.shape)
-        out.append(L.T(p.dt, v, "tangent_" + p.name))
-    return out
-
-
-def jvp_ref(fn, ts, params, tans):
-    """(y, J v) of fn at ts along tans, in float64 (complex128 for c64):
-    torch.autograd.functional.jvp (reverse over reverse, so every
-    reference with a double backward works, the second-order ones
-    included); complex cases in true forward mode (forward_ad), whose
-    tangents are holomorphic / R-linear like rlxc's."""
-    names = [p.name for p in params]
-    prim = [ts[n].detach() for n in names]
-    vs = [torch.tensor(t.v) for t in tans]
-
-    def f(*xs):
-        t = dict(ts)
-        t.update(zip(names, xs))
-        return fn(t)
-    if any(p.is_complex() for p in prim):
-        import torch.autograd.forward_ad as fwad
-        with fwad.dual_level():
-            y = f(*[fwad.make_dual(p, v) for p, v in zip(prim, vs)])
-            y, ty = fwad.unpack_dual(y)
-        return y.detach(), (ty if ty is not None else torch.zeros_like(y))
-    y, ty = torch.autograd.functional.jvp(f, tuple(prim), tuple(vs))
-    return y.detach(), ty.detach()
-
-
-def generate(cname, builder, fd, rlxc, dt, fwd):
+def generate(c, dt):
+    cname, fd, rlxc, fwd = c.name, c.fd, c.rlxc, c.fwd
     name = "gc_%s_%s" % (cname, dt)
-    rng = np.random.default_rng(zlib.crc32(cname.encode()))
-    g = G(dt, rng)
-    res = builder(g)
-    body, ret, fn = res[:3]
-    pre = res[3] if len(res) > 3 else ""
-    ts = {t.name: torch_of(t) for t in g.args}
+    rng, g, body, ret, fn, pre = ag.start(c, dt)
+    ts = {t.name: ag.torch_of(t) for t in g.args}
     y = fn(ts)
     odt = "c64" if y.is_complex() else dt
     dv = rng.uniform(-1, 1, size=tuple(y.shape))
@@ -1951,76 +1837,58 @@ def generate(cname, builder, fd, rlxc, dt, fwd):
     grads = [ts[p.name].grad for p in params]
     grads = [gr if gr is not None else torch.zeros(p.shape, dtype=torch.float64)
              for gr, p in zip(grads, params)]
-    open(os.path.join(CASES_DIR, name + ".rlx"), "w").write(
-        graph_text(name, g, body, ret, pre))
-    gdir = os.path.join(GOLDEN_DIR, name)
-    if os.path.isdir(gdir):
-        shutil.rmtree(gdir)
-    os.makedirs(gdir)
+    ag.write_case(CASES_DIR, name, ag.graph_text(
+        name, g, body, ret, pre,
+        "gradient check (tests/gradcheck/gen_gradcheck.py)"))
+    gdir = ag.golden_dir(GOLDEN_DIR, name)
     yv = L.out(odt, y.detach().numpy(), "y")
     gouts = [yv] + [L.out(p.dt, gr.resolve_conj().numpy(), "d_" + p.name)
                     for gr, p in zip(grads, params)]
-    write_sub(gdir, "grad", g.args + [dout], gouts)
+    ag.write_sub(gdir, "grad", g.args + [dout], gouts)
     runs = ["run %s_grad grad --threads 1,2" % name]
     if dt == "f64" and fd:
-        write_sub(gdir, "fwd", g.args, [yv])
+        ag.write_sub(gdir, "fwd", g.args, [yv])
         runs.append("run %s fwd --threads 1 --fd --fd-max 64 "
                     "--grad-entry %s_grad" % (name, name))
     # forward mode: ENTRY_jvp (inputs, then a tangent per param)
-    tans = tangents(cname, params)
-    ts = {t.name: torch_of(t) for t in g.args}
-    y2, ty = jvp_ref(fwd["jvp_ref"] or fn, ts, params, tans)
+    tans = ag.tangents(cname, params)
+    ts = {t.name: ag.torch_of(t) for t in g.args}
+    y2, ty = ag.jvp_ref(fwd["jvp_ref"] or fn, ts, params, tans)
     if not fwd["jvp_ref"]:
         assert torch.allclose(y2, y.detach(), rtol=1e-14, atol=0)
-    write_sub(gdir, "jvp", g.args + tans,
-              [yv, L.out(odt, ty.numpy(), "tangent_y")])
+    ag.write_sub(gdir, "jvp", g.args + tans,
+                 [yv, L.out(odt, ty.numpy(), "tangent_y")])
     tol = JVP_TOL_F32.get(cname) if dt == "f32" else None
     runs.append("run %s_jvp jvp --threads 1,2" % name + (
         " --rtol %g --atol %g" % tol[0] if tol else ""))
-    with open(os.path.join(gdir, "run.txt"), "w") as f:
-        f.write("# generated by tests/gradcheck/gen_gradcheck.py\n")
-        if tol:
-            f.write("# jvp-tol: %s\n" % tol[1])
-        if dt == "f64" and fwd["dot"]:
-            rtol, why = fwd["dot"]
-            f.write("# jvp-dot: %s (%s)\n" % ("skip" if rtol is None else
-                                               "rtol %g" % rtol, why))
-        if dt == "f64" and fwd["sym"]:
-            f.write("# hvp-sym: skip (%s)\n" % fwd["sym"])
-        f.write(" ".join(["rlxc --grad --jvp"] + rlxc) + "\n")
-        f.write("\n".join(runs) + "\n")
+    notes = []
+    if tol:
+        notes.append(("jvp-tol", tol[1]))
+    if dt == "f64" and fwd["dot"]:
+        rtol, why = fwd["dot"]
+        notes.append(("jvp-dot", "%s (%s)" % (
+            "skip" if rtol is None else "rtol %g" % rtol, why)))
+    if dt == "f64" and fwd["sym"]:
+        notes.append(("hvp-sym", "skip (%s)" % fwd["sym"]))
+    ag.write_run(gdir, "tests/gradcheck/gen_gradcheck.py", notes,
+                 ["--grad", "--jvp"] + rlxc, runs)
     return name
 
 
 def main(argv):
     check_coverage()
-    os.makedirs(CASES_DIR, exist_ok=True)
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    n, names = 0, set()
-    for cname, ops, builder, fd, rlxc, dts, fwd in REG:
-        if argv and cname not in argv:
-            continue
-        for dt in dts:
-            names.add(generate(cname, builder, fd, rlxc, dt, fwd))
-            n += 1
-    if not argv:  # drop cases that no longer exist
-        for d in os.listdir(GOLDEN_DIR):
-            if d not in names:
-                shutil.rmtree(os.path.join(GOLDEN_DIR, d))
-        for f in os.listdir(CASES_DIR):
-            if f[:-4] not in names:
-                os.remove(os.path.join(CASES_DIR, f))
+    names = ag.generate_all(REG, argv, generate, CASES_DIR, GOLDEN_DIR)
     with open(os.path.join(HERE, "manifest.txt"), "w") as f:
         f.write("# case and the ops it checks (generated by "
                 "gen_gradcheck.py)\n")
-        for cname, ops, *_ in REG:
-            f.write("%s %s\n" % (cname, " ".join(ops)))
+        for c in REG:
+            f.write("%s %s\n" % (c.name, " ".join(c.ops)))
     with open(os.path.join(HERE, "skipped.txt"), "w") as f:
         f.write("# ops without a gradient case, with the reason "
                 "(generated by gen_gradcheck.py)\n")
         for op in sorted(SKIP):
             f.write("%s\t%s\n" % (op, SKIP[op]))
-    print("wrote %d cases" % n)
+    print("wrote %d cases" % len(names))
 
 
 if __name__ == "__main__":

@@ -70,14 +70,16 @@ Function's jvp is used) and, for the HVP, forward over reverse (the
 JVP of the gradient, as rlxc builds ENTRY_hvp): proof that the bodies
 are what rlxc uses. Their run.txt skips the checks that assume the
 derivatives are consistent (`# jvp-dot: skip`, `# hvp-sym: skip`).
+The machinery (registry, the builder G, tangents, golden files,
+run.txt) is the AD harness's generator half, tests/tools/adcheck/gen.py,
+shared with tests/gradcheck/gen_gradcheck.py (whose torch references of
+layer_norm/rms_norm and the fake quantizers the cases here reuse).
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/hvp/gen_hvp.py [NAME...]
 """
 import functools
 import os
-import shutil
 import sys
-import zlib
 
 import numpy as np
 import torch
@@ -89,14 +91,15 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 sys.path.insert(0, os.path.join(SRC, "tests", "gradcheck"))
 import e2e_lib as L  # noqa: E402
-from gen_gradcheck import (G, _FQ, _LSQ, _norm, graph_text,  # noqa: E402
-                           tangents, torch_of, write_sub)
+from adcheck import gen as ag  # noqa: E402
+# torch references of ops, from the suites that define them
+from gen_gradcheck import _FQ, _LSQ, _norm  # noqa: E402
 from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
 
-REG = []
+REG = ag.Registry()
 
 
 def case(name, modes=("grad", "jvp", "hvp"), fd=True, dts=("f64",),
@@ -105,11 +108,8 @@ def case(name, modes=("grad", "jvp", "hvp"), fd=True, dts=("f64",),
     custom: references in true forward mode (custom_fn bodies);
     skip: {"jvp-dot" | "hvp-sym": reason}; wrt: argument names for
     --wrt and --jvp (default: every param)."""
-    def deco(fn):
-        REG.append((name, fn, tuple(modes), fd, dts, custom, skip or {},
-                    wrt))
-        return fn
-    return deco
+    return REG.case(name, dts, modes=tuple(modes), fd=fd, custom=custom,
+                    skip=skip or {}, wrt=wrt)
 
 
 # ---- HVP of small networks ----
@@ -570,14 +570,6 @@ def _(g):
 
 # ---- references ----
 
-def fwd_jvp(f, prim, vs):
-    """(y, J v) in true forward mode (custom Functions' jvp used)."""
-    with fwad.dual_level():
-        y = f(*[fwad.make_dual(p, v) for p, v in zip(prim, vs)])
-        y, ty = fwad.unpack_dual(y)
-    return y.detach(), ty.detach()
-
-
 def fwd_over_rev(f, prim, vs, d):
     """(grads, H v) as rlxc builds ENTRY_hvp: the JVP of the gradient
     (the custom Functions' backward differentiated, their jvp for the
@@ -594,34 +586,25 @@ def fwd_over_rev(f, prim, vs, d):
 
 # ---- generation ----
 
-def generate(cname, builder, modes, fd, dt, custom, skip, wrt):
+def generate(c, dt):
+    cname, modes, fd, custom, skip, wrt = (c.name, c.modes, c.fd, c.custom,
+                                           c.skip, c.wrt)
     name = "%s_%s" % (cname, dt)
-    rng = np.random.default_rng(zlib.crc32(cname.encode()))
-    g = G(dt, rng)
-    body, ret, fn, pre = builder(g)
-    open(os.path.join(CASES_DIR, name + ".rlx"), "w").write(
-        graph_text(name, g, body, ret, pre).replace(
-            "gradient check (tests/gradcheck/gen_gradcheck.py)",
-            "forward-mode check (tests/hvp/gen_hvp.py)"))
-    ts = {t.name: torch_of(t) for t in g.args}
+    rng, g, body, ret, fn, pre = ag.start(c, dt)
+    ag.write_case(CASES_DIR, name, ag.graph_text(
+        name, g, body, ret, pre, "forward-mode check (tests/hvp/gen_hvp.py)"))
+    ts = {t.name: ag.torch_of(t) for t in g.args}
     params = ([next(t for t in g.args if t.name == n) for n in wrt] if wrt
               else [t for t in g.args if t.kind == "param"])
     names = [p.name for p in params]
     prim = [ts[n].detach() for n in names]
-
-    def f(*xs):
-        t = dict(ts)
-        t.update(zip(names, xs))
-        return fn(t)
-    gdir = os.path.join(GOLDEN_DIR, name)
-    if os.path.isdir(gdir):
-        shutil.rmtree(gdir)
-    os.makedirs(gdir)
+    f = ag.closure(fn, ts, names)
+    gdir = ag.golden_dir(GOLDEN_DIR, name)
     runs, flags = [], []
     with torch.no_grad():
         y = f(*prim)
     yv = L.out(dt, y.numpy(), "y")
-    tans = tangents(cname, params)
+    tans = ag.tangents(cname, params)
     vs = [torch.tensor(t.v) for t in tans]
     scalar = y.dim() == 0
     dout = L.T(dt, rng.uniform(0.5, 1.5) if scalar else
@@ -635,12 +618,12 @@ def generate(cname, builder, modes, fd, dt, custom, skip, wrt):
                      prim)]
     if "grad" in modes:
         flags.append("--grad")
-        write_sub(gdir, "grad", g.args + [dout],
-                  [yv] + [L.out(dt, gr.numpy(), "d_" + n)
-                          for gr, n in zip(grads, names)])
+        ag.write_sub(gdir, "grad", g.args + [dout],
+                     [yv] + [L.out(dt, gr.numpy(), "d_" + n)
+                             for gr, n in zip(grads, names)])
         runs.append("run %s_grad grad --threads 1,2" % name)
     if fd and dt == "f64":  # ENTRY itself: finite differences
-        write_sub(gdir, "fwd", g.args, [yv])
+        ag.write_sub(gdir, "fwd", g.args, [yv])
         runs.append("run %s fwd --threads 1" % name + (
             " --fd --fd-max 64 --grad-entry %s_grad" % name
             if "grad" in modes else ""))
@@ -650,12 +633,12 @@ def generate(cname, builder, modes, fd, dt, custom, skip, wrt):
         flags.append("--jvp=" + ",".join("%" + n for n in wrt) if wrt
                      else "--jvp")
         if custom:
-            y2, ty = fwd_jvp(f, prim, vs)
+            y2, ty = ag.fwd_jvp(f, prim, vs)
         else:
             y2, ty = torch.autograd.functional.jvp(f, tuple(prim), tuple(vs))
         assert torch.allclose(y2, y, rtol=1e-14, atol=0)
-        write_sub(gdir, "jvp", g.args + tans,
-                  [yv, L.out(dt, ty.detach().numpy(), "tangent_y")])
+        ag.write_sub(gdir, "jvp", g.args + tans,
+                     [yv, L.out(dt, ty.detach().numpy(), "tangent_y")])
         runs.append("run %s_jvp jvp --threads 1,2" % name)
     if "hvp" in modes:
         assert scalar
@@ -668,40 +651,22 @@ def generate(cname, builder, modes, fd, dt, custom, skip, wrt):
             _, hv = torch.autograd.functional.hvp(
                 lambda *xs: d * f(*xs), tuple(prim), tuple(vs))
         gdot = sum(float((gr * v).sum()) for gr, v in zip(grads, vs))
-        write_sub(gdir, "hvp", g.args + [dout] + tans,
-                  [yv] + [L.out(dt, gr.numpy(), "d_" + n)
-                          for gr, n in zip(grads, names)] +
-                  [L.out(dt, np.array(gdot), "grad_dot_tangent")] +
-                  [L.out(dt, h.detach().numpy(), "hvp_" + n)
-                   for h, n in zip(hv, names)])
+        ag.write_sub(gdir, "hvp", g.args + [dout] + tans,
+                     [yv] + [L.out(dt, gr.numpy(), "d_" + n)
+                             for gr, n in zip(grads, names)] +
+                     [L.out(dt, np.array(gdot), "grad_dot_tangent")] +
+                     [L.out(dt, h.detach().numpy(), "hvp_" + n)
+                      for h, n in zip(hv, names)])
         runs.append("run %s_hvp hvp --threads 1,2" % name)
-    with open(os.path.join(gdir, "run.txt"), "w") as fh:
-        fh.write("# generated by tests/hvp/gen_hvp.py\n")
-        for k in sorted(skip):
-            fh.write("# %s: skip (%s)\n" % (k, skip[k]))
-        fh.write("rlxc %s\n" % " ".join(flags))
-        fh.write("\n".join(runs) + "\n")
+    ag.write_run(gdir, "tests/hvp/gen_hvp.py",
+                 [(k, "skip (%s)" % skip[k]) for k in sorted(skip)],
+                 flags, runs)
     return name
 
 
 def main(argv):
-    os.makedirs(CASES_DIR, exist_ok=True)
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    names = set()
-    for cname, builder, modes, fd, dts, custom, skip, wrt in REG:
-        if argv and cname not in argv:
-            continue
-        for dt in dts:
-            names.add(generate(cname, builder, modes, fd, dt, custom, skip,
-                               wrt))
-    if not argv:  # drop cases that no longer exist
-        for dname in os.listdir(GOLDEN_DIR):
-            if dname not in names:
-                shutil.rmtree(os.path.join(GOLDEN_DIR, dname))
-        for fname in os.listdir(CASES_DIR):
-            if fname[:-4] not in names:
-                os.remove(os.path.join(CASES_DIR, fname))
-    print("wrote %d cases" % len(names))
+    names = ag.generate_all(REG, argv, generate, CASES_DIR, GOLDEN_DIR)
+    print("wrote %d cases" % len(set(names)))
 
 
 if __name__ == "__main__":
