@@ -8,7 +8,7 @@
  * broadcasts, parallel loops bit-identical for 1 and 2 threads, folded
  * transposes, f16/bf16 rounding, saturating casts, NULL workspace).
  * Numeric cases are skipped when no C compiler is found. */
-#include "codegen/cg.h"
+#include "codegen/cg_unit.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 

@@ -8,7 +8,7 @@
  * matmul, and returns are computed in place in the outputs. Graphs come
  * from the front end; a randomized test checks the invariant on many
  * graphs. */
-#include "codegen/cg.h"
+#include "codegen/plan/plan.h"
 #include "frontend/frontend.h"
 
 #include <CUnit/Basic.h>
