@@ -10,7 +10,7 @@
  * over a dying operand, memplan.c), plus each node's scratch area and
  * the attention groups (attention_groups.c). The schedule is the
  * graph's node order. Nothing here knows LLVM: a second target reads
- * the same plan.
+ * the same plan. cg_plan_dump() prints it (--emit=plan).
  *
  * Owner: plans and their tables live in the compilation's IR arena.
  * Entry points, in the order a graph compiler calls them: cg_plan_new,
@@ -124,5 +124,11 @@ bool cg_fuse_prologue_ok(const Node *consumer, const Node *n);
 /* Place every remaining node; scratch[id] = bytes a node needs while it
  * runs (NULL: none). Sets live ranges and ws_bytes. */
 bool cg_memplan(Graph *g, CgPlan *plan, const int64_t *scratch);
+
+/* ---- dump.c ---- */
+/* The plan as text (--emit=plan): fusion groups, each value's storage,
+ * scratch areas and the workspace size, headed by fn_name (the function
+ * compiled from it). */
+void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name);
 
 #endif
