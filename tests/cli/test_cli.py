@@ -202,9 +202,9 @@ FFT_GRAPH = """graph ffts {
 
 
 def test_fft_tables(rlxc, tmp):
-    """fft's tables (emit_fft.c): one constant per (n, direction), shared
-    by the calls; none above RLX_FFT_TABLES_MAX or for a target of the
-    other byte order (the call computes them)."""
+    """fft's tables (codegen/emit/fft.c): one constant per (n,
+    direction), shared by the calls; none above RLX_FFT_TABLES_MAX or for
+    a target of the other byte order (the call computes them)."""
     src = os.path.join(tmp, "ffts.rlx")
     ll = os.path.join(tmp, "ffts.ll")
     open(src, "w").write(FFT_GRAPH)

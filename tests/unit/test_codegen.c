@@ -134,7 +134,7 @@ static void test_levels_targets(void) {
 }
 
 /* Roots whose fused trees are equal up to node identity share one
- * outlined body (emit_elementwise.c), before any LLVM pass: three
+ * outlined body (codegen/emit/elementwise.c), before any LLVM pass: three
  * identical layers give one add+tanh body, and a different constant
  * (or op) gives another. */
 static int count_bodies(const char *src) {

@@ -1,5 +1,5 @@
-/* test_memplan.c: fusion decisions (codegen/fuse.c) and the static
- * memory plan (codegen/memplan.c). Properties: no two workspace blocks
+/* test_memplan.c: fusion decisions (codegen/plan/fuse.c) and the static
+ * memory plan (codegen/plan/memplan.c). Properties: no two workspace blocks
  * that are live at the same time overlap (including aliases, fused
  * trees and scratch areas), offsets are 64-byte aligned, memory is
  * reused once a value dies, elementwise chains need no buffers,
