@@ -9,16 +9,17 @@
  *
  * One pass for all gradients. The reverse walk emits one
  * attention_backward per wanted operand (wrt=q, k, v, bias) with the
- * same operands and attributes. cg_attention_groups() (before fusion)
- * moves the later ones right after the first, the leader, and sets
- * their attn_lead; the leader's call writes every member's result and
- * the members emit nothing (the memory plan makes their blocks live
- * from the leader's position). The leader also looks for the forward
- * attention of the same operands and attributes (f32/f64): that node
- * then saves its row log-sum-exp in a block of its own (lse_bytes,
- * live to the last leader reading it) and the leader reads it with the
- * forward output, so the backward recomputes neither (RLX_ATTN_BWD);
- * without one it recomputes both in its scratch (RLX_ATTN_BWD_RECOMPUTE).
+ * same operands and attributes. The plan (plan/attention_groups.c,
+ * before fusion) moves the later ones right after the first, the
+ * leader, and sets their attn_lead; the leader's call writes every
+ * member's result and the members emit nothing (the memory plan makes
+ * their blocks live from the leader's position). The leader also looks
+ * for the forward attention of the same operands and attributes
+ * (f32/f64): that node then saves its row log-sum-exp in a block of its
+ * own (lse_bytes, live to the last leader reading it) and the leader
+ * reads it with the forward output, so the backward recomputes neither
+ * (RLX_ATTN_BWD); without one it recomputes both in its scratch
+ * (RLX_ATTN_BWD_RECOMPUTE).
  *
  * f16/bf16: operands widened to f32 copies in the scratch area, the f32
  * routine writes f32 results there, each rounded once to the dtype.

@@ -8,6 +8,8 @@
  * for a target of the other byte order) it passes NULL and the call
  * computes them into scratch.  The inverse
  * flag and norm become the call's constants.
+ * log_mel / log_mel_backward (rlx_log_mel_*, runtime/fft/log_mel.c):
+ * one runtime call each, OPF_F32_F64.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,9 @@
-/* moe.c: grouped_matmul (mixture of experts),
- * grouped_matmul_backward_weight and dequant_matmul, each one call of
- * the runtime (runtime/moe/moe.c): rlx_grouped_matmul_*,
- * rlx_grouped_matmul_bwd_weight_*, rlx_dequant_matmul_*. f32 and f64
- * (OPF_F32_F64: other dtypes never reach these emitters).
+/* moe.c: grouped_matmul (mixture of experts) and
+ * grouped_matmul_backward_weight, each one call of the runtime
+ * (runtime/moe/moe.c): rlx_grouped_matmul_*,
+ * rlx_grouped_matmul_bwd_weight_*. f32 and f64 (OPF_F32_F64: other
+ * dtypes never reach these emitters). dequant_matmul, whose kernel
+ * also lives in runtime/moe, is a quantized matmul: qgemm.c.
  *
  * Expert ids of dtype i32 / i64 go to the runtime as they are (it
  * checks the range: RLX_ERR_INDEX from the entry point); f32 ids are
@@ -11,8 +12,6 @@
  * grouped_matmul's w may be a FOLDED transpose (fuse.c): the runtime
  * reads the transpose's input with swapped strides (the gradient to x,
  * grouped_matmul(dy, w^T, e), costs no copy of w).
- * dequant_matmul multiplies x as [numel / K, K]; without group_size
- * the scales are one row, i.e. one group of K rows.
  */
 #include "codegen/emit/emit.h"
 

@@ -1,5 +1,5 @@
-/* qgemm.c: q_matmul and q_conv2d (language.md 6.8), int8 in, int8
- * out.
+/* qgemm.c: quantized matmuls: q_matmul and q_conv2d (language.md
+ * 6.8), int8 in, int8 out, and dequant_matmul.
  *
  * Each node is ONE call of a runtime routine (runtime/rlxrt.h):
  *   rlx_q_matmul(m, n, k, x, w, bias, mult, mults, x_zp, w_zp, out_zp, y,
@@ -13,6 +13,10 @@
  * shape rules admit only i8 x, w and i32 bias; operands have storage of
  * their own (fuse.c folds nothing into these ops).  The routines are
  * deterministic for any thread count.
+ * dequant_matmul (f32/f64 x times int8 weights with per-group scales:
+ * rlx_dequant_matmul_*, runtime/moe/moe.c) multiplies x as
+ * [numel / K, K]; without group_size the scales are one row, i.e. one
+ * group of K rows.
  */
 #include "codegen/emit/emit.h"
 

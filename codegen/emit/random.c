@@ -1,8 +1,7 @@
-/* random.c: rng_uniform / rng_normal (rlx_rng_*_f32), sample
- * (rlx_sample_*) and log_mel / log_mel_backward (rlx_log_mel_*): one
- * runtime call each (runtime/random/random.c, runtime/fft/log_mel.c; the bit
- * mapping of the random ops is docs/random.md). sample and log_mel* are
- * OPF_F32_F64: other dtypes never reach these emitters (cg_emit_node).
+/* random.c: rng_uniform / rng_normal (rlx_rng_*_f32) and sample
+ * (rlx_sample_*): one runtime call each (runtime/random/random.c; the
+ * bit mapping of the random ops is docs/random.md). sample is
+ * OPF_F32_F64: other dtypes never reach its emitter (cg_emit_node).
  */
 #include "codegen/emit/emit.h"
 
