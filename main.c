@@ -4,9 +4,10 @@
  * prints "rlxc: error: ..." and exits 2); read the input file whole
  * (binary safe: the front end accepts NUL bytes and reports them); parse
  * it into a Module (fe_parse); pick the entry graph; fill a Unit; run
- * the pass pipeline (which verifies after each pass); then either print
- * the canonical IR (--emit=ir) or hand the Unit to code generation
- * (cg_emit) for obj/header/asm/llvm. Errors in the input are
+ * the pass pipeline (which verifies after each pass); then print the
+ * canonical IR (--emit=ir), the Graphviz picture (--emit=dot) or the
+ * code generation plan (--emit=plan), and hand the Unit to code
+ * generation (cg_emit) for obj/header/asm/llvm. Errors in the input are
  * diagnostics on stderr and exit status 1; success is 0.
  *
  * Out of memory: all of a run's memory comes from its Ctx arena, whose
@@ -20,7 +21,7 @@
  * name); without -o they are ENTRY.o / ENTRY.h in the current directory.
  * Two outputs with one path are a command-line error. --emit=ir alone
  * writes the IR to -o PATH, or stdout without -o; when ir is combined
- * with other kinds, the IR goes to stdout. Files are written atomically
+ * with other kinds, the IR goes to stdout (dot and plan alike). Files are written atomically
  * (codegen/output.h): a failed run leaves no new file.
  *
  * --list-reserved (not in --help) prints the names the C name may not
@@ -59,7 +60,7 @@ typedef struct {
 static const char usage[] =
     "usage: rlxc [options] FILE.rlx\n"
     "  -o PATH              output path (default: ENTRY.o, ENTRY.h in cwd)\n"
-    "  --emit=K[,K...]      obj, header, asm, llvm, ir, dot "
+    "  --emit=K[,K...]      obj, header, asm, llvm, ir, dot, plan "
     "(default: obj,header)\n"
     "  --entry=NAME         graph to compile (default: the last graph)\n"
     "  --name=SYM           C name of the entry points (default: entry "
@@ -187,7 +188,8 @@ static bool split_names(char *s, const char **out, int *n,
 static bool parse_emit(Cli *c, char *s) {
   static const struct { const char *w; unsigned bit; } kinds[] = {
       {"obj", EMIT_OBJ}, {"header", EMIT_HEADER}, {"asm", EMIT_ASM},
-      {"llvm", EMIT_LLVM}, {"ir", EMIT_IR}, {"dot", EMIT_DOT}};
+      {"llvm", EMIT_LLVM}, {"ir", EMIT_IR}, {"dot", EMIT_DOT},
+      {"plan", EMIT_PLAN}};
   char *items[64];
   int n;
   if (!split_list(s, items, 64, &n, "--emit")) return false;
@@ -198,7 +200,7 @@ static bool parse_emit(Cli *c, char *s) {
       if (!strcmp(items[i], kinds[k].w)) bit = kinds[k].bit;
     if (!bit)
       return cli_err("--emit: unknown kind '%s' (expected obj, header, "
-                     "asm, llvm, ir, dot)", items[i]);
+                     "asm, llvm, ir, dot, plan)", items[i]);
     c->o.emit |= bit;
   }
   return true;
@@ -543,11 +545,12 @@ static bool pick_cname(Unit *u) {
   return true;
 }
 
-/* The canonical IR (kind EMIT_IR) or the Graphviz picture (EMIT_DOT)
- * to -o PATH when it is the only output (atomically, like every output
- * file), else to stdout. */
+/* The canonical IR (kind EMIT_IR), the Graphviz picture (EMIT_DOT) or
+ * the code generation plan (EMIT_PLAN) to -o PATH when it is the only
+ * output (atomically, like every output file), else to stdout. */
 static bool print_kind(Unit *u, unsigned kind, FILE *f) {
   if (kind == EMIT_DOT) return cg_write_dot(u, f);
+  if (kind == EMIT_PLAN) return cg_write_plan(u, f);
   ir_print_module(f, u->mod);
   return !ferror(f);
 }
@@ -557,7 +560,9 @@ static bool write_text(Unit *u, unsigned kind) {
   if (!(o->output && o->emit == kind)) {
     if (print_kind(u, kind, stdout) && fflush(stdout) == 0) return true;
     return diag_error(u->ctx, (Loc){0, 0}, "cannot write the %s to "
-                      "stdout: %s", kind == EMIT_DOT ? "graph" : "IR",
+                      "stdout: %s", kind == EMIT_DOT    ? "graph"
+                                    : kind == EMIT_PLAN ? "plan"
+                                                        : "IR",
                       strerror(errno));
   }
   OutSet out;
@@ -589,7 +594,10 @@ static int compile(Ctx *c, const Options *o) {
   if (ok && !o->check && (o->emit & EMIT_IR)) ok = write_text(&u, EMIT_IR);
   if (ok && !o->check && (o->emit & EMIT_DOT))
     ok = write_text(&u, EMIT_DOT);
-  if (ok && !o->check && (o->emit & ~(unsigned)(EMIT_IR | EMIT_DOT)))
+  if (ok && !o->check && (o->emit & EMIT_PLAN))
+    ok = write_text(&u, EMIT_PLAN);
+  if (ok && !o->check &&
+      (o->emit & ~(unsigned)(EMIT_IR | EMIT_DOT | EMIT_PLAN)))
     ok = cg_emit(&u) && c->nerrors == 0;
   if (!ok && c->nerrors == 0)
     diag_error(c, (Loc){0, 0}, "internal: compilation failed without a "

@@ -1,6 +1,6 @@
 /* calltable.c: long runs of calls in a segment become a table.
  *
- * A segment of a large graph (abi.c) is mostly calls of outlined bodies
+ * A segment of a large graph (graph_fn.c) is mostly calls of outlined bodies
  * whose arguments are the segment's (inputs, outputs, ws), workspace
  * addresses ws + C, input/output pointers (*inputs[i]) + C and
  * constants: about five LLVM instructions per node, which LLVM's module
@@ -17,7 +17,7 @@
  * caller. The calls run in the same order with the same arguments, so
  * results are the same bits.
  */
-#include "codegen/cg.h"
+#include "codegen/cg_unit.h"
 
 #include <string.h>
 

@@ -1,9 +1,15 @@
-/* cg_unit.h: compiling a whole Unit (codegen.c) and its header text
- * (header.c). Internal to codegen/. */
+/* cg_unit.h: the entry-point builder, the top layer of codegen/ (see
+ * docs/codegen.md): compiling graphs into functions (graph_fn.c), the
+ * exported entry points and their signatures (entry.c), call tables
+ * (calltable.c), a whole Unit (codegen.c), its header text (header.c)
+ * and the module's optimization and output (object.c). Internal to
+ * codegen/; calls the emitters (emit/emit.h), the LLVM building blocks
+ * (llvm/cg.h) and the plan (plan/plan.h), never the other way round.
+ */
 #ifndef RLX_CG_UNIT_H
 #define RLX_CG_UNIT_H
 
-#include "codegen/cg.h"
+#include "codegen/emit/emit.h"
 
 typedef struct {
   Graph *g;
@@ -17,5 +23,39 @@ typedef struct {
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne);
 /* The header of cg's unit with entries e[0..ne). */
 bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne);
+
+/* ---- graph functions (graph_fn.c) ---- */
+/* Nodes that emit code per segment function of a large graph. */
+#define CG_SEGMENT_NODES 128
+/* Compile g as an internal function `i32 f(ptr in, ptr out, ptr ws)`
+ * (cached per Graph; installs itself as cg->graph_fn and the emitters'
+ * hooks). *ws_bytes gets the workspace it needs. NULL after a
+ * diagnostic. */
+LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes);
+
+/* ---- entry points (entry.c) ---- */
+/* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
+ * around the graph function, plus NAME_signature(). */
+bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes);
+/* Name of argument/return value n at position j: its name, else
+ * "output<j>" written into buf (at least 64 bytes). */
+const char *cg_out_name(const Node *n, int j, char *buf);
+
+/* ---- call tables (calltable.c) ---- */
+/* Runs of calls in segment fn become tables walked by dispatch
+ * functions. True when fn is left with nothing but those calls: they
+ * are then re-emitted at the builder's position, with the current
+ * function's (inputs, outputs, ws), and fn can be deleted. */
+bool cg_call_tables(Cg *cg, LLVMValueRef fn);
+
+/* ---- optimization and output (object.c) ---- */
+/* Run the optimization pipeline (default<On>) and verify the module. */
+bool cg_optimize(Cg *cg);
+/* Stage the module as object / assembly / LLVM IR text for path in out
+ * (codegen/output.h); nothing is on disk before out_finish. */
+struct OutSet;
+bool cg_write_obj(Cg *cg, struct OutSet *out, const char *path,
+                  bool assembly);
+bool cg_write_ll(Cg *cg, struct OutSet *out, const char *path);
 
 #endif

@@ -1,4 +1,5 @@
-/* codegen.c: cg_emit() and cg_write_header(), the public entry points.
+/* codegen.c: cg_emit(), cg_write_header() and cg_write_plan(), the
+ * public entry points.
  *
  * One Cg (all LLVM objects) per call, created and disposed here. Every
  * entry of the Unit (ENTRY, ENTRY_grad, ENTRY_jvp, ENTRY_hvp) is built
@@ -129,4 +130,23 @@ bool cg_write_header(Unit *u, FILE *f) {
   bool ok = cg_build_unit(cg, u, e, &ne) && cg_header_text(f, cg, e, ne);
   cg_free(cg);
   return ok;
+}
+
+/* Plans in compile order: the cache list is newest first. */
+static void dump_plans(FILE *f, const CgSub *s) {
+  if (!s) return;
+  dump_plans(f, s->next);
+  cg_plan_dump(f, s->plan, LLVMGetValueName(s->fn));
+}
+
+bool cg_write_plan(Unit *u, FILE *f) {
+  ops_init();
+  Cg *cg = cg_new(u->ctx, u, u->cname);
+  if (!cg) return false;
+  CgEntry e[CG_MAX_ENTRIES];
+  int ne = 0;
+  bool ok = cg_build_unit(cg, u, e, &ne);
+  if (ok) dump_plans(f, cg->subs);
+  cg_free(cg);
+  return ok && !ferror(f);
 }

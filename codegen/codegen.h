@@ -17,5 +17,10 @@ bool cg_op_compiles(Op op);
 bool cg_write_header(Unit *u, FILE *f);
 /* --emit=dot: a Graphviz picture of the module (dot.c). */
 bool cg_write_dot(Unit *u, FILE *f);
+/* --emit=plan: the plan of every graph function, as text, in the order
+ * they were compiled (codegen.c, plan/dump.c). */
+bool cg_write_plan(Unit *u, FILE *f);
+/* The Options.emit bit of --emit=plan (passes.h has the others). */
+#define EMIT_PLAN (1u << 6)
 
 #endif

@@ -134,6 +134,27 @@ def test_dot(rlxc, tmp, good):
     expect("dot-stdout", rc == 0 and "digraph" in out, err)
 
 
+def test_plan(rlxc, tmp):
+    """--emit=plan: per graph function its workspace, each value's
+    storage and the fused groups; to -o PATH when alone."""
+    mlp = os.path.join(tmp, "mlp_plan.rlx")
+    open(mlp, "w").write(
+        "graph mlp {\n  input %x: f32[4, 3]\n  param %w: f32[3, 2]\n"
+        "  %h = relu(add(matmul(%x, %w), 1.0))\n"
+        "  %l = reduce_sum(mul(%h, %h))\n  return %l, %h\n}\n")
+    rc, out, err = run(rlxc, ["--emit=plan", "--grad", mlp])
+    expect("plan", rc == 0 and out.startswith("plan rlx.graph.mlp.") and
+           "(graph mlp_grad)" in out and "workspace" in out and
+           "%x = input  inputs[0]" in out and "%w = param  inputs[1]" in out
+           and " group: " in out and "fused into %h" in out and
+           "%l = reduce_sum  outputs[0]" in out and "ws [" in out, err + out)
+    path = os.path.join(tmp, "mlp.plan")
+    rc, out, err = run(rlxc, ["--emit=plan", mlp, "-o", path])
+    text = open(path).read() if os.path.exists(path) else ""
+    expect("plan-file", rc == 0 and out == "" and
+           text.startswith("plan rlx.graph.mlp."), err + text[:400])
+
+
 def test_color(rlxc, tmp):
     """-fdiagnostics-color: escapes only when asked (stderr is a pipe
     here, so auto means off)."""
@@ -181,9 +202,9 @@ FFT_GRAPH = """graph ffts {
 
 
 def test_fft_tables(rlxc, tmp):
-    """fft's tables (emit_fft.c): one constant per (n, direction), shared
-    by the calls; none above RLX_FFT_TABLES_MAX or for a target of the
-    other byte order (the call computes them)."""
+    """fft's tables (codegen/emit/fft.c): one constant per (n,
+    direction), shared by the calls; none above RLX_FFT_TABLES_MAX or for
+    a target of the other byte order (the call computes them)."""
     src = os.path.join(tmp, "ffts.rlx")
     ll = os.path.join(tmp, "ffts.ll")
     open(src, "w").write(FFT_GRAPH)
@@ -473,6 +494,7 @@ def main():
         test_fft_tables(a.rlxc, tmp)
         test_color(a.rlxc, tmp)
         test_dot(a.rlxc, tmp, good)
+        test_plan(a.rlxc, tmp)
         test_emit_ir(a.rlxc, tmp, good)
         test_outputs(a.rlxc, tmp, good)
         test_same_path(a.rlxc, tmp, good)

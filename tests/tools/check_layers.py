@@ -24,6 +24,9 @@ LAYERS = [
     "ir/",
     "frontend/",
     "passes/",
+    "codegen/plan/",
+    "codegen/llvm/",
+    "codegen/emit/",
     "codegen/",
     "main.c",
 ]

@@ -8,7 +8,7 @@
  * broadcasts, parallel loops bit-identical for 1 and 2 threads, folded
  * transposes, f16/bf16 rounding, saturating casts, NULL workspace).
  * Numeric cases are skipped when no C compiler is found. */
-#include "codegen/cg.h"
+#include "codegen/cg_unit.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -134,7 +134,7 @@ static void test_levels_targets(void) {
 }
 
 /* Roots whose fused trees are equal up to node identity share one
- * outlined body (emit_elementwise.c), before any LLVM pass: three
+ * outlined body (codegen/emit/elementwise.c), before any LLVM pass: three
  * identical layers give one add+tanh body, and a different constant
  * (or op) gives another. */
 static int count_bodies(const char *src) {

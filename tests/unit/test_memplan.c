@@ -1,5 +1,5 @@
-/* test_memplan.c: fusion decisions (codegen/fuse.c) and the static
- * memory plan (codegen/memplan.c). Properties: no two workspace blocks
+/* test_memplan.c: fusion decisions (codegen/plan/fuse.c) and the static
+ * memory plan (codegen/plan/memplan.c). Properties: no two workspace blocks
  * that are live at the same time overlap (including aliases, fused
  * trees and scratch areas), offsets are 64-byte aligned, memory is
  * reused once a value dies, elementwise chains need no buffers,
@@ -8,7 +8,7 @@
  * matmul, and returns are computed in place in the outputs. Graphs come
  * from the front end; a randomized test checks the invariant on many
  * graphs. */
-#include "codegen/cg.h"
+#include "codegen/plan/plan.h"
 #include "frontend/frontend.h"
 
 #include <CUnit/Basic.h>

@@ -1,0 +1,212 @@
+/* attention.c: attention (language.md 6.5) and attention_backward
+ * (6.9), as calls of the runtime's FlashAttention-2 routines
+ * (runtime/rlxrt.h, rlx_attention_*): no Lq x Lk matrix is ever stored.
+ *
+ * Geometry: a private constant global rlx_attn_geom (8 i64, 2 doubles).
+ * The mask operand: causal and sliding_window need none; bias is passed
+ * as it is; a custom mask becomes keep[b][lk] bytes (1 unless value <
+ * 0.5) in the node's scratch, except a bool mask, which already is.
+ *
+ * One pass for all gradients. The reverse walk emits one
+ * attention_backward per wanted operand (wrt=q, k, v, bias) with the
+ * same operands and attributes. The plan (plan/attention_groups.c,
+ * before fusion) moves the later ones right after the first, the
+ * leader, and sets their attn_lead; the leader's call writes every
+ * member's result and the members emit nothing (the memory plan makes
+ * their blocks live from the leader's position). The leader also looks
+ * for the forward attention of the same operands and attributes
+ * (f32/f64): that node then saves its row log-sum-exp in a block of its
+ * own (lse_bytes, live to the last leader reading it) and the leader
+ * reads it with the forward output, so the backward recomputes neither
+ * (RLX_ATTN_BWD); without one it recomputes both in its scratch
+ * (RLX_ATTN_BWD_RECOMPUTE).
+ *
+ * f16/bf16: operands widened to f32 copies in the scratch area, the f32
+ * routine writes f32 results there, each rounded once to the dtype.
+ */
+#include "codegen/emit/emit.h"
+
+#include "runtime/rlxrt.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+static bool half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+static bool is_bwd(const Node *n) { return n->op == OP_ATTENTION_BACKWARD; }
+static int mask_i(const Node *n) { return is_bwd(n) ? 4 : 3; }
+
+/* The members of leader n's group by wrt index (n included). */
+static void members(Cg *cg, Node *n, Node *mem[4]) {
+  CgPlan *p = cg->fn->plan;
+  Graph *g = p->g;
+  memset(mem, 0, 4 * sizeof *mem);
+  mem[cg_attn_wrt(n)] = n;
+  for (int64_t i = p->slot[n->id].def + 1; i < g->nnodes; i++) {
+    Node *o = g->nodes[i];
+    if (p->slot[o->id].attn_lead != n) break;
+    mem[cg_attn_wrt(o)] = o;
+  }
+}
+
+/* Scratch layout: [routine workspace][keep bytes][f32 copies: q k v
+ * (dy) (bias) then results: o | dq dk dv dbias]. */
+static bool needs_keep(const Node *n) {
+  return cg_attn_mask_kind(n) == RLX_ATTN_CUSTOM &&
+         n->in[mask_i(n)]->type.dt != DT_BOOL;
+}
+
+static int routine_op(const CgPlan *p, const Node *n) {
+  if (!is_bwd(n)) return RLX_ATTN_FWD;
+  return p->slot[n->id].attn_fwd ? RLX_ATTN_BWD : RLX_ATTN_BWD_RECOMPUTE;
+}
+
+static int64_t routine_bytes(const CgPlan *p, const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  DType dt = n->type.dt;
+  return cg_align(rlx_attention_scratch_bytes(&g, routine_op(p, n),
+                                              half(dt) ? 4 : dt_size(dt)));
+}
+
+static int64_t keep_bytes(const Node *n) {
+  return needs_keep(n) ? cg_align(n->in[0]->type.dims[0] *
+                                  cg_attn_geometry(n).lk)
+                       : 0;
+}
+
+/* f16/bf16: f32 copies of the float operands (all but a custom mask),
+ * then of the results (o, or one per float operand but dy). */
+static int64_t f32_bytes(const Type *t) { return cg_align(type_numel(t) * 4); }
+
+static int64_t copy_bytes(const Node *n) {
+  if (!half(n->type.dt)) return 0;
+  int64_t b = 0;
+  for (int i = 0; i < n->nin; i++)
+    if (i != mask_i(n) || cg_attn_mask_kind(n) == RLX_ATTN_BIAS)
+      b += 2 * f32_bytes(&n->in[i]->type);
+  return b;
+}
+
+static int64_t cg_scratch_attention(Cg *cg, Node *n) {
+  const CgPlan *p = cg->planning;
+  if (p->slot[n->id].attn_lead) return 0;
+  return routine_bytes(p, n) + keep_bytes(n) + copy_bytes(n);
+}
+
+_Static_assert(sizeof(rlx_attn_geom) == 10 * 8 &&
+                   offsetof(rlx_attn_geom, scale) == 8 * 8,
+               "rlx_attn_geom: 8 int64s, then scale and softcap");
+
+static LLVMValueRef geometry_global(Cg *cg, const rlx_attn_geom *g) {
+  const int64_t f[8] = {g->b,      g->h,    g->lq,   g->lk,
+                        g->d,      g->layout, g->mask, g->window};
+  LLVMValueRef v[10];
+  for (int i = 0; i < 8; i++) v[i] = cg_i64(cg, f[i]);
+  v[8] = LLVMConstReal(cg->t_f64, g->scale);
+  v[9] = LLVMConstReal(cg->t_f64, g->softcap);
+  LLVMValueRef init = LLVMConstStructInContext(cg->lc, v, 10, 0);
+  return cg_ops_const_global(cg, init, "rlx.attn");
+}
+
+/* keep[i] = !(mask[i] < 0.5) for a non-bool custom mask. */
+static void keep_loop(Cg *cg, LLVMValueRef keep, Node *m) {
+  int64_t cnt = type_numel(&m->type);
+  LLVMValueRef v[2] = {keep, cg_buf(cg, m)};
+  CgPar p;
+  LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, cnt), cg_grain(cnt, 1),
+                                v, 2, true);
+  LLVMValueRef x = cg_convert(cg, cg_load(cg, m->type.dt, v[1], i),
+                              m->type.dt, DT_F64);
+  LLVMValueRef k = LLVMBuildFCmp(cg->b, LLVMRealUGE, x,
+                                 LLVMConstReal(cg->t_f64, 0.5), "keep");
+  cg_store(cg, DT_BOOL, v[0], i, k);
+  cg_par_end(cg, &p);
+}
+
+static LLVMValueRef null_ptr(Cg *cg) { return LLVMConstPointerNull(cg->t_ptr); }
+
+static bool cg_emit_attention(Cg *cg, Node *n) {
+  CgPlan *p = cg->fn->plan;
+  CgSlot *s = cg_slot(cg, n);
+  DType dt = n->type.dt;
+  if (dt != DT_F32 && dt != DT_F64 && !half(dt)) {
+    char why[64];
+    snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+    return cg_unsupported(cg, n, why);
+  }
+  if (s->attn_lead) return true; /* written by its leader */
+  rlx_attn_geom g = cg_attn_geometry(n);
+  LLVMValueRef sc = s->scratch_bytes > 0 ? cg_scratch(cg, n) : null_ptr(cg);
+  int64_t off = routine_bytes(p, n);
+  LLVMValueRef ws = off ? sc : null_ptr(cg);
+  /* operands: q k v (dy) and the mask operand */
+  int nf = is_bwd(n) ? 4 : 3;
+  LLVMValueRef in[5], mask = null_ptr(cg);
+  for (int i = 0; i < nf; i++) in[i] = cg_buf(cg, n->in[i]);
+  if (g.mask == RLX_ATTN_CUSTOM || g.mask == RLX_ATTN_BIAS)
+    mask = cg_buf(cg, n->in[mask_i(n)]);
+  if (needs_keep(n)) {
+    LLVMValueRef keep = cg_gep(cg, sc, cg_i64(cg, off));
+    keep_loop(cg, keep, n->in[mask_i(n)]);
+    mask = keep;
+    off += keep_bytes(n);
+  }
+  /* results: o | dq dk dv dbias (NULL: not wanted) */
+  Node *res[4] = {n, NULL, NULL, NULL};
+  if (is_bwd(n)) members(cg, n, res);
+  int nres = is_bwd(n) ? 4 : 1;
+  LLVMValueRef out[4];
+  for (int i = 0; i < nres; i++)
+    out[i] = res[i] ? cg_buf(cg, res[i]) : null_ptr(cg);
+  LLVMValueRef f32_out[4];
+  memcpy(f32_out, out, sizeof out);
+  if (half(dt)) { /* f32 copies of the float operands and results */
+    Node *srcs[5];
+    int ns = 0;
+    for (int i = 0; i < nf; i++) srcs[ns++] = n->in[i];
+    if (g.mask == RLX_ATTN_BIAS) srcs[ns++] = n->in[mask_i(n)];
+    for (int i = 0; i < ns; i++) {
+      LLVMValueRef c = cg_gep(cg, sc, cg_i64(cg, off));
+      cg_convert_loop(cg, c, DT_F32, cg_buf(cg, srcs[i]), dt,
+                      type_numel(&srcs[i]->type));
+      off += f32_bytes(&srcs[i]->type);
+      if (i < nf) in[i] = c;
+      else mask = c;
+    }
+    for (int i = 0; i < nres; i++)
+      if (res[i]) {
+        f32_out[i] = cg_gep(cg, sc, cg_i64(cg, off));
+        off += f32_bytes(&res[i]->type);
+      }
+  }
+  LLVMValueRef geom = geometry_global(cg, &g);
+  const char *sfx = dt == DT_F64 ? "f64" : "f32";
+  char fn[64];
+  if (!is_bwd(n)) {
+    LLVMValueRef lse = s->lse_bytes ? cg_gep(cg, cg->fn->ws,
+                                             cg_i64(cg, s->lse_off))
+                                    : null_ptr(cg);
+    LLVMValueRef a[8] = {geom, in[0], in[1], in[2], mask, f32_out[0], lse, ws};
+    snprintf(fn, sizeof fn, "rlx_attention_%s", sfx);
+    cg_call(cg, fn, cg->t_void, a, 8);
+  } else {
+    Node *f = s->attn_fwd;
+    LLVMValueRef o = f ? cg_buf(cg, f) : null_ptr(cg);
+    LLVMValueRef lse =
+        f ? cg_gep(cg, cg->fn->ws, cg_i64(cg, p->slot[f->id].lse_off))
+          : null_ptr(cg);
+    LLVMValueRef a[13] = {geom, in[0], in[1], in[2], mask, in[3], o, lse,
+                          f32_out[0], f32_out[1], f32_out[2], f32_out[3], ws};
+    snprintf(fn, sizeof fn, "rlx_attention_bwd_%s", sfx);
+    cg_call(cg, fn, cg->t_void, a, 13);
+  }
+  if (half(dt))
+    for (int i = 0; i < nres; i++)
+      if (res[i])
+        cg_convert_loop(cg, out[i], dt, f32_out[i], DT_F32,
+                        type_numel(&res[i]->type));
+  return true;
+}
+
+const CgEmitter cg_emitter_attention = {cg_emit_attention,
+                                        cg_scratch_attention};

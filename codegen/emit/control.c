@@ -1,0 +1,306 @@
+/* control.c: forward control flow and user functions: scan, if,
+ * while, custom_fn. Every subgraph is compiled once into a graph
+ * function (cg_graph_fn) and called with pointer arrays; its workspace
+ * is the front of the node's scratch area, followed by the node's own
+ * carry buffers.
+ *
+ * scan: step t calls body(carry, bcasts..., xs_k[t]...) -> carry, for
+ *   t = 0 ... L-1, or L-1 ... 0 with reverse=true (iteration i runs step
+ *   t = L-1-i: plain index arithmetic, nothing is reversed in memory).
+ *   With save_trajectory the carry after step t is written straight
+ *   into row t of the output (reading the row of the previous
+ *   iteration, t-1 or t+1); otherwise carries ping-pong between the
+ *   output and one scratch buffer, arranged so that the last iteration
+ *   writes the output. checkpoints only matters for reverse mode and is
+ *   ignored here (values are exact).
+ * if: the predicate (bool or numeric, non-zero = true) is evaluated,
+ *   then exactly one branch function runs, writing the output.
+ * while: cond(carries) -> scalar; body(carries) -> carries, ping-pong
+ *   between two scratch sets (the operands are never written). With
+ *   max_iterations = N the loop also stops after N body executions (an
+ *   upper bound, no error); result = carry 0.
+ * custom_fn: calls fwd (vjp/jvp bodies are for autodiff only).
+ *
+ * Entry points: cg_emit_{scan,if,while,custom_fn} and their scratch
+ * functions cg_scratch_*.
+ */
+#include "codegen/emit/emit.h"
+
+static Graph *sub_graph(Node *n, AttrId id) { return ir_attr_graph(n, id); }
+
+/* Workspace bytes of g's function, or -1 after a diagnostic. */
+static int64_t sub_ws(Cg *cg, Graph *g) {
+  int64_t ws = 0;
+  if (!g || !cg_graph_fn(cg, g, &ws)) return -1;
+  return cg_align(ws);
+}
+
+/* ---------------- scan ---------------- */
+
+static int64_t scan_len(Node *n) {
+  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0);
+  int64_t L = ir_attr_int(n, ATTR_LENGTH, -1);
+  if (L < 0 && n->nin > 1 + nb) L = n->in[1 + nb]->type.dims[0];
+  return L;
+}
+
+static int64_t cg_scratch_scan(Cg *cg, Node *n) {
+  int64_t ws = sub_ws(cg, sub_graph(n, ATTR_BODY));
+  if (ws < 0) return 0;
+  bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  return ws + (save ? 0 : cg_align(type_bytes(&n->in[0]->type))) + 64;
+}
+
+static LLVMValueRef sel_ptr(Cg *cg, LLVMValueRef c, LLVMValueRef a,
+                            LLVMValueRef b) {
+  return LLVMBuildSelect(cg->b, c, a, b, "");
+}
+
+static LLVMValueRef byte_off(Cg *cg, LLVMValueRef p, LLVMValueRef t,
+                             int64_t bytes) {
+  return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, t, cg_i64(cg, bytes), ""));
+}
+
+/* The step run by iteration i of a reverse scan: L-1-i. */
+static LLVMValueRef step_of(Cg *cg, LLVMValueRef i, int64_t L) {
+  return LLVMBuildNSWSub(cg->b, cg_i64(cg, L - 1), i, "");
+}
+
+/* Pointer written by iteration t (without trajectory): the output when
+ * L-1-t is even, else the scratch carry. */
+static LLVMValueRef pingpong(Cg *cg, LLVMValueRef t, int64_t L,
+                             LLVMValueRef out, LLVMValueRef tmp) {
+  LLVMValueRef k = LLVMBuildNSWSub(cg->b, cg_i64(cg, L - 1), t, "");
+  LLVMValueRef even = LLVMBuildICmp(
+      cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, k, cg_i64(cg, 1), ""),
+      cg_i64(cg, 0), "");
+  return sel_ptr(cg, even, out, tmp);
+}
+
+static bool cg_emit_scan(Cg *cg, Node *n) {
+  Graph *body = sub_graph(n, ATTR_BODY);
+  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0), L = scan_len(n), wsb;
+  bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  if (!body || L < 0) return cg_unsupported(cg, n, "scan without a length");
+  if (body->nret != 1 || body->nargs != n->nin)
+    return cg_unsupported(cg, n, "body signature does not match");
+  LLVMValueRef fn = cg_graph_fn(cg, body, &wsb);
+  if (!fn) return false;
+  int64_t cb = type_bytes(&n->in[0]->type);
+  LLVMValueRef out = cg_buf(cg, n), init = cg_buf(cg, n->in[0]);
+  if (L == 0) {
+    if (!save) cg_memcpy(cg, out, init, cb);
+    return true;
+  }
+  LLVMValueRef ws = cg_scratch(cg, n);
+  LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
+  LLVMValueRef ins[64];
+  if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
+  for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
+  bool rev = ir_attr_bool(n, ATTR_REVERSE, false);
+  CgLoop l;
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
+                                 NULL, 0);
+  LLVMValueRef im1 = LLVMBuildNSWSub(cg->b, i, cg_i64(cg, 1), "");
+  LLVMValueRef t = rev ? step_of(cg, i, L) : i;
+  LLVMValueRef tp = rev ? step_of(cg, im1, L) : im1; /* previous step */
+  LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, i, cg_i64(cg, 0), "");
+  LLVMValueRef prev = save ? byte_off(cg, out, tp, cb)
+                           : pingpong(cg, im1, L, out, tmp);
+  LLVMValueRef a[64];
+  a[0] = sel_ptr(cg, first, init, prev);
+  for (int k = 1; k < n->nin; k++) {
+    a[k] = ins[k];
+    if (k > nb)
+      a[k] = byte_off(cg, ins[k], t,
+                      type_bytes(&n->in[k]->type) / n->in[k]->type.dims[0]);
+  }
+  LLVMValueRef dst = save ? byte_off(cg, out, t, cb)
+                          : pingpong(cg, i, L, out, tmp);
+  cg_call_graph_fn(cg, fn, a, n->nin, &dst, 1, ws);
+  cg_loop_end(cg, &l, NULL);
+  return true;
+}
+
+/* ---------------- if ---------------- */
+
+static int64_t cg_scratch_if(Cg *cg, Node *n) {
+  int64_t a = sub_ws(cg, sub_graph(n, ATTR_THEN));
+  int64_t b = sub_ws(cg, sub_graph(n, ATTR_ELSE));
+  return (a > b ? a : b) + 64;
+}
+
+/* i1: is the scalar at p (dtype dt) true (non-zero)? */
+static LLVMValueRef truth(Cg *cg, DType dt, LLVMValueRef p) {
+  LLVMValueRef v = cg_load(cg, dt, p, cg_i64(cg, 0));
+  return cg_convert(cg, v, dt, DT_BOOL);
+}
+
+static bool call_branch(Cg *cg, Node *n, Graph *g, LLVMValueRef *ins,
+                        LLVMValueRef out, LLVMValueRef ws) {
+  int64_t wsb;
+  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb);
+  if (!fn) return false;
+  cg_call_graph_fn(cg, fn, ins, n->nin - 1, &out, 1, ws);
+  return true;
+}
+
+static bool cg_emit_if(Cg *cg, Node *n) {
+  Graph *gt = sub_graph(n, ATTR_THEN), *ge = sub_graph(n, ATTR_ELSE);
+  if (!gt || !ge || gt->nret != 1 || ge->nret != 1)
+    return cg_unsupported(cg, n, "branches must return one value");
+  if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
+  LLVMValueRef ins[64], out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  for (int k = 1; k < n->nin; k++) ins[k - 1] = cg_buf(cg, n->in[k]);
+  LLVMValueRef c = truth(cg, n->in[0]->type.dt, cg_buf(cg, n->in[0]));
+  LLVMBasicBlockRef bt = cg_block(cg, "if.then");
+  LLVMBasicBlockRef be = cg_block(cg, "if.else");
+  LLVMBasicBlockRef bj = cg_block(cg, "if.end");
+  LLVMBuildCondBr(cg->b, c, bt, be);
+  LLVMPositionBuilderAtEnd(cg->b, bt);
+  if (!call_branch(cg, n, gt, ins, out, ws)) return false;
+  LLVMBuildBr(cg->b, bj);
+  LLVMPositionBuilderAtEnd(cg->b, be);
+  if (!call_branch(cg, n, ge, ins, out, ws)) return false;
+  LLVMBuildBr(cg->b, bj);
+  LLVMPositionBuilderAtEnd(cg->b, bj);
+  return true;
+}
+
+/* ---------------- while ---------------- */
+
+/* Scratch: [sub ws][64: cond flag][carry set A][carry set B] */
+static int64_t carries_bytes(Node *n) {
+  int64_t s = 0;
+  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes(&n->in[k]->type));
+  return s;
+}
+
+static int64_t while_ws(Cg *cg, Node *n) {
+  int64_t a = sub_ws(cg, sub_graph(n, ATTR_COND));
+  int64_t b = sub_ws(cg, sub_graph(n, ATTR_BODY));
+  if (a < 0 || b < 0) return -1;
+  return a > b ? a : b;
+}
+
+static int64_t cg_scratch_while(Cg *cg, Node *n) {
+  int64_t ws = while_ws(cg, n);
+  if (ws < 0) return 0;
+  return ws + 64 + 2 * carries_bytes(n);
+}
+
+typedef struct {
+  LLVMValueRef cond_fn, body_fn, ws, flag, set[2][64];
+  LLVMValueRef cur[64];
+  int nc;
+  DType flag_dt;
+  int64_t max_it;
+} While;
+
+/* The loop header: phis of the iteration count and the carry pointers,
+ * the iteration bound and the condition. Leaves the builder in the
+ * block that runs the body; *exit gets the loop exit. */
+static LLVMValueRef while_head(Cg *cg, While *W, LLVMValueRef *init,
+                               LLVMBasicBlockRef head,
+                               LLVMBasicBlockRef exit) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+  LLVMBuildBr(cg->b, head);
+  LLVMPositionBuilderAtEnd(cg->b, head);
+  LLVMValueRef it = LLVMBuildPhi(cg->b, cg->t_i64, "it");
+  LLVMValueRef zero = cg_i64(cg, 0);
+  LLVMAddIncoming(it, &zero, &pre, 1);
+  for (int k = 0; k < W->nc; k++) {
+    W->cur[k] = LLVMBuildPhi(cg->b, cg->t_ptr, "carry");
+    LLVMAddIncoming(W->cur[k], &init[k], &pre, 1);
+  }
+  if (W->max_it >= 0) {
+    LLVMBasicBlockRef go = cg_block(cg, "while.cond");
+    LLVMValueRef more = LLVMBuildICmp(cg->b, LLVMIntSLT, it,
+                                      cg_i64(cg, W->max_it), "");
+    LLVMBuildCondBr(cg->b, more, go, exit);
+    LLVMPositionBuilderAtEnd(cg->b, go);
+  }
+  cg_call_graph_fn(cg, W->cond_fn, W->cur, W->nc, &W->flag, 1, W->ws);
+  LLVMBasicBlockRef run = cg_block(cg, "while.body");
+  LLVMBuildCondBr(cg->b, truth(cg, W->flag_dt, W->flag), run, exit);
+  LLVMPositionBuilderAtEnd(cg->b, run);
+  return it;
+}
+
+static bool while_prepare(Cg *cg, Node *n, While *W) {
+  Graph *gc = sub_graph(n, ATTR_COND), *gb = sub_graph(n, ATTR_BODY);
+  int64_t w;
+  W->nc = n->nin;
+  if (!gc || !gb || gc->nret != 1 || gb->nret != n->nin ||
+      gc->nargs != n->nin || gb->nargs != n->nin)
+    return cg_unsupported(cg, n, "cond/body signatures do not match");
+  if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 carries");
+  W->cond_fn = cg_graph_fn(cg, gc, &w);
+  W->body_fn = W->cond_fn ? cg_graph_fn(cg, gb, &w) : NULL;
+  if (!W->body_fn) return false;
+  W->flag_dt = gc->rets[0]->type.dt;
+  W->max_it = ir_attr_int(n, ATTR_MAX_ITERS, -1);
+  W->ws = cg_scratch(cg, n);
+  int64_t off = while_ws(cg, n);
+  W->flag = cg_gep(cg, W->ws, cg_i64(cg, off));
+  off += 64;
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < W->nc; k++) {
+      W->set[s][k] = cg_gep(cg, W->ws, cg_i64(cg, off));
+      off += cg_align(type_bytes(&n->in[k]->type));
+    }
+  return true;
+}
+
+static bool cg_emit_while(Cg *cg, Node *n) {
+  While W = {0};
+  if (!while_prepare(cg, n, &W)) return false;
+  LLVMValueRef init[64], nxt[64];
+  for (int k = 0; k < W.nc; k++) init[k] = cg_buf(cg, n->in[k]);
+  LLVMBasicBlockRef head = cg_block(cg, "while.head");
+  LLVMBasicBlockRef exit = cg_block(cg, "while.end");
+  LLVMValueRef it = while_head(cg, &W, init, head, exit);
+  LLVMValueRef even = LLVMBuildICmp(
+      cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, it, cg_i64(cg, 1), ""),
+      cg_i64(cg, 0), "");
+  for (int k = 0; k < W.nc; k++)
+    nxt[k] = sel_ptr(cg, even, W.set[0][k], W.set[1][k]);
+  cg_call_graph_fn(cg, W.body_fn, W.cur, W.nc, nxt, W.nc, W.ws);
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+  LLVMValueRef it1 = LLVMBuildNSWAdd(cg->b, it, cg_i64(cg, 1), "");
+  LLVMAddIncoming(it, &it1, &latch, 1);
+  for (int k = 0; k < W.nc; k++) LLVMAddIncoming(W.cur[k], &nxt[k], &latch, 1);
+  LLVMBuildBr(cg->b, head);
+  LLVMMoveBasicBlockAfter(exit, latch);
+  LLVMPositionBuilderAtEnd(cg->b, exit);
+  cg_memcpy(cg, cg_buf(cg, n), W.cur[0], type_bytes(&n->type));
+  return true;
+}
+
+/* ---------------- custom_fn ---------------- */
+
+static int64_t cg_scratch_custom_fn(Cg *cg, Node *n) {
+  int64_t ws = sub_ws(cg, sub_graph(n, ATTR_FWD));
+  return ws < 0 ? 0 : ws + 64;
+}
+
+static bool cg_emit_custom_fn(Cg *cg, Node *n) {
+  Graph *g = sub_graph(n, ATTR_FWD);
+  if (!g || g->nret != 1 || g->nargs != n->nin)
+    return cg_unsupported(cg, n, "fwd must take the operands and return "
+                                 "one value");
+  if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
+  int64_t wsb;
+  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb);
+  if (!fn) return false;
+  LLVMValueRef ins[64], out = cg_buf(cg, n);
+  for (int k = 0; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
+  cg_call_graph_fn(cg, fn, ins, n->nin, &out, 1, cg_scratch(cg, n));
+  return true;
+}
+
+const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan};
+const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if};
+const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while};
+const CgEmitter cg_emitter_custom_fn = {cg_emit_custom_fn,
+                                        cg_scratch_custom_fn};

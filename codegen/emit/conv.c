@@ -1,0 +1,155 @@
+/* conv.c: conv2d (language.md 6.5) and its closed-form backward
+ * ops conv2d_backward_input and conv2d_backward_weight (6.9), NCHW.
+ *
+ * Each node is ONE call of a runtime routine (runtime/rlxrt.h,
+ * rlx_conv2d_*): a private constant global holds the geometry
+ * (rlx_conv_geom, 16 i64), and the node's scratch area holds the
+ * routine's workspace, rlx_conv2d_scratch_bytes(geometry, op, element
+ * size) bytes -- the runtime's own formula (runtime/conv/conv_plan.c is
+ * linked into the compiler). The geometry's x is operand 0 of conv2d
+ * and conv2d_backward_weight and the `shape` attribute (the result) of
+ * conv2d_backward_input; its w is operand 1 of conv2d and
+ * conv2d_backward_input and the `shape` attribute of
+ * conv2d_backward_weight. Every routine takes (geometry, operand 0,
+ * operand 1, result, scratch) and writes its whole result.
+ *
+ * f32 and f64 call the routine of their type. f16/bf16 operands are
+ * widened to f32 copies in the scratch area (after the routine's
+ * workspace), the f32 routine runs into a third f32 copy, which is
+ * rounded once to the dtype (nearest even), as matmul does. Other
+ * dtypes are diagnosed (the shape rules admit only floats).
+ *
+ * Operands always have storage of their own: fusion computes nodes
+ * only inside elementwise and reduction consumers and folds transposes
+ * only into matmul (fuse.c), so cg_buf reads them directly; the memory
+ * plan keeps the result apart from the operands. The routines are
+ * deterministic for any thread count.
+ */
+#include "codegen/emit/emit.h"
+
+#include "runtime/rlxrt.h"
+
+#include <stddef.h>
+
+static bool half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+
+static int conv_kind(Op op) {
+  return op == OP_CONV2D_BACKWARD_INPUT    ? RLX_CONV_BWD_INPUT
+         : op == OP_CONV2D_BACKWARD_WEIGHT ? RLX_CONV_BWD_WEIGHT
+                                           : RLX_CONV_FWD;
+}
+
+/* An ints attribute of two entries, or def when absent. */
+static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
+  int k;
+  const int64_t *a = ir_attr_ints(n, id, &k);
+  v[0] = a && k == 2 ? a[0] : def;
+  v[1] = a && k == 2 ? a[1] : def;
+}
+
+/* The geometry of a shape-checked conv node (q_conv2d: as conv2d). */
+rlx_conv_geom cg_conv_geometry(const Node *n) {
+  int kind = conv_kind(n->op);
+  const Type *x = kind == RLX_CONV_BWD_INPUT ? &n->type : &n->in[0]->type;
+  const Type *w = kind == RLX_CONV_BWD_WEIGHT ? &n->type : &n->in[1]->type;
+  const Type *y = kind == RLX_CONV_FWD ? &n->type
+                  : kind == RLX_CONV_BWD_INPUT ? &n->in[0]->type
+                                               : &n->in[1]->type;
+  int64_t s[2], p[2], d[2];
+  pair(n, ATTR_STRIDE, 1, s);
+  pair(n, ATTR_PADDING, 0, p);
+  pair(n, ATTR_DILATION, 1, d);
+  return (rlx_conv_geom){
+      .n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
+      .co = w->dims[0], .kh = w->dims[2], .kw = w->dims[3],
+      .oh = y->dims[2], .ow = y->dims[3], .sh = s[0], .sw = s[1],
+      .ph = p[0], .pw = p[1], .dh = d[0], .dw = d[1],
+      .groups = ir_attr_int(n, ATTR_GROUPS, 1)};
+}
+
+/* Bytes of the routine's workspace for n (f16/bf16: the f32 one). */
+static int64_t routine_bytes(const Node *n) {
+  rlx_conv_geom g = cg_conv_geometry(n);
+  DType dt = n->type.dt;
+  return rlx_conv2d_scratch_bytes(&g, conv_kind(n->op),
+                                  half(dt) ? 4 : dt_size(dt));
+}
+
+static int64_t cg_scratch_conv(Cg *cg, Node *n) {
+  (void)cg;
+  int64_t bytes = cg_align(routine_bytes(n));
+  if (!half(n->type.dt)) return bytes;
+  return bytes + cg_align(type_numel(&n->in[0]->type) * 4) +
+         cg_align(type_numel(&n->in[1]->type) * 4) +
+         cg_align(type_numel(&n->type) * 4);
+}
+
+static const char *routine(int kind, DType dt) {
+  static const char *const names[3][2] = {
+      {"rlx_conv2d_f32", "rlx_conv2d_f64"},
+      {"rlx_conv2d_bwd_input_f32", "rlx_conv2d_bwd_input_f64"},
+      {"rlx_conv2d_bwd_weight_f32", "rlx_conv2d_bwd_weight_f64"}};
+  if (dt != DT_F32 && dt != DT_F64 && !half(dt)) return NULL;
+  return names[kind][dt == DT_F64];
+}
+
+_Static_assert(sizeof(rlx_conv_geom) == 16 * sizeof(int64_t) &&
+                   offsetof(rlx_conv_geom, groups) == 15 * sizeof(int64_t),
+               "rlx_conv_geom: 16 int64s, groups last");
+
+/* The geometry as a private constant global of 16 i64 (the struct's
+ * field order). */
+LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g) {
+  const int64_t f[16] = {g->n,  g->c,  g->h,  g->w,  g->co, g->kh,
+                         g->kw, g->oh, g->ow, g->sh, g->sw, g->ph,
+                         g->pw, g->dh, g->dw, g->groups};
+  LLVMValueRef v[16];
+  for (int i = 0; i < 16; i++) v[i] = cg_i64(cg, f[i]);
+  LLVMValueRef init = LLVMConstArray2(cg->t_i64, v, 16);
+  return cg_ops_const_global(cg, init, "rlx.conv");
+}
+
+static bool cg_emit_conv(Cg *cg, Node *n) {
+  DType dt = n->type.dt;
+  int kind = conv_kind(n->op);
+  const char *fn = routine(kind, dt);
+  if (!fn) {
+    char why[64];
+    snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+    return cg_unsupported(cg, n, why);
+  }
+  if (type_numel(&n->type) == 0) return true;
+  for (int i = 0; i < 2; i++) { /* fuse.c folds nothing into a conv */
+    CgSlotKind k = cg_slot(cg, n->in[i])->kind;
+    RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
+  }
+  rlx_conv_geom g = cg_conv_geometry(n);
+  int64_t rb = cg_align(routine_bytes(n));
+  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
+                       ? cg_scratch(cg, n)
+                       : LLVMConstPointerNull(cg->t_ptr);
+  LLVMValueRef a[5] = {cg_conv_geometry_global(cg, &g),
+                       cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                       cg_buf(cg, n),
+                       rb ? s : LLVMConstPointerNull(cg->t_ptr)};
+  if (!half(dt)) {
+    cg_call(cg, fn, cg->t_void, a, 5);
+    return true;
+  }
+  /* f32 copies of operand 0, operand 1 and the result */
+  int64_t cnt[3] = {type_numel(&n->in[0]->type),
+                    type_numel(&n->in[1]->type), type_numel(&n->type)};
+  LLVMValueRef out = a[3];
+  int64_t off = rb;
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef f = cg_gep(cg, s, cg_i64(cg, off));
+    if (i < 2) cg_convert_loop(cg, f, DT_F32, a[i + 1], dt, cnt[i]);
+    a[i + 1] = f;
+    off += cg_align(cnt[i] * 4);
+  }
+  cg_call(cg, fn, cg->t_void, a, 5);
+  cg_convert_loop(cg, out, dt, a[3], DT_F32, cnt[2]);
+  return true;
+}
+
+const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv};

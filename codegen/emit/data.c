@@ -1,0 +1,217 @@
+/* data.c: data movement: transpose, expand, concat, narrow (all
+ * strided copies through cg_ops_copy), gather (NumPy take) and
+ * scatter_add (also the kernel of gather_backward).
+ *
+ * Copies move raw element bits (any dtype, c64 included). Index
+ * operands may be i32, i64 or f32 with integral values; every index is
+ * checked before the memory it selects is touched: an index outside
+ * [0, size) -- negative indices included, they do NOT wrap as in
+ * NumPy -- makes the entry point return RLX_ERR_INDEX (see
+ * docs/decisions-codegen.md).
+ *
+ * scatter_add is deterministic: each output element receives its
+ * updates in increasing update order; parallel units split the
+ * independent trailing (column) range, never the update list.
+ *
+ * Entry points: cg_emit_transpose, cg_emit_expand, cg_emit_concat,
+ * cg_emit_narrow, cg_emit_gather, cg_emit_scatter_add, cg_ops_scatter.
+ */
+#include "codegen/emit/emit.h"
+
+static int norm_axis(int64_t axis, int rank) {
+  return (int)(axis < 0 ? axis + rank : axis);
+}
+
+static void copy_init(CgCopy *c, const Type *out) {
+  c->rank = out->rank;
+  c->dst_off = c->src_off = 0;
+  for (int i = 0; i < out->rank; i++) c->dims[i] = out->dims[i];
+  cg_strides(out, c->dst_str);
+}
+
+static bool cg_emit_transpose(Cg *cg, Node *n) {
+  int k;
+  const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
+  const Type *in = &n->in[0]->type;
+  if (!perm || k != in->rank)
+    return cg_unsupported(cg, n, "perm does not match the rank");
+  CgCopy c;
+  copy_init(&c, &n->type);
+  int64_t s[RLX_MAX_RANK];
+  cg_strides(in, s);
+  for (int i = 0; i < k; i++) c.src_str[i] = s[norm_axis(perm[i], k)];
+  cg_ops_copy(cg, &c, cg_buf(cg, n), cg_buf(cg, n->in[0]),
+              dt_size(n->type.dt));
+  return true;
+}
+
+static bool cg_emit_expand(Cg *cg, Node *n) {
+  CgCopy c;
+  copy_init(&c, &n->type);
+  cg_bcast_strides(&n->in[0]->type, &n->type, c.src_str);
+  cg_ops_copy(cg, &c, cg_buf(cg, n), cg_buf(cg, n->in[0]),
+              dt_size(n->type.dt));
+  return true;
+}
+
+/* out[o, off + j] = in[o, j] for j < len (2-D views, in elements) */
+static void copy_rows(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                      int64_t rows, int64_t len, int64_t dst_row,
+                      int64_t src_row, int64_t dst_off, int64_t src_off,
+                      int esize) {
+  CgCopy c = {.rank = 2, .dims = {rows, len}, .dst_str = {dst_row, 1},
+              .src_str = {src_row, 1}, .dst_off = dst_off,
+              .src_off = src_off};
+  cg_ops_copy(cg, &c, dst, src, esize);
+}
+
+static bool cg_emit_concat(Cg *cg, Node *n) {
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
+  int64_t outer, total, inner;
+  cg_ops_split_axis(&n->type, axis, &outer, &total, &inner);
+  LLVMValueRef dst = cg_buf(cg, n);
+  int64_t off = 0;
+  for (int k = 0; k < n->nin; k++) {
+    int64_t len = n->in[k]->type.dims[axis];
+    if (len > 0)
+      copy_rows(cg, dst, cg_buf(cg, n->in[k]), outer, len * inner,
+                total * inner, len * inner, off * inner, 0,
+                dt_size(n->type.dt));
+    off += len;
+  }
+  return true;
+}
+
+static bool cg_emit_narrow(Cg *cg, Node *n) {
+  const Type *in = &n->in[0]->type;
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
+  int64_t start = ir_attr_int(n, ATTR_START, 0);
+  int64_t outer, len, inner;
+  cg_ops_split_axis(in, axis, &outer, &len, &inner);
+  int64_t l = n->type.dims[axis];
+  if (start < 0) start += len;
+  if (start < 0 || start + l > len)
+    return cg_unsupported(cg, n, "slice outside the operand");
+  copy_rows(cg, cg_buf(cg, n), cg_buf(cg, n->in[0]), outer, l * inner,
+            l * inner, len * inner, 0, start * inner, dt_size(n->type.dt));
+  return true;
+}
+
+/* out [A, I, B] = table [A, T, B] rows picked by idx [I]. */
+static bool cg_emit_gather(Cg *cg, Node *n) {
+  const Type *tt = &n->in[0]->type;
+  DType idt = n->in[1]->type.dt;
+  if (!cg_ops_index_dtype_ok(idt))
+    return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
+  int64_t a, t, b, ni = type_numel(&n->in[1]->type);
+  cg_ops_split_axis(tt, axis, &a, &t, &b);
+  int64_t units = a * ni;
+  if (units == 0 || b == 0) return true;
+  int es = dt_size(n->type.dt);
+  LLVMTypeRef et = cg_ops_bits_type(cg, es);
+  LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n->in[1])};
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
+                                cg_grain(units, b), vals, 3, true);
+  LLVMValueRef niv = cg_i64(cg, ni);
+  LLVMValueRef ai = LLVMBuildSDiv(cg->b, u, niv, "");
+  LLVMValueRef ii = LLVMBuildSRem(cg->b, u, niv, "");
+  LLVMValueRef ti = cg_ops_index(cg, idt, vals[2], ii, t);
+  LLVMValueRef row = LLVMBuildNSWAdd(
+      cg->b, LLVMBuildNSWMul(cg->b, ai, cg_i64(cg, t), ""), ti, "");
+  LLVMValueRef soff = LLVMBuildNSWMul(cg->b, row, cg_i64(cg, b), "");
+  LLVMValueRef doff = LLVMBuildNSWMul(cg->b, u, cg_i64(cg, b), "");
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, b),
+                                 NULL, 0);
+  LLVMValueRef si = LLVMBuildNSWAdd(cg->b, soff, j, "");
+  LLVMValueRef di = LLVMBuildNSWAdd(cg->b, doff, j, "");
+  LLVMValueRef sp = LLVMBuildInBoundsGEP2(cg->b, et, vals[1], &si, 1, "");
+  LLVMValueRef dp = LLVMBuildInBoundsGEP2(cg->b, et, vals[0], &di, 1, "");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+  cg_loop_end(cg, &l, NULL);
+  cg_par_end(cg, &par);
+  return true;
+}
+
+#define SCATTER_BLOCK 512
+
+typedef struct {
+  DType dt, idt;
+  int64_t a, t, b, ni, blk, nbb;
+} Scatter;
+
+/* One unit: batch a, columns [lo, hi), every update row in order. */
+static void scatter_unit(Cg *cg, const Scatter *S, LLVMValueRef u,
+                         LLVMValueRef *vals) {
+  LLVMValueRef nbb = cg_i64(cg, S->nbb);
+  LLVMValueRef a = LLVMBuildSDiv(cg->b, u, nbb, "");
+  LLVMValueRef lo = LLVMBuildNSWMul(cg->b, LLVMBuildSRem(cg->b, u, nbb, ""),
+                                    cg_i64(cg, S->blk), "");
+  LLVMValueRef hi = LLVMBuildNSWAdd(cg->b, lo, cg_i64(cg, S->blk), "");
+  LLVMValueRef lim = cg_i64(cg, S->b);
+  hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, hi, lim, ""),
+                       hi, lim, "");
+  CgLoop li, lj;
+  LLVMValueRef i = cg_loop_begin(cg, &li, cg_i64(cg, 0), cg_i64(cg, S->ni),
+                                 NULL, 0);
+  LLVMValueRef t = cg_ops_index(cg, S->idt, vals[2], i, S->t);
+  LLVMValueRef orow = LLVMBuildNSWAdd(
+      cg->b, LLVMBuildNSWMul(cg->b, a, cg_i64(cg, S->t), ""), t, "");
+  LLVMValueRef urow = LLVMBuildNSWAdd(
+      cg->b, LLVMBuildNSWMul(cg->b, a, cg_i64(cg, S->ni), ""), i, "");
+  LLVMValueRef oo = LLVMBuildNSWMul(cg->b, orow, lim, "");
+  LLVMValueRef uo = LLVMBuildNSWMul(cg->b, urow, lim, "");
+  LLVMValueRef j = cg_loop_begin(cg, &lj, lo, hi, NULL, 0);
+  LLVMValueRef oi = LLVMBuildNSWAdd(cg->b, oo, j, "");
+  LLVMValueRef ui = LLVMBuildNSWAdd(cg->b, uo, j, "");
+  LLVMValueRef v = cg_ops_combine(cg, S->dt, CG_RED_SUM,
+                                  cg_load(cg, S->dt, vals[0], oi),
+                                  cg_load(cg, S->dt, vals[1], ui));
+  cg_store(cg, S->dt, vals[0], oi, v);
+  cg_loop_end(cg, &lj, NULL);
+  cg_loop_end(cg, &li, NULL);
+}
+
+bool cg_ops_scatter(Cg *cg, Node *n, Node *upd, Node *idx, int64_t a_c,
+                    int64_t t_c, int64_t b_c) {
+  Scatter S = {n->type.dt, idx->type.dt, a_c, t_c, b_c,
+               type_numel(&idx->type), 0, 0};
+  if (S.dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
+  if (!cg_ops_index_dtype_ok(S.idt))
+    return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
+  if (type_numel(&upd->type) != a_c * S.ni * b_c)
+    return cg_unsupported(cg, n, "updates do not match the indices");
+  LLVMValueRef out = cg_buf(cg, n);
+  cg_memset0(cg, out, type_bytes(&n->type));
+  if (a_c == 0 || b_c == 0 || S.ni == 0) return true;
+  S.blk = b_c < SCATTER_BLOCK ? b_c : SCATTER_BLOCK;
+  S.nbb = (b_c + S.blk - 1) / S.blk;
+  int64_t units = a_c * S.nbb;
+  LLVMValueRef vals[3] = {out, cg_buf(cg, upd), cg_buf(cg, idx)};
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
+                                cg_grain(units, S.ni * S.blk), vals, 3,
+                                true);
+  scatter_unit(cg, &S, u, vals);
+  cg_par_end(cg, &par);
+  return true;
+}
+
+/* scatter_add(updates, indices, shape): along axis 0 of shape. */
+static bool cg_emit_scatter_add(Cg *cg, Node *n) {
+  const Type *t = &n->type;
+  if (t->rank < 1) return cg_unsupported(cg, n, "rank-0 result");
+  int64_t b = 1;
+  for (int i = 1; i < t->rank; i++) b *= t->dims[i];
+  return cg_ops_scatter(cg, n, n->in[0], n->in[1], 1, t->dims[0], b);
+}
+
+const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL};
+const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL};
+const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL};
+const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL};
+const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL};
+const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL};

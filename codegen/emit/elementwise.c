@@ -1,0 +1,368 @@
+/* elementwise.c: fused elementwise loop nests.
+ *
+ * A root (an elementwise node with storage) is emitted with the tree of
+ * FUSED nodes under it (fuse.c) as ONE loop nest: no intermediate
+ * buffers. Leaves (operands with storage, constants) are read with NumPy
+ * broadcast strides. Dimensions that are contiguous for the output and
+ * every leaf are coalesced, so a same-shape chain is a single flat loop;
+ * the outermost loop is outlined and run through rlx_parallel_for when
+ * the work is large (every element is independent: deterministic), and
+ * the body receives the buffers as noalias parameters so the innermost
+ * loop vectorizes at host width (a root computed in place over a leaf,
+ * memplan.c, reads that leaf through its output pointer: one pointer,
+ * so noalias still holds). Inside one element every node of the
+ * tree is computed once (memoized). Roots whose trees are equal up to
+ * node identity call one shared body (see "one body per distinct loop"
+ * below).
+ *
+ * Arithmetic: the ops of elementwise_scalar.c on compute types
+ * (llvm/elements.c). f16 and bf16 values are computed in f32 and
+ * rounded to their dtype after every op, exactly as if each op were run
+ * on its own.
+ */
+#include "codegen/emit/emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEAVES CG_MAX_GROUP_OPERANDS /* fuse.c bounds a group's leaves */
+#define MAX_VAL_LEAVES 40 /* leaves passed to the body as noalias args */
+
+/* A node met in the tree: id + 1 (0: empty), leaf index + 1 (-1: inner
+ * node, 0: not collected), its value in element `gen`. Open addressing
+ * over EW_SLOTS > 2 * (CG_MAX_GROUP_NODES + MAX_LEAVES) entries: a
+ * tree's tables cost its size, not the graph's. */
+#define EW_SLOTS 512
+typedef struct {
+  int id, leaf, pos; /* pos: inner node's place in Ew.inner */
+  unsigned gen;
+  LLVMValueRef memo;
+} EwEntry;
+
+typedef struct {
+  Cg *cg;
+  Node *root;
+  int nleaf, ninner;
+  Node *leaf[MAX_LEAVES];
+  Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
+  int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
+  LLVMValueRef ptr[MAX_LEAVES];
+  EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
+  unsigned gen;          /* memo entries of this element have it */
+  int ndim;
+  LLVMValueRef idx[RLX_MAX_RANK];
+  LLVMValueRef flat;          /* prologue: flat index of the element */
+  bool full[MAX_LEAVES];      /* prologue: leaf read at `flat` */
+} Ew;
+
+static bool inner(const Ew *e, const Node *n) {
+  return n == e->root ||
+         e->cg->fn->plan->slot[n->id].kind == CG_SLOT_FUSED;
+}
+
+static bool splat_leaf(const Node *n) {
+  return n->op == OP_CONST && (n->splat || type_numel(&n->type) == 1);
+}
+
+static EwEntry *entry(Ew *e, const Node *n) {
+  unsigned h = ((unsigned)n->id * 2654435761u) & (EW_SLOTS - 1);
+  while (e->tab[h].id && e->tab[h].id != n->id + 1)
+    h = (h + 1) & (EW_SLOTS - 1);
+  e->tab[h].id = n->id + 1;
+  return &e->tab[h];
+}
+
+static bool collect(Ew *e, Node *n) {
+  EwEntry *t = entry(e, n);
+  if (t->leaf) return true;
+  if (!inner(e, n)) {
+    RLX_ASSERT(e->nleaf < MAX_LEAVES);
+    e->leaf[e->nleaf++] = n;
+    t->leaf = e->nleaf;
+    return true;
+  }
+  t->leaf = -1;
+  for (int k = 0; k < n->nin; k++)
+    if (!collect(e, n->in[k])) return false;
+  RLX_ASSERT(e->ninner < CG_MAX_GROUP_NODES);
+  t->pos = e->ninner;
+  e->inner[e->ninner++] = n;
+  return cg_ew_check(e->cg, n);
+}
+
+static LLVMValueRef value(Ew *e, Node *n) {
+  Cg *cg = e->cg;
+  EwEntry *t = entry(e, n);
+  if (t->gen == e->gen) return t->memo;
+  LLVMValueRef v;
+  if (inner(e, n)) {
+    LLVMValueRef in[3];
+    for (int k = 0; k < n->nin; k++) in[k] = value(e, n->in[k]);
+    v = cg_ew_op(cg, n, in);
+  } else if (splat_leaf(n)) {
+    v = cg_const_elem(cg, n, 0);
+  } else {
+    int l = t->leaf - 1;
+    LLVMValueRef off = cg_i64(cg, 0);
+    if (e->flat && e->full[l]) off = e->flat;
+    for (int d = 0; !(e->flat && e->full[l]) && d < e->ndim; d++)
+      if (e->stride[l][d])
+        off = LLVMBuildNSWAdd(cg->b, off,
+                              LLVMBuildNSWMul(cg->b, e->idx[d],
+                                              cg_i64(cg, e->stride[l][d]),
+                                              ""),
+                              "");
+    v = cg_load(cg, n->type.dt, e->ptr[l], off);
+  }
+  t->memo = v; /* entries never move */
+  t->gen = e->gen;
+  return v;
+}
+
+static void ew_init(Ew *e, Cg *cg, Node *root) {
+  e->cg = cg;
+  e->root = root;
+  e->gen = 1;
+}
+
+/* Coalesce the output dims: drop size-1 dims, merge a dim into the next
+ * when every leaf (and the output) is contiguous across them. */
+static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
+  int64_t full[MAX_LEAVES + 1][RLX_MAX_RANK];
+  cg_strides(t, full[0]);
+  for (int l = 0; l < e->nleaf; l++)
+    cg_bcast_strides(&e->leaf[l]->type, t, full[l + 1]);
+  int k = 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->dims[d] == 1) continue;
+    bool merge = k > 0;
+    for (int l = 0; merge && l <= e->nleaf; l++) {
+      int64_t *prev = l ? e->stride[l - 1] : ostr;
+      if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
+    }
+    if (merge) {
+      cd[k - 1] *= t->dims[d];
+      ostr[k - 1] = full[0][d];
+      for (int l = 0; l < e->nleaf; l++) e->stride[l][k - 1] = full[l + 1][d];
+      continue;
+    }
+    cd[k] = t->dims[d];
+    ostr[k] = full[0][d];
+    for (int l = 0; l < e->nleaf; l++) e->stride[l][k] = full[l + 1][d];
+    k++;
+  }
+  if (k == 0) {
+    cd[0] = type_numel(t);
+    ostr[0] = 1;
+    for (int l = 0; l < e->nleaf; l++) e->stride[l][0] = 0;
+    k = 1;
+  }
+  return k;
+}
+
+/* Inner loops d = 1..k-1 around one element; then store it. */
+static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
+                      LLVMValueRef out) {
+  Cg *cg = e->cg;
+  CgLoop loops[RLX_MAX_RANK];
+  for (int d = 1; d < k; d++)
+    e->idx[d] = cg_loop_begin(cg, &loops[d], cg_i64(cg, 0),
+                              cg_i64(cg, cd[d]), NULL, 0);
+  LLVMValueRef v = value(e, e->root);
+  LLVMValueRef off = cg_i64(cg, 0);
+  for (int d = 0; d < k; d++)
+    off = LLVMBuildNSWAdd(
+        cg->b, off, LLVMBuildNSWMul(cg->b, e->idx[d], cg_i64(cg, ostr[d]), ""),
+        "");
+  cg_store(cg, e->root->type.dt, out, off, v);
+  for (int d = k - 1; d >= 1; d--) cg_loop_end(cg, &loops[d], NULL);
+}
+
+/* ---- one body per distinct loop ----
+ * A root's loop body is a function of its tree up to node identity:
+ * the loop shape, each leaf's argument slot, dtype and strides, splat
+ * constants' values, and the inner nodes (op, type, attributes:
+ * ir_node_same_local) with how they connect. Roots with equal
+ * descriptions (a layer repeated, in the forward and the backward
+ * pass) call one body, which LLVM then builds, optimizes and compiles
+ * once. A root with leaves beyond the body's arguments is not cached
+ * (the body would address them through the plan). */
+#define EW_KEY_MAX \
+  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (3 + RLX_MAX_RANK) + \
+   CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
+
+typedef struct {
+  int64_t key[EW_KEY_MAX];
+  const Node *cmp[CG_MAX_GROUP_NODES + MAX_LEAVES];
+  CgKey q;
+} EwKey;
+
+/* Describe e's loop; false when its body cannot be shared. */
+static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
+                   const int64_t *ostr, int64_t grain, int nv,
+                   const int *map) {
+  int64_t *key = q->key;
+  int m = 0, c = 0;
+  key[m++] = CG_BODY_ELEMENTWISE;
+  key[m++] = k;
+  for (int d = 0; d < k; d++) key[m++] = cd[d], key[m++] = ostr[d];
+  key[m++] = grain, key[m++] = nv;
+  key[m++] = e->nleaf, key[m++] = e->ninner;
+  for (int l = 0; l < e->nleaf; l++) {
+    bool sp = splat_leaf(e->leaf[l]);
+    if (map[l] < 0 && !sp) return false;
+    key[m++] = map[l], key[m++] = e->leaf[l]->type.dt, key[m++] = sp;
+    for (int d = 0; d < k; d++) key[m++] = e->stride[l][d];
+    if (sp) q->cmp[c++] = e->leaf[l];
+  }
+  for (int i = 0; i < e->ninner; i++) {
+    Node *x = e->inner[i];
+    q->cmp[c++] = x;
+    for (int j = 0; j < x->nin; j++) {
+      EwEntry *t = entry(e, x->in[j]);
+      key[m++] = t->leaf > 0 ? t->leaf - 1 : MAX_LEAVES + t->pos;
+    }
+  }
+  q->q = (CgKey){.key = key, .nkey = m, .cmp = q->cmp, .ncmp = c};
+  return true;
+}
+
+/* The loop of root n: its leaves' buffers are the body's arguments. */
+static void emit_loop(Ew *e, Node *n) {
+  Cg *cg = e->cg;
+  int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
+  int k = coalesce(e, &n->type, cd, ostr);
+  e->ndim = k;
+  int64_t rest = cd[0] ? type_numel(&n->type) / cd[0] : 0;
+  int64_t grain = cg_grain(cd[0], rest);
+  LLVMValueRef vals[MAX_VAL_LEAVES + 1];
+  int nv = 0, map[MAX_LEAVES];
+  vals[nv++] = cg_buf(cg, n);
+  Node *inplace = cg_slot(cg, n)->inplace_of;
+  for (int l = 0; l < e->nleaf; l++) {
+    map[l] = e->leaf[l] == inplace ? 0 : -1; /* read through out */
+    if (map[l] < 0 && !splat_leaf(e->leaf[l]) && nv <= MAX_VAL_LEAVES) {
+      map[l] = nv;
+      vals[nv++] = cg_buf(cg, e->leaf[l]);
+    }
+  }
+  EwKey q;
+  bool keyed = ew_key(e, &q, k, cd, ostr, grain, nv, map);
+  if (keyed && cg_par_shared(cg, &q.q, cg_i64(cg, cd[0]), grain, vals, nv))
+    return;
+  CgPar p;
+  e->idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), grain, vals, nv, true);
+  for (int l = 0; l < e->nleaf; l++)
+    if (!splat_leaf(e->leaf[l]))
+      e->ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e->leaf[l]);
+  emit_nest(e, k, cd, ostr, vals[0]);
+  cg_par_end(cg, &p);
+  if (keyed) cg_par_keep(cg, &q.q, &p);
+}
+
+static bool cg_emit_elementwise(Cg *cg, Node *n) {
+  Ew e = {0};
+  ew_init(&e, cg, n);
+  bool ok = collect(&e, n);
+  if (ok) emit_loop(&e, n);
+  return ok;
+}
+
+/* Value of any node at a multi-index of its own shape. */
+LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
+  CgSlot *s = cg_slot(cg, n);
+  if (s->kind == CG_SLOT_FOLDED) {
+    LLVMValueRef sw[RLX_MAX_RANK];
+    int r = n->type.rank;
+    for (int d = 0; d < r; d++) sw[d] = idx[d];
+    sw[r - 2] = idx[r - 1];
+    sw[r - 1] = idx[r - 2];
+    return cg_elem_at(cg, n->in[0], sw);
+  }
+  Ew e = {0};
+  ew_init(&e, cg, n);
+  if (s->kind != CG_SLOT_FUSED) {
+    e.root = NULL;
+    e.leaf[0] = n;
+    entry(&e, n)->leaf = e.nleaf = 1;
+  } else if (!collect(&e, n)) {
+    return LLVMGetUndef(cg_ctype(cg, n->type.dt));
+  }
+  e.ndim = n->type.rank;
+  for (int d = 0; d < e.ndim; d++) e.idx[d] = idx[d];
+  for (int l = 0; l < e.nleaf; l++) {
+    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
+    if (!splat_leaf(e.leaf[l])) e.ptr[l] = cg_buf(cg, e.leaf[l]);
+  }
+  LLVMValueRef v = value(&e, n);
+  return v;
+}
+
+/* ---- prologue fusion: a FUSED tree read by a reduction's loads ----
+ * The reduction emitter reads its operand through a pointer from
+ * cg_buf; for a prologue that pointer is a marker (an unused alloca)
+ * bound to the node. cg_par_begin rebinds the body's copy of it, and
+ * cg_load / cg_ops_vload through a bound pointer evaluate the tree at
+ * the flat element index, lane by lane (same scalar ops as the
+ * elementwise loop: results are bit-identical to the unfused graph). */
+
+static bool full_strides(const int64_t *a, const Type *t) {
+  int64_t s[RLX_MAX_RANK];
+  cg_strides(t, s);
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] != 1 && a[d] != s[d]) return false;
+  return true;
+}
+
+/* Multi-index of flat index i in type t (only when some leaf needs it). */
+static void unflatten(Cg *cg, const Type *t, LLVMValueRef i,
+                      LLVMValueRef *idx) {
+  for (int d = t->rank - 1; d >= 0; d--) {
+    if (d == 0) {
+      idx[d] = i;
+      break;
+    }
+    LLVMValueRef sz = cg_i64(cg, t->dims[d]);
+    idx[d] = LLVMBuildURem(cg->b, i, sz, "");
+    i = LLVMBuildUDiv(cg->b, i, sz, "");
+  }
+}
+
+LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
+  Ew e = {0};
+  ew_init(&e, cg, n);
+  LLVMTypeRef ct = cg_ctype(cg, n->type.dt);
+  LLVMTypeRef rt = lanes > 1 ? LLVMVectorType(ct, (unsigned)lanes) : ct;
+  if (!collect(&e, n)) {
+    return LLVMGetUndef(rt);
+  }
+  bool need_idx = false;
+  e.ndim = n->type.rank;
+  for (int l = 0; l < e.nleaf; l++) {
+    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
+    e.full[l] = full_strides(e.stride[l], &n->type);
+    if (!splat_leaf(e.leaf[l])) {
+      e.ptr[l] = cg_buf(cg, e.leaf[l]);
+      need_idx |= !e.full[l];
+    }
+  }
+  LLVMValueRef r = lanes > 1 ? LLVMGetUndef(rt) : NULL, i0 = NULL;
+  int dl = n->type.rank - 1; /* innermost dim of size > 1 */
+  while (dl > 0 && n->type.dims[dl] == 1) dl--;
+  if (need_idx) {
+    unflatten(cg, &n->type, idx, e.idx);
+    i0 = dl >= 0 ? e.idx[dl] : NULL;
+  }
+  for (int k = 0; k < (lanes > 1 ? lanes : 1); k++) {
+    e.flat = k ? LLVMBuildNSWAdd(cg->b, idx, cg_i64(cg, k), "") : idx;
+    if (need_idx && k) /* lanes stay in one row of dim dl (fuse.c) */
+      e.idx[dl] = LLVMBuildNSWAdd(cg->b, i0, cg_i64(cg, k), "");
+    e.gen++;
+    LLVMValueRef v = value(&e, n);
+    if (lanes <= 1) r = v;
+    else r = LLVMBuildInsertElement(cg->b, r, v, cg_i32(cg, k), "");
+  }
+  return r;
+}
+
+const CgEmitter cg_emitter_elementwise = {cg_emit_elementwise, NULL};

@@ -1,0 +1,88 @@
+/* emit.h: the op emitters (codegen/emit/), one file per op family,
+ * above the LLVM building blocks (codegen/llvm/cg.h) and below the
+ * entry-point builder (codegen/cg_unit.h).
+ *
+ * Emitter table. ir/ops.def names each op's emitter in its `emit`
+ * column; table.c expands it into `[OP_ID] = &cg_emitter_E`, and the
+ * declarations below come from the same column, so an op whose emitter
+ * is not defined fails the build (an undefined reference at link time).
+ * Each family file defines its emitters as
+ *     const CgEmitter cg_emitter_E = {emit function, scratch or NULL};
+ * Ops that are not compiled use cg_emitter_unsupported (a diagnostic
+ * naming the op), ops a pass lowers before code generation
+ * cg_emitter_lowered.
+ *
+ * An emitter reads operands with cg_buf/cg_elem_at, writes cg_buf(cg,
+ * n), loops with cg_loop_* and cg_par_*, reports bad indices with
+ * cg_check_index and unsupported cases with cg_unsupported. It asks the
+ * plan for addresses (cg_slot, cg_buf, cg_scratch) and compiles
+ * subgraphs with cg_graph_fn; it never calls the entry builder.
+ */
+#ifndef RLX_EMIT_H
+#define RLX_EMIT_H
+
+#include "codegen/llvm/cg.h"
+
+/* ---- the emitter table (table.c) ---- */
+typedef bool (*CgEmitFn)(Cg *cg, Node *n);
+/* Scratch bytes node n needs while it runs (0: none, < 0: failed after
+ * a diagnostic). May compile subgraphs (cg_graph_fn) to learn their
+ * workspace sizes; cg->planning is the plan being built. */
+typedef int64_t (*CgScratchFn)(Cg *cg, Node *n);
+typedef struct {
+  CgEmitFn emit;
+  CgScratchFn scratch; /* NULL: none */
+} CgEmitter;
+
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
+  extern const CgEmitter cg_emitter_##emit;
+#include "ir/ops.def"
+#undef OP
+extern const CgEmitter cg_emitter_unsupported;
+
+const CgEmitter *cg_op_entry(Op op);
+/* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes). */
+bool cg_emit_node(Cg *cg, Node *n);
+/* Install the hooks this layer serves to the one below (cg->fused_load,
+ * loads of prologue-fused trees). Called before any emitter runs. */
+void cg_emit_hooks(Cg *cg);
+
+/* ---- elementwise (elementwise.c, elementwise_scalar.c) ---- */
+/* Value of n (compute type) at multi-index idx[n->type.rank] (i64
+ * values): loads from storage, or computes a FUSED elementwise tree. */
+LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx);
+/* n's value at flat element index idx (i64), `lanes` lanes (vector of
+ * the compute type when lanes > 1). With lanes > 1 and a broadcast leaf
+ * the lanes must lie in one row of n's innermost dim of size > 1
+ * (fuse.c only builds prologues where vector loads do). The fused_load
+ * hook. */
+LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes);
+/* Does the elementwise emitter compile n's op for its dtypes? (else a
+ * diagnostic). One element of n from its operands' values v[]. */
+bool cg_ew_check(Cg *cg, Node *n);
+LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v);
+
+/* ---- conv (conv.c), also q_conv2d's (qgemm.c) ---- */
+/* The geometry of a conv node and its private constant global of 16
+   i64. */
+rlx_conv_geom cg_conv_geometry(const Node *n);
+LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g);
+
+/* ---- kernels shared by forward and backward ops ---- */
+/* cumsum kernel of node n (axis, exclusive attrs); rev: suffix sums
+ * (cumsum_backward). reduce.c. */
+bool cg_ops_cumsum(Cg *cg, Node *n, bool rev);
+/* Per row r of logits [N, C] (n->in[0]; labels n->in[1]); vals are
+ * {out, logits, labels} body pointers: label (checked), row offset,
+ * max m and sum s of exp(x - m). reduce.c. */
+typedef struct {
+  LLVMValueRef lab, off, m, s;
+} XentRow;
+void cg_ops_xent_row(Cg *cg, Node *n, LLVMValueRef *vals, LLVMValueRef r,
+                     XentRow *X);
+/* Scatter-add kernel: out [A, T, B] = 0, then for a, i in order:
+ * out[a, idx[i], :] += upd[a, i, :] (upd [A, I, B]). data.c. */
+bool cg_ops_scatter(Cg *cg, Node *n, Node *upd, Node *idx, int64_t a_c,
+                    int64_t t_c, int64_t b_c);
+
+#endif

@@ -1,0 +1,128 @@
+/* fft.c -- fft (language.md §6.8): one call of rlx_fft_c64_tab over
+ * the rows of the last axis, with the runtime's scratch
+ * (rlx_fft_scratch_bytes: working buffers) and its tables (twiddles,
+ * Bluestein's chirp and kernel): n is known here, so the compiler
+ * computes them once with the runtime's own code (rlx_fft_tables,
+ * fft_tables.c, linked in) and emits them as a read-only constant, one
+ * per (n, direction) in the module; above RLX_FFT_TABLES_MAX bytes (or
+ * for a target of the other byte order) it passes NULL and the call
+ * computes them into scratch.  The inverse
+ * flag and norm become the call's constants.
+ * log_mel / log_mel_backward (rlx_log_mel_*, runtime/fft/log_mel.c):
+ * one runtime call each, OPF_F32_F64.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/emit/emit.h"
+#include "runtime/rlxrt.h"
+
+static int norm_code(const Node *n) {
+  const char *w = ir_attr_word(n, ATTR_NORM);
+  if (w && strcmp(w, "forward") == 0) return RLX_FFT_NORM_FORWARD;
+  if (w && strcmp(w, "ortho") == 0) return RLX_FFT_NORM_ORTHO;
+  return RLX_FFT_NORM_BACKWARD;
+}
+
+/* rows and length of the transform of node n */
+static void fft_dims(const Node *n, int64_t *rows, int64_t *len) {
+  const Type *t = &n->in[0]->type;
+  *len = t->dims[t->rank - 1];
+  *rows = *len ? type_numel(t) / *len : 0;
+}
+
+static int64_t cg_scratch_fft(Cg *cg, Node *n) {
+  (void)cg;
+  int64_t rows, len;
+  fft_dims(n, &rows, &len);
+  return rlx_fft_scratch_bytes(rows, len);
+}
+
+/* The constant tables of an n-point transform, or a null pointer when
+ * they exceed RLX_FFT_TABLES_MAX or the target's byte order is not the
+ * host's (the tables are the host's floats). Their buffers are the
+ * arena's temporaries: out of memory is the compiler's usual error. */
+static LLVMValueRef fft_tables(Cg *cg, int64_t len, int inverse) {
+  const uint16_t one = 1;
+  bool host_big = *(const unsigned char *)&one == 0;
+  bool big = LLVMByteOrder(LLVMGetModuleDataLayout(cg->mod)) == LLVMBigEndian;
+  if (big != host_big) return LLVMConstPointerNull(cg->t_ptr);
+  char name[64];
+  snprintf(name, sizeof name, "rlx.fft.%lld.%s", (long long)len,
+           inverse ? "inv" : "fwd");
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
+  if (g) return g;
+  int64_t bytes = rlx_fft_tables_bytes(len);
+  if (bytes > RLX_FFT_TABLES_MAX) return LLVMConstPointerNull(cg->t_ptr);
+  Arena *a = cg->ctx->arena;
+  char *tab = arena_tmp_alloc(a, (size_t)bytes);
+  void *work = arena_tmp_alloc(a, (size_t)rlx_fft_scratch_bytes(1, len));
+  rlx_fft_tables(len, inverse, tab, work);
+  g = cg_ops_const_global(
+      cg, LLVMConstStringInContext2(cg->lc, tab, (size_t)bytes, 1), name);
+  LLVMSetAlignment(g, 64);
+  arena_tmp_free(a, work);
+  arena_tmp_free(a, tab);
+  return g;
+}
+
+static bool cg_emit_fft(Cg *cg, Node *n) {
+  if (n->in[0]->type.dt != DT_C64 || n->in[0]->type.rank < 1)
+    return cg_unsupported(cg, n, "operand must be a c64 tensor of rank >= 1");
+  int64_t rows, len;
+  fft_dims(n, &rows, &len);
+  if (rows * len == 0) return true;
+  int inverse = ir_attr_bool(n, ATTR_INVERSE, false);
+  LLVMValueRef args[8] = {
+      cg_i64(cg, rows),       cg_i64(cg, len),       cg_i32(cg, inverse),
+      cg_i32(cg, norm_code(n)), cg_buf(cg, n->in[0]), cg_buf(cg, n),
+      cg_scratch(cg, n),      fft_tables(cg, len, inverse)};
+  LLVMValueRef rc = cg_call(cg, "rlx_fft_c64_tab", cg->t_i32, args, 8);
+  cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
+             RLX_ERR_INVALID);
+  return true;
+}
+
+/* ---- log_mel, log_mel_backward (runtime/fft/log_mel.c) ---- */
+
+/* spec [..., F]: the product of the leading dims */
+static int64_t spec_rows(const Type *s) {
+  int64_t r = 1;
+  for (int i = 0; i + 1 < s->rank; i++) r *= s->dims[i];
+  return r;
+}
+
+/* log_mel_backward: z = spec filters, rows * M elements */
+static int64_t cg_scratch_log_mel(Cg *cg, Node *n) {
+  (void)cg;
+  if (n->op != OP_LOG_MEL_BACKWARD) return 0;
+  const Type *s = &n->in[0]->type;
+  return cg_align(spec_rows(s) * n->in[1]->type.dims[1] * dt_size(s->dt));
+}
+
+static bool cg_emit_log_mel(Cg *cg, Node *n) {
+  const Type *s = &n->in[0]->type;
+  RLX_ASSERT(op_dtype_ok(n->op, s->dt)); /* OPF_F32_F64 */
+  int64_t F = s->dims[s->rank - 1], M = n->in[1]->type.dims[1];
+  int64_t rows = spec_rows(s);
+  if (type_numel(&n->type) == 0) return true;
+  bool f32 = s->dt == DT_F32;
+  if (n->op == OP_LOG_MEL) {
+    LLVMValueRef a[6] = {cg_i64(cg, rows), cg_i64(cg, F), cg_i64(cg, M),
+                         cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                         cg_buf(cg, n)};
+    cg_call(cg, f32 ? "rlx_log_mel_f32" : "rlx_log_mel_f64", cg->t_void, a,
+            6);
+    return true;
+  }
+  LLVMValueRef a[8] = {cg_i64(cg, rows), cg_i64(cg, F), cg_i64(cg, M),
+                       cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                       cg_buf(cg, n->in[2]), cg_buf(cg, n),
+                       cg_scratch(cg, n)};
+  cg_call(cg, f32 ? "rlx_log_mel_backward_f32" : "rlx_log_mel_backward_f64",
+          cg->t_void, a, 8);
+  return true;
+}
+
+const CgEmitter cg_emitter_fft = {cg_emit_fft, cg_scratch_fft};
+const CgEmitter cg_emitter_log_mel = {cg_emit_log_mel, cg_scratch_log_mel};

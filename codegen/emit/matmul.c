@@ -1,0 +1,206 @@
+/* matmul.c: matmul through the runtime GEMM (rlx_gemm_f32/f64/c64).
+ *
+ * a [..., M, K] x b [..., K, N] -> [..., M, N] with NumPy-broadcast
+ * batch dims. A FOLDED operand (a transpose of the last two dims, see
+ * fuse.c) is read from the transpose's input with swapped row/column
+ * strides, so it is never materialized. Batch dims are coalesced where
+ * every operand is contiguous (or broadcast) across them; the innermost
+ * remaining batch dim is the GEMM's batch (stride 0 broadcasts) and any
+ * outer ones become a loop of GEMM calls. The GEMM is deterministic for
+ * any thread count (runtime/rlxrt.h). f16/bf16 operands are widened to
+ * f32 in the node's scratch area, multiplied in f32 and rounded once to
+ * the dtype (nearest even). Other dtypes are diagnosed.
+ *
+ * dense_solve / batched_dense_solve (f32, f64) call rlx_dense_solve_*
+ * with scratch n*n + n elements; a singular matrix returns
+ * RLX_ERR_SINGULAR from the entry point.
+ */
+#include "codegen/emit/emit.h"
+
+typedef struct {
+  Node *store;          /* node whose buffer holds the operand */
+  int64_t rs, cs;       /* element strides of rows / columns */
+  int64_t bs[RLX_MAX_RANK]; /* per output batch dim */
+} Operand;
+
+static void operand(Cg *cg, Node *x, const Type *out, Operand *o) {
+  int r = x->type.rank;
+  int64_t R = x->type.dims[r - 2], C = x->type.dims[r - 1];
+  if (cg_slot(cg, x)->kind == CG_SLOT_FOLDED) {
+    o->store = x->in[0];
+    o->rs = 1;
+    o->cs = R;
+  } else {
+    o->store = x;
+    o->rs = C;
+    o->cs = 1;
+  }
+  int ob = out->rank - 2, xb = r - 2;
+  int64_t s = R * C;
+  for (int d = ob - 1; d >= 0; d--) {
+    int j = d - (ob - xb);
+    bool have = j >= 0 && x->type.dims[j] != 1;
+    o->bs[d] = have ? s : 0;
+    if (j >= 0) s *= x->type.dims[j];
+  }
+}
+
+/* Merge batch dims contiguous for a, b and c; returns the count. */
+static int coalesce(const Type *out, Operand *a, Operand *b, int64_t *cbs,
+                    int64_t *bd) {
+  int ob = out->rank - 2, k = 0;
+  int64_t mn = out->dims[ob] * out->dims[ob + 1], s = mn;
+  int64_t cst[RLX_MAX_RANK];
+  for (int d = ob - 1; d >= 0; d--) {
+    cst[d] = s;
+    s *= out->dims[d];
+  }
+  for (int d = 0; d < ob; d++) {
+    if (out->dims[d] == 1) continue;
+    if (k > 0 && cbs[k - 1] == cst[d] * out->dims[d] &&
+        a->bs[k - 1] == a->bs[d] * out->dims[d] &&
+        b->bs[k - 1] == b->bs[d] * out->dims[d]) {
+      bd[k - 1] *= out->dims[d];
+      cbs[k - 1] = cst[d];
+      a->bs[k - 1] = a->bs[d];
+      b->bs[k - 1] = b->bs[d];
+      continue;
+    }
+    bd[k] = out->dims[d];
+    cbs[k] = cst[d];
+    a->bs[k] = a->bs[d];
+    b->bs[k] = b->bs[d];
+    k++;
+  }
+  return k;
+}
+
+static const char *gemm_name(DType dt) {
+  switch (dt) {
+  case DT_F32: return "rlx_gemm_f32";
+  case DT_F64: return "rlx_gemm_f64";
+  case DT_C64: return "rlx_gemm_c64";
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef at(Cg *cg, LLVMValueRef p, LLVMValueRef elems, int es) {
+  return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, elems, cg_i64(cg, es), ""));
+}
+
+static bool half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+
+static int64_t cg_scratch_matmul(Cg *cg, Node *n) {
+  (void)cg;
+  if (!half(n->type.dt)) return 0;
+  return cg_align(type_numel(&n->in[0]->type) * 4) +
+         cg_align(type_numel(&n->in[1]->type) * 4) +
+         cg_align(type_numel(&n->type) * 4);
+}
+
+static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
+                 LLVMValueRef pb, LLVMValueRef pc, int es);
+
+static bool cg_emit_matmul(Cg *cg, Node *n) {
+  DType dt = n->type.dt;
+  const char *fn = gemm_name(half(dt) ? DT_F32 : dt);
+  if (!fn) {
+    char why[64];
+    snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+    return cg_unsupported(cg, n, why);
+  }
+  if (type_numel(&n->type) == 0) return true;
+  Node *sa = cg_slot(cg, n->in[0])->kind == CG_SLOT_FOLDED ? n->in[0]->in[0]
+                                                          : n->in[0];
+  Node *sb = cg_slot(cg, n->in[1])->kind == CG_SLOT_FOLDED ? n->in[1]->in[0]
+                                                          : n->in[1];
+  if (!half(dt)) {
+    gemm(cg, n, fn, cg_buf(cg, sa), cg_buf(cg, sb), cg_buf(cg, n),
+         dt_size(dt));
+    return true;
+  }
+  int64_t na = type_numel(&sa->type), nb = type_numel(&sb->type);
+  LLVMValueRef s = cg_scratch(cg, n);
+  LLVMValueRef fa = s, fb = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4)));
+  LLVMValueRef fc = cg_gep(cg, s, cg_i64(cg, cg_align(na * 4) +
+                                             cg_align(nb * 4)));
+  cg_convert_loop(cg, fa, DT_F32, cg_buf(cg, sa), dt, na);
+  cg_convert_loop(cg, fb, DT_F32, cg_buf(cg, sb), dt, nb);
+  gemm(cg, n, fn, fa, fb, fc, 4);
+  cg_convert_loop(cg, cg_buf(cg, n), dt, fc, DT_F32, type_numel(&n->type));
+  return true;
+}
+
+/* The GEMM call(s) for n with operand storage pa, pb (elements of es
+ * bytes, laid out as n's operands' storage nodes) into pc. */
+static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
+                 LLVMValueRef pb, LLVMValueRef pc, int es) {
+  const Type *t = &n->type;
+  Operand a, b;
+  operand(cg, n->in[0], t, &a);
+  operand(cg, n->in[1], t, &b);
+  int64_t cbs[RLX_MAX_RANK], bd[RLX_MAX_RANK];
+  int nb = coalesce(t, &a, &b, cbs, bd);
+  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
+  int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
+  CgLoop loops[RLX_MAX_RANK];
+  LLVMValueRef oa = cg_i64(cg, 0), obb = cg_i64(cg, 0), oc = cg_i64(cg, 0);
+  for (int d = 0; d + 1 < nb; d++) {
+    LLVMValueRef i = cg_loop_begin(cg, &loops[d], cg_i64(cg, 0),
+                                   cg_i64(cg, bd[d]), NULL, 0);
+    oa = LLVMBuildNSWAdd(
+        cg->b, oa, LLVMBuildNSWMul(cg->b, i, cg_i64(cg, a.bs[d]), ""), "");
+    obb = LLVMBuildNSWAdd(
+        cg->b, obb, LLVMBuildNSWMul(cg->b, i, cg_i64(cg, b.bs[d]), ""), "");
+    oc = LLVMBuildNSWAdd(cg->b, oc,
+                         LLVMBuildNSWMul(cg->b, i, cg_i64(cg, cbs[d]), ""), "");
+  }
+  int last = nb - 1;
+  LLVMValueRef args[16] = {
+      cg_i64(cg, nb ? bd[last] : 1), cg_i64(cg, M), cg_i64(cg, N),
+      cg_i64(cg, K), at(cg, pa, oa, es), cg_i64(cg, nb ? a.bs[last] : 0),
+      cg_i64(cg, a.rs), cg_i64(cg, a.cs), at(cg, pb, obb, es),
+      cg_i64(cg, nb ? b.bs[last] : 0), cg_i64(cg, b.rs), cg_i64(cg, b.cs),
+      at(cg, pc, oc, es), cg_i64(cg, nb ? cbs[last] : 0), cg_i64(cg, N),
+      cg_i32(cg, 0)};
+  cg_call(cg, fn, cg->t_void, args, 16);
+  for (int d = nb - 2; d >= 0; d--) cg_loop_end(cg, &loops[d], NULL);
+}
+
+static const char *solve_name(DType dt) {
+  return dt == DT_F32 ? "rlx_dense_solve_f32"
+         : dt == DT_F64 ? "rlx_dense_solve_f64" : NULL;
+}
+
+static int64_t cg_scratch_solve(Cg *cg, Node *n) {
+  (void)cg;
+  const Type *a = &n->in[0]->type;
+  int64_t N = a->dims[a->rank - 1];
+  return (N * N + N) * dt_size(n->type.dt);
+}
+
+static bool cg_emit_solve(Cg *cg, Node *n) {
+  const char *fn = solve_name(n->type.dt);
+  RLX_ASSERT(fn != NULL); /* OPF_F32_F64: checked by cg_emit_node */
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
+  int batched = n->op == OP_BATCHED_DENSE_SOLVE;
+  int64_t B = batched ? a->dims[0] : 1, N = a->dims[a->rank - 1];
+  int64_t K = b->rank == 2 + batched ? b->dims[b->rank - 1] : 1;
+  if (B * N * K == 0) return true;
+  LLVMValueRef args[7] = {cg_i64(cg, B), cg_i64(cg, N), cg_i64(cg, K),
+                          cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                          cg_buf(cg, n), cg_scratch(cg, n)};
+  LLVMValueRef r = cg_call(cg, fn, cg->t_i32, args, 7);
+  LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntNE, r, cg_i32(cg, 0), "");
+  LLVMBasicBlockRef fail = cg_block(cg, "solve.fail");
+  LLVMBasicBlockRef ok = cg_block(cg, "solve.ok");
+  LLVMBuildCondBr(cg->b, bad, fail, ok);
+  LLVMPositionBuilderAtEnd(cg->b, fail);
+  LLVMBuildStore(cg->b, r, cg->fn->status);
+  LLVMBuildBr(cg->b, cg->fn->err_bb);
+  LLVMPositionBuilderAtEnd(cg->b, ok);
+  return true;
+}
+
+const CgEmitter cg_emitter_matmul = {cg_emit_matmul, cg_scratch_matmul};
+const CgEmitter cg_emitter_solve = {cg_emit_solve, cg_scratch_solve};

@@ -1,0 +1,80 @@
+/* moe.c: grouped_matmul (mixture of experts) and
+ * grouped_matmul_backward_weight, each one call of the runtime
+ * (runtime/moe/moe.c): rlx_grouped_matmul_*,
+ * rlx_grouped_matmul_bwd_weight_*. f32 and f64 (OPF_F32_F64: other
+ * dtypes never reach these emitters). dequant_matmul, whose kernel
+ * also lives in runtime/moe, is a quantized matmul: qgemm.c.
+ *
+ * Expert ids of dtype i32 / i64 go to the runtime as they are (it
+ * checks the range: RLX_ERR_INDEX from the entry point); f32 ids are
+ * first checked and converted to i64 in the node's scratch, after the
+ * runtime's own scratch (grouping of the rows by expert).
+ * grouped_matmul's w may be a FOLDED transpose (fuse.c): the runtime
+ * reads the transpose's input with swapped strides (the gradient to x,
+ * grouped_matmul(dy, w^T, e), costs no copy of w).
+ */
+#include "codegen/emit/emit.h"
+
+#include "runtime/rlxrt.h"
+
+/* T, K, N, E of a grouped_matmul or its backward op. */
+static void gm_dims(const Node *n, int64_t d[4]) {
+  const Type *x = &n->in[0]->type;
+  const Type *w = n->op == OP_GROUPED_MATMUL ? &n->in[1]->type : &n->type;
+  d[0] = x->dims[0];
+  d[1] = x->dims[1];
+  d[2] = w->dims[2];
+  d[3] = w->dims[0];
+}
+
+static int64_t cg_scratch_grouped_matmul(Cg *cg, Node *n) {
+  (void)cg;
+  int64_t d[4];
+  gm_dims(n, d);
+  int64_t b = cg_align(rlx_grouped_matmul_scratch_bytes(
+      d[0], d[1], d[2], d[3], dt_size(n->type.dt)));
+  return b + (dt_is_float(n->in[2]->type.dt) ? cg_align(d[0] * 8) : 0);
+}
+
+static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
+  RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
+  bool fwd = n->op == OP_GROUPED_MATMUL;
+  int64_t d[4];
+  gm_dims(n, d);
+  DType et = n->in[2]->type.dt;
+  LLVMValueRef s = cg_scratch(cg, n), ex = cg_buf(cg, n->in[2]);
+  int64_t ib = dt_size(et);
+  if (dt_is_float(et)) { /* checked i64 copy after the runtime's part */
+    int64_t off = cg_scratch_grouped_matmul(cg, n) - cg_align(d[0] * 8);
+    LLVMValueRef v[2] = {cg_gep(cg, s, cg_i64(cg, off)), ex};
+    ex = v[0];
+    CgPar p;
+    LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, d[0]),
+                                  cg_grain(d[0], 1), v, 2, true);
+    cg_store(cg, DT_I64, v[0], i, cg_ops_index(cg, et, v[1], i, d[3]));
+    cg_par_end(cg, &p);
+    ib = 8;
+  }
+  static const char *const names[2][2] = {
+      {"rlx_grouped_matmul_bwd_weight_f32",
+       "rlx_grouped_matmul_bwd_weight_f64"},
+      {"rlx_grouped_matmul_f32", "rlx_grouped_matmul_f64"}};
+  Node *w = n->in[1];
+  bool wt = cg_slot(cg, w)->kind == CG_SLOT_FOLDED;
+  LLVMValueRef a[11];
+  int na = 0;
+  for (int i = 0; i < 4; i++) a[na++] = cg_i64(cg, d[i]);
+  a[na++] = cg_buf(cg, n->in[0]);
+  a[na++] = cg_buf(cg, wt ? w->in[0] : w);
+  if (fwd) a[na++] = cg_i64(cg, wt); /* w_t */
+  a[na++] = ex;
+  a[na++] = cg_i64(cg, ib);
+  a[na++] = cg_buf(cg, n);
+  a[na++] = s;
+  cg_fail_if_nonzero(cg, cg_call(cg, names[fwd][n->type.dt == DT_F64],
+                                 cg->t_i32, a, na));
+  return true;
+}
+
+const CgEmitter cg_emitter_grouped_matmul = {cg_emit_grouped_matmul,
+                                             cg_scratch_grouped_matmul};

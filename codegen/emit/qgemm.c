@@ -1,0 +1,112 @@
+/* qgemm.c: quantized matmuls: q_matmul and q_conv2d (language.md
+ * 6.8), int8 in, int8 out, and dequant_matmul.
+ *
+ * Each node is ONE call of a runtime routine (runtime/rlxrt.h):
+ *   rlx_q_matmul(m, n, k, x, w, bias, mult, mults, x_zp, w_zp, out_zp, y,
+ *                ws)    (mults: the optional 4th operand, else NULL)
+ *   rlx_q_conv2d(geometry, x, w, bias, mult, x_zp, w_zp, out_zp, y, ws)
+ * with `mult` rounded to f32 (the runtime multiplies the i32
+ * accumulator by it in double) and the geometry a private constant
+ * global as for conv2d (conv.c).  The node's scratch area holds
+ * the routine's workspace, rlx_q_*_scratch_bytes -- the runtime's own
+ * formula (runtime/qgemm/qgemm_plan.c is linked into the compiler).  The
+ * shape rules admit only i8 x, w and i32 bias; operands have storage of
+ * their own (fuse.c folds nothing into these ops).  The routines are
+ * deterministic for any thread count.
+ * dequant_matmul (f32/f64 x times int8 weights with per-group scales:
+ * rlx_dequant_matmul_*, runtime/moe/moe.c) multiplies x as
+ * [numel / K, K]; without group_size the scales are one row, i.e. one
+ * group of K rows.
+ */
+#include "codegen/emit/emit.h"
+
+static int64_t routine_bytes(const Node *n) {
+  if (n->op == OP_Q_CONV2D) {
+    rlx_conv_geom g = cg_conv_geometry(n);
+    return rlx_q_conv2d_scratch_bytes(&g);
+  }
+  const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
+  return rlx_q_matmul_scratch_bytes(x->dims[0], w->dims[1], x->dims[1]);
+}
+
+static int64_t cg_scratch_qgemm(Cg *cg, Node *n) {
+  (void)cg;
+  return type_numel(&n->type) ? cg_align(routine_bytes(n)) : 0;
+}
+
+static bool cg_emit_qgemm(Cg *cg, Node *n) {
+  if (type_numel(&n->type) == 0) return true;
+  for (int i = 0; i < n->nin; i++) {
+    CgSlotKind k = cg_slot(cg, n->in[i])->kind;
+    RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
+  }
+  LLVMValueRef q[13]; /* m, n, k (or geometry), 3 operands, mult, mults,
+                        3 zero points, y, ws */
+  int nq = 0;
+  if (n->op == OP_Q_CONV2D) {
+    rlx_conv_geom g = cg_conv_geometry(n);
+    q[nq++] = cg_conv_geometry_global(cg, &g);
+  } else {
+    const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
+    q[nq++] = cg_i64(cg, x->dims[0]);
+    q[nq++] = cg_i64(cg, w->dims[1]);
+    q[nq++] = cg_i64(cg, x->dims[1]);
+  }
+  for (int i = 0; i < 3; i++) q[nq++] = cg_buf(cg, n->in[i]);
+  q[nq++] = LLVMConstReal(cg->t_f32, (float)ir_attr_float(n, ATTR_MULT, 0));
+  if (n->op == OP_Q_MATMUL)
+    q[nq++] = n->nin == 4 ? cg_buf(cg, n->in[3]) : LLVMConstNull(cg->t_ptr);
+  q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_X_ZP, 0));
+  q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_W_ZP, 0));
+  q[nq++] = cg_i32(cg, (int32_t)ir_attr_int(n, ATTR_OUT_ZP, 0));
+  q[nq++] = cg_buf(cg, n);
+  q[nq++] = cg_scratch(cg, n);
+  cg_call(cg, n->op == OP_Q_CONV2D ? "rlx_q_conv2d" : "rlx_q_matmul",
+          cg->t_void, q, nq);
+  return true;
+}
+
+/* ---- dequant_matmul (runtime/moe/moe.c) ---- */
+
+/* M, K, N and the group size of a dequant_matmul. */
+static void dq_dims(const Node *n, int64_t d[4]) {
+  const Type *w = &n->in[1]->type;
+  d[1] = w->dims[0];
+  d[2] = w->dims[1];
+  const Type *x = &n->in[0]->type;
+  d[0] = 1; /* x's rows: its leading dims */
+  for (int i = 0; i + 1 < x->rank; i++) d[0] *= x->dims[i];
+  d[3] = ir_attr_present(n, ATTR_GROUP_SIZE)
+             ? ir_attr_int(n, ATTR_GROUP_SIZE, 1)
+             : (d[1] ? d[1] : 1);
+}
+
+static int64_t cg_scratch_dequant_matmul(Cg *cg, Node *n) {
+  (void)cg;
+  int64_t d[4];
+  dq_dims(n, d);
+  return rlx_dequant_matmul_scratch_bytes(d[1], d[2], dt_size(n->type.dt));
+}
+
+static bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
+  RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
+  if (type_numel(&n->type) == 0) return true;
+  int64_t d[4];
+  dq_dims(n, d);
+  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
+                       ? cg_scratch(cg, n)
+                       : LLVMConstPointerNull(cg->t_ptr);
+  LLVMValueRef a[9] = {cg_i64(cg, d[0]),     cg_i64(cg, d[1]),
+                       cg_i64(cg, d[2]),     cg_i64(cg, d[3]),
+                       cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
+                       cg_buf(cg, n->in[2]), cg_buf(cg, n),
+                       s};
+  cg_call(cg, n->type.dt == DT_F64 ? "rlx_dequant_matmul_f64"
+                                   : "rlx_dequant_matmul_f32",
+          cg->t_void, a, 9);
+  return true;
+}
+
+const CgEmitter cg_emitter_qgemm = {cg_emit_qgemm, cg_scratch_qgemm};
+const CgEmitter cg_emitter_dequant_matmul = {cg_emit_dequant_matmul,
+                                             cg_scratch_dequant_matmul};

@@ -1,0 +1,199 @@
+/* entry.c: the exported entry points and their signatures (abi.md §3).
+ *
+ * cg_entry() compiles the graph (cg_compile_graph) and wraps it in the
+ * exported ABI function: it checks the CPU at the first call
+ * (RLX_ERR_CPU), a NULL workspace makes it rlx_alloc/rlx_free its own,
+ * allocation failure returns RLX_ERR_NOMEM. It also defines
+ * NAME_signature(), whose argument descriptors keep all names in one
+ * string and all dims in one array per entry.
+ */
+#include "codegen/cg_unit.h"
+
+#include <string.h>
+
+#include "runtime/rlxrt.h"
+
+/* A private constant holding s[0..len) and a terminating NUL. */
+static LLVMValueRef cstr(Cg *cg, const char *s, size_t len) {
+  LLVMValueRef init = LLVMConstStringInContext(cg->lc, s, (unsigned)len, 0);
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.str");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  return g;
+}
+
+/* Before its first run, an entry checks that the CPU has the extensions
+ * its code uses (rlx_cpu_check, cg->cpu_needs) and returns RLX_ERR_CPU
+ * if not; one state word per object caches the answer. The wrapper
+ * itself is compiled for the baseline CPU. Emits the check at the
+ * builder's position and leaves it in the block where the entry goes on. */
+static void build_cpu_check(Cg *cg, LLVMValueRef fn, const char *name) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef st = LLVMGetNamedGlobal(cg->mod, "rlx.cpu.state");
+  if (!st) {
+    st = LLVMAddGlobal(cg->mod, cg->t_i32, "rlx.cpu.state");
+    LLVMSetInitializer(st, cg_i32(cg, 0));
+    LLVMSetLinkage(st, LLVMPrivateLinkage);
+  }
+  LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(cg->lc, fn, "cpu");
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "nocpu");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(cg->lc, fn, "go");
+  LLVMValueRef v = LLVMBuildLoad2(b, cg->t_i32, st, "");
+  LLVMSetOrdering(v, LLVMAtomicOrderingAcquire);
+  LLVMSetAlignment(v, 4);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, v, cg_i32(cg, 1), ""), go,
+                  chk);
+  LLVMPositionBuilderAtEnd(b, chk);
+  LLVMValueRef a[3] = {st, cstr(cg, cg->cpu_needs, strlen(cg->cpu_needs)),
+                       cstr(cg, name, strlen(name))};
+  LLVMValueRef r = cg_call(cg, "rlx_cpu_check", cg->t_i32, a, 3);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, r, cg_i32(cg, 0), ""), go,
+                  bad);
+  LLVMPositionBuilderAtEnd(b, bad);
+  LLVMBuildRet(b, r);
+  LLVMPositionBuilderAtEnd(b, go);
+}
+
+/* NAME(in, out, ws): check the CPU, allocate the workspace when ws is
+ * NULL. */
+static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
+                          int64_t ws_bytes) {
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
+  cg_fn_attrs_baseline(cg, fn);
+  LLVMBuilderRef b = cg->b;
+  LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
+  LLVMBasicBlockRef given = LLVMAppendBasicBlockInContext(cg->lc, fn, "ws");
+  LLVMBasicBlockRef own = LLVMAppendBasicBlockInContext(cg->lc, fn, "alloc");
+  LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->lc, fn, "run");
+  LLVMBasicBlockRef nomem = LLVMAppendBasicBlockInContext(cg->lc, fn, "nomem");
+  LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
+  LLVMValueRef ws = LLVMGetParam(fn, 2);
+  LLVMPositionBuilderAtEnd(b, e);
+  if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
+  LLVMPositionBuilderAtEnd(b, given);
+  LLVMValueRef a3[3] = {in, out, ws};
+  LLVMBuildRet(b, LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, ""));
+  LLVMPositionBuilderAtEnd(b, own);
+  LLVMValueRef sz = cg_i64(cg, ws_bytes);
+  LLVMValueRef mem = cg_call(cg, "rlx_alloc", cg->t_ptr, &sz, 1);
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, mem, ""), nomem, run);
+  LLVMPositionBuilderAtEnd(b, nomem);
+  LLVMBuildRet(b, cg_i32(cg, RLX_ERR_NOMEM));
+  LLVMPositionBuilderAtEnd(b, run);
+  a3[2] = mem;
+  LLVMValueRef r = LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, "");
+  cg_call(cg, "rlx_free", cg->t_void, &mem, 1);
+  LLVMBuildRet(b, r);
+}
+
+static LLVMValueRef const_global_of(Cg *cg, LLVMValueRef init) {
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "rlx.sig");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  return g;
+}
+
+const char *cg_out_name(const Node *n, int j, char *buf) {
+  if (n->name) return n->name;
+  snprintf(buf, 64, "output%d", j);
+  return buf;
+}
+
+/* &base[off] for a constant global array of element type t. */
+static LLVMValueRef const_at(Cg *cg, LLVMValueRef base, LLVMTypeRef t,
+                             size_t off) {
+  LLVMValueRef i = cg_i64(cg, (int64_t)off);
+  return LLVMConstInBoundsGEP2(t, base, &i, 1);
+}
+
+/* Descriptors of a graph's arguments (out: its return values), each
+ * rlx_tensor_desc {ptr name; i32 dtype; i32 rank; ptr dims; i32 kind}.
+ * The names (NUL-separated) and the dims live in one global each, so a
+ * graph with 10^5 arguments makes three globals, not 2 * 10^5. */
+static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
+                               bool out) {
+  if (!n) return LLVMConstNull(cg->t_ptr);
+  Arena *a = cg->ctx->arena;
+  size_t nchars = 0, ndims = 0;
+  size_t *name_at = arena_alloc(a, sizeof(size_t) * (size_t)n);
+  char buf[64];
+  for (int i = 0; i < n; i++) {
+    name_at[i] = nchars;
+    nchars += strlen(cg_out_name(v[i], i, buf)) + 1;
+    ndims += (size_t)v[i]->type.rank;
+  }
+  char *chars = arena_alloc(a, nchars);
+  LLVMValueRef *dims = arena_alloc(a, sizeof *dims * (ndims + 1));
+  for (int i = 0; i < n; i++) {
+    const char *nm = cg_out_name(v[i], i, buf);
+    memcpy(chars + name_at[i], nm, strlen(nm) + 1);
+  }
+  LLVMValueRef names = cstr(cg, chars, nchars), dim_tab = NULL;
+  ndims = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < v[i]->type.rank; k++)
+      dims[ndims++] = cg_i64(cg, v[i]->type.dims[k]);
+  if (ndims)
+    dim_tab = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims, ndims));
+  LLVMValueRef *d = arena_alloc(a, sizeof *d * (size_t)n);
+  ndims = 0;
+  for (int i = 0; i < n; i++) {
+    const Type *t = &v[i]->type;
+    int kind = out                  ? RLX_ARG_OUTPUT
+               : v[i]->op == OP_PARAM ? RLX_ARG_PARAM
+                                      : RLX_ARG_INPUT;
+    LLVMValueRef f[5] = {
+        const_at(cg, names, cg->t_i8, name_at[i]), cg_i32(cg, (int)t->dt),
+        cg_i32(cg, t->rank),
+        t->rank ? const_at(cg, dim_tab, cg->t_i64, ndims)
+                : LLVMConstNull(cg->t_ptr),
+        cg_i32(cg, kind)};
+    ndims += (size_t)t->rank;
+    d[i] = LLVMConstNamedStruct(dt, f, 5);
+  }
+  return const_global_of(cg, LLVMConstArray2(dt, d, (uint64_t)n));
+}
+
+static LLVMTypeRef named_struct(Cg *cg, const char *name, LLVMTypeRef *f,
+                                unsigned n) {
+  LLVMTypeRef t = LLVMGetTypeByName2(cg->lc, name);
+  if (t) return t;
+  t = LLVMStructCreateNamed(cg->lc, name);
+  LLVMStructSetBody(t, f, n, 0);
+  return t;
+}
+
+static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
+  LLVMTypeRef df[5] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr,
+                       cg->t_i32};
+  LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 5);
+  LLVMTypeRef sf[6] = {cg->t_ptr, cg->t_i32, cg->t_i32,
+                       cg->t_ptr, cg->t_ptr, cg->t_i64};
+  LLVMTypeRef st = named_struct(cg, "rlx_signature", sf, 6);
+  LLVMValueRef f[6] = {cstr(cg, name, strlen(name)), cg_i32(cg, g->nargs),
+                       cg_i32(cg, g->nret),
+                       desc_array(cg, dt, g->args, g->nargs, false),
+                       desc_array(cg, dt, g->rets, g->nret, true),
+                       cg_i64(cg, ws)};
+  LLVMValueRef sig = const_global_of(cg, LLVMConstNamedStruct(st, f, 6));
+  char fname[300];
+  snprintf(fname, sizeof fname, "%s_signature", name);
+  LLVMTypeRef ft = LLVMFunctionType(cg->t_ptr, NULL, 0, 0);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, fname, ft);
+  cg_fn_attrs_baseline(cg, fn);
+  LLVMPositionBuilderAtEnd(cg->b,
+                           LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMBuildRet(cg->b, sig);
+}
+
+bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes) {
+  LLVMValueRef impl = cg_compile_graph(cg, g, ws_bytes);
+  if (!impl) return false;
+  build_wrapper(cg, name, impl, *ws_bytes);
+  build_signature(cg, g, name, *ws_bytes);
+  return true;
+}

@@ -1,0 +1,145 @@
+/* math.c: exp, log, tanh, erf and libm calls on scalars and vectors
+ * (cg.h).
+ *
+ * f32 vectors of exp, tanh and erf are straight-line approximations
+ * (Cephes polynomials) so that loops using them stay vectorized; other
+ * types use LLVM intrinsics or call libm per lane (accuracy first).
+ */
+#include "codegen/llvm/cg.h"
+
+static LLVMValueRef splat_f(Cg *cg, LLVMTypeRef vt, double c) {
+  return cg_ops_splat(cg, LLVMConstReal(LLVMGetElementType(vt), c),
+                      (int)LLVMGetVectorSize(vt));
+}
+
+/* 2^k for an i32 vector k in [-126, 127], as floats. */
+static LLVMValueRef pow2i(Cg *cg, LLVMValueRef k, LLVMTypeRef vt) {
+  int n = (int)LLVMGetVectorSize(vt);
+  LLVMValueRef e = LLVMBuildAdd(cg->b, k, cg_ops_splat(cg, cg_i32(cg, 127), n),
+                                "");
+  e = LLVMBuildShl(cg->b, e, cg_ops_splat(cg, cg_i32(cg, 23), n), "");
+  return LLVMBuildBitCast(cg->b, e, vt, "");
+}
+
+/* exp of an f32 vector in straight-line vector code (LLVM would call
+ * expf per lane): n = rint(x log2 e), r = x - n ln2 (two-part ln2),
+ * Cephes expf polynomial (about 1 ulp), times 2^n applied in two halves
+ * so results down to the denormal range are right; x >= 89 -> inf,
+ * x <= -104 -> 0, NaN -> NaN. */
+static LLVMValueRef vexp_f32(Cg *cg, LLVMValueRef x) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef vt = LLVMTypeOf(x);
+  int lanes = (int)LLVMGetVectorSize(vt);
+  LLVMValueRef a2[2] = {x, splat_f(cg, vt, 89.0)};
+  LLVMValueRef c = cg_intrinsic(cg, "llvm.minnum", vt, a2, 2);
+  a2[0] = c;
+  a2[1] = splat_f(cg, vt, -104.0);
+  c = cg_intrinsic(cg, "llvm.maxnum", vt, a2, 2);
+  LLVMValueRef t = LLVMBuildFMul(b, c, splat_f(cg, vt, 1.44269504088896341),
+                                 "");
+  LLVMValueRef n = cg_intrinsic(cg, "llvm.rint", vt, &t, 1);
+  LLVMValueRef r = LLVMBuildFSub(
+      b, c, LLVMBuildFMul(b, n, splat_f(cg, vt, 0.693359375), ""), "");
+  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, splat_f(cg, vt,
+                                                      -2.12194440e-4), ""),
+                    "");
+  static const double P[] = {1.9875691500E-4, 1.3981999507E-3,
+                             8.3334519073E-3, 4.1665795894E-2,
+                             1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = splat_f(cg, vt, P[0]);
+  for (int i = 1; i < 6; i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), splat_f(cg, vt, P[i]),
+                      "");
+  p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
+  p = LLVMBuildFAdd(b, p, LLVMBuildFAdd(b, r, splat_f(cg, vt, 1.0), ""), "");
+  LLVMTypeRef it = LLVMVectorType(cg->t_i32, (unsigned)lanes);
+  LLVMValueRef ni = LLVMBuildFPToSI(b, n, it, "");
+  LLVMValueRef n1 = LLVMBuildAShr(b, ni, cg_ops_splat(cg, cg_i32(cg, 1), lanes),
+                                  "");
+  LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+  p = LLVMBuildFMul(b, p, pow2i(cg, n1, vt), "");
+  p = LLVMBuildFMul(b, p, pow2i(cg, n2, vt), "");
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  return LLVMBuildSelect(b, nan, x, p, "");
+}
+
+LLVMValueRef cg_ops_exp(Cg *cg, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+      LLVMGetElementType(t) == cg->t_f32)
+    return vexp_f32(cg, v);
+  return cg_intrinsic(cg, "llvm.exp", t, &v, 1);
+}
+
+LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v) {
+  return cg_intrinsic(cg, "llvm.log", LLVMTypeOf(v), &v, 1);
+}
+
+static LLVMValueRef libm1(Cg *cg, const char *name, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  char buf[32];
+  bool f = LLVMGetTypeKind(t) == LLVMFloatTypeKind;
+  snprintf(buf, sizeof buf, "%s%s", name, f ? "f" : "");
+  return cg_call(cg, buf, t, &v, 1);
+}
+
+LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return libm1(cg, name, v);
+  LLVMValueRef r = LLVMGetUndef(t);
+  for (unsigned i = 0; i < LLVMGetVectorSize(t); i++) {
+    LLVMValueRef e = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, (int)i), "");
+    r = LLVMBuildInsertElement(cg->b, r, libm1(cg, name, e),
+                               cg_i32(cg, (int)i), "");
+  }
+  return r;
+}
+
+static bool is_vf32(Cg *cg, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+         LLVMGetElementType(t) == cg->t_f32;
+}
+
+/* f32 vectors: tanh x = sign(x) (1 - 2 / (exp(2|x|) + 1)) (absolute
+ * error ~1e-7); otherwise libm. */
+LLVMValueRef cg_ops_tanh(Cg *cg, LLVMValueRef x) {
+  if (!is_vf32(cg, x)) return cg_ops_libm(cg, "tanh", x);
+  LLVMTypeRef vt = LLVMTypeOf(x);
+  LLVMValueRef a = cg_intrinsic(cg, "llvm.fabs", vt, &x, 1);
+  LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFMul(cg->b, a,
+                                                splat_f(cg, vt, 2), ""));
+  LLVMValueRef q = LLVMBuildFDiv(
+      cg->b, splat_f(cg, vt, 2), LLVMBuildFAdd(cg->b, e, splat_f(cg, vt, 1),
+                                               ""), "");
+  LLVMValueRef t = LLVMBuildFSub(cg->b, splat_f(cg, vt, 1), q, "");
+  LLVMValueRef cs[2] = {t, x};
+  return cg_intrinsic(cg, "llvm.copysign", vt, cs, 2);
+}
+
+/* f32 vectors: erf by Abramowitz & Stegun 7.1.26 (absolute error
+ * < 1.5e-7), odd extension; otherwise libm. */
+LLVMValueRef cg_ops_erf(Cg *cg, LLVMValueRef x) {
+  if (!is_vf32(cg, x)) return cg_ops_libm(cg, "erf", x);
+  static const double A[] = {1.061405429, -1.453152027, 1.421413741,
+                             -0.284496736, 0.254829592};
+  LLVMTypeRef vt = LLVMTypeOf(x);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef a = cg_intrinsic(cg, "llvm.fabs", vt, &x, 1);
+  LLVMValueRef t = LLVMBuildFDiv(
+      b, splat_f(cg, vt, 1),
+      LLVMBuildFAdd(b, splat_f(cg, vt, 1),
+                    LLVMBuildFMul(b, a, splat_f(cg, vt, 0.3275911), ""), ""),
+      "");
+  LLVMValueRef p = splat_f(cg, vt, A[0]);
+  for (int i = 1; i < 5; i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, t, ""), splat_f(cg, vt, A[i]),
+                      "");
+  p = LLVMBuildFMul(b, p, t, "");
+  LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFNeg(b, LLVMBuildFMul(b, a, a, ""),
+                                                ""));
+  LLVMValueRef r = LLVMBuildFSub(b, splat_f(cg, vt, 1),
+                                 LLVMBuildFMul(b, p, e, ""), "");
+  LLVMValueRef cs[2] = {r, x};
+  return cg_intrinsic(cg, "llvm.copysign", vt, cs, 2);
+}

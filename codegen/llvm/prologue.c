@@ -1,0 +1,26 @@
+/* prologue.c: markers standing for prologue-fused nodes (cg.h).
+ *
+ * A FUSED elementwise tree whose only consumer is a reduction-family op
+ * is computed inside that op's loads (plan/fuse.c). cg_buf of such a
+ * node returns a marker: an unused alloca bound to the node. Loads
+ * through a marker (cg_load, cg_ops_vload) recognize it with
+ * cg_fused_src_of and evaluate the tree through the fused_load hook
+ * (installed by the emitter layer). Markers live for one emitter
+ * (cg_emit_node resets them) and are rebound to an outlined body's
+ * copies by cg_par_begin.
+ */
+#include "codegen/llvm/cg.h"
+
+LLVMValueRef cg_fused_src(Cg *cg, Node *n) {
+  RLX_ASSERT(cg->nfsrc < CG_MAX_FSRC);
+  LLVMValueRef p = cg_alloca(cg, cg->t_i8, "fused.src");
+  cg->fsrc[cg->nfsrc].n = n;
+  cg->fsrc[cg->nfsrc++].p = p;
+  return p;
+}
+
+Node *cg_fused_src_of(Cg *cg, LLVMValueRef p) {
+  for (int i = cg->nfsrc - 1; i >= 0; i--)
+    if (cg->fsrc[i].p == p) return cg->fsrc[i].n;
+  return NULL;
+}

@@ -1,0 +1,121 @@
+/* dump.c: a plan as text (--emit=plan; plan.h).
+ *
+ * One block per graph function, headed by its name and workspace size,
+ * then one line per node in schedule (node order):
+ *
+ *   %name = op  STORAGE [live DEF..LAST] [scratch [A, B)] [group: ...]
+ *
+ * STORAGE is inputs[i], outputs[j] (`copied out` when the returned
+ * value lives elsewhere), ws [A, B) (a workspace block; `in place of
+ * %v` when it took over a dying leaf's block), const (a constant
+ * global), alias of %v, fused into %root, folded (a transpose read
+ * through matmul strides), or none. A root of a fused group lists the
+ * nodes computed inside its loop. Attention groups show their leader
+ * and the saved log-sum-exp block. Unnamed values print as %ID.
+ */
+#include "codegen/plan/plan.h"
+
+#include <string.h>
+
+static void name(FILE *f, const Node *n) {
+  if (n->name) fprintf(f, "%%%s", n->name);
+  else fprintf(f, "%%%d", n->id);
+}
+
+/* root[id] = the root whose loop computes FUSED node id (first root in
+ * reverse node order wins, as a group is built). */
+static void collect(const CgPlan *p, const Node *r, const Node *n,
+                    const Node **root) {
+  for (int i = 0; i < n->nin; i++) {
+    const Node *x = n->in[i];
+    if (!x || !cg_is_fused(p, x) || root[x->id]) continue;
+    root[x->id] = r;
+    collect(p, r, x, root);
+  }
+}
+
+static void storage(FILE *f, const CgPlan *p, const Node *n,
+                    const Node **root) {
+  const CgSlot *s = cg_plan_slot(p, n);
+  switch (s->kind) {
+  case CG_SLOT_INPUT: fprintf(f, "inputs[%d]", s->index); break;
+  case CG_SLOT_OUTPUT: fprintf(f, "outputs[%d]", s->index); break;
+  case CG_SLOT_WS:
+    fprintf(f, "ws [%lld, %lld)", (long long)s->offset,
+            (long long)(s->offset + cg_align(type_bytes(&n->type))));
+    break;
+  case CG_SLOT_CONST: fprintf(f, "const"); break;
+  case CG_SLOT_ALIAS:
+    fprintf(f, "alias of ");
+    name(f, s->alias);
+    break;
+  case CG_SLOT_FUSED:
+    fprintf(f, "fused into ");
+    if (root[n->id]) name(f, root[n->id]);
+    else fprintf(f, "?");
+    break;
+  case CG_SLOT_FOLDED: fprintf(f, "folded"); break;
+  default: fprintf(f, "none"); break;
+  }
+}
+
+static void extras(FILE *f, const CgPlan *p, const Node *n) {
+  const CgSlot *s = cg_plan_slot(p, n);
+  if (s->inplace_of) {
+    fprintf(f, " in place of ");
+    name(f, s->inplace_of);
+  }
+  if (s->copy_out) fprintf(f, " copied out");
+  if (s->kind == CG_SLOT_WS && s->def >= 0)
+    fprintf(f, " live %lld..%lld", (long long)s->def, (long long)s->last);
+  if (s->scratch_off >= 0)
+    fprintf(f, " scratch [%lld, %lld)", (long long)s->scratch_off,
+            (long long)(s->scratch_off + s->scratch_bytes));
+  if (s->attn_lead) {
+    fprintf(f, " written by ");
+    name(f, s->attn_lead);
+  }
+  if (s->attn_fwd) {
+    fprintf(f, " reads ");
+    name(f, s->attn_fwd);
+  }
+  if (s->lse_bytes > 0)
+    fprintf(f, " lse [%lld, %lld) to %lld", (long long)s->lse_off,
+            (long long)(s->lse_off + cg_align(s->lse_bytes)),
+            (long long)s->lse_last);
+}
+
+static void group(FILE *f, const Graph *g, const Node *r, const Node **root) {
+  bool any = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (root[g->nodes[i]->id] != r) continue;
+    fprintf(f, any ? " " : " group: ");
+    name(f, g->nodes[i]);
+    any = true;
+  }
+}
+
+void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name) {
+  const Graph *g = p->g;
+  Arena *a = p->ctx->arena;
+  size_t ids = (size_t)p->nslots + 1;
+  const Node **root = arena_tmp_alloc(a, sizeof *root * ids);
+  memset(root, 0, sizeof *root * ids);
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const Node *n = g->nodes[i];
+    if (!cg_is_fused(p, n)) collect(p, n, n, root);
+  }
+  fprintf(f, "plan %s (graph %s): workspace %lld bytes\n", fn_name, g->name,
+          (long long)p->ws_bytes);
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = g->nodes[i];
+    fprintf(f, "  ");
+    name(f, n);
+    fprintf(f, " = %s  ", op_name(n->op));
+    storage(f, p, n, root);
+    extras(f, p, n);
+    group(f, g, n, root);
+    fputc('\n', f);
+  }
+  arena_tmp_free(a, root);
+}

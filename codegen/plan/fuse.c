@@ -1,0 +1,252 @@
+/* fuse.c: which nodes get no storage of their own.
+ *
+ * FUSED: an elementwise node (or expand) that is not returned and whose
+ * consumers are all elementwise nodes of the same output shape belonging
+ * to one group (an expand or stop_gradient that keeps storage accepts
+ * none). It is computed inside the loop of the group's root (the one
+ * node of the group with storage), once per element (memoized), so an
+ * elementwise chain with broadcasts becomes one loop nest with no
+ * intermediate buffers. A producer whose shape differs from a consumer
+ * (it is broadcast) keeps its buffer, so nothing is recomputed.
+ * Prologue: an elementwise node whose only consumer is a reduction
+ * (reduce_*), a softmax/log_softmax over an innermost axis or the
+ * logits of softmax_cross_entropy is FUSED with that consumer as its
+ * root: the reduction's loads compute it (cg_fused_load), no buffer;
+ * its own elementwise producers join the same group. Not when a
+ * reduction folds vectors across rows of its innermost dim and the tree
+ * has a broadcast leaf (fix_prologue: kept as a root with a buffer).
+ * FOLDED: a transpose that only swaps the last two dims and is read
+ * only by matmul (or as grouped_matmul's w), which folds it into its
+ * GEMM strides.
+ * ALIAS: reshape (same bytes, row-major) and a stop_gradient that is not
+ * fused into a consumer, resolved to the node that owns the storage (a
+ * stop_gradient root accepts no fused producers, so it can alias).
+ * Decided in reverse node order, so consumers are decided first.
+ * Groups are bounded (CG_MAX_GROUP_NODES nodes, CG_MAX_GROUP_OPERANDS
+ * operand slots): a producer that would overflow its consumers' group
+ * becomes the root of a new one. This keeps every fused tree, and so
+ * the recursion over it and the LLVM loop body it becomes, small
+ * whatever the graph's size, and bounds a root's leaves. Walks over a
+ * fused tree visit each FUSED node once (cg_walk_*): trees are DAGs
+ * with shared nodes, and a walk without a visited set is exponential.
+ */
+#include "codegen/plan/plan.h"
+
+#include <stdlib.h>
+
+static bool same_dims(const Type *a, const Type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* Elementwise for fusion: expand is a pure broadcast (its operand is
+ * read with broadcast strides), so it fuses like an identity op. */
+static bool is_ew(const Node *n) {
+  return n->op == OP_EXPAND || cg_is_elementwise(n->op);
+}
+
+static bool is_swap_last2(const Node *n) {
+  if (n->op != OP_TRANSPOSE || n->type.rank < 2) return false;
+  int k;
+  const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
+  int r = n->type.rank;
+  if (!perm || k != r) return false;
+  for (int i = 0; i < r - 2; i++)
+    if (perm[i] != i) return false;
+  return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+/* Consumers of each node, as a CSR list. */
+typedef struct {
+  int *start, *list;
+} Uses;
+
+static bool uses_build(Arena *a, Graph *g, Uses *u) {
+  int n = g->next_id;
+  u->start = arena_tmp_alloc(a, ((size_t)n + 2) * sizeof(int));
+  int tot = 0;
+  for (int i = 0; i < g->nnodes; i++) tot += g->nodes[i]->nin;
+  u->list = arena_tmp_alloc(a, ((size_t)tot + 1) * sizeof(int));
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++)
+      u->start[g->nodes[i]->in[k]->id + 2]++;
+  for (int i = 0; i < n; i++) u->start[i + 2] += u->start[i + 1];
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++)
+      u->list[u->start[g->nodes[i]->in[k]->id + 1]++] = i;
+  return true;
+}
+
+static bool is_reduce(Op op) {
+  return op == OP_REDUCE_SUM || op == OP_REDUCE_MEAN || op == OP_REDUCE_MAX ||
+         op == OP_REDUCE_MIN || op == OP_REDUCE_PROD;
+}
+
+/* Does reduction c reduce the innermost dim of size > 1 of its input?
+ * Then its loads may be vectors spanning rows of that dim. */
+static bool reduces_innermost(const Node *c) {
+  const Type *t = &c->in[0]->type;
+  int dl = t->rank - 1;
+  while (dl >= 0 && t->dims[dl] == 1) dl--;
+  if (dl < 0) return false;
+  int k;
+  const int64_t *ax = ir_attr_ints(c, ATTR_AXES, &k);
+  if (!ax) return true;
+  for (int i = 0; i < k; i++)
+    if ((ax[i] < 0 ? ax[i] + t->rank : ax[i]) == dl) return true;
+  return false;
+}
+
+bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
+  if (c->nin < 1 || c->in[0] != n) return false;
+  /* may be unfused again by fix_prologue, and these roots take no
+   * fused producers */
+  if (is_reduce(c->op) && reduces_innermost(c) &&
+      (n->op == OP_STOP_GRADIENT || n->op == OP_EXPAND))
+    return false;
+  for (int k = 1; k < c->nin; k++)
+    if (c->in[k] == n) return false;
+  switch (c->op) {
+  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD:
+  case OP_SOFTMAX_CROSS_ENTROPY:
+    return true;
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: {
+    /* rows only: the outer-axis kernel offsets its input pointer */
+    const Type *t = &c->type;
+    if (t->rank == 0) return true;
+    int64_t ax = ir_attr_int(c, ATTR_AXIS, -1);
+    if (ax < 0) ax += t->rank;
+    int64_t inner = 1;
+    for (int i = (int)ax + 1; i < t->rank; i++) inner *= t->dims[i];
+    return inner == 1;
+  }
+  default:
+    return false;
+  }
+}
+
+/* Nodes and operand slots of the group rooted at each node id. */
+typedef struct {
+  Node **root;
+  int *nodes, *slots;
+} Groups;
+
+/* Does n fit into the group rooted at r? */
+static bool fits(const Groups *gr, const Node *r, const Node *n) {
+  return gr->nodes[r->id] < CG_MAX_GROUP_NODES &&
+         gr->slots[r->id] + n->nin <= CG_MAX_GROUP_OPERANDS;
+}
+
+/* n joins its consumers' group: returns the group root or NULL. A lone
+ * consumer of the reduction family takes n as its prologue. */
+static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
+                     const bool *isret) {
+  if (!is_ew(n) || isret[n->id]) return NULL;
+  Node **root = gr->root;
+  if (u->start[n->id + 1] - u->start[n->id] == 1) {
+    Node *c = g->nodes[u->list[u->start[n->id]]];
+    if (cg_fuse_prologue_ok(c, n)) return fits(gr, root[c->id], n) ? c : NULL;
+  }
+  Node *r = NULL;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
+    Node *c = g->nodes[u->list[k]];
+    if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
+    bool own = root[c->id] == c; /* c keeps storage: it is a root */
+    if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
+      return NULL; /* aliased / emitted by emit/data.c from a buffer */
+    if (r && root[c->id] != r) return NULL;
+    r = root[c->id];
+  }
+  return r && fits(gr, r, n) ? r : NULL;
+}
+
+/* A leaf of n's fused tree read with broadcast strides (not a scalar
+ * constant, not laid out like n)? */
+static bool bcast_leaf(CgPlan *plan, const Node *root, const Node *n) {
+  for (int k = 0; k < n->nin; k++) {
+    const Node *o = n->in[k];
+    if (plan->slot[o->id].kind == CG_SLOT_FUSED) {
+      if (cg_walk_first(plan, o) && bcast_leaf(plan, root, o)) return true;
+      continue;
+    }
+    if (o->op == OP_CONST && (o->splat || type_numel(&o->type) == 1))
+      continue;
+    int64_t bs[RLX_MAX_RANK], rs[RLX_MAX_RANK];
+    cg_bcast_strides(&o->type, &root->type, bs);
+    cg_strides(&root->type, rs);
+    for (int d = 0; d < root->type.rank; d++)
+      if (root->type.dims[d] != 1 && bs[d] != rs[d]) return true;
+  }
+  return false;
+}
+
+/* A reduction whose vector loads cross rows cannot read a prologue with
+ * broadcast leaves (cg_fused_load): that producer keeps its buffer and
+ * becomes the root of its fused producers. */
+static void fix_prologue(Graph *g, CgPlan *plan) {
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *c = g->nodes[i];
+    if (!is_reduce(c->op) || !reduces_innermost(c)) continue;
+    Node *n = c->in[0];
+    if (plan->slot[n->id].kind != CG_SLOT_FUSED) continue;
+    cg_walk_begin(plan);
+    if (bcast_leaf(plan, n, n)) plan->slot[n->id].kind = CG_SLOT_NONE;
+  }
+}
+
+static bool all_matmul(Graph *g, Node *n, Uses *u) {
+  int cnt = 0;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++, cnt++) {
+    const Node *c = g->nodes[u->list[k]];
+    bool gm_w = c->op == OP_GROUPED_MATMUL && c->in[0] != n &&
+                c->in[2] != n;
+    if (c->op != OP_MATMUL && !gm_w) return false;
+  }
+  return cnt > 0;
+}
+
+bool cg_fuse(Graph *g, CgPlan *plan) {
+  Uses u = {0};
+  Arena *a = plan->ctx->arena; /* temporaries: freed below */
+  size_t ids = (size_t)g->next_id + 1;
+  bool *isret = arena_tmp_alloc(a, ids * sizeof(bool));
+  Groups gr = {arena_tmp_alloc(a, ids * sizeof(Node *)),
+               arena_tmp_alloc(a, ids * sizeof(int)),
+               arena_tmp_alloc(a, ids * sizeof(int))};
+  bool ok = uses_build(a, g, &u);
+  for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
+  for (int i = g->nnodes - 1; ok && i >= 0; i--) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &plan->slot[n->id];
+    Node *r = fusable(g, n, &u, &gr, isret);
+    gr.root[n->id] = r ? r : n;
+    gr.nodes[gr.root[n->id]->id]++;
+    gr.slots[gr.root[n->id]->id] += n->nin;
+    if (r)
+      s->kind = CG_SLOT_FUSED;
+    else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, &u))
+      s->kind = CG_SLOT_FOLDED;
+  }
+  if (ok) fix_prologue(g, plan);
+  /* aliases, in forward order so chains resolve to their owner */
+  for (int i = 0; ok && i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &plan->slot[n->id];
+    if (n->op != OP_RESHAPE &&
+        !(n->op == OP_STOP_GRADIENT && s->kind == CG_SLOT_NONE))
+      continue;
+    CgSlot *src = &plan->slot[n->in[0]->id];
+    s->kind = CG_SLOT_ALIAS;
+    s->alias = src->kind == CG_SLOT_ALIAS ? src->alias : n->in[0];
+  }
+  arena_tmp_free(a, u.start);
+  arena_tmp_free(a, u.list);
+  arena_tmp_free(a, isret);
+  arena_tmp_free(a, gr.root);
+  arena_tmp_free(a, gr.nodes);
+  arena_tmp_free(a, gr.slots);
+  return ok;
+}

@@ -1,0 +1,290 @@
+/* memplan.c: the static memory plan of one graph.
+ *
+ * After cg_fuse(), every node that still needs storage gets a place:
+ * graph arguments -> inputs[i]; the first return of a computed node ->
+ * outputs[j] (other returns are copied out at the end); non-splat
+ * constants -> a global; everything else (including splat constants
+ * read through a buffer) -> an offset in the workspace.
+ *
+ * Live range of a workspace block, in node positions: from its
+ * definition to the last node that reads it, where reading a FUSED node
+ * reads the operands of its tree, reading a FOLDED transpose or an ALIAS
+ * reads the storage underneath, and returned values live to the end.
+ * A node's scratch area lives only at its own position. A node's output
+ * never shares bytes with its operands (operands are live at its
+ * position), so emitters may assume no overlap -- with one exception:
+ * an elementwise root may take over the block of a leaf of its fused
+ * tree that has its shape and dtype and dies at the root (inplace_of);
+ * its loop reads element i before writing element i through the same
+ * pointer, which is safe.
+ *
+ * Attention groups (cg_attention_groups): a member of a group is
+ * written by its leader, so its block lives from the leader's position
+ * (members directly follow their leader); a leader reading a forward
+ * attention's output keeps it live, and that attention's saved row
+ * log-sum-exp is a block of its own, live from it to its last leader.
+ *
+ * Placement: blocks in definition order, each at the lowest 64-aligned
+ * offset that does not overlap any block whose live range intersects it
+ * (first fit), computed by a sweep over a sorted list of free gaps (no
+ * pass over every earlier block: large graphs plan in O(n log n) plus
+ * the gaps scanned). Walks over fused trees visit each FUSED node once.
+ * Temporary tables live in the compilation's arena. Invariants checked
+ * by tests: no two simultaneously live blocks overlap; the placement
+ * equals a brute-force first fit.
+ */
+#include "codegen/plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The node owning the bytes that reading n reads; NULL when n is FUSED
+ * (its operands are read instead). */
+static Node *owner(const CgPlan *p, Node *n) {
+  const CgSlot *s = &p->slot[n->id];
+  if (s->kind == CG_SLOT_ALIAS) return s->alias;
+  if (s->kind == CG_SLOT_FOLDED) return owner(p, n->in[0]);
+  if (s->kind == CG_SLOT_FUSED) return NULL;
+  return n;
+}
+
+/* Mark everything reader-at-pos reads; via_ew: read as an elementwise
+ * leaf (a splat constant read that way needs no buffer). */
+static void mark_reads(CgPlan *p, Node *n, int64_t pos, bool via_ew) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    Node *w = owner(p, o);
+    if (!w) {
+      if (cg_walk_first(p, o)) mark_reads(p, o, pos, true);
+      continue;
+    }
+    CgSlot *s = &p->slot[w->id];
+    if (s->last < pos) s->last = pos;
+    bool ew_leaf = via_ew && w == o;
+    if (!ew_leaf) s->uses_buf = true;
+  }
+}
+
+typedef struct {
+  int64_t def, last, size, *off;
+} Block;
+
+/* Free gaps of the workspace, sorted by offset and coalesced; the last
+ * one is unbounded. */
+typedef struct {
+  int64_t *off, *end;
+  int n;
+} Gaps;
+
+static void gap_remove(Gaps *g, int k) {
+  memmove(g->off + k, g->off + k + 1, sizeof *g->off * (size_t)(g->n - k - 1));
+  memmove(g->end + k, g->end + k + 1, sizeof *g->end * (size_t)(g->n - k - 1));
+  g->n--;
+}
+
+/* First fit: the lowest offset of a gap that holds size bytes. */
+static int64_t gap_take(Gaps *g, int64_t size) {
+  int k = 0;
+  while (g->end[k] - g->off[k] < size) k++; /* the last gap is unbounded */
+  int64_t off = g->off[k];
+  g->off[k] += size;
+  if (g->off[k] == g->end[k]) gap_remove(g, k);
+  return off;
+}
+
+/* Return [off, off + size) to the gaps, merging with its neighbours. */
+static void gap_put(Gaps *g, int64_t off, int64_t size) {
+  int lo = 0, hi = g->n;
+  while (lo < hi) { /* first gap after off */
+    int mid = (lo + hi) / 2;
+    if (g->off[mid] < off) lo = mid + 1;
+    else hi = mid;
+  }
+  int64_t end = off + size;
+  bool left = lo > 0 && g->end[lo - 1] == off, right = g->off[lo] == end;
+  if (left && right) {
+    g->end[lo - 1] = g->end[lo];
+    gap_remove(g, lo);
+  } else if (left) {
+    g->end[lo - 1] = end;
+  } else if (right) {
+    g->off[lo] = off;
+  } else {
+    memmove(g->off + lo + 1, g->off + lo, sizeof *g->off * (size_t)(g->n - lo));
+    memmove(g->end + lo + 1, g->end + lo, sizeof *g->end * (size_t)(g->n - lo));
+    g->off[lo] = off;
+    g->end[lo] = end;
+    g->n++;
+  }
+}
+
+/* Blocks ordered by the end of their live range (qsort context-free). */
+static int cmp_last(const void *a, const void *b) {
+  int64_t x = (*(Block *const *)a)->last, y = (*(Block *const *)b)->last;
+  return x < y ? -1 : x > y;
+}
+
+/* Place blocks (in definition order) by a sweep: before block i, free
+ * every block whose live range ended before i's definition; i takes the
+ * lowest gap that holds it. The same placement as first fit against
+ * every earlier block live at the same time, in O(n log n + n * gaps).
+ * Returns the high-water mark. */
+static int64_t place_all(Ctx *c, Block *bl, int nb) {
+  Block **by_last = arena_alloc(c->arena, sizeof *by_last * ((size_t)nb + 1));
+  Gaps g = {arena_alloc(c->arena, sizeof(int64_t) * ((size_t)nb + 2)),
+            arena_alloc(c->arena, sizeof(int64_t) * ((size_t)nb + 2)), 1};
+  g.end[0] = INT64_MAX;
+  int m = 0;
+  for (int i = 0; i < nb; i++)
+    if (bl[i].size) by_last[m++] = &bl[i];
+  qsort(by_last, (size_t)m, sizeof *by_last, cmp_last);
+  int64_t total = 0;
+  for (int i = 0, f = 0; i < nb; i++) {
+    if (!bl[i].size) continue;
+    for (; f < m && by_last[f]->last < bl[i].def; f++)
+      gap_put(&g, *by_last[f]->off, by_last[f]->size);
+    *bl[i].off = gap_take(&g, bl[i].size);
+    if (*bl[i].off + bl[i].size > total) total = *bl[i].off + bl[i].size;
+  }
+  return total;
+}
+
+static bool needs_ws(const Node *n, const CgSlot *s) {
+  if (s->kind != CG_SLOT_NONE) return false;
+  if (n->op == OP_INPUT || n->op == OP_PARAM) return false;
+  if (n->op == OP_CONST) return n->splat && s->uses_buf;
+  return true;
+}
+
+static void assign_fixed(Graph *g, CgPlan *p) {
+  for (int i = 0; i < g->nargs; i++) {
+    CgSlot *s = &p->slot[g->args[i]->id];
+    s->kind = CG_SLOT_INPUT;
+    s->index = i;
+  }
+  for (int j = 0; j < g->nret; j++) {
+    Node *r = g->rets[j];
+    CgSlot *s = &p->slot[r->id];
+    if (s->kind == CG_SLOT_NONE && r->op != OP_CONST) {
+      s->kind = CG_SLOT_OUTPUT;
+      s->index = j;
+    }
+  }
+}
+
+static bool same_type(const Type *a, const Type *b) {
+  if (a->dt != b->dt || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* Does the fused tree under n read w's bytes through another node (an
+ * alias or folded view of w)? */
+static bool read_via_other(CgPlan *p, Node *n, Node *w) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    if (p->slot[o->id].kind == CG_SLOT_FUSED) {
+      if (cg_walk_first(p, o) && read_via_other(p, o, w)) return true;
+    } else if (o != w && owner(p, o) == w) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Leaves of root's fused tree (depth first) with the root's type whose
+ * workspace block dies at the root; at most CG_MAX_GROUP_OPERANDS. */
+static int inplace_cands(CgPlan *p, Node *root, Node *n, int64_t pos,
+                         Node **out, int m) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    CgSlot *s = &p->slot[o->id];
+    if (s->kind == CG_SLOT_FUSED) {
+      if (cg_walk_first(p, o)) m = inplace_cands(p, root, o, pos, out, m);
+    } else if (s->kind == CG_SLOT_WS && s->last == pos &&
+               same_type(&o->type, &root->type)) {
+      out[m++] = o;
+    }
+  }
+  return m;
+}
+
+/* A leaf of root n's fused tree whose workspace block n can take over:
+ * same type as the root, dies at the root, read only as itself. */
+static Node *inplace_leaf(CgPlan *p, Node *root, int64_t pos) {
+  Node *cand[CG_MAX_GROUP_OPERANDS];
+  cg_walk_begin(p);
+  int m = inplace_cands(p, root, root, pos, cand, 0);
+  for (int i = 0; i < m; i++) {
+    cg_walk_begin(p);
+    if (!read_via_other(p, root, cand[i])) return cand[i];
+  }
+  return NULL;
+}
+
+static bool ew_root(const Node *n) { return cg_is_elementwise(n->op); }
+
+bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
+  int nb = 0;
+  Ctx *c = p->ctx;
+  Block *bl = arena_alloc(c->arena, sizeof *bl * ((size_t)g->nnodes * 3 + 1));
+  int *blk = arena_alloc(c->arena, sizeof *blk * ((size_t)g->next_id + 1));
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &p->slot[n->id];
+    s->def = i;
+    if (s->kind != CG_SLOT_FUSED && s->kind != CG_SLOT_FOLDED &&
+        s->kind != CG_SLOT_ALIAS) {
+      cg_walk_begin(p);
+      mark_reads(p, n, i, cg_is_elementwise(n->op));
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++) { /* attention groups */
+    Node *f = p->slot[g->nodes[i]->id].attn_fwd;
+    if (!f) continue;
+    CgSlot *o = &p->slot[owner(p, f)->id];
+    if (o->last < i) o->last = i;
+    o->uses_buf = true;
+    if (p->slot[f->id].lse_last < i) p->slot[f->id].lse_last = i;
+  }
+  for (int j = 0; j < g->nret; j++) {
+    Node *w = owner(p, g->rets[j]);
+    p->slot[w->id].last = g->nnodes;
+    p->slot[w->id].uses_buf = true;
+  }
+  assign_fixed(g, p);
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &p->slot[n->id];
+    if (s->last < i) s->last = i;
+    Node *l = needs_ws(n, s) && ew_root(n) ? inplace_leaf(p, n, i) : NULL;
+    if (l) {
+      s->kind = CG_SLOT_WS;
+      s->inplace_of = l;
+      blk[n->id] = blk[l->id];
+      if (bl[blk[n->id]].last < s->last) bl[blk[n->id]].last = s->last;
+    } else if (needs_ws(n, s)) {
+      s->kind = CG_SLOT_WS;
+      blk[n->id] = nb;
+      int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
+      bl[nb++] = (Block){def, s->last, cg_align(type_bytes(&n->type)),
+                         &s->offset};
+    } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
+      s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
+    }
+    if (s->lse_bytes > 0)
+      bl[nb++] = (Block){i, s->lse_last, cg_align(s->lse_bytes), &s->lse_off};
+    if (scratch && scratch[n->id] > 0) {
+      s->scratch_bytes = scratch[n->id];
+      bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};
+    }
+  }
+  int64_t total = place_all(c, bl, nb);
+  for (int i = 0; i < g->nnodes; i++) {
+    CgSlot *s = &p->slot[g->nodes[i]->id];
+    if (s->inplace_of) s->offset = *bl[blk[g->nodes[i]->id]].off;
+  }
+  p->ws_bytes = cg_align(total);
+  return true;
+}

@@ -1,0 +1,134 @@
+/* plan.h: the target-independent plan of one graph function (the
+ * lowest layer of codegen/, see docs/codegen.md).
+ *
+ * A plan says what each node of a Graph computes where, before any
+ * target code exists: which nodes are computed inside another node's
+ * loop (fusion groups, fuse.c), which transposes are folded into a
+ * matmul's strides, which nodes alias another's bytes, and where every
+ * other value lives (an input or output pointer, a constant, a
+ * 64-byte aligned workspace offset with its live range, or in place
+ * over a dying operand, memplan.c), plus each node's scratch area and
+ * the attention groups (attention_groups.c). The schedule is the
+ * graph's node order. Nothing here knows LLVM: a second target reads
+ * the same plan. cg_plan_dump() prints it (--emit=plan).
+ *
+ * Owner: plans and their tables live in the compilation's IR arena.
+ * Entry points, in the order a graph compiler calls them: cg_plan_new,
+ * cg_attention_groups, cg_fuse, (the target's scratch sizes), cg_memplan.
+ */
+#ifndef RLX_CG_PLAN_H
+#define RLX_CG_PLAN_H
+
+#include <stdio.h>
+
+#include "ir/ir.h"
+#include "runtime/rlxrt.h"
+
+/* ---- storage of one node ---- */
+typedef enum {
+  CG_SLOT_NONE,    /* not planned yet / not needed */
+  CG_SLOT_INPUT,   /* inputs[index] */
+  CG_SLOT_OUTPUT,  /* outputs[index] */
+  CG_SLOT_WS,      /* workspace + offset */
+  CG_SLOT_CONST,   /* global constant (non-splat consts) */
+  CG_SLOT_ALIAS,   /* same bytes as node `alias` (reshape, ...) */
+  CG_SLOT_FUSED,   /* elementwise: computed inside its consumer's loop */
+  CG_SLOT_FOLDED,  /* transpose of the last two dims read by matmul */
+} CgSlotKind;
+
+typedef struct {
+  CgSlotKind kind;
+  int index;             /* INPUT / OUTPUT */
+  int64_t offset;        /* WS */
+  Node *alias;           /* ALIAS (resolved: never itself an alias) */
+  int64_t scratch_off;   /* per-node scratch in the workspace, or -1 */
+  int64_t scratch_bytes;
+  int64_t def, last;     /* live range in node positions (memplan) */
+  bool copy_out;         /* ret value not stored in place: copy it */
+  bool uses_buf;         /* some consumer reads it through a buffer */
+  Node *inplace_of;      /* WS elementwise root written over this leaf
+                            (same shape and dtype, dies at the root) */
+  /* attention groups (attention_groups.c): */
+  Node *attn_lead;       /* attention_backward written by this leader */
+  Node *attn_fwd;        /* leader: the attention whose o and lse it reads */
+  int64_t lse_bytes;     /* attention: > 0 when it saves its row lse */
+  int64_t lse_off, lse_last; /* that block: offset; last reader */
+} CgSlot;
+
+/* The plan of one graph: slots indexed by Node.id. */
+typedef struct CgPlan {
+  Graph *g;
+  Ctx *ctx;              /* its arena holds the plan's tables */
+  CgSlot *slot;          /* g->next_id entries */
+  int nslots;
+  int64_t ws_bytes;      /* total workspace, multiple of 64 */
+  unsigned *seen;        /* fused-tree walks: node id -> epoch seen */
+  unsigned epoch;
+  void **target;         /* per node id: the target's own data (LLVM:
+                            a constant's global), NULL until it sets it */
+} CgPlan;
+
+/* ---- plan.c ---- */
+/* A fresh plan for g (arena memory): every slot CG_SLOT_NONE. */
+CgPlan *cg_plan_new(Ctx *ctx, Graph *g);
+/* n's slot (n a node of p's graph). */
+CgSlot *cg_plan_slot(const CgPlan *p, const Node *n);
+/* Bytes rounded up to the plan alignment (64). */
+int64_t cg_align(int64_t bytes);
+/* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops
+ * plus the elementwise complex ops (conjugate, real, imag, complex,
+ * complex_norm_sq, complex_norm_sq_backward), quantize, dequantize. */
+bool cg_is_elementwise(Op op);
+bool cg_is_complex_op(Op op); /* the complex ops above */
+bool cg_is_quant_op(Op op);   /* quantize, dequantize */
+/* Walks over a fused tree that visit each FUSED node once: start one
+ * with cg_walk_begin; cg_walk_first(n) is true the first time n is met
+ * in it. One walk at a time per plan. */
+void cg_walk_begin(CgPlan *plan);
+bool cg_walk_first(CgPlan *plan, const Node *n);
+/* Is n computed inside its consumers' loops? */
+bool cg_is_fused(const CgPlan *plan, const Node *n);
+/* Row-major strides (in elements) of a type. */
+void cg_strides(const Type *t, int64_t *strides);
+/* Broadcast strides of operand type `in` read at out's multi-index
+ * (stride 0 on stretched or missing leading dims). */
+void cg_bcast_strides(const Type *in, const Type *out, int64_t *strides);
+
+/* ---- attention_groups.c ---- */
+/* Before fusion: gather the attention_backward nodes of one attention
+ * (same operands and attributes, wrt q/k/v/bias) right after the first
+ * of them, their leader, and link the leader to the forward attention
+ * whose output and saved log-sum-exp it reuses. */
+void cg_attention_groups(CgPlan *p, Graph *g);
+/* The runtime geometry of a shape-checked attention or
+ * attention_backward; its mask kind (RLX_ATTN_*); the operand an
+ * attention_backward differentiates (q k v bias -> 0 1 2 3). */
+rlx_attn_geom cg_attn_geometry(const Node *n);
+int cg_attn_mask_kind(const Node *n);
+int cg_attn_wrt(const Node *n);
+
+/* ---- fuse.c ---- */
+/* Mark FUSED / FOLDED / ALIAS nodes of g in plan. A fused group (its
+ * root and the FUSED nodes computed in the root's loop) has at most
+ * CG_MAX_GROUP_NODES nodes whose operand counts add up to at most
+ * CG_MAX_GROUP_OPERANDS, so a root has at most that many leaves. */
+#define CG_MAX_GROUP_NODES 64
+#define CG_MAX_GROUP_OPERANDS 128
+bool cg_fuse(Graph *g, CgPlan *plan);
+/* Prologue fusion: is n (FUSED) computed inside the loads of a
+ * reduction-family consumer (reduce_*, softmax and log_softmax over an
+ * innermost axis, softmax_cross_entropy logits)? */
+bool cg_fuse_prologue_ok(const Node *consumer, const Node *n);
+
+/* ---- memplan.c ---- */
+/* Place every remaining node; scratch[id] = bytes a node needs while it
+ * runs (NULL: none). Sets live ranges and ws_bytes. */
+bool cg_memplan(Graph *g, CgPlan *plan, const int64_t *scratch);
+
+/* ---- dump.c ---- */
+/* The plan as text (--emit=plan): fusion groups, each value's storage,
+ * scratch areas and the workspace size, headed by fn_name (the function
+ * compiled from it). */
+void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name);
+
+#endif
