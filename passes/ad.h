@@ -18,6 +18,12 @@
 #include "ir/builder.h"
 #include "passes/passes.h"
 
+/* The reverse walk (grad_into's signature, below). */
+typedef bool (*GradWalk)(IrBuilder *b, Module *mod, const Graph *src,
+                         Node *const *args, bool keep_names,
+                         Node *const *seeds, Node *const *targets, int nt,
+                         Node **grads, Node **fwd_out);
+
 typedef struct GradCtx {
   IrBuilder b;        /* appends to the destination graph */
   Module *mod;        /* where generated subgraphs go */
@@ -26,6 +32,10 @@ typedef struct GradCtx {
   Node **adj;         /* src node id -> accumulated gradient, or NULL */
   bool *active;       /* src node id -> depends on a target */
   bool ok;            /* false once a rule reported a diagnostic */
+  /* The whole reverse walk, installed by grad_into (grad.c): rules that
+   * differentiate a detached graph (second-order VJPs, scan bodies)
+   * call it through here, so no rule calls up into the walk. */
+  GradWalk walk;
 } GradCtx;
 
 /* Copy src into b->g with src's args bound to args[] (keep_names: copy
@@ -41,7 +51,7 @@ bool grad_into(IrBuilder *b, Module *mod, const Graph *src,
 
 /* Accumulate gradient g into operand `opnd` (a src node), reducing a
  * broadcast gradient to the operand's shape. Inactive or
- * non-differentiable operands are skipped. */
+ * non-differentiable operands are skipped (grad_accum.c). */
 void grad_accum(GradCtx *gc, const Node *opnd, Node *g);
 /* The destination copy of src node n. */
 #define GV(gc, n) ((gc)->fwd[(n)->id])

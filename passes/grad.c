@@ -1,6 +1,10 @@
-/* grad.c: reverse-mode autodiff: the reverse walk (grad_into), the one
- * place where gradients are accumulated and broadcast gradients are
- * reduced back (grad_accum), and the "grad" pass that builds ENTRY_grad.
+/* grad.c: reverse-mode autodiff: the reverse walk (grad_into), on top
+ * of the VJP table (vjp.c) and the rules, and the "grad" pass that
+ * builds ENTRY_grad. grad_into installs itself as the walk hook of the
+ * GradCtx it makes (gc->walk), through which the rules that
+ * differentiate a detached graph (second-order VJPs, scan bodies) call
+ * it back without an upward call. Gradients are accumulated in
+ * grad_accum.c.
  *
  * Requires: the AD preparation passes have run (no if / while, no
  * custom_fn without derivative bodies, scans with num_bcast = 0).
@@ -22,28 +26,6 @@
 
 static bool differentiable(const Node *n) {
   return dt_is_float(n->type.dt) || dt_is_complex(n->type.dt);
-}
-
-Node *grad_unbroadcast(IrBuilder *b, Node *g, const Type *t) {
-  const Type *gt = &g->type;
-  RLX_ASSERT(gt->dt == t->dt && gt->rank >= t->rank);
-  if (type_eq(gt, t)) return g;
-  int off = gt->rank - t->rank, k = 0;
-  int64_t axes[RLX_MAX_RANK];
-  for (int i = 0; i < gt->rank; i++) {
-    bool stretched = i < off || t->dims[i - off] == 1;
-    if (stretched && gt->dims[i] != 1) axes[k++] = i;
-  }
-  if (k) g = ib_reduce(b, OP_REDUCE_SUM, g, axes, k, false);
-  if (!type_eq(&g->type, t)) g = ib_reshape_as(b, g, t);
-  return g;
-}
-
-void grad_accum(GradCtx *gc, const Node *opnd, Node *g) {
-  if (!gc->active[opnd->id] || !differentiable(opnd)) return;
-  g = grad_unbroadcast(&gc->b, g, &opnd->type);
-  Node **slot = &gc->adj[opnd->id];
-  *slot = *slot ? ib_bin(&gc->b, OP_ADD, *slot, g) : g;
 }
 
 /* Copy src's nodes into the destination graph. */
@@ -86,7 +68,7 @@ bool grad_into(IrBuilder *b, Module *mod, const Graph *src,
   size_t n = (size_t)src->next_id + 1;
   GradCtx gc = {*b, mod, src, arena_alloc(ar, sizeof(Node *) * n),
                 arena_alloc(ar, sizeof(Node *) * n),
-                arena_alloc(ar, sizeof(bool) * n), true};
+                arena_alloc(ar, sizeof(bool) * n), true, grad_into};
   copy_forward(&gc, args, keep_names);
   find_active(&gc, targets, nt);
   gc.b.loc = b->loc;

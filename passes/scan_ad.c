@@ -310,7 +310,7 @@ static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
   t[nt++] = s->body->args[0];
   for (int i = 0; i < s->nx; i++)
     if (s->kind[i] != XS_NONE) t[nt++] = s->body->args[1 + i];
-  if (!grad_into(bb, s->gc->mod, s->body, args, false, &dc, t, nt, gr,
+  if (!s->gc->walk(bb, s->gc->mod, s->body, args, false, &dc, t, nt, gr,
                  NULL))
     return false;
   for (int i = -1, k = 0; i < s->nx; i++) {

@@ -357,12 +357,6 @@ static bool vjp_log_softmax(GradCtx *gc, const Node *n, Node *g) {
   return true;
 }
 
-Node *vjp_same_attrs(GradCtx *gc, const Node *n, Op op, Node *const *in,
-                     int nin) {
-  Node *r = ib_op(B, op, in, nin);
-  ir_attr_copy_all(B->c, r, n);
-  return ib_finish(B, r);
-}
 static bool vjp_cumsum(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, vjp_same_attrs(gc, n, OP_CUMSUM_BACKWARD, &g, 1));
   return true;

@@ -187,7 +187,7 @@ bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g) {
   IrBuilder sb = {c, s, n->loc};
   Node *r = ad_attention_bwd_expand(&sb, n, a);
   ir_set_rets(c, s, &r, 1);
-  if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
+  if (!gc->walk(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
     return false;
   bool custom = !strcmp(ir_attr_word(n, ATTR_MASK), "custom");
   for (int i = 0; i < n->nin; i++) /* unused operand: an exact zero */

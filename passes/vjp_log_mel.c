@@ -57,7 +57,7 @@ static bool through(GradCtx *gc, const Node *n, Node *g, int first) {
     }
   }
   if (!nt) return true;
-  if (!grad_into(B, gc->mod, s, in, false, &g, tg, nt, gr, NULL))
+  if (!gc->walk(B, gc->mod, s, in, false, &g, tg, nt, gr, NULL))
     return false;
   for (int k = 0; k < nt; k++)
     ACC(idx[k], gr[k] ? gr[k] : ib_fill(B, n->in[idx[k]]->type, 0));

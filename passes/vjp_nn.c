@@ -172,7 +172,7 @@ bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g) {
   IrBuilder sb = {c, s, n->loc};
   Node *r = ad_norm_bwd_expand(&sb, n, a);
   ir_set_rets(c, s, &r, 1);
-  if (!grad_into(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
+  if (!gc->walk(B, gc->mod, s, in, false, &g, a, n->nin, gr, NULL))
     return false;
   for (int i = 0; i < n->nin; i++) /* unused operand: an exact zero */
     if (WANT(i)) ACC(i, gr[i] ? gr[i] : ib_fill(B, n->in[i]->type, 0));
@@ -221,7 +221,7 @@ static bool rope_tables(GradCtx *gc, const Node *n, Node *g) {
   IrBuilder sb = {c, s, n->loc};
   Node *r = rope_expand(&sb, n, a);
   ir_set_rets(c, s, &r, 1);
-  if (!grad_into(B, gc->mod, s, in, false, &g, a + 1, 2, gr, NULL))
+  if (!gc->walk(B, gc->mod, s, in, false, &g, a + 1, 2, gr, NULL))
     return false;
   for (int i = 1; i < 3; i++)
     if (WANT(i))

@@ -186,7 +186,7 @@ bool vjp_fake_quantize_bwd(GradCtx *gc, const Node *n, Node *g) {
   Graph *s = ad_quant_graph(B->c, n);
   Node *in[3], *gr[3] = {NULL, NULL, NULL};
   for (int i = 0; i < n->nin; i++) in[i] = X(i);
-  if (!grad_into(B, gc->mod, s, in, false, &g, s->args, n->nin, gr, NULL))
+  if (!gc->walk(B, gc->mod, s, in, false, &g, s->args, n->nin, gr, NULL))
     return false;
   for (int i = 0; i < n->nin; i++) /* unused operand: an exact zero */
     if (WANT(i)) ACC(i, gr[i] ? gr[i] : ib_fill(B, n->in[i]->type, 0));
