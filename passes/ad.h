@@ -103,7 +103,7 @@ Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
 Node *ad_max_pool_pick(IrBuilder *b, const Node *n, Node *x, Node *m,
                        Node *v);
 
-/* Forward mode (jvp.c): copy src into b->g with src's args bound to
+/* Forward mode (jvp_pass.c): copy src into b->g with src's args bound to
  * args[] (keep_names: value names too), give src node seed_at[k] the
  * tangent seed_tan[k] (replacing what flows into it), and propagate
  * tangents forward. prim_out / tan_out (either may be NULL) receive the

@@ -98,10 +98,6 @@ bool ad_each_graph(Unit *u, bool (*fn)(Unit *u, Graph *g)) {
   return ok;
 }
 
-bool ad_wants_grad(const Unit *u) {
-  return u->opt && (u->opt->grad || u->opt->hvp);
-}
-
 bool ad_rewrite_each(Unit *u, RewriteFn fn) {
   if (!ad_wants_grad(u)) return true;
   ad_working_copy(u);

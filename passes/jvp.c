@@ -1,7 +1,8 @@
-/* jvp.c: forward mode. The tangent walk (jvp_into) and the table of
- * JVP rules, one short rule per op; the NN layers' rules live in
- * jvp_nn.c, control flow's in jvp_control.c, the passes that build
- * ENTRY_jvp and ENTRY_hvp in jvp_pass.c. Conventions: jvp.h.
+/* jvp.c: forward mode. The table of JVP rules, one short rule per op;
+ * the NN layers' rules live in jvp_nn.c, control flow's in
+ * jvp_control.c, the tangent walk (jvp_into) and the passes that build
+ * ENTRY_jvp and ENTRY_hvp in jvp_pass.c, the helpers the rules share in
+ * jvp_tangent.c. Conventions: jvp.h.
  *
  * The table is generated from ops.def like the VJP table: a row's jvp
  * column R names the rule jvp_R, so an op added to ops.def without a
@@ -31,44 +32,6 @@ typedef Node *(*JvpRule)(JvpCtx *jc, const Node *n);
 
 static bool differentiable(const Node *n) {
   return dt_is_float(n->type.dt) || dt_is_complex(n->type.dt);
-}
-
-Node *jvp_add(JvpCtx *jc, Node *a, Node *b) {
-  if (!a) return b;
-  if (!b) return a;
-  return ib_bin(&jc->b, OP_ADD, a, b);
-}
-
-Node *jvp_fit(JvpCtx *jc, const Node *n, Node *v) {
-  if (!v || type_eq(&v->type, &n->type)) return v;
-  if (v->type.dt != n->type.dt) v = ib_cast(&jc->b, v, n->type.dt);
-  return type_eq(&v->type, &n->type) ? v : ib_expand(&jc->b, v, &n->type);
-}
-
-Node *jvp_same_attrs(JvpCtx *jc, const Node *n, Op op, Node *const *in,
-                     int nin) {
-  Node *r = ib_op(B, op, in, nin);
-  ir_attr_copy_all(B->c, r, n);
-  return ib_finish(B, r);
-}
-
-Node *jvp_through(JvpCtx *jc, const Node *n, const Graph *expanded) {
-  Node **seed_at = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
-  Node **seed = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
-  Node **args = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
-  int ns = 0;
-  for (int i = 0; i < n->nin; i++) {
-    args[i] = X(i);
-    if (T(i)) {
-      seed_at[ns] = expanded->args[i];
-      seed[ns++] = T(i);
-    }
-  }
-  Node *p, *t;
-  if (!jvp_into(B, jc->mod, expanded, args, false, (const Node *const *)seed_at,
-                seed, ns, &p, &t))
-    jc->ok = false;
-  return t;
 }
 
 static Node *jvp_none(JvpCtx *jc, const Node *n) {
@@ -330,44 +293,4 @@ Node *jvp_apply(JvpCtx *jc, const Node *n) { return rules[n->op](jc, n); }
 
 bool jvp_supported(Op op) {
   return rules[op] != jvp_unsupported && rules[op] != jvp_none;
-}
-
-/* ---- the walk ---- */
-
-bool jvp_into(IrBuilder *b, Module *mod, const Graph *src, Node *const *args,
-              bool keep_names, const Node *const *seed_at,
-              Node *const *seed_tan, int ns, Node **prim_out,
-              Node **tan_out) {
-  Arena *ar = b->c->arena;
-  size_t cnt = (size_t)src->next_id + 1;
-  JvpCtx jc = {*b, mod, src, arena_alloc(ar, sizeof(Node *) * cnt),
-               arena_alloc(ar, sizeof(Node *) * cnt), true};
-  Node **seed = arena_alloc(ar, sizeof(Node *) * cnt);
-  for (int k = 0; k < ns; k++) seed[seed_at[k]->id] = seed_tan[k];
-  for (int i = 0; i < src->nargs; i++) jc.fwd[src->args[i]->id] = args[i];
-  Node *buf[64];
-  for (int i = 0; i < src->nnodes && jc.ok; i++) {
-    const Node *n = src->nodes[i];
-    if (n->op != OP_INPUT && n->op != OP_PARAM) {
-      Node **in = n->nin > 64
-          ? arena_alloc(ar, sizeof(Node *) * (size_t)n->nin) : buf;
-      bool any = false;
-      for (int k = 0; k < n->nin; k++) {
-        in[k] = jc.fwd[n->in[k]->id];
-        any |= jc.tan[n->in[k]->id] != NULL;
-      }
-      jc.b.loc = n->loc;
-      Node *k = ib_clone(&jc.b, n, in);
-      if (keep_names && n->name) k->name = n->name;
-      jc.fwd[n->id] = k;
-      if (any && differentiable(n) && !op_has(n->op, OPF_NO_GRAD))
-        jc.tan[n->id] = jvp_apply(&jc, n);
-    }
-    if (seed[n->id]) jc.tan[n->id] = seed[n->id];
-  }
-  for (int i = 0; i < src->nret; i++) {
-    if (prim_out) prim_out[i] = jc.fwd[src->rets[i]->id];
-    if (tan_out) tan_out[i] = jc.tan[src->rets[i]->id];
-  }
-  return jc.ok;
 }

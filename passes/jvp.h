@@ -21,6 +21,12 @@
 
 #include "passes/ad.h"
 
+/* The tangent walk (jvp_into's signature, ad.h). */
+typedef bool (*JvpWalk)(IrBuilder *b, Module *mod, const Graph *src,
+                        Node *const *args, bool keep_names,
+                        const Node *const *seed_at, Node *const *seed_tan,
+                        int ns, Node **prim_out, Node **tan_out);
+
 typedef struct JvpCtx {
   IrBuilder b;
   Module *mod;
@@ -28,12 +34,16 @@ typedef struct JvpCtx {
   Node **fwd; /* src node id -> its primal copy */
   Node **tan; /* src node id -> its tangent, or NULL (zero) */
   bool ok;
+  /* The whole tangent walk, installed by jvp_into (jvp_pass.c): rules
+   * that differentiate a body or an expansion (control flow,
+   * jvp_through) call it through here, not up into the walk. */
+  JvpWalk walk;
 } JvpCtx;
 
 /* The tangent of n's op (jvp.c's table). */
 Node *jvp_apply(JvpCtx *jc, const Node *n);
 
-/* Sum of two tangents, either possibly NULL. */
+/* jvp_tangent.c. Sum of two tangents, either possibly NULL. */
 Node *jvp_add(JvpCtx *jc, Node *a, Node *b);
 /* v broadcast to n's type (tangents of broadcast operands). */
 Node *jvp_fit(JvpCtx *jc, const Node *n, Node *v);

@@ -117,7 +117,7 @@ Node *jvp_scan(JvpCtx *jc, const Node *n) {
   bargs[0] = unpack(&gb, P, ct, 0);
   stan[0] = unpack(&gb, P, ct, 1);
   Node *p, *t;
-  if (!jvp_into(&gb, jc->mod, body, bargs, false, (const Node *const *)sat,
+  if (!jc->walk(&gb, jc->mod, body, bargs, false, (const Node *const *)sat,
                 stan, ns, &p, &t)) {
     jc->ok = false;
     return NULL;
@@ -151,7 +151,7 @@ static Graph *if_branch(JvpCtx *jc, const Node *n, const Graph *br) {
       stan[ns++] = arg(jc, g, "tc", i, br->args[i]->type);
     }
   Node *p, *t;
-  if (!jvp_into(&gb, jc->mod, br, a, false, (const Node *const *)sat, stan,
+  if (!jc->walk(&gb, jc->mod, br, a, false, (const Node *const *)sat, stan,
                 ns, &p, &t)) {
     jc->ok = false;
     return NULL;
@@ -219,7 +219,7 @@ Node *jvp_while(JvpCtx *jc, const Node *n) {
       stan[ns++] = tv[j];
     }
   Node **po = nodes(jc, m), **to = nodes(jc, m);
-  if (!jvp_into(&bb, jc->mod, body, cv, false, (const Node *const *)sat,
+  if (!jc->walk(&bb, jc->mod, body, cv, false, (const Node *const *)sat,
                 stan, ns, po, to)) {
     jc->ok = false;
     return NULL;
@@ -271,7 +271,7 @@ Node *jvp_custom_fn(JvpCtx *jc, const Node *n) {
     }
   }
   Node *p, *t;
-  if (!jvp_into(B, jc->mod, f, a, false, (const Node *const *)sat, stan, ns,
+  if (!jc->walk(B, jc->mod, f, a, false, (const Node *const *)sat, stan, ns,
                 &p, &t))
     jc->ok = false;
   set_primal(jc, n, p);

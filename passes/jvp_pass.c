@@ -1,4 +1,7 @@
-/* jvp_pass.c: the "jvp" and "hvp" passes (abi.md section 3).
+/* jvp_pass.c: the tangent walk (jvp_into, over the JVP table of jvp.c;
+ * it installs itself as the JvpCtx's walk hook, through which rules
+ * that differentiate a body or an expansion call it back) and the
+ * "jvp" and "hvp" passes (abi.md section 3).
  *
  * jvp (with --jvp): ENTRY_jvp, placed last in the module. Arguments:
  *   the entry's, then `tangent_NAME` for each seeded value (--jvp=%a,..
@@ -18,13 +21,53 @@
  * param to seed, a loss that is not one real floating-point element
  * (--hvp), complex wrt values (--hvp).
  */
-#include "passes/ad.h"
+#include "passes/jvp.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static bool differentiable(const Node *n) {
   return dt_is_float(n->type.dt) || dt_is_complex(n->type.dt);
+}
+
+/* ---- the tangent walk: the rules' table (jvp.c) below it ---- */
+
+bool jvp_into(IrBuilder *b, Module *mod, const Graph *src, Node *const *args,
+              bool keep_names, const Node *const *seed_at,
+              Node *const *seed_tan, int ns, Node **prim_out,
+              Node **tan_out) {
+  Arena *ar = b->c->arena;
+  size_t cnt = (size_t)src->next_id + 1;
+  JvpCtx jc = {*b, mod, src, arena_alloc(ar, sizeof(Node *) * cnt),
+               arena_alloc(ar, sizeof(Node *) * cnt), true, jvp_into};
+  Node **seed = arena_alloc(ar, sizeof(Node *) * cnt);
+  for (int k = 0; k < ns; k++) seed[seed_at[k]->id] = seed_tan[k];
+  for (int i = 0; i < src->nargs; i++) jc.fwd[src->args[i]->id] = args[i];
+  Node *buf[64];
+  for (int i = 0; i < src->nnodes && jc.ok; i++) {
+    const Node *n = src->nodes[i];
+    if (n->op != OP_INPUT && n->op != OP_PARAM) {
+      Node **in = n->nin > 64
+          ? arena_alloc(ar, sizeof(Node *) * (size_t)n->nin) : buf;
+      bool any = false;
+      for (int k = 0; k < n->nin; k++) {
+        in[k] = jc.fwd[n->in[k]->id];
+        any |= jc.tan[n->in[k]->id] != NULL;
+      }
+      jc.b.loc = n->loc;
+      Node *k = ib_clone(&jc.b, n, in);
+      if (keep_names && n->name) k->name = n->name;
+      jc.fwd[n->id] = k;
+      if (any && differentiable(n) && !op_has(n->op, OPF_NO_GRAD))
+        jc.tan[n->id] = jvp_apply(&jc, n);
+    }
+    if (seed[n->id]) jc.tan[n->id] = seed[n->id];
+  }
+  for (int i = 0; i < src->nret; i++) {
+    if (prim_out) prim_out[i] = jc.fwd[src->rets[i]->id];
+    if (tan_out) tan_out[i] = jc.tan[src->rets[i]->id];
+  }
+  return jc.ok;
 }
 
 /* `tangent_NAME`, made unique among g's values (tangent_NAME_1, ...) */
