@@ -2,7 +2,7 @@
  * pass that asks it: whether code is generated (the lowering passes
  * apply) and whether a gradient graph is built (the AD preparation
  * passes apply). */
-#include "passes/ad.h"
+#include "passes/passes.h"
 
 bool pass_generates_code(const Unit *u) {
   return u->opt && !u->opt->check &&

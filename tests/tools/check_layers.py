@@ -23,7 +23,11 @@ import sys
 LAYERS = [
     "ir/",
     "frontend/",
-    "passes/",
+    "passes/unit.c",     # what the options ask of the pipeline
+    "passes/cleanup/",   # simplify, cse, dce (also on one graph)
+    "passes/ad/",        # autodiff: rules, walks, AD passes
+    "passes/lower/",     # rewrites for code generation
+    "passes/",           # the pipeline
     "codegen/",
     "main.c",
 ]
