@@ -65,7 +65,7 @@ Node *grad_unbroadcast(IrBuilder *b, Node *g, const Type *t);
  * upstream gradient g, and calls grad_accum() per operand. */
 bool vjp_apply(GradCtx *gc, const Node *n, Node *g);
 
-/* Shared by the VJP and JVP rules (vjp_rules.c): the normalized axes of
+/* Shared by the VJP and JVP rules (partials.c): the normalized axes of
  * reduction n (axes may be NULL) and its keep_dims type, returning the
  * axis count; the partial derivatives of reduce_prod n at x (x's
  * shape, exact with zeros); f''(x) of an activation_backward kind
@@ -74,15 +74,15 @@ int ad_reduce_axes(const Node *n, int64_t *axes, Type *kept);
 Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x);
 Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
 
-/* Closed forms re-expressed through ordinary ops (vjp_rules_nn.c,
- * vjp_rules_attention.c), for the second-order VJPs and the JVPs: n's value
+/* Closed forms re-expressed through ordinary ops (nn_expand.c,
+ * attention_expand.c), for the second-order VJPs and the JVPs: n's value
  * built with b from operands a[] (n's operands' counterparts in b's
  * graph), for n a *_norm*_backward_* op, attention, or
  * attention_backward. */
 Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
-/* Fake quantization (vjp_rules_quant.c): n's value through ordinary ops for
+/* Fake quantization (quant_expand.c): n's value through ordinary ops for
  * the five fake_quantize* ops; ad_quant_graph wraps it in a detached
  * graph over n's operands (args a0, a1, ...). ad_lsq_psi: ψ(x/S) of
  * lsq op n at x and scale s (x-shaped), times the LSQ gradient scale
@@ -96,13 +96,14 @@ Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s);
 Node *ad_quant_lay(IrBuilder *b, const Node *n, Node *s);
 /* n (selective_scan, gated_delta_net or fused_transformer_layer)
  * expanded into primitive ops with b from operands a[]; recurrence
- * bodies become graphs of m placed before b->g (expand_fused.c). */
+ * bodies become graphs of m placed before b->g (fused_expand.c). */
 Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
                       Node *const *a);
 /* For max_pool2d or max_pool2d_backward n (its kernel, stride,
  * padding) with m = max_pool2d(x): per window, v (x-shaped) at the
- * window's first maximum of x in row-major order, m-shaped (vjp_rules_nn.c;
- * the VJP of max_pool2d_backward in dy, the JVP of max_pool2d). */
+ * window's first maximum of x in row-major order, m-shaped
+ * (nn_expand.c; the VJP of max_pool2d_backward in dy, the JVP of
+ * max_pool2d). */
 Node *ad_max_pool_pick(IrBuilder *b, const Node *n, Node *x, Node *m,
                        Node *v);
 

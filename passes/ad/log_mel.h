@@ -1,6 +1,7 @@
 /* log_mel.h: reverse and forward mode of log_mel and
  * log_mel_backward (vjp_rules_log_mel.c, jvp_rules_log_mel.c), both
- * built on one expansion of the ops through ordinary ops. */
+ * built on one expansion of the ops through ordinary ops
+ * (log_mel_expand.c). */
 #ifndef RLX_AD_LOG_MEL_H
 #define RLX_AD_LOG_MEL_H
 

@@ -1,8 +1,8 @@
 /* lower_quant.c: the "lower_quant" pass. When code is generated,
  * fake_quantize, fake_quantize_lsq and their backward ops are rewritten
  * in every graph of the module into the ordinary ops of their expansion
- * (vjp_rules_quant.c: elementwise ops, the max-abs reduction of fake_quantize's
- * scale, the channel sum of lsq's ds), so they fuse into their
+ * (passes/ad/quant_expand.c: elementwise ops, the max-abs reduction of
+ * fake_quantize's scale, the channel sum of lsq's ds), so they fuse into their
  * neighbours' loops and vectorize like any elementwise chain. It runs
  * after the AD passes (whose rules know the ops as units) and before
  * simplify / cse / dce, which then clean the expansion; --check and
