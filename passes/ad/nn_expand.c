@@ -21,9 +21,9 @@ static Node *sum_but(IrBuilder *b, Node *v, int ax) {
   return k ? ib_reduce(b, OP_REDUCE_SUM, v, axes, k, false) : v;
 }
 
-/* The norm backward ops re-expressed through primitives (the second
- * order path only; the kernels compute the first order). a[] are the
- * op's operands, ax its axis. */
+/* The norm backward ops re-expressed through primitives (for their
+ * second-order VJPs and their JVPs; the kernels compute the first
+ * order). a[] are the op's operands, ax its axis. */
 #define NB(op, p, q) ib_bin(b, op, p, q)
 #define NM(p, q) NB(OP_MUL, p, q)
 static Node *nb_mean(IrBuilder *b, Node *v, int ax) {
