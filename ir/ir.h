@@ -249,7 +249,7 @@ typedef struct Module {
   Graph **graphs;     /* declaration order: subgraphs before users */
 } Module;
 
-/* ---- compilation context (ir/diag.c) ---- */
+/* ---- compilation context (ir/ctx.c) ---- */
 typedef struct CtxCleanup CtxCleanup;
 typedef struct TimeReport TimeReport;
 typedef struct Ctx {
@@ -306,15 +306,16 @@ void ctx_unwind(Ctx *c, bool fatal);
 /* The arena's out-of-memory hook (arg: the Ctx): ctx_unwind, then the
  * jump to *oom_jump; without one, an internal error. */
 void ctx_oom(void *ctx);
-/* Report an error at loc; printed GCC-style with source line and caret
+/* Report an error at loc (ir/diag.c); printed GCC-style with source line and caret
  * when diag_out is set. Returns false so rules can `return diag_...`. */
 bool diag_error(Ctx *c, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool diag_note(Ctx *c, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* "did you mean": feed the candidates for a misspelled word; the hint
- * is "; did you mean 'x'?" for the closest one within a third of the
- * word's length in edits (at least 1), else "". */
+/* "did you mean" (ir/suggest.c; suggest_dtype: ir/ops.c): feed the
+ * candidates for a misspelled word; the hint is "; did you mean 'x'?"
+ * for the closest one within a third of the word's length in edits (at
+ * least 1), else "". */
 typedef struct {
   const char *word;
   char best[64]; /* a copy: candidates may be temporaries */

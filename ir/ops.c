@@ -202,3 +202,11 @@ const OpAttrSpec *op_attr_spec(Op op, AttrId id) {
     if (oi->attrs[i].id == id) return &oi->attrs[i];
   return NULL;
 }
+
+/* "did you mean" for a misspelt dtype name (suggest.c). */
+const char *suggest_dtype(const char *word, char *buf, size_t n) {
+  Suggest s;
+  suggest_init(&s, word);
+  for (int k = 0; k < DT_COUNT; k++) suggest_add(&s, dt_name((DType)k));
+  return suggest_hint(&s, "", buf, n);
+}

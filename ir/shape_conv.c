@@ -1,21 +1,17 @@
-/* shape_conv.c: rules for attention, conv2d and 2-D pooling
- * (language.md 6.5), plus the geometry helpers their backward ops use.
+/* shape_conv.c: rules for conv2d and 2-D pooling (language.md 6.5)
+ * and their backward ops (6.9); their output geometry is in
+ * shape_check.c (q_conv2d shares it).
  *
- * attention(q, k, v [, mask]): q, k, v one float dtype, all rank 3
- *   [B, L, H*D] or all rank 4 [B, H, L, D]; k and v share Lk. Rank 3
- *   needs heads or head_dim (the other is derived; both must multiply
- *   to the last dim); rank 4 checks them against the dims when given.
- *   mask=custom|bias need the extra operand, other kinds must not have
- *   it: custom [B, Lk] (bool or real numeric), bias [B, H, Lq, Lk] of
- *   q's dtype. window only (and required) with sliding_window, in
- *   [0, 2^40]; softcap > 0; scale and softcap finite, also rounded to
- *   f32 unless q is f64. Output: q's type.
  * conv2d(x [N, C, H, W], w [Co, C/groups, kH, kW]): stride, dilation
  *   >= 1, padding >= 0, groups divides C and Co. Each output size
  *   (H + 2p - d(k-1) - 1)/s + 1 must be positive.
  * max/avg_pool2d(x [N, C, H, W]): kernel >= 1, stride (default kernel)
  *   >= 1, padding >= 0 and at most half the kernel; output size
  *   (H + 2p - k)/s + 1 must be positive.
+ * avg_pool2d_backward (dy, shape = x's shape) -> dy.dtype[shape];
+ *   max_pool2d_backward (x, dy [pool output]) -> x's type.
+ * conv2d_backward_input (dy, w, shape = x's shape) -> dy.dtype[shape];
+ * conv2d_backward_weight (x, dy, shape = w's shape) -> dy.dtype[shape].
  */
 #include "ir/shape_internal.h"
 
@@ -23,221 +19,65 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Heads and head dim of rank-3 operand dims [B, L, E]. */
-static bool heads_rank3(Ctx *c, const Node *n, int64_t e) {
-  bool hp = ir_attr_present(n, ATTR_HEADS);
-  bool dp = ir_attr_present(n, ATTR_HEAD_DIM);
-  int64_t h = 0, d = 0;
-  if (!hp && !dp)
-    return sh_err(c, n, "rank-3 operands need heads or head_dim");
-  if (hp && !sh_int_attr(c, n, ATTR_HEADS, 1, RLX_MAX_ELEMS, &h))
-    return false;
-  if (dp && !sh_int_attr(c, n, ATTR_HEAD_DIM, 1, RLX_MAX_ELEMS, &d))
-    return false;
-  int64_t hd;
-  if (hp && dp && (__builtin_mul_overflow(h, d, &hd) || hd != e))
-    return sh_err(c, n, "heads %lld * head_dim %lld != last dimension "
-                  "%lld", (long long)h, (long long)d, (long long)e);
-  if (e % (hp ? h : d))
-    return sh_err(c, n, "last dimension %lld is not divisible by %s %lld",
-                  (long long)e, hp ? "heads" : "head_dim",
-                  (long long)(hp ? h : d));
-  return true;
-}
-
-static bool heads_rank4(Ctx *c, const Node *n, const Type *q) {
-  if (ir_attr_present(n, ATTR_HEADS) &&
-      ir_attr_int(n, ATTR_HEADS, 0) != q->dims[1])
-    return sh_err(c, n, "heads %lld does not match q %s",
-                  (long long)ir_attr_int(n, ATTR_HEADS, 0), TS(q));
-  if (ir_attr_present(n, ATTR_HEAD_DIM) &&
-      ir_attr_int(n, ATTR_HEAD_DIM, 0) != q->dims[3])
-    return sh_err(c, n, "head_dim %lld does not match q %s",
-                  (long long)ir_attr_int(n, ATTR_HEAD_DIM, 0), TS(q));
-  return true;
-}
-
-/* q, k, v ranks and dims. */
-static bool qkv_check(Ctx *c, const Node *n) {
-  const Type *q = IN(n, 0), *k = IN(n, 1), *v = IN(n, 2);
-  if (!sh_want_float(c, n, 0, "q")) return false;
-  if (!sh_same_dtype(c, n, 0, 1) || !sh_same_dtype(c, n, 0, 2))
-    return false;
-  if (q->rank != 3 && q->rank != 4)
-    return sh_err(c, n, "q must be [B, S, H*D] or [B, H, S, D], got %s",
-                  TS(q));
-  int r = q->rank, ld = r - 2; /* index of the sequence dim */
-  for (int i = 1; i < 3; i++) {
-    const Type *t = IN(n, i);
-    bool ok = t->rank == r;
-    for (int j = 0; ok && j < r; j++)
-      ok = j == ld || t->dims[j] == q->dims[j];
-    if (!ok)
-      return sh_err(c, n, "%s %s does not match q %s except in length",
-                    i == 1 ? "k" : "v", TS(t), TS(q));
-  }
-  if (k->dims[ld] != v->dims[ld])
-    return sh_err(c, n, "k and v lengths differ: %lld vs %lld",
-                  (long long)k->dims[ld], (long long)v->dims[ld]);
-  return r == 3 ? heads_rank3(c, n, q->dims[2]) : heads_rank4(c, n, q);
-}
-
-/* Heads of a checked q (rank 3: from attributes). */
-static int64_t heads_of(const Node *n, const Type *q) {
-  if (q->rank == 4) return q->dims[1];
-  if (ir_attr_present(n, ATTR_HEADS)) return ir_attr_int(n, ATTR_HEADS, 1);
-  return q->dims[2] / ir_attr_int(n, ATTR_HEAD_DIM, 1);
-}
-
-/* scale and softcap are finite; the kernels use them in f32 unless q
- * is f64 (f16 / bf16 are computed in f32), so they must also be finite
- * there: scale=1e39 would make every score inf or NaN. */
-static bool scale_attrs_ok(Ctx *c, const Node *n) {
-  static const AttrId ids[2] = {ATTR_SCALE, ATTR_SOFTCAP};
-  char why[64];
-  snprintf(why, sizeof why, ", the precision used for %s q",
-           dt_name(IN(n, 0)->dt));
-  for (int i = 0; i < 2; i++) {
-    if (!ir_attr_present(n, ids[i])) continue;
-    double v = ir_attr_float(n, ids[i], 0);
-    if (!isfinite(v))
-      return sh_err(c, n, "%s must be finite, got %g", attr_name(ids[i]),
-                    v);
-    if (IN(n, 0)->dt != DT_F64 && !sh_f32_attr(c, n, ids[i], why))
-      return false;
-  }
-  return true;
-}
-
-static bool mask_check(Ctx *c, const Node *n, int mask_i) {
-  const char *m = ir_attr_word(n, ATTR_MASK);
-  bool extra = !strcmp(m, "custom") || !strcmp(m, "bias");
-  bool sw = !strcmp(m, "sliding_window");
-  int want = mask_i + (extra ? 1 : 0);
-  if (n->nin != want)
-    return sh_err(c, n, "mask=%s needs %d operands, got %d", m, want,
-                  n->nin);
-  if (sw && !ir_attr_present(n, ATTR_WINDOW))
-    return sh_err(c, n, "mask=sliding_window needs a window attribute");
-  if (!sw && ir_attr_present(n, ATTR_WINDOW))
-    return sh_err(c, n, "window is only valid with mask=sliding_window");
-  int64_t w;
-  if (sw && !sh_int_attr(c, n, ATTR_WINDOW, 0, RLX_MAX_ELEMS, &w))
-    return false;
-  if (ir_attr_present(n, ATTR_SOFTCAP) &&
-      !(ir_attr_float(n, ATTR_SOFTCAP, 0) > 0))
-    return sh_err(c, n, "softcap must be > 0, got %g",
-                  ir_attr_float(n, ATTR_SOFTCAP, 0));
-  if (!scale_attrs_ok(c, n)) return false;
-  if (!extra) return true;
-  const Type *q = IN(n, 0), *mk = IN(n, mask_i);
-  int ld = q->rank - 2;
-  int64_t b = q->dims[0], lq = q->dims[ld], lk = IN(n, 1)->dims[ld];
-  if (!strcmp(m, "custom")) {
-    int64_t d[2] = {b, lk};
-    if (dt_is_complex(mk->dt))
-      return sh_err(c, n, "custom mask must be bool or real, got c64");
-    Type t = type_make(mk->dt, 2, d);
-    return sh_want_type(c, n, mask_i, "custom mask", &t);
-  }
-  int64_t d[4] = {b, heads_of(n, q), lq, lk};
-  Type t = type_make(q->dt, 4, d);
-  return sh_want_type(c, n, mask_i, "bias", &t);
-}
-
-bool sh_attention_check(Ctx *c, const Node *n, int mask_i, Type *out) {
-  if (!qkv_check(c, n) || !mask_check(c, n, mask_i)) return false;
-  *out = *IN(n, 0);
-  return true;
-}
-
-bool shape_attention(Ctx *c, Node *n) {
-  return sh_attention_check(c, n, 3, &n->type);
-}
-
-/* Output size along one spatial dim; false if not positive. */
-static bool out_size(Ctx *c, const Node *n, const char *which, int64_t in,
-                     int64_t k, int64_t s, int64_t p, int64_t d,
-                     int64_t *o) {
-  int64_t span, num;
-  if (__builtin_mul_overflow(d, k - 1, &span) ||
-      __builtin_add_overflow(in, 2 * p, &num) ||
-      __builtin_sub_overflow(num, span + 1, &num))
-    return sh_err(c, n, "size overflow computing the output %s", which);
-  if (num < 0)
-    return sh_err(c, n, "output %s is not positive (input %lld, kernel "
-                  "%lld, padding %lld, dilation %lld, stride %lld)", which,
-                  (long long)in, (long long)k, (long long)p, (long long)d,
-                  (long long)s);
-  *o = num / s + 1;
-  return true;
-}
-
-bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
-                   Type *out) {
-  static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
-  int64_t s[2], p[2], d[2], g;
-  const int64_t big = RLX_MAX_ELEMS;
-  if (x->rank != 4) return sh_err(c, n, "x must be [N, C, H, W], got %s",
-                                  TS(x));
-  if (w->rank != 4)
-    return sh_err(c, n, "w must be [C_out, C_in/groups, kH, kW], got %s",
-                  TS(w));
-  if (!sh_ints_attr(c, n, ATTR_STRIDE, 2, 1, big, one, s) ||
-      !sh_ints_attr(c, n, ATTR_PADDING, 2, 0, big, zero, p) ||
-      !sh_ints_attr(c, n, ATTR_DILATION, 2, 1, big, one, d) ||
-      !sh_int_attr(c, n, ATTR_GROUPS, 1, big, &g))
-    return false;
-  if (x->dims[1] % g || w->dims[0] % g)
-    return sh_err(c, n, "groups %lld must divide input channels %lld and "
-                  "output channels %lld", (long long)g,
-                  (long long)x->dims[1], (long long)w->dims[0]);
-  if (w->dims[1] != x->dims[1] / g)
-    return sh_err(c, n, "w %s needs %lld input channels per group (x %s, "
-                  "groups %lld)", TS(w), (long long)(x->dims[1] / g),
-                  TS(x), (long long)g);
-  if (w->dims[2] < 1 || w->dims[3] < 1)
-    return sh_err(c, n, "kernel must be non-empty, w is %s", TS(w));
-  Type o = {.dt = x->dt, .rank = 4, .dims = {x->dims[0], w->dims[0]}};
-  if (!out_size(c, n, "height", x->dims[2], w->dims[2], s[0], p[0], d[0],
-                &o.dims[2]) ||
-      !out_size(c, n, "width", x->dims[3], w->dims[3], s[1], p[1], d[1],
-                &o.dims[3]))
-    return false;
-  *out = o;
-  return true;
-}
-
 bool shape_conv2d(Ctx *c, Node *n) {
   if (!sh_want_float(c, n, 0, "x") || !sh_same_dtype(c, n, 0, 1))
     return false;
   return sh_conv2d_out(c, n, IN(n, 0), IN(n, 1), &n->type);
 }
 
-bool sh_pool2d_out(Ctx *c, const Node *n, const Type *x, Type *out) {
-  static const int64_t zero[2] = {0, 0};
-  int64_t k[2], s[2], p[2];
-  const int64_t big = RLX_MAX_ELEMS;
-  if (x->rank != 4) return sh_err(c, n, "x must be [N, C, H, W], got %s",
-                                  TS(x));
-  if (!sh_ints_attr(c, n, ATTR_KERNEL, 2, 1, big, NULL, k) ||
-      !sh_ints_attr(c, n, ATTR_STRIDE, 2, 1, big, k, s) ||
-      !sh_ints_attr(c, n, ATTR_PADDING, 2, 0, big, zero, p))
-    return false;
-  for (int i = 0; i < 2; i++)
-    if (p[i] > k[i] / 2)
-      return sh_err(c, n, "padding %lld exceeds half the kernel %lld",
-                    (long long)p[i], (long long)k[i]);
-  Type o = {.dt = x->dt, .rank = 4, .dims = {x->dims[0], x->dims[1]}};
-  if (!out_size(c, n, "height", x->dims[2], k[0], s[0], p[0], 1, &o.dims[2])
-      || !out_size(c, n, "width", x->dims[3], k[1], s[1], p[1], 1,
-                   &o.dims[3]))
-    return false;
-  *out = o;
-  return true;
-}
-
 bool shape_pool2d(Ctx *c, Node *n) {
   if (!sh_want_float(c, n, 0, "x")) return false;
   return sh_pool2d_out(c, n, IN(n, 0), &n->type);
+}
+
+/* The `shape` attribute as a type of dtype dt (dims >= 0). */
+static bool shape_of_attr(Ctx *c, const Node *n, DType dt, Type *t) {
+  int k;
+  const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
+  if (k > RLX_MAX_RANK)
+    return sh_err(c, n, "shape has rank %d, the maximum is %d", k,
+                  RLX_MAX_RANK);
+  *t = (Type){.dt = dt, .rank = k};
+  for (int i = 0; i < k; i++) {
+    if (v[i] < 0 || v[i] > RLX_MAX_ELEMS)
+      return sh_err(c, n, "shape[%d] = %lld is not a valid dimension", i,
+                    (long long)v[i]);
+    t->dims[i] = v[i];
+  }
+  return true;
+}
+
+bool shape_avg_pool_bwd(Ctx *c, Node *n) {
+  Type x, o;
+  if (!sh_want_float(c, n, 0, "dy")) return false;
+  if (!shape_of_attr(c, n, IN(n, 0)->dt, &x) ||
+      !sh_pool2d_out(c, n, &x, &o) || !sh_want_type(c, n, 0, "dy", &o))
+    return false;
+  n->type = x;
+  return true;
+}
+
+bool shape_conv2d_bwd(Ctx *c, Node *n) {
+  bool in = n->op == OP_CONV2D_BACKWARD_INPUT;
+  int dyi = in ? 0 : 1;
+  Type s, o;
+  if (!sh_want_float(c, n, 0, in ? "dy" : "x") ||
+      !sh_same_dtype(c, n, 0, 1))
+    return false;
+  if (!shape_of_attr(c, n, IN(n, 0)->dt, &s)) return false;
+  const Type *x = in ? &s : IN(n, 0), *w = in ? IN(n, 1) : &s;
+  if (!sh_conv2d_out(c, n, x, w, &o) || !sh_want_type(c, n, dyi, "dy", &o))
+    return false;
+  n->type = s;
+  return true;
+}
+
+bool shape_max_pool_bwd(Ctx *c, Node *n) {
+  const Type *x = IN(n, 0);
+  Type dy;
+  if (!sh_want_float(c, n, 0, "x") || !sh_pool2d_out(c, n, x, &dy) ||
+      !sh_want_type(c, n, 1, "dy", &dy))
+    return false;
+  n->type = *x;
+  return true;
 }

@@ -80,3 +80,12 @@ bool shape_cast(Ctx *c, Node *n) {
   n->type.dt = to;
   return true;
 }
+
+/* relu_backward / activation_backward (x, dy): dy has x's type. */
+bool shape_act_bwd(Ctx *c, Node *n) {
+  const Type *x = IN(n, 0);
+  if (!sh_want_float(c, n, 0, "x") || !sh_want_type(c, n, 1, "dy", x))
+    return false;
+  n->type = *x;
+  return true;
+}

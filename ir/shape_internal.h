@@ -12,6 +12,15 @@
  * After a rule succeeds the dispatcher checks operand 0's dtype against
  * the op table (op_dtypes, OPF_F32_F64) and the result's element count
  * (RLX_MAX_ELEMS). Rules never assert on user input.
+ *
+ * Layers: shape.c (the dispatcher and the rule table) on top; the
+ * rules, one file per op family (shape_elem, shape_reduce, shape_move,
+ * shape_linalg, shape_nn, shape_attention, shape_conv, shape_moe,
+ * shape_quant, shape_complex, shape_log_mel, shape_random, shape_fused,
+ * shape_control; a backward op's rule sits with its forward op's);
+ * below them shape_check.c, the checks declared here (the subgraph
+ * checks at the end are shape_control.c's own). A rule file calls only
+ * shape_check.c.
  */
 #ifndef RLX_SHAPE_INTERNAL_H
 #define RLX_SHAPE_INTERNAL_H
@@ -80,24 +89,13 @@ bool sh_int_attr(Ctx *c, const Node *n, AttrId id, int64_t lo, int64_t hi,
 bool sh_ints_attr(Ctx *c, const Node *n, AttrId id, int k, int64_t lo,
                   int64_t hi, const int64_t *def, int64_t *out);
 
-/* ---- shared op geometry (used by forward and backward rules) ---- */
-/* conv2d output [N, Cout, Ho, Wo] for x/w types; w dtype unchecked. */
+/* ---- conv2d / pool2d geometry (shape_check.c) ---- */
+/* conv2d output [N, Cout, Ho, Wo] for x/w types; w dtype unchecked
+ * (conv2d, q_conv2d, the conv2d backward ops). */
 bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
                    Type *out);
 /* pool output type for an NCHW x under n's kernel/stride/padding. */
 bool sh_pool2d_out(Ctx *c, const Node *n, const Type *x, Type *out);
-/* attention: checks q, k, v (operands 0..2) and the mask operand
- * (index mask_i, or -1 if the op has none) and writes the output type. */
-bool sh_attention_check(Ctx *c, const Node *n, int mask_i, Type *out);
-/* gather output type for table shape/dtype t and indices type idx. */
-bool sh_gather_out(Ctx *c, const Node *n, const Type *t, const Type *idx,
-                   Type *out);
-/* layer/rms norm: x with gamma-like operand types of [x.shape[axis]] */
-bool sh_norm_axis(Ctx *c, const Node *n, const Type *x, int *axis);
-/* group_norm: x [N, C, ...] float, groups dividing C, eps valid */
-bool sh_group_count(Ctx *c, const Node *n, const Type *x);
-/* batch_norm_inference: x [N, C, ...] float, eps valid */
-bool sh_batch_norm_x(Ctx *c, const Node *n, const Type *x);
 
 /* ---- subgraphs (control flow) ---- */
 /* Graph attribute id of n; NULL with a diagnostic if unusable. */

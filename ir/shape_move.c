@@ -141,7 +141,7 @@ bool shape_narrow(Ctx *c, Node *n) {
   return true;
 }
 
-bool sh_gather_out(Ctx *c, const Node *n, const Type *t, const Type *idx,
+static bool sh_gather_out(Ctx *c, const Node *n, const Type *t, const Type *idx,
                    Type *out) {
   int ax;
   if (t->rank < 1)

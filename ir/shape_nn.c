@@ -1,5 +1,6 @@
 /* shape_nn.c: rules for normalization layers and rope (language.md
- * 6.5); attention, convolution and pooling are in shape_conv.c.
+ * 6.5); attention is in shape_attention.c,
+ * convolution and pooling in shape_conv.c.
  *
  * layer_norm / rms_norm(x, gamma, beta, axis): x float rank >= 1,
  *   gamma and beta of x's dtype and shape [x.shape[axis]] -> x's type.
@@ -12,10 +13,16 @@
  *   [S, R] with R = n_rot/2 or R = D/2 (language.md writes D/2; only the
  *   first n_rot/2 columns are read, the row stride is R). Same dtype.
  * eps (where present) must be >= 0.
+ * layer_norm_backward_input (x, gamma, dy) -> x; _gamma (x, dy) -> [C]
+ *   with C = x.shape[axis] and x's dtype.
+ * rms_norm / group_norm _backward_input|gamma|beta (x, gamma, beta, dy)
+ * batch_norm_inference_backward_* (x, gamma, beta, mean, var, dy)
+ *   -> x's / gamma's / beta's type.
  */
 #include "ir/shape_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 static bool eps_ok(Ctx *c, const Node *n) {
   double e = ir_attr_float(n, ATTR_EPS, 0);
@@ -31,7 +38,7 @@ static bool want_vec(Ctx *c, const Node *n, int i, const char *what,
   return sh_want_type(c, n, i, what, &v);
 }
 
-bool sh_norm_axis(Ctx *c, const Node *n, const Type *x, int *axis) {
+static bool sh_norm_axis(Ctx *c, const Node *n, const Type *x, int *axis) {
   if (!dt_is_float(x->dt))
     return sh_err(c, n, "x must have a float dtype (f32, f64, f16, bf16), "
                   "got %s", dt_name(x->dt));
@@ -50,7 +57,7 @@ bool shape_layer_norm(Ctx *c, Node *n) {
 }
 
 /* x [N, C, ...] with groups dividing C. */
-bool sh_group_count(Ctx *c, const Node *n, const Type *x) {
+static bool sh_group_count(Ctx *c, const Node *n, const Type *x) {
   int64_t g;
   if (!dt_is_float(x->dt))
     return sh_err(c, n, "x must have a float dtype (f32, f64, f16, bf16), "
@@ -76,7 +83,7 @@ bool shape_group_norm(Ctx *c, Node *n) {
 
 /* x [N, C, ...] of a float dtype and a valid eps (batch_norm_inference
  * and its backward ops). */
-bool sh_batch_norm_x(Ctx *c, const Node *n, const Type *x) {
+static bool sh_batch_norm_x(Ctx *c, const Node *n, const Type *x) {
   if (!sh_want_float(c, n, 0, "x") || !eps_ok(c, n)) return false;
   if (x->rank < 2)
     return sh_err(c, n, "x must be [N, C, ...], got %s", TS(x));
@@ -126,5 +133,49 @@ bool shape_rope(Ctx *c, Node *n) {
   if (!sh_same_dtype(c, n, 0, 1)) return false;
   if (!sh_want_type(c, n, 2, "sin", cs)) return false;
   n->type = *x;
+  return true;
+}
+
+/* Channel count of the norm op's x (checks axis/groups/rank). */
+static bool norm_channels(Ctx *c, const Node *n, int64_t *ch) {
+  const Type *x = IN(n, 0);
+  int ax;
+  switch (n->op) {
+  case OP_GROUP_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_GAMMA:
+  case OP_GROUP_NORM_BACKWARD_BETA:
+    if (!sh_group_count(c, n, x)) return false;
+    *ch = x->dims[1];
+    return true;
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
+    if (!sh_batch_norm_x(c, n, x)) return false;
+    *ch = x->dims[1];
+    return true;
+  default:
+    if (!sh_norm_axis(c, n, x, &ax)) return false;
+    *ch = x->dims[ax];
+    return true;
+  }
+}
+
+bool shape_norm_bwd(Ctx *c, Node *n) {
+  static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
+  int64_t ch;
+  if (!norm_channels(c, n, &ch)) return false;
+  int last = n->nin - 1;
+  for (int i = 1; i < last; i++)
+    if (!want_vec(c, n, i, names[i], IN(n, 0), ch)) return false;
+  if (!sh_want_type(c, n, last, "dy", IN(n, 0))) return false;
+  const char *nm = op_name(n->op);
+  size_t l = strlen(nm);
+  if (n->op == OP_LAYER_NORM_BACKWARD_GAMMA)
+    n->type = type_make(IN(n, 0)->dt, 1, &ch);
+  else if (l > 6 && !strcmp(nm + l - 6, "_input"))
+    n->type = *IN(n, 0);
+  else if (l > 6 && !strcmp(nm + l - 6, "_gamma"))
+    n->type = *IN(n, 1);
+  else
+    n->type = *IN(n, 2); /* _beta */
   return true;
 }

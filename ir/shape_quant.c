@@ -189,3 +189,12 @@ bool shape_grouped_matmul(Ctx *c, Node *n) {
   n->type = type_make(x->dt, 2, d);
   return true;
 }
+
+/* fake_quantize_backward (x, dy): dy has x's type. */
+bool shape_fake_quantize_bwd(Ctx *c, Node *n) {
+  const Type *x = IN(n, 0);
+  if (!shape_fake_quantize(c, n) || !sh_want_type(c, n, 1, "dy", x))
+    return false;
+  n->type = *x;
+  return true;
+}

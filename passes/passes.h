@@ -50,9 +50,10 @@ typedef struct {
   Graph *grad;        /* ENTRY_grad graph, or NULL */
   Graph *jvp;         /* ENTRY_jvp, or NULL */
   Graph *hvp;         /* ENTRY_hvp, or NULL */
-  /* AD working copies (passes/ad_copy.c): the entry and every graph it
-   * references, cloned before the AD preparation passes rewrite them,
-   * so that u->entry keeps its own semantics. NULL / 0 until then. */
+  /* AD working copies (passes/ad/working_copy.c): the entry and every
+   * graph it references, cloned before the AD preparation passes
+   * rewrite them, so that u->entry keeps its own semantics. NULL / 0
+   * until then. */
   Graph *ad_entry;
   Graph **ad_graphs;  /* the clones, subgraphs first */
   int n_ad_graphs;
@@ -69,8 +70,9 @@ bool pass_run_pipeline(Unit *u);
 /* The pipeline's pass list (for --help and tests). */
 const Pass *pass_list(int *n);
 
-/* Autodiff passes (passes/<name>.c; each returns true and does nothing
- * without --grad). In pipeline order: */
+/* The passes (passes/ad/<name>.c, lowering: passes/lower/, clean-up:
+ * passes/cleanup/; each returns true and does nothing when its options
+ * are not given). In pipeline order: */
 bool pass_lower_scan_bwd(Unit *u); /* scan_backward* -> reverse scan
                                       (code generation and AD) */
 bool pass_expand_fused(Unit *u);    /* fused blocks -> primitives (the
@@ -88,9 +90,11 @@ bool pass_jvp(Unit *u);             /* builds u->jvp (forward mode) */
 bool pass_hvp(Unit *u);             /* builds u->hvp (JVP of u->grad) */
 bool pass_lower_quant(Unit *u);     /* fake quantization -> its ops
                                        (when code is generated) */
-/* Object code, assembly or LLVM IR is produced (not --check, not
+/* passes/unit.c. Object code, assembly or LLVM IR is produced (not --check, not
    --emit=ir alone): the lowering passes apply. */
 bool pass_generates_code(const Unit *u);
+/* --grad or --hvp: the gradient graph and its preparation are built. */
+bool ad_wants_grad(const Unit *u);
 
 /* For --list-ops and docs: has reverse (VJP) / forward (JVP) mode a rule
  * for op? */

@@ -43,11 +43,6 @@ static bool pass_parse(Unit *u) {
   return true;
 }
 
-bool pass_generates_code(const Unit *u) {
-  return u->opt && !u->opt->check &&
-         (u->opt->emit & (EMIT_OBJ | EMIT_ASM | EMIT_LLVM));
-}
-
 /* "verify": an explicit verification point (also when RLX_NO_VERIFY
  * disables the automatic check after each pass). */
 static bool pass_verify(Unit *u) { return ir_verify(u->ctx, u->mod); }

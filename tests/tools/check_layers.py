@@ -23,10 +23,14 @@ import sys
 LAYERS = [
     "ir/",
     "frontend/",
-    "passes/",
-    "codegen/plan/",
-    "codegen/llvm/",
-    "codegen/emit/",
+    "passes/unit.c",     # what the options ask of the pipeline
+    "passes/cleanup/",   # simplify, cse, dce (also on one graph)
+    "passes/ad/",        # autodiff: rules, walks, AD passes
+    "passes/lower/",     # rewrites for code generation
+    "passes/",           # the pipeline
+    "codegen/plan/",     # fusion, memory plan: target-independent
+    "codegen/llvm/",     # LLVM building blocks
+    "codegen/emit/",     # op emitters
     "codegen/",
     "main.c",
 ]

@@ -1,6 +1,6 @@
 """e2e_cases_scanbwd.py -- scan_backward and scan_backward_xs written by
 hand (language.md 6.9), compiled through their lowering to a reverse
-scan (passes/lower_scan_bwd.c).
+scan (passes/lower/lower_scan_bwd.c).
 
 Step: carry f32[3], per-step x f32[3] (and y): c' = tanh(c*x) + x(*y)
 (its carry derivative depends on the carry, so the results read traj);
