@@ -7,7 +7,7 @@
  *   div; integers only for the OPF_INT ops (add sub mul min max: not
  *   div or pow); bool only for the OPF_BOOL ops mul/min/max (logical
  *   and/and/or on 0/1 values, e.g. a running "active" flag). The same
- *   flags decide what codegen/ew_ops.c compiles.
+ *   flags decide what codegen/emit/elementwise_scalar.c compiles.
  * compare: equal dtypes, broadcasting, result bool; c64 only eq/ne.
  * where: cond bool or real numeric, a/b equal dtypes, 3-way broadcast.
  * cast: any real dtype to any dtype; c64 only to c64 (use real/imag).

@@ -6,7 +6,7 @@
  * (wrt=bias, this compiler's extension: dL/dbias = P * (dP - D), the
  * unscaled dS). A custom mask gets no gradient. Code generation computes
  * all of one attention's backward nodes in a single FlashAttention-2
- * pass (codegen/emit_attention.c).
+ * pass (codegen/emit/attention.c).
  *
  * Second order: attention_backward is re-expressed through ordinary ops
  * in a detached graph (the compositional backward: P = softmax(masked

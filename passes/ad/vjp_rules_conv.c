@@ -2,7 +2,7 @@
  * closed-form backward ops (6.9), first and second order. Every
  * gradient is one of the three conv ops, with the stride, padding,
  * dilation and groups of the node differentiated, so each shows up as
- * a node of its own (one runtime call, codegen/emit_conv.c).
+ * a node of its own (one runtime call, codegen/emit/conv.c).
  *
  * conv2d(x, w) is bilinear; with upstream g (y-shaped):
  *   dx = conv2d_backward_input(g, w, shape = x's shape)

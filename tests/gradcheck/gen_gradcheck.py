@@ -1453,7 +1453,7 @@ rnn_case("rnn_ckpt3", ", checkpoints=3", False)
 rnn_case("rnn_ckpt2_len8", ", checkpoints=2", False, steps=8)
 rnn_case("rnn_traj", ", save_trajectory=true", True)
 rnn_case("rnn_traj_ckpt", ", save_trajectory=true, checkpoints=2", True)
-# Checkpointed reversal (scan_ad.c): 23 steps, prime (first step split
+# Checkpointed reversal (passes/ad/vjp_rules_scan.c): 23 steps, prime (first step split
 # off, halves of 11 and 5 likewise); 36 = 4 segments of 9 = 3 x 3.
 rnn_case("rnn_ckpt2_len23", ", checkpoints=2", False, steps=23)
 rnn_case("rnn_ckpt4_len36", ", checkpoints=4", False, steps=36)
