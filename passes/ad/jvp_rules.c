@@ -24,7 +24,6 @@
  * their tangents carry no conjugate.
  */
 #include "passes/ad/jvp_rules.h"
-#include "passes/ad/log_mel.h"
 
 #include <string.h>
 
@@ -34,7 +33,7 @@ static bool differentiable(const Node *n) {
   return dt_is_float(n->type.dt) || dt_is_complex(n->type.dt);
 }
 
-static Node *jvp_none(JvpCtx *jc, const Node *n) {
+Node *jvp_none(JvpCtx *jc, const Node *n) {
   RLX_ASSERT(!"jvp_none reached: op carries no tangent");
   return NULL;
 }
@@ -46,7 +45,7 @@ static Node *jvp_unsupported(JvpCtx *jc, const Node *n) {
 }
 
 /* scan_backward*: lowered by lower_scan_bwd before the jvp pass. */
-static Node *jvp_lowered(JvpCtx *jc, const Node *n) {
+Node *jvp_lowered(JvpCtx *jc, const Node *n) {
   jc->ok = diag_error(B->c, n->loc, "internal: '%s' reached forward mode "
                       "(lower_scan_bwd lowers it first)", op_name(n->op));
   return NULL;
@@ -60,38 +59,38 @@ static Node *act(JvpCtx *jc, const Node *n, const char *kind, Node *t) {
   ir_attr_set_word(B->c, r, ATTR_KIND, kind);
   return ib_finish(B, r);
 }
-static Node *jvp_relu(JvpCtx *jc, const Node *n) {
+Node *jvp_relu(JvpCtx *jc, const Node *n) {
   return BIN(OP_RELU_BACKWARD, Y, T(0));
 }
-static Node *jvp_act(JvpCtx *jc, const Node *n) {
+Node *jvp_act(JvpCtx *jc, const Node *n) {
   return act(jc, n, op_name(n->op), T(0));
 }
-static Node *jvp_sigmoid(JvpCtx *jc, const Node *n) {
+Node *jvp_sigmoid(JvpCtx *jc, const Node *n) {
   return MUL(T(0), MUL(Y, BIN(OP_SUB, K(1), Y)));
 }
-static Node *jvp_tanh(JvpCtx *jc, const Node *n) {
+Node *jvp_tanh(JvpCtx *jc, const Node *n) {
   return MUL(T(0), BIN(OP_SUB, K(1), MUL(Y, Y)));
 }
-static Node *jvp_exp(JvpCtx *jc, const Node *n) { return MUL(T(0), Y); }
-static Node *jvp_log(JvpCtx *jc, const Node *n) {
+Node *jvp_exp(JvpCtx *jc, const Node *n) { return MUL(T(0), Y); }
+Node *jvp_log(JvpCtx *jc, const Node *n) {
   return BIN(OP_DIV, T(0), X(0));
 }
-static Node *jvp_sqrt(JvpCtx *jc, const Node *n) {
+Node *jvp_sqrt(JvpCtx *jc, const Node *n) {
   return BIN(OP_DIV, T(0), MUL(Y, K(2)));
 }
-static Node *jvp_rsqrt(JvpCtx *jc, const Node *n) {
+Node *jvp_rsqrt(JvpCtx *jc, const Node *n) {
   return MUL(T(0), MUL(K(-0.5), BIN(OP_DIV, Y, X(0))));
 }
-static Node *jvp_sin(JvpCtx *jc, const Node *n) {
+Node *jvp_sin(JvpCtx *jc, const Node *n) {
   return MUL(T(0), UN(OP_COS, X(0)));
 }
-static Node *jvp_cos(JvpCtx *jc, const Node *n) {
+Node *jvp_cos(JvpCtx *jc, const Node *n) {
   return UN(OP_NEG, MUL(T(0), UN(OP_SIN, X(0))));
 }
-static Node *jvp_tan(JvpCtx *jc, const Node *n) {
+Node *jvp_tan(JvpCtx *jc, const Node *n) {
   return MUL(T(0), BIN(OP_ADD, K(1), MUL(Y, Y)));
 }
-static Node *jvp_atan(JvpCtx *jc, const Node *n) {
+Node *jvp_atan(JvpCtx *jc, const Node *n) {
   return BIN(OP_DIV, T(0), BIN(OP_ADD, K(1), MUL(X(0), X(0))));
 }
 
@@ -101,38 +100,38 @@ static Node *jvp_atan(JvpCtx *jc, const Node *n) {
  * rope_backward in x, gather, gather_backward, scatter_add,
  * avg_pool2d and its backward). Other operands (indices, tables)
  * are the primal copies. round is straight-through (as its VJP). */
-static Node *jvp_linear(JvpCtx *jc, const Node *n) {
+Node *jvp_linear(JvpCtx *jc, const Node *n) {
   Node *in[8];
   RLX_ASSERT(n->nin <= 8);
   for (int i = 0; i < n->nin; i++) in[i] = i ? X(i) : TZ(0);
   return jvp_same_attrs(jc, n, n->op, in, n->nin);
 }
-static Node *jvp_ident(JvpCtx *jc, const Node *n) { return FIT(T(0)); }
+Node *jvp_ident(JvpCtx *jc, const Node *n) { return FIT(T(0)); }
 
 /* ---- binary elementwise ---- */
 
-static Node *jvp_add_sub(JvpCtx *jc, const Node *n) {
+Node *jvp_add_sub(JvpCtx *jc, const Node *n) {
   Node *b2 = T(1) && n->op == OP_SUB ? UN(OP_NEG, T(1)) : T(1);
   return FIT(jvp_add(jc, FIT(T(0)), FIT(b2)));
 }
-static Node *jvp_mul(JvpCtx *jc, const Node *n) {
+Node *jvp_mul(JvpCtx *jc, const Node *n) {
   Node *a = T(0) ? MUL(T(0), X(1)) : NULL;
   Node *b2 = T(1) ? MUL(X(0), T(1)) : NULL;
   return FIT(jvp_add(jc, a, b2));
 }
 /* d(a/b) = (da - y db) / b */
-static Node *jvp_div(JvpCtx *jc, const Node *n) {
+Node *jvp_div(JvpCtx *jc, const Node *n) {
   Node *t = T(1) ? MUL(Y, T(1)) : NULL;
   t = t ? (T(0) ? BIN(OP_SUB, T(0), t) : UN(OP_NEG, t)) : T(0);
   return FIT(BIN(OP_DIV, t, X(1)));
 }
 /* ties: the tangent of operand 0 (the VJP sends ties' gradient to a) */
-static Node *jvp_minmax(JvpCtx *jc, const Node *n) {
+Node *jvp_minmax(JvpCtx *jc, const Node *n) {
   Node *m = BIN(n->op == OP_MAX ? OP_GE : OP_LE, X(0), X(1));
   Node *z = K(0);
   return FIT(ib_where(B, m, T(0) ? T(0) : z, T(1) ? T(1) : z));
 }
-static Node *jvp_pow(JvpCtx *jc, const Node *n) {
+Node *jvp_pow(JvpCtx *jc, const Node *n) {
   Node *a = X(0), *e = X(1), *r = NULL;
   if (T(0))
     r = MUL(T(0), MUL(e, BIN(OP_POW, a, BIN(OP_SUB, e, K(1)))));
@@ -142,43 +141,43 @@ static Node *jvp_pow(JvpCtx *jc, const Node *n) {
 
 /* ---- other elementwise ---- */
 
-static Node *jvp_where(JvpCtx *jc, const Node *n) {
+Node *jvp_where(JvpCtx *jc, const Node *n) {
   Node *z = K(0);
   return FIT(ib_where(B, X(0), T(1) ? T(1) : z, T(2) ? T(2) : z));
 }
-static Node *jvp_cast(JvpCtx *jc, const Node *n) {
+Node *jvp_cast(JvpCtx *jc, const Node *n) {
   if (!differentiable(n)) return NULL;
   return ib_cast(B, T(0), DT);
 }
-static Node *jvp_zero(JvpCtx *jc, const Node *n) { return NULL; }
-static Node *jvp_complex(JvpCtx *jc, const Node *n) {
+Node *jvp_zero(JvpCtx *jc, const Node *n) { return NULL; }
+Node *jvp_complex(JvpCtx *jc, const Node *n) {
   Node *re = T(0) ? T(0) : ib_fill(B, n->in[0]->type, 0);
   Node *im = T(1) ? T(1) : ib_fill(B, n->in[1]->type, 0);
   return FIT(BIN(OP_COMPLEX, re, im));
 }
 
 /* |z|^2: 2 Re(conj(z) tz) = 2 (re z re tz + im z im tz) */
-static Node *jvp_norm_sq(JvpCtx *jc, const Node *n) {
+Node *jvp_norm_sq(JvpCtx *jc, const Node *n) {
   Node *z = X(0), *t = T(0);
   Node *d = BIN(OP_ADD, MUL(UN(OP_REAL, z), UN(OP_REAL, t)),
                 MUL(UN(OP_IMAG, z), UN(OP_IMAG, t)));
   return MUL(d, K(2));
 }
 /* complex_norm_sq_backward(z, g) = g z (g real): tg z + g tz */
-static Node *jvp_norm_sq_backward(JvpCtx *jc, const Node *n) {
+Node *jvp_norm_sq_backward(JvpCtx *jc, const Node *n) {
   Node *r = T(1) ? MUL(ib_cast(B, T(1), DT), X(0)) : NULL;
   return jvp_add(jc, r, T(0) ? MUL(ib_cast(B, X(1), DT), T(0)) : NULL);
 }
 
 /* ---- linear algebra ---- */
 
-static Node *jvp_matmul(JvpCtx *jc, const Node *n) {
+Node *jvp_matmul(JvpCtx *jc, const Node *n) {
   Node *a = T(0) ? BIN(OP_MATMUL, T(0), X(1)) : NULL;
   Node *b2 = T(1) ? BIN(OP_MATMUL, X(0), T(1)) : NULL;
   return FIT(jvp_add(jc, a, b2));
 }
 /* x = solve(a, b): dx = solve(a, db - da x) */
-static Node *jvp_solve(JvpCtx *jc, const Node *n) {
+Node *jvp_solve(JvpCtx *jc, const Node *n) {
   Node *r = T(1);
   if (T(0)) {
     Node *x = Y;
@@ -199,21 +198,21 @@ static Node *jvp_solve(JvpCtx *jc, const Node *n) {
 
 /* ---- reductions ---- */
 
-static Node *jvp_reduce_sum(JvpCtx *jc, const Node *n) {
+Node *jvp_reduce_sum(JvpCtx *jc, const Node *n) {
   Node *t = T(0);
   return jvp_same_attrs(jc, n, n->op, &t, 1);
 }
 /* reduce_max/min: the tangents of the elements equal to the result,
  * summed (the transpose of the VJP, which gives every tie the full
  * gradient; with no tie, the selected element's tangent) */
-static Node *jvp_reduce_maxmin(JvpCtx *jc, const Node *n) {
+Node *jvp_reduce_maxmin(JvpCtx *jc, const Node *n) {
   Type kept;
   ad_reduce_axes(n, NULL, &kept);
   Node *m = BIN(OP_EQ, X(0), ib_reshape_as(B, Y, &kept));
   Node *t = ib_where(B, m, T(0), K(0));
   return jvp_same_attrs(jc, n, OP_REDUCE_SUM, &t, 1);
 }
-static Node *jvp_reduce_prod(JvpCtx *jc, const Node *n) {
+Node *jvp_reduce_prod(JvpCtx *jc, const Node *n) {
   Node *t = MUL(ad_prod_partials(B, n, X(0)), T(0));
   return jvp_same_attrs(jc, n, OP_REDUCE_SUM, &t, 1);
 }
@@ -221,18 +220,18 @@ static Node *sum_axis(JvpCtx *jc, Node *v, int64_t axis) {
   if (axis < 0) axis += v->type.rank;
   return ib_reduce(B, OP_REDUCE_SUM, v, &axis, 1, true);
 }
-static Node *jvp_softmax(JvpCtx *jc, const Node *n) {
+Node *jvp_softmax(JvpCtx *jc, const Node *n) {
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   Node *s = Y, *t = T(0);
   return MUL(s, BIN(OP_SUB, t, sum_axis(jc, MUL(s, t), ax)));
 }
-static Node *jvp_log_softmax(JvpCtx *jc, const Node *n) {
+Node *jvp_log_softmax(JvpCtx *jc, const Node *n) {
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   Node *t = T(0);
   return BIN(OP_SUB, t, sum_axis(jc, MUL(UN(OP_EXP, Y), t), ax));
 }
 /* loss_i = lse_i - l[i, lab_i]: dloss_i = sum_j (softmax - onehot)_ij t_ij */
-static Node *jvp_xent(JvpCtx *jc, const Node *n) {
+Node *jvp_xent(JvpCtx *jc, const Node *n) {
   Node *in[3] = {X(0), X(1), ib_fill(B, n->type, 1)};
   Node *q = ib_op(B, OP_SOFTMAX_CROSS_ENTROPY_BACKWARD, in, 3);
   int64_t ax = 1;
@@ -240,7 +239,7 @@ static Node *jvp_xent(JvpCtx *jc, const Node *n) {
                    false);
 }
 /* (l, lab, d) -> (s - onehot) d[:, None], s = softmax(l) */
-static Node *jvp_xent_backward(JvpCtx *jc, const Node *n) {
+Node *jvp_xent_backward(JvpCtx *jc, const Node *n) {
   Node *r = NULL, *d = X(2);
   int64_t col[2] = {d->type.dims[0], 1};
   if (T(0)) {
@@ -257,7 +256,7 @@ static Node *jvp_xent_backward(JvpCtx *jc, const Node *n) {
 
 /* ---- shape and data movement ---- */
 
-static Node *jvp_concat(JvpCtx *jc, const Node *n) {
+Node *jvp_concat(JvpCtx *jc, const Node *n) {
   Node **in = arena_alloc(B->c->arena, sizeof(Node *) * (size_t)n->nin);
   for (int i = 0; i < n->nin; i++) in[i] = TZ(i);
   return jvp_same_attrs(jc, n, OP_CONCAT, in, n->nin);
@@ -266,11 +265,11 @@ static Node *jvp_concat(JvpCtx *jc, const Node *n) {
 /* ---- backward ops (the HVP differentiates them) ---- */
 
 /* relu_backward(x, dy) = dy (x > 0): zero tangent through x */
-static Node *jvp_relu_backward(JvpCtx *jc, const Node *n) {
+Node *jvp_relu_backward(JvpCtx *jc, const Node *n) {
   return T(1) ? BIN(OP_RELU_BACKWARD, X(0), T(1)) : NULL;
 }
 /* activation_backward(x, dy) = dy f'(x): d = f'(x) tdy + dy f''(x) tx */
-static Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
+Node *jvp_act_backward(JvpCtx *jc, const Node *n) {
   const char *kind = ir_attr_word(n, ATTR_KIND);
   Node *r = T(1) ? act(jc, n, kind, T(1)) : NULL;
   if (T(0)) {

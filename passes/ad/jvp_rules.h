@@ -67,34 +67,12 @@ Node *jvp_through(JvpCtx *jc, const Node *n, const Graph *expanded);
 #define BIN(op, a, b2) ib_bin(B, op, a, b2)
 #define MUL(a, b2) BIN(OP_MUL, a, b2)
 
-/* jvp_rules_nn.c: the NN layers, their backward ops, attention, conv, pools */
-Node *jvp_layer_norm(JvpCtx *jc, const Node *n);
-Node *jvp_rms_norm(JvpCtx *jc, const Node *n);
-Node *jvp_group_norm(JvpCtx *jc, const Node *n);
-Node *jvp_batch_norm(JvpCtx *jc, const Node *n);
-Node *jvp_norm_backward(JvpCtx *jc, const Node *n);
-Node *jvp_rope(JvpCtx *jc, const Node *n);
-Node *jvp_attention(JvpCtx *jc, const Node *n);
-Node *jvp_attention_backward(JvpCtx *jc, const Node *n);
-Node *jvp_conv2d(JvpCtx *jc, const Node *n);
-Node *jvp_max_pool(JvpCtx *jc, const Node *n);
-Node *jvp_max_pool_backward(JvpCtx *jc, const Node *n);
-
-/* jvp_rules_quant.c: fake_quantize, fake_quantize_lsq, their backward ops */
-Node *jvp_fake_quantize(JvpCtx *jc, const Node *n);
-Node *jvp_fake_quantize_lsq(JvpCtx *jc, const Node *n);
-Node *jvp_fake_quantize_bwd(JvpCtx *jc, const Node *n);
-/* jvp_rules_moe.c: grouped_matmul (and its backward op), dequant_matmul */
-Node *jvp_grouped_matmul(JvpCtx *jc, const Node *n);
-Node *jvp_dequant_matmul(JvpCtx *jc, const Node *n);
-/* jvp_rules_fused.c: selective_scan, gated_delta_net,
- * fused_transformer_layer */
-Node *jvp_fused(JvpCtx *jc, const Node *n);
-
-/* jvp_rules_control.c: scan, if, while, custom_fn */
-Node *jvp_scan(JvpCtx *jc, const Node *n);
-Node *jvp_if(JvpCtx *jc, const Node *n);
-Node *jvp_while(JvpCtx *jc, const Node *n);
-Node *jvp_custom_fn(JvpCtx *jc, const Node *n);
+/* Every rule the jvp column of ops.def names, jvp_J, declared from the
+ * table itself: a rule in any jvp_rules*.c file needs no line here. */
+typedef Node *JvpRuleFn(JvpCtx *jc, const Node *n);
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
+  JvpRuleFn jvp_##jvp;
+#include "ir/ops.def"
+#undef OP
 
 #endif

@@ -23,7 +23,6 @@
  * the conjugate of the partial derivative (CJ).
  */
 #include "passes/ad/vjp_rules.h"
-#include "passes/ad/log_mel.h"
 
 #include <string.h>
 
@@ -33,7 +32,7 @@ static Node *CJ(GradCtx *gc, Node *v) {
   return dt_is_complex(v->type.dt) ? ib_un(B, OP_CONJUGATE, v) : v;
 }
 
-static bool vjp_none(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_none(GradCtx *gc, const Node *n, Node *g) {
   RLX_ASSERT(!"vjp_none reached: op carries no gradient");
   return false;
 }
@@ -57,78 +56,78 @@ static bool act_backward(GradCtx *gc, const Node *n, Node *g,
 
 /* relu: y > 0 exactly where x > 0, so the output serves as the mask
  * and the pre-activation need not stay alive for the backward pass */
-static bool vjp_relu(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_relu(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, BIN(OP_RELU_BACKWARD, Y, g));
   return true;
 }
-static bool vjp_act(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_act(GradCtx *gc, const Node *n, Node *g) {
   return act_backward(gc, n, g, op_name(n->op));
 }
-static bool vjp_sigmoid(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_sigmoid(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, MUL(Y, BIN(OP_SUB, K(1), Y))));
   return true;
 }
-static bool vjp_tanh(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_tanh(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, BIN(OP_SUB, K(1), MUL(Y, Y))));
   return true;
 }
-static bool vjp_exp(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_exp(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, Y));
   return true;
 }
-static bool vjp_log(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_log(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, BIN(OP_DIV, g, X(0)));
   return true;
 }
-static bool vjp_sqrt(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_sqrt(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, BIN(OP_DIV, g, MUL(Y, K(2))));
   return true;
 }
-static bool vjp_rsqrt(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_rsqrt(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, MUL(K(-0.5), BIN(OP_DIV, Y, X(0)))));
   return true;
 }
-static bool vjp_neg(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_neg(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, UN(OP_NEG, g));
   return true;
 }
-static bool vjp_sin(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_sin(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, UN(OP_COS, X(0))));
   return true;
 }
-static bool vjp_cos(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_cos(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, UN(OP_NEG, MUL(g, UN(OP_SIN, X(0)))));
   return true;
 }
-static bool vjp_tan(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_tan(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, MUL(g, BIN(OP_ADD, K(1), MUL(Y, Y))));
   return true;
 }
-static bool vjp_atan(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_atan(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, BIN(OP_DIV, g, BIN(OP_ADD, K(1), MUL(X(0), X(0)))));
   return true;
 }
 /* identity: round (straight-through), expand (grad_accum sums the
  * stretched axes back) */
-static bool vjp_ident(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_ident(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, g);
   return true;
 }
-static bool vjp_conjugate(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_conjugate(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_un(B, OP_CONJUGATE, g));
   return true;
 }
 
 /* real(z) -> complex(g, 0); imag(z) -> complex(0, g) (torch's
  * convention: the gradient of a real loss is dL/dre + i dL/dim) */
-static bool vjp_real_imag(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_real_imag(GradCtx *gc, const Node *n, Node *g) {
   Node *z = ib_fill(B, g->type, 0);
   ACC(0, n->op == OP_REAL ? BIN(OP_COMPLEX, g, z) : BIN(OP_COMPLEX, z, g));
   return true;
 }
 /* complex(re, im) -> real(g), imag(g); broadcast operands are reduced
  * by grad_accum */
-static bool vjp_complex(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_complex(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, UN(OP_REAL, g));
   if (WANT(1)) ACC(1, UN(OP_IMAG, g));
   return true;
@@ -136,36 +135,36 @@ static bool vjp_complex(GradCtx *gc, const Node *n, Node *g) {
 
 /* ---- binary elementwise ---- */
 
-static bool vjp_add(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_add(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, g);
   ACC(1, g);
   return true;
 }
-static bool vjp_sub(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_sub(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, g);
   if (WANT(1)) ACC(1, UN(OP_NEG, g));
   return true;
 }
-static bool vjp_mul(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_mul(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, MUL(g, CJ(gc, X(1))));
   if (WANT(1)) ACC(1, MUL(g, CJ(gc, X(0))));
   return true;
 }
-static bool vjp_div(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_div(GradCtx *gc, const Node *n, Node *g) {
   Node *q = BIN(OP_DIV, g, CJ(gc, X(1)));
   ACC(0, q);
   if (WANT(1)) ACC(1, UN(OP_NEG, MUL(q, CJ(gc, Y))));
   return true;
 }
 /* min/max: ties send the gradient to operand 0 */
-static bool vjp_minmax(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_minmax(GradCtx *gc, const Node *n, Node *g) {
   Op cmp = n->op == OP_MAX ? OP_GE : OP_LE;
   Node *m = BIN(cmp, X(0), X(1)), *z = K(0);
   if (WANT(0)) ACC(0, ib_where(B, m, g, z));
   if (WANT(1)) ACC(1, ib_where(B, m, z, g));
   return true;
 }
-static bool vjp_pow(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_pow(GradCtx *gc, const Node *n, Node *g) {
   Node *a = X(0), *e = X(1);
   if (WANT(0))
     ACC(0, MUL(g, MUL(e, BIN(OP_POW, a, BIN(OP_SUB, e, K(1))))));
@@ -175,7 +174,7 @@ static bool vjp_pow(GradCtx *gc, const Node *n, Node *g) {
 
 /* ---- other elementwise ---- */
 
-static bool vjp_where(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_where(GradCtx *gc, const Node *n, Node *g) {
   Node *z = K(0);
   if (WANT(1)) ACC(1, ib_where(B, X(0), g, z));
   if (WANT(2)) ACC(2, ib_where(B, X(0), z, g));
@@ -183,26 +182,26 @@ static bool vjp_where(GradCtx *gc, const Node *n, Node *g) {
 }
 /* cast: the gradient is cast back (only between float/complex types;
  * grad_accum ignores integer operands) */
-static bool vjp_cast(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_cast(GradCtx *gc, const Node *n, Node *g) {
   DType from = n->in[0]->type.dt;
   if (dt_is_complex(DT) && dt_is_float(from)) /* real -> c64: Re(g) */
     g = ib_un(B, OP_REAL, g);
   if (dt_is_float(from) || dt_is_complex(from)) ACC(0, ib_cast(B, g, from));
   return true;
 }
-static bool vjp_stop_gradient(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_stop_gradient(GradCtx *gc, const Node *n, Node *g) {
   return true; /* zero gradient: nothing flows to the operand */
 }
 
 /* ---- linear algebra ---- */
 
-static bool vjp_matmul(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_matmul(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, BIN(OP_MATMUL, g, ib_mT(B, CJ(gc, X(1)))));
   if (WANT(1)) ACC(1, BIN(OP_MATMUL, ib_mT(B, CJ(gc, X(0))), g));
   return true;
 }
 /* x = solve(a, b): db = solve(a^T, g), da = -db x^T */
-static bool vjp_solve(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_solve(GradCtx *gc, const Node *n, Node *g) {
   Node *db = BIN(n->op, ib_mT(B, X(0)), g);
   ACC(1, db);
   if (!WANT(0)) return true;
@@ -230,7 +229,7 @@ static Node *kept_grad(GradCtx *gc, const Node *n, Node *g, Type *kept) {
   return type_eq(&g->type, kept) ? g : ib_reshape_as(B, g, kept);
 }
 
-static bool vjp_reduce_sum(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_reduce_sum(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
   Node *e = ib_expand(B, gk, &n->in[0]->type);
@@ -243,7 +242,7 @@ static bool vjp_reduce_sum(GradCtx *gc, const Node *n, Node *g) {
   return true;
 }
 /* max/min: every element equal to the result receives the gradient */
-static bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
   Node *yk = ib_reshape_as(B, Y, &kept);
@@ -251,7 +250,7 @@ static bool vjp_reduce_maxmin(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_where(B, m, gk, K(0)));
   return true;
 }
-static bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_reduce_prod(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
   ACC(0, MUL(CJ(gc, ad_prod_partials(B, n, X(0))), gk));
@@ -262,33 +261,33 @@ static Node *sum_axis(GradCtx *gc, Node *v, int64_t axis) {
   if (axis < 0) axis += v->type.rank;
   return ib_reduce(B, OP_REDUCE_SUM, v, &axis, 1, true);
 }
-static bool vjp_softmax(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_softmax(GradCtx *gc, const Node *n, Node *g) {
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   Node *s = Y;
   ACC(0, MUL(s, BIN(OP_SUB, g, sum_axis(gc, MUL(g, s), ax))));
   return true;
 }
-static bool vjp_log_softmax(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_log_softmax(GradCtx *gc, const Node *n, Node *g) {
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   ACC(0, BIN(OP_SUB, g, MUL(UN(OP_EXP, Y), sum_axis(gc, g, ax))));
   return true;
 }
 
-static bool vjp_cumsum(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_cumsum(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, vjp_same_attrs(gc, n, OP_CUMSUM_BACKWARD, &g, 1));
   return true;
 }
-static bool vjp_cumsum_backward(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_cumsum_backward(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, vjp_same_attrs(gc, n, OP_CUMSUM, &g, 1));
   return true;
 }
-static bool vjp_xent(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_xent(GradCtx *gc, const Node *n, Node *g) {
   Node *in[3] = {X(0), X(1), g};
   ACC(0, ib_finish(B, ib_op(B, OP_SOFTMAX_CROSS_ENTROPY_BACKWARD, in, 3)));
   return true;
 }
 /* (l, lab, d) -> (softmax(l) - onehot) * d[:, None] */
-static bool vjp_xent_backward(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_xent_backward(GradCtx *gc, const Node *n, Node *g) {
   Node *l = X(0), *d = X(2);
   int64_t col[2] = {d->type.dims[0], 1};
   if (WANT(0)) {
@@ -307,11 +306,11 @@ static bool vjp_xent_backward(GradCtx *gc, const Node *n, Node *g) {
 
 /* ---- shape and data movement ---- */
 
-static bool vjp_reshape(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_reshape(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_reshape_as(B, g, &n->in[0]->type));
   return true;
 }
-static bool vjp_transpose(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_transpose(GradCtx *gc, const Node *n, Node *g) {
   int k;
   const int64_t *p = ir_attr_ints(n, ATTR_PERM, &k);
   int64_t inv[RLX_MAX_RANK];
@@ -323,7 +322,7 @@ static int norm_axis(const Node *n, int rank) {
   int64_t a = ir_attr_int(n, ATTR_AXIS, 0);
   return (int)(a < 0 ? a + rank : a);
 }
-static bool vjp_concat(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_concat(GradCtx *gc, const Node *n, Node *g) {
   int ax = norm_axis(n, n->type.rank);
   int64_t off = 0;
   for (int i = 0; i < n->nin; i++) {
@@ -335,7 +334,7 @@ static bool vjp_concat(GradCtx *gc, const Node *n, Node *g) {
 }
 /* narrow: the gradient padded with zeros (simplify merges the zeros
  * when several narrows of one value are summed) */
-static bool vjp_narrow(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_narrow(GradCtx *gc, const Node *n, Node *g) {
   const Type *xt = &n->in[0]->type;
   int ax = norm_axis(n, xt->rank);
   int64_t s = ir_attr_int(n, ATTR_START, 0), l = ir_attr_int(n, ATTR_LEN, 0);
@@ -355,7 +354,7 @@ static bool vjp_narrow(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_concat(B, parts, k, ax));
   return true;
 }
-static bool vjp_gather(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_gather(GradCtx *gc, const Node *n, Node *g) {
   const Type *t = &n->in[0]->type;
   Node *in[2] = {g, X(1)};
   Node *r = ib_op(B, OP_GATHER_BACKWARD, in, 2);
@@ -364,28 +363,28 @@ static bool vjp_gather(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, ib_finish(B, r));
   return true;
 }
-static bool vjp_gather_backward(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_gather_backward(GradCtx *gc, const Node *n, Node *g) {
   Node *in[2] = {g, X(1)};
   Node *r = ib_op(B, OP_GATHER, in, 2);
   ir_attr_set_int(B->c, r, ATTR_AXIS, ir_attr_int(n, ATTR_AXIS, 0));
   ACC(0, ib_finish(B, r));
   return true;
 }
-static bool vjp_scatter_add(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_scatter_add(GradCtx *gc, const Node *n, Node *g) {
   ACC(0, BIN(OP_GATHER, g, X(1)));
   return true;
 }
 
 /* ---- backward ops (second order) ---- */
 
-static bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_relu_backward(GradCtx *gc, const Node *n, Node *g) {
   /* d/dx is zero almost everywhere: an exact zero, still a gradient */
   if (WANT(0)) ACC(0, ib_fill(B, n->in[0]->type, 0));
   if (WANT(1)) ACC(1, BIN(OP_RELU_BACKWARD, X(0), g));
   return true;
 }
 /* (x, dy) -> dy * f'(x): dy gets f'(x) * g; x gets g * dy * f''(x) */
-static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
   const char *kind = ir_attr_word(n, ATTR_KIND);
   if (WANT(1)) {
     Node *in[2] = {X(0), g};
@@ -402,7 +401,7 @@ static bool vjp_act_backward(GradCtx *gc, const Node *n, Node *g) {
 
 /* ---- control flow and user functions ---- */
 
-static bool vjp_custom_fn(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_custom_fn(GradCtx *gc, const Node *n, Node *g) {
   Graph *v = ir_attr_graph(n, ATTR_VJP);
   if (!v)
     return diag_error(B->c, n->loc, "custom_fn: reverse mode needs a vjp "
@@ -429,16 +428,16 @@ static bool vjp_custom_fn(GradCtx *gc, const Node *n, Node *g) {
   }
   return ok;
 }
-static bool vjp_unprepared(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_unprepared(GradCtx *gc, const Node *n, Node *g) {
   return diag_error(B->c, n->loc, "internal: '%s' reached the reverse walk "
                     "before the AD preparation passes", op_name(n->op));
 }
 /* scan_backward*: lowered by lower_scan_bwd before any AD pass. */
-static bool vjp_lowered(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_lowered(GradCtx *gc, const Node *n, Node *g) {
   return diag_error(B->c, n->loc, "internal: '%s' reached the reverse walk "
                     "(lower_scan_bwd lowers it first)", op_name(n->op));
 }
-static bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
+bool vjp_scan(GradCtx *gc, const Node *n, Node *g) {
   return scan_vjp(gc, n, g);
 }
 

@@ -30,40 +30,11 @@
 Node *vjp_same_attrs(GradCtx *gc, const Node *n, Op op, Node *const *in,
                      int nin);
 
-/* vjp_rules_nn.c */
-bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g);
-bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g);
-bool vjp_group_norm(GradCtx *gc, const Node *n, Node *g);
-bool vjp_batch_norm(GradCtx *gc, const Node *n, Node *g);
-bool vjp_norm_backward(GradCtx *gc, const Node *n, Node *g);
-bool vjp_rope(GradCtx *gc, const Node *n, Node *g);
-bool vjp_max_pool(GradCtx *gc, const Node *n, Node *g);
-bool vjp_avg_pool(GradCtx *gc, const Node *n, Node *g);
-bool vjp_max_pool_backward(GradCtx *gc, const Node *n, Node *g);
-bool vjp_avg_pool_backward(GradCtx *gc, const Node *n, Node *g);
-
-/* vjp_rules_conv.c */
-bool vjp_conv2d(GradCtx *gc, const Node *n, Node *g);
-bool vjp_conv2d_backward_input(GradCtx *gc, const Node *n, Node *g);
-bool vjp_conv2d_backward_weight(GradCtx *gc, const Node *n, Node *g);
-
-/* vjp_rules_moe.c */
-bool vjp_grouped_matmul(GradCtx *gc, const Node *n, Node *g);
-bool vjp_grouped_matmul_backward_weight(GradCtx *gc, const Node *n,
-                                        Node *g);
-bool vjp_dequant_matmul(GradCtx *gc, const Node *n, Node *g);
-
-/* vjp_rules_attention.c */
-bool vjp_attention(GradCtx *gc, const Node *n, Node *g);
-bool vjp_attention_backward(GradCtx *gc, const Node *n, Node *g);
-
-/* vjp_rules_quant.c */
-bool vjp_fake_quantize(GradCtx *gc, const Node *n, Node *g);
-bool vjp_fake_quantize_lsq(GradCtx *gc, const Node *n, Node *g);
-bool vjp_fake_quantize_bwd(GradCtx *gc, const Node *n, Node *g);
-/* vjp_rules_complex.c */
-bool vjp_fft(GradCtx *gc, const Node *n, Node *g);
-bool vjp_complex_norm_sq(GradCtx *gc, const Node *n, Node *g);
-bool vjp_complex_norm_sq_backward(GradCtx *gc, const Node *n, Node *g);
-
+/* Every rule the vjp column of ops.def names, vjp_V, declared from the
+ * table itself: a rule in any vjp_rules*.c file needs no line here. */
+typedef bool VjpRuleFn(GradCtx *gc, const Node *n, Node *g);
+#define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
+  VjpRuleFn vjp_##vjp;
+#include "ir/ops.def"
+#undef OP
 #endif
