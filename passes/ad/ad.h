@@ -80,6 +80,14 @@ Node *ad_act_second(IrBuilder *b, const char *kind, Node *x, DType dt);
  * graph), for n a *_norm*_backward_* op, attention, or
  * attention_backward. */
 Node *ad_norm_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
+/* v summed over every axis but ax (a fixed-order reduction: the beta
+ * gradient of a norm over axis ax). */
+Node *ad_sum_but(IrBuilder *b, Node *v, int ax);
+/* The normalized axis of a layer/rms norm node (its axis attribute,
+ * negative counting from the end). */
+int ad_norm_axis(const Node *n);
+/* An attention node whose mask operand is an additive bias. */
+bool ad_attention_has_bias(const Node *n);
 Node *ad_attention_expand(IrBuilder *b, const Node *n, Node *const *a);
 Node *ad_attention_bwd_expand(IrBuilder *b, const Node *n, Node *const *a);
 /* Fake quantization (quant_expand.c): n's value through ordinary ops for

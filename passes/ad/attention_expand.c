@@ -16,7 +16,8 @@
 #include <math.h>
 #include <string.h>
 
-static bool has_bias(const Node *n) {
+
+bool ad_attention_has_bias(const Node *n) {
   return !strcmp(ir_attr_word(n, ATTR_MASK), "bias");
 }
 
@@ -107,7 +108,7 @@ static Node *att_probs(IrBuilder *b, const Node *n, Node *const *a, int nx,
     *t = ib_un(b, OP_TANH, EB(OP_DIV, s, ib_scalar(b, dt, cap)));
     s = EB(OP_MUL, *t, ib_scalar(b, dt, cap));
   }
-  if (has_bias(n)) s = EB(OP_ADD, s, mask);
+  if (ad_attention_has_bias(n)) s = EB(OP_ADD, s, mask);
   Node *ok = allowed(b, n, mask, s, lq, lk);
   if (ok) s = ib_where(b, ok, s, ib_scalar(b, dt, lowest(dt)));
   Node *p = ib_un(b, OP_SOFTMAX, s);

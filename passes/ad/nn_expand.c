@@ -8,12 +8,11 @@
 
 #include <string.h>
 
-static int ln_axis(const Node *n) {
+int ad_norm_axis(const Node *n) {
   int64_t a = ir_attr_int(n, ATTR_AXIS, -1);
   return (int)(a < 0 ? a + n->in[0]->type.rank : a);
 }
-/* sum of v over every axis but ax -> [C] (a fixed-order reduction) */
-static Node *sum_but(IrBuilder *b, Node *v, int ax) {
+Node *ad_sum_but(IrBuilder *b, Node *v, int ax) {
   int64_t axes[RLX_MAX_RANK];
   int k = 0;
   for (int i = 0; i < v->type.rank; i++)
@@ -37,7 +36,7 @@ static Node *nb_chan(IrBuilder *b, Node *v, const Type *xt, int ax) {
 }
 static Node *nb_expand(IrBuilder *b, const Node *n, Node *const *a) {
   const Type *xt = &a[0]->type;
-  int ax = ln_axis(n);
+  int ax = ad_norm_axis(n);
   Node *x = a[0], *dy = a[n->nin - 1], *e = ib_scalar(b, xt->dt,
                                          ir_attr_float(n, ATTR_EPS, 0));
   bool rms = n->op != OP_LAYER_NORM_BACKWARD_INPUT &&
@@ -47,9 +46,9 @@ static Node *nb_expand(IrBuilder *b, const Node *n, Node *const *a) {
   Node *h = NM(c, r); /* x-hat (layer) or x r (rms) */
   switch (n->op) {
   case OP_LAYER_NORM_BACKWARD_GAMMA: case OP_RMS_NORM_BACKWARD_GAMMA:
-    return sum_but(b, NM(dy, h), ax);
+    return ad_sum_but(b, NM(dy, h), ax);
   case OP_RMS_NORM_BACKWARD_BETA:
-    return sum_but(b, dy, ax);
+    return ad_sum_but(b, dy, ax);
   default: break;
   }
   Node *gg = NM(dy, nb_chan(b, a[1], xt, ax));
@@ -86,13 +85,13 @@ static Node *bn_expand(IrBuilder *b, const Node *n, Node *const *a) {
   const Type *xt = &a[0]->type;
   Node *dy = a[5];
   if (n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_BETA)
-    return sum_but(b, dy, 1);
+    return ad_sum_but(b, dy, 1);
   Node *e = ib_scalar(b, xt->dt, ir_attr_float(n, ATTR_EPS, 1e-5));
   Node *r = ib_un(b, OP_RSQRT, NB(OP_ADD, nb_chan(b, a[4], xt, 1), e));
   if (n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT)
     return NM(NM(dy, nb_chan(b, a[1], xt, 1)), r);
   Node *h = NM(NB(OP_SUB, a[0], nb_chan(b, a[3], xt, 1)), r);
-  return sum_but(b, NM(dy, h), 1);
+  return ad_sum_but(b, NM(dy, h), 1);
 }
 #undef NM
 #undef NB

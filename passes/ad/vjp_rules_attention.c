@@ -29,13 +29,10 @@
 
 static const char *const wrt_names[4] = {"q", "k", "v", "bias"};
 
-static bool has_bias(const Node *n) {
-  return !strcmp(ir_attr_word(n, ATTR_MASK), "bias");
-}
 
 bool vjp_attention(GradCtx *gc, const Node *n, Node *g) {
   Node *in[5] = {X(0), X(1), X(2), g, n->nin > 3 ? X(3) : NULL};
-  for (int i = 0; i < (has_bias(n) ? 4 : 3); i++) {
+  for (int i = 0; i < (ad_attention_has_bias(n) ? 4 : 3); i++) {
     if (!WANT(i)) continue;
     Node *r = ib_op(B, OP_ATTENTION_BACKWARD, in, n->nin + 1);
     ir_attr_copy_all(B->c, r, n);

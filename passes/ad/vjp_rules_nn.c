@@ -9,25 +9,13 @@
 
 /* ---- normalization layers ---- */
 
-static int ln_axis(const Node *n) {
-  int64_t a = ir_attr_int(n, ATTR_AXIS, -1);
-  return (int)(a < 0 ? a + n->in[0]->type.rank : a);
-}
-/* sum of v over every axis but ax -> [C] (a fixed-order reduction) */
-static Node *sum_but(IrBuilder *b, Node *v, int ax) {
-  int64_t axes[RLX_MAX_RANK];
-  int k = 0;
-  for (int i = 0; i < v->type.rank; i++)
-    if (i != ax) axes[k++] = i;
-  return k ? ib_reduce(b, OP_REDUCE_SUM, v, axes, k, false) : v;
-}
 bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
   Node *in[3] = {X(0), X(1), g}, *gin[2] = {X(0), g};
   if (WANT(0))
     ACC(0, vjp_same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_INPUT, in, 3));
   if (WANT(1))
     ACC(1, vjp_same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_GAMMA, gin, 2));
-  if (WANT(2)) ACC(2, sum_but(B, g, ln_axis(n)));
+  if (WANT(2)) ACC(2, ad_sum_but(B, g, ad_norm_axis(n)));
   return true;
 }
 /* (x, gamma, beta) -> the op's three backward ops on (x, gamma, beta, g) */
