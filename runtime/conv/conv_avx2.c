@@ -31,27 +31,7 @@
 #include "runtime/simd/vec_avx2.h"
 #include "runtime/conv/conv_kern.h"
 
-/* out[j] lane i = r[i] lane j for 8 x 8 floats. */
-TGT static inline void transpose8_ps(__m256 r[8])
-{
-  __m256 t[8], s[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; h++) {
-    __m256 a = t[4 * h], b = t[4 * h + 1], c = t[4 * h + 2];
-    __m256 d = t[4 * h + 3];
-    s[4 * h] = _mm256_shuffle_ps(a, c, 0x44);
-    s[4 * h + 1] = _mm256_shuffle_ps(a, c, 0xEE);
-    s[4 * h + 2] = _mm256_shuffle_ps(b, d, 0x44);
-    s[4 * h + 3] = _mm256_shuffle_ps(b, d, 0xEE);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x31);
-  }
-}
+#include "runtime/simd/avx2_transpose.h"
 
 CONV_DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps,
                   _mm256_storeu_ps, transpose8_ps)

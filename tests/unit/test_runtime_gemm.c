@@ -296,6 +296,8 @@ static void isa_identical_m(int M)
   enum { N = 70, K = 800 };
   float *a = malloc(M * K * 4), *b = malloc(K * N * 4);
   float *c0 = malloc(M * N * 4), *c = malloc(M * N * 4);
+  float *e0 = malloc(M * N * 4), *e = malloc(M * N * 4);
+  float *g0 = malloc(M * N * 4), *g = malloc(M * N * 4);
   double *ad = malloc(M * K * 8), *bd = malloc(K * N * 8);
   double *d0 = malloc(M * N * 8), *d = malloc(M * N * 8);
   for (int i = 0; i < M * K; i++)
@@ -305,20 +307,29 @@ static void isa_identical_m(int M)
   for (int i = 0; i < N_TEST_ISAS; i++) {
     if (!test_isa_use(test_isas[i]))
       continue;
-    float *cf = i == 0 ? c0 : c;
+    float *cf = i == 0 ? c0 : c, *ef = i == 0 ? e0 : e;
+    float *gf = i == 0 ? g0 : g;
     double *df = i == 0 ? d0 : d;
     for (int j = 0; j < M * N; j++)
-      cf[j] = (float)(df[j] = j * 0.25);
+      gf[j] = ef[j] = cf[j] = (float)(df[j] = j * 0.25);
     rlx_gemm_f32(1, M, N, K, a, 0, K, 1, b, 0, 1, K, cf, 0, N, 1);
+    /* B row-major (K x N, the same values read as another matrix):
+       the packing of untransposed B panels */
+    rlx_gemm_f32(1, M, N, K, a, 0, K, 1, b, 0, N, 1, ef, 0, N, 1);
+    /* and A stored transposed (K x M): the packing of A^T panels */
+    rlx_gemm_f32(1, M, N, K, a, 0, 1, M, b, 0, N, 1, gf, 0, N, 1);
     rlx_gemm_f64(1, M, N, K, ad, 0, 1, M, bd, 0, N, 1, df, 0, N, 0);
     if (i > 0) {
       CU_ASSERT(memcmp(c0, c, M * N * 4) == 0);
+      CU_ASSERT(memcmp(e0, e, M * N * 4) == 0);
+      CU_ASSERT(memcmp(g0, g, M * N * 4) == 0);
       CU_ASSERT(memcmp(d0, d, M * N * 8) == 0);
     }
   }
   rlx_gemm_select_isa(NULL);
-  free(a), free(b), free(c0), free(c), free(ad), free(bd), free(d0),
-      free(d);
+  free(a), free(b), free(c0), free(c), free(e0), free(e), free(g0),
+      free(g), free(ad),
+      free(bd), free(d0), free(d);
 }
 
 static void test_isa_identical(void)
