@@ -332,6 +332,48 @@ static void isa_identical_m(int M)
       free(bd), free(d0), free(d);
 }
 
+/* A batch sharing B whose A and C rows run on from one element to the
+   next is computed as one GEMM of batch * m rows (gemm.c fold_batch):
+   the bits of per-element calls, for A stored both ways, f32 and f64,
+   at 1 and 3 threads. */
+static void test_batch_fold(void)
+{
+  enum { NB = 8, N = 70, K = 100 };
+  static const int ms[] = {64, 13};
+  for (int mi = 0; mi < 2; mi++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int th = 1; th <= 3; th += 2) {
+        int M = ms[mi], R = NB * M;
+        float *a = malloc(R * K * 4), *b = malloc(K * N * 4);
+        float *c = malloc(R * N * 4), *c1 = malloc(R * N * 4);
+        double *ad = malloc(R * K * 8), *bd = malloc(K * N * 8);
+        double *d = malloc(R * N * 8), *d1 = malloc(R * N * 8);
+        for (int i = 0; i < R * K; i++)
+          ad[i] = a[i] = (float)rnd();
+        for (int i = 0; i < K * N; i++)
+          bd[i] = b[i] = (float)rnd();
+        /* A row r = bi * M + i at r * K (ta = 0) or at r with column
+           stride R (ta = 1: A^T, K x R) */
+        int64_t rs = ta ? 1 : K, cs = ta ? R : 1;
+        rlx_set_num_threads(th);
+        rlx_gemm_f32(NB, M, N, K, a, M * rs, rs, cs, b, 0, N, 1, c,
+                     (int64_t)M * N, N, 0);
+        rlx_gemm_f64(NB, M, N, K, ad, M * rs, rs, cs, bd, 0, N, 1, d,
+                     (int64_t)M * N, N, 0);
+        for (int bi = 0; bi < NB; bi++) {
+          rlx_gemm_f32(1, M, N, K, a + bi * M * rs, 0, rs, cs, b, 0, N, 1,
+                       c1 + bi * M * N, 0, N, 0);
+          rlx_gemm_f64(1, M, N, K, ad + bi * M * rs, 0, rs, cs, bd, 0, N,
+                       1, d1 + bi * M * N, 0, N, 0);
+        }
+        CU_ASSERT(memcmp(c, c1, (size_t)R * N * 4) == 0);
+        CU_ASSERT(memcmp(d, d1, (size_t)R * N * 8) == 0);
+        free(a), free(b), free(c), free(c1), free(ad), free(bd), free(d),
+            free(d1);
+      }
+  rlx_set_num_threads(0);
+}
+
 static void test_isa_identical(void)
 {
   isa_identical_m(45);
@@ -389,6 +431,7 @@ int main(void)
   CU_add_test(s, "determinism", test_determinism);
   CU_add_test(s, "concurrent", test_concurrent);
   CU_add_test(s, "c64", test_c64);
+  CU_add_test(s, "batch_fold", test_batch_fold);
   CU_add_test(s, "isa_identical", test_isa_identical);
   CU_add_test(s, "isa_select", test_isa_select);
   CU_add_test(s, "isa_env", test_isa_env);
