@@ -5,12 +5,14 @@
  * kernels are conv_kern.h over 256-bit vectors (simd/vec_avx2.h), so
  * every element sees the operations of the other tables (same bits).  With
  * 16 ymm registers the widest tiles are narrower than AVX-512's
- * (KVMAX, measured with bench_conv --isa=avx2: in the weight gradient's
- * 8-row panels 8 x 2 beats 8 x 1 by 20-60% although 3 of its 16
- * accumulators spill; 14-row tiles take one vector).  The forward and
- * input-gradient tiles keep to KACC = 12 accumulators (1 broadcast and
- * 3 B registers left): 4 x 3 instead of 8 x 2 takes 4-8% less CPU time
- * on the ResNet 3x3 shape.
+ * (KVMAX, measured with bench_conv --isa=avx2; 14-row tiles take one
+ * vector).  Every op keeps to KACC = 12 accumulators (1 broadcast and
+ * 3 B registers left): the forward and input-gradient tiles are 4 x 3
+ * instead of 8 x 2 (4-8% less CPU time on the ResNet 3x3 shape), and
+ * the weight gradient, since 8 x vmax[3] = 16 > KACC, runs its 8-row
+ * panels as two 4 x 3 calls (conv_tmpl.h wgemm_item_; 7-9% faster than
+ * 8 x 2, whose 16 accumulators spill 3; 8 x 2 had beaten 8 x 1 by
+ * 20-60%).
  * Transposes go through 8 x 8 (f32) / 4 x 4 (f64) register blocks,
  * with plain C at the edges.
  */
