@@ -9,6 +9,7 @@
  * rlxc compiles each graph with --grad and this driver calls the
  * entries through tests/tools/harness.c.
  *   bench_models [--threads 1,2] [--seconds S] [--only NAME]
+ *                [--what forward|train_step] [--ftz] [--isa=NAME]
  * Prints one line per measurement,
  *   rlx NAME.<forward|train_step> threads=T median_ms=M min_ms=N calls=C
  * and then each model's workspace bytes (forward, training step).
@@ -25,6 +26,9 @@
 #include "bench_resblock.h"
 #include "bench_tblock.h"
 #include "tests/tools/harness.h"
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 typedef struct {
   const char *name;
@@ -74,17 +78,45 @@ static bool setup(HxCall *c, HxEntry fn, const rlx_signature *sig,
   return true;
 }
 
+/* --ftz (diagnostic, x86-64): set MXCSR's flush-to-zero and
+   denormals-are-zero bits before any call (pool workers, created later,
+   inherit them), to show what subnormal operands cost: results change
+   wherever a subnormal occurs, so it is not a supported mode. */
+static int ftz_args(int argc, char **argv)
+{
+  int n = 1, on = 0;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--ftz"))
+      on = 1;
+    else
+      argv[n++] = argv[i];
+  argv[n] = NULL;
+  if (on) {
+#if defined(__x86_64__)
+    _mm_setcsr(_mm_getcsr() | 0x8040);
+    printf("# ftz=1 (MXCSR FTZ and DAZ set)\n");
+#else
+    fprintf(stderr, "--ftz: x86-64 only\n");
+    exit(2);
+#endif
+  }
+  return n;
+}
+
 int main(int argc, char **argv)
 {
+  argc = ftz_args(argc, argv);
   argc = bench_isa_args(argc, argv);
   int threads[8] = {1, 2}, nt = 2;
   double seconds = 2.0;
-  const char *only = NULL;
+  const char *only = NULL, *what = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--seconds"))
       seconds = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--only"))
       only = argv[i + 1];
+    else if (!strcmp(argv[i], "--what")) /* forward or train_step */
+      what = argv[i + 1];
     else if (!strcmp(argv[i], "--threads")) {
       nt = 0;
       for (char *s = argv[i + 1]; *s && nt < 8; s += *s == ',')
@@ -101,8 +133,10 @@ int main(int argc, char **argv)
         !setup(&step, md->step, md->step_sig(), true))
       return 2;
     for (int k = 0; k < nt && !bad; k++)
-      bad = time_call(&fwd, md->name, "forward", threads[k], seconds) ||
-            time_call(&step, md->name, "train_step", threads[k], seconds);
+      bad = (!(what && strcmp(what, "forward")) &&
+             time_call(&fwd, md->name, "forward", threads[k], seconds)) ||
+            (!(what && strcmp(what, "train_step")) &&
+             time_call(&step, md->name, "train_step", threads[k], seconds));
     printf("workspace_bytes %s forward=%zu train_step=%zu\n", md->name,
            md->fwd_ws, md->step_ws);
     hx_call_free(&fwd);

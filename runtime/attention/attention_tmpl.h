@@ -23,6 +23,7 @@ typedef struct {
   char *slots;
   int64_t slot_bytes, nslots;
   T scale, cap;
+  int tri;              /* causal, no softcap: masked products skipped */
 } FN(Attn_);
 
 /* ---- portable kernels (attention_internal.h contracts) ---- */
@@ -162,6 +163,44 @@ static void FN(qrange_)(const rlx_attn_geom *g, int64_t j0, int64_t nk,
     *hi = *lo;
 }
 
+/* Causal tiles (A->tri): the products of masked (key, query) pairs are
+   not computed.  Key row j of the tile (key j0 + j) is seen by the
+   query columns [tri_a_, BQ); query column i sees the key rows
+   [0, tri_k_).  Scores of masked pairs are set to -inf afterwards
+   (scores_), P and dS of masked pairs are exact zeros, and a sum that
+   skips zero products keeps its bits (its accumulator starts at +0 and
+   is never -0), so results are those of the full tiles (for finite V,
+   dO, Q and K).  Row groups of TRI_G, a multiple of the mm tiles' 6
+   rows. */
+#define TRI_G 12
+
+static inline int64_t FN(tri_a_)(const rlx_attn_geom *g, int64_t i0,
+                                 int64_t j0, int64_t j)
+{
+  return FN(min_)(BQ, FN(max_)(0, j0 + j - (g->lk - g->lq) - i0));
+}
+
+static inline int64_t FN(tri_k_)(const rlx_attn_geom *g, int64_t i0,
+                                 int64_t j0, int64_t nk, int64_t i)
+{
+  return FN(min_)(nk, FN(max_)(0, i + (g->lk - g->lq) + i0 - j0 + 1));
+}
+
+/* C[j][i] = sum_p A(j, p) B(p, i) for key rows j < nk and the query
+   columns [tri_a_(j), BQ) only (the rest of C is left as it was). */
+static void FN(mm_keyrows_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
+                            int64_t nk, int64_t kd, const T *a, int64_t ars,
+                            int64_t acs, const T *b, int64_t ldb, T *c,
+                            int64_t ldc)
+{
+  for (int64_t j = 0; j < nk; j += TRI_G) {
+    int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(A->g, i0, j0, j);
+    if (c0 < BQ)
+      A->isa->mm(m, BQ - c0, kd, a + j * ars, ars, acs, b + c0, ldb,
+                 c + j * ldc + c0, ldc, 0);
+  }
+}
+
 /* The final scores of keys [j0, j0 + nk) x queries [i0, i0 + BQ) of head
    (b, h), s[j*BQ + i] (columns i >= lq - i0 are padding: finite or
    -inf, never used).  qt is the d x BQ tile Q^T * scale.  f (softcap
@@ -171,7 +210,10 @@ static void FN(scores_)(const FN(Attn_) *A, int64_t b, int64_t h,
                         int64_t j0, int64_t nk, T *s, T *f)
 {
   const rlx_attn_geom *g = A->g;
-  A->isa->mm(nk, BQ, g->d, kr, ldk, 1, qt, BQ, s, BQ, 0);
+  if (A->tri)
+    FN(mm_keyrows_)(A, i0, j0, nk, g->d, kr, ldk, 1, qt, BQ, s, BQ);
+  else
+    A->isa->mm(nk, BQ, g->d, kr, ldk, 1, qt, BQ, s, BQ, 0);
   if (A->cap > 0)
     for (int64_t x = 0; x < nk * BQ; x++) {
       T t = TANH(s[x] / A->cap);
@@ -233,7 +275,16 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
     for (int64_t c = 0; c < d; c++)
       for (int i = 0; i < BQ; i++)
         ot[c * BQ + i] *= al[i];
-    A->isa->mm(d, BQ, nk, v + j0 * ldk, 1, ldk, s, BQ, ot, BQ, 1);
+    if (!A->tri)
+      A->isa->mm(d, BQ, nk, v + j0 * ldk, 1, ldk, s, BQ, ot, BQ, 1);
+    else /* query columns in groups, each over the keys it sees */
+      for (int64_t i = 0; i < BQ; i += 2 * TRI_G) {
+        int64_t w = FN(min_)(2 * TRI_G, BQ - i);
+        int64_t kk = FN(tri_k_)(g, i0, j0, nk, i + w - 1);
+        if (kk > 0)
+          A->isa->mm(d, w, kk, v + j0 * ldk, 1, ldk, s + i, BQ, ot + i, BQ,
+                     1);
+      }
   }
   for (int64_t i = 0; i < nq; i++) {
     T li = l[i], *oi = o + (i0 + i) * ldo;
@@ -281,7 +332,8 @@ static FN(Attn_) FN(setup_)(const rlx_attn_geom *g, const AttnPlan *pl,
                  .o_l4 = g->layout == 4, .nqt = pl->nqt, .nkt = pl->nkt,
                  .nch = pl->nch, .slots = (char *)scratch + pl->slot_off,
                  .slot_bytes = pl->slot_bytes, .nslots = pl->nslots,
-                 .scale = (T)g->scale, .cap = (T)g->softcap};
+                 .scale = (T)g->scale, .cap = (T)g->softcap,
+                 .tri = g->mask == RLX_ATTN_CAUSAL && !(g->softcap > 0)};
   return A;
 }
 
@@ -367,15 +419,31 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       FN(scores_)(A, b, h, kr, ldk, A->qt + tile * d * BQ, i0, j0, nk, s,
                   A->cap > 0 ? f : NULL);
       A->isa->expsub(s, nk, lt); /* s = P */
-      if (dvr)
+      if (dvr && !A->tri)
         A->isa->mm(nk, d, nq, s, BQ, 1, dy + i0 * ldq, ldq, dvr, ldk, 1);
+      else if (dvr) /* key rows in groups, each over the queries that
+                       see them */
+        for (int64_t j = 0; j < nk; j += TRI_G) {
+          int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(g, i0, j0, j);
+          if (c0 < nq)
+            A->isa->mm(m, d, nq - c0, s + j * BQ + c0, BQ, 1,
+                       dy + (i0 + c0) * ldq, ldq, dvr + j * ldk, ldk, 1);
+        }
       if (!need_ds)
         continue;
-      A->isa->mm(nk, BQ, d, vr, ldk, 1, A->dot + tile * d * BQ, BQ, dp, BQ,
-                 0);
-      for (int64_t j = 0; j < nk; j++)
-        for (int i = 0; i < BQ; i++)
+      if (A->tri)
+        FN(mm_keyrows_)(A, i0, j0, nk, d, vr, ldk, 1,
+                        A->dot + tile * d * BQ, BQ, dp, BQ);
+      else
+        A->isa->mm(nk, BQ, d, vr, ldk, 1, A->dot + tile * d * BQ, BQ, dp,
+                   BQ, 0);
+      for (int64_t j = 0; j < nk; j++) {
+        int64_t a = A->tri ? FN(tri_a_)(g, i0, j0, j) : 0;
+        for (int64_t i = 0; i < a; i++) /* masked: P = 0, not computed */
+          dp[j * BQ + i] = 0;
+        for (int64_t i = a; i < BQ; i++)
           dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]);
+      }
       if (A->dbias) {
         T *db = A->dbias + ((b * g->h + h) * g->lq + i0) * g->lk + j0;
         for (int64_t i = 0; i < nq; i++)
@@ -384,10 +452,25 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       }
       for (int64_t x = 0; x < nk * BQ; x++)
         dp[x] *= A->cap > 0 ? f[x] : A->scale;
-      if (dkr)
+      if (dkr && !A->tri)
         A->isa->mm(nk, d, nq, dp, BQ, 1, q + i0 * ldq, ldq, dkr, ldk, 1);
-      if (dqp)
+      else if (dkr)
+        for (int64_t j = 0; j < nk; j += TRI_G) {
+          int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(g, i0, j0, j);
+          if (c0 < nq)
+            A->isa->mm(m, d, nq - c0, dp + j * BQ + c0, BQ, 1,
+                       q + (i0 + c0) * ldq, ldq, dkr + j * ldk, ldk, 1);
+        }
+      if (dqp && !A->tri)
         A->isa->mm(nq, d, nk, dp, 1, BQ, kr, ldk, dqp + i0 * ldp, ldp, 1);
+      else if (dqp) /* query rows in groups, each over the keys it sees */
+        for (int64_t i = 0; i < nq; i += TRI_G) {
+          int64_t m = FN(min_)(TRI_G, nq - i);
+          int64_t kk = FN(tri_k_)(g, i0, j0, nk, i + m - 1);
+          if (kk > 0)
+            A->isa->mm(m, d, kk, dp + i, 1, BQ, kr, ldk,
+                       dqp + (i0 + i) * ldp, ldp, 1);
+        }
     }
   }
 }

@@ -5,12 +5,14 @@
  * kernels are conv_kern.h over 256-bit vectors (simd/vec_avx2.h), so
  * every element sees the operations of the other tables (same bits).  With
  * 16 ymm registers the widest tiles are narrower than AVX-512's
- * (KVMAX, measured with bench_conv --isa=avx2: in the weight gradient's
- * 8-row panels 8 x 2 beats 8 x 1 by 20-60% although 3 of its 16
- * accumulators spill; 14-row tiles take one vector).  The forward and
- * input-gradient tiles keep to KACC = 12 accumulators (1 broadcast and
- * 3 B registers left): 4 x 3 instead of 8 x 2 takes 4-8% less CPU time
- * on the ResNet 3x3 shape.
+ * (KVMAX, measured with bench_conv --isa=avx2; 14-row tiles take one
+ * vector).  Every op keeps to KACC = 12 accumulators (1 broadcast and
+ * 3 B registers left): the forward and input-gradient tiles are 4 x 3
+ * instead of 8 x 2 (4-8% less CPU time on the ResNet 3x3 shape), and
+ * the weight gradient, since 8 x vmax[3] = 16 > KACC, runs its 8-row
+ * panels as two 4 x 3 calls (conv_tmpl.h wgemm_item_; 7-9% faster than
+ * 8 x 2, whose 16 accumulators spill 3; 8 x 2 had beaten 8 x 1 by
+ * 20-60%).
  * Transposes go through 8 x 8 (f32) / 4 x 4 (f64) register blocks,
  * with plain C at the edges.
  */
@@ -31,27 +33,7 @@
 #include "runtime/simd/vec_avx2.h"
 #include "runtime/conv/conv_kern.h"
 
-/* out[j] lane i = r[i] lane j for 8 x 8 floats. */
-TGT static inline void transpose8_ps(__m256 r[8])
-{
-  __m256 t[8], s[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; h++) {
-    __m256 a = t[4 * h], b = t[4 * h + 1], c = t[4 * h + 2];
-    __m256 d = t[4 * h + 3];
-    s[4 * h] = _mm256_shuffle_ps(a, c, 0x44);
-    s[4 * h + 1] = _mm256_shuffle_ps(a, c, 0xEE);
-    s[4 * h + 2] = _mm256_shuffle_ps(b, d, 0x44);
-    s[4 * h + 3] = _mm256_shuffle_ps(b, d, 0xEE);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x31);
-  }
-}
+#include "runtime/simd/avx2_transpose.h"
 
 CONV_DEFINE_TRANS(trans_f32, float, 8, __m256, _mm256_loadu_ps,
                   _mm256_storeu_ps, transpose8_ps)

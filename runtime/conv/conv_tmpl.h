@@ -485,7 +485,16 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
                  c % pl->khkw * pl->pcol,
              0, (size_t)pl->pcol * sizeof(T));
   int64_t pe = pl->pstride, lanes = jb->isa->lanes;
-  int64_t pmax = jb->isa->vmax[3]; /* R = 8 rows: CONV_WR */
+  /* An 8-row block (CONV_WR) in one R = 8 call where its vmax[3]
+     vectors fit the ISA's accumulators, else in two R = 4 calls with up
+     to acc_max / 4 vectors (AVX2: 8 x 2 tiles spill 3 of 16 ymm
+     accumulators; 2 x (4 x 3) do not).  Per element the same operations
+     either way. */
+  const ISA_T *isa = jb->isa;
+  int split = CONV_WR * isa->vmax[3] > isa->acc_max;
+  int ki = split ? 2 : 3, kr = conv_rows[ki];
+  int64_t pmax = split ? FN(min_)(isa->vmax[2], isa->acc_max / 4)
+                       : isa->vmax[3];
   int64_t nvec = pl->ogp / lanes, npan = FN(cdiv_)(nvec, pmax);
   int64_t *boff = FN(carve_)(&slot, pl->kc * 8);
   T *planeT = FN(carve_)(&slot, pl->np * pl->cgp * pe * pl->es);
@@ -514,8 +523,10 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
            possible, the wider first (4 vectors: 2 + 2, not 3 + 1) */
         for (int64_t q = 0, o0 = 0; q < npan; q++) {
           int64_t V = nvec / npan + (q < nvec % npan);
-          jb->isa->kern[3][V - 1](kc, a, pl->cgp, dyT + tb * pl->ogp + o0,
-                                  boff, cr + o0, ldc, 1);
+          for (int h = 0; h < CONV_WR; h += kr)
+            isa->kern[ki][V - 1](kc, a + h, pl->cgp,
+                                 dyT + tb * pl->ogp + o0, boff,
+                                 cr + h * ldc + o0, ldc, 1);
           o0 += V * lanes;
         }
       }

@@ -207,6 +207,22 @@ static const RlxGemmCfgF32 *pick_cfg_f32(const RlxGemmCfgF32 *cfg,
   return cfg;
 }
 
+/* A batch that shares B (b_bs == 0) and whose A and C rows run on from
+   one element to the next (a_bs == m * a_rs, c_bs == m * c_rs) is one
+   GEMM of batch * m rows: the same elements, each with the same
+   operations (KC depends on k only), but fewer edge tiles and B packed
+   once instead of once per element (the compiler's x @ W over [B, T,
+   E] activations: batch 8 of 64 rows). */
+static void fold_batch(int64_t *batch, int64_t *m, int64_t a_bs,
+                       int64_t a_rs, int64_t b_bs, int64_t c_bs,
+                       int64_t c_rs)
+{
+  if (*batch > 1 && b_bs == 0 && a_bs == *m * a_rs && c_bs == *m * c_rs) {
+    *m *= *batch;
+    *batch = 1;
+  }
+}
+
 #define T float
 #define SFX f32
 #define CFG RlxGemmCfgF32
@@ -239,6 +255,7 @@ void rlx_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
       zero_c_f32(batch, m, n, c, c_bs, c_rs);
     return;
   }
+  fold_batch(&batch, &m, a_bs, a_rs, b_bs, c_bs, c_rs);
   pthread_once(&isa_once, select_best);
   Job_f32 jb = {pick_cfg_f32(atomic_load(&cfg_f32), m), m, n, k,
                 a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
@@ -259,6 +276,7 @@ void rlx_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
       zero_c_f64(batch, m, n, c, c_bs, c_rs);
     return;
   }
+  fold_batch(&batch, &m, a_bs, a_rs, b_bs, c_bs, c_rs);
   pthread_once(&isa_once, select_best);
   Job_f64 jb = {atomic_load(&cfg_f64), m, n, k, a, a_bs, a_rs, a_cs,
                 b, b_bs, b_rs, b_cs, c, c_bs, c_rs, accumulate,

@@ -3,7 +3,7 @@
  *
  * gemm.c runs them only after __builtin_cpu_supports("avx2") and
  * ("fma").  12 ymm accumulators, two B vectors and one broadcast per
- * step.
+ * step.  f32 packing and edge tiles: gemm_avx2_pack.h.
  */
 #include "runtime/gemm/gemm_internal.h"
 #include "runtime/simd/isa.h"
@@ -14,6 +14,7 @@
 #define VEC_HEADER "runtime/simd/vec_avx2.h"
 #define GK_MR 6
 #define GK_NV 2
+#define GK_F32_EXTRA "runtime/gemm/gemm_avx2_pack.h"
 #include "runtime/gemm/gemm_isa.h"
 #else
 const RlxGemmCfgF32 rlx_gemm_avx2_f32 = {.name = "avx2", .mr = 1, .nr = 1,

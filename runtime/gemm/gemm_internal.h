@@ -37,7 +37,9 @@ typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
    pack_b: npanels full NR-column panels of B with unit column stride:
      bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ...
    pack_bt: the same from B stored transposed (unit row stride), with
-     `rs` the column stride: bp[jr*kc + p*NR + j] = b[(jr + j)*rs + p]. */
+     `rs` the column stride: bp[jr*kc + p*NR + j] = b[(jr + j)*rs + p].
+   pack_at: pack_a from A stored transposed (unit row stride), with `rs`
+     the column stride: ap[p*MR + i] = i < count ? a[p*rs + i] : 0. */
 typedef void (*RlxPackF32)(const float *src, int64_t rs, int64_t kc,
                            int64_t count, float *dst);
 typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
@@ -76,6 +78,7 @@ struct RlxGemmCfgF32 {
   RlxPackF32 pack_a; /* count = rows present */
   RlxPackF32 pack_b; /* count = npanels */
   RlxPackF32 pack_bt; /* count = npanels */
+  RlxPackF32 pack_at; /* count = rows present */
   RlxEdgeF32 edge;
   /* Optional table of the same ISA and KC with another MR, used for
      calls whose M it pads less (see gemm.c); NULL: none. */
@@ -86,7 +89,7 @@ typedef struct {
   const char *name;
   int mr, nr, kc, nc;
   RlxKernF64 kern;
-  RlxPackF64 pack_a, pack_b, pack_bt;
+  RlxPackF64 pack_a, pack_b, pack_bt, pack_at;
   RlxEdgeF64 edge;
 } RlxGemmCfgF64;
 

@@ -4,6 +4,11 @@
  * ISA_NAME (its string), VEC_HEADER, GK_MR and GK_NV defined.  KC is
  * the same in every table (384 f32, 256 f64), so every ISA gives the
  * same bits.
+ * Optional: GK_F32_EXTRA, a header included after the f32 kernel (with
+ * the f32 vector layer active) that defines ISA-specific packing and
+ * edge routines and names them in GK_PACK_A_F32, GK_PACK_B_F32,
+ * GK_PACK_BT_F32, GK_PACK_AT_F32 and GK_EDGE_F32 (contracts: gemm_internal.h); those
+ * not named stay NULL (the driver's generic loops).
  */
 #define GEMM_CAT3_(a, b, c) a##b##c
 #define GEMM_CAT3(a, b, c) GEMM_CAT3_(a, b, c)
@@ -14,6 +19,24 @@
 #include VEC_HEADER
 #include "runtime/gemm/gemm_kern.h"
 enum { NR_F32 = GK_NV * VL };
+#ifdef GK_F32_EXTRA
+#include GK_F32_EXTRA
+#endif
+#ifndef GK_PACK_A_F32
+#define GK_PACK_A_F32 NULL
+#endif
+#ifndef GK_PACK_B_F32
+#define GK_PACK_B_F32 NULL
+#endif
+#ifndef GK_PACK_BT_F32
+#define GK_PACK_BT_F32 NULL
+#endif
+#ifndef GK_PACK_AT_F32
+#define GK_PACK_AT_F32 NULL
+#endif
+#ifndef GK_EDGE_F32
+#define GK_EDGE_F32 NULL
+#endif
 #undef VEC_F64
 #undef T
 #undef GK_NAME
@@ -27,7 +50,9 @@ enum { NR_F64 = GK_NV * VL };
 
 const RlxGemmCfgF32 GEMM_CAT3(rlx_gemm_, ISA, _f32) = {
   .name = ISA_NAME, .mr = GK_MR, .nr = NR_F32, .kc = 384, .nc = 512,
-  .kern = kern_f32};
+  .kern = kern_f32, .pack_a = GK_PACK_A_F32, .pack_b = GK_PACK_B_F32,
+  .pack_bt = GK_PACK_BT_F32, .pack_at = GK_PACK_AT_F32,
+  .edge = GK_EDGE_F32};
 const RlxGemmCfgF64 GEMM_CAT3(rlx_gemm_, ISA, _f64) = {
   .name = ISA_NAME, .mr = GK_MR, .nr = NR_F64, .kc = 256, .nc = 512,
   .kern = kern_f64};

@@ -143,6 +143,8 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
     if (cfg->pack_a && jb->a_cs == 1)
       cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, mr,
                   ap + (ic - m0) * kc);
+    else if (cfg->pack_at && jb->a_rs == 1)
+      cfg->pack_at(a + ic, jb->a_cs, kc, mr, ap + (ic - m0) * kc);
     else
       FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
                   ap + (ic - m0) * kc);

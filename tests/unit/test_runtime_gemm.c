@@ -296,6 +296,8 @@ static void isa_identical_m(int M)
   enum { N = 70, K = 800 };
   float *a = malloc(M * K * 4), *b = malloc(K * N * 4);
   float *c0 = malloc(M * N * 4), *c = malloc(M * N * 4);
+  float *e0 = malloc(M * N * 4), *e = malloc(M * N * 4);
+  float *g0 = malloc(M * N * 4), *g = malloc(M * N * 4);
   double *ad = malloc(M * K * 8), *bd = malloc(K * N * 8);
   double *d0 = malloc(M * N * 8), *d = malloc(M * N * 8);
   for (int i = 0; i < M * K; i++)
@@ -305,20 +307,71 @@ static void isa_identical_m(int M)
   for (int i = 0; i < N_TEST_ISAS; i++) {
     if (!test_isa_use(test_isas[i]))
       continue;
-    float *cf = i == 0 ? c0 : c;
+    float *cf = i == 0 ? c0 : c, *ef = i == 0 ? e0 : e;
+    float *gf = i == 0 ? g0 : g;
     double *df = i == 0 ? d0 : d;
     for (int j = 0; j < M * N; j++)
-      cf[j] = (float)(df[j] = j * 0.25);
+      gf[j] = ef[j] = cf[j] = (float)(df[j] = j * 0.25);
     rlx_gemm_f32(1, M, N, K, a, 0, K, 1, b, 0, 1, K, cf, 0, N, 1);
+    /* B row-major (K x N, the same values read as another matrix):
+       the packing of untransposed B panels */
+    rlx_gemm_f32(1, M, N, K, a, 0, K, 1, b, 0, N, 1, ef, 0, N, 1);
+    /* and A stored transposed (K x M): the packing of A^T panels */
+    rlx_gemm_f32(1, M, N, K, a, 0, 1, M, b, 0, N, 1, gf, 0, N, 1);
     rlx_gemm_f64(1, M, N, K, ad, 0, 1, M, bd, 0, N, 1, df, 0, N, 0);
     if (i > 0) {
       CU_ASSERT(memcmp(c0, c, M * N * 4) == 0);
+      CU_ASSERT(memcmp(e0, e, M * N * 4) == 0);
+      CU_ASSERT(memcmp(g0, g, M * N * 4) == 0);
       CU_ASSERT(memcmp(d0, d, M * N * 8) == 0);
     }
   }
   rlx_gemm_select_isa(NULL);
-  free(a), free(b), free(c0), free(c), free(ad), free(bd), free(d0),
-      free(d);
+  free(a), free(b), free(c0), free(c), free(e0), free(e), free(g0),
+      free(g), free(ad),
+      free(bd), free(d0), free(d);
+}
+
+/* A batch sharing B whose A and C rows run on from one element to the
+   next is computed as one GEMM of batch * m rows (gemm.c fold_batch):
+   the bits of per-element calls, for A stored both ways, f32 and f64,
+   at 1 and 3 threads. */
+static void test_batch_fold(void)
+{
+  enum { NB = 8, N = 70, K = 100 };
+  static const int ms[] = {64, 13};
+  for (int mi = 0; mi < 2; mi++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int th = 1; th <= 3; th += 2) {
+        int M = ms[mi], R = NB * M;
+        float *a = malloc(R * K * 4), *b = malloc(K * N * 4);
+        float *c = malloc(R * N * 4), *c1 = malloc(R * N * 4);
+        double *ad = malloc(R * K * 8), *bd = malloc(K * N * 8);
+        double *d = malloc(R * N * 8), *d1 = malloc(R * N * 8);
+        for (int i = 0; i < R * K; i++)
+          ad[i] = a[i] = (float)rnd();
+        for (int i = 0; i < K * N; i++)
+          bd[i] = b[i] = (float)rnd();
+        /* A row r = bi * M + i at r * K (ta = 0) or at r with column
+           stride R (ta = 1: A^T, K x R) */
+        int64_t rs = ta ? 1 : K, cs = ta ? R : 1;
+        rlx_set_num_threads(th);
+        rlx_gemm_f32(NB, M, N, K, a, M * rs, rs, cs, b, 0, N, 1, c,
+                     (int64_t)M * N, N, 0);
+        rlx_gemm_f64(NB, M, N, K, ad, M * rs, rs, cs, bd, 0, N, 1, d,
+                     (int64_t)M * N, N, 0);
+        for (int bi = 0; bi < NB; bi++) {
+          rlx_gemm_f32(1, M, N, K, a + bi * M * rs, 0, rs, cs, b, 0, N, 1,
+                       c1 + bi * M * N, 0, N, 0);
+          rlx_gemm_f64(1, M, N, K, ad + bi * M * rs, 0, rs, cs, bd, 0, N,
+                       1, d1 + bi * M * N, 0, N, 0);
+        }
+        CU_ASSERT(memcmp(c, c1, (size_t)R * N * 4) == 0);
+        CU_ASSERT(memcmp(d, d1, (size_t)R * N * 8) == 0);
+        free(a), free(b), free(c), free(c1), free(ad), free(bd), free(d),
+            free(d1);
+      }
+  rlx_set_num_threads(0);
 }
 
 static void test_isa_identical(void)
@@ -378,6 +431,7 @@ int main(void)
   CU_add_test(s, "determinism", test_determinism);
   CU_add_test(s, "concurrent", test_concurrent);
   CU_add_test(s, "c64", test_c64);
+  CU_add_test(s, "batch_fold", test_batch_fold);
   CU_add_test(s, "isa_identical", test_isa_identical);
   CU_add_test(s, "isa_select", test_isa_select);
   CU_add_test(s, "isa_env", test_isa_env);
