@@ -106,8 +106,9 @@ U_SAMPLE = {"real": None,
             "pos": lambda g: g.u((3, 4), 0.3, 3.0),
             "kink": lambda g: g.away0((3, 4)),
             "pole": lambda g: g.u((3, 4), -1.2, 1.2)}
-for _op in R.ACT_KINDS:
-    unary(_op, R.torch_fn(_op), U_SAMPLE[R.UNARY[_op].dom])
+for _op, _r in R.UNARY.items():
+    if _op != "round":  # straight-through: its own case below
+        unary(_op, R.torch_fn(_op), U_SAMPLE[_r.dom])
 
 
 class _STE(torch.autograd.Function):

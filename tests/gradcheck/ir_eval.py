@@ -141,7 +141,7 @@ def parse_module(text):
 # ---- op semantics ----
 
 _act = op_refs.act  # (f(x), f'(x)) in float64 of an activation kind
-UNARY = op_refs.ACT_KINDS
+UNARY = op_refs.UNARY  # f(x) in float64 (round: in its own dtype, below)
 BINARY = {op: r.np for op, r in op_refs.BINARY.items()}
 COMPARE = {op: r.np for op, r in op_refs.COMPARE.items()}
 
@@ -573,10 +573,10 @@ def apply(graphs, op, ins, a, ty):
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])
-    if op in UNARY:
-        return _act(op, ins[0])[0]
     if op in ("round",):
         return np.round(ins[0])
+    if op in UNARY:
+        return UNARY[op].np(ins[0].astype(np.float64))
     if op in ("stop_gradient",):
         return ins[0]
     if op in BINARY:

@@ -22,8 +22,9 @@ derivative).
 
 Row fields
   np     f(x) in NumPy on float64 arrays (binary: f(a, b))
-  d      unary: f'(x) in NumPy on float64 arrays, or None when the op
-         has no activation_backward kind (round: straight-through)
+  d      unary: f'(x) in NumPy on float64 arrays, for the op's
+         activation_backward kind; None when the op has no kind (its
+         VJP does not use activation_backward; round: straight-through)
   torch  the PyTorch function, resolved lazily by torch_fn(op) (the
          interpreter and the CI runners never import torch): a name
          under torch or F (torch.nn.functional), optionally with
