@@ -45,7 +45,9 @@ machinery (registry, the builder G, tangents, torch's forward-mode
 references, golden files, run.txt) is the AD harness's generator half,
 tests/tools/adcheck/gen.py, shared with tests/hvp/gen_hvp.py; this
 file holds the cases and what is the suite's own (coverage of
-ir/ops.def, manifest.txt, skipped.txt, JVP tolerances).
+ir/ops.def, manifest.txt, skipped.txt, JVP tolerances). The
+elementwise cases (u_OP, b_OP, activation_backward_OP) are one per row
+of tests/tools/op_refs.py: torch function and sampling domain.
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
