@@ -26,8 +26,14 @@ For one FILE.rlx:
      (docs/testing.md, "Golden corpus"). FileCheck is $FILECHECK, else
      FileCheck-19 or /usr/lib/llvm-19/bin/FileCheck or FileCheck; a file
      with RUN lines fails when none is found.
-With --coverage DIR: every op of `rlxc --list-ops` (and `const`) must be
-used by the printed IR of some DIR/*.rlx.
+With --coverage DIR [DIR...]: every op of `rlxc --list-ops` (and `const`)
+must be used by the printed IR of some DIR/*.rlx. ctest passes
+tests/golden and the generated case directories tests/e2e/cases and
+tests/gradcheck/cases: every file of those is also round-tripped (as
+printed and after --grad) by golden.roundtrip_repo.*, and compiled and
+run against its goldens by e2e.* / gradcheck.*, so an op used only there
+is checked at least as strictly as one used by a hand-written golden
+file (which adds nothing for an op without its own syntax).
 With --roundtrip-all ROOT [--shard I/N]: every .rlx file under ROOT
 (except tests/errors and build trees; with --shard, the I-th of every N
 in path order) that `rlxc --check` accepts must round
@@ -208,13 +214,14 @@ def check_file(rlxc, filecheck, path, update):
     return errs
 
 
-def coverage(rlxc, d):
+def coverage(rlxc, dirs):
     rc, out, err = run(rlxc, ["--list-ops"])
     if rc != 0:
         return ["--list-ops exited %d" % rc]
     want = {ln.split()[0] for ln in out.splitlines() if ln.strip()} | {"const"}
     seen = set()
-    for f in sorted(glob.glob(os.path.join(d, "*.rlx"))):
+    for f in sorted(f for d in dirs
+                    for f in glob.glob(os.path.join(d, "*.rlx"))):
         if f.endswith(".expected.rlx"):
             continue
         rc, ir, err = run(rlxc, ["--emit=ir", f])
@@ -223,7 +230,8 @@ def coverage(rlxc, d):
             seen.add("const")
     missing = sorted(want - seen)
     if missing:
-        return ["ops not covered by any golden file: " + " ".join(missing)]
+        return ["ops not used by any .rlx file of %s: %s"
+                % (" ".join(dirs), " ".join(missing))]
     return []
 
 
@@ -281,7 +289,7 @@ def main():
     ap.add_argument("--filecheck", metavar="PATH",
                     help="LLVM FileCheck (default: $FILECHECK, "
                     "FileCheck-19, /usr/lib/llvm-19/bin/FileCheck)")
-    ap.add_argument("--coverage", metavar="DIR")
+    ap.add_argument("--coverage", metavar="DIR", nargs="+")
     ap.add_argument("--roundtrip-all", metavar="ROOT")
     ap.add_argument("--shard", metavar="I/N", default="0/1",
                     help="--roundtrip-all: the I-th of every N files")

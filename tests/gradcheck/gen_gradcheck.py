@@ -45,7 +45,9 @@ machinery (registry, the builder G, tangents, torch's forward-mode
 references, golden files, run.txt) is the AD harness's generator half,
 tests/tools/adcheck/gen.py, shared with tests/hvp/gen_hvp.py; this
 file holds the cases and what is the suite's own (coverage of
-ir/ops.def, manifest.txt, skipped.txt, JVP tolerances).
+ir/ops.def, manifest.txt, skipped.txt, JVP tolerances). The
+elementwise cases (u_OP, b_OP, activation_backward_OP) are one per row
+of tests/tools/op_refs.py: torch function and sampling domain.
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
@@ -62,6 +64,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import e2e_lib as L  # noqa: E402
 from adcheck import gen as ag  # noqa: E402
 from adcheck.check import needs_case, op_table  # noqa: E402
+import op_refs as R  # noqa: E402  (the elementwise ops' facts)
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -100,22 +103,14 @@ def unary(op, fn, sample=None, fd=True):
         return "%%y = %s(%%x)" % op, "%y", lambda t: fn(t["x"])
 
 
-unary("relu", torch.relu, lambda g: g.away0((3, 4)))
-unary("gelu", F.gelu)
-unary("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"))
-unary("silu", F.silu)
-unary("sigmoid", torch.sigmoid)
-unary("tanh", torch.tanh)
-unary("exp", torch.exp)
-unary("log", torch.log, lambda g: g.u((3, 4), 0.3, 3.0))
-unary("sqrt", torch.sqrt, lambda g: g.u((3, 4), 0.3, 3.0))
-unary("rsqrt", torch.rsqrt, lambda g: g.u((3, 4), 0.3, 3.0))
-unary("neg", torch.neg)
-unary("abs", torch.abs, lambda g: g.away0((3, 4)))
-unary("sin", torch.sin)
-unary("cos", torch.cos)
-unary("tan", torch.tan, lambda g: g.u((3, 4), -1.2, 1.2))
-unary("atan", torch.atan)
+# sampling of u_OP by the row's dom (tests/tools/op_refs.py)
+U_SAMPLE = {"real": None,
+            "pos": lambda g: g.u((3, 4), 0.3, 3.0),
+            "kink": lambda g: g.away0((3, 4)),
+            "pole": lambda g: g.u((3, 4), -1.2, 1.2)}
+for _op, _r in R.UNARY.items():
+    if _op != "round":  # straight-through: its own case below
+        unary(_op, R.torch_fn(_op), U_SAMPLE[_r.dom])
 
 
 class _STE(torch.autograd.Function):
@@ -144,14 +139,14 @@ def binary(op, fn, sa=None, sb=None):
         return "%%y = %s(%%a, %%b)" % op, "%y", lambda t: fn(t["a"], t["b"])
 
 
-binary("add", torch.add)
-binary("sub", torch.sub)
-binary("mul", torch.mul)
-binary("div", torch.div, sb=lambda g: g.away0((4,), 0.5))
-binary("min", torch.minimum, sa=lambda g, b: b + g.away0((3, 4), 0.2, 1))
-binary("max", torch.maximum, sa=lambda g, b: b + g.away0((3, 4), 0.2, 1))
-binary("pow", torch.pow, sa=lambda g, b: g.u((3, 4), 0.5, 2.0),
-       sb=lambda g: g.u((4,), -1.5, 1.5))
+# samplers (sa, sb) of b_OP by the row's dom (tests/tools/op_refs.py)
+B_SAMPLE = {None: (None, None),
+            "nonzero": (None, lambda g: g.away0((4,), 0.5)),
+            "ties": (lambda g, b: b + g.away0((3, 4), 0.2, 1), None),
+            "posbase": (lambda g, b: g.u((3, 4), 0.5, 2.0),
+                        lambda g: g.u((4,), -1.5, 1.5))}
+for _op, _r in R.BINARY.items():
+    binary(_op, R.torch_fn(_op), *B_SAMPLE[_r.dom])
 
 
 @case("where", ops=["where"])
@@ -477,12 +472,7 @@ def _dact(fn, x):
     return d
 
 
-ACT = {"gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-       "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
-       "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
-       "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos,
-       "tan": torch.tan, "atan": torch.atan, "abs": torch.abs,
-       "neg": torch.neg, "relu": torch.relu}
+ACT = {k: R.torch_fn(k) for k in R.ACT_KINDS}
 
 
 def act_bwd_case(kind):
@@ -491,9 +481,9 @@ def act_bwd_case(kind):
     not, so its reference is written with sign directly)."""
     @case("activation_backward_" + kind, ops=["activation_backward"])
     def _(g):
-        pos = kind in ("log", "sqrt", "rsqrt")
-        g.p("x", g.u((3, 4), 0.3, 2.0) if pos else
-            g.away0((3, 4), 0.2, 1.2) if kind in ("abs", "relu") else
+        dom = R.UNARY[kind].dom
+        g.p("x", g.u((3, 4), 0.3, 2.0) if dom == "pos" else
+            g.away0((3, 4), 0.2, 1.2) if dom == "kink" else
             g.u((3, 4), -1.2, 1.2))
         g.p("dy", g.u((3, 4)))
         return ("%%y = activation_backward(%%x, %%dy, kind=%s)" % kind, "%y",

@@ -7,15 +7,24 @@ missing, and so a wrong number can be blamed on AD or on codegen.
 It reads the canonical printer output (one statement per line, every
 definition annotated with its type) and covers the ops that reverse
 mode emits. Values are computed in the declared dtypes (f32 in
-float32, f64 in float64). Needs only NumPy.
+float32, f64 in float64). The elementwise ops' functions and
+derivatives come from tests/tools/op_refs.py. Needs only NumPy.
 
 Entry points: parse_module(text) -> {name: Graph};
 run_graph(graphs, name, inputs) -> list of outputs.
 """
 import math
+import os
 import re
+import sys
 
 import numpy as np
+
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools")
+if _TOOLS not in sys.path:
+    sys.path.insert(0, _TOOLS)
+import op_refs  # noqa: E402  (the elementwise ops' facts)
 
 NP = {"f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
       "i32": np.int32, "i64": np.int64, "bool": np.bool_,
@@ -131,52 +140,10 @@ def parse_module(text):
 
 # ---- op semantics ----
 
-def _erf(x):
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-def _act(kind, x):
-    """f(x) and f'(x) in float64."""
-    x = x.astype(np.float64)
-    if kind == "gelu":
-        cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
-        return x * cdf, cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
-    if kind == "gelu_tanh":
-        k = math.sqrt(2 / math.pi)
-        u = k * (x + 0.044715 * x ** 3)
-        t = np.tanh(u)
-        return (0.5 * x * (1 + t),
-                0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k *
-                (1 + 3 * 0.044715 * x * x))
-    if kind == "silu":
-        s = 1 / (1 + np.exp(-x))
-        return x * s, s * (1 + x * (1 - s))
-    if kind == "sigmoid":
-        s = 1 / (1 + np.exp(-x))
-        return s, s * (1 - s)
-    if kind == "relu":
-        return np.maximum(x, 0), (x > 0).astype(np.float64)
-    if kind == "abs":
-        return np.abs(x), np.sign(x)
-    table = {"tanh": (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
-             "exp": (np.exp, np.exp), "log": (np.log, lambda v: 1 / v),
-             "sqrt": (np.sqrt, lambda v: 0.5 / np.sqrt(v)),
-             "rsqrt": (lambda v: 1 / np.sqrt(v), lambda v: -0.5 * v ** -1.5),
-             "neg": (np.negative, lambda v: -np.ones_like(v)),
-             "sin": (np.sin, np.cos), "cos": (np.cos, lambda v: -np.sin(v)),
-             "tan": (np.tan, lambda v: 1 / np.cos(v) ** 2),
-             "atan": (np.arctan, lambda v: 1 / (1 + v * v))}
-    f, d = table[kind]
-    return f(x), d(x)
-
-
-UNARY = ("relu gelu gelu_tanh silu sigmoid tanh exp log sqrt rsqrt neg abs "
-         "sin cos tan atan").split()
-BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-          "div": np.divide, "pow": np.power,
-          "min": np.minimum, "max": np.maximum}
-COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less,
-           "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+_act = op_refs.act  # (f(x), f'(x)) in float64 of an activation kind
+UNARY = op_refs.UNARY  # f(x) in float64 (round: in its own dtype, below)
+BINARY = {op: r.np for op, r in op_refs.BINARY.items()}
+COMPARE = {op: r.np for op, r in op_refs.COMPARE.items()}
 
 
 def _axes(a, rank):
@@ -606,10 +573,10 @@ def apply(graphs, op, ins, a, ty):
     dt = NP[ty[0]]
     if op == "neg":  # also c64
         return np.negative(ins[0])
-    if op in UNARY:
-        return _act(op, ins[0])[0]
     if op in ("round",):
         return np.round(ins[0])
+    if op in UNARY:
+        return UNARY[op].np(ins[0].astype(np.float64))
     if op in ("stop_gradient",):
         return ins[0]
     if op in BINARY:

@@ -6,47 +6,35 @@ compares, where, stop_gradient), casts between all real dtypes
 softmax / log_softmax / cumsum on every axis, softmax_cross_entropy,
 topk with ties, shape ops, gather / scatter_add with every index dtype
 and out-of-range indices, constants and literals.
-References: NumPy / PyTorch in float64 (see e2e_lib.py).
+References: NumPy / PyTorch in float64 (see e2e_lib.py); the
+elementwise ops' references, sampling ranges and domains are the rows of
+op_refs.py.
 """
 import numpy as np
 import torch
-import torch.nn.functional as F
 
+import op_refs as R
 from e2e_lib import T, case, out, outs_str, round_to, tt, uni
 
 # ---------------------------------------------------------------- 6.1
 
 
-def _sig(x):
-    return 1 / (1 + np.exp(-x))
+def _unary_ref(op):
+    """The float64 reference of unary op (tests/tools/op_refs.py)."""
+    r = R.UNARY[op]
+    if r.e2e_torch:
+        fn = R.torch_fn(op)
+        return lambda x: fn(tt(x)).numpy()
+    return r.np
 
 
-UNARY = {
-    "relu": (lambda x: np.maximum(x, 0), (-2, 2)),
-    "gelu": (lambda x: F.gelu(tt(x)).numpy(), (-3, 3)),
-    "gelu_tanh": (lambda x: F.gelu(tt(x), approximate="tanh").numpy(),
-                  (-3, 3)),
-    "silu": (lambda x: x * _sig(x), (-4, 4)),
-    "sigmoid": (_sig, (-6, 6)),
-    "tanh": (np.tanh, (-3, 3)),
-    "exp": (np.exp, (-4, 4)),
-    "log": (np.log, (0.05, 5)),
-    "sqrt": (np.sqrt, (0, 4)),
-    "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 4)),
-    "neg": (np.negative, (-2, 2)),
-    "abs": (np.abs, (-2, 2)),
-    "sin": (np.sin, (-4, 4)),
-    "cos": (np.cos, (-4, 4)),
-    "tan": (np.tan, (-1.3, 1.3)),
-    "atan": (np.arctan, (-5, 5)),
-    "round": (np.round, (-4, 4)),
-}
+UNARY = {op: (_unary_ref(op), r.e2e) for op, r in R.UNARY.items()}
 
 
 def _unary_case(op, fn, lo, hi):
     def build(c, rng):
         av = uni(rng, (3, 7), lo, hi)
-        if op in ("relu", "abs", "sqrt", "neg"):
+        if R.UNARY[op].zeros:
             av[0, :3] = [0.0, -0.0, hi]
         if op == "round":
             av[0, :] = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5]
@@ -73,12 +61,7 @@ def unary_int_neg_abs(c, rng):
                    out("i64", -b.v, "r2"), out("i64", np.abs(b.v), "r3")])
 
 
-BINARY = {
-    "add": (np.add, None), "sub": (np.subtract, None),
-    "mul": (np.multiply, None), "div": (np.divide, "nonzero"),
-    "min": (np.minimum, "ties"), "max": (np.maximum, "ties"),
-    "pow": (np.power, "posbase"),
-}
+BINARY = {op: (r.np, r.dom) for op, r in R.BINARY.items()}
 
 
 def _bin_vals(rng, shape, kind, second):
@@ -167,8 +150,7 @@ def literals(c, rng):
                    out("f64", np.maximum(y.v, -0.1), "r5")])
 
 
-CMP = [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
-       ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]
+CMP = [(op, r.np) for op, r in R.COMPARE.items()]
 
 
 def _compare_case(dt, sa, sb):
@@ -332,7 +314,8 @@ def cast_int_narrow(c, rng):
 
 # ------------------------------------------- vector bodies and extremes
 
-SIGNED_OK = [op for op in UNARY if op not in ("log", "sqrt", "rsqrt")]
+# ops sampled on the negative range too (not x > 0 only, no poles)
+SIGNED_OK = [op for op in UNARY if R.UNARY[op].dom in ("real", "kink")]
 
 
 @case()
@@ -347,8 +330,6 @@ def elementwise_long(c, rng):
     body, outs = [], []
     for op, (fn, _) in UNARY.items():
         srcs = [p32, p64] + ([n32, n64] if op in SIGNED_OK else [])
-        if op == "tan":
-            srcs = [p32, p64]
         for t in srcs:
             nm = "%s_%s" % (op, t.name)
             body.append("%%%s = %s(%%%s)" % (nm, op, t.name))

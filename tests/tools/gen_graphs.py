@@ -46,17 +46,29 @@ kept in --keep DIR, default a temporary directory kept on failure).
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-UNARY = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
-         "log", "sqrt", "rsqrt", "neg", "abs", "sin", "cos", "tan", "atan",
-         "round"]
-BINARY = ["add", "sub", "mul", "div", "min", "max", "pow"]
-COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def _ops_with(flag):
+    """The ops of ir/ops.def with flag, in table order (a new elementwise
+    op joins the random graphs without an edit here)."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(src, "ir", "ops.def")) as f:
+        rows = re.findall(r'^OP\(\s*\w+\s*,\s*"(\w+)"\s*,[^,]*,[^,]*,'
+                          r'\s*([^,]+),', f.read(), re.M)
+    return [n for n, flags in rows if flag in flags.split("|")]
+
+
+UNARY = _ops_with("OPF_UNARY")
+BINARY = _ops_with("OPF_BINARY")
+COMPARE = _ops_with("OPF_COMPARE")
 REDUCE = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
           "reduce_prod"]
 MAX_ELEMS = 512  # largest value of a random graph (elements)

@@ -6,13 +6,19 @@ data movement, gather/scatter, control flow, backward ops).
 Inputs are exact integer patterns v(i) = ((i*a + b) % m - m//2) * s
 (the C test regenerates them bit for bit); expected outputs are computed
 here in float64 with NumPy (derivatives of activations with PyTorch
-autograd when available, else NumPy formulas) and stored as doubles.
+autograd when available, else the NumPy derivatives of
+tests/tools/op_refs.py) and stored as doubles.
 Run with /usr/bin/python3 from tests/unit:  ./test_codegen_ops_gen.py
 """
 import math
 import os
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools"))
+import op_refs as R  # noqa: E402  (the elementwise ops' facts)
 
 try:
     import torch
@@ -596,43 +602,18 @@ def control_dtypes():
 
 # ---------------- backward ops ----------------
 def d_act(kind, x):
+    """f'(x) of an activation kind: torch autograd when available (not
+    for relu), else the NumPy derivative of tests/tools/op_refs.py."""
     if torch is not None and kind != "relu":
         t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-        f = {"gelu": lambda v: torch.nn.functional.gelu(v),
-             "gelu_tanh": lambda v: torch.nn.functional.gelu(
-                 v, approximate="tanh"),
-             "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid,
-             "tanh": torch.tanh, "exp": torch.exp, "log": torch.log,
-             "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "neg": torch.neg,
-             "abs": torch.abs, "sin": torch.sin, "cos": torch.cos,
-             "tan": torch.tan, "atan": torch.atan}[kind]
-        f(t).sum().backward()
+        R.torch_fn(kind)(t).sum().backward()
         return t.grad.numpy()
-    s = 1 / (1 + np.exp(-x))
-    erf = np.vectorize(math.erf)
-    k = math.sqrt(2 / math.pi)
-    th = np.tanh(k * (x + 0.044715 * x ** 3))
-    return {"relu": lambda: (x > 0) * 1.0,
-            "gelu": lambda: 0.5 * (1 + erf(x / math.sqrt(2))) +
-            x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi),
-            "gelu_tanh": lambda: 0.5 * (1 + th) + 0.5 * x * (1 - th ** 2) *
-            k * (1 + 3 * 0.044715 * x * x),
-            "silu": lambda: s * (1 + x * (1 - s)),
-            "sigmoid": lambda: s * (1 - s),
-            "tanh": lambda: 1 - np.tanh(x) ** 2, "exp": lambda: np.exp(x),
-            "log": lambda: 1 / x, "sqrt": lambda: 0.5 / np.sqrt(x),
-            "rsqrt": lambda: -0.5 * x ** -1.5,
-            "neg": lambda: -np.ones_like(x), "abs": lambda: np.sign(x),
-            "sin": lambda: np.cos(x), "cos": lambda: -np.sin(x),
-            "tan": lambda: 1 / np.cos(x) ** 2,
-            "atan": lambda: 1 / (1 + x * x)}[kind]()
+    return R.act(kind, x)[1]
 
 
 def backward():
-    kinds = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
-             "log", "sqrt", "rsqrt", "neg", "abs", "sin", "cos", "tan",
-             "atan"]
-    pos = {"log", "sqrt", "rsqrt"}
+    kinds = R.ACT_KINDS
+    pos = {k for k in kinds if R.UNARY[k].dom == "pos"}
     for dt in ("f64", "f32"):
         xs = ("f64" if dt == "f64" else "f32",
               pat([3, 11], 7, 1, 33, 0.0625))
