@@ -45,42 +45,52 @@ static bool same_type(const Node *a, const Node *b) {
 
 /* ---- folding ---- */
 
-static double fold1(Op op, double x) {
+/* The value of op at constant operands, in double; false for an op with
+ * no rule here (it is then left alone: folding is an optimization, so a
+ * new op needs no case). */
+static bool fold1(Op op, double x, double *r) {
+  double v;
   switch (op) {
-  case OP_RELU: return x > 0 ? x : 0;
-  case OP_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+  case OP_RELU: v = x > 0 ? x : 0; break;
+  case OP_GELU: v = 0.5 * x * (1 + erf(x / sqrt(2.0))); break;
   case OP_GELU_TANH:
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-  case OP_SILU: return x / (1 + exp(-x));
-  case OP_SIGMOID: return 1 / (1 + exp(-x));
-  case OP_TANH: return tanh(x);
-  case OP_EXP: return exp(x);
-  case OP_LOG: return log(x);
-  case OP_SQRT: return sqrt(x);
-  case OP_RSQRT: return 1 / sqrt(x);
-  case OP_NEG: return -x;
-  case OP_ABS: return fabs(x);
-  case OP_SIN: return sin(x);
-  case OP_COS: return cos(x);
-  case OP_TAN: return tan(x);
-  case OP_ATAN: return atan(x);
-  case OP_ROUND: return nearbyint(x);
-  case OP_CAST: return x;
-  default: RLX_ASSERT(!"fold1: not a foldable unary op"); return 0;
+    v = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    break;
+  case OP_SILU: v = x / (1 + exp(-x)); break;
+  case OP_SIGMOID: v = 1 / (1 + exp(-x)); break;
+  case OP_TANH: v = tanh(x); break;
+  case OP_EXP: v = exp(x); break;
+  case OP_LOG: v = log(x); break;
+  case OP_SQRT: v = sqrt(x); break;
+  case OP_RSQRT: v = 1 / sqrt(x); break;
+  case OP_NEG: v = -x; break;
+  case OP_ABS: v = fabs(x); break;
+  case OP_SIN: v = sin(x); break;
+  case OP_COS: v = cos(x); break;
+  case OP_TAN: v = tan(x); break;
+  case OP_ATAN: v = atan(x); break;
+  case OP_ROUND: v = nearbyint(x); break;
+  case OP_CAST: v = x; break;
+  default: return false;
   }
+  *r = v;
+  return true;
 }
 
-static double fold2(Op op, double a, double b) {
+static bool fold2(Op op, double a, double b, double *r) {
+  double v;
   switch (op) {
-  case OP_ADD: return a + b;
-  case OP_SUB: return a - b;
-  case OP_MUL: return a * b;
-  case OP_DIV: return a / b;
-  case OP_MIN: return a <= b ? a : b;
-  case OP_MAX: return a >= b ? a : b;
-  case OP_POW: return pow(a, b);
-  default: RLX_ASSERT(!"fold2: not a foldable binary op"); return 0;
+  case OP_ADD: v = a + b; break;
+  case OP_SUB: v = a - b; break;
+  case OP_MUL: v = a * b; break;
+  case OP_DIV: v = a / b; break;
+  case OP_MIN: v = a <= b ? a : b; break;
+  case OP_MAX: v = a >= b ? a : b; break;
+  case OP_POW: v = pow(a, b); break;
+  default: return false;
   }
+  *r = v;
+  return true;
 }
 
 /* Element i of operand k, broadcast to n's shape. */
@@ -107,7 +117,10 @@ static bool foldable(const Node *n) {
   bool bin = op_has(n->op, OPF_BINARY);
   bool cast = n->op == OP_CAST && dt_is_float(n->in[0]->type.dt) &&
               n->in[0]->type.dt != DT_F16 && n->in[0]->type.dt != DT_BF16;
+  double v;
   if (!un && !bin && !cast) return false;
+  if (n->nin == 1 ? !fold1(n->op, 0, &v) : !fold2(n->op, 0, 1, &v))
+    return false; /* no rule for op */
   for (int k = 0; k < n->nin; k++)
     if (n->in[k]->op != OP_CONST || n->in[k]->type.dt != n->in[0]->type.dt)
       return false;
@@ -119,10 +132,11 @@ static Node *fold(IrBuilder *b, Node *n) {
   for (int k = 0; k < n->nin; k++) splat = splat && n->in[k]->splat;
   int64_t m = splat ? 1 : type_numel(&n->type);
   if (m > FOLD_MAX) return n;
+  double v;
   Node *r = ir_const_new(b->c, b->g, n->type, NULL, splat, n->loc);
   for (int64_t i = 0; i < m; i++) {
-    double v = n->nin == 1 ? fold1(n->op, bcast_get(n, 0, i))
-        : fold2(n->op, bcast_get(n, 0, i), bcast_get(n, 1, i));
+    if (n->nin == 1) fold1(n->op, bcast_get(n, 0, i), &v);
+    else fold2(n->op, bcast_get(n, 0, i), bcast_get(n, 1, i), &v);
     if (n->type.dt == DT_F32) ((float *)r->data)[i] = (float)v;
     else ((double *)r->data)[i] = v;
   }
