@@ -33,8 +33,10 @@ enum {
   RLX_ERR_IO = 5,       /* a file could not be opened, read or written */
   RLX_ERR_FORMAT = 6,   /* a malformed file, or a tensor whose dtype or
                            shape does not match, or that is missing */
-  RLX_ERR_CPU = 7       /* the CPU lacks an instruction set extension the
+  RLX_ERR_CPU = 7,      /* the CPU lacks an instruction set extension the
                            object was compiled for (E_CPU_FEATURES) */
+  RLX_ERR_GPU = 8       /* no usable GPU, or the GPU driver failed: the
+                           message is rlx_gpu_error() */
 };
 
 /* Storage: f32=float, f64=double, f16/bf16=uint16_t bit patterns,
@@ -130,6 +132,35 @@ int rlx_load_params(const rlx_signature *sig, const char *path,
 int rlx_save_npy(const char *path, const rlx_tensor_desc *desc,
                  const void *data);
 int rlx_load_npy(const char *path, const rlx_tensor_desc *desc, void *data);
+
+/* GPU (NVIDIA).  The driver (libcuda.so.1) is loaded at the first
+   rlx_gpu_* call: librlxrt has no CUDA link dependency, and without a
+   driver or a GPU every call returns RLX_ERR_GPU.  The runtime uses the
+   device's primary context, the one PyTorch and the CUDA runtime use, so
+   device pointers and streams (CUstream, as void *) pass between them.
+   On RLX_ERR_GPU, rlx_gpu_error() gives the reason (the driver's error
+   name and text when it failed), per thread, until the next failure. */
+/* Choose the GPU (default 0) before any other rlx_gpu_* call; a later
+   call with another device fails. */
+int rlx_gpu_init(int device);
+const char *rlx_gpu_error(void);
+/* Device memory; rlx_gpu_alloc(p, 0) gives a valid unique pointer,
+   rlx_gpu_free(NULL) does nothing. */
+int rlx_gpu_alloc(void **ptr, size_t bytes);
+int rlx_gpu_free(void *ptr);
+/* Copies between host and device memory.  stream NULL: synchronous (on
+   the legacy default stream); else enqueued on stream, and the host
+   buffer must stay valid until the stream reaches the copy. */
+int rlx_gpu_copy_to_device(void *dst, const void *src, size_t bytes,
+                           void *stream);
+int rlx_gpu_copy_to_host(void *dst, const void *src, size_t bytes,
+                         void *stream);
+/* Enqueue zeroing `bytes` bytes of device memory on stream. */
+int rlx_gpu_zero(void *dst, size_t bytes, void *stream);
+/* A non-blocking stream; sync waits for all work enqueued on it. */
+int rlx_gpu_stream_create(void **stream);
+int rlx_gpu_stream_sync(void *stream);
+int rlx_gpu_stream_destroy(void *stream);
 
 /* ------------ internal: called by generated code, not for users ------ */
 
@@ -525,6 +556,26 @@ void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads,
                              int64_t n, const double *q, const double *k,
                              const double *v, const double *g,
                              const double *beta, double *o, void *scratch);
+
+/* The kernels of one generated object: its PTX and kernel names are
+   static data, the rest starts zeroed; rlx_gpu_module_load compiles the
+   PTX once per process (thread-safe) and fills `kernels`.  shmem: NULL,
+   or each kernel's dynamic shared memory in bytes (above 48 KiB needs
+   the driver's opt-in, done here). */
+typedef struct {
+  const char *ptx;
+  int nkernels;
+  const char *const *names;
+  const unsigned *shmem;
+  void **kernels;
+  int state;
+} rlx_gpu_module;
+int rlx_gpu_module_load(rlx_gpu_module *m);
+/* Enqueue kernel on stream with the given grid and block sizes, dynamic
+   shared memory bytes and argument pointers (cuLaunchKernel's). */
+int rlx_gpu_launch(void *kernel, const unsigned grid[3],
+                   const unsigned block[3], unsigned shmem, void *stream,
+                   void **args);
 
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */

@@ -15,6 +15,7 @@ static const char *const err_msgs[] = {
   [RLX_ERR_FORMAT] = "malformed file or mismatched tensor",
   [RLX_ERR_CPU] = "the CPU lacks an instruction set extension the code "
                   "was compiled for",
+  [RLX_ERR_GPU] = "no usable GPU, or the GPU driver failed",
 };
 
 static const struct {
