@@ -1,0 +1,592 @@
+/* kernels.c: the GPU op emitters (cuda.h), one kernel per planned node
+ * that emits code, launched in node order on one stream.
+ *
+ * - elementwise groups (the plan's fused trees, broadcasting by
+ *   strides, every dtype the CPU elementwise path compiles: the same
+ *   scalar code, elementwise_scalar.c), expand, where, cast, compares,
+ *   relu_backward: one thread per output element.
+ * - reduce_sum/mean/max/min/prod over any axes, softmax, log_softmax,
+ *   softmax_cross_entropy and its backward: one block per output row;
+ *   each thread folds a strided slice of the row in order, then the
+ *   block combines the partials with warp butterflies and the warps'
+ *   results in warp order (device.c). No atomics: the same bits from run
+ *   to run. Prologue-fused producers are evaluated in the loads.
+ * - matmul / batched matmul (f32, f64): 16x16 shared-memory tiles, one
+ *   output per thread, k in increasing order with fma: deterministic.
+ *   Transposes folded by the plan are read through strides.
+ * - transpose, narrow, concat, gather, returned-value copies: one
+ *   thread per output element.
+ * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
+ * Index operands out of range make the thread skip its element (the
+ * entry cannot report it without synchronizing).
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <string.h>
+
+#define EW_BLOCK 256
+#define TS 16 /* matmul tile */
+
+static unsigned blocks_for(int64_t n, int b) {
+  return (unsigned)((n + b - 1) / b);
+}
+
+static LLVMValueRef i64(Cu *cu, int64_t v) { return cg_i64(cu->dev, v); }
+
+static LLVMValueRef add(Cu *cu, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildAdd(cu->dev->b, a, b, "");
+}
+
+static LLVMValueRef mul(Cu *cu, LLVMValueRef a, int64_t c) {
+  return c == 1 ? a : LLVMBuildMul(cu->dev->b, a, i64(cu, c), "");
+}
+
+static LLVMValueRef udiv(Cu *cu, LLVMValueRef a, int64_t c) {
+  return c == 1 ? a : LLVMBuildUDiv(cu->dev->b, a, i64(cu, c), "");
+}
+
+static LLVMValueRef urem(Cu *cu, LLVMValueRef a, int64_t c) {
+  return LLVMBuildURem(cu->dev->b, a, i64(cu, c), "");
+}
+
+static LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
+  return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
+}
+
+/* Offset of flat index i (over dims[0..r), row-major) with strides. */
+static LLVMValueRef remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
+                          const int64_t *str, int r) {
+  LLVMValueRef off = i64(cu, 0);
+  for (int d = r - 1; d >= 0; d--) {
+    if (dims[d] == 1) continue;
+    LLVMValueRef q = d ? urem(cu, i, dims[d]) : i;
+    if (str[d]) off = add(cu, off, mul(cu, q, str[d]));
+    if (d) i = udiv(cu, i, dims[d]);
+  }
+  return off;
+}
+
+/* ---- one thread per output element ---- */
+
+static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
+  int64_t N = type_numel(&n->type);
+  if (N == 0) return true;
+  Cg *cg = cu->dev;
+  cu_kernel_begin(cu, p, op_name(n->op));
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef v = cg_fused_load(cg, n, i, 1);
+  if (cg->failed) return false;
+  cg_store(cg, n->type.dt, cg_buf(cg, n), i, v);
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+  return !cg->failed;
+}
+
+/* x > 0 ? dy : 0, dy broadcast to x's shape. */
+static bool relu_bwd_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt) || n->in[1]->type.dt != dt)
+    return cg_unsupported(cg, n, "dtype");
+  int64_t N = type_numel(&n->type), bs[RLX_MAX_RANK];
+  if (N == 0) return true;
+  cg_bcast_strides(&n->in[1]->type, &n->type, bs);
+  cu_kernel_begin(cu, p, "relu_backward");
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), i);
+  LLVMValueRef dy = cg_load(cg, dt, cg_buf(cg, n->in[1]),
+                            remap(cu, i, n->type.dims, bs, n->type.rank));
+  LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, x,
+                                   cg_const(cg, dt, 0), "");
+  cg_store(cg, dt, cg_buf(cg, n), i,
+           LLVMBuildSelect(cg->b, pos, dy, cg_const(cg, dt, 0), ""));
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+  return true;
+}
+
+/* Element copy dst[i] = src[f(i)] of n's type, f given by strides over
+ * n's dims (in elements) plus a base offset. */
+static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
+                        Node *), Node *src, const int64_t *sstr,
+                        int64_t soff, const char *what) {
+  Cg *cg = cu->dev;
+  int64_t N = type_numel(&n->type);
+  if (N == 0) return;
+  int es = dt_size(n->type.dt);
+  LLVMTypeRef et = cg_ops_bits_type(cg, es);
+  cu_kernel_begin(cu, p, what);
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef si = add(cu, remap(cu, i, n->type.dims, sstr, n->type.rank),
+                        i64(cu, soff));
+  LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
+  LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, dst(cu, n), &i, 1, "");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+}
+
+static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
+
+static int norm_axis(int64_t a, int rank) {
+  return (int)(a < 0 ? a + rank : a);
+}
+
+static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
+  int k;
+  const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
+  const Type *in = &n->in[0]->type;
+  if (!perm || k != in->rank)
+    return cg_unsupported(cu->dev, n, "perm does not match the rank");
+  int64_t s[RLX_MAX_RANK], ss[RLX_MAX_RANK];
+  cg_strides(in, s);
+  for (int i = 0; i < k; i++) ss[i] = s[norm_axis(perm[i], k)];
+  copy_kernel(cu, p, n, own_buf, n->in[0], ss, 0, "transpose");
+  return true;
+}
+
+static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
+  const Type *in = &n->in[0]->type;
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
+  int64_t start = ir_attr_int(n, ATTR_START, 0), s[RLX_MAX_RANK];
+  if (start < 0) start += in->dims[axis];
+  if (start < 0 || start + n->type.dims[axis] > in->dims[axis])
+    return cg_unsupported(cu->dev, n, "slice outside the operand");
+  cg_strides(in, s);
+  copy_kernel(cu, p, n, own_buf, n->in[0], s, start * s[axis], "narrow");
+  return true;
+}
+
+/* concat: one kernel per operand, writing its slab of the output. */
+
+static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
+  int64_t os[RLX_MAX_RANK], off = 0;
+  cg_strides(&n->type, os);
+  int es = dt_size(n->type.dt);
+  LLVMTypeRef et = cg_ops_bits_type(cg, es);
+  for (int k = 0; k < n->nin; k++) {
+    Node *x = n->in[k];
+    int64_t N = type_numel(&x->type);
+    if (N) {
+      cu_kernel_begin(cu, p, "concat");
+      LLVMValueRef i = cu_gid(cu);
+      cu_guard(cu, ult(cu, i, N));
+      LLVMValueRef di = add(cu, remap(cu, i, x->type.dims, os, x->type.rank),
+                            i64(cu, off * os[axis]));
+      LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, x), &i, 1, "");
+      LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
+      LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+      cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+    }
+    off += x->type.dims[axis];
+  }
+  return true;
+}
+
+/* out [A, I, B] = table [A, T, B] rows picked by idx [I]. */
+static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  const Type *tt = &n->in[0]->type;
+  DType idt = n->in[1]->type.dt;
+  if (!cg_ops_index_dtype_ok(idt))
+    return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
+  int64_t a, t, b, ni = type_numel(&n->in[1]->type);
+  cg_ops_split_axis(tt, axis, &a, &t, &b);
+  int64_t N = a * ni * b;
+  if (N == 0) return true;
+  LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(n->type.dt));
+  cu_kernel_begin(cu, p, "gather");
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef j = urem(cu, i, b), u = udiv(cu, i, b);
+  LLVMValueRef ii = urem(cu, u, ni), ai = udiv(cu, u, ni);
+  LLVMValueRef ti = cg_ops_index(cg, idt, cg_buf(cg, n->in[1]), ii, t);
+  LLVMValueRef si = add(cu, mul(cu, add(cu, mul(cu, ai, t), ti), b), j);
+  LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n->in[0]), &si, 1, "");
+  LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &i, 1, "");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+  return true;
+}
+
+void cu_copy_out(Cu *cu, CgPlan *p, Node *src, int j) {
+  int64_t s[RLX_MAX_RANK];
+  cg_strides(&src->type, s);
+  cu->fn.plan = p;
+  cu_kernel_begin(cu, p, "copy_out");
+  /* copy_kernel's destination: outputs[j] */
+  Cg *cg = cu->dev;
+  int64_t N = type_numel(&src->type);
+  LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(src->type.dt));
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &i, 1, "");
+  LLVMValueRef dp = LLVMBuildGEP2(cg->b, et,
+                                  cg_arg_ptr(cg, cg->fn->out, j), &i, 1, "");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+}
+
+/* ---- one block per row ---- */
+
+/* Fold f(x_j) over a row: thread t takes j = t, t + B, ... in order,
+ * then the block combines (cu_block_reduce). x_j at base + j * step. */
+typedef LLVMValueRef (*RowMap)(Cu *cu, LLVMValueRef x, LLVMValueRef j,
+                               void *ctx);
+typedef struct {
+  Node *src;          /* read with cg_load (prologue markers work) */
+  DType dt;
+  int64_t len, block;
+  const int64_t *dims, *str; /* row element j -> offset (remap), or */
+  int rank;                  /* rank 0: base + j * step */
+  LLVMValueRef base;
+  int64_t step;
+} Row;
+
+static LLVMValueRef row_off(Cu *cu, const Row *r, LLVMValueRef j) {
+  if (r->rank) return add(cu, r->base, remap(cu, j, r->dims, r->str, r->rank));
+  return add(cu, r->base, mul(cu, j, r->step));
+}
+
+static LLVMValueRef row_fold(Cu *cu, const Row *r, CgRed red, RowMap f,
+                             void *ctx) {
+  Cg *cg = cu->dev;
+  LLVMValueRef acc = cg_ops_red_init(cg, r->dt, red);
+  LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
+  CgLoop l;
+  LLVMValueRef it = cg_loop_begin(cg, &l, i64(cu, 0),
+                                  i64(cu, (r->len + r->block - 1) / r->block),
+                                  &acc, 1);
+  LLVMValueRef j = add(cu, mul(cu, it, r->block), tid);
+  LLVMValueRef in = ult(cu, j, r->len);
+  LLVMValueRef jc = LLVMBuildSelect(cg->b, in, j, i64(cu, 0), "");
+  LLVMValueRef x = cg_load(cg, r->dt, src, row_off(cu, r, jc));
+  if (f) x = f(cu, x, jc, ctx);
+  LLVMValueRef nx = cg_ops_combine(cg, r->dt, red, acc, x);
+  acc = LLVMBuildSelect(cg->b, in, nx, acc, "");
+  cg_loop_end(cg, &l, &acc);
+  return cu_block_reduce(cu, r->dt, red, acc, (int)r->block);
+}
+
+/* for j = tid; j < len; j += block: body(j) */
+static LLVMValueRef row_each_begin(Cu *cu, const Row *r, CgLoop *l,
+                                   LLVMBasicBlockRef *skip) {
+  Cg *cg = cu->dev;
+  LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
+                                  i64(cu, (r->len + r->block - 1) / r->block),
+                                  NULL, 0);
+  LLVMValueRef j = add(cu, mul(cu, it, r->block), cu_tid(cu));
+  LLVMBasicBlockRef go = cg_block(cg, "row.go");
+  *skip = cg_block(cg, "row.skip");
+  LLVMBuildCondBr(cg->b, ult(cu, j, r->len), go, *skip);
+  LLVMPositionBuilderAtEnd(cg->b, go);
+  return j;
+}
+
+static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
+  Cg *cg = cu->dev;
+  LLVMBuildBr(cg->b, skip);
+  LLVMPositionBuilderAtEnd(cg->b, skip);
+  cg_loop_end(cg, l, NULL);
+}
+
+static CgRed red_kind(Op op) {
+  switch (op) {
+  case OP_REDUCE_PROD: return CG_RED_PROD;
+  case OP_REDUCE_MAX: return CG_RED_MAX;
+  case OP_REDUCE_MIN: return CG_RED_MIN;
+  default: return CG_RED_SUM;
+  }
+}
+
+static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  const Type *t = &n->in[0]->type;
+  DType dt = t->dt;
+  if (dt == DT_C64 || dt == DT_BOOL || (n->op == OP_REDUCE_MEAN &&
+                                        !dt_is_float(dt)))
+    return cg_unsupported(cg, n, "dtype");
+  bool red[RLX_MAX_RANK] = {false};
+  int k;
+  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
+  for (int i = 0; i < t->rank; i++) red[i] = ax == NULL;
+  for (int i = 0; ax && i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
+  int64_t s[RLX_MAX_RANK], kd[RLX_MAX_RANK], ks[RLX_MAX_RANK];
+  int64_t rd[RLX_MAX_RANK], rs[RLX_MAX_RANK], rows = 1, len = 1;
+  int nk = 0, nr = 0;
+  cg_strides(t, s);
+  for (int i = 0; i < t->rank; i++) {
+    if (red[i]) rd[nr] = t->dims[i], rs[nr++] = s[i], len *= t->dims[i];
+    else kd[nk] = t->dims[i], ks[nk++] = s[i], rows *= t->dims[i];
+  }
+  if (rows == 0) return true;
+  int block = cu_block_for(len);
+  cu_kernel_begin(cu, p, op_name(n->op));
+  LLVMValueRef o = cu_ctaid(cu);
+  Row r = {n->in[0], dt, len, block, rd, rs, nr,
+           remap(cu, o, kd, ks, nk), 0};
+  CgRed kind = red_kind(n->op);
+  LLVMValueRef v = row_fold(cu, &r, kind, NULL, NULL);
+  if (n->op == OP_REDUCE_MEAN)
+    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, dt, (double)len), "");
+  cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
+  cg_store(cg, n->type.dt, cg_buf(cg, n), o, v);
+  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  return true;
+}
+
+typedef struct {
+  DType dt;
+  LLVMValueRef m;
+} ExpCtx;
+
+static LLVMValueRef exp_minus(Cu *cu, LLVMValueRef x, LLVMValueRef j,
+                              void *ctx) {
+  ExpCtx *e = ctx;
+  (void)j;
+  return cg_ops_exp(cu->dev, LLVMBuildFSub(cu->dev->b, x, e->m, ""));
+}
+
+/* max m and sum s of exp(x - m) over row r. */
+static void row_lse(Cu *cu, const Row *r, LLVMValueRef *m, LLVMValueRef *s) {
+  *m = row_fold(cu, r, CG_RED_MAX, NULL, NULL);
+  ExpCtx e = {r->dt, *m};
+  *s = row_fold(cu, r, CG_RED_SUM, exp_minus, &e);
+}
+
+static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt)) return cg_unsupported(cg, n, "dtype");
+  int64_t outer, len, inner;
+  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
+                    &inner);
+  int64_t rows = outer * inner;
+  if (rows == 0 || len == 0) return true;
+  int block = cu_block_for(len);
+  cu_kernel_begin(cu, p, op_name(n->op));
+  LLVMValueRef o = cu_ctaid(cu);
+  LLVMValueRef base = add(cu, mul(cu, udiv(cu, o, inner), len * inner),
+                          urem(cu, o, inner));
+  Row r = {n->in[0], dt, len, block, NULL, NULL, 0, base, inner};
+  LLVMValueRef m, s;
+  row_lse(cu, &r, &m, &s);
+  LLVMValueRef ls = n->op == OP_LOG_SOFTMAX ? cg_ops_log(cg, s) : NULL;
+  CgLoop l;
+  LLVMBasicBlockRef skip;
+  LLVMValueRef j = row_each_begin(cu, &r, &l, &skip);
+  LLVMValueRef off = row_off(cu, &r, j);
+  LLVMValueRef d = LLVMBuildFSub(cg->b, cg_load(cg, dt, cg_buf(cg, n->in[0]),
+                                                off), m, "");
+  LLVMValueRef y = ls ? LLVMBuildFSub(cg->b, d, ls, "")
+                      : LLVMBuildFDiv(cg->b, cg_ops_exp(cg, d), s, "");
+  cg_store(cg, dt, cg_buf(cg, n), off, y);
+  row_each_end(cu, &l, skip);
+  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  return true;
+}
+
+/* softmax_cross_entropy (bwd false): out[r] = (m - x[lab]) + log s;
+ * backward: out[r, j] = (softmax - onehot) * dloss[r]. */
+static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
+  Cg *cg = cu->dev;
+  DType dt = n->in[0]->type.dt;
+  if (!dt_is_float(dt)) return cg_unsupported(cg, n, "logits dtype");
+  if (!cg_ops_index_dtype_ok(n->in[1]->type.dt))
+    return cg_unsupported(cg, n, "labels must be i32, i64 or f32");
+  int64_t rows = n->in[0]->type.dims[0], c = n->in[0]->type.dims[1];
+  if (rows == 0 || c == 0) return true;
+  int block = cu_block_for(c);
+  cu_kernel_begin(cu, p, bwd ? "xent_backward" : "xent");
+  LLVMValueRef o = cu_ctaid(cu);
+  LLVMValueRef lab = cg_ops_index(cg, n->in[1]->type.dt, cg_buf(cg, n->in[1]),
+                                  o, c);
+  Row r = {n->in[0], dt, c, block, NULL, NULL, 0, mul(cu, o, c), 1};
+  LLVMValueRef m, s;
+  row_lse(cu, &r, &m, &s);
+  if (!bwd) {
+    cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
+    LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]), add(cu, r.base, lab));
+    LLVMValueRef d = LLVMBuildFSub(cg->b, m, xl, "");
+    cg_store(cg, dt, cg_buf(cg, n), o,
+             LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, s), ""));
+  } else {
+    LLVMValueRef g = cg_load(cg, dt, cg_buf(cg, n->in[2]), o);
+    CgLoop l;
+    LLVMBasicBlockRef skip;
+    LLVMValueRef j = row_each_begin(cu, &r, &l, &skip);
+    LLVMValueRef off = row_off(cu, &r, j);
+    LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), off);
+    LLVMValueRef pr = LLVMBuildFDiv(
+        cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x, m, "")), s, "");
+    LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j, lab, "");
+    pr = LLVMBuildSelect(cg->b, hot,
+                         LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),
+                         pr, "");
+    cg_store(cg, dt, cg_buf(cg, n), off, LLVMBuildFMul(cg->b, pr, g, ""));
+    row_each_end(cu, &l, skip);
+  }
+  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  return true;
+}
+
+/* ---- matmul ---- */
+
+typedef struct {
+  Node *st;                 /* storage node */
+  int64_t rs, cs;           /* element (row, col) strides of the operand */
+  int64_t bstr[RLX_MAX_RANK]; /* per output batch dim */
+} MmOp;
+
+static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
+  bool folded = cg_plan_slot(p, x)->kind == CG_SLOT_FOLDED;
+  o->st = folded ? x->in[0] : x;
+  const Type *t = &o->st->type;
+  int64_t s[RLX_MAX_RANK];
+  cg_strides(t, s);
+  o->rs = folded ? 1 : s[t->rank - 2];
+  o->cs = folded ? s[t->rank - 2] : 1;
+  int ob = out->rank - 2, xb = t->rank - 2;
+  for (int d = 0; d < ob; d++) {
+    int e = d - (ob - xb);
+    o->bstr[d] = e >= 0 && t->dims[e] != 1 ? s[e] : 0;
+  }
+}
+
+static LLVMValueRef shared_tile(Cg *cg, const char *nm, LLVMTypeRef et) {
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
+  if (g) return g;
+  LLVMTypeRef t = LLVMArrayType2(et, TS * TS);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
+  LLVMSetInitializer(g, LLVMGetUndef(t));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 16);
+  return g;
+}
+
+static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
+                            LLVMValueRef i) {
+  Cg *cg = cu->dev;
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
+  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+/* Load operand element (r, c) if r < R and c < C, else 0. */
+static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
+                            const MmOp *o, LLVMValueRef r, int64_t R,
+                            LLVMValueRef c, int64_t C) {
+  Cg *cg = cu->dev;
+  LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, r, R), ult(cu, c, C), "");
+  LLVMValueRef off = add(cu, mul(cu, LLVMBuildSelect(cg->b, in, r,
+                                                     i64(cu, 0), ""), o->rs),
+                         mul(cu, LLVMBuildSelect(cg->b, in, c, i64(cu, 0), ""),
+                             o->cs));
+  LLVMValueRef v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
+  return LLVMBuildSelect(cg->b, in, v, cg_const(cg, dt, 0), "");
+}
+
+static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  DType dt = n->type.dt;
+  const Type *t = &n->type;
+  if (dt != DT_F32 && dt != DT_F64) return cg_unsupported(cg, n, "dtype");
+  if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
+    return cg_unsupported(cg, n, "rank < 2");
+  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
+  int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
+  int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
+  if (type_numel(t) == 0) return true;
+  MmOp a, b;
+  mm_operand(p, n->in[0], t, &a);
+  mm_operand(p, n->in[1], t, &b);
+  int64_t tm = (M + TS - 1) / TS, tn = (N + TS - 1) / TS;
+  LLVMTypeRef et = cg_ctype(cg, dt);
+  LLVMValueRef As = shared_tile(cg, dt == DT_F32 ? "rlx.mm.a.f32"
+                                                  : "rlx.mm.a.f64", et);
+  LLVMValueRef Bs = shared_tile(cg, dt == DT_F32 ? "rlx.mm.b.f32"
+                                                  : "rlx.mm.b.f64", et);
+  cu_kernel_begin(cu, p, "matmul");
+  LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
+  LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
+  LLVMValueRef bb = udiv(cu, bid, tn * tm);
+  LLVMValueRef tx = urem(cu, tid, TS), ty = udiv(cu, tid, TS);
+  LLVMValueRef row = add(cu, mul(cu, bm, TS), ty);
+  LLVMValueRef col = add(cu, mul(cu, bn, TS), tx);
+  int nb = t->rank - 2;
+  LLVMValueRef abase = remap(cu, bb, t->dims, a.bstr, nb);
+  LLVMValueRef bbase = remap(cu, bb, t->dims, b.bstr, nb);
+  LLVMValueRef acc = cg_const(cg, dt, 0);
+  CgLoop l;
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
+                                  i64(cu, (K + TS - 1) / TS), &acc, 1);
+  LLVMValueRef k0 = mul(cu, kt, TS);
+  LLVMValueRef av = mm_load(cu, dt, abase, &a, row, M, add(cu, k0, tx), K);
+  LLVMValueRef bv = mm_load(cu, dt, bbase, &b, add(cu, k0, ty), K, col, N);
+  LLVMBuildStore(cg->b, av, tile_at(cu, As, et, tid));
+  LLVMBuildStore(cg->b, bv, tile_at(cu, Bs, et, tid));
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  for (int k = 0; k < TS; k++) {
+    LLVMValueRef x = LLVMBuildLoad2(
+        cg->b, et, tile_at(cu, As, et, add(cu, mul(cu, ty, TS), i64(cu, k))),
+        "");
+    LLVMValueRef y = LLVMBuildLoad2(
+        cg->b, et, tile_at(cu, Bs, et, add(cu, i64(cu, k * TS), tx)), "");
+    LLVMValueRef f[3] = {x, y, acc};
+    acc = cg_intrinsic(cg, "llvm.fma", et, f, 3);
+  }
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cg_loop_end(cg, &l, &acc);
+  cu_guard(cu, LLVMBuildAnd(cg->b, ult(cu, row, M), ult(cu, col, N), ""));
+  LLVMValueRef oi = add(cu, mul(cu, bb, M * N), add(cu, mul(cu, row, N), col));
+  cg_store(cg, dt, cg_buf(cg, n), oi, acc);
+  cu_kernel_end(cu, (unsigned)(batch * tm * tn), TS * TS);
+  return true;
+}
+
+/* ---- constants placed in the workspace ---- */
+
+static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  int64_t N = type_numel(&n->type);
+  if (N == 0) return true;
+  cu_kernel_begin(cu, p, "const");
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef v = cg_const_elem(cg, n, 0);
+  cg_store(cg, n->type.dt, cg_buf(cg, n), i, v);
+  cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
+  return n->splat || N == 1 ||
+         cg_unsupported(cg, n, "non-splat constant in the workspace");
+}
+
+bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
+  CgSlotKind k = cg_plan_slot(p, n)->kind;
+  if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
+      n->op == OP_INPUT || n->op == OP_PARAM)
+    return true;
+  if (n->op == OP_CONST) return k != CG_SLOT_WS || const_kernel(cu, p, n);
+  if (k == CG_SLOT_NONE) return true;
+  cu->dev->fn = NULL;
+  if (cg_is_elementwise(n->op) || n->op == OP_EXPAND)
+    return ew_kernel(cu, p, n);
+  switch (n->op) {
+  case OP_RELU_BACKWARD: return relu_bwd_kernel(cu, p, n);
+  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD: return reduce_kernel(cu, p, n);
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: return softmax_kernel(cu, p, n);
+  case OP_SOFTMAX_CROSS_ENTROPY: return xent_kernel(cu, p, n, false);
+  case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD: return xent_kernel(cu, p, n, true);
+  case OP_MATMUL: return matmul_kernel(cu, p, n);
+  case OP_TRANSPOSE: return transpose_kernel(cu, p, n);
+  case OP_NARROW: return narrow_kernel(cu, p, n);
+  case OP_CONCAT: return concat_kernel(cu, p, n);
+  case OP_GATHER: return gather_kernel(cu, p, n);
+  default:
+    cu->dev->failed = true;
+    return diag_error(cu->dev->ctx, n->loc, "op '%s' is not supported by "
+                      "--target=cuda yet", op_name(n->op));
+  }
+}
