@@ -27,6 +27,20 @@
 #define EW_BLOCK 256
 #define TS 16 /* matmul tile */
 
+/* The GPU target's refusal of n (why: a short reason, or NULL). */
+static bool unsupported(Cu *cu, Node *n, const char *why) {
+  cu->dev->failed = true;
+  return diag_error(cu->dev->ctx, n->loc, "op '%s' is not supported by "
+                    "--target=cuda yet%s%s", op_name(n->op), why ? ": " : "",
+                    why ? why : "");
+}
+
+static bool bad_dtype(Cu *cu, Node *n, DType dt) {
+  char why[48];
+  snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+  return unsupported(cu, n, why);
+}
+
 static unsigned blocks_for(int64_t n, int b) {
   return (unsigned)((n + b - 1) / b);
 }
@@ -87,7 +101,7 @@ static bool relu_bwd_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
   if (!dt_is_float(dt) || n->in[1]->type.dt != dt)
-    return cg_unsupported(cg, n, "dtype");
+    return bad_dtype(cu, n, dt);
   int64_t N = type_numel(&n->type), bs[RLX_MAX_RANK];
   if (N == 0) return true;
   cg_bcast_strides(&n->in[1]->type, &n->type, bs);
@@ -137,7 +151,7 @@ static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
   const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
   const Type *in = &n->in[0]->type;
   if (!perm || k != in->rank)
-    return cg_unsupported(cu->dev, n, "perm does not match the rank");
+    return unsupported(cu, n, "perm does not match the rank");
   int64_t s[RLX_MAX_RANK], ss[RLX_MAX_RANK];
   cg_strides(in, s);
   for (int i = 0; i < k; i++) ss[i] = s[norm_axis(perm[i], k)];
@@ -151,7 +165,7 @@ static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t start = ir_attr_int(n, ATTR_START, 0), s[RLX_MAX_RANK];
   if (start < 0) start += in->dims[axis];
   if (start < 0 || start + n->type.dims[axis] > in->dims[axis])
-    return cg_unsupported(cu->dev, n, "slice outside the operand");
+    return unsupported(cu, n, "slice outside the operand");
   cg_strides(in, s);
   copy_kernel(cu, p, n, own_buf, n->in[0], s, start * s[axis], "narrow");
   return true;
@@ -191,7 +205,7 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   const Type *tt = &n->in[0]->type;
   DType idt = n->in[1]->type.dt;
   if (!cg_ops_index_dtype_ok(idt))
-    return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
+    return unsupported(cu, n, "indices must be i32, i64 or f32");
   int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
   int64_t a, t, b, ni = type_numel(&n->in[1]->type);
   cg_ops_split_axis(tt, axis, &a, &t, &b);
@@ -308,7 +322,7 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   DType dt = t->dt;
   if (dt == DT_C64 || dt == DT_BOOL || (n->op == OP_REDUCE_MEAN &&
                                         !dt_is_float(dt)))
-    return cg_unsupported(cg, n, "dtype");
+    return bad_dtype(cu, n, dt);
   bool red[RLX_MAX_RANK] = {false};
   int k;
   const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
@@ -360,7 +374,7 @@ static void row_lse(Cu *cu, const Row *r, LLVMValueRef *m, LLVMValueRef *s) {
 static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
-  if (!dt_is_float(dt)) return cg_unsupported(cg, n, "dtype");
+  if (!dt_is_float(dt)) return bad_dtype(cu, n, dt);
   int64_t outer, len, inner;
   cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
                     &inner);
@@ -394,9 +408,9 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
 static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
-  if (!dt_is_float(dt)) return cg_unsupported(cg, n, "logits dtype");
+  if (!dt_is_float(dt)) return unsupported(cu, n, "logits dtype");
   if (!cg_ops_index_dtype_ok(n->in[1]->type.dt))
-    return cg_unsupported(cg, n, "labels must be i32, i64 or f32");
+    return unsupported(cu, n, "labels must be i32, i64 or f32");
   int64_t rows = n->in[0]->type.dims[0], c = n->in[0]->type.dims[1];
   if (rows == 0 || c == 0) return true;
   int block = cu_block_for(c);
@@ -492,9 +506,9 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
   const Type *t = &n->type;
-  if (dt != DT_F32 && dt != DT_F64) return cg_unsupported(cg, n, "dtype");
+  if (dt != DT_F32 && dt != DT_F64) return bad_dtype(cu, n, dt);
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
-    return cg_unsupported(cg, n, "rank < 2");
+    return unsupported(cu, n, "rank < 2");
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
   int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
   int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
@@ -559,7 +573,7 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
   cg_store(cg, n->type.dt, cg_buf(cg, n), i, v);
   cu_kernel_end(cu, blocks_for(N, EW_BLOCK), EW_BLOCK);
   return n->splat || N == 1 ||
-         cg_unsupported(cg, n, "non-splat constant in the workspace");
+         unsupported(cu, n, "non-splat constant in the workspace");
 }
 
 bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
@@ -584,9 +598,6 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_NARROW: return narrow_kernel(cu, p, n);
   case OP_CONCAT: return concat_kernel(cu, p, n);
   case OP_GATHER: return gather_kernel(cu, p, n);
-  default:
-    cu->dev->failed = true;
-    return diag_error(cu->dev->ctx, n->loc, "op '%s' is not supported by "
-                      "--target=cuda yet", op_name(n->op));
+  default: return unsupported(cu, n, NULL);
   }
 }
