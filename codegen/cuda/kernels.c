@@ -11,8 +11,9 @@
  *   block combines the partials with warp butterflies and the warps'
  *   results in warp order (device.c). No atomics: the same bits from run
  *   to run. Prologue-fused producers are evaluated in the loads.
- * - matmul / batched matmul (f32, f64): 16x16 shared-memory tiles, one
- *   output per thread, k in increasing order with fma: deterministic.
+ * - matmul / batched matmul (f32, f64): shared-memory tiles of 16R x 16R
+ *   outputs, R x R per thread, k in increasing order with fma: the same
+ *   bits for every tile size, and from run to run.
  *   Transposes folded by the plan are read through strides.
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
@@ -447,13 +448,23 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   return true;
 }
 
-/* ---- matmul ---- */
+/* ---- matmul ----
+ * C[b] = A[b] B[b]: a block of 16x16 threads computes a tile of
+ * 16R x 16R outputs, thread (tx, ty) the outputs (ty + 16i, tx + 16j),
+ * i, j < R, from 16-deep slices of A and B staged in shared memory
+ * (k-major, so the inner loop reads one A and one B value per output
+ * row / column). R (4, 2 or 1) is the largest that still gives about
+ * one block per SM. Every output is fma(a_k, b_k, acc) over k = 0, 1,
+ * ... in order from 0, whatever R: the same bits for any tile size. */
 
 typedef struct {
   Node *st;                 /* storage node */
   int64_t rs, cs;           /* element (row, col) strides of the operand */
   int64_t bstr[RLX_MAX_RANK]; /* per output batch dim */
 } MmOp;
+
+#define MM_R_MAX 4
+#define MM_SMS 120 /* aim for at least this many blocks */
 
 static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   bool folded = cg_plan_slot(p, x)->kind == CG_SLOT_FOLDED;
@@ -470,10 +481,11 @@ static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   }
 }
 
+/* A shared [TS][TS * MM_R_MAX] array of et (one per name). */
 static LLVMValueRef shared_tile(Cg *cg, const char *nm, LLVMTypeRef et) {
   LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
   if (g) return g;
-  LLVMTypeRef t = LLVMArrayType2(et, TS * TS);
+  LLVMTypeRef t = LLVMArrayType2(et, TS * TS * MM_R_MAX);
   g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
   LLVMSetInitializer(g, LLVMGetUndef(t));
   LLVMSetLinkage(g, LLVMInternalLinkage);
@@ -502,6 +514,67 @@ static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
   return LLVMBuildSelect(cg->b, in, v, cg_const(cg, dt, 0), "");
 }
 
+typedef struct {
+  DType dt;
+  LLVMTypeRef et;
+  int R;                       /* outputs per thread: R x R */
+  int64_t M, N, K;
+  MmOp a, b;
+  LLVMValueRef As, Bs;         /* shared tiles [TS][TS R], k-major */
+  LLVMValueRef abase, bbase, row0, col0, tx, ty, tid;
+} Mm;
+
+/* Stage the k0 slice: As[kk][r] = A(row0 + r, k0 + kk), Bs[kk][c] =
+ * B(k0 + kk, col0 + c); R elements of each per thread. */
+static void mm_stage(Cu *cu, const Mm *m, LLVMValueRef k0) {
+  Cg *cg = cu->dev;
+  int w = TS * m->R;
+  for (int q = 0; q < m->R; q++) {
+    LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
+    LLVMValueRef r = udiv(cu, e, TS), kk = urem(cu, e, TS);
+    LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a, add(cu, m->row0, r),
+                             m->M, add(cu, k0, kk), m->K);
+    LLVMBuildStore(cg->b, v, tile_at(cu, m->As, m->et,
+                                     add(cu, mul(cu, kk, w), r)));
+    LLVMValueRef kb = udiv(cu, e, w), c = urem(cu, e, w);
+    v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, kb), m->K,
+                add(cu, m->col0, c), m->N);
+    LLVMBuildStore(cg->b, v, tile_at(cu, m->Bs, m->et,
+                                     add(cu, mul(cu, kb, w), c)));
+  }
+}
+
+/* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc) for k < TS. */
+static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  int R = m->R, w = TS * R;
+  for (int k = 0; k < TS; k++) {
+    LLVMValueRef av[MM_R_MAX], bv[MM_R_MAX];
+    for (int i = 0; i < R; i++) {
+      av[i] = LLVMBuildLoad2(cg->b, m->et, tile_at(cu, m->As, m->et,
+                             add(cu, m->ty, i64(cu, k * w + TS * i))), "");
+      bv[i] = LLVMBuildLoad2(cg->b, m->et, tile_at(cu, m->Bs, m->et,
+                             add(cu, m->tx, i64(cu, k * w + TS * i))), "");
+    }
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < R; j++) {
+        LLVMValueRef ix = cg_i32(cg, i * R + j);
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, m->et, acc, &ix, 1, "");
+        LLVMValueRef f[3] = {av[i], bv[j],
+                             LLVMBuildLoad2(cg->b, m->et, p, "")};
+        LLVMBuildStore(cg->b, cg_intrinsic(cg, "llvm.fma", m->et, f, 3), p);
+      }
+  }
+}
+
+static int mm_tile(int64_t batch, int64_t M, int64_t N) {
+  int R = MM_R_MAX;
+  while (R > 1 && batch * ((M + TS * R - 1) / (TS * R)) *
+                      ((N + TS * R - 1) / (TS * R)) < MM_SMS)
+    R /= 2;
+  return R;
+}
+
 static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
@@ -509,53 +582,61 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (dt != DT_F32 && dt != DT_F64) return bad_dtype(cu, n, dt);
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
     return unsupported(cu, n, "rank < 2");
-  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
-  int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
-  int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
   if (type_numel(t) == 0) return true;
-  MmOp a, b;
-  mm_operand(p, n->in[0], t, &a);
-  mm_operand(p, n->in[1], t, &b);
-  int64_t tm = (M + TS - 1) / TS, tn = (N + TS - 1) / TS;
-  LLVMTypeRef et = cg_ctype(cg, dt);
-  LLVMValueRef As = shared_tile(cg, dt == DT_F32 ? "rlx.mm.a.f32"
-                                                  : "rlx.mm.a.f64", et);
-  LLVMValueRef Bs = shared_tile(cg, dt == DT_F32 ? "rlx.mm.b.f32"
-                                                  : "rlx.mm.b.f64", et);
+  Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = t->dims[t->rank - 2],
+          .N = t->dims[t->rank - 1],
+          .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
+  int64_t batch = type_numel(t) / (m.M * m.N);
+  m.R = mm_tile(batch, m.M, m.N);
+  mm_operand(p, n->in[0], t, &m.a);
+  mm_operand(p, n->in[1], t, &m.b);
+  int64_t tm = (m.M + TS * m.R - 1) / (TS * m.R);
+  int64_t tn = (m.N + TS * m.R - 1) / (TS * m.R);
+  bool f32 = dt == DT_F32;
+  m.As = shared_tile(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et);
+  m.Bs = shared_tile(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et);
   cu_kernel_begin(cu, p, "matmul");
-  LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
+  LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
+                               "acc");
+  LLVMValueRef bid = cu_ctaid(cu);
+  m.tid = cu_tid(cu);
   LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
   LLVMValueRef bb = udiv(cu, bid, tn * tm);
-  LLVMValueRef tx = urem(cu, tid, TS), ty = udiv(cu, tid, TS);
-  LLVMValueRef row = add(cu, mul(cu, bm, TS), ty);
-  LLVMValueRef col = add(cu, mul(cu, bn, TS), tx);
-  int nb = t->rank - 2;
-  LLVMValueRef abase = remap(cu, bb, t->dims, a.bstr, nb);
-  LLVMValueRef bbase = remap(cu, bb, t->dims, b.bstr, nb);
-  LLVMValueRef acc = cg_const(cg, dt, 0);
+  m.tx = urem(cu, m.tid, TS), m.ty = udiv(cu, m.tid, TS);
+  m.row0 = mul(cu, bm, TS * m.R), m.col0 = mul(cu, bn, TS * m.R);
+  m.abase = remap(cu, bb, t->dims, m.a.bstr, t->rank - 2);
+  m.bbase = remap(cu, bb, t->dims, m.b.bstr, t->rank - 2);
+  for (int i = 0; i < m.R * m.R; i++) {
+    LLVMValueRef ix = cg_i32(cg, i);
+    LLVMBuildStore(cg->b, cg_const(cg, dt, 0),
+                   LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""));
+  }
   CgLoop l;
   LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (K + TS - 1) / TS), &acc, 1);
-  LLVMValueRef k0 = mul(cu, kt, TS);
-  LLVMValueRef av = mm_load(cu, dt, abase, &a, row, M, add(cu, k0, tx), K);
-  LLVMValueRef bv = mm_load(cu, dt, bbase, &b, add(cu, k0, ty), K, col, N);
-  LLVMBuildStore(cg->b, av, tile_at(cu, As, et, tid));
-  LLVMBuildStore(cg->b, bv, tile_at(cu, Bs, et, tid));
+                                  i64(cu, (m.K + TS - 1) / TS), NULL, 0);
+  mm_stage(cu, &m, mul(cu, kt, TS));
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  for (int k = 0; k < TS; k++) {
-    LLVMValueRef x = LLVMBuildLoad2(
-        cg->b, et, tile_at(cu, As, et, add(cu, mul(cu, ty, TS), i64(cu, k))),
-        "");
-    LLVMValueRef y = LLVMBuildLoad2(
-        cg->b, et, tile_at(cu, Bs, et, add(cu, i64(cu, k * TS), tx)), "");
-    LLVMValueRef f[3] = {x, y, acc};
-    acc = cg_intrinsic(cg, "llvm.fma", et, f, 3);
-  }
+  mm_slice(cu, &m, acc);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cg_loop_end(cg, &l, &acc);
-  cu_guard(cu, LLVMBuildAnd(cg->b, ult(cu, row, M), ult(cu, col, N), ""));
-  LLVMValueRef oi = add(cu, mul(cu, bb, M * N), add(cu, mul(cu, row, N), col));
-  cg_store(cg, dt, cg_buf(cg, n), oi, acc);
+  cg_loop_end(cg, &l, NULL);
+  LLVMValueRef obase = mul(cu, bb, m.M * m.N);
+  for (int i = 0; i < m.R; i++)
+    for (int j = 0; j < m.R; j++) {
+      LLVMValueRef r = add(cu, m.row0, add(cu, m.ty, i64(cu, TS * i)));
+      LLVMValueRef c = add(cu, m.col0, add(cu, m.tx, i64(cu, TS * j)));
+      LLVMBasicBlockRef st = cg_block(cg, "mm.store");
+      LLVMBasicBlockRef nx = cg_block(cg, "mm.next");
+      LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ult(cu, r, m.M),
+                                          ult(cu, c, m.N), ""), st, nx);
+      LLVMPositionBuilderAtEnd(cg->b, st);
+      LLVMValueRef ix = cg_i32(cg, i * m.R + j);
+      LLVMValueRef v = LLVMBuildLoad2(
+          cg->b, m.et, LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""), "");
+      cg_store(cg, dt, cg_buf(cg, n), add(cu, obase, add(cu, mul(cu, r, m.N),
+                                                        c)), v);
+      LLVMBuildBr(cg->b, nx);
+      LLVMPositionBuilderAtEnd(cg->b, nx);
+    }
   cu_kernel_end(cu, (unsigned)(batch * tm * tn), TS * TS);
   return true;
 }
