@@ -71,7 +71,7 @@ int cu_block_for(int64_t n);
 /* Calls to llvm.exp/log/... and libm names -> libclc; link libclc; run
  * the O2 pipeline; PTX text (malloc'd) or NULL after a diagnostic (an
  * `.extern .func` in the PTX is one). */
-char *cu_finish_module(Cu *cu, Ctx *ctx);
+char *cu_finish_module(Cu *cu);
 
 /* ---- kernels.c ---- */
 /* Emit node n's kernels (a diagnostic naming op and target if none). */

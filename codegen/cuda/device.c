@@ -30,7 +30,9 @@ static LLVMValueRef sreg(Cu *cu, const char *nm) {
   return LLVMBuildZExt(cg->b, v, cg->t_i64, "");
 }
 
-LLVMValueRef cu_tid(Cu *cu) { return sreg(cu, "llvm.nvvm.read.ptx.sreg.tid.x"); }
+LLVMValueRef cu_tid(Cu *cu) {
+  return sreg(cu, "llvm.nvvm.read.ptx.sreg.tid.x");
+}
 LLVMValueRef cu_ctaid(Cu *cu) {
   return sreg(cu, "llvm.nvvm.read.ptx.sreg.ctaid.x");
 }
@@ -111,12 +113,10 @@ int cu_block_for(int64_t n) {
 /* v from the lane lane ^ m of the warp (32 or 64 bits: i32 pieces). */
 static LLVMValueRef shfl_xor(Cg *cg, LLVMValueRef v, int m) {
   LLVMTypeRef t = LLVMTypeOf(v);
-  unsigned bits = t == cg->t_i1 ? 1 : LLVMGetTypeKind(t) == LLVMFloatTypeKind
-                                          ? 32
-                                          : LLVMGetTypeKind(t) ==
-                                                    LLVMDoubleTypeKind
-                                                ? 64
-                                                : LLVMGetIntTypeWidth(t);
+  LLVMTypeKind k = LLVMGetTypeKind(t);
+  unsigned bits = k == LLVMFloatTypeKind    ? 32
+                  : k == LLVMDoubleTypeKind ? 64
+                                            : LLVMGetIntTypeWidth(t);
   LLVMValueRef x = v;
   if (bits <= 32) {
     LLVMTypeRef it = LLVMIntTypeInContext(cg->lc, bits);
@@ -217,8 +217,8 @@ static bool clc_name(LLVMValueRef f, char *buf, size_t n) {
     if (len == 0 || len >= sizeof base || !strncmp(nm, "rlx", 3) ||
         !strncmp(nm, "_Z", 2))
       return false;
-    snprintf(base, sizeof base, "%.*s", (int)(len - (f32 && nm[len - 1] == 'f')),
-             nm);
+    int keep = (int)(len - (f32 && nm[len - 1] == 'f')); /* tanhf -> tanh */
+    snprintf(base, sizeof base, "%.*s", keep, nm);
   }
   unsigned np = LLVMCountParamTypes(ft);
   int k = snprintf(buf, n, "_Z%zu%s", strlen(base), base);
@@ -308,9 +308,8 @@ static bool optimize(Cg *cg) {
   return false;
 }
 
-char *cu_finish_module(Cu *cu, Ctx *ctx) {
+char *cu_finish_module(Cu *cu) {
   Cg *cg = cu->dev;
-  (void)ctx;
   if (!known_intrinsics(cg)) return NULL;
   if (rename_math(cg) && !link_libclc(cg)) return NULL;
   if (!optimize(cg)) return NULL;

@@ -216,7 +216,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     build_entry(host, &h, cu, nm, pl->ws_bytes);
     cg_entry_signature(host, all[i].g, nm, pl->ws_bytes);
   }
-  char *ptx = ok ? cu_finish_module(cu, u->ctx) : NULL;
+  char *ptx = ok ? cu_finish_module(cu) : NULL;
   if (ptx) host_finish(host, &h, cu, ptx);
   free(ptx);
   free(cu);

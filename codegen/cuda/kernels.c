@@ -424,7 +424,8 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   row_lse(cu, &r, &m, &s);
   if (!bwd) {
     cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
-    LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]), add(cu, r.base, lab));
+    LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]),
+                              add(cu, r.base, lab));
     LLVMValueRef d = LLVMBuildFSub(cg->b, m, xl, "");
     cg_store(cg, dt, cg_buf(cg, n), o,
              LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, s), ""));
@@ -524,23 +525,42 @@ typedef struct {
   LLVMValueRef abase, bbase, row0, col0, tx, ty, tid;
 } Mm;
 
-/* Stage the k0 slice: As[kk][r] = A(row0 + r, k0 + kk), Bs[kk][c] =
- * B(k0 + kk, col0 + c); R elements of each per thread. */
-static void mm_stage(Cu *cu, const Mm *m, LLVMValueRef k0) {
+/* The k0 slice, R elements of A and of B per thread, into registers
+ * pa[], pb[] (allocas LLVM promotes): A(row0 + r, k0 + kk) and
+ * B(k0 + kk, col0 + c) for e = tid + 256 q. Past K they are 0, so the
+ * slice after the last is fetched harmlessly. */
+static void mm_fetch(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef pa,
+                     LLVMValueRef pb) {
   Cg *cg = cu->dev;
   int w = TS * m->R;
   for (int q = 0; q < m->R; q++) {
     LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
-    LLVMValueRef r = udiv(cu, e, TS), kk = urem(cu, e, TS);
-    LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a, add(cu, m->row0, r),
-                             m->M, add(cu, k0, kk), m->K);
-    LLVMBuildStore(cg->b, v, tile_at(cu, m->As, m->et,
-                                     add(cu, mul(cu, kk, w), r)));
-    LLVMValueRef kb = udiv(cu, e, w), c = urem(cu, e, w);
-    v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, kb), m->K,
-                add(cu, m->col0, c), m->N);
-    LLVMBuildStore(cg->b, v, tile_at(cu, m->Bs, m->et,
-                                     add(cu, mul(cu, kb, w), c)));
+    LLVMValueRef qi = cg_i32(cg, q);
+    LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a,
+                             add(cu, m->row0, udiv(cu, e, TS)), m->M,
+                             add(cu, k0, urem(cu, e, TS)), m->K);
+    LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""));
+    v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, udiv(cu, e, w)),
+                m->K, add(cu, m->col0, urem(cu, e, w)), m->N);
+    LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""));
+  }
+}
+
+/* Registers to the shared tiles (k-major): As[kk][r], Bs[kk][c]. */
+static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  int w = TS * m->R;
+  for (int q = 0; q < m->R; q++) {
+    LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
+    LLVMValueRef qi = cg_i32(cg, q);
+    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), w), udiv(cu, e, TS));
+    LLVMValueRef bi = add(cu, mul(cu, udiv(cu, e, w), w), urem(cu, e, w));
+    LLVMValueRef v = LLVMBuildLoad2(
+        cg->b, m->et, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""), "");
+    LLVMBuildStore(cg->b, v, tile_at(cu, m->As, m->et, ai));
+    v = LLVMBuildLoad2(cg->b, m->et,
+                       LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""), "");
+    LLVMBuildStore(cg->b, v, tile_at(cu, m->Bs, m->et, bi));
   }
 }
 
@@ -611,11 +631,17 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
     LLVMBuildStore(cg->b, cg_const(cg, dt, 0),
                    LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""));
   }
+  /* software pipeline: the next slice's loads are in flight while
+   * this one is multiplied */
+  LLVMTypeRef rt = LLVMArrayType2(m.et, MM_R_MAX);
+  LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
+  mm_fetch(cu, &m, i64(cu, 0), pa, pb);
   CgLoop l;
   LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
                                   i64(cu, (m.K + TS - 1) / TS), NULL, 0);
-  mm_stage(cu, &m, mul(cu, kt, TS));
+  mm_put(cu, &m, pa, pb);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  mm_fetch(cu, &m, mul(cu, add(cu, kt, i64(cu, 1)), TS), pa, pb);
   mm_slice(cu, &m, acc);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);

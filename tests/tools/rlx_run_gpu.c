@@ -8,7 +8,8 @@
  * to device memory, calls NAME(in, out, ws, stream) three times on one
  * stream, copies the outputs back and compares them with DIR/outJ.bin
  * at the CPU e2e tolerances (harness.c's defaults or --rtol/--atol);
- * the three runs must agree bit for bit (deterministic kernels).
+ * the three runs must agree bit for bit (deterministic kernels), and a
+ * NULL workspace must give RLX_ERR_INVALID when one is needed.
  * --time N: then N more calls, and the mean wall time per call with the
  * stream synchronized once at the end. Options of rlx_run that mean
  * nothing here (--threads, --null-ws, --concurrent) are accepted and
@@ -124,6 +125,14 @@ int main(int argc, char **argv)
       }
       off += c.out[j].bytes;
     }
+  }
+  rc = c.sig->workspace_bytes > 0
+           ? fn((const void *const *)din, dout, NULL, s)
+           : RLX_ERR_INVALID;
+  if (rc != RLX_ERR_INVALID) {
+    fprintf(stderr, "rlx_run_gpu: NULL workspace gave %d, not "
+                    "RLX_ERR_INVALID\n", rc);
+    return 1;
   }
   int bad = hx_compare_outputs(&c, dir, have_tol ? &tol : NULL);
   if (bad == 0 && time_iters > 0) {
