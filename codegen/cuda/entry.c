@@ -98,8 +98,8 @@ static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
 }
 
 /* The exported entry: check ws, load the module, enqueue launches. */
-static void build_entry(Cg *cg, Host *h, const Cu *cu, const char *name,
-                        int64_t ws_bytes) {
+static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
+                                const char *name, int64_t ws_bytes) {
   LLVMValueRef fn = LLVMAddFunction(cg->mod, name, h->t_entry);
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
@@ -140,6 +140,7 @@ static void build_entry(Cg *cg, Host *h, const Cu *cu, const char *name,
     ret_if(cg, fn, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
   }
   LLVMBuildRet(b, cg_i32(cg, 0));
+  return fn;
 }
 
 /* Plan g as the CPU does and emit its kernels into cu. */
@@ -213,7 +214,10 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
       break;
     }
     e[(*ne)++] = (CgEntry){all[i].g, nm, pl->ws_bytes};
-    build_entry(host, &h, cu, nm, pl->ws_bytes);
+    LLVMValueRef fn = build_entry(host, &h, cu, nm, pl->ws_bytes);
+    CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
+    *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
+    host->subs = sub;
     cg_entry_signature(host, all[i].g, nm, pl->ws_bytes);
   }
   char *ptx = ok ? cu_finish_module(cu) : NULL;
