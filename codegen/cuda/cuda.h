@@ -76,6 +76,8 @@ char *cu_finish_module(Cu *cu);
 /* ---- kernels.c ---- */
 /* Emit node n's kernels (a diagnostic naming op and target if none). */
 bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch matmul n needs (split-K partial sums), or 0. */
+int64_t cu_matmul_scratch(const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 

@@ -148,7 +148,16 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   Ctx *ctx = cu->dev->ctx;
   CgPlan *p = cg_plan_new(ctx, g);
   cg_attention_groups(p, g);
-  if (!cg_fuse(g, p) || !cg_memplan(g, p, NULL)) return NULL;
+  if (!cg_fuse(g, p)) return NULL;
+  int64_t *scratch = arena_alloc(ctx->arena,
+                                 sizeof(int64_t) * (size_t)(g->next_id + 1));
+  memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->op == OP_MATMUL && p->slot[n->id].kind == CG_SLOT_NONE)
+      scratch[n->id] = cu_matmul_scratch(n);
+  }
+  if (!cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;
   cu->nin = g->nargs ? g->nargs : 1;
   cu->nout = g->nret ? g->nret : 1;

@@ -13,7 +13,8 @@
  *   to run. Prologue-fused producers are evaluated in the loads.
  * - matmul / batched matmul (f32, f64): shared-memory tiles of 16R x 16R
  *   outputs, R x R per thread, k in increasing order with fma: the same
- *   bits for every tile size, and from run to run.
+ *   bits for every tile size; few tiles: K split over blocks, partial
+ *   sums added in slice order by a second kernel (deterministic).
  *   Transposes folded by the plan are read through strides.
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
@@ -466,6 +467,7 @@ typedef struct {
 
 #define MM_R_MAX 4
 #define MM_SMS 120 /* aim for at least this many blocks */
+#define MM_SPLIT_K 128 /* shortest K slice of a split product */
 
 static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   bool folded = cg_plan_slot(p, x)->kind == CG_SLOT_FOLDED;
@@ -503,10 +505,12 @@ static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
 
 /* Load operand element (r, c) if r < R and c < C, else 0. */
 static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
-                            const MmOp *o, LLVMValueRef r, int64_t R,
-                            LLVMValueRef c, int64_t C) {
+                            const MmOp *o, LLVMValueRef r, LLVMValueRef R,
+                            LLVMValueRef c, LLVMValueRef C) {
   Cg *cg = cu->dev;
-  LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, r, R), ult(cu, c, C), "");
+  LLVMValueRef in = LLVMBuildAnd(
+      cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, r, R, ""),
+      LLVMBuildICmp(cg->b, LLVMIntULT, c, C, ""), "");
   LLVMValueRef off = add(cu, mul(cu, LLVMBuildSelect(cg->b, in, r,
                                                      i64(cu, 0), ""), o->rs),
                          mul(cu, LLVMBuildSelect(cg->b, in, c, i64(cu, 0), ""),
@@ -520,6 +524,7 @@ typedef struct {
   LLVMTypeRef et;
   int R;                       /* outputs per thread: R x R */
   int64_t M, N, K;
+  LLVMValueRef kend;           /* this block's k range ends here */
   MmOp a, b;
   LLVMValueRef As, Bs;         /* shared tiles [TS][TS R], k-major */
   LLVMValueRef abase, bbase, row0, col0, tx, ty, tid;
@@ -537,11 +542,11 @@ static void mm_fetch(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef pa,
     LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
     LLVMValueRef qi = cg_i32(cg, q);
     LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a,
-                             add(cu, m->row0, udiv(cu, e, TS)), m->M,
-                             add(cu, k0, urem(cu, e, TS)), m->K);
+                             add(cu, m->row0, udiv(cu, e, TS)), i64(cu, m->M),
+                             add(cu, k0, urem(cu, e, TS)), m->kend);
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""));
     v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, udiv(cu, e, w)),
-                m->K, add(cu, m->col0, urem(cu, e, w)), m->N);
+                m->kend, add(cu, m->col0, urem(cu, e, w)), i64(cu, m->N));
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""));
   }
 }
@@ -587,12 +592,61 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
   }
 }
 
-static int mm_tile(int64_t batch, int64_t M, int64_t N) {
-  int R = MM_R_MAX;
-  while (R > 1 && batch * ((M + TS * R - 1) / (TS * R)) *
-                      ((N + TS * R - 1) / (TS * R)) < MM_SMS)
-    R /= 2;
-  return R;
+/* Tile and split of matmul n: R (outputs per thread R x R), S slices
+ * of K of ks elements each (a multiple of TS). Few blocks (small M N)
+ * leave SMs idle and each block walks a long K: then the K range is
+ * split over S blocks, whose partial sums a second kernel adds in
+ * slice order (deterministic; S is a function of the shape). */
+typedef struct {
+  int64_t batch, M, N, K, tm, tn, ks;
+  int R, S;
+} MmGeom;
+
+static MmGeom mm_geom(const Node *n) {
+  const Type *t = &n->type;
+  MmGeom g = {.M = t->dims[t->rank - 2], .N = t->dims[t->rank - 1],
+              .K = n->in[0]->type.dims[n->in[0]->type.rank - 1], .R = 1,
+              .S = 1};
+  g.batch = g.M && g.N ? type_numel(t) / (g.M * g.N) : 0;
+  for (int R = MM_R_MAX; R >= 1; R /= 2) {
+    g.R = R;
+    g.tm = (g.M + TS * R - 1) / (TS * R);
+    g.tn = (g.N + TS * R - 1) / (TS * R);
+    if (g.batch * g.tm * g.tn >= MM_SMS) break;
+  }
+  int64_t blocks = g.batch * g.tm * g.tn;
+  if (blocks > 0 && blocks < 2 * MM_SMS && g.K >= 2 * MM_SPLIT_K) {
+    int64_t s = 4 * MM_SMS / blocks, smax = g.K / MM_SPLIT_K;
+    g.S = (int)(s < smax ? s : smax);
+    if (g.S < 1) g.S = 1;
+  }
+  int64_t per = (g.K + g.S - 1) / g.S;
+  g.ks = (per + TS - 1) / TS * TS;
+  if (g.ks == 0) g.ks = TS;
+  g.S = (int)((g.K + g.ks - 1) / g.ks);
+  if (g.S < 1) g.S = 1;
+  return g;
+}
+
+int64_t cu_matmul_scratch(const Node *n) {
+  MmGeom g = mm_geom(n);
+  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(n->type.dt) : 0;
+}
+
+/* out[i] = sum over s of part[s][i], in slice order. */
+static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S) {
+  Cg *cg = cu->dev;
+  DType dt = n->type.dt;
+  int64_t total = type_numel(&n->type);
+  cu_kernel_begin(cu, p, "matmul_sum");
+  LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
+  cu_guard(cu, ult(cu, i, total));
+  LLVMValueRef v = cg_load(cg, dt, part, i);
+  for (int k = 1; k < S; k++)
+    v = LLVMBuildFAdd(cg->b, v, cg_load(cg, dt, part,
+                                        add(cu, i, i64(cu, k * total))), "");
+  cg_store(cg, dt, cg_buf(cg, n), i, v);
+  cu_kernel_end(cu, blocks_for(total, EW_BLOCK), EW_BLOCK);
 }
 
 static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
@@ -603,15 +657,12 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
     return unsupported(cu, n, "rank < 2");
   if (type_numel(t) == 0) return true;
-  Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = t->dims[t->rank - 2],
-          .N = t->dims[t->rank - 1],
-          .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
-  int64_t batch = type_numel(t) / (m.M * m.N);
-  m.R = mm_tile(batch, m.M, m.N);
+  MmGeom g = mm_geom(n);
+  Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
+          .R = g.R};
+  int64_t batch = g.batch, tm = g.tm, tn = g.tn;
   mm_operand(p, n->in[0], t, &m.a);
   mm_operand(p, n->in[1], t, &m.b);
-  int64_t tm = (m.M + TS * m.R - 1) / (TS * m.R);
-  int64_t tn = (m.N + TS * m.R - 1) / (TS * m.R);
   bool f32 = dt == DT_F32;
   m.As = shared_tile(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et);
   m.Bs = shared_tile(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et);
@@ -621,7 +672,10 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef bid = cu_ctaid(cu);
   m.tid = cu_tid(cu);
   LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
-  LLVMValueRef bb = udiv(cu, bid, tn * tm);
+  LLVMValueRef bb = urem(cu, udiv(cu, bid, tn * tm), batch);
+  LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * batch), g.ks);
+  LLVMValueRef kend = add(cu, k0, i64(cu, g.ks));
+  m.kend = LLVMBuildSelect(cg->b, ult(cu, kend, g.K), kend, i64(cu, g.K), "");
   m.tx = urem(cu, m.tid, TS), m.ty = udiv(cu, m.tid, TS);
   m.row0 = mul(cu, bm, TS * m.R), m.col0 = mul(cu, bn, TS * m.R);
   m.abase = remap(cu, bb, t->dims, m.a.bstr, t->rank - 2);
@@ -635,17 +689,20 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
    * this one is multiplied */
   LLVMTypeRef rt = LLVMArrayType2(m.et, MM_R_MAX);
   LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
-  mm_fetch(cu, &m, i64(cu, 0), pa, pb);
+  mm_fetch(cu, &m, k0, pa, pb);
   CgLoop l;
-  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (m.K + TS - 1) / TS), NULL, 0);
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
+                                  NULL, 0);
   mm_put(cu, &m, pa, pb);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  mm_fetch(cu, &m, mul(cu, add(cu, kt, i64(cu, 1)), TS), pa, pb);
+  mm_fetch(cu, &m, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
   mm_slice(cu, &m, acc);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
-  LLVMValueRef obase = mul(cu, bb, m.M * m.N);
+  /* a split product writes slice s's partial sums to scratch[s] */
+  LLVMValueRef dst = g.S > 1 ? cg_scratch(cg, n) : cg_buf(cg, n);
+  LLVMValueRef obase = add(cu, mul(cu, bb, m.M * m.N),
+                           mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
   for (int i = 0; i < m.R; i++)
     for (int j = 0; j < m.R; j++) {
       LLVMValueRef r = add(cu, m.row0, add(cu, m.ty, i64(cu, TS * i)));
@@ -658,12 +715,12 @@ static bool matmul_kernel(Cu *cu, CgPlan *p, Node *n) {
       LLVMValueRef ix = cg_i32(cg, i * m.R + j);
       LLVMValueRef v = LLVMBuildLoad2(
           cg->b, m.et, LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""), "");
-      cg_store(cg, dt, cg_buf(cg, n), add(cu, obase, add(cu, mul(cu, r, m.N),
-                                                        c)), v);
+      cg_store(cg, dt, dst, add(cu, obase, add(cu, mul(cu, r, m.N), c)), v);
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
-  cu_kernel_end(cu, (unsigned)(batch * tm * tn), TS * TS);
+  cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
+  if (g.S > 1) mm_reduce(cu, p, n, g.S);
   return true;
 }
 
