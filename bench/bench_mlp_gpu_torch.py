@@ -56,7 +56,7 @@ loss = step()
 torch.cuda.synchronize()
 worst = 0.0
 ref = np.fromfile(os.path.join(d, "out0.bin"), np.float64)
-worst = abs(float(loss) - ref[0])
+worst = abs(float(loss.detach()) - ref[0])
 for j, p in enumerate(ps):
     r = np.fromfile(os.path.join(d, "out%d.bin" % (j + 1)), np.float64)
     worst = max(worst, float(np.abs(p.grad.double().cpu().numpy().ravel()
