@@ -77,7 +77,9 @@ static const char usage[] =
     "  --dump-ir[=all|PASS] print the IR after each pass that changed it "
     "(or one) to stderr\n"
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
-    "  --target=TRIPLE      LLVM target triple (default: host)\n"
+    "  --target=TRIPLE      LLVM target triple (default: host); cuda: NVIDIA\n"
+    "                       GPU (host object with PTX, see docs/gpu.md)\n"
+    "  --gpu-arch=SM        with --target=cuda: sm_80 (default), sm_90, sm_90a\n"
     "  --mcpu=CPU           target CPU (default: host)\n"
     "  --mattr=+F,-G        enable / disable target features\n"
     "  --check              parse, verify and run passes; write nothing\n"
@@ -229,7 +231,8 @@ static bool parse_dump(Cli *c, const char *v) {
 static bool parse_valued(Cli *c, int argc, char **argv, int *i,
                          bool *handled) {
   static const char *const names[] = {"--emit", "--entry", "--name",
-      "--wrt", "--grad-missing", "--target", "--mcpu", "--mattr", NULL};
+      "--wrt", "--grad-missing", "--target", "--mcpu", "--mattr",
+      "--gpu-arch", NULL};
   const char *a = argv[*i];
   int k = 0;
   while (names[k] && !is_opt(a, names[k])) k++;
@@ -250,7 +253,13 @@ static bool parse_valued(Cli *c, int argc, char **argv, int *i,
     return true;
   case 5: c->o.target = v; return *v || cli_err("--target: empty");
   case 6: c->o.mcpu = v; return *v || cli_err("--mcpu: empty");
-  default: c->o.mattr = v; return *v || cli_err("--mattr: empty");
+  case 7: c->o.mattr = v; return *v || cli_err("--mattr: empty");
+  default:
+    if (strcmp(v, "sm_80") && strcmp(v, "sm_90") && strcmp(v, "sm_90a"))
+      return cli_err("--gpu-arch: expected sm_80, sm_90 or sm_90a, got "
+                     "'%s'", v);
+    c->o.gpu_arch = v;
+    return true;
   }
 }
 

@@ -37,6 +37,8 @@ LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes);
 /* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
  * around the graph function, plus NAME_signature(). */
 bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes);
+/* NAME_signature() of graph g with workspace ws (also --target=cuda). */
+void cg_entry_signature(Cg *cg, Graph *g, const char *name, int64_t ws);
 /* Name of argument/return value n at position j: its name, else
  * "output<j>" written into buf (at least 64 bytes). */
 const char *cg_out_name(const Node *n, int j, char *buf);

@@ -14,6 +14,7 @@
  * Cg and out_init the staged files, so both are released then.
  */
 #include "codegen/cg_unit.h"
+#include "codegen/cuda/cuda.h"
 #include "codegen/output.h"
 #include "codegen/reserved.h"
 
@@ -32,6 +33,16 @@ static bool check_reserved(Unit *u, const Graph *g, const char *nm) {
   return diag_error(u->ctx, g->loc, "codegen: symbol '%s' of entry point "
                     "'%s' is reserved (C library, POSIX or rlx runtime "
                     "symbol); use --name", sym, nm);
+}
+
+/* --target=cuda: a host Cg, whose unit cuda/entry.c builds. */
+static Cg *unit_cg(Unit *u) {
+  return cu_target(u->opt) ? cu_host_new(u) : cg_new(u->ctx, u, u->cname);
+}
+
+static bool build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
+  return cu_target(u->opt) ? cu_build_unit(cg, u, e, ne)
+                           : cg_build_unit(cg, u, e, ne);
 }
 
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
@@ -108,13 +119,13 @@ static bool write_files(Cg *cg, Unit *u, const CgEntry *e, int ne) {
 
 bool cg_emit(Unit *u) {
   ops_init();
-  Cg *cg = cg_new(u->ctx, u, u->cname);
+  Cg *cg = unit_cg(u);
   if (!cg) return false;
   CgEntry e[CG_MAX_ENTRIES];
   int ne = 0;
   TimeMark t;
   time_begin(u->ctx, &t);
-  bool ok = cg_build_unit(cg, u, e, &ne);
+  bool ok = build_unit(cg, u, e, &ne);
   time_end(u->ctx, &t, "codegen: fusion, memory plan, LLVM IR");
   ok = ok && write_files(cg, u, e, ne);
   cg_free(cg);
@@ -123,11 +134,11 @@ bool cg_emit(Unit *u) {
 
 bool cg_write_header(Unit *u, FILE *f) {
   ops_init();
-  Cg *cg = cg_new(u->ctx, u, u->cname);
+  Cg *cg = unit_cg(u);
   if (!cg) return false;
   CgEntry e[CG_MAX_ENTRIES];
   int ne = 0;
-  bool ok = cg_build_unit(cg, u, e, &ne) && cg_header_text(f, cg, e, ne);
+  bool ok = build_unit(cg, u, e, &ne) && cg_header_text(f, cg, e, ne);
   cg_free(cg);
   return ok;
 }
@@ -141,11 +152,11 @@ static void dump_plans(FILE *f, const CgSub *s) {
 
 bool cg_write_plan(Unit *u, FILE *f) {
   ops_init();
-  Cg *cg = cg_new(u->ctx, u, u->cname);
+  Cg *cg = unit_cg(u);
   if (!cg) return false;
   CgEntry e[CG_MAX_ENTRIES];
   int ne = 0;
-  bool ok = cg_build_unit(cg, u, e, &ne);
+  bool ok = build_unit(cg, u, e, &ne);
   if (ok) dump_plans(f, cg->subs);
   cg_free(cg);
   return ok && !ferror(f);

@@ -167,7 +167,7 @@ static LLVMTypeRef named_struct(Cg *cg, const char *name, LLVMTypeRef *f,
   return t;
 }
 
-static void build_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
+void cg_entry_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
   LLVMTypeRef df[5] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr,
                        cg->t_i32};
   LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 5);
@@ -194,6 +194,6 @@ bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes) {
   LLVMValueRef impl = cg_compile_graph(cg, g, ws_bytes);
   if (!impl) return false;
   build_wrapper(cg, name, impl, *ws_bytes);
-  build_signature(cg, g, name, *ws_bytes);
+  cg_entry_signature(cg, g, name, *ws_bytes);
   return true;
 }

@@ -12,6 +12,7 @@
  * call. The header needs only rlxrt.h.
  */
 #include "codegen/cg_unit.h"
+#include "codegen/cuda/cuda.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ static void arg_macros(FILE *f, const char *nm, const Graph *g, Arena *ar) {
   arena_tmp_free(ar, dup);
 }
 
-static void entry_text(FILE *f, const CgEntry *e, Arena *ar) {
+static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   const Graph *g = e->g;
   const char *nm = e->name;
   fprintf(f, "/* %s (graph '%s')\n *   inputs:\n", nm, g->name);
@@ -99,7 +100,7 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar) {
   fprintf(f, "#define %s_WORKSPACE_ALIGN 64\n", nm);
   arg_macros(f, nm, g, ar);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
-             "void *workspace);\n", nm);
+             "void *workspace%s);\n", nm, gpu ? ",\n    void *stream" : "");
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);
 }
 
@@ -126,7 +127,14 @@ bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne) {
   fprintf(f, "#define %s_TARGET \"%s\"\n#define %s_TARGET_CPU \"%s\"\n"
              "#define %s_CPU_FEATURES \"%s\"\n\n",
           u->cname, cg->triple, u->cname, cg->cpu, u->cname, cg->cpu_needs);
-  for (int i = 0; i < ne; i++) entry_text(f, &e[i], u->ctx->arena);
+  bool gpu = cu_target(u->opt);
+  if (gpu)
+    fprintf(f, "/* --target=cuda (docs/gpu.md): every pointer is a device "
+               "pointer and\n * stream a CUstream (NULL: the legacy default "
+               "stream); an entry enqueues\n * its kernels and returns without "
+               "synchronizing. A NULL workspace is\n * RLX_ERR_INVALID when "
+               "E_WORKSPACE_BYTES > 0. */\n\n");
+  for (int i = 0; i < ne; i++) entry_text(f, &e[i], u->ctx->arena, gpu);
   fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   return !ferror(f);
 }

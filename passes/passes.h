@@ -36,6 +36,7 @@ typedef struct {
   const char *mcpu;       /* NULL: host cpu */
   bool time_passes;       /* --time-passes: report per phase */
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
+  const char *gpu_arch;   /* --target=cuda: sm_80 (default), sm_90, sm_90a */
   bool check;             /* --check: write nothing */
 } Options;
 

@@ -1,0 +1,84 @@
+/* cuda.h: the NVIDIA target (--target=cuda), a second set of emitters
+ * and a second entry builder over the same plan (docs/gpu.md).
+ *
+ * Two LLVM modules, one per Cg: the device module (nvptx64-nvidia-cuda,
+ * CPU sm_XX) holds one kernel per planned node that emits code, and the
+ * host module (host triple) holds the entry points, which enqueue those
+ * kernels on the caller's stream through librlxrt (rlx_gpu_module_load,
+ * rlx_gpu_launch), the PTX text and the rlx_gpu_module. Every kernel has
+ * the parameters (inputs [nin x ptr] byval, outputs [nout x ptr] byval,
+ * ptr ws): the launch passes the caller's pointer arrays as they are, so
+ * the CPU layers' addressing (cg_buf, cg_load, fused trees) works inside
+ * a kernel unchanged.
+ *
+ * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
+ * per op family), device.c (thread ids, warp/block reductions, libclc
+ * math, PTX emission and checks).
+ */
+#ifndef RLX_CG_CUDA_H
+#define RLX_CG_CUDA_H
+
+#include "codegen/cg_unit.h"
+
+/* Is opt asking for --target=cuda? */
+bool cu_target(const Options *opt);
+/* The host Cg (host triple and CPU) of a --target=cuda unit. */
+Cg *cu_host_new(Unit *u);
+/* cg_build_unit for --target=cuda: kernels into a device module, entries,
+ * signatures, PTX and module into host. False after a diagnostic. */
+bool cu_build_unit(Cg *host, Unit *u, CgEntry *e, int *ne);
+
+/* One kernel launch of a graph, in stream order. */
+typedef struct {
+  int kernel;               /* index into the module's kernels */
+  unsigned grid, block;     /* 1-D */
+} CuLaunch;
+
+#define CU_MAX_KERNELS 4096
+typedef struct {
+  Cg *dev;                  /* device module */
+  Graph *g;                 /* graph being emitted */
+  int nin, nout;            /* its argument / return counts (>= 1) */
+  LLVMTypeRef t_kernel;     /* void (ptr, ptr, ptr) */
+  const char *names[CU_MAX_KERNELS];
+  int nkernels;
+  CuLaunch *launch;         /* this graph's launches */
+  int nlaunch, cap;
+  CgFn fn;                  /* the kernel being built */
+  LLVMBasicBlockRef exit_bb;
+} Cu;
+
+/* ---- device.c ---- */
+/* Start kernel `name` (ptx_kernel, byval arrays), make it current in
+ * cu->dev with the graph's plan; cu_kernel_end closes it and records a
+ * launch of grid x block threads. */
+void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what);
+void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
+/* Global thread index (i64): ctaid.x * ntid.x + tid.x; and the pieces. */
+LLVMValueRef cu_gid(Cu *cu);
+LLVMValueRef cu_tid(Cu *cu);    /* i64 */
+LLVMValueRef cu_ctaid(Cu *cu);  /* i64 */
+/* Code after this runs only where cond (i1) holds: else the thread exits. */
+void cu_guard(Cu *cu, LLVMValueRef cond);
+/* Reduce v (compute type of dt) over the block of `block` threads
+ * (multiple of 32, <= 1024) with r: warp butterfly shuffles, then the
+ * warps' partials in warp order. Every thread gets the result; the order
+ * is fixed, so results are bit-identical from run to run. */
+LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
+                             int block);
+/* A block size for rows of n elements: 32..256, a multiple of 32. */
+int cu_block_for(int64_t n);
+/* Calls to llvm.exp/log/... and libm names -> libclc; link libclc; run
+ * the O2 pipeline; PTX text (malloc'd) or NULL after a diagnostic (an
+ * `.extern .func` in the PTX is one). */
+char *cu_finish_module(Cu *cu);
+
+/* ---- kernels.c ---- */
+/* Emit node n's kernels (a diagnostic naming op and target if none). */
+bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch matmul n needs (split-K partial sums), or 0. */
+int64_t cu_matmul_scratch(const Node *n);
+/* dst (a returned value's output j) = src's bytes. */
+void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
+
+#endif

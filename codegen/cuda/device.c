@@ -1,0 +1,343 @@
+/* device.c: building blocks of the device module (cuda.h): kernels and
+ * their launches, thread indices, warp and block reductions in a fixed
+ * order, the math library and the PTX text.
+ *
+ * Math: LLVM 19 cannot select llvm.exp/log/sin/cos/pow (nor libm calls)
+ * for NVPTX, so after the kernels are built every such call is renamed
+ * to its OpenCL C name (llvm.exp.f32 and expf -> _Z3expf, tanh ->
+ * _Z4tanhd) and libclc's self-contained NVPTX bitcode
+ * (/usr/lib/clc/nvptx64--nvidiacl.bc, Debian libclc-19; expf <= 0.84
+ * ulp, tanhf <= 2 ulp) is linked: only the functions used are kept
+ * (they are linkonce_odr). The f32 exp and tanh of the elementwise ops
+ * are the CPU path's own straight-line Cephes code. A PTX naming an
+ * `.extern .func` (an unknown intrinsic, a missing library function)
+ * would fail only when the driver loads it: it is a diagnostic here.
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIBCLC "/usr/lib/clc/nvptx64--nvidiacl.bc"
+
+static LLVMValueRef sreg(Cu *cu, const char *nm) {
+  Cg *cg = cu->dev;
+  LLVMValueRef v = cg_intrinsic_n(cg, nm, NULL, 0, NULL, 0);
+  return LLVMBuildZExt(cg->b, v, cg->t_i64, "");
+}
+
+LLVMValueRef cu_tid(Cu *cu) {
+  return sreg(cu, "llvm.nvvm.read.ptx.sreg.tid.x");
+}
+LLVMValueRef cu_ctaid(Cu *cu) {
+  return sreg(cu, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+}
+
+LLVMValueRef cu_gid(Cu *cu) {
+  Cg *cg = cu->dev;
+  LLVMValueRef n = sreg(cu, "llvm.nvvm.read.ptx.sreg.ntid.x");
+  return LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, cu_ctaid(cu), n, ""),
+                         cu_tid(cu), "");
+}
+
+void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what) {
+  Cg *cg = cu->dev;
+  RLX_ASSERT(cu->nkernels < CU_MAX_KERNELS);
+  char name[96];
+  snprintf(name, sizeof name, "rlx_k%d_%s", cu->nkernels, what);
+  cu->names[cu->nkernels] = arena_strdup(cg->ctx->arena, name);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cu->t_kernel);
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  cg_fn_attrs(cg, fn);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+  int cnt[2] = {cu->nin, cu->nout};
+  for (int i = 0; i < 2; i++) {
+    LLVMTypeRef at = LLVMArrayType2(cg->t_ptr, (uint64_t)cnt[i]);
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                            LLVMCreateTypeAttribute(cg->lc, byval, at));
+  }
+  CgFn *f = &cu->fn;
+  memset(f, 0, sizeof *f);
+  f->fn = fn;
+  f->plan = plan;
+  f->in = LLVMGetParam(fn, 0);
+  f->out = LLVMGetParam(fn, 1);
+  f->ws = LLVMGetParam(fn, 2);
+  f->alloca_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->lc, fn, "body");
+  cu->exit_bb = f->err_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "exit");
+  LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);
+  f->status = LLVMBuildAlloca(cg->b, cg->t_i32, "status");
+  LLVMPositionBuilderAtEnd(cg->b, body);
+  cg->fn = f;
+  cg->nfsrc = 0;
+}
+
+void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
+  Cg *cg = cu->dev;
+  CgFn *f = &cu->fn;
+  LLVMBuildBr(cg->b, cu->exit_bb);
+  LLVMPositionBuilderAtEnd(cg->b, cu->exit_bb);
+  LLVMBuildRetVoid(cg->b);
+  LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);
+  LLVMBuildBr(cg->b, LLVMGetNextBasicBlock(f->alloca_bb));
+  LLVMMoveBasicBlockAfter(cu->exit_bb, LLVMGetLastBasicBlock(f->fn));
+  if (cu->nlaunch == cu->cap) {
+    cu->cap = cu->cap ? 2 * cu->cap : 64;
+    CuLaunch *l = arena_alloc(cg->ctx->arena, sizeof *l * (size_t)cu->cap);
+    if (cu->nlaunch) memcpy(l, cu->launch, sizeof *l * (size_t)cu->nlaunch);
+    cu->launch = l;
+  }
+  cu->launch[cu->nlaunch++] = (CuLaunch){cu->nkernels++, grid ? grid : 1,
+                                         block};
+  cg->fn = NULL;
+}
+
+void cu_guard(Cu *cu, LLVMValueRef cond) {
+  Cg *cg = cu->dev;
+  LLVMBasicBlockRef go = cg_block(cg, "go");
+  LLVMBuildCondBr(cg->b, cond, go, cu->exit_bb);
+  LLVMPositionBuilderAtEnd(cg->b, go);
+}
+
+int cu_block_for(int64_t n) {
+  int b = 32;
+  while (b < 256 && b < n) b *= 2;
+  return b;
+}
+
+/* v from the lane lane ^ m of the warp (32 or 64 bits: i32 pieces). */
+static LLVMValueRef shfl_xor(Cg *cg, LLVMValueRef v, int m) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMTypeKind k = LLVMGetTypeKind(t);
+  unsigned bits = k == LLVMFloatTypeKind    ? 32
+                  : k == LLVMDoubleTypeKind ? 64
+                                            : LLVMGetIntTypeWidth(t);
+  LLVMValueRef x = v;
+  if (bits <= 32) {
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->lc, bits);
+    x = LLVMBuildZExt(cg->b, LLVMBuildBitCast(cg->b, v, it, ""), cg->t_i32,
+                      "");
+    LLVMValueRef a[4] = {cg_i32(cg, -1), x, cg_i32(cg, m), cg_i32(cg, 31)};
+    x = cg_intrinsic_n(cg, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
+    return LLVMBuildBitCast(cg->b, LLVMBuildTrunc(cg->b, x, it, ""), t, "");
+  }
+  LLVMTypeRef vt = LLVMVectorType(cg->t_i32, 2);
+  x = LLVMBuildBitCast(cg->b, v, vt, "");
+  LLVMValueRef r = LLVMGetUndef(vt);
+  for (int k = 0; k < 2; k++) {
+    LLVMValueRef a[4] = {cg_i32(cg, -1),
+                         LLVMBuildExtractElement(cg->b, x, cg_i32(cg, k), ""),
+                         cg_i32(cg, m), cg_i32(cg, 31)};
+    LLVMValueRef s =
+        cg_intrinsic_n(cg, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
+    r = LLVMBuildInsertElement(cg->b, r, s, cg_i32(cg, k), "");
+  }
+  return LLVMBuildBitCast(cg->b, r, t, "");
+}
+
+/* The block's shared scratch: 32 slots of 8 bytes. */
+static LLVMValueRef red_shared(Cg *cg) {
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.red");
+  if (g) return g;
+  LLVMTypeRef t = LLVMArrayType2(cg->t_i64, 33);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, "rlx.red", 3);
+  LLVMSetInitializer(g, LLVMGetUndef(t));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 8);
+  return g;
+}
+
+static LLVMValueRef shared_at(Cg *cg, LLVMValueRef i) {
+  LLVMValueRef g = red_shared(cg);
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i64, g, &i, 1, "");
+  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+static void barrier(Cg *cg) {
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
+                             int block) {
+  Cg *cg = cu->dev;
+  for (int m = 16; m >= 1; m /= 2)
+    v = cg_ops_combine(cg, dt, r, v, shfl_xor(cg, v, m));
+  if (block <= 32) return v;
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMValueRef tid = cu_tid(cu);
+  LLVMValueRef lane = LLVMBuildAnd(cg->b, tid, cg_i64(cg, 31), "");
+  LLVMValueRef warp = LLVMBuildLShr(cg->b, tid, cg_i64(cg, 5), "");
+  LLVMBasicBlockRef wr = cg_block(cg, "red.write");
+  LLVMBasicBlockRef join = cg_block(cg, "red.join");
+  LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, lane,
+                                       cg_i64(cg, 0), ""), wr, join);
+  LLVMPositionBuilderAtEnd(cg->b, wr);
+  LLVMBuildStore(cg->b, v, shared_at(cg, warp));
+  LLVMBuildBr(cg->b, join);
+  LLVMPositionBuilderAtEnd(cg->b, join);
+  barrier(cg);
+  LLVMValueRef acc = LLVMBuildLoad2(cg->b, t, shared_at(cg, cg_i64(cg, 0)), "");
+  for (int w = 1; w < block / 32; w++)
+    acc = cg_ops_combine(
+        cg, dt, r, acc,
+        LLVMBuildLoad2(cg->b, t, shared_at(cg, cg_i64(cg, w)), ""));
+  barrier(cg); /* the slots are free again for the next reduction */
+  return acc;
+}
+
+/* ---- math through libclc ---- */
+
+static const char *const llvm_math[] = {"exp", "exp2", "log", "log2",
+                                        "log10", "sin", "cos", "pow", NULL};
+
+/* The OpenCL C (libclc) name of a math declaration, or false. */
+static bool clc_name(LLVMValueRef f, char *buf, size_t n) {
+  const char *nm = LLVMGetValueName(f);
+  char base[32];
+  LLVMTypeRef ft = LLVMGlobalGetValueType(f);
+  LLVMTypeRef rt = LLVMGetReturnType(ft);
+  bool f32 = LLVMGetTypeKind(rt) == LLVMFloatTypeKind;
+  if (!f32 && LLVMGetTypeKind(rt) != LLVMDoubleTypeKind) return false;
+  if (!strncmp(nm, "llvm.", 5)) {
+    const char *dot = strchr(nm + 5, '.');
+    size_t len = dot ? (size_t)(dot - nm - 5) : 0;
+    int k = 0;
+    while (llvm_math[k] && (strlen(llvm_math[k]) != len ||
+                            strncmp(llvm_math[k], nm + 5, len)))
+      k++;
+    if (!llvm_math[k]) return false;
+    snprintf(base, sizeof base, "%s", llvm_math[k]);
+  } else {
+    size_t len = strlen(nm);
+    if (len == 0 || len >= sizeof base || !strncmp(nm, "rlx", 3) ||
+        !strncmp(nm, "_Z", 2))
+      return false;
+    int keep = (int)(len - (f32 && nm[len - 1] == 'f')); /* tanhf -> tanh */
+    snprintf(base, sizeof base, "%.*s", keep, nm);
+  }
+  unsigned np = LLVMCountParamTypes(ft);
+  int k = snprintf(buf, n, "_Z%zu%s", strlen(base), base);
+  for (unsigned i = 0; i < np && (size_t)k + 2 < n; i++)
+    buf[k++] = f32 ? 'f' : 'd', buf[k] = 0;
+  return true;
+}
+
+/* Rename math calls; true when libclc is needed. */
+static bool rename_math(Cg *cg) {
+  bool any = false;
+  LLVMValueRef f = LLVMGetFirstFunction(cg->mod), next;
+  for (; f; f = next) {
+    next = LLVMGetNextFunction(f);
+    char nm[64];
+    if (LLVMCountBasicBlocks(f) || !clc_name(f, nm, sizeof nm)) continue;
+    LLVMValueRef g = LLVMGetNamedFunction(cg->mod, nm);
+    if (!g) g = LLVMAddFunction(cg->mod, nm, LLVMGlobalGetValueType(f));
+    LLVMReplaceAllUsesWith(f, g);
+    LLVMDeleteFunction(f);
+    any = true;
+  }
+  return any;
+}
+
+static bool link_libclc(Cg *cg) {
+  LLVMMemoryBufferRef mb;
+  char *err = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(LIBCLC, &mb, &err)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: --target=cuda needs "
+               "libclc's NVPTX math library %s (Debian package libclc-19): "
+               "%s", LIBCLC, err ? err : "");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  LLVMModuleRef m;
+  bool bad = LLVMParseBitcodeInContext2(cg->lc, mb, &m);
+  LLVMDisposeMemoryBuffer(mb);
+  if (bad)
+    return diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot read %s",
+                      LIBCLC);
+  LLVMSetTarget(m, cg->triple);
+  LLVMSetDataLayout(m, LLVMGetDataLayoutStr(cg->mod));
+  if (LLVMLinkModules2(cg->mod, m))
+    return diag_error(cg->ctx, (Loc){0, 0}, "codegen: cannot link %s",
+                      LIBCLC);
+  /* what libclc brought in is private to this module */
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f;
+       f = LLVMGetNextFunction(f))
+    if (LLVMCountBasicBlocks(f) &&
+        LLVMGetFunctionCallConv(f) != LLVMPTXKernelCallConv)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  return true;
+}
+
+/* Every llvm.nvvm.* callee must be an intrinsic LLVM knows. */
+static bool known_intrinsics(Cg *cg) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f;
+       f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *nm = LLVMGetValueName2(f, &len);
+    if (!strncmp(nm, "llvm.nvvm.", 10) && !LLVMLookupIntrinsicID(nm, len))
+      return diag_error(cg->ctx, (Loc){0, 0}, "codegen: internal error: "
+                        "unknown NVPTX intrinsic %s", nm);
+  }
+  return true;
+}
+
+static bool optimize(Cg *cg) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &msg)) {
+    diag_error(cg->ctx, (Loc){0, 0},
+               "codegen: internal error: invalid device module: %s", msg);
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMDisposeMessage(msg);
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", cg->opt_level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(cg->mod, pipeline, cg->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (!e) return true;
+  char *m = LLVMGetErrorMessage(e);
+  diag_error(cg->ctx, (Loc){0, 0}, "codegen: optimization failed: %s", m);
+  LLVMDisposeErrorMessage(m);
+  return false;
+}
+
+char *cu_finish_module(Cu *cu) {
+  Cg *cg = cu->dev;
+  if (!known_intrinsics(cg)) return NULL;
+  if (rename_math(cg) && !link_libclc(cg)) return NULL;
+  if (!optimize(cg)) return NULL;
+  LLVMMemoryBufferRef buf;
+  char *err = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(cg->tm, cg->mod, LLVMAssemblyFile,
+                                          &err, &buf)) {
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: PTX emission failed: %s",
+               err ? err : "");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  size_t n = LLVMGetBufferSize(buf);
+  char *ptx = malloc(n + 1);
+  RLX_ASSERT(ptx);
+  memcpy(ptx, LLVMGetBufferStart(buf), n);
+  ptx[n] = 0;
+  LLVMDisposeMemoryBuffer(buf);
+  const char *x = strstr(ptx, ".extern .func");
+  if (x) {
+    const char *nm = x + 13;
+    while (*nm == ' ') nm++;
+    int len = 0;
+    while (nm[len] && nm[len] != '\n' && len < 80) len++;
+    diag_error(cg->ctx, (Loc){0, 0}, "codegen: --target=cuda: the PTX calls "
+               "an undefined function (%.*s)", len, nm);
+    free(ptx);
+    return NULL;
+  }
+  return ptx;
+}

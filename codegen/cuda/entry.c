@@ -1,0 +1,246 @@
+/* entry.c: the entry builder of --target=cuda (cuda.h, docs/gpu.md).
+ *
+ * For each entry graph (ENTRY, ENTRY_grad, ENTRY_jvp, ENTRY_hvp) the
+ * plan is made exactly as for the CPU (fusion groups, folded
+ * transposes, aliases, first-fit workspace offsets: codegen/plan/); the
+ * GPU emitters (kernels.c) add one kernel per node that emits code to
+ * the device module, and the host module gets the exported
+ *   int NAME(const void *const *in, void *const *out, void *ws,
+ *            void *stream)
+ * which loads the module at its first call (rlx_gpu_module_load: the
+ * driver compiles the PTX once per process), enqueues the kernels in
+ * node order on `stream` with rlx_gpu_launch and returns without
+ * synchronizing. All pointers are device pointers; a graph needing a
+ * workspace gets RLX_ERR_INVALID for a NULL one (no device allocation
+ * inside an entry). NAME_signature() is the CPU entry builder's.
+ * The host object holds the PTX text (NUL-terminated), the kernel
+ * names, the CUfunction cache and the static rlx_gpu_module.
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool cu_target(const Options *opt) {
+  return opt && opt->target && !strcmp(opt->target, "cuda");
+}
+
+/* A Cg for opt with target, CPU and features replaced. */
+static Cg *cg_for(Unit *u, const char *triple, const char *cpu,
+                  const char *attr) {
+  const Options *saved = u->opt;
+  Options o = *saved;
+  o.target = triple, o.mcpu = cpu, o.mattr = attr;
+  u->opt = &o;
+  Cg *cg = cg_new(u->ctx, u, u->cname);
+  u->opt = saved;
+  return cg;
+}
+
+Cg *cu_host_new(Unit *u) { return cg_for(u, NULL, NULL, NULL); }
+
+static Cg *device_new(Unit *u) {
+  const char *arch = u->opt->gpu_arch ? u->opt->gpu_arch : "sm_80";
+  /* sm_90a needs PTX ISA 8.0; 7.8 covers sm_80 and sm_90 */
+  return cg_for(u, "nvptx64-nvidia-cuda", arch,
+                strcmp(arch, "sm_90a") ? "+ptx78" : "+ptx80");
+}
+
+/* Host-side globals the entries refer to, given their values at the
+ * end (the kernel count and PTX are known only then). */
+typedef struct {
+  LLVMTypeRef t_mod, t_entry;
+  LLVMValueRef mod, kernels; /* rlx_gpu_module, placeholder kernel table */
+} Host;
+
+static LLVMValueRef private_global(Cg *cg, LLVMValueRef init, const char *nm,
+                                   bool constant) {
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), nm);
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, constant);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetAlignment(g, 8);
+  return g;
+}
+
+static void host_init(Cg *cg, Host *h) {
+  LLVMTypeRef f[6] = {cg->t_ptr, cg->t_i32, cg->t_ptr,
+                      cg->t_ptr, cg->t_ptr, cg->t_i32};
+  h->t_mod = LLVMStructTypeInContext(cg->lc, f, 6, 0);
+  h->mod = LLVMAddGlobal(cg->mod, h->t_mod, "rlx.gpu.module");
+  LLVMSetLinkage(h->mod, LLVMPrivateLinkage);
+  LLVMTypeRef z = LLVMArrayType2(cg->t_ptr, 0);
+  h->kernels = LLVMAddGlobal(cg->mod, z, "rlx.gpu.kernels.tmp");
+  LLVMSetLinkage(h->kernels, LLVMPrivateLinkage);
+  LLVMSetInitializer(h->kernels, LLVMConstNull(z));
+  LLVMTypeRef p[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr};
+  h->t_entry = LLVMFunctionType(cg->t_i32, p, 4, 0);
+}
+
+/* if (rc != 0) return rc; */
+static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef rc) {
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "fail");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->lc, fn, "ok");
+  LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0),
+                                       ""), bad, ok);
+  LLVMPositionBuilderAtEnd(cg->b, bad);
+  LLVMBuildRet(cg->b, rc);
+  LLVMPositionBuilderAtEnd(cg->b, ok);
+}
+
+static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef k = cg_i64(cg, i);
+    LLVMBuildStore(cg->b, cg_i32(cg, i ? 1 : (int32_t)x),
+                   LLVMBuildInBoundsGEP2(cg->b, cg->t_i32, a, &k, 1, ""));
+  }
+  return a;
+}
+
+/* The exported entry: check ws, load the module, enqueue launches. */
+static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
+                                const char *name, int64_t ws_bytes) {
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, h->t_entry);
+  cg_fn_attrs_baseline(cg, fn);
+  LLVMBuilderRef b = cg->b;
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
+  LLVMValueRef ws = LLVMGetParam(fn, 2), stream = LLVMGetParam(fn, 3);
+  LLVMValueRef args = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_ptr, 3), "");
+  LLVMValueRef wsp = LLVMBuildAlloca(b, cg->t_ptr, "");
+  LLVMValueRef dummy = LLVMBuildAlloca(b, cg->t_ptr, "");
+  LLVMValueRef grid = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
+  LLVMValueRef block = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
+  LLVMBuildStore(b, LLVMConstNull(cg->t_ptr), dummy);
+  if (ws_bytes > 0) {
+    LLVMValueRef bad = LLVMBuildZExt(b, LLVMBuildIsNull(b, ws, ""),
+                                     cg->t_i32, "");
+    ret_if(cg, fn, LLVMBuildMul(b, bad, cg_i32(cg, RLX_ERR_INVALID), ""));
+  }
+  ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
+  LLVMBuildStore(b, ws, wsp);
+  /* byval arrays of no element still take a pointer: a dummy one */
+  LLVMValueRef a3[3] = {
+      LLVMBuildSelect(b, LLVMBuildIsNull(b, in, ""), dummy, in, ""),
+      LLVMBuildSelect(b, LLVMBuildIsNull(b, out, ""), dummy, out, ""), wsp};
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef k = cg_i64(cg, i);
+    LLVMBuildStore(b, a3[i],
+                   LLVMBuildInBoundsGEP2(b, cg->t_ptr, args, &k, 1, ""));
+  }
+  for (int i = 0; i < cu->nlaunch; i++) {
+    const CuLaunch *l = &cu->launch[i];
+    LLVMValueRef k = cg_i64(cg, l->kernel);
+    LLVMValueRef kp = LLVMBuildLoad2(
+        b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, h->kernels, &k, 1,
+                                            ""), "");
+    LLVMValueRef a[6] = {kp, dims3(cg, grid, l->grid),
+                         dims3(cg, block, l->block), cg_i32(cg, 0), stream,
+                         args};
+    ret_if(cg, fn, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
+  }
+  LLVMBuildRet(b, cg_i32(cg, 0));
+  return fn;
+}
+
+/* Plan g as the CPU does and emit its kernels into cu. */
+static CgPlan *emit_graph(Cu *cu, Graph *g) {
+  Ctx *ctx = cu->dev->ctx;
+  CgPlan *p = cg_plan_new(ctx, g);
+  cg_attention_groups(p, g);
+  if (!cg_fuse(g, p)) return NULL;
+  int64_t *scratch = arena_alloc(ctx->arena,
+                                 sizeof(int64_t) * (size_t)(g->next_id + 1));
+  memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->op == OP_MATMUL && p->slot[n->id].kind == CG_SLOT_NONE)
+      scratch[n->id] = cu_matmul_scratch(n);
+  }
+  if (!cg_memplan(g, p, scratch)) return NULL;
+  cu->g = g;
+  cu->nin = g->nargs ? g->nargs : 1;
+  cu->nout = g->nret ? g->nret : 1;
+  cu->nlaunch = 0;
+  bool ok = true;
+  for (int i = 0; i < g->nnodes; i++)
+    ok = cu_emit_node(cu, p, g->nodes[i]) && !cu->dev->failed && ok;
+  if (!ok) return NULL;
+  for (int j = 0; j < g->nret; j++) {
+    CgSlot *s = cg_plan_slot(p, g->rets[j]);
+    if (!(s->kind == CG_SLOT_OUTPUT && s->index == j) &&
+        type_numel(&g->rets[j]->type) > 0)
+      cu_copy_out(cu, p, g->rets[j], j);
+  }
+  return p;
+}
+
+/* The PTX, kernel names and cache, and the module's initializer. */
+static void host_finish(Cg *cg, Host *h, const Cu *cu, const char *ptx) {
+  int nk = cu->nkernels;
+  LLVMValueRef text = private_global(
+      cg, LLVMConstStringInContext(cg->lc, ptx, (unsigned)strlen(ptx), 0),
+      "rlx.gpu.ptx", true);
+  LLVMValueRef *nm = calloc((size_t)nk + 1, sizeof *nm);
+  for (int i = 0; i < nk; i++)
+    nm[i] = private_global(cg, LLVMConstStringInContext(
+                                   cg->lc, cu->names[i],
+                                   (unsigned)strlen(cu->names[i]), 0),
+                           "rlx.gpu.name", true);
+  LLVMValueRef names = private_global(
+      cg, LLVMConstArray2(cg->t_ptr, nm, (uint64_t)nk), "rlx.gpu.names", true);
+  free(nm);
+  LLVMTypeRef kt = LLVMArrayType2(cg->t_ptr, (uint64_t)nk);
+  LLVMValueRef kernels = private_global(cg, LLVMConstNull(kt),
+                                        "rlx.gpu.kernels", false);
+  LLVMReplaceAllUsesWith(h->kernels, kernels);
+  LLVMDeleteGlobal(h->kernels);
+  LLVMValueRef f[6] = {text, cg_i32(cg, nk), names, LLVMConstNull(cg->t_ptr),
+                       kernels, cg_i32(cg, 0)};
+  LLVMSetInitializer(h->mod, LLVMConstStructInContext(cg->lc, f, 6, 0));
+}
+
+static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
+  struct { Graph *g; const char *suffix; } all[CG_MAX_ENTRIES] = {
+      {u->entry, ""}, {u->grad, "_grad"}, {u->jvp, "_jvp"}, {u->hvp, "_hvp"}};
+  Cu *cu = calloc(1, sizeof *cu);
+  RLX_ASSERT(cu);
+  cu->dev = dev;
+  LLVMTypeRef p[3] = {dev->t_ptr, dev->t_ptr, dev->t_ptr};
+  cu->t_kernel = LLVMFunctionType(dev->t_void, p, 3, 0);
+  Host h;
+  host_init(host, &h);
+  bool ok = true;
+  *ne = 0;
+  for (int i = 0; ok && i < CG_MAX_ENTRIES; i++) {
+    if (!all[i].g) continue;
+    size_t len = strlen(u->cname) + strlen(all[i].suffix) + 1;
+    char *nm = arena_alloc(u->ctx->arena, len);
+    snprintf(nm, len, "%s%s", u->cname, all[i].suffix);
+    CgPlan *pl = emit_graph(cu, all[i].g);
+    if (!pl) {
+      ok = false;
+      break;
+    }
+    e[(*ne)++] = (CgEntry){all[i].g, nm, pl->ws_bytes};
+    LLVMValueRef fn = build_entry(host, &h, cu, nm, pl->ws_bytes);
+    CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
+    *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
+    host->subs = sub;
+    cg_entry_signature(host, all[i].g, nm, pl->ws_bytes);
+  }
+  char *ptx = ok ? cu_finish_module(cu) : NULL;
+  if (ptx) host_finish(host, &h, cu, ptx);
+  free(ptx);
+  free(cu);
+  return ptx != NULL && !host->failed && !dev->failed;
+}
+
+bool cu_build_unit(Cg *host, Unit *u, CgEntry *e, int *ne) {
+  Cg *dev = device_new(u);
+  if (!dev) return false;
+  cg_emit_hooks(dev); /* loads of prologue-fused trees */
+  bool ok = build(host, dev, u, e, ne);
+  cg_free(dev);
+  return ok;
+}

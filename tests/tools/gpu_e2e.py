@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""gpu_e2e.py -- the e2e cases with rlxc --target=cuda (docs/gpu.md).
+
+  gpu_e2e.py check [--build DIR]
+      Without a GPU (CI): compile every case (tests/e2e/cases, rlxc
+      arguments from golden/NAME/run.txt) with --target=cuda. Each must
+      either compile (its PTX verified by LLVM, no `.extern .func`:
+      rlxc checks both) or be refused with "op 'X' is not supported by
+      --target=cuda yet". Any other outcome fails.
+  gpu_e2e.py pack [--build DIR] OUT
+      Compile and link the supported cases into OUT (shared objects,
+      their golden runs, rlx_run_gpu, a manifest): a folder to carry to
+      a GPU host, which needs no LLVM.
+  gpu_e2e.py run OUT [CASE...]
+      On the GPU host: run every packed run with rlx_run_gpu against
+      the CPU goldens at the same tolerances; print pass counts.
+Runs that need what the GPU driver does not do (--fd, --gen, --expect,
+--grad-entry, --env, --write) are packed as skipped.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402  (read_spec, all_cases, CASES, GOLDEN)
+
+UNSUPPORTED = "is not supported by --target=cuda yet"
+SKIP_OPTS = ("--fd", "--gen", "--expect", "--grad-entry", "--env",
+             "--write")
+
+
+def compile_case(rlxc, name, wdir):
+    spec = e2e.read_spec(name)
+    if spec["diag"]:
+        return spec, "diag", ""
+    obj = os.path.join(wdir, name + ".o")
+    cmd = [rlxc, os.path.join(e2e.CASES, name + ".rlx"), "-o", obj,
+           "--target=cuda"] + spec["rlxc"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode == 0 and os.path.exists(obj):
+        return spec, "ok", obj
+    err = (p.stderr or p.stdout).strip().splitlines()
+    msg = err[0] if err else "exit %d" % p.returncode
+    if p.returncode == 1 and any(UNSUPPORTED in l for l in err):
+        return spec, "unsupported", msg
+    return spec, "fail", msg
+
+
+def check(build, out=None):
+    rlxc = os.path.join(build, "rlxc")
+    wdir = out or os.path.join(build, "gpu_e2e")
+    os.makedirs(wdir, exist_ok=True)
+    counts, fails, packed = {}, [], []
+    for name in e2e.all_cases():
+        spec, what, info = compile_case(rlxc, name, wdir)
+        counts[what] = counts.get(what, 0) + 1
+        if what == "fail":
+            fails.append("%s: %s" % (name, info))
+        if what == "ok":
+            packed.append((name, spec, info))
+    print("--target=cuda: %d compile, %d not supported yet, %d expected "
+          "diagnostics, %d failed" % (counts.get("ok", 0),
+                                      counts.get("unsupported", 0),
+                                      counts.get("diag", 0), len(fails)))
+    for f in fails:
+        print("FAIL " + f)
+    return fails, packed
+
+
+def pack(build, out):
+    out = os.path.abspath(out)
+    fails, packed = check(build, os.path.join(out, "cases"))
+    lines = []
+    for name, spec, obj in packed:
+        so = obj[:-2] + ".so"
+        subprocess.run(["cc", "-shared", obj, "-o", so], check=True)
+        os.remove(obj)
+        for entry, sub, rargs in spec["runs"]:
+            if any(o in rargs for o in SKIP_OPTS):
+                lines.append("skip %s %s %s" % (name, entry, sub))
+                continue
+            dst = os.path.join(out, "golden", name, sub)
+            if not os.path.exists(dst):
+                shutil.copytree(os.path.join(e2e.GOLDEN, name, sub), dst)
+            lines.append("run %s %s %s %s" % (name, entry, sub,
+                                              " ".join(rargs)))
+    shutil.copy(os.path.join(build, "tests", "rlx_run_gpu"), out)
+    for f in ("gpu_e2e.py", "e2e.py"):  # OUT is self-contained
+        shutil.copy(os.path.join(os.path.dirname(__file__), f), out)
+    with open(os.path.join(out, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return 1 if fails else 0
+
+
+def run(out, only):
+    out = os.path.abspath(out)
+    npass, failed, skipped = 0, [], 0
+    for line in open(os.path.join(out, "manifest.txt")):
+        w = line.split()
+        if not w or (only and w[1] not in only):
+            continue
+        if w[0] == "skip":
+            skipped += 1
+            continue
+        name, entry, sub, rargs = w[1], w[2], w[3], w[4:]
+        cmd = [os.path.join(out, "rlx_run_gpu"), "--so",
+               os.path.join(out, "cases", name + ".so"), "--entry", entry]
+        cmd += rargs + [os.path.join(out, "golden", name, sub)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode == 0:
+            npass += 1
+        else:
+            msg = (p.stderr + p.stdout).strip().splitlines()
+            failed.append("%s %s: %s" % (name, entry,
+                                         " | ".join(msg[:3]) or
+                                         "exit %d" % p.returncode))
+    for f in failed:
+        print("FAIL " + f)
+    print("GPU e2e: %d passed, %d failed, %d skipped" %
+          (npass, len(failed), skipped))
+    return 1 if failed else 0
+
+
+def main():
+    a = sys.argv[1:]
+    build = "build"
+    if "--build" in a:
+        i = a.index("--build")
+        build = a[i + 1]
+        a = a[:i] + a[i + 2:]
+    if a[:1] == ["check"]:
+        return 1 if check(build)[0] else 0
+    if a[:1] == ["pack"] and len(a) == 2:
+        return pack(build, a[1])
+    if a[:1] == ["run"] and len(a) >= 2:
+        return run(a[1], a[2:])
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
