@@ -51,7 +51,12 @@
  *                       and im of VL interleaved complex numbers)
  *
  * AVX-512 f32 also has VSCALEF(p, n) = p * 2^floor(n) (vscalefps) for
- * any p and n.  vec_exp.h adds VEXP and VEXP2 (f32) on top.
+ * any p and n.  AVX2 f32 also has VFRAC_FLOORED(x, n) (VFRAC(x) given
+ * n = VFLOOR(x)), VSCALE_NORMAL(p, n) (VLDEXP where the result is
+ * normal: p's exponent plus n, for integral |n| < 2^22 and a normal
+ * result, no rounding) and VALL_LT(a, b) (nonzero when a < b in every
+ * lane, 0 if any lane is NaN).  vec_exp.h adds VEXP and VEXP2 (f32) on
+ * top, and VEXP2_NORMAL where the layer has VFRAC_FLOORED.
  *
  * Lane-wise operations are correctly rounded IEEE operations on every
  * ISA, so a kernel that applies the same operations to each element

@@ -41,18 +41,22 @@ TGT static inline VT vec_exp(VT x)
  * operations, VFRAC's and VLDEXP's roundings included, on every ISA: the
  * same bits.
  */
-TGT static inline VT vec_exp2(VT z)
+TGT static inline VT vec_exp2_poly(VT f)
 {
-#ifndef VSCALEF
-  z = VMIN(VSET1(129.0f), VMAX(VSET1(-160.0f), z));
-#endif
-  VT f = VFRAC(z);
   VT p = VSET1(1.8775766948238015e-3f);
   p = VFMA(p, f, VSET1(8.98933969438076e-3f));
   p = VFMA(p, f, VSET1(5.582631751894951e-2f));
   p = VFMA(p, f, VSET1(2.4015361070632935e-1f));
   p = VFMA(p, f, VSET1(6.931530833244324e-1f));
   p = VFMA(p, f, VSET1(9.999999403953552e-1f));
+  return p;
+}
+TGT static inline VT vec_exp2(VT z)
+{
+#ifndef VSCALEF
+  z = VMIN(VSET1(129.0f), VMAX(VSET1(-160.0f), z));
+#endif
+  VT p = vec_exp2_poly(VFRAC(z));
 #ifdef VSCALEF
   return VSCALEF(p, z);
 #else
@@ -60,3 +64,18 @@ TGT static inline VT vec_exp2(VT z)
 #endif
 }
 #define VEXP2(z) vec_exp2(z)
+
+/* VEXP2_NORMAL(z): VEXP2(z) for z in [-124, 124] (the caller checks;
+ * not NaN), where the layer has VFRAC_FLOORED and VSCALE_NORMAL (AVX2):
+ * the same bits in 18 instructions instead of 25: no clamps, one VFLOOR
+ * for the fraction and the scale, 2^floor(z) as an exponent add, exact
+ * as VLDEXP's one rounding is (p is in [1 - 2^-24, 2], so p * 2^n is
+ * normal for n >= -125 and finite for n <= 123). */
+#ifdef VFRAC_FLOORED
+TGT static inline VT vec_exp2_normal(VT z)
+{
+  VT n = VFLOOR(z);
+  return VSCALE_NORMAL(vec_exp2_poly(VFRAC_FLOORED(z, n)), n);
+}
+#define VEXP2_NORMAL(z) vec_exp2_normal(z)
+#endif

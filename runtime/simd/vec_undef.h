@@ -24,6 +24,10 @@
 #undef VFLOOR
 #undef VFRAC
 #undef VLDEXP
+#undef VFRAC_FLOORED
+#undef VSCALE_NORMAL
+#undef VALL_LT
+#undef VEXP2_NORMAL
 #undef VZIPLO
 #undef VZIPHI
 #undef VSTORE_ZIP
