@@ -15,18 +15,9 @@ rlx_avx2_frac_ps(__m256 x)
   return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(f),
                                               _mm256_castps_si256(up)));
 }
-/* VFRAC_FLOORED(x, n) and VSCALE_NORMAL(p, n) (vec.h): VFRAC with
-   n = floor(x) at hand (the same ops as rlx_avx2_frac_ps), and p * 2^n
-   as an exponent add: the magic add puts n (|n| < 2^22) in the low bits,
-   the shift moves it to the exponent field and drops the rest. */
-__attribute__((target("avx2,fma"))) static inline __m256
-rlx_avx2_frac_floored_ps(__m256 x, __m256 n)
-{
-  __m256 f = _mm256_sub_ps(x, n);
-  __m256 up = _mm256_cmp_ps(_mm256_add_ps(f, n), x, _CMP_GT_OQ);
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(f),
-                                              _mm256_castps_si256(up)));
-}
+/* VSCALE_NORMAL(p, n) (vec.h): p * 2^n as an exponent add: the magic
+   add puts n (|n| < 2^22) in the low bits, the shift moves it to the
+   exponent field and drops the rest. */
 __attribute__((target("avx2,fma"))) static inline __m256
 rlx_avx2_scale_normal_ps(__m256 p, __m256 n)
 {
@@ -194,7 +185,6 @@ rlx_avx2_load_unzip_pd(const double *p, __m256d *a, __m256d *b)
 #define VFLOOR(x) _mm256_floor_ps(x)
 #define VFRAC(x) rlx_avx2_frac_ps(x)
 #define VLDEXP(p, n) rlx_avx2_ldexp_ps(p, n)
-#define VFRAC_FLOORED(x, n) rlx_avx2_frac_floored_ps(x, n)
 #define VSCALE_NORMAL(p, n) rlx_avx2_scale_normal_ps(p, n)
 #define VALL_LT(a, b)                                                     \
   (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff)

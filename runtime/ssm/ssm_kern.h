@@ -47,9 +47,9 @@ static inline void prefetch_row(const rlx_ssm_args *p, int64_t ra, int64_t c)
 }
 
 /* One time step of scan_vec over the state indices: e = 2^(dv at_k)
- * (VEXP2_NORMAL when FAST: every |dv at_k| < 124), the state update and
- * the readout; returns y.  REG: the state in sr (registers), else in
- * st. */
+ * = VEXP2P1(dv at_k - 1) (VEXP2P1_NEG when FAST: every dv at_k is in
+ * (-123, 1/2)), the state update and the readout; returns y.  REG: the
+ * state in sr (registers), else in st. */
 __attribute__((always_inline)) TGT static inline VT
 scan_step(const int REG, const int FAST, int64_t n, VT dv, VT du,
           const float *at, float *st, VT *sr, const float *bt,
@@ -58,11 +58,11 @@ scan_step(const int REG, const int FAST, int64_t n, VT dv, VT du,
   VT yv = VZERO();
 #pragma GCC unroll 16
   for (int64_t k = 0; k < n; k++) {
-    VT z = VMUL(dv, VLOADU(at + k * LANES));
-#ifdef VEXP2_NORMAL
-    VT e = FAST ? VEXP2_NORMAL(z) : VEXP2(z);
+    VT w = VFMA(dv, VLOADU(at + k * LANES), VSET1(-1.0f));
+#ifdef VEXP2P1_NEG
+    VT e = FAST ? VEXP2P1_NEG(w) : VEXP2P1(w);
 #else
-    VT e = VEXP2(z);
+    VT e = VEXP2P1(w);
     (void)FAST;
 #endif
     VT sk = REG ? sr[k] : VLOADU(st + k * LANES);
@@ -80,9 +80,11 @@ scan_step(const int REG, const int FAST, int64_t n, VT dv, VT du,
  * and state, k-th at + k * LANES) over the whole time loop.  NK: the
  * state size, with the state in registers where SSM_STATE_REGS (default
  * 1); 0: p->n, in st.  NK and nl == VL are constants after inlining.
- * Where the layer has VEXP2_NORMAL (AVX2), a step whose |delta| times
- * the largest |rate| of each lane is below 124 takes it: the same bits,
- * a third fewer instructions per update. */
+ * Where the layer has VEXP2P1_NEG (AVX2), a step takes it when every
+ * product delta a_k of its lanes lies in (-123, 1/2): bounded by delta
+ * times the lane's least and greatest rate (rounding is monotonic), the
+ * rates all finite; NaN fails the compares.  The same bits, half the
+ * instructions of the exp. */
 #ifndef SSM_STATE_REGS
 #define SSM_STATE_REGS 1
 #endif
@@ -96,11 +98,15 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
   VT sr[16];
   for (int k = 0; k < NK; k++)
     sr[k] = VZERO();
-#ifdef VEXP2_NORMAL
-  VT am = VZERO(); /* lane-wise max |at_k| (NaN stays NaN) */
+#ifdef VEXP2P1_NEG
+  /* lane-wise least and greatest rate; fin: every rate finite */
+  VT an = VLOADU(at), ap = an;
+  int fin = 1;
   for (int64_t k = 0; k < n; k++) {
     VT ak = VLOADU(at + k * LANES);
-    am = VMAX(am, VMAX(ak, VSUB(VZERO(), ak)));
+    an = VMIN(an, ak);
+    ap = VMAX(ap, ak);
+    fin &= VALL_LT(VMAX(ak, VSUB(VZERO(), ak)), VSET1(INFINITY)) != 0;
   }
 #endif
   for (int64_t t = 0; t < s; t++) {
@@ -113,8 +119,11 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
     VT dv = full ? VLOADU(dt) : VMASKZ_LOAD(m, dt);
     VT du = VMUL(dv, full ? VLOADU(xt) : VMASKZ_LOAD(m, xt));
     VT yv;
-#ifdef VEXP2_NORMAL
-    if (VALL_LT(VMUL(VMAX(dv, VSUB(VZERO(), dv)), am), VSET1(124.0f)))
+#ifdef VEXP2P1_NEG
+    VT z1 = VMUL(dv, an), z2 = VMUL(dv, ap);
+    const VT hi = VSET1(0.5f), lo = VSET1(-123.0f);
+    if (fin && VALL_LT(z1, hi) && VALL_LT(z2, hi) && VALL_LT(lo, z1) &&
+        VALL_LT(lo, z2))
       yv = scan_step(REG, 1, n, dv, du, at, st, sr, bt, ct);
     else
 #endif
@@ -128,7 +137,8 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
 }
 
 /* SsmIsa.scan_block: the rates of the block's channels from c0,
- * transposed to [n][LANES] and scaled by log2(e), and the zero state in
+ * transposed to [n][LANES] and scaled by log2(e) (0 in lanes past the
+ * last channel), and the zero state in
  * ws, then each vector of channels. */
 TGT static void scan_block(const rlx_ssm_args *p, int64_t bi, int64_t c0,
                            float *ws)
