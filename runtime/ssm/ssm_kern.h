@@ -1,6 +1,6 @@
 /* ssm_kern.h -- the f32 kernels of ssm.c (the SsmIsa contracts of
  * ssm_internal.h) for one vector ISA, written once over the vector layer
- * (runtime/simd/vec.h; VEXP2 from vec_exp.h).  Included by ssm_<isa>.c
+ * (runtime/simd/vec.h; VEXP2P1 from vec_exp.h).  Included by ssm_<isa>.c
  * after an f32 vec_*.h instantiation and vec_exp.h, with GDN_NV (vectors
  * per gated-delta-net column sweep: what the registers hold) defined;
  * defines scan_block and gdn_head.  The files build with
@@ -9,15 +9,19 @@
  * selective_scan: a block's RLX_SSM_LANES channels are LANES / VL
  * vectors, each run through the whole time loop in turn (scan_vec): per
  * step and state index k, state_k = 2^(delta a_k log2 e) state_k +
- * (delta x) b_k and y += c_k state_k, two FMAs and a VEXP2 of the rates
- * stored pre-scaled by log2(e).  State size 16 (Mamba's usual) keeps a
- * vector's state in 16 registers across the time loop (unrolled; AVX2,
- * with 16 in all, spills part of it); other sizes stream it through the
- * task's scratch (L1).  The delta, x and y
+ * (delta x) b_k and y += c_k state_k, two FMAs and a VEXP2P1 of
+ * w = delta a_k - 1 (an FMA; the rates stored pre-scaled by log2(e)).
+ * State size 16 (Mamba's usual) keeps a vector's state in 16 registers
+ * across the time loop (unrolled; AVX2, with 16 in all, spills part of
+ * it: two moves per update on the load and store ports, which measured
+ * the same as streaming it through L1); other sizes stream it through
+ * the task's scratch (L1).  AVX2 runs a step whose products all lie in
+ * (-123, 1/2) on VEXP2P1_NEG (same bits, 11 micro-ops for the exp
+ * instead of 21).  The delta, x and y
  * rows of a block are h floats apart: each step prefetches those PF
  * steps ahead.  A tail block's last vector loads and stores under a lane
  * mask; vectors past the last channel are skipped.  Every element sees
- * the same operations on every ISA (VEXP2's bits included), so the SIMD
+ * the same operations on every ISA (VEXP2P1's bits included), so the SIMD
  * kernels agree bitwise; the portable loops of ssm.c (libm expf,
  * separate multiply and add) differ in the last bits.
  *
