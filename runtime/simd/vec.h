@@ -34,7 +34,7 @@
  *                       f + floor(x) (exact) exceeds x
  *   VLDEXP(p, n)        (f32) p * 2^n rounded once (denormal results
  *                       included), for integral n in [-160, 129] and
- *                       |p| in [0.5, 2).  AVX-512: vscalefps (any n);
+ *                       |p| in [0.5, 4].  AVX-512: vscalefps (any n);
  *                       scalar: ldexpf; AVX2, NEON: p * 2^h exactly
  *                       (h = floor(n / 2) added to p's exponent), times
  *                       2^(n - h)
@@ -51,7 +51,11 @@
  *                       and im of VL interleaved complex numbers)
  *
  * AVX-512 f32 also has VSCALEF(p, n) = p * 2^floor(n) (vscalefps) for
- * any p and n.  vec_exp.h adds VEXP and VEXP2 (f32) on top.
+ * any p and n.  AVX2 f32 also has VSCALE_NORMAL(p, n) (VLDEXP where
+ * the result is normal: p's exponent plus n, for integral |n| < 2^22, no
+ * rounding) and VALL_LT(a, b) (nonzero when a < b in every lane, 0 if
+ * any lane is NaN).  vec_exp.h adds VEXP and VEXP2P1 (f32) on top, and
+ * VEXP2P1_NEG where the layer has VSCALE_NORMAL.
  *
  * Lane-wise operations are correctly rounded IEEE operations on every
  * ISA, so a kernel that applies the same operations to each element

@@ -15,6 +15,17 @@ rlx_avx2_frac_ps(__m256 x)
   return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(f),
                                               _mm256_castps_si256(up)));
 }
+/* VSCALE_NORMAL(p, n) (vec.h): p * 2^n as an exponent add: the magic
+   add puts n (|n| < 2^22) in the low bits, the shift moves it to the
+   exponent field and drops the rest. */
+__attribute__((target("avx2,fma"))) static inline __m256
+rlx_avx2_scale_normal_ps(__m256 p, __m256 n)
+{
+  __m256i i = _mm256_castps_si256(
+      _mm256_add_ps(n, _mm256_set1_ps(12582912.0f))); /* 1.5 * 2^23 */
+  return _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(i, 23)));
+}
 __attribute__((target("avx2,fma"))) static inline __m256
 rlx_avx2_ldexp_ps(__m256 p, __m256 n)
 {
@@ -174,6 +185,9 @@ rlx_avx2_load_unzip_pd(const double *p, __m256d *a, __m256d *b)
 #define VFLOOR(x) _mm256_floor_ps(x)
 #define VFRAC(x) rlx_avx2_frac_ps(x)
 #define VLDEXP(p, n) rlx_avx2_ldexp_ps(p, n)
+#define VSCALE_NORMAL(p, n) rlx_avx2_scale_normal_ps(p, n)
+#define VALL_LT(a, b)                                                     \
+  (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff)
 #define VZERO_IF_NEGINF(x)                                                \
   _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
                    _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))

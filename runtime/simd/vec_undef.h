@@ -24,10 +24,13 @@
 #undef VFLOOR
 #undef VFRAC
 #undef VLDEXP
+#undef VSCALE_NORMAL
+#undef VALL_LT
 #undef VZIPLO
 #undef VZIPHI
 #undef VSTORE_ZIP
 #undef VLOAD_UNZIP
 #undef VSCALEF
 #undef VEXP
-#undef VEXP2
+#undef VEXP2P1
+#undef VEXP2P1_NEG

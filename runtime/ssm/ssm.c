@@ -18,7 +18,7 @@
  * constant trip count and vectorize).  The SIMD gated delta nets give
  * the bits of the portable loops (no FMA contraction anywhere:
  * CMakeLists.txt); the SIMD selective scans give the same bits as each
- * other, not as the portable loops (their exp is VEXP2, with FMAs).
+ * other, not as the portable loops (their exp is VEXP2P1, with FMAs).
  * Scratch sizes: ssm_plan.c (shared with the compiler).
  * Tasks touch disjoint outputs and scratch slices and run the same
  * operations whatever the split, so results are bit-identical for any

@@ -1,6 +1,6 @@
 /* ssm_avx512.c -- the AVX-512F/DQ f32 sequence-block kernels: ssm_kern.h
  * over 512-bit vectors (simd/vec_avx512.h), a selective-scan channel
- * block being one vector.  AVX512DQ for VFRAC (vreduceps: VEXP2 needs no
+ * block being one vector.  AVX512DQ for VFRAC (vreduceps: VEXP2P1 needs no
  * clamps then); ssm.c uses these kernels when the GEMM dispatch chose
  * avx512 and the CPU has AVX512DQ (else the AVX2 ones, same bits). */
 #include <math.h>

@@ -1,6 +1,6 @@
 /* ssm_kern.h -- the f32 kernels of ssm.c (the SsmIsa contracts of
  * ssm_internal.h) for one vector ISA, written once over the vector layer
- * (runtime/simd/vec.h; VEXP2 from vec_exp.h).  Included by ssm_<isa>.c
+ * (runtime/simd/vec.h; VEXP2P1 from vec_exp.h).  Included by ssm_<isa>.c
  * after an f32 vec_*.h instantiation and vec_exp.h, with GDN_NV (vectors
  * per gated-delta-net column sweep: what the registers hold) defined;
  * defines scan_block and gdn_head.  The files build with
@@ -9,15 +9,19 @@
  * selective_scan: a block's RLX_SSM_LANES channels are LANES / VL
  * vectors, each run through the whole time loop in turn (scan_vec): per
  * step and state index k, state_k = 2^(delta a_k log2 e) state_k +
- * (delta x) b_k and y += c_k state_k, two FMAs and a VEXP2 of the rates
- * stored pre-scaled by log2(e).  State size 16 (Mamba's usual) keeps a
- * vector's state in 16 registers across the time loop (unrolled; AVX2,
- * with 16 in all, spills part of it); other sizes stream it through the
- * task's scratch (L1).  The delta, x and y
+ * (delta x) b_k and y += c_k state_k, two FMAs and a VEXP2P1 of
+ * w = delta a_k - 1 (an FMA; the rates stored pre-scaled by log2(e)).
+ * State size 16 (Mamba's usual) keeps a vector's state in 16 registers
+ * across the time loop (unrolled; AVX2, with 16 in all, spills part of
+ * it: two moves per update on the load and store ports, which measured
+ * the same as streaming it through L1); other sizes stream it through
+ * the task's scratch (L1).  AVX2 runs a step whose products all lie in
+ * (-123, 1/2) on VEXP2P1_NEG (same bits, 11 micro-ops for the exp
+ * instead of 21).  The delta, x and y
  * rows of a block are h floats apart: each step prefetches those PF
  * steps ahead.  A tail block's last vector loads and stores under a lane
  * mask; vectors past the last channel are skipped.  Every element sees
- * the same operations on every ISA (VEXP2's bits included), so the SIMD
+ * the same operations on every ISA (VEXP2P1's bits included), so the SIMD
  * kernels agree bitwise; the portable loops of ssm.c (libm expf,
  * separate multiply and add) differ in the last bits.
  *
@@ -46,20 +50,69 @@ static inline void prefetch_row(const rlx_ssm_args *p, int64_t ra, int64_t c)
   __builtin_prefetch((const float *)p->y + o);
 }
 
+/* One time step of scan_vec over the state indices: e = 2^(dv at_k)
+ * = VEXP2P1(dv at_k - 1) (VEXP2P1_NEG when FAST: every dv at_k is in
+ * (-123, 1/2)), the state update and the readout; returns y.  REG: the
+ * state in sr (registers), else in st. */
+__attribute__((always_inline)) TGT static inline VT
+scan_step(const int REG, const int FAST, int64_t n, VT dv, VT du,
+          const float *at, float *st, VT *sr, const float *bt,
+          const float *ct)
+{
+  VT yv = VZERO();
+#pragma GCC unroll 16
+  for (int64_t k = 0; k < n; k++) {
+    VT w = VFMA(dv, VLOADU(at + k * LANES), VSET1(-1.0f));
+#ifdef VEXP2P1_NEG
+    VT e = FAST ? VEXP2P1_NEG(w) : VEXP2P1(w);
+#else
+    VT e = VEXP2P1(w);
+    (void)FAST;
+#endif
+    VT sk = REG ? sr[k] : VLOADU(st + k * LANES);
+    sk = VFMA(e, sk, VMUL(du, VSET1(bt[k])));
+    if (REG)
+      sr[k] = sk;
+    else
+      VSTOREU(st + k * LANES, sk);
+    yv = VFMA(VSET1(ct[k]), sk, yv);
+  }
+  return yv;
+}
+
 /* The channels [c, c + nl) of batch row bi (nl <= VL; at, st: their rates
  * and state, k-th at + k * LANES) over the whole time loop.  NK: the
- * state size, with the state in registers; 0: p->n, in st.  NK and nl ==
- * VL are constants after inlining. */
+ * state size, with the state in registers where SSM_STATE_REGS (default
+ * 1); 0: p->n, in st.  NK and nl == VL are constants after inlining.
+ * Where the layer has VEXP2P1_NEG (AVX2), a step takes it when every
+ * product delta a_k of its lanes lies in (-123, 1/2): bounded by delta
+ * times the lane's least and greatest rate (rounding is monotonic), the
+ * rates all finite; NaN fails the compares.  The same bits, half the
+ * instructions of the exp. */
+#ifndef SSM_STATE_REGS
+#define SSM_STATE_REGS 1
+#endif
 __attribute__((always_inline)) TGT static inline void
 scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
          const float *at, float *st)
 {
   const int64_t s = p->s, h = p->h, n = NK ? NK : p->n;
-  const int full = nl == VL;
+  const int full = nl == VL, REG = NK && SSM_STATE_REGS;
   const MT m = VMASK_FIRST(nl);
   VT sr[16];
   for (int k = 0; k < NK; k++)
     sr[k] = VZERO();
+#ifdef VEXP2P1_NEG
+  /* lane-wise least and greatest rate; fin: every rate finite */
+  VT an = VLOADU(at), ap = an;
+  int fin = 1;
+  for (int64_t k = 0; k < n; k++) {
+    VT ak = VLOADU(at + k * LANES);
+    an = VMIN(an, ak);
+    ap = VMAX(ap, ak);
+    fin &= VALL_LT(VMAX(ak, VSUB(VZERO(), ak)), VSET1(INFINITY)) != 0;
+  }
+#endif
   for (int64_t t = 0; t < s; t++) {
     int64_t r = bi * s + t;
     prefetch_row(p, t + PF < s ? r + PF : r, c);
@@ -69,18 +122,16 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
     const float *xt = (const float *)p->x + r * h + c;
     VT dv = full ? VLOADU(dt) : VMASKZ_LOAD(m, dt);
     VT du = VMUL(dv, full ? VLOADU(xt) : VMASKZ_LOAD(m, xt));
-    VT yv = VZERO();
-#pragma GCC unroll 16
-    for (int64_t k = 0; k < n; k++) {
-      VT e = VEXP2(VMUL(dv, VLOADU(at + k * LANES)));
-      VT sk = NK ? sr[k] : VLOADU(st + k * LANES);
-      sk = VFMA(e, sk, VMUL(du, VSET1(bt[k])));
-      if (NK)
-        sr[k] = sk;
-      else
-        VSTOREU(st + k * LANES, sk);
-      yv = VFMA(VSET1(ct[k]), sk, yv);
-    }
+    VT yv;
+#ifdef VEXP2P1_NEG
+    VT z1 = VMUL(dv, an), z2 = VMUL(dv, ap);
+    const VT hi = VSET1(0.5f), lo = VSET1(-123.0f);
+    if (fin && VALL_LT(z1, hi) && VALL_LT(z2, hi) && VALL_LT(lo, z1) &&
+        VALL_LT(lo, z2))
+      yv = scan_step(REG, 1, n, dv, du, at, st, sr, bt, ct);
+    else
+#endif
+      yv = scan_step(REG, 0, n, dv, du, at, st, sr, bt, ct);
     float *yt = (float *)p->y + r * h + c;
     if (full)
       VSTOREU(yt, yv);
@@ -90,7 +141,8 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
 }
 
 /* SsmIsa.scan_block: the rates of the block's channels from c0,
- * transposed to [n][LANES] and scaled by log2(e), and the zero state in
+ * transposed to [n][LANES] and scaled by log2(e) (0 in lanes past the
+ * last channel), and the zero state in
  * ws, then each vector of channels. */
 TGT static void scan_block(const rlx_ssm_args *p, int64_t bi, int64_t c0,
                            float *ws)

@@ -13,7 +13,11 @@
  *     of 16 or of a vector); the SIMD kernels give the same bits as each
  *     other (not as the portable loops: libm expf), also where exp
  *     underflows to denormals (a rate of -150), is 0 (a rate of -inf:
- *     0, not NaN) or overflows (a rate of +200: compared bitwise only).
+ *     0, not NaN) or overflows (a rate of +200: compared bitwise only),
+ *     and with rates in [-150, 1.2) (delta a log2(e) in about
+ *     [-130, 1]: AVX2 steps on its fast exp, every product in
+ *     (-123, 1/2), and on its general one; a product in (1/2, 1), whose
+ *     exp's fraction is rounded down; a rate of -1e-30).
  * Outputs and the scratch start as NaN bytes.
  */
 #include <CUnit/Basic.h>
@@ -171,7 +175,7 @@ static int scan_isa(int isa, int64_t b, int64_t s, int64_t h, int64_t n,
 static void test_selective_scan(void)
 {
   static const int64_t shapes[][4] = {{2, 40, 37, 16}, {1, 25, 20, 40},
-                                      {1, 9, 9, 3}};
+                                      {1, 9, 9, 3}, {2, 40, 24, 16}};
   srand(11);
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     int64_t b = shapes[si][0], s = shapes[si][1], h = shapes[si][2];
@@ -180,6 +184,12 @@ static void test_selective_scan(void)
     size_t bytes = sizeof(float) * (size_t)e;
     float *x = uni(e, -1, 1), *dl = uni(e, 0.05f, 0.6f);
     float *a = uni(h * n, -2, -0.2f);
+    if (si == 3) { /* rates in [-150, 1.2): delta a log2(e) in about */
+      for (int64_t i = 0; i < h * n; i++) /* [-130, 1], AVX2 steps on */
+        a[i] = -150 + 151.2f * (a[i] + 2) / 1.8f; /* both its paths */
+      a[9 * n + 1] = -1e-30f; /* 2^(tiny - 1): w - floor(w) exact */
+      a[10 * n + 4] = 0.9f;   /* delta a log2(e) in (1/2, 1): rounded down */
+    }
     float *bm = uni(b * s * n, -1, 1), *cm = uni(b * s * n, -1, 1);
     float *y = uni(e, 0, 0), *y2 = uni(e, 0, 0), *simd = uni(e, 0, 0);
     double *ref = malloc(sizeof(double) * (size_t)e);
