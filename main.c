@@ -71,6 +71,10 @@ static const char usage[] =
     "  --grad-missing=error|zero  a wrt without gradient: error or zeros\n"
     "  --jvp[=%a,...]       also emit ENTRY_jvp (forward mode)\n"
     "  --hvp                also emit ENTRY_hvp (Hessian-vector product)\n"
+    "  --train=sgd|momentum|adamw  also emit ENTRY_train: forward, loss,\n"
+    "                       backward and the optimizer update of every "
+    "param\n"
+    "                       in place, one call per training step\n"
     "  --time-passes        time and memory of every phase, to stderr\n"
     "  -fdiagnostics-color[=auto|always|never]  colour diagnostics "
     "(auto: on a terminal)\n"
@@ -227,11 +231,23 @@ static bool parse_dump(Cli *c, const char *v) {
   return false;
 }
 
+/* --train=OPT */
+static bool parse_train(Cli *c, const char *v) {
+  static const char *const opts[] = {"sgd", "momentum", "adamw", NULL};
+  for (int k = 0; opts[k]; k++)
+    if (!strcmp(v, opts[k])) {
+      c->o.train = TRAIN_SGD + k;
+      return true;
+    }
+  return cli_err("--train: unknown optimizer '%s' (expected sgd, momentum "
+                 "or adamw)", v);
+}
+
 /* Options that take a value. */
 static bool parse_valued(Cli *c, int argc, char **argv, int *i,
                          bool *handled) {
   static const char *const names[] = {"--emit", "--entry", "--name",
-      "--wrt", "--grad-missing", "--target", "--mcpu", "--mattr",
+      "--wrt", "--grad-missing", "--target", "--mcpu", "--mattr", "--train",
       "--gpu-arch", NULL};
   const char *a = argv[*i];
   int k = 0;
@@ -254,6 +270,7 @@ static bool parse_valued(Cli *c, int argc, char **argv, int *i,
   case 5: c->o.target = v; return *v || cli_err("--target: empty");
   case 6: c->o.mcpu = v; return *v || cli_err("--mcpu: empty");
   case 7: c->o.mattr = v; return *v || cli_err("--mattr: empty");
+  case 8: return parse_train(c, v);
   default:
     if (strcmp(v, "sm_80") && strcmp(v, "sm_90") && strcmp(v, "sm_90a"))
       return cli_err("--gpu-arch: expected sm_80, sm_90 or sm_90a, got "
@@ -346,6 +363,9 @@ static bool parse_args(Cli *c, int argc, char **argv) {
   }
   if (c->help || c->version || c->list_ops || c->list_reserved) return true;
   if (!c->o.input) return cli_err("no input file");
+  if (c->o.train && c->o.nwrt)
+    return cli_err("--train updates every param; it cannot be combined "
+                   "with --wrt");
   char why[512];
   const char *bad = c->o.name ? cname_problem(&c->o, c->o.name, why,
                                               sizeof why) : NULL;

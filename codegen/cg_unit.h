@@ -15,9 +15,17 @@ typedef struct {
   Graph *g;
   const char *name;  /* C name: cname, cname_grad, ... */
   int64_t ws_bytes;
+  /* The C arguments (abi.md): g's arguments and returns, except for
+   * ENTRY_train (train set), whose state pieces are one buffer, the
+   * node `state` (kind RLX_ARG_STATE), and whose in-place returns are
+   * not outputs. */
+  Node **args, **rets;
+  int nargs, nret;
+  const TrainAbi *train;
+  const Node *state;
 } CgEntry;
 
-#define CG_MAX_ENTRIES 4
+#define CG_MAX_ENTRIES 5
 
 /* Build every entry of u into cg; e[] gets them. False on a diagnostic. */
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne);
@@ -36,9 +44,9 @@ LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes);
 /* ---- entry points (entry.c) ---- */
 /* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
  * around the graph function, plus NAME_signature(). */
-bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes);
-/* NAME_signature() of graph g with workspace ws (also --target=cuda). */
-void cg_entry_signature(Cg *cg, Graph *g, const char *name, int64_t ws);
+bool cg_entry(Cg *cg, CgEntry *e);
+/* NAME_signature() of entry e (also --target=cuda). */
+void cg_entry_signature(Cg *cg, const CgEntry *e);
 /* Name of argument/return value n at position j: its name, else
  * "output<j>" written into buf (at least 64 bytes). */
 const char *cg_out_name(const Node *n, int j, char *buf);

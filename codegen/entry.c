@@ -3,7 +3,9 @@
  * cg_entry() compiles the graph (cg_compile_graph) and wraps it in the
  * exported ABI function: it checks the CPU at the first call
  * (RLX_ERR_CPU), a NULL workspace makes it rlx_alloc/rlx_free its own,
- * allocation failure returns RLX_ERR_NOMEM. It also defines
+ * allocation failure returns RLX_ERR_NOMEM; ENTRY_train's wrapper
+ * first turns its one state buffer into the graph's state arguments and
+ * points the in-place returns at their arguments. It also defines
  * NAME_signature(), whose argument descriptors keep all names in one
  * string and all dims in one array per entry.
  */
@@ -56,10 +58,49 @@ static void build_cpu_check(Cg *cg, LLVMValueRef fn, const char *name) {
   LLVMPositionBuilderAtEnd(b, go);
 }
 
+/* &p[k] for a pointer array p. */
+static LLVMValueRef ptr_at(Cg *cg, LLVMValueRef p, int64_t k) {
+  LLVMValueRef i = cg_i64(cg, k);
+  return LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, p, &i, 1, "");
+}
+
+/* ENTRY_train's pointer arrays for its graph function (abi.md,
+ * "Training step"): the C inputs up to the hyperparameters, then one
+ * pointer per state piece into the state buffer (the last C input);
+ * the C outputs, then for every in-place return the pointer of the
+ * argument it overwrites. Stack arrays; *in and *out are replaced. */
+static void train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
+                         LLVMValueRef *out) {
+  LLVMBuilderRef b = cg->b;
+  const Graph *g = e->g;
+  const TrainAbi *a = e->train;
+  int fixed = g->nargs - a->nstate;
+  LLVMValueRef in2 = LLVMBuildArrayAlloca(b, cg->t_ptr,
+                                          cg_i64(cg, g->nargs), "in2");
+  LLVMValueRef out2 = LLVMBuildArrayAlloca(b, cg->t_ptr,
+                                           cg_i64(cg, g->nret), "out2");
+  if (fixed) cg_memcpy(cg, in2, *in, 8 * (int64_t)fixed);
+  if (a->nout) cg_memcpy(cg, out2, *out, 8 * (int64_t)a->nout);
+  LLVMValueRef st = LLVMBuildLoad2(b, cg->t_ptr, ptr_at(cg, *in, fixed), "");
+  for (int k = 0; k < a->nstate; k++) {
+    LLVMValueRef off = cg_i64(cg, a->state_off[k]);
+    LLVMBuildStore(b, LLVMBuildInBoundsGEP2(b, cg->t_i8, st, &off, 1, ""),
+                   ptr_at(cg, in2, fixed + k));
+  }
+  for (int j = a->nout; j < g->nret; j++) {
+    LLVMValueRef p = LLVMBuildLoad2(b, cg->t_ptr,
+                                    ptr_at(cg, in2, g->ret_into[j]), "");
+    LLVMBuildStore(b, p, ptr_at(cg, out2, j));
+  }
+  *in = in2;
+  *out = out2;
+}
+
 /* NAME(in, out, ws): check the CPU, allocate the workspace when ws is
- * NULL. */
-static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
-                          int64_t ws_bytes) {
+ * NULL (ENTRY_train: expand its state buffer first, train_arrays). */
+static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
+  const char *name = x->name;
+  int64_t ws_bytes = x->ws_bytes;
   LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
@@ -71,6 +112,7 @@ static void build_wrapper(Cg *cg, const char *name, LLVMValueRef impl,
   LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
   LLVMValueRef ws = LLVMGetParam(fn, 2);
   LLVMPositionBuilderAtEnd(b, e);
+  if (x->train) train_arrays(cg, x, &in, &out);
   if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
   LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
   LLVMPositionBuilderAtEnd(b, given);
@@ -115,7 +157,7 @@ static LLVMValueRef const_at(Cg *cg, LLVMValueRef base, LLVMTypeRef t,
  * The names (NUL-separated) and the dims live in one global each, so a
  * graph with 10^5 arguments makes three globals, not 2 * 10^5. */
 static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
-                               bool out) {
+                               bool out, const Node *state) {
   if (!n) return LLVMConstNull(cg->t_ptr);
   Arena *a = cg->ctx->arena;
   size_t nchars = 0, ndims = 0;
@@ -144,6 +186,7 @@ static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
   for (int i = 0; i < n; i++) {
     const Type *t = &v[i]->type;
     int kind = out                  ? RLX_ARG_OUTPUT
+               : v[i] == state        ? RLX_ARG_STATE
                : v[i]->op == OP_PARAM ? RLX_ARG_PARAM
                                       : RLX_ARG_INPUT;
     LLVMValueRef f[5] = {
@@ -167,17 +210,19 @@ static LLVMTypeRef named_struct(Cg *cg, const char *name, LLVMTypeRef *f,
   return t;
 }
 
-void cg_entry_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
+void cg_entry_signature(Cg *cg, const CgEntry *x) {
+  const char *name = x->name;
+  int64_t ws = x->ws_bytes;
   LLVMTypeRef df[5] = {cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr,
                        cg->t_i32};
   LLVMTypeRef dt = named_struct(cg, "rlx_tensor_desc", df, 5);
   LLVMTypeRef sf[6] = {cg->t_ptr, cg->t_i32, cg->t_i32,
                        cg->t_ptr, cg->t_ptr, cg->t_i64};
   LLVMTypeRef st = named_struct(cg, "rlx_signature", sf, 6);
-  LLVMValueRef f[6] = {cstr(cg, name, strlen(name)), cg_i32(cg, g->nargs),
-                       cg_i32(cg, g->nret),
-                       desc_array(cg, dt, g->args, g->nargs, false),
-                       desc_array(cg, dt, g->rets, g->nret, true),
+  LLVMValueRef f[6] = {cstr(cg, name, strlen(name)), cg_i32(cg, x->nargs),
+                       cg_i32(cg, x->nret),
+                       desc_array(cg, dt, x->args, x->nargs, false, x->state),
+                       desc_array(cg, dt, x->rets, x->nret, true, NULL),
                        cg_i64(cg, ws)};
   LLVMValueRef sig = const_global_of(cg, LLVMConstNamedStruct(st, f, 6));
   char fname[300];
@@ -190,10 +235,10 @@ void cg_entry_signature(Cg *cg, Graph *g, const char *name, int64_t ws) {
   LLVMBuildRet(cg->b, sig);
 }
 
-bool cg_entry(Cg *cg, Graph *g, const char *name, int64_t *ws_bytes) {
-  LLVMValueRef impl = cg_compile_graph(cg, g, ws_bytes);
+bool cg_entry(Cg *cg, CgEntry *x) {
+  LLVMValueRef impl = cg_compile_graph(cg, x->g, &x->ws_bytes);
   if (!impl) return false;
-  build_wrapper(cg, name, impl, *ws_bytes);
-  cg_entry_signature(cg, g, name, *ws_bytes);
+  build_wrapper(cg, x, impl);
+  cg_entry_signature(cg, x);
   return true;
 }

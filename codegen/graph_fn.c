@@ -45,6 +45,8 @@ static void copy_outputs(Cg *cg, Graph *g) {
     Node *r = g->rets[j];
     CgSlot *s = cg_slot(cg, r);
     if (s->kind == CG_SLOT_OUTPUT && s->index == j) continue;
+    if (s->kind == CG_SLOT_INPUT && g->ret_into && g->ret_into[j] == s->index)
+      continue; /* an in-place return that is its argument: unchanged */
     cg_memcpy(cg, cg_arg_ptr(cg, cg->fn->out, j), cg_buf(cg, r),
               type_bytes(&r->type));
   }

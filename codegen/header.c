@@ -7,7 +7,8 @@
  * the prototype and E_signature(). Outputs also get E_OUT_<name>; an
  * output whose name an input already has gets only E_OUT_ / E_OUT_BYTES_,
  * and a name returned twice names its first position (so every macro is
- * defined once). Once per unit: the target triple and CPU, and
+ * defined once). ENTRY_train also gets E_STATE_BYTES and E_STATE_ALIGN
+ * (its optimizer state buffer, one input). Once per unit: the target triple and CPU, and
  * cname_CPU_FEATURES, the extensions the entries check for at their first
  * call. The header needs only rlxrt.h.
  */
@@ -18,10 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void arg_line(FILE *f, const Node *n, int i, bool out) {
+static void arg_line(FILE *f, const CgEntry *e, const Node *n, int i,
+                     bool out) {
   char ty[160], buf[64];
   type_str(&n->type, ty, sizeof ty);
-  const char *kind = out ? "" : n->op == OP_PARAM ? "  (param)" : "  (input)";
+  const char *kind = out ? ""
+      : n == e->state ? "  (optimizer state, updated in place)"
+      : n->op == OP_PARAM ? (e->train ? "  (param, updated in place)"
+                                      : "  (param)")
+      : "  (input)";
   fprintf(f, " *     [%d] %s: %s%s\n", i, cg_out_name(n, i, buf), ty, kind);
 }
 
@@ -50,7 +56,10 @@ static int cmp_named(const void *a, const void *b) {
  * E_OUT_BYTES_<name> (and E_ARG_ / E_BYTES_ unless an input took the
  * name) for outputs. Names are looked up sorted: graphs with tens of
  * thousands of params have as many gradient outputs. */
-static void arg_macros(FILE *f, const char *nm, const Graph *g, Arena *ar) {
+static void arg_macros(FILE *f, const char *nm, const CgEntry *e,
+                       Arena *ar) {
+  const struct { int nargs, nret; Node **args, **rets; } gg = {
+      e->nargs, e->nret, e->args, e->rets}, *g = &gg;
   for (int i = 0; i < g->nargs; i++) {
     const char *a = g->args[i]->name;
     fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a, i,
@@ -86,19 +95,28 @@ static void arg_macros(FILE *f, const char *nm, const Graph *g, Arena *ar) {
 }
 
 static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
-  const Graph *g = e->g;
   const char *nm = e->name;
-  fprintf(f, "/* %s (graph '%s')\n *   inputs:\n", nm, g->name);
-  for (int i = 0; i < g->nargs; i++) arg_line(f, g->args[i], i, false);
+  fprintf(f, "/* %s (graph '%s')\n *   inputs:\n", nm, e->g->name);
+  for (int i = 0; i < e->nargs; i++) arg_line(f, e, e->args[i], i, false);
   fprintf(f, " *   outputs:\n");
-  for (int i = 0; i < g->nret; i++) arg_line(f, g->rets[i], i, true);
-  fprintf(f, " *   workspace: %lld bytes (NULL: allocated per call)\n */\n",
+  for (int i = 0; i < e->nret; i++) arg_line(f, e, e->rets[i], i, true);
+  fprintf(f, " *   workspace: %lld bytes (NULL: allocated per call)\n",
           (long long)e->ws_bytes);
-  fprintf(f, "#define %s_NUM_INPUTS %d\n", nm, g->nargs);
-  fprintf(f, "#define %s_NUM_OUTPUTS %d\n", nm, g->nret);
+  if (e->train)
+    fprintf(f, " *   One training step: the params are read and overwritten "
+               "with their\n *   updated values; the optimizer state (%lld "
+               "bytes, %s_STATE_BYTES)\n *   is zeroed by the caller before "
+               "the first step and updated in place.\n",
+            (long long)e->train->state_bytes, nm);
+  fprintf(f, " */\n");
+  fprintf(f, "#define %s_NUM_INPUTS %d\n", nm, e->nargs);
+  fprintf(f, "#define %s_NUM_OUTPUTS %d\n", nm, e->nret);
   fprintf(f, "#define %s_WORKSPACE_BYTES %lld\n", nm, (long long)e->ws_bytes);
   fprintf(f, "#define %s_WORKSPACE_ALIGN 64\n", nm);
-  arg_macros(f, nm, g, ar);
+  if (e->train)
+    fprintf(f, "#define %s_STATE_BYTES %lld\n#define %s_STATE_ALIGN 64\n",
+            nm, (long long)e->train->state_bytes, nm);
+  arg_macros(f, nm, e, ar);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
              "void *workspace%s);\n", nm, gpu ? ",\n    void *stream" : "");
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);

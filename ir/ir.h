@@ -242,6 +242,13 @@ typedef struct Graph {
   Node **rets;
   int next_id;
   Arena *arena;       /* the Ctx arena it lives in (printer scratch) */
+  /* NULL, or per return: the index of the argument whose buffer the
+   * return value overwrites (in-place storage: ENTRY_train's updated
+   * params and optimizer state), -1 for an ordinary output. Code
+   * generation passes that argument's pointer as the output and
+   * computes the value there when nothing reads the argument later,
+   * else copies it at the end (docs/codegen.md). */
+  int *ret_into;
 } Graph;
 
 typedef struct Module {

@@ -38,7 +38,28 @@ typedef struct {
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
   const char *gpu_arch;   /* --target=cuda: sm_80 (default), sm_90, sm_90a */
   bool check;             /* --check: write nothing */
+  int train;              /* --train: TRAIN_NONE or an optimizer */
 } Options;
+
+/* --train=OPT: the optimizer of ENTRY_train (passes/ad/train.c). */
+enum { TRAIN_NONE, TRAIN_SGD, TRAIN_MOMENTUM, TRAIN_ADAMW };
+
+/* What ENTRY_train's C arguments are beyond its graph's (abi.md,
+ * "Training step"): the graph's arguments are the entry's, then
+ * nhyper f32 scalars, then nstate optimizer-state pieces; the C entry
+ * passes one state buffer instead of the pieces, piece k at byte
+ * state_off[k] of it (64-byte aligned offsets), state_bytes in all.
+ * The graph's returns are the entry's nout outputs, then one value per
+ * updated param and state piece, each stored over the argument
+ * Graph.ret_into names. */
+typedef struct {
+  int nhyper;             /* hyperparameter inputs */
+  int nstate;             /* state pieces (graph args after the hypers) */
+  int64_t *state_off;     /* byte offset of each piece in the buffer */
+  int64_t state_bytes;    /* the buffer's size (ENTRY_train_STATE_BYTES) */
+  DType state_dt;         /* element type of the state */
+  int nout;               /* the user-visible outputs (the entry's) */
+} TrainAbi;
 
 /* One compilation: the module and the graphs that become entry points.
  * Passes replace these pointers as they rewrite graphs. */
@@ -51,6 +72,8 @@ typedef struct {
   Graph *grad;        /* ENTRY_grad graph, or NULL */
   Graph *jvp;         /* ENTRY_jvp, or NULL */
   Graph *hvp;         /* ENTRY_hvp, or NULL */
+  Graph *train;       /* ENTRY_train, or NULL */
+  TrainAbi train_abi; /* its C arguments, when train is set */
   /* AD working copies (passes/ad/working_copy.c): the entry and every
    * graph it references, cloned before the AD preparation passes
    * rewrite them, so that u->entry keeps its own semantics. NULL / 0
@@ -83,6 +106,8 @@ bool pass_prepare_while(Unit *u);   /* while -> bounded unrolling */
 bool pass_inline_custom_fn(Unit *u);/* custom_fn w/o vjp/jvp -> fwd */
 bool pass_scan_prep(Unit *u);       /* scan bcast + trajectory form */
 bool pass_grad(Unit *u);            /* builds u->grad (reverse walk) */
+bool pass_train(Unit *u);           /* builds u->train: u->grad plus the
+                                       optimizer update (--train) */
 bool pass_simplify(Unit *u);        /* folding, algebraic identities */
 bool pass_cse(Unit *u);             /* common subexpressions */
 bool pass_dce(Unit *u);             /* dead code */
@@ -96,6 +121,9 @@ bool pass_lower_quant(Unit *u);     /* fake quantization -> its ops
 bool pass_generates_code(const Unit *u);
 /* --grad or --hvp: the gradient graph and its preparation are built. */
 bool ad_wants_grad(const Unit *u);
+/* The graphs the clean-up passes and grad_outputs work on (derived
+ * graphs: grad, jvp, hvp, train; NULL entries skipped by callers). */
+#define UNIT_DERIVED(u) {(u)->grad, (u)->jvp, (u)->hvp, (u)->train}
 
 /* For --list-ops and docs: has reverse (VJP) / forward (JVP) mode a rule
  * for op? */

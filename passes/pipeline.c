@@ -58,6 +58,7 @@ static const Pass passes[] = {
     {"inline_custom_fn", pass_inline_custom_fn},
     {"scan_prep", pass_scan_prep},
     {"grad", pass_grad},
+    {"train", pass_train},
     {"hvp", pass_hvp},
     {"lower_quant", pass_lower_quant},
     {"simplify", pass_simplify},
@@ -142,6 +143,7 @@ static uint64_t hash_node(uint64_t h, const Node *n) {
 static uint64_t fingerprint(const Unit *u) {
   uint64_t h = mix_ptr(mix_ptr(mix_ptr(mix_ptr(1, u->entry), u->grad),
                                u->jvp), u->hvp);
+  if (u->train) h = mix_ptr(h, u->train);
   const Module *m = u->mod;
   h = mix(mix_ptr(h, m), m ? (uint64_t)m->ngraphs : 0);
   for (int gi = 0; m && gi < m->ngraphs; gi++) {

@@ -10,5 +10,5 @@ bool pass_generates_code(const Unit *u) {
 }
 
 bool ad_wants_grad(const Unit *u) {
-  return u->opt && (u->opt->grad || u->opt->hvp);
+  return u->opt && (u->opt->grad || u->opt->hvp || u->opt->train);
 }

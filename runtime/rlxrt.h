@@ -56,15 +56,18 @@ typedef enum {
 } rlx_dtype;
 
 /* What an argument is: a graph input, a param (trainable weights: what
-   --grad differentiates by default), or an output. */
-enum { RLX_ARG_INPUT = 0, RLX_ARG_PARAM = 1, RLX_ARG_OUTPUT = 2 };
+   --grad differentiates by default), an output, or the optimizer state
+   buffer of a training step (NAME_train: read and updated in place;
+   its params are updated in place too). */
+enum { RLX_ARG_INPUT = 0, RLX_ARG_PARAM = 1, RLX_ARG_OUTPUT = 2,
+       RLX_ARG_STATE = 3 };
 
 typedef struct {
   const char *name;
   int dtype;            /* an rlx_dtype code */
   int rank;
   const int64_t *dims;  /* rank entries (NULL for rank 0) */
-  int kind;             /* RLX_ARG_INPUT, RLX_ARG_PARAM or RLX_ARG_OUTPUT */
+  int kind;             /* RLX_ARG_INPUT, _PARAM, _OUTPUT or _STATE */
 } rlx_tensor_desc;
 
 typedef struct {

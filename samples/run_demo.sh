@@ -2,10 +2,13 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|train_step|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
+#     train_step  the same training, each step one call of mlp_train
+#              (rlxc --train=sgd: forward, loss, backward and the update
+#              of every parameter in place); fails below 95% too
 #     cnn      the same with the convnet samples/cnn.rlx (conv2d,
 #              max_pool2d, group_norm); fails below 97%
 #     gpt      rlxc --grad samples/gpt.rlx (a character-level GPT), then
@@ -71,6 +74,14 @@ train)
     -lm -lpthread -o "$out/train_digits"
   gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
   "$out/train_digits" "$out/digits.csv" "$@"
+  ;;
+train_step)
+  "$rlxc" "$root/samples/mlp.rlx" --grad --train=sgd -o "$out/mlp_step.o"
+  $cc $cflags -DTRAIN_STEP -DMODEL=mlp -DMODEL_H='"mlp_step.h"' \
+    "$root/samples/train_digits.c" "$out/mlp_step.o" \
+    "$lib" -lm -lpthread -o "$out/train_digits_step"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  "$out/train_digits_step" "$out/digits.csv" "$@"
   ;;
 cnn)
   "$rlxc" "$root/samples/cnn.rlx" --grad -o "$out/cnn.o"

@@ -10,6 +10,10 @@
  *   (for the convnet: -DMODEL=cnn -DMODEL_H='"cnn.h"' and cnn.o)
  *   gzip -dc samples/data/digits.csv.gz > digits.csv
  *   ./train_digits digits.csv [epochs] [min_accuracy] [learning_rate]
+ * With -DTRAIN_STEP and the model compiled with --train=sgd as well,
+ * each step is one call of MODEL_train, which runs forward, loss,
+ * backward and the SGD update of every parameter in place
+ * (samples/run_demo.sh train_step).
  *
  * Data: 1,797 rows of 64 pixels (0..16) and a label (samples/data/).
  * A fixed-seed shuffle puts 80% of the rows in the training set and the
@@ -95,15 +99,31 @@ static double train_epoch(const Data *d, int *tr, int ntr, Params *p,
   shuffle(tr, ntr, s);
   for (int b = 0; b + batch <= ntr; b += batch, nb++) {
     fill_batch(d, tr + b, batch, batch, x, y);
+#ifdef TRAIN_STEP
+    /* MODEL_train: x, y, params (updated in place), lr, weight_decay,
+     * the optimizer state (0 bytes for plain SGD) */
+    float wd = 0;
+    const void *tin[MAXP + 5] = {x, y};
+    for (int k = 0; k < p->n; k++)
+      tin[2 + k] = p->w[k];
+    tin[2 + p->n] = &lr;
+    tin[3 + p->n] = &wd;
+    tin[4 + p->n] = NULL;
+    _Static_assert(CAT(MODEL, _train_STATE_BYTES) == 0, "plain SGD");
+    int rc = CAT(MODEL, _train)(tin, out, ws);
+#else
     int rc = GRAD(in, out, ws);
+#endif
     if (rc) {
       fprintf(stderr, "training step failed: %s\n", rlx_strerror(rc));
       exit(2);
     }
     sum += loss;
+#ifndef TRAIN_STEP
     for (int k = 0; k < p->n; k++)
       for (int64_t i = 0; i < p->numel[k]; i++)
         p->w[k][i] -= lr * p->g[k][i];
+#endif
   }
   return sum / nb;
 }
@@ -171,7 +191,11 @@ int main(int argc, char **argv)
   float *x = calloc((size_t)batch * NPIX, sizeof *x);
   float *logits = calloc((size_t)batch * NCLS, sizeof *logits);
   int *y = calloc((size_t)batch, sizeof *y);
+#ifdef TRAIN_STEP
+  void *ws = rlx_alloc(CAT(MODEL, _train_WORKSPACE_BYTES));
+#else
   void *ws = rlx_alloc(CAT(GRAD, _WORKSPACE_BYTES));
+#endif
   if (!x || !logits || !y || !ws || !init_params(&p, &seed)) {
     fprintf(stderr, "out of memory\n");
     return 2;

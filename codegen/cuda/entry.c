@@ -222,12 +222,15 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
       ok = false;
       break;
     }
-    e[(*ne)++] = (CgEntry){all[i].g, nm, pl->ws_bytes};
+    Graph *g = all[i].g;
+    CgEntry *x = &e[(*ne)++];
+    *x = (CgEntry){g, nm, pl->ws_bytes, g->args, g->rets, g->nargs,
+                   g->nret, NULL, NULL};
     LLVMValueRef fn = build_entry(host, &h, cu, nm, pl->ws_bytes);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
     host->subs = sub;
-    cg_entry_signature(host, all[i].g, nm, pl->ws_bytes);
+    cg_entry_signature(host, x);
   }
   char *ptx = ok ? cu_finish_module(cu) : NULL;
   if (ptx) host_finish(host, &h, cu, ptx);
@@ -237,6 +240,10 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
 }
 
 bool cu_build_unit(Cg *host, Unit *u, CgEntry *e, int *ne) {
+  if (u->train)
+    return diag_error(u->ctx, u->train->loc, "--train is not supported by "
+                      "--target=cuda yet (its in-place updates need the "
+                      "GPU entry builder's support)");
   Cg *dev = device_new(u);
   if (!dev) return false;
   cg_emit_hooks(dev); /* loads of prologue-fused trees */

@@ -5,7 +5,8 @@
  *
  *   %name = op  STORAGE [live DEF..LAST] [scratch [A, B)] [group: ...]
  *
- * STORAGE is inputs[i], outputs[j] (`copied out` when the returned
+ * STORAGE is inputs[i], outputs[j] (`= inputs[i] (in place)` for a
+ * return stored over an argument, ENTRY_train's updates; `copied out` when the returned
  * value lives elsewhere), ws [A, B) (a workspace block; `in place of
  * %v` when it took over a dying leaf's block), const (a constant
  * global), alias of %v, fused into %root, folded (a transpose read
@@ -39,7 +40,11 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
   const CgSlot *s = cg_plan_slot(p, n);
   switch (s->kind) {
   case CG_SLOT_INPUT: fprintf(f, "inputs[%d]", s->index); break;
-  case CG_SLOT_OUTPUT: fprintf(f, "outputs[%d]", s->index); break;
+  case CG_SLOT_OUTPUT:
+    fprintf(f, "outputs[%d]", s->index);
+    if (p->g->ret_into && p->g->ret_into[s->index] >= 0)
+      fprintf(f, " = inputs[%d] (in place)", p->g->ret_into[s->index]);
+    break;
   case CG_SLOT_WS:
     fprintf(f, "ws [%lld, %lld)", (long long)s->offset,
             (long long)(s->offset + cg_align(type_bytes(&n->type))));

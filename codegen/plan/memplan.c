@@ -24,6 +24,12 @@
  * attention's output keeps it live, and that attention's saved row
  * log-sum-exp is a block of its own, live from it to its last leader.
  *
+ * In-place returns (Graph.ret_into, ENTRY_train's updated params and
+ * state): the output pointer of such a return is its argument's buffer;
+ * the return is computed there (an OUTPUT slot) when that is safe
+ * (inplace_ret_ok), else it lives in the workspace and is copied over
+ * the argument after every node ran.
+ *
  * Placement: blocks in definition order, each at the lowest 64-aligned
  * offset that does not overlap any block whose live range intersects it
  * (first fit), computed by a sweep over a sorted list of free gaps (no
@@ -156,6 +162,47 @@ static bool needs_ws(const Node *n, const CgSlot *s) {
   return true;
 }
 
+static bool same_type(const Type *a, const Type *b) {
+  if (a->dt != b->dt || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* Does the fused tree under n read argument a only as itself, from
+ * nodes of type t (so at the element its root writes)? */
+static bool reads_at_same_element(CgPlan *p, Node *n, Node *a,
+                                  const Type *t) {
+  for (int k = 0; k < n->nin; k++) {
+    Node *o = n->in[k];
+    if (o == a) {
+      if (!same_type(&n->type, t)) return false;
+    } else if (p->slot[o->id].kind == CG_SLOT_FUSED) {
+      if (cg_walk_first(p, o) && !reads_at_same_element(p, o, a, t))
+        return false;
+    } else if (owner(p, o) == a) {
+      return false; /* a view of a (alias, folded transpose) */
+    }
+  }
+  return true;
+}
+
+/* Can return r be computed directly over argument a's buffer (the
+ * graph's ret_into)? r is an elementwise root of a's type, nothing
+ * after r's position reads a (live ranges are final here: returns
+ * were marked), and r's own loop reads a only at the element it
+ * writes. Otherwise r goes to the workspace and is copied over a at the
+ * end of the function. */
+static bool inplace_ret_ok(CgPlan *p, Node *r, Node *a) {
+  CgSlot *s = &p->slot[r->id];
+  if (s->kind != CG_SLOT_NONE || r->op == OP_CONST || r->op == OP_INPUT ||
+      r->op == OP_PARAM || !cg_is_elementwise(r->op) ||
+      !same_type(&r->type, &a->type) || p->slot[a->id].last > s->def)
+    return false;
+  cg_walk_begin(p);
+  return reads_at_same_element(p, r, a, &r->type);
+}
+
 static void assign_fixed(Graph *g, CgPlan *p) {
   for (int i = 0; i < g->nargs; i++) {
     CgSlot *s = &p->slot[g->args[i]->id];
@@ -165,18 +212,13 @@ static void assign_fixed(Graph *g, CgPlan *p) {
   for (int j = 0; j < g->nret; j++) {
     Node *r = g->rets[j];
     CgSlot *s = &p->slot[r->id];
+    int into = g->ret_into ? g->ret_into[j] : -1;
+    if (into >= 0 && !inplace_ret_ok(p, r, g->args[into])) continue;
     if (s->kind == CG_SLOT_NONE && r->op != OP_CONST) {
       s->kind = CG_SLOT_OUTPUT;
       s->index = j;
     }
   }
-}
-
-static bool same_type(const Type *a, const Type *b) {
-  if (a->dt != b->dt || a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
 }
 
 /* Does the fused tree under n read w's bytes through another node (an

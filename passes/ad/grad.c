@@ -126,8 +126,11 @@ static Node **resolve_wrt(Unit *u, const Graph *e, int *nt) {
     for (int i = 0; i < e->nargs; i++)
       if (e->args[i]->op == OP_PARAM) t[k++] = e->args[i];
     if (k == 0)
-      ok = diag_error(c, e->loc, "--grad: graph '%s' has no param and no "
-                      "--wrt value was given", u->entry->name);
+      ok = u->opt->train
+          ? diag_error(c, e->loc, "--train: graph '%s' has no param to "
+                       "train", u->entry->name)
+          : diag_error(c, e->loc, "--grad: graph '%s' has no param and no "
+                       "--wrt value was given", u->entry->name);
   }
   for (int i = 0; i < n; i++) {
     Node *v = ad_find_value(e, u->opt->wrt[i]);

@@ -20,8 +20,8 @@ void pass_dce_graph(Ctx *c, Graph *g) {
 }
 
 bool pass_dce(Unit *u) {
-  Graph *g[3] = {u->grad, u->jvp, u->hvp};
-  for (int i = 0; i < 3; i++)
+  Graph *g[4] = UNIT_DERIVED(u);
+  for (int i = 0; i < 4; i++)
     if (g[i]) pass_dce_graph(u->ctx, g[i]);
   return true;
 }

@@ -312,8 +312,8 @@ void pass_simplify_graph(Ctx *c, Graph *g) {
 }
 
 bool pass_simplify(Unit *u) {
-  Graph *g[3] = {u->grad, u->jvp, u->hvp};
-  for (int i = 0; i < 3; i++)
+  Graph *g[4] = UNIT_DERIVED(u);
+  for (int i = 0; i < 4; i++)
     if (g[i]) pass_simplify_graph(u->ctx, g[i]);
   return true;
 }

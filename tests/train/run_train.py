@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""run_train.py -- the training-step suite (rlxc --train).
+
+  run_train.py --rlxc RLXC --driver TRAIN_RUN --work DIR CASE...
+      per case (tests/train/cases/CASE.rlx, golden/CASE/case.txt from
+      gen_train.py): rlxc --train=OPT (cases with weight decay also
+      --grad, so both entries are built into one object), the header's
+      mlp_train_STATE_BYTES against case.txt, cc -shared, then
+      train_run (goldens at 1 thread, bit-identical at 2 threads); and
+      --emit=plan: every param and state update is stored in place.
+  run_train.py --rlxc RLXC --work DIR --diagnostics
+      the errors of --train: no param, a loss of more than one element,
+      params of two dtypes, an unknown optimizer, --wrt with --train.
+Only the Python standard library is used.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(cmd, cwd=None):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=300)
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+def case_info(name):
+    info = {}
+    with open(os.path.join(HERE, "golden", name, "case.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            k, v = line.split(None, 1)
+            info[k] = v.strip()
+    return info
+
+
+def run_case(a, name):
+    info = case_info(name)
+    work = os.path.join(a.work, name)
+    os.makedirs(work, exist_ok=True)
+    obj = os.path.join(work, "mlp.o")
+    args = [a.rlxc, os.path.join(HERE, "cases", name + ".rlx"),
+            "--train=" + info["optimizer"], "-o", obj]
+    if "_wd_" in name:
+        args.append("--grad")
+    rc, out = sh(args)
+    if rc:
+        return "rlxc failed: " + out
+    with open(os.path.join(work, "mlp.h")) as f:
+        hdr = f.read()
+    m = re.search(r"#define mlp_train_STATE_BYTES (\d+)", hdr)
+    if not m or m.group(1) != info["state_bytes"]:
+        return "header: mlp_train_STATE_BYTES %s, expected %s" % (
+            m and m.group(1), info["state_bytes"])
+    if ("mlp_grad(" in hdr) != ("_wd_" in name):
+        return "header: mlp_grad present iff --grad was given"
+    so = os.path.join(work, "mlp.so")
+    rc, out = sh([os.environ.get("CC", "cc"), "-shared", obj, "-o", so])
+    if rc:
+        return "cc failed: " + out
+    rc, out = sh([a.driver, so, "mlp_train", os.path.join(HERE, "golden",
+                                                          name)])
+    if rc:
+        return "train_run: " + out
+    rc, out = sh(args[:2] + ["--train=" + info["optimizer"], "--emit=plan",
+                             "-o", os.path.join(work, "mlp.plan")])
+    if rc:
+        return "rlxc --emit=plan failed: " + out
+    with open(os.path.join(work, "mlp.plan")) as f:
+        plan = ("\n" + f.read()).split("\nplan ")
+    train = [p for p in plan if "(graph mlp_train)" in p.split("\n", 1)[0]]
+    nst = {"sgd": 0, "momentum": 4, "adamw": 9}[info["optimizer"]]
+    n = train[0].count("(in place)") if train else -1
+    if n != 4 + nst:
+        return "plan: %d values stored in place, expected %d" % (n, 4 + nst)
+    return None
+
+
+MLP = """graph g {
+  input %x: f32[4, 3]
+  param %w: f32[3, 2]
+  %l = reduce_sum(matmul(%x, %w))
+  return %l
+}
+"""
+
+DIAGS = [
+    ("no_param", """graph g {
+  input %x: f32[4]
+  %l = reduce_sum(mul(%x, %x))
+  return %l
+}
+""", ["--train=sgd"], 1, r"--train: graph 'g' has no param to train"),
+    ("vector_loss", """graph g {
+  input %x: f32[4, 3]
+  param %w: f32[3, 2]
+  %y = matmul(%x, %w)
+  return %y
+}
+""", ["--train=adamw"], 1, r"the loss\) must be a real floating-point value "
+     r"of one element \(it is f32 with 8 elements\)"),
+    ("mixed_dtypes", """graph g {
+  input %x: f32[3]
+  param %w: f32[3]
+  param %v: f64[3]
+  %l = add(reduce_sum(mul(%x, %w)), cast(reduce_sum(%v), to=f32))
+  return %l
+}
+""", ["--train=momentum"], 1, r"param '%v' is f64 but '%w' is f32"),
+    ("unknown_optimizer", MLP, ["--train=adam"], 2,
+     r"--train: unknown optimizer 'adam' \(expected sgd, momentum or "
+     r"adamw\)"),
+    ("with_wrt", MLP, ["--train=sgd", "--wrt=%w"], 2,
+     r"--train updates every param; it cannot be combined with --wrt"),
+    ("ok", MLP, ["--train=sgd", "--check", "--dump-ir=train"], 0,
+     r"graph g_train \{\n  input %x: f32\[4, 3\]\n  param %w: f32\[3, 2\]\n"
+     r"  input %lr: f32\[\]\n  input %weight_decay: f32\[\]"),
+]
+
+
+def diagnostics(a):
+    os.makedirs(a.work, exist_ok=True)
+    bad = 0
+    for name, src, args, want_rc, pattern in DIAGS:
+        path = os.path.join(a.work, "diag_%s.rlx" % name)
+        with open(path, "w") as f:
+            f.write(src)
+        rc, out = sh([a.rlxc, path, "--check"] + args)
+        if rc != want_rc or not re.search(pattern, out):
+            print("FAIL diag %s: exit %d (want %d), output:\n%s" % (
+                name, rc, want_rc, out))
+            bad += 1
+        else:
+            print("PASS diag", name)
+    return bad
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rlxc", required=True)
+    p.add_argument("--driver")
+    p.add_argument("--work", required=True)
+    p.add_argument("--diagnostics", action="store_true")
+    p.add_argument("--dir", help="cases/ and golden/ elsewhere (default: "
+                   "tests/train)")
+    p.add_argument("cases", nargs="*")
+    a = p.parse_args()
+    global HERE
+    HERE = a.dir or HERE
+    bad = diagnostics(a) if a.diagnostics else 0
+    for name in a.cases:
+        why = run_case(a, name)
+        print("%s %s%s" % ("FAIL" if why else "PASS", name,
+                           ": " + why if why else ""))
+        bad += why is not None
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+/* train_run.c -- run a compiled NAME_train for a few steps against the
+ * goldens of tests/train/gen_train.py (driven by run_train.py).
+ *
+ * usage: train_run LIB.so ENTRY GOLDEN_DIR
+ * LIB.so is the case's object linked -shared; the driver carries the
+ * runtime and exports it (as tests/tools/rlx_run.c). From ENTRY's
+ * signature it checks the argument kinds (params RLX_ARG_PARAM, the
+ * hyperparameters f32 scalars, the last input the RLX_ARG_STATE buffer
+ * of case.txt's state_bytes), then, at 1 thread with a NULL workspace
+ * and at 2 threads with a caller workspace, starts from in_*.bin and a
+ * zeroed state and calls ENTRY `steps` times. The 1-thread run is
+ * compared after every call with the goldens (outputs, every param in
+ * place, the whole state buffer) under |got - ref| <= rtol*|ref| +
+ * atol*max(1, max|ref|) per tensor (f32: 1e-4, 1e-5; f64: 1e-9,
+ * 1e-11); the 2-thread run must be bit-identical to it. Prints one line
+ * per failure and "PASS" or "FAIL"; exit status 0 on PASS.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlxrt.h"
+
+enum { MAXA = 64, MAXSTEPS = 16 };
+
+typedef int (*EntryFn)(const void *const *, void *const *, void *);
+typedef const rlx_signature *(*SigFn)(void);
+
+static int failures;
+
+static void fail(const char *fmt, const char *a, long b) {
+  printf("FAIL: ");
+  printf(fmt, a, b);
+  printf("\n");
+  failures++;
+}
+
+static size_t desc_bytes(const rlx_tensor_desc *d) {
+  size_t n = rlx_dtype_size(d->dtype);
+  for (int i = 0; i < d->rank; i++) n *= (size_t)d->dims[i];
+  return n;
+}
+
+static void *read_file(const char *dir, const char *name, size_t want) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  void *p = rlx_alloc(want ? want : 1);
+  memset(p, 0, want ? want : 1);
+  if (!f) {
+    fail("cannot open %s%.0ld", path, 0);
+    return p;
+  }
+  size_t got = fread(p, 1, want, f);
+  if (got != want || fgetc(f) != EOF)
+    fail("%s: size differs from the signature's (%ld bytes)", path,
+         (long)want);
+  fclose(f);
+  return p;
+}
+
+/* got against ref, n elements of f32 (size 4) or f64. */
+static void compare(const char *what, const void *got, const void *ref,
+                    size_t n, int size, int step) {
+  double rtol = size == 4 ? 1e-4 : 1e-9, atol = size == 4 ? 1e-5 : 1e-11;
+  double mx = 1;
+  for (size_t i = 0; i < n; i++) {
+    double r = size == 4 ? ((const float *)ref)[i] : ((const double *)ref)[i];
+    if (fabs(r) > mx) mx = fabs(r);
+  }
+  for (size_t i = 0; i < n; i++) {
+    double g = size == 4 ? ((const float *)got)[i] : ((const double *)got)[i];
+    double r = size == 4 ? ((const float *)ref)[i] : ((const double *)ref)[i];
+    if (!(fabs(g - r) <= rtol * fabs(r) + atol * mx)) {
+      printf("FAIL: step %d %s[%zu]: got %.9g, want %.9g\n", step, what, i,
+             g, r);
+      failures++;
+      return;
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: train_run LIB.so ENTRY GOLDEN_DIR\n");
+    return 2;
+  }
+  const char *dir = argv[3];
+  void *lib = dlopen(argv[1], RTLD_NOW);
+  if (!lib) {
+    printf("FAIL: dlopen: %s\n", dlerror());
+    return 1;
+  }
+  char sname[512];
+  snprintf(sname, sizeof sname, "%s_signature", argv[2]);
+  EntryFn fn = (EntryFn)dlsym(lib, argv[2]);
+  SigFn sf = (SigFn)dlsym(lib, sname);
+  if (!fn || !sf) {
+    printf("FAIL: no %s or %s in %s\n", argv[2], sname, argv[1]);
+    return 1;
+  }
+  const rlx_signature *sig = sf();
+
+  /* case.txt */
+  char path[4096], line[1024], opt[64] = "", dt[16] = "";
+  snprintf(path, sizeof path, "%s/case.txt", dir);
+  FILE *cf = fopen(path, "r");
+  if (!cf) {
+    printf("FAIL: cannot open %s\n", path);
+    return 1;
+  }
+  int steps = 0, nh = 0;
+  long long state_bytes = -1;
+  float hyper[8];
+  while (fgets(line, sizeof line, cf)) {
+    if (sscanf(line, "optimizer %63s", opt) == 1 ||
+        sscanf(line, "dtype %15s", dt) == 1 ||
+        sscanf(line, "steps %d", &steps) == 1 ||
+        sscanf(line, "state_bytes %lld", &state_bytes) == 1)
+      continue;
+    if (!strncmp(line, "hyper ", 6)) {
+      char *p = line + 6, *e;
+      for (double v = strtod(p, &e); e != p && nh < 8; v = strtod(p, &e)) {
+        hyper[nh++] = (float)v;
+        p = e;
+      }
+    }
+  }
+  fclose(cf);
+  int size = !strcmp(dt, "f64") ? 8 : 4;
+  int nin = sig->num_inputs, nout = sig->num_outputs;
+  int nent = nin - nh - 1;
+  if (nin > MAXA || nout > MAXA || nent < 1 || steps > MAXSTEPS) {
+    printf("FAIL: unexpected signature: %d inputs, %d outputs\n", nin, nout);
+    return 1;
+  }
+
+  /* the signature: params, hyperparameters, state */
+  const rlx_tensor_desc *st = &sig->inputs[nin - 1];
+  if (st->kind != RLX_ARG_STATE)
+    fail("the last input '%s' is not RLX_ARG_STATE (kind %ld)", st->name,
+         st->kind);
+  if ((long long)desc_bytes(st) != state_bytes)
+    fail("state '%s': %ld bytes in the signature, not case.txt's",
+         st->name, (long)desc_bytes(st));
+  for (int i = nent; i < nin - 1; i++)
+    if (sig->inputs[i].dtype != RLX_DT_F32 || sig->inputs[i].rank != 0 ||
+        sig->inputs[i].kind != RLX_ARG_INPUT)
+      fail("hyperparameter '%s' (input %ld) is not an f32 scalar input",
+           sig->inputs[i].name, i);
+
+  void *init[MAXA];
+  size_t bytes[MAXA];
+  char name[64];
+  for (int i = 0; i < nent; i++) {
+    bytes[i] = desc_bytes(&sig->inputs[i]);
+    snprintf(name, sizeof name, "in_%d.bin", i);
+    init[i] = read_file(dir, name, bytes[i]);
+  }
+  size_t obytes[MAXA];
+  for (int j = 0; j < nout; j++) obytes[j] = desc_bytes(&sig->outputs[j]);
+
+  /* run 0: 1 thread, NULL workspace, against the goldens; run 1: 2
+   * threads, a caller workspace, bit-identical to run 0 */
+  void *first[MAXSTEPS][MAXA + MAXA + 1];
+  for (int run = 0; run < 2; run++) {
+    rlx_set_num_threads(run + 1);
+    void *buf[MAXA], *out[MAXA];
+    const void *in[MAXA];
+    for (int i = 0; i < nent; i++) {
+      buf[i] = rlx_alloc(bytes[i] ? bytes[i] : 1);
+      memcpy(buf[i], init[i], bytes[i]);
+      in[i] = buf[i];
+    }
+    for (int i = 0; i < nh; i++) in[nent + i] = &hyper[i];
+    void *state = rlx_alloc(state_bytes > 0 ? (size_t)state_bytes : 1);
+    memset(state, 0, state_bytes > 0 ? (size_t)state_bytes : 1);
+    in[nin - 1] = state;
+    for (int j = 0; j < nout; j++) out[j] = rlx_alloc(obytes[j] + 1);
+    void *ws = run ? rlx_alloc(sig->workspace_bytes + 1) : NULL;
+    for (int s = 0; s < steps; s++) {
+      int rc = fn(in, out, ws);
+      if (rc) {
+        printf("FAIL: run %d step %d: %s returned %d\n", run, s, argv[2], rc);
+        return 1;
+      }
+      for (int j = 0; j < nout; j++) {
+        char what[64];
+        snprintf(what, sizeof what, "step%d_out%d.bin", s, j);
+        if (run == 0) {
+          void *ref = read_file(dir, what, obytes[j]);
+          if (sig->outputs[j].dtype == RLX_DT_F32 ||
+              sig->outputs[j].dtype == RLX_DT_F64)
+            compare(sig->outputs[j].name, out[j], ref, obytes[j] / size, size,
+                    s);
+          first[s][j] = rlx_alloc(obytes[j] + 1);
+          memcpy(first[s][j], out[j], obytes[j]);
+        } else if (memcmp(first[s][j], out[j], obytes[j])) {
+          fail("%s: differs between 1 and 2 threads (step %ld)",
+               sig->outputs[j].name, s);
+        }
+      }
+      for (int i = 0, k = 0; i < nent; i++) {
+        if (sig->inputs[i].kind != RLX_ARG_PARAM) continue;
+        char what[64];
+        snprintf(what, sizeof what, "step%d_param%d.bin", s, k++);
+        if (run == 0) {
+          void *ref = read_file(dir, what, bytes[i]);
+          compare(sig->inputs[i].name, buf[i], ref, bytes[i] / size, size, s);
+          first[s][MAXA + i] = rlx_alloc(bytes[i] + 1);
+          memcpy(first[s][MAXA + i], buf[i], bytes[i]);
+        } else if (memcmp(first[s][MAXA + i], buf[i], bytes[i])) {
+          fail("param %s: differs between 1 and 2 threads (step %ld)",
+               sig->inputs[i].name, s);
+        }
+      }
+      char what[64];
+      snprintf(what, sizeof what, "step%d_state.bin", s);
+      if (run == 0) {
+        void *ref = read_file(dir, what, (size_t)state_bytes);
+        compare("opt_state", state, ref, (size_t)state_bytes / size, size, s);
+        first[s][2 * MAXA] = rlx_alloc((size_t)state_bytes + 1);
+        memcpy(first[s][2 * MAXA], state, (size_t)state_bytes);
+      } else if (memcmp(first[s][2 * MAXA], state, (size_t)state_bytes)) {
+        fail("the state%.0s differs between 1 and 2 threads (step %ld)", "",
+             s);
+      }
+    }
+  }
+  printf("%s\n", failures ? "FAIL" : "PASS");
+  return failures ? 1 : 0;
+}
