@@ -309,15 +309,6 @@ static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
   cg_loop_end(cg, l, NULL);
 }
 
-static CgRed red_kind(Op op) {
-  switch (op) {
-  case OP_REDUCE_PROD: return CG_RED_PROD;
-  case OP_REDUCE_MAX: return CG_RED_MAX;
-  case OP_REDUCE_MIN: return CG_RED_MIN;
-  default: return CG_RED_SUM;
-  }
-}
-
 static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   const Type *t = &n->in[0]->type;
@@ -344,7 +335,7 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef o = cu_ctaid(cu);
   Row r = {n->in[0], dt, len, block, rd, rs, nr,
            remap(cu, o, kd, ks, nk), 0};
-  CgRed kind = red_kind(n->op);
+  CgRed kind = cg_red_kind(n->op);
   LLVMValueRef v = row_fold(cu, &r, kind, NULL, NULL);
   if (n->op == OP_REDUCE_MEAN)
     v = LLVMBuildFDiv(cg->b, v, cg_const(cg, dt, (double)len), "");

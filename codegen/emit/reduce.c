@@ -59,15 +59,6 @@ typedef struct {
   LLVMValueRef y, x;  /* output, input (body copies) */
 } Red;
 
-static CgRed red_kind(Op op) {
-  switch (op) {
-  case OP_REDUCE_PROD: return CG_RED_PROD;
-  case OP_REDUCE_MAX: return CG_RED_MAX;
-  case OP_REDUCE_MIN: return CG_RED_MIN;
-  default: return CG_RED_SUM;
-  }
-}
-
 static void rshape(const Node *n, RShape *s) {
   const Type *t = &n->in[0]->type;
   bool red[RLX_MAX_RANK] = {false};
@@ -272,7 +263,7 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
 
 static bool cg_emit_reduce(Cg *cg, Node *n) {
   DType dt = n->type.dt;
-  Red R = {.cg = cg, .dt = dt, .r = red_kind(n->op),
+  Red R = {.cg = cg, .dt = dt, .r = cg_red_kind(n->op),
            .mean = n->op == OP_REDUCE_MEAN};
   if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
   if (dt == DT_C64 && (R.r == CG_RED_MAX || R.r == CG_RED_MIN))

@@ -320,6 +320,8 @@ LLVMTypeRef cg_ops_bits_type(Cg *cg, int esize);
 
 /* ---- folds, row maps, columns (fold.c) ---- */
 typedef enum { CG_RED_SUM, CG_RED_PROD, CG_RED_MAX, CG_RED_MIN } CgRed;
+/* The fold of a reduce_* op (reduce_mean folds with a sum). */
+CgRed cg_red_kind(Op op);
 /* Identity element of a reduction (compute type, scalar). */
 LLVMValueRef cg_ops_red_init(Cg *cg, DType dt, CgRed r);
 /* a (+ * max min) b, scalars or vectors of dt's compute type. Float

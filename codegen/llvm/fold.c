@@ -26,6 +26,15 @@ static int64_t int_max(DType dt) {
   }
 }
 
+CgRed cg_red_kind(Op op) {
+  switch (op) {
+  case OP_REDUCE_PROD: return CG_RED_PROD;
+  case OP_REDUCE_MAX: return CG_RED_MAX;
+  case OP_REDUCE_MIN: return CG_RED_MIN;
+  default: return CG_RED_SUM;
+  }
+}
+
 LLVMValueRef cg_ops_red_init(Cg *cg, DType dt, CgRed r) {
   bool fl = dt_is_float(dt);
   switch (r) {
