@@ -37,6 +37,22 @@ static void fail(const char *fmt, const char *a, long b) {
   failures++;
 }
 
+/* Every buffer of the run, freed at exit (the driver runs under ASan's
+ * leak checker too). */
+static void *owned[8192];
+static int nowned;
+static void free_owned(void) {
+  while (nowned) rlx_free(owned[--nowned]);
+}
+static void *alloc(size_t n) {
+  void *p = rlx_alloc(n);
+  if (!p || nowned == (int)(sizeof owned / sizeof *owned)) {
+    fprintf(stderr, "train_run: out of memory\n");
+    exit(1);
+  }
+  return owned[nowned++] = p;
+}
+
 static size_t desc_bytes(const rlx_tensor_desc *d) {
   size_t n = rlx_dtype_size(d->dtype);
   for (int i = 0; i < d->rank; i++) n *= (size_t)d->dims[i];
@@ -47,7 +63,7 @@ static void *read_file(const char *dir, const char *name, size_t want) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "rb");
-  void *p = rlx_alloc(want ? want : 1);
+  void *p = alloc(want ? want : 1);
   memset(p, 0, want ? want : 1);
   if (!f) {
     fail("cannot open %s%.0ld", path, 0);
@@ -87,6 +103,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: train_run LIB.so ENTRY GOLDEN_DIR\n");
     return 2;
   }
+  atexit(free_owned);
   const char *dir = argv[3];
   void *lib = dlopen(argv[1], RTLD_NOW);
   if (!lib) {
@@ -170,16 +187,16 @@ int main(int argc, char **argv) {
     void *buf[MAXA], *out[MAXA];
     const void *in[MAXA];
     for (int i = 0; i < nent; i++) {
-      buf[i] = rlx_alloc(bytes[i] ? bytes[i] : 1);
+      buf[i] = alloc(bytes[i] ? bytes[i] : 1);
       memcpy(buf[i], init[i], bytes[i]);
       in[i] = buf[i];
     }
     for (int i = 0; i < nh; i++) in[nent + i] = &hyper[i];
-    void *state = rlx_alloc(state_bytes > 0 ? (size_t)state_bytes : 1);
+    void *state = alloc(state_bytes > 0 ? (size_t)state_bytes : 1);
     memset(state, 0, state_bytes > 0 ? (size_t)state_bytes : 1);
     in[nin - 1] = state;
-    for (int j = 0; j < nout; j++) out[j] = rlx_alloc(obytes[j] + 1);
-    void *ws = run ? rlx_alloc(sig->workspace_bytes + 1) : NULL;
+    for (int j = 0; j < nout; j++) out[j] = alloc(obytes[j] + 1);
+    void *ws = run ? alloc(sig->workspace_bytes + 1) : NULL;
     for (int s = 0; s < steps; s++) {
       int rc = fn(in, out, ws);
       if (rc) {
@@ -195,7 +212,7 @@ int main(int argc, char **argv) {
               sig->outputs[j].dtype == RLX_DT_F64)
             compare(sig->outputs[j].name, out[j], ref, obytes[j] / size, size,
                     s);
-          first[s][j] = rlx_alloc(obytes[j] + 1);
+          first[s][j] = alloc(obytes[j] + 1);
           memcpy(first[s][j], out[j], obytes[j]);
         } else if (memcmp(first[s][j], out[j], obytes[j])) {
           fail("%s: differs between 1 and 2 threads (step %ld)",
@@ -209,7 +226,7 @@ int main(int argc, char **argv) {
         if (run == 0) {
           void *ref = read_file(dir, what, bytes[i]);
           compare(sig->inputs[i].name, buf[i], ref, bytes[i] / size, size, s);
-          first[s][MAXA + i] = rlx_alloc(bytes[i] + 1);
+          first[s][MAXA + i] = alloc(bytes[i] + 1);
           memcpy(first[s][MAXA + i], buf[i], bytes[i]);
         } else if (memcmp(first[s][MAXA + i], buf[i], bytes[i])) {
           fail("param %s: differs between 1 and 2 threads (step %ld)",
@@ -221,7 +238,7 @@ int main(int argc, char **argv) {
       if (run == 0) {
         void *ref = read_file(dir, what, (size_t)state_bytes);
         compare("opt_state", state, ref, (size_t)state_bytes / size, size, s);
-        first[s][2 * MAXA] = rlx_alloc((size_t)state_bytes + 1);
+        first[s][2 * MAXA] = alloc((size_t)state_bytes + 1);
         memcpy(first[s][2 * MAXA], state, (size_t)state_bytes);
       } else if (memcmp(first[s][2 * MAXA], state, (size_t)state_bytes)) {
         fail("the state%.0s differs between 1 and 2 threads (step %ld)", "",
