@@ -12,8 +12,8 @@
  * a kernel unchanged.
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
- * per op family), device.c (thread ids, warp/block reductions, libclc
- * math, PTX emission and checks).
+ * per op family), matmul.c (matmul and batched matmul), device.c (thread
+ * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -48,7 +48,37 @@ typedef struct {
   LLVMBasicBlockRef exit_bb;
 } Cu;
 
+/* Small i64 builders of the kernel files: constant, a + b, a * c,
+ * a / c, a % c (unsigned), a < c (i1). */
+static inline LLVMValueRef i64(Cu *cu, int64_t v) {
+  return cg_i64(cu->dev, v);
+}
+static inline LLVMValueRef add(Cu *cu, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildAdd(cu->dev->b, a, b, "");
+}
+static inline LLVMValueRef mul(Cu *cu, LLVMValueRef a, int64_t c) {
+  return c == 1 ? a : LLVMBuildMul(cu->dev->b, a, i64(cu, c), "");
+}
+static inline LLVMValueRef udiv(Cu *cu, LLVMValueRef a, int64_t c) {
+  return c == 1 ? a : LLVMBuildUDiv(cu->dev->b, a, i64(cu, c), "");
+}
+static inline LLVMValueRef urem(Cu *cu, LLVMValueRef a, int64_t c) {
+  return LLVMBuildURem(cu->dev->b, a, i64(cu, c), "");
+}
+static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
+  return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
+}
+
 /* ---- device.c ---- */
+/* The GPU target's refusal of n: `op 'NAME' is not supported by
+ * --target=cuda yet[: why]`; cu_bad_dtype names the dtype. False. */
+bool cu_unsupported(Cu *cu, Node *n, const char *why);
+bool cu_bad_dtype(Cu *cu, Node *n, DType dt);
+/* Blocks of b threads for n elements. */
+unsigned cu_blocks_for(int64_t n, int b);
+/* Offset of flat index i (over dims[0..r), row-major) with strides. */
+LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
+                      const int64_t *str, int r);
 /* Start kernel `name` (ptx_kernel, byval arrays), make it current in
  * cu->dev with the graph's plan; cu_kernel_end closes it and records a
  * launch of grid x block threads. */
@@ -76,9 +106,13 @@ char *cu_finish_module(Cu *cu);
 /* ---- kernels.c ---- */
 /* Emit node n's kernels (a diagnostic naming op and target if none). */
 bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
-/* Workspace scratch matmul n needs (split-K partial sums), or 0. */
-int64_t cu_matmul_scratch(const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
+
+/* ---- matmul.c ---- */
+/* matmul / batched matmul n. */
+bool cu_matmul(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch matmul n needs (split-K partial sums), or 0. */
+int64_t cu_matmul_scratch(const Node *n);
 
 #endif

@@ -37,6 +37,35 @@ LLVMValueRef cu_ctaid(Cu *cu) {
   return sreg(cu, "llvm.nvvm.read.ptx.sreg.ctaid.x");
 }
 
+bool cu_unsupported(Cu *cu, Node *n, const char *why) {
+  cu->dev->failed = true;
+  return diag_error(cu->dev->ctx, n->loc, "op '%s' is not supported by "
+                    "--target=cuda yet%s%s", op_name(n->op), why ? ": " : "",
+                    why ? why : "");
+}
+
+bool cu_bad_dtype(Cu *cu, Node *n, DType dt) {
+  char why[48];
+  snprintf(why, sizeof why, "dtype %s", dt_name(dt));
+  return cu_unsupported(cu, n, why);
+}
+
+unsigned cu_blocks_for(int64_t n, int b) {
+  return (unsigned)((n + b - 1) / b);
+}
+
+LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
+                      const int64_t *str, int r) {
+  LLVMValueRef off = i64(cu, 0);
+  for (int d = r - 1; d >= 0; d--) {
+    if (dims[d] == 1) continue;
+    LLVMValueRef q = d ? urem(cu, i, dims[d]) : i;
+    if (str[d]) off = add(cu, off, mul(cu, q, str[d]));
+    if (d) i = udiv(cu, i, dims[d]);
+  }
+  return off;
+}
+
 LLVMValueRef cu_gid(Cu *cu) {
   Cg *cg = cu->dev;
   LLVMValueRef n = sreg(cu, "llvm.nvvm.read.ptx.sreg.ntid.x");
