@@ -84,6 +84,8 @@ static const char usage[] =
     "  --target=TRIPLE      LLVM target triple (default: host); cuda: NVIDIA\n"
     "                       GPU (host object with PTX, see docs/gpu.md)\n"
     "  --gpu-arch=SM        with --target=cuda: sm_80 (default), sm_90, sm_90a\n"
+    "  --gpu-tf32           with --target=cuda: f32 matmul on tensor cores in\n"
+    "                       tf32 (10-bit mantissa operands); default: exact\n"
     "  --mcpu=CPU           target CPU (default: host)\n"
     "  --mattr=+F,-G        enable / disable target features\n"
     "  --check              parse, verify and run passes; write nothing\n"
@@ -288,6 +290,7 @@ static bool parse_flag(Cli *c, char *a) {
   else if (!strcmp(a, "--hvp")) c->o.hvp = true;
   else if (!strcmp(a, "--check")) c->o.check = true;
   else if (!strcmp(a, "--time-passes")) c->o.time_passes = true;
+  else if (!strcmp(a, "--gpu-tf32")) c->o.gpu_tf32 = true;
   else if (!strcmp(a, "-fdiagnostics-color")) c->color = "always";
   else if (!strncmp(a, "-fdiagnostics-color=", 20)) {
     c->color = a + 20;

@@ -113,6 +113,6 @@ void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 /* matmul / batched matmul n. */
 bool cu_matmul(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch matmul n needs (split-K partial sums), or 0. */
-int64_t cu_matmul_scratch(const Node *n);
+int64_t cu_matmul_scratch(const Cu *cu, const Node *n);
 
 #endif

@@ -155,7 +155,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (n->op == OP_MATMUL && p->slot[n->id].kind == CG_SLOT_NONE)
-      scratch[n->id] = cu_matmul_scratch(n);
+      scratch[n->id] = cu_matmul_scratch(cu, n);
   }
   if (!cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;

@@ -189,7 +189,19 @@ static MmGeom mm_geom(const Node *n) {
   return g;
 }
 
-int64_t cu_matmul_scratch(const Node *n) {
+/* Does matmul n run on the tensor cores (bf16, f16; f32 with
+ * --gpu-tf32)? */
+static bool mm_on_mma(const Cu *cu, const Node *n) {
+  DType dt = n->type.dt;
+  const Unit *u = cu->dev->u;
+  return dt == DT_BF16 || dt == DT_F16 ||
+         (dt == DT_F32 && u && u->opt && u->opt->gpu_tf32);
+}
+
+static bool mma_matmul(Cu *cu, CgPlan *p, Node *n);
+
+int64_t cu_matmul_scratch(const Cu *cu, const Node *n) {
+  if (mm_on_mma(cu, n)) return 0;
   MmGeom g = mm_geom(n);
   return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(n->type.dt) : 0;
 }
@@ -214,10 +226,14 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
   const Type *t = &n->type;
-  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  bool mma = mm_on_mma(cu, n);
+  if (!mma && dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (n->in[0]->type.dt != dt || n->in[1]->type.dt != dt)
+    return cu_unsupported(cu, n, "operands of another dtype than the result");
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
     return cu_unsupported(cu, n, "rank < 2");
   if (type_numel(t) == 0) return true;
+  if (mma) return mma_matmul(cu, p, n);
   MmGeom g = mm_geom(n);
   Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
           .R = g.R};
@@ -282,5 +298,377 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
     }
   cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
   if (g.S > 1) mm_reduce(cu, p, n, g.S);
+  return true;
+}
+
+/* ---- tensor cores ----
+ * bf16 and f16 (mma.m16n8k16, f32 accumulators) and, with --gpu-tf32,
+ * f32 (mma.m16n8k8.tf32, operands rounded to tf32 with cvt.rna). A
+ * block of 8 warps computes a 128 x 128 output tile: warp w the 64 x 32
+ * sub-tile at rows 64 (w & 1), columns 32 (w >> 1), as 4 x 4 mma tiles.
+ * K advances in slices of 64 bytes of each row (32 bf16 / 16 f32
+ * elements), staged in shared memory in MMA_STAGES buffers: the copies
+ * of slice k + 2 are in flight (cp.async, one commit group per slice)
+ * while slice k is multiplied. Fragments come from shared memory with
+ * ldmatrix (.trans where the operand's contiguous dimension is M or N).
+ * Each operand's stage is 512 chunks of 16 bytes, XOR-swizzled by row so
+ * that the 8 rows one ldmatrix reads fall in distinct banks. Chunks past
+ * the edges of M, N or K are zero-filled (cp.async's source size 0), so
+ * any shape works; operands whose rows are not 16-byte aligned are
+ * staged with masked element loads instead. Every output is the mma
+ * chain over k slices in increasing order from 0: deterministic, no
+ * split. */
+
+#define MMA_BM 128
+#define MMA_BN 128
+#define MMA_THREADS 256
+#define MMA_STAGES 3
+#define MMA_ROWB 64                           /* bytes of k per stage row */
+#define MMA_OPB (MMA_BM * MMA_ROWB)           /* one operand's stage: 8 KiB */
+#define MMA_STAGEB (2 * MMA_OPB)
+#define MMA_MI 4                              /* m16 tiles per warp */
+#define MMA_NI 4                              /* n8 tiles per warp */
+
+/* One operand of the tensor-core product. Its tile is `outer` (M or N)
+ * by k; kmajor: shared rows are the 128 outer indices (4 chunks of k
+ * each); else rows are the k indices (16 chunks of outer each, 16-bit
+ * types only: ldmatrix.trans). */
+typedef struct {
+  const MmOp *o;
+  int64_t os, ks;           /* element strides along outer and k */
+  int64_t outer;            /* M or N */
+  bool kmajor, async;       /* async: cp.async (16-byte chunks) allowed */
+  LLVMValueRef base;        /* batch offset (elements), i64 */
+  LLVMValueRef o0;          /* this block's first outer index, i64 */
+  LLVMValueRef aligned;     /* i1: the buffer is 16-byte aligned */
+  int soff;                 /* byte offset of its part of a stage */
+} MmaOp;
+
+typedef struct {
+  DType dt;
+  int es, ve;               /* element bytes, elements per 16-byte chunk */
+  int64_t K;
+  LLVMValueRef smem, lane, warp, tid;
+  MmaOp a, b;
+} Mma;
+
+static LLVMValueRef i32c(Cu *cu, int v) { return cg_i32(cu->dev, v); }
+
+/* Chunk (row, c) of an operand stage -> byte offset (i32), swizzled. */
+static LLVMValueRef swz(Cu *cu, const MmaOp *x, LLVMValueRef row,
+                        LLVMValueRef c) {
+  LLVMBuilderRef b = cu->dev->b;
+  int cpr = x->kmajor ? 4 : 16;
+  LLVMValueRef s = x->kmajor
+      ? LLVMBuildAnd(b, LLVMBuildLShr(b, row, i32c(cu, 1), ""),
+                     i32c(cu, 3), "")
+      : LLVMBuildAnd(b, row, i32c(cu, 7), "");
+  LLVMValueRef ch = LLVMBuildAdd(b, LLVMBuildMul(b, row, i32c(cu, cpr), ""),
+                                 LLVMBuildXor(b, c, s, ""), "");
+  return LLVMBuildAdd(b, LLVMBuildMul(b, ch, i32c(cu, 16), ""),
+                      i32c(cu, x->soff), "");
+}
+
+static LLVMValueRef smem_at(Cu *cu, const Mma *m, LLVMValueRef stage,
+                            LLVMValueRef off) {
+  Cg *cg = cu->dev;
+  LLVMValueRef o = LLVMBuildAdd(
+      cg->b, LLVMBuildMul(cg->b, stage, i32c(cu, MMA_STAGEB), ""), off, "");
+  return LLVMBuildGEP2(cg->b, cg->t_i8, m->smem, &o, 1, "");
+}
+
+/* Element (ou + j ostep, kk + j kstep) of operand x as raw bits, 0
+ * outside the operand. */
+static LLVMValueRef mma_elem(Cu *cu, const Mma *m, const MmaOp *x,
+                             LLVMValueRef ou, LLVMValueRef kk) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
+  LLVMValueRef in = LLVMBuildAnd(b, ult(cu, ou, x->outer),
+                                 ult(cu, kk, m->K), "");
+  LLVMValueRef off = add(cu, x->base, add(cu, mul(cu, ou, x->os),
+                                          mul(cu, kk, x->ks)));
+  off = LLVMBuildSelect(b, in, off, i64(cu, 0), "");
+  LLVMValueRef v = LLVMBuildLoad2(
+      b, et, LLVMBuildGEP2(b, et, cg_buf(cg, x->o->st), &off, 1, ""), "");
+  return LLVMBuildSelect(b, in, v, LLVMConstNull(et), "");
+}
+
+/* Stage `stage` of operand x <- its k slice from element k0: chunks
+ * e = tid + 256 q, row e / cpr, chunk e % cpr (consecutive threads
+ * along the contiguous dimension). cp.async where allowed and the
+ * buffer is aligned, else masked element loads and a 16-byte store. */
+static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
+                         LLVMValueRef stage, LLVMValueRef k0) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  int cpr = x->kmajor ? 4 : 16;
+  LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
+  for (int q = 0; q < 2; q++) {
+    LLVMValueRef e = LLVMBuildAdd(b, m->tid, i32c(cu, q * MMA_THREADS), "");
+    LLVMValueRef row = LLVMBuildUDiv(b, e, i32c(cu, cpr), "");
+    LLVMValueRef c = LLVMBuildURem(b, e, i32c(cu, cpr), "");
+    LLVMValueRef dst = smem_at(cu, m, stage, swz(cu, x, row, c));
+    LLVMValueRef row64 = LLVMBuildZExt(b, row, cg->t_i64, "");
+    LLVMValueRef c64 = mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), m->ve);
+    /* the chunk's first element (outer, k); it runs along k if kmajor */
+    LLVMValueRef ou = add(cu, x->o0, x->kmajor ? row64 : c64);
+    LLVMValueRef kk = add(cu, k0, x->kmajor ? c64 : row64);
+    LLVMBasicBlockRef sync = cg_block(cg, "mma.sync");
+    LLVMBasicBlockRef done = cg_block(cg, "mma.staged");
+    if (x->async) {
+      LLVMBasicBlockRef ab = cg_block(cg, "mma.async");
+      LLVMBuildCondBr(b, x->aligned, ab, sync);
+      LLVMPositionBuilderAtEnd(b, ab);
+      /* whole chunk in or out: the contiguous extent is a multiple of ve */
+      LLVMValueRef in = LLVMBuildAnd(b, ult(cu, ou, x->outer),
+                                     ult(cu, kk, m->K), "");
+      LLVMValueRef off = add(cu, x->base, add(cu, mul(cu, ou, x->os),
+                                              mul(cu, kk, x->ks)));
+      off = LLVMBuildSelect(b, in, off, i64(cu, 0), "");
+      LLVMValueRef src = LLVMBuildAddrSpaceCast(
+          b, LLVMBuildGEP2(b, et, cg_buf(cg, x->o->st), &off, 1, ""),
+          LLVMPointerTypeInContext(cg->lc, 1), "");
+      LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(b, in, i32c(cu, 16),
+                                                         i32c(cu, 0), "")};
+      cg_intrinsic_n(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0,
+                     args, 3);
+      LLVMBuildBr(b, done);
+    } else {
+      LLVMBuildBr(b, sync);
+    }
+    LLVMPositionBuilderAtEnd(b, sync);
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, (unsigned)m->ve));
+    for (int j = 0; j < m->ve; j++) {
+      LLVMValueRef el = x->kmajor
+          ? mma_elem(cu, m, x, ou, add(cu, kk, i64(cu, j)))
+          : mma_elem(cu, m, x, add(cu, ou, i64(cu, j)), kk);
+      v = LLVMBuildInsertElement(b, v, el, i32c(cu, j), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(b, v, dst), 16);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+  }
+}
+
+/* Stage the k slice kt (i64) into buffer kt % MMA_STAGES; one commit
+ * group (all chunks zero past K). */
+static void mma_stage(Cu *cu, const Mma *m, LLVMValueRef kt) {
+  Cg *cg = cu->dev;
+  LLVMValueRef stage = LLVMBuildTrunc(cg->b, urem(cu, kt, MMA_STAGES),
+                                      cg->t_i32, "");
+  LLVMValueRef k0 = mul(cu, kt, MMA_ROWB / m->es);
+  mma_stage_op(cu, m, &m->a, stage, k0);
+  mma_stage_op(cu, m, &m->b, stage, k0);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+}
+
+/* ldmatrix.x4 of operand x for the 16 outer indices from o0 (i32,
+ * within the tile) at k step ks (32 bytes) of the stage: lane l
+ * addresses row l & 7 of matrix j = l >> 3, whose outer half is one bit
+ * of j and k half the other (A: outer half j & 1, giving a0..a3 of
+ * m16n8k16 / m16n8k8; B: outer half j >> 1, giving b0 b1 of two n8
+ * tiles). tf32 operands are rounded from f32 (cvt.rna). */
+static void ldm(Cu *cu, const Mma *m, const MmaOp *x, bool a_side,
+                LLVMValueRef stage, LLVMValueRef o0, int ks,
+                LLVMValueRef r[4]) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef rr = LLVMBuildAnd(b, m->lane, i32c(cu, 7), "");
+  LLVMValueRef j = LLVMBuildLShr(b, m->lane, i32c(cu, 3), "");
+  LLVMValueRef lo = LLVMBuildAnd(b, j, i32c(cu, 1), "");
+  LLVMValueRef hi = LLVMBuildLShr(b, j, i32c(cu, 1), "");
+  LLVMValueRef ohalf = a_side ? lo : hi, khalf = a_side ? hi : lo;
+  LLVMValueRef row, c;
+  if (x->kmajor) { /* row: outer index; chunk: 16 bytes of k */
+    row = LLVMBuildAdd(b, LLVMBuildAdd(b, o0, rr, ""),
+                       LLVMBuildShl(b, ohalf, i32c(cu, 3), ""), "");
+    c = LLVMBuildAdd(b, i32c(cu, 2 * ks), khalf, "");
+  } else {         /* row: k index; chunk: 8 outer indices */
+    row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32c(cu, 16 * ks), rr, ""),
+                       LLVMBuildShl(b, khalf, i32c(cu, 3), ""), "");
+    c = LLVMBuildAdd(b, LLVMBuildLShr(b, o0, i32c(cu, 3), ""), ohalf, "");
+  }
+  LLVMValueRef p = smem_at(cu, m, stage, swz(cu, x, row, c));
+  LLVMTypeRef ty = LLVMTypeOf(p);
+  LLVMValueRef v = cg_intrinsic_n(
+      cg, x->kmajor ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
+                    : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16",
+      &ty, 1, &p, 1);
+  for (int i = 0; i < 4; i++) {
+    r[i] = LLVMBuildExtractValue(b, v, (unsigned)i, "");
+    if (m->dt == DT_F32) {
+      LLVMValueRef f = LLVMBuildBitCast(b, r[i], cg->t_f32, "");
+      r[i] = cg_intrinsic_n(cg, "llvm.nvvm.f2tf32.rna", NULL, 0, &f, 1);
+    }
+  }
+}
+
+/* acc[0..4) = mma(a[4], bf[2], acc[0..4)) in m->dt's instruction. */
+static void mma_op(Cu *cu, const Mma *m, LLVMValueRef *a, LLVMValueRef *bf,
+                   LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef args[10], p[4];
+  LLVMTypeRef h2 = LLVMVectorType(cg->t_f16, 2);
+  for (int i = 0; i < 6; i++) {
+    LLVMValueRef v = i < 4 ? a[i] : bf[i - 4];
+    args[i] = m->dt == DT_F16 ? LLVMBuildBitCast(b, v, h2, "") : v;
+  }
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef ix = i32c(cu, i);
+    p[i] = LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, "");
+    args[6 + i] = LLVMBuildLoad2(b, cg->t_f32, p[i], "");
+  }
+  const char *nm = m->dt == DT_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                   : m->dt == DT_F16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+                                     : "llvm.nvvm.mma.m16n8k8.row.col.tf32";
+  LLVMValueRef d = cg_intrinsic_n(cg, nm, NULL, 0, args, 10);
+  for (int i = 0; i < 4; i++)
+    LLVMBuildStore(b, LLVMBuildExtractValue(b, d, (unsigned)i, ""), p[i]);
+}
+
+static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
+                        int64_t outer) {
+  x->o = o;
+  x->os = a_side ? o->rs : o->cs;
+  x->ks = a_side ? o->cs : o->rs;
+  x->outer = outer;
+  x->kmajor = !(x->os == 1 && x->ks != 1 && m->es == 2);
+  x->soff = a_side ? 0 : MMA_OPB;
+  /* cp.async: 16-byte chunks along the unit-stride dimension, whose
+   * extent, other stride and batch strides are multiples of a chunk */
+  int64_t ext = x->kmajor ? m->K : outer, other = x->kmajor ? x->os : x->ks;
+  x->async = (x->kmajor ? x->ks : x->os) == 1 && ext % m->ve == 0 &&
+             other % m->ve == 0;
+  for (int d = 0; d < RLX_MAX_RANK; d++)
+    if (o->bstr[d] % m->ve) x->async = false;
+}
+
+/* The 128 x 128 tile of C[bb] at (bm, bn), in n's dtype. */
+static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
+                      LLVMValueRef bb, LLVMValueRef row0, LLVMValueRef col0,
+                      int64_t M, int64_t N) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef g = LLVMBuildZExt(b, LLVMBuildLShr(b, m->lane, i32c(cu, 2),
+                                                  ""), cg->t_i64, "");
+  LLVMValueRef t2 = LLVMBuildZExt(
+      b, LLVMBuildShl(b, LLVMBuildAnd(b, m->lane, i32c(cu, 3), ""),
+                      i32c(cu, 1), ""), cg->t_i64, "");
+  LLVMValueRef base = mul(cu, bb, M * N);
+  for (int mi = 0; mi < MMA_MI; mi++)
+    for (int ni = 0; ni < MMA_NI; ni++)
+      for (int i = 0; i < 4; i++) {
+        LLVMValueRef r = add(cu, row0, add(cu, g, i64(cu, 16 * mi +
+                                                          8 * (i >> 1))));
+        LLVMValueRef c = add(cu, col0, add(cu, t2, i64(cu, 8 * ni +
+                                                           (i & 1))));
+        LLVMBasicBlockRef st = cg_block(cg, "mma.store");
+        LLVMBasicBlockRef nx = cg_block(cg, "mma.next");
+        LLVMBuildCondBr(b, LLVMBuildAnd(b, ult(cu, r, M), ult(cu, c, N), ""),
+                        st, nx);
+        LLVMPositionBuilderAtEnd(b, st);
+        LLVMValueRef ix = i32c(cu, (mi * MMA_NI + ni) * 4 + i);
+        LLVMValueRef v = LLVMBuildLoad2(
+            b, cg->t_f32, LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""), "");
+        cg_store(cg, n->type.dt, cg_buf(cg, n),
+                 add(cu, base, add(cu, mul(cu, r, N), c)), v);
+        LLVMBuildBr(b, nx);
+        LLVMPositionBuilderAtEnd(b, nx);
+      }
+}
+
+static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  const Type *t = &n->type;
+  MmOp oa = {0}, ob = {0};
+  mm_operand(p, n->in[0], t, &oa);
+  mm_operand(p, n->in[1], t, &ob);
+  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
+  int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
+  int64_t batch = type_numel(t) / (M * N);
+  int64_t tm = (M + MMA_BM - 1) / MMA_BM, tn = (N + MMA_BN - 1) / MMA_BN;
+  Mma m = {.dt = n->in[0]->type.dt, .K = K};
+  m.es = dt_size(m.dt);
+  m.ve = 16 / m.es;
+  mma_operand(&m, &m.a, &oa, true, M);
+  mma_operand(&m, &m.b, &ob, false, N);
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.mma.smem");
+  if (!g) {
+    LLVMTypeRef st = LLVMArrayType2(cg->t_i8, MMA_STAGES * MMA_STAGEB);
+    g = LLVMAddGlobalInAddressSpace(cg->mod, st, "rlx.mma.smem", 3);
+    LLVMSetInitializer(g, LLVMGetUndef(st));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 128);
+  }
+  m.smem = g;
+  cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32" : "matmul_mma");
+  LLVMValueRef acc = cg_alloca(
+      cg, LLVMArrayType2(cg->t_f32, MMA_MI * MMA_NI * 4), "acc");
+  LLVMValueRef bid = cu_ctaid(cu);
+  m.tid = LLVMBuildTrunc(b, cu_tid(cu), cg->t_i32, "");
+  m.lane = LLVMBuildAnd(b, m.tid, i32c(cu, 31), "");
+  m.warp = LLVMBuildLShr(b, m.tid, i32c(cu, 5), "");
+  LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
+  LLVMValueRef bb = udiv(cu, bid, tn * tm);
+  m.a.o0 = mul(cu, bm, MMA_BM);
+  m.b.o0 = mul(cu, bn, MMA_BN);
+  m.a.base = cu_remap(cu, bb, t->dims, oa.bstr, t->rank - 2);
+  m.b.base = cu_remap(cu, bb, t->dims, ob.bstr, t->rank - 2);
+  MmaOp *ops[2] = {&m.a, &m.b};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, ops[i]->o->st),
+                                        cg->t_i64, "");
+    ops[i]->aligned = LLVMBuildICmp(
+        b, LLVMIntEQ, LLVMBuildAnd(b, pi, i64(cu, 15), ""), i64(cu, 0), "");
+  }
+  for (int i = 0; i < MMA_MI * MMA_NI * 4; i++) {
+    LLVMValueRef ix = i32c(cu, i);
+    LLVMBuildStore(b, LLVMConstReal(cg->t_f32, 0),
+                   LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
+  }
+  int64_t kel = MMA_ROWB / m.es, nk = (K + kel - 1) / kel;
+  for (int s = 0; s < MMA_STAGES - 1; s++) mma_stage(cu, &m, i64(cu, s));
+  /* warp w: rows 64 (w & 1), columns 32 (w >> 1) of the tile */
+  LLVMValueRef wm = LLVMBuildShl(b, LLVMBuildAnd(b, m.warp, i32c(cu, 1), ""),
+                                 i32c(cu, 6), "");
+  LLVMValueRef wn = LLVMBuildShl(b, LLVMBuildLShr(b, m.warp, i32c(cu, 1), ""),
+                                 i32c(cu, 5), "");
+  CgLoop l;
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
+  /* slice kt has landed (for this thread; the barrier: for all), and
+   * every warp is done with slice kt - 1, whose buffer is refilled */
+  LLVMValueRef wg = i32c(cu, MMA_STAGES - 2);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wg, 1);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  mma_stage(cu, &m, add(cu, kt, i64(cu, MMA_STAGES - 1)));
+  LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, MMA_STAGES),
+                                      cg->t_i32, "");
+  for (int ks = 0; ks < MMA_ROWB / 32; ks++) {
+    LLVMValueRef af[MMA_MI][4], bf[MMA_NI][2], r[4];
+    for (int mi = 0; mi < MMA_MI; mi++)
+      ldm(cu, &m, &m.a, true, stage,
+          LLVMBuildAdd(b, wm, i32c(cu, 16 * mi), ""), ks, af[mi]);
+    for (int nj = 0; nj < MMA_NI / 2; nj++) {
+      ldm(cu, &m, &m.b, false, stage,
+          LLVMBuildAdd(b, wn, i32c(cu, 16 * nj), ""), ks, r);
+      bf[2 * nj][0] = r[0], bf[2 * nj][1] = r[1];
+      bf[2 * nj + 1][0] = r[2], bf[2 * nj + 1][1] = r[3];
+    }
+    for (int mi = 0; mi < MMA_MI; mi++)
+      for (int ni = 0; ni < MMA_NI; ni++) {
+        LLVMValueRef ix = i32c(cu, (mi * MMA_NI + ni) * 4);
+        mma_op(cu, &m, af[mi], bf[ni],
+               LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
+      }
+  }
+  cg_loop_end(cg, &l, NULL);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  mma_store(cu, n, &m, acc, bb,
+            add(cu, m.a.o0, LLVMBuildZExt(b, wm, cg->t_i64, "")),
+            add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N);
+  cu_kernel_end(cu, (unsigned)(batch * tm * tn), MMA_THREADS);
   return true;
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """gpu_ptx_check.py RLXC FILE.rlx [RLXC-ARGS...] -- FileCheck the PTX.
 
+rlxc also gets the arguments of a `// RLXC-ARGS: ...` line of FILE.
+
 Compiles FILE with `rlxc --target=cuda`, takes the PTX text embedded in
 the host object (the NUL-terminated constant that starts with the
 `//` header LLVM writes, up to its `.version` line and beyond) and
@@ -23,6 +25,9 @@ def filecheck():
 
 def main():
     rlxc, src, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+    for line in open(src):
+        if line.startswith("// RLXC-ARGS:"):
+            extra += line.split(":", 1)[1].split()
     with tempfile.TemporaryDirectory() as d:
         obj = os.path.join(d, "k.o")
         subprocess.run([rlxc, src, "--target=cuda", "-o", obj] + extra,
