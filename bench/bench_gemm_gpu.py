@@ -4,6 +4,8 @@
   bench_gemm_gpu.py build RLXC LIBRLXRT OUT   (here: compile every case
                                                 to OUT/NAME.so)
   bench_gemm_gpu.py run OUT                   (GPU host: check, then time)
+  bench_gemm_gpu.py check OUT                 (the checks alone, e.g. under
+                                                compute-sanitizer)
 
 Checks (fresh random inputs, output poisoned with NaN first, three calls
 that must give the same bits):
@@ -103,7 +105,7 @@ def build(rlxc, rt, out):
     json.dump(meta, open(os.path.join(out, "cases.json"), "w"))
 
 
-def run(out):
+def run(out, bench=True):
     import torch
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
@@ -173,6 +175,8 @@ def run(out):
                                   (err / bound).max().item(), rn, same))
         fails += not ok
 
+    if not bench:
+        return 1 if fails else 0
     print("GPU:", torch.cuda.get_device_name(), "torch", torch.__version__)
     print(subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                           "--format=csv,noheader"], capture_output=True,
@@ -224,4 +228,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(*sys.argv[2:5])
     else:
-        sys.exit(run(sys.argv[2]))
+        sys.exit(run(sys.argv[2], sys.argv[1] == "run"))

@@ -377,21 +377,29 @@ static LLVMValueRef smem_at(Cu *cu, const Mma *m, LLVMValueRef stage,
   return LLVMBuildGEP2(cg->b, cg->t_i8, m->smem, &o, 1, "");
 }
 
-/* Element (ou + j ostep, kk + j kstep) of operand x as raw bits, 0
- * outside the operand. */
-static LLVMValueRef mma_elem(Cu *cu, const Mma *m, const MmaOp *x,
-                             LLVMValueRef ou, LLVMValueRef kk) {
+/* Pointer to element (ou, kk) of operand x, or to its first element
+ * when that is outside the operand (*in: whether it is inside). */
+static LLVMValueRef mma_at(Cu *cu, const Mma *m, const MmaOp *x,
+                           LLVMValueRef ou, LLVMValueRef kk,
+                           LLVMValueRef *in) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
-  LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
-  LLVMValueRef in = LLVMBuildAnd(b, ult(cu, ou, x->outer),
-                                 ult(cu, kk, m->K), "");
+  *in = LLVMBuildAnd(b, ult(cu, ou, x->outer), ult(cu, kk, m->K), "");
   LLVMValueRef off = add(cu, x->base, add(cu, mul(cu, ou, x->os),
                                           mul(cu, kk, x->ks)));
-  off = LLVMBuildSelect(b, in, off, i64(cu, 0), "");
-  LLVMValueRef v = LLVMBuildLoad2(
-      b, et, LLVMBuildGEP2(b, et, cg_buf(cg, x->o->st), &off, 1, ""), "");
-  return LLVMBuildSelect(b, in, v, LLVMConstNull(et), "");
+  off = LLVMBuildSelect(b, *in, off, i64(cu, 0), "");
+  return LLVMBuildGEP2(b, cg_ops_bits_type(cg, m->es), cg_buf(cg, x->o->st),
+                       &off, 1, "");
+}
+
+/* Element (ou, kk) of operand x as raw bits, 0 outside the operand. */
+static LLVMValueRef mma_elem(Cu *cu, const Mma *m, const MmaOp *x,
+                             LLVMValueRef ou, LLVMValueRef kk) {
+  LLVMBuilderRef b = cu->dev->b;
+  LLVMTypeRef et = cg_ops_bits_type(cu->dev, m->es);
+  LLVMValueRef in, p = mma_at(cu, m, x, ou, kk, &in);
+  return LLVMBuildSelect(b, in, LLVMBuildLoad2(b, et, p, ""),
+                         LLVMConstNull(et), "");
 }
 
 /* Stage `stage` of operand x <- its k slice from element k0: chunks
@@ -421,13 +429,8 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
       LLVMBuildCondBr(b, x->aligned, ab, sync);
       LLVMPositionBuilderAtEnd(b, ab);
       /* whole chunk in or out: the contiguous extent is a multiple of ve */
-      LLVMValueRef in = LLVMBuildAnd(b, ult(cu, ou, x->outer),
-                                     ult(cu, kk, m->K), "");
-      LLVMValueRef off = add(cu, x->base, add(cu, mul(cu, ou, x->os),
-                                              mul(cu, kk, x->ks)));
-      off = LLVMBuildSelect(b, in, off, i64(cu, 0), "");
-      LLVMValueRef src = LLVMBuildAddrSpaceCast(
-          b, LLVMBuildGEP2(b, et, cg_buf(cg, x->o->st), &off, 1, ""),
+      LLVMValueRef in, src = LLVMBuildAddrSpaceCast(
+          b, mma_at(cu, m, x, ou, kk, &in),
           LLVMPointerTypeInContext(cg->lc, 1), "");
       LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(b, in, i32c(cu, 16),
                                                          i32c(cu, 0), "")};
