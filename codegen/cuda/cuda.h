@@ -12,8 +12,9 @@
  * a kernel unchanged.
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
- * per op family), device.c (thread ids, warp/block reductions, libclc
- * math, PTX emission and checks).
+ * per op family), index.c (cumsum, scatter, topk), random.c (Philox
+ * draws, sample), kernel.h (their shared helpers), device.c (thread
+ * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -80,5 +81,22 @@ bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_matmul_scratch(const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
+
+/* ---- index.c ---- */
+/* cumsum, cumsum_backward; scatter_add, gather_backward; topk. */
+bool cu_cumsum(Cu *cu, CgPlan *plan, Node *n);
+bool cu_scatter(Cu *cu, CgPlan *plan, Node *n);
+bool cu_topk(Cu *cu, CgPlan *plan, Node *n);
+/* Whether element (xj, j) of a row ranks before (xi, i) (i1): greater,
+ * NaN largest, ties (and two NaNs) to the smaller index; compute-type
+ * values of dt, i64 positions. */
+LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
+                             LLVMValueRef j, LLVMValueRef xi, LLVMValueRef i);
+
+/* ---- random.c ---- */
+/* rng_uniform, rng_normal (the CPU's bits); sample and its scratch. */
+bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
+bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_sample_scratch(const Node *n);
 
 #endif

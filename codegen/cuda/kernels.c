@@ -22,65 +22,11 @@
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
  */
-#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/kernel.h"
 
 #include <string.h>
 
-#define EW_BLOCK 256
 #define TS 16 /* matmul tile */
-
-/* The GPU target's refusal of n (why: a short reason, or NULL). */
-static bool unsupported(Cu *cu, Node *n, const char *why) {
-  cu->dev->failed = true;
-  return diag_error(cu->dev->ctx, n->loc, "op '%s' is not supported by "
-                    "--target=cuda yet%s%s", op_name(n->op), why ? ": " : "",
-                    why ? why : "");
-}
-
-static bool bad_dtype(Cu *cu, Node *n, DType dt) {
-  char why[48];
-  snprintf(why, sizeof why, "dtype %s", dt_name(dt));
-  return unsupported(cu, n, why);
-}
-
-static unsigned blocks_for(int64_t n, int b) {
-  return (unsigned)((n + b - 1) / b);
-}
-
-static LLVMValueRef i64(Cu *cu, int64_t v) { return cg_i64(cu->dev, v); }
-
-static LLVMValueRef add(Cu *cu, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildAdd(cu->dev->b, a, b, "");
-}
-
-static LLVMValueRef mul(Cu *cu, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(cu->dev->b, a, i64(cu, c), "");
-}
-
-static LLVMValueRef udiv(Cu *cu, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildUDiv(cu->dev->b, a, i64(cu, c), "");
-}
-
-static LLVMValueRef urem(Cu *cu, LLVMValueRef a, int64_t c) {
-  return LLVMBuildURem(cu->dev->b, a, i64(cu, c), "");
-}
-
-static LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
-  return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
-}
-
-/* Offset of flat index i (over dims[0..r), row-major) with strides. */
-static LLVMValueRef remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
-                          const int64_t *str, int r) {
-  LLVMValueRef off = i64(cu, 0);
-  for (int d = r - 1; d >= 0; d--) {
-    if (dims[d] == 1) continue;
-    LLVMValueRef q = d ? urem(cu, i, dims[d]) : i;
-    if (str[d]) off = add(cu, off, mul(cu, q, str[d]));
-    if (d) i = udiv(cu, i, dims[d]);
-  }
-  return off;
-}
 
 /* ---- one thread per output element ---- */
 
@@ -143,10 +89,6 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
 }
 
 static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
-
-static int norm_axis(int64_t a, int rank) {
-  return (int)(a < 0 ? a + rank : a);
-}
 
 static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
   int k;
@@ -753,6 +695,11 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_NARROW: return narrow_kernel(cu, p, n);
   case OP_CONCAT: return concat_kernel(cu, p, n);
   case OP_GATHER: return gather_kernel(cu, p, n);
+  case OP_CUMSUM: case OP_CUMSUM_BACKWARD: return cu_cumsum(cu, p, n);
+  case OP_SCATTER_ADD: case OP_GATHER_BACKWARD: return cu_scatter(cu, p, n);
+  case OP_TOPK: return cu_topk(cu, p, n);
+  case OP_RNG_UNIFORM: case OP_RNG_NORMAL: return cu_rng(cu, p, n);
+  case OP_SAMPLE: return cu_sample(cu, p, n);
   default: return unsupported(cu, n, NULL);
   }
 }
