@@ -18,6 +18,8 @@
  *   Transposes folded by the plan are read through strides.
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
+ * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
+ *   random.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
