@@ -12,7 +12,8 @@
  * a kernel unchanged.
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
- * per op family), matmul.c (matmul and batched matmul), device.c (thread
+ * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
+ * scatter, topk), random.c (Philox draws, sample), device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -47,6 +48,13 @@ typedef struct {
   CgFn fn;                  /* the kernel being built */
   LLVMBasicBlockRef exit_bb;
 } Cu;
+
+#define EW_BLOCK 256 /* threads per block of one-thread-per-element kernels */
+
+/* Attribute axis a of a rank-`rank` value, negative counted from the end. */
+static inline int norm_axis(int64_t a, int rank) {
+  return (int)(a < 0 ? a + rank : a);
+}
 
 /* Small i64 builders of the kernel files: constant, a + b, a * c,
  * a / c, a % c (unsigned), a < c (i1). */
@@ -114,5 +122,22 @@ void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 bool cu_matmul(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch matmul n needs (split-K partial sums), or 0. */
 int64_t cu_matmul_scratch(const Cu *cu, const Node *n);
+
+/* ---- index.c ---- */
+/* cumsum, cumsum_backward; scatter_add, gather_backward; topk. */
+bool cu_cumsum(Cu *cu, CgPlan *plan, Node *n);
+bool cu_scatter(Cu *cu, CgPlan *plan, Node *n);
+bool cu_topk(Cu *cu, CgPlan *plan, Node *n);
+/* Whether element (xj, j) of a row ranks before (xi, i) (i1): greater,
+ * NaN largest, ties (and two NaNs) to the smaller index; compute-type
+ * values of dt, i64 positions. */
+LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
+                             LLVMValueRef j, LLVMValueRef xi, LLVMValueRef i);
+
+/* ---- random.c ---- */
+/* rng_uniform, rng_normal (the CPU's bits); sample and its scratch. */
+bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
+bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_sample_scratch(const Node *n);
 
 #endif

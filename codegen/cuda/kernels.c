@@ -14,6 +14,8 @@
  * - matmul / batched matmul: matmul.c.
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
+ * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
+ *   random.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -22,7 +24,6 @@
 
 #include <string.h>
 
-#define EW_BLOCK 256
 
 /* ---- one thread per output element ---- */
 
@@ -85,10 +86,6 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
 }
 
 static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
-
-static int norm_axis(int64_t a, int rank) {
-  return (int)(a < 0 ? a + rank : a);
-}
 
 static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
   int k;
@@ -422,6 +419,11 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_NARROW: return narrow_kernel(cu, p, n);
   case OP_CONCAT: return concat_kernel(cu, p, n);
   case OP_GATHER: return gather_kernel(cu, p, n);
+  case OP_CUMSUM: case OP_CUMSUM_BACKWARD: return cu_cumsum(cu, p, n);
+  case OP_SCATTER_ADD: case OP_GATHER_BACKWARD: return cu_scatter(cu, p, n);
+  case OP_TOPK: return cu_topk(cu, p, n);
+  case OP_RNG_UNIFORM: case OP_RNG_NORMAL: return cu_rng(cu, p, n);
+  case OP_SAMPLE: return cu_sample(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

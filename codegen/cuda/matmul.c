@@ -8,7 +8,6 @@
  */
 #include "codegen/cuda/cuda.h"
 
-#define EW_BLOCK 256 /* the split-K sum kernel */
 #define TS 16 /* matmul tile */
 
 /* ---- matmul ----
