@@ -37,6 +37,7 @@ typedef struct {
   bool time_passes;       /* --time-passes: report per phase */
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
   const char *gpu_arch;   /* --target=cuda: sm_80 (default), sm_90, sm_90a */
+  bool cuda_graph;        /* --cuda-graph: entries replay a CUDA graph */
   bool check;             /* --check: write nothing */
   int train;              /* --train: TRAIN_NONE or an optimizer */
 } Options;
