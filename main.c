@@ -86,6 +86,8 @@ static const char usage[] =
     "  --gpu-arch=SM        with --target=cuda: sm_80 (default), sm_90, sm_90a\n"
     "  --gpu-tf32           with --target=cuda: f32 matmul on tensor cores in\n"
     "                       tf32 (10-bit mantissa operands); default: exact\n"
+    "  --cuda-graph         with --target=cuda: each entry replays a CUDA\n"
+    "                       graph of its kernels (docs/gpu.md)\n"
     "  --mcpu=CPU           target CPU (default: host)\n"
     "  --mattr=+F,-G        enable / disable target features\n"
     "  --check              parse, verify and run passes; write nothing\n"
@@ -288,6 +290,7 @@ static bool parse_flag(Cli *c, char *a) {
   else if (!strcmp(a, "--version")) c->version = true;
   else if (!strcmp(a, "--grad")) c->o.grad = true;
   else if (!strcmp(a, "--hvp")) c->o.hvp = true;
+  else if (!strcmp(a, "--cuda-graph")) c->o.cuda_graph = true;
   else if (!strcmp(a, "--check")) c->o.check = true;
   else if (!strcmp(a, "--time-passes")) c->o.time_passes = true;
   else if (!strcmp(a, "--gpu-tf32")) c->o.gpu_tf32 = true;
@@ -369,6 +372,8 @@ static bool parse_args(Cli *c, int argc, char **argv) {
   if (c->o.train && c->o.nwrt)
     return cli_err("--train updates every param; it cannot be combined "
                    "with --wrt");
+  if (c->o.cuda_graph && !(c->o.target && !strcmp(c->o.target, "cuda")))
+    return cli_err("--cuda-graph needs --target=cuda");
   char why[512];
   const char *bad = c->o.name ? cname_problem(&c->o, c->o.name, why,
                                               sizeof why) : NULL;

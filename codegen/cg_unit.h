@@ -47,6 +47,18 @@ LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes);
 bool cg_entry(Cg *cg, CgEntry *e);
 /* NAME_signature() of entry e (also --target=cuda). */
 void cg_entry_signature(Cg *cg, const CgEntry *e);
+/* ENTRY_train's C arguments (x->g is u->train): the graph's up to the
+ * hyperparameters, then one node standing for the state buffer (kind
+ * RLX_ARG_STATE); its first nout returns. */
+void cg_train_args(Unit *u, CgEntry *x);
+/* ENTRY_train's pointer arrays for its graph function (abi.md,
+ * "Training step"), built at the builder's position: the C inputs up to
+ * the hyperparameters, then one pointer per state piece into the state
+ * buffer (the last C input); the C outputs, then for every in-place
+ * return the pointer of the argument it overwrites. Stack arrays; *in
+ * and *out are replaced. Also --target=cuda (device pointers). */
+void cg_train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
+                     LLVMValueRef *out);
 /* Name of argument/return value n at position j: its name, else
  * "output<j>" written into buf (at least 64 bytes). */
 const char *cg_out_name(const Node *n, int j, char *buf);

@@ -45,38 +45,6 @@ static bool build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
                            : cg_build_unit(cg, u, e, ne);
 }
 
-/* ENTRY_train's C arguments: the graph's up to the hyperparameters,
- * then one node standing for the state buffer; its first nout
- * returns. */
-static void train_args(Unit *u, CgEntry *x) {
-  const TrainAbi *a = &u->train_abi;
-  Graph *g = x->g;
-  int fixed = g->nargs - a->nstate;
-  Arena *ar = u->ctx->arena;
-  x->train = a;
-  x->nargs = fixed + 1;
-  x->args = arena_alloc(ar, sizeof(Node *) * (size_t)x->nargs);
-  memcpy(x->args, g->args, sizeof(Node *) * (size_t)fixed);
-  Node *s = arena_alloc(ar, sizeof *s);
-  const char *nm = "opt_state";
-  char buf[64];
-  for (int i = 1, k = 0; k < fixed; k++)
-    if (!strcmp(g->args[k]->name, nm)) {
-      snprintf(buf, sizeof buf, "opt_state_%d", i++);
-      nm = buf;
-      k = -1;
-    }
-  s->op = OP_INPUT;
-  s->name = arena_strdup(ar, nm);
-  s->type.dt = a->state_dt;
-  s->type.rank = 1;
-  s->type.dims[0] = a->state_bytes / dt_size(a->state_dt);
-  s->loc = g->loc;
-  x->args[fixed] = s;
-  x->state = s;
-  x->nret = a->nout;
-}
-
 bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
   struct { Graph *g; const char *suffix; } all[CG_MAX_ENTRIES] = {
       {u->entry, ""}, {u->grad, "_grad"}, {u->jvp, "_jvp"}, {u->hvp, "_hvp"},
@@ -91,7 +59,7 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){all[i].g, nm, 0, all[i].g->args, all[i].g->rets,
                    all[i].g->nargs, all[i].g->nret, NULL, NULL};
-    if (all[i].g == u->train) train_args(u, x);
+    if (all[i].g == u->train) cg_train_args(u, x);
     if (!cg_entry(cg, x)) return false;
   }
   return !cg->failed;

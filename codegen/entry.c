@@ -64,12 +64,36 @@ static LLVMValueRef ptr_at(Cg *cg, LLVMValueRef p, int64_t k) {
   return LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, p, &i, 1, "");
 }
 
-/* ENTRY_train's pointer arrays for its graph function (abi.md,
- * "Training step"): the C inputs up to the hyperparameters, then one
- * pointer per state piece into the state buffer (the last C input);
- * the C outputs, then for every in-place return the pointer of the
- * argument it overwrites. Stack arrays; *in and *out are replaced. */
-static void train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
+void cg_train_args(Unit *u, CgEntry *x) {
+  const TrainAbi *a = &u->train_abi;
+  Graph *g = x->g;
+  int fixed = g->nargs - a->nstate;
+  Arena *ar = u->ctx->arena;
+  x->train = a;
+  x->nargs = fixed + 1;
+  x->args = arena_alloc(ar, sizeof(Node *) * (size_t)x->nargs);
+  memcpy(x->args, g->args, sizeof(Node *) * (size_t)fixed);
+  Node *s = arena_alloc(ar, sizeof *s);
+  const char *nm = "opt_state";
+  char buf[64];
+  for (int i = 1, k = 0; k < fixed; k++)
+    if (!strcmp(g->args[k]->name, nm)) {
+      snprintf(buf, sizeof buf, "opt_state_%d", i++);
+      nm = buf;
+      k = -1;
+    }
+  s->op = OP_INPUT;
+  s->name = arena_strdup(ar, nm);
+  s->type.dt = a->state_dt;
+  s->type.rank = 1;
+  s->type.dims[0] = a->state_bytes / dt_size(a->state_dt);
+  s->loc = g->loc;
+  x->args[fixed] = s;
+  x->state = s;
+  x->nret = a->nout;
+}
+
+void cg_train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
                          LLVMValueRef *out) {
   LLVMBuilderRef b = cg->b;
   const Graph *g = e->g;
@@ -112,7 +136,7 @@ static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
   LLVMValueRef ws = LLVMGetParam(fn, 2);
   LLVMPositionBuilderAtEnd(b, e);
-  if (x->train) train_arrays(cg, x, &in, &out);
+  if (x->train) cg_train_arrays(cg, x, &in, &out);
   if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
   LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
   LLVMPositionBuilderAtEnd(b, given);

@@ -38,6 +38,7 @@ typedef struct {
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
   const char *gpu_arch;   /* --target=cuda: sm_80 (default), sm_90, sm_90a */
   bool gpu_tf32;          /* --gpu-tf32: f32 matmul on tensor cores (tf32) */
+  bool cuda_graph;        /* --cuda-graph: entries replay a CUDA graph */
   bool check;             /* --check: write nothing */
   int train;              /* --train: TRAIN_NONE or an optimizer */
 } Options;

@@ -579,6 +579,26 @@ int rlx_gpu_module_load(rlx_gpu_module *m);
 int rlx_gpu_launch(void *kernel, const unsigned grid[3],
                    const unsigned block[3], unsigned shmem, void *stream,
                    void **args);
+/* An entry compiled with --cuda-graph (docs/gpu.md): static storage
+   per entry, zeroed but for `key` (nin + nout + 1 pointers of static
+   storage) and the counts.  rlx_gpu_graph_run replays g's graph on
+   stream when it was captured on that stream with the same in[0..nin),
+   out[0..nout) and ws; otherwise it captures `enqueue(in, out, ws,
+   stream)` (thread-local capture mode) into a new graph, instantiates
+   it in place of the old one and launches it.  A NULL (legacy) stream,
+   or one already being captured by the caller, gets enqueue's launches
+   directly.  One mutex serializes the calls (replays are a launch). */
+typedef int (*rlx_gpu_enqueue_fn)(const void *const *in, void *const *out,
+                                  void *ws, void *stream);
+typedef struct {
+  void *exec;   /* CUgraphExec, NULL before the first capture */
+  void *stream; /* the stream it was captured on */
+  const void **key;
+  int nin, nout;
+} rlx_gpu_graph;
+int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
+                      const void *const *in, void *const *out, void *ws,
+                      void *stream);
 
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */

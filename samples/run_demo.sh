@@ -2,13 +2,17 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|train_step|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|train_step|gpu|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
 #     train_step  the same training, each step one call of mlp_train
 #              (rlxc --train=sgd: forward, loss, backward and the update
 #              of every parameter in place); fails below 95% too
+#     gpu      train_step on an NVIDIA GPU: rlxc --train=sgd --target=cuda,
+#              the params in GPU memory, every step on the GPU (arguments
+#              as train); without a usable GPU and driver it says so and
+#              exits 0
 #     cnn      the same with the convnet samples/cnn.rlx (conv2d,
 #              max_pool2d, group_norm); fails below 97%
 #     gpt      rlxc --grad samples/gpt.rlx (a character-level GPT), then
@@ -82,6 +86,19 @@ train_step)
     "$lib" -lm -lpthread -o "$out/train_digits_step"
   gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
   "$out/train_digits_step" "$out/digits.csv" "$@"
+  ;;
+gpu)
+  "$rlxc" "$root/samples/mlp.rlx" --grad --train=sgd --target=cuda \
+    --name=mlp -o "$out/mlp_gpu.o"
+  $cc $cflags -DGPU -DTRAIN_STEP -DMODEL=mlp -DMODEL_H='"mlp_gpu.h"' \
+    "$root/samples/train_digits.c" "$out/mlp_gpu.o" \
+    "$lib" -lm -lpthread -ldl -o "$out/train_digits_gpu"
+  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  if ! "$out/train_digits_gpu" --probe 2>"$out/gpu_probe.txt"; then
+    echo "run_demo.sh gpu: no usable NVIDIA GPU here ($(cat "$out/gpu_probe.txt")); nothing to run"
+    exit 0
+  fi
+  "$out/train_digits_gpu" "$out/digits.csv" "$@"
   ;;
 cnn)
   "$rlxc" "$root/samples/cnn.rlx" --grad -o "$out/cnn.o"

@@ -14,6 +14,12 @@
  * each step is one call of MODEL_train, which runs forward, loss,
  * backward and the SGD update of every parameter in place
  * (samples/run_demo.sh train_step).
+ * With -DGPU as well, the model is compiled with --target=cuda
+ * (samples/run_demo.sh gpu): the params live in GPU memory, each call
+ * gets the batch copied to the device and its outputs copied back
+ * (gpu_call), and the training step runs on the GPU. `--probe` as the
+ * only argument: exit 0 when a GPU is usable, else 1 and the reason on
+ * stderr (run_demo.sh gpu exits 0 with that message).
  *
  * Data: 1,797 rows of 64 pixels (0..16) and a label (samples/data/).
  * A fixed-seed shuffle puts 80% of the rows in the training set and the
@@ -36,6 +42,61 @@
 #include <string.h>
 
 #include "digits.h"
+
+#ifdef GPU
+/* --target=cuda entries take device pointers and a stream. The params
+ * (inputs of kind RLX_ARG_PARAM, in signature order) live in dev_param;
+ * gpu_call copies the other inputs in and the outputs out around a
+ * call on host buffers. */
+typedef int (*GpuFn)(const void *const *, void *const *, void *, void *);
+static void *dev_param[MAXP], *stream;
+
+static void gpu_ok(int rc, const char *what)
+{
+  if (rc) {
+    fprintf(stderr, "%s: %s %s\n", what, rlx_strerror(rc),
+            rc == RLX_ERR_GPU ? rlx_gpu_error() : "");
+    exit(2);
+  }
+}
+
+static int gpu_call(GpuFn fn, const rlx_signature *sig,
+                    const void *const *in, void *const *out, void *ws)
+{
+  const void *din[MAXP + 8];
+  void *dout[MAXP + 8], *mem;
+  size_t bytes = 0, off = 0;
+  for (int i = 0; i < sig->num_inputs; i++)
+    bytes += (size_t)numel(&sig->inputs[i]) * 8;
+  for (int j = 0; j < sig->num_outputs; j++)
+    bytes += (size_t)numel(&sig->outputs[j]) * 8;
+  gpu_ok(rlx_gpu_alloc(&mem, bytes), "rlx_gpu_alloc");
+  for (int i = 0, k = 0; i < sig->num_inputs; i++) {
+    size_t n = (size_t)numel(&sig->inputs[i]) *
+               rlx_dtype_size(sig->inputs[i].dtype);
+    if (sig->inputs[i].kind == RLX_ARG_PARAM) {
+      din[i] = dev_param[k++];
+      continue;
+    }
+    din[i] = (char *)mem + off;
+    gpu_ok(rlx_gpu_copy_to_device((void *)din[i], in[i], n, stream), "copy");
+    off += (n + 63) / 64 * 64;
+  }
+  for (int j = 0; j < sig->num_outputs; j++) {
+    dout[j] = (char *)mem + off;
+    off += ((size_t)numel(&sig->outputs[j]) * 8 + 63) / 64 * 64;
+  }
+  int rc = fn(din, dout, ws, stream);
+  for (int j = 0; j < sig->num_outputs && !rc; j++)
+    rc = rlx_gpu_copy_to_host(out[j], dout[j],
+                              (size_t)numel(&sig->outputs[j]) *
+                                  rlx_dtype_size(sig->outputs[j].dtype),
+                              stream);
+  if (!rc) rc = rlx_gpu_stream_sync(stream);
+  gpu_ok(rlx_gpu_free(mem), "rlx_gpu_free");
+  return rc;
+}
+#endif
 
 /* The parameters, in signature order, and buffers for their gradients. */
 typedef struct {
@@ -110,7 +171,12 @@ static double train_epoch(const Data *d, int *tr, int ntr, Params *p,
     tin[3 + p->n] = &wd;
     tin[4 + p->n] = NULL;
     _Static_assert(CAT(MODEL, _train_STATE_BYTES) == 0, "plain SGD");
+#ifdef GPU
+    int rc = gpu_call(CAT(MODEL, _train), CAT(MODEL, _train_signature)(),
+                      tin, out, ws);
+#else
     int rc = CAT(MODEL, _train)(tin, out, ws);
+#endif
 #else
     int rc = GRAD(in, out, ws);
 #endif
@@ -129,7 +195,8 @@ static double train_epoch(const Data *d, int *tr, int ntr, Params *p,
 }
 
 static double accuracy(const Data *d, const int *te, int nte,
-                       const Params *p, float *x, int *y, float *logits)
+                       const Params *p, float *x, int *y, float *logits,
+                       void *ws)
 {
   int batch = batch_size(), correct = 0;
   float loss;
@@ -140,7 +207,11 @@ static double accuracy(const Data *d, const int *te, int nte,
   for (int b = 0; b < nte; b += batch) {
     int n = nte - b < batch ? nte - b : batch;
     fill_batch(d, te + b, n, batch, x, y);
+#ifdef GPU
+    if (gpu_call(FWD, CAT(FWD, _signature)(), in, out, ws)) {
+#else
     if (FWD(in, out, NULL)) {
+#endif
       fprintf(stderr, "forward failed\n");
       exit(2);
     }
@@ -172,6 +243,14 @@ static int check_abi(void)
 
 int main(int argc, char **argv)
 {
+#ifdef GPU
+  if (argc == 2 && !strcmp(argv[1], "--probe")) { /* a usable GPU? */
+    int rc = rlx_gpu_init(0);
+    if (rc)
+      fprintf(stderr, "%s", rlx_gpu_error());
+    return rc ? 1 : 0;
+  }
+#endif
   if (argc < 2) {
     fprintf(stderr, "usage: %s digits.csv [epochs] [min_acc] [lr]\n",
             argv[0]);
@@ -191,7 +270,14 @@ int main(int argc, char **argv)
   float *x = calloc((size_t)batch * NPIX, sizeof *x);
   float *logits = calloc((size_t)batch * NCLS, sizeof *logits);
   int *y = calloc((size_t)batch, sizeof *y);
-#ifdef TRAIN_STEP
+#ifdef GPU
+  void *ws = NULL;
+  size_t wsb = CAT(MODEL, _train_WORKSPACE_BYTES);
+  if (wsb < CAT(FWD, _WORKSPACE_BYTES))
+    wsb = CAT(FWD, _WORKSPACE_BYTES);
+  gpu_ok(rlx_gpu_stream_create(&stream), "no usable GPU");
+  gpu_ok(rlx_gpu_alloc(&ws, wsb), "rlx_gpu_alloc");
+#elif defined(TRAIN_STEP)
   void *ws = rlx_alloc(CAT(MODEL, _train_WORKSPACE_BYTES));
 #else
   void *ws = rlx_alloc(CAT(GRAD, _WORKSPACE_BYTES));
@@ -200,13 +286,25 @@ int main(int argc, char **argv)
     fprintf(stderr, "out of memory\n");
     return 2;
   }
+#ifdef GPU
+  for (int k = 0; k < p.n; k++) {
+    gpu_ok(rlx_gpu_alloc(&dev_param[k], (size_t)p.numel[k] * sizeof(float)),
+           "rlx_gpu_alloc");
+    gpu_ok(rlx_gpu_copy_to_device(dev_param[k], p.w[k],
+                                  (size_t)p.numel[k] * sizeof(float), NULL),
+           "copy");
+  }
+  printf("digits: %d rows, %d train, %d test, batch %d, on the GPU\n", d.n,
+         ntr, nte, batch);
+#else
   printf("digits: %d rows, %d train, %d test, batch %d, %d threads\n",
          d.n, ntr, nte, batch, rlx_get_num_threads());
+#endif
   for (int e = 0; e < epochs; e++) {
     double l = train_epoch(&d, idx, ntr, &p, lr, &seed, ws, x, y, logits);
     printf("epoch %2d  loss %.4f\n", e + 1, l);
   }
-  double acc = accuracy(&d, idx + ntr, nte, &p, x, y, logits);
+  double acc = accuracy(&d, idx + ntr, nte, &p, x, y, logits, ws);
   printf("test accuracy: %.2f%% (%d samples)\n", 100 * acc, nte);
   for (int k = 0; k < p.n; k++) {
     free(p.w[k]);
@@ -215,6 +313,13 @@ int main(int argc, char **argv)
   free(x);
   free(logits);
   free(y);
+#ifdef GPU
+  for (int k = 0; k < p.n; k++)
+    rlx_gpu_free(dev_param[k]);
+  rlx_gpu_free(ws);
+  rlx_gpu_stream_destroy(stream);
+#else
   rlx_free(ws);
+#endif
   return acc >= min_acc ? 0 : 1;
 }

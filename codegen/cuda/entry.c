@@ -1,6 +1,7 @@
 /* entry.c: the entry builder of --target=cuda (cuda.h, docs/gpu.md).
  *
- * For each entry graph (ENTRY, ENTRY_grad, ENTRY_jvp, ENTRY_hvp) the
+ * For each entry graph (ENTRY, ENTRY_grad, ENTRY_jvp, ENTRY_hvp,
+ * ENTRY_train) the
  * plan is made exactly as for the CPU (fusion groups, folded
  * transposes, aliases, first-fit workspace offsets: codegen/plan/); the
  * GPU emitters (kernels.c) add one kernel per node that emits code to
@@ -9,15 +10,22 @@
  *            void *stream)
  * which loads the module at its first call (rlx_gpu_module_load: the
  * driver compiles the PTX once per process), enqueues the kernels in
- * node order on `stream` with rlx_gpu_launch and returns without
- * synchronizing. All pointers are device pointers; a graph needing a
+ * node order on `stream` with rlx_gpu_launch (the private NAME.enqueue)
+ * and returns without synchronizing; with --cuda-graph it hands
+ * NAME.enqueue to rlx_gpu_graph_run instead, which captures it into a
+ * CUDA graph and replays that while the stream and pointers stay. All pointers are device pointers; a graph needing a
  * workspace gets RLX_ERR_INVALID for a NULL one (no device allocation
- * inside an entry). NAME_signature() is the CPU entry builder's.
+ * inside an entry). NAME_signature() is the CPU entry builder's, and
+ * so are ENTRY_train's C arguments (cg_train_args: one state buffer)
+ * and its expansion into the graph's pointer arrays (cg_train_arrays:
+ * state pieces, in-place returns pointing at the params), done here on
+ * device pointers.
  * The host object holds the PTX text (NUL-terminated), the kernel
  * names, the CUfunction cache and the static rlx_gpu_module.
  */
 #include "codegen/cuda/cuda.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,10 +105,14 @@ static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
   return a;
 }
 
-/* The exported entry: check ws, load the module, enqueue launches. */
-static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
-                                const char *name, int64_t ws_bytes) {
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, h->t_entry);
+/* NAME.enqueue(in, out, ws, stream): the launches in node order
+ * (ENTRY_train: after expanding its state buffer, cg_train_arrays). */
+static LLVMValueRef build_enqueue(Cg *cg, Host *h, const Cu *cu,
+                                  const CgEntry *x) {
+  char nm[300];
+  snprintf(nm, sizeof nm, "%s.enqueue", x->name);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, nm, h->t_entry);
+  LLVMSetLinkage(fn, LLVMPrivateLinkage);
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
@@ -112,12 +124,7 @@ static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
   LLVMValueRef grid = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
   LLVMValueRef block = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
   LLVMBuildStore(b, LLVMConstNull(cg->t_ptr), dummy);
-  if (ws_bytes > 0) {
-    LLVMValueRef bad = LLVMBuildZExt(b, LLVMBuildIsNull(b, ws, ""),
-                                     cg->t_i32, "");
-    ret_if(cg, fn, LLVMBuildMul(b, bad, cg_i32(cg, RLX_ERR_INVALID), ""));
-  }
-  ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
+  if (x->train) cg_train_arrays(cg, x, &in, &out);
   LLVMBuildStore(b, ws, wsp);
   /* byval arrays of no element still take a pointer: a dummy one */
   LLVMValueRef a3[3] = {
@@ -140,6 +147,45 @@ static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
     ret_if(cg, fn, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
   }
   LLVMBuildRet(b, cg_i32(cg, 0));
+  return fn;
+}
+
+/* The graph cache of a --cuda-graph entry (rlx_gpu_graph): key
+ * storage for its C inputs, outputs and workspace. */
+static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x) {
+  LLVMTypeRef kt = LLVMArrayType2(cg->t_ptr, (uint64_t)(x->nargs + x->nret +
+                                                        1));
+  LLVMValueRef key = private_global(cg, LLVMConstNull(kt), "rlx.gpu.key",
+                                    false);
+  LLVMValueRef f[5] = {LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr),
+                       key, cg_i32(cg, x->nargs), cg_i32(cg, x->nret)};
+  return private_global(cg, LLVMConstStructInContext(cg->lc, f, 5, 0),
+                        "rlx.gpu.graph", false);
+}
+
+/* The exported entry: check ws, load the module, then enqueue the
+ * launches, or with --cuda-graph replay (or capture) their graph. */
+static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
+                                const CgEntry *x) {
+  LLVMValueRef enq = build_enqueue(cg, h, cu, x);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, x->name, h->t_entry);
+  cg_fn_attrs_baseline(cg, fn);
+  LLVMBuilderRef b = cg->b;
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMValueRef p[4];
+  LLVMGetParams(fn, p);
+  if (x->ws_bytes > 0) {
+    LLVMValueRef bad = LLVMBuildZExt(b, LLVMBuildIsNull(b, p[2], ""),
+                                     cg->t_i32, "");
+    ret_if(cg, fn, LLVMBuildMul(b, bad, cg_i32(cg, RLX_ERR_INVALID), ""));
+  }
+  ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
+  if (!cg->u->opt->cuda_graph) {
+    LLVMBuildRet(b, LLVMBuildCall2(b, h->t_entry, enq, p, 4, ""));
+    return fn;
+  }
+  LLVMValueRef a[6] = {graph_cache(cg, x), enq, p[0], p[1], p[2], p[3]};
+  LLVMBuildRet(b, cg_call(cg, "rlx_gpu_graph_run", cg->t_i32, a, 6));
   return fn;
 }
 
@@ -169,7 +215,9 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   if (!ok) return NULL;
   for (int j = 0; j < g->nret; j++) {
     CgSlot *s = cg_plan_slot(p, g->rets[j]);
-    if (!(s->kind == CG_SLOT_OUTPUT && s->index == j) &&
+    bool same = s->kind == CG_SLOT_INPUT && g->ret_into &&
+                g->ret_into[j] == s->index; /* in place, unchanged */
+    if (!(s->kind == CG_SLOT_OUTPUT && s->index == j) && !same &&
         type_numel(&g->rets[j]->type) > 0)
       cu_copy_out(cu, p, g->rets[j], j);
   }
@@ -203,7 +251,8 @@ static void host_finish(Cg *cg, Host *h, const Cu *cu, const char *ptx) {
 
 static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
   struct { Graph *g; const char *suffix; } all[CG_MAX_ENTRIES] = {
-      {u->entry, ""}, {u->grad, "_grad"}, {u->jvp, "_jvp"}, {u->hvp, "_hvp"}};
+      {u->entry, ""}, {u->grad, "_grad"}, {u->jvp, "_jvp"}, {u->hvp, "_hvp"},
+      {u->train, "_train"}};
   Cu *cu = calloc(1, sizeof *cu);
   RLX_ASSERT(cu);
   cu->dev = dev;
@@ -227,7 +276,8 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){g, nm, pl->ws_bytes, g->args, g->rets, g->nargs,
                    g->nret, NULL, NULL};
-    LLVMValueRef fn = build_entry(host, &h, cu, nm, pl->ws_bytes);
+    if (g == u->train) cg_train_args(u, x);
+    LLVMValueRef fn = build_entry(host, &h, cu, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
     host->subs = sub;
@@ -241,10 +291,6 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
 }
 
 bool cu_build_unit(Cg *host, Unit *u, CgEntry *e, int *ne) {
-  if (u->train)
-    return diag_error(u->ctx, u->train->loc, "--train is not supported by "
-                      "--target=cuda yet (its in-place updates need the "
-                      "GPU entry builder's support)");
   Cg *dev = device_new(u);
   if (!dev) return false;
   cg_emit_hooks(dev); /* loads of prologue-fused trees */

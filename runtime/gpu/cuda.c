@@ -19,6 +19,10 @@
  * compiles the PTX once per process (100-250 ms) and the CUfunctions are
  * cached in the struct.  Thread safety: initialization and module loads
  * take one mutex; the rest is the driver's (thread-safe) calls.
+ *
+ * CUDA graphs (--cuda-graph): rlx_gpu_graph_run captures an entry's
+ * launches on the caller's stream into a graph, instantiates it and
+ * replays it while the stream and every pointer argument stay the same.
  */
 #include "runtime/rlxrt.h"
 
@@ -36,6 +40,8 @@ typedef unsigned long long CUdeviceptr;
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
 
 /* X(name in the driver, return, parameters) */
 #define CU_FUNCTIONS(X)                                                    \
@@ -66,7 +72,15 @@ typedef unsigned long long CUdeviceptr;
   X(cuLaunchKernel,                                                        \
     (void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,         \
      unsigned by, unsigned bz, unsigned shmem, void *stream,               \
-     void **params, void **extra))
+     void **params, void **extra))                                         \
+  X(cuStreamIsCapturing, (void *stream, int *status))                      \
+  X(cuStreamBeginCapture_v2, (void *stream, int mode))                     \
+  X(cuStreamEndCapture, (void *stream, void **graph))                      \
+  X(cuGraphInstantiateWithFlags,                                           \
+    (void **exec, void *graph, unsigned long long flags))                  \
+  X(cuGraphDestroy, (void *graph))                                         \
+  X(cuGraphExecDestroy, (void *exec))                                      \
+  X(cuGraphLaunch, (void *exec, void *stream))
 
 static struct {
 #define X(name, params) CUresult (*name) params;
@@ -322,4 +336,78 @@ int rlx_gpu_launch(void *kernel, const unsigned grid[3],
                                  block[0], block[1], block[2], shmem,
                                  stream, args, NULL),
                "cuLaunchKernel");
+}
+
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Was g captured on stream with these pointers? */
+static int same_key(const rlx_gpu_graph *g, const void *const *in,
+                    void *const *out, void *ws, void *stream)
+{
+  if (!g->exec || g->stream != stream || g->key[g->nin + g->nout] != ws)
+    return 0;
+  for (int i = 0; i < g->nin; i++)
+    if (g->key[i] != in[i])
+      return 0;
+  for (int j = 0; j < g->nout; j++)
+    if (g->key[g->nin + j] != out[j])
+      return 0;
+  return 1;
+}
+
+/* Capture enqueue's launches on stream into g (replacing its graph);
+   called with graph_lock held. */
+static int capture(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
+                   const void *const *in, void *const *out, void *ws,
+                   void *stream)
+{
+  void *graph = NULL, *exec = NULL;
+  int rc = check(cu.cuStreamBeginCapture_v2(
+                     stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                 "cuStreamBeginCapture");
+  if (rc != RLX_OK)
+    return rc;
+  int rc_enq = enqueue(in, out, ws, stream);
+  rc = check(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  if (rc_enq != RLX_OK)
+    rc = rc_enq;
+  if (rc == RLX_OK)
+    rc = check(cu.cuGraphInstantiateWithFlags(&exec, graph, 0),
+               "cuGraphInstantiate");
+  if (graph)
+    cu.cuGraphDestroy(graph);
+  if (rc != RLX_OK)
+    return rc;
+  if (g->exec) /* freed once a launch in flight completes */
+    cu.cuGraphExecDestroy(g->exec);
+  g->exec = exec;
+  g->stream = stream;
+  for (int i = 0; i < g->nin; i++)
+    g->key[i] = in[i];
+  for (int j = 0; j < g->nout; j++)
+    g->key[g->nin + j] = out[j];
+  g->key[g->nin + g->nout] = ws;
+  return RLX_OK;
+}
+
+int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
+                      const void *const *in, void *const *out, void *ws,
+                      void *stream)
+{
+  int status = CU_STREAM_CAPTURE_STATUS_NONE, rc;
+  READY();
+  if (stream)
+    if ((rc = check(cu.cuStreamIsCapturing(stream, &status),
+                    "cuStreamIsCapturing")) != RLX_OK)
+      return rc;
+  if (!stream || status != CU_STREAM_CAPTURE_STATUS_NONE)
+    return enqueue(in, out, ws, stream);
+  pthread_mutex_lock(&graph_lock);
+  rc = same_key(g, in, out, ws, stream)
+           ? RLX_OK
+           : capture(g, enqueue, in, out, ws, stream);
+  if (rc == RLX_OK)
+    rc = check(cu.cuGraphLaunch(g->exec, stream), "cuGraphLaunch");
+  pthread_mutex_unlock(&graph_lock);
+  return rc;
 }

@@ -8,6 +8,17 @@
       mlp_train_STATE_BYTES against case.txt, cc -shared, then
       train_run (goldens at 1 thread, bit-identical at 2 threads); and
       --emit=plan: every param and state update is stored in place.
+      Each case is also compiled with --target=cuda (and --cuda-graph):
+      the header's STATE_BYTES and stream argument are checked.
+  run_train.py --rlxc RLXC --driver TRAIN_RUN --work DIR --gpu-pack OUT
+               CASE...
+      compile each case with --target=cuda, with and without
+      --cuda-graph, link it into OUT with its goldens, train_run and
+      this script: a folder to carry to a GPU host without LLVM.
+  run_train.py --gpu-run OUT
+      on the GPU host: `train_run --gpu` on every packed object (the
+      goldens after every step, in-place updates read back from device
+      memory, two runs bit-identical).
   run_train.py --rlxc RLXC --work DIR --diagnostics
       the errors of --train: no param, a loss of more than one element,
       params of two dtypes, an unknown optimizer, --wrt with --train.
@@ -78,7 +89,75 @@ def run_case(a, name):
     n = train[0].count("(in place)") if train else -1
     if n != 4 + nst:
         return "plan: %d values stored in place, expected %d" % (n, 4 + nst)
+    for extra in ([], ["--cuda-graph"]):
+        why, _ = compile_gpu(a, name, work, extra)
+        if why:
+            return why
     return None
+
+
+def compile_gpu(a, name, work, extra):
+    """--target=cuda object of case `name` (and the header checked):
+    (error or None, object path)."""
+    info = case_info(name)
+    tag = "mlp_gpu" + ("_graph" if extra else "")
+    obj = os.path.join(work, tag + ".o")
+    rc, out = sh([a.rlxc, os.path.join(HERE, "cases", name + ".rlx"),
+                  "--train=" + info["optimizer"], "--target=cuda",
+                  "--name=mlp", "-o", obj] + extra)
+    if rc:
+        return "rlxc --target=cuda %s failed: %s" % (" ".join(extra), out), obj
+    with open(os.path.join(work, tag + ".h")) as f:
+        hdr = f.read()
+    m = re.search(r"#define mlp_train_STATE_BYTES (\d+)", hdr)
+    if not m or m.group(1) != info["state_bytes"]:
+        return "cuda header: mlp_train_STATE_BYTES %s" % (m and m.group(1)), obj
+    if not re.search(r"int mlp_train\([^)]*void \*stream\);", hdr):
+        return "cuda header: no stream argument in mlp_train", obj
+    return None, obj
+
+
+def gpu_pack(a, out, cases):
+    import shutil
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(os.path.abspath(__file__), out)
+    shutil.copy(a.driver, out)
+    bad = 0
+    with open(os.path.join(out, "manifest.txt"), "w") as man:
+        for name in cases:
+            work = os.path.join(a.work, name)
+            os.makedirs(work, exist_ok=True)
+            shutil.copytree(os.path.join(HERE, "golden", name),
+                            os.path.join(out, name), dirs_exist_ok=True)
+            for extra in ([], ["--cuda-graph"]):
+                why, obj = compile_gpu(a, name, work, extra)
+                so = "%s%s.so" % (name, "_graph" if extra else "")
+                if not why:
+                    rc, msg = sh([os.environ.get("CC", "cc"), "-shared", obj,
+                                  "-o", os.path.join(out, so)])
+                    why = msg if rc else None
+                if why:
+                    print("FAIL pack %s: %s" % (so, why))
+                    bad += 1
+                else:
+                    man.write("%s %s\n" % (so, name))
+    return bad
+
+
+def gpu_run(out):
+    bad = n = 0
+    with open(os.path.join(out, "manifest.txt")) as man:
+        for line in man:
+            so, name = line.split()
+            rc, msg = sh([os.path.join(out, "train_run"), "--gpu",
+                          os.path.join(out, so), "mlp_train",
+                          os.path.join(out, name)])
+            n += 1
+            bad += rc != 0
+            print("%s %s%s" % ("FAIL" if rc else "PASS", so,
+                               ":\n" + msg if rc else ""))
+    print("%d of %d passed" % (n - bad, n))
+    return bad
 
 
 MLP = """graph g {
@@ -144,14 +223,20 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rlxc", required=True)
     p.add_argument("--driver")
-    p.add_argument("--work", required=True)
+    p.add_argument("--work")
     p.add_argument("--diagnostics", action="store_true")
+    p.add_argument("--gpu-pack", metavar="OUT")
+    p.add_argument("--gpu-run", metavar="OUT")
     p.add_argument("--dir", help="cases/ and golden/ elsewhere (default: "
                    "tests/train)")
     p.add_argument("cases", nargs="*")
     a = p.parse_args()
     global HERE
     HERE = a.dir or HERE
+    if a.gpu_run:
+        return 1 if gpu_run(a.gpu_run) else 0
+    if a.gpu_pack:
+        return 1 if gpu_pack(a, a.gpu_pack, a.cases) else 0
     bad = diagnostics(a) if a.diagnostics else 0
     for name in a.cases:
         why = run_case(a, name)

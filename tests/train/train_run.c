@@ -1,7 +1,7 @@
 /* train_run.c -- run a compiled NAME_train for a few steps against the
  * goldens of tests/train/gen_train.py (driven by run_train.py).
  *
- * usage: train_run LIB.so ENTRY GOLDEN_DIR
+ * usage: train_run [--gpu] LIB.so ENTRY GOLDEN_DIR
  * LIB.so is the case's object linked -shared; the driver carries the
  * runtime and exports it (as tests/tools/rlx_run.c). From ENTRY's
  * signature it checks the argument kinds (params RLX_ARG_PARAM, the
@@ -14,9 +14,17 @@
  * atol*max(1, max|ref|) per tensor (f32: 1e-4, 1e-5; f64: 1e-9,
  * 1e-11); the 2-thread run must be bit-identical to it. Prints one line
  * per failure and "PASS" or "FAIL"; exit status 0 on PASS.
+ * --gpu: ENTRY was compiled with --target=cuda (docs/gpu.md). Each run
+ * gets its own device buffers and workspace (so a --cuda-graph entry
+ * captures again in run 1); each step copies every input (params,
+ * hyperparameters, state) to the device, calls ENTRY(in, out, ws,
+ * stream) and copies the inputs and outputs back, so the in-place
+ * updates are checked on the device's buffers. Run 1 repeats run 0 and
+ * must be bit-identical to it (deterministic kernels).
  */
 #include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,8 @@
 enum { MAXA = 64, MAXSTEPS = 16 };
 
 typedef int (*EntryFn)(const void *const *, void *const *, void *);
+typedef int (*GpuEntryFn)(const void *const *, void *const *, void *,
+                          void *);
 typedef const rlx_signature *(*SigFn)(void);
 
 static int failures;
@@ -57,6 +67,38 @@ static size_t desc_bytes(const rlx_tensor_desc *d) {
   size_t n = rlx_dtype_size(d->dtype);
   for (int i = 0; i < d->rank; i++) n *= (size_t)d->dims[i];
   return n;
+}
+
+/* One step of a --target=cuda entry on host buffers: every input to
+ * the device buffers din, the call on stream s, every input (the
+ * in-place updates) and output back. */
+static int gpu_step(GpuEntryFn fn, const rlx_signature *sig,
+                    const void **in, void **out, void **din, void **dout,
+                    void *ws, void *s) {
+  int rc = 0;
+  for (int i = 0; i < sig->num_inputs && !rc; i++)
+    rc = rlx_gpu_copy_to_device(din[i], in[i], desc_bytes(&sig->inputs[i]),
+                                s);
+  if (!rc) rc = fn((const void *const *)din, dout, ws, s);
+  for (int i = 0; i < sig->num_inputs && !rc; i++)
+    rc = rlx_gpu_copy_to_host((void *)in[i], din[i],
+                              desc_bytes(&sig->inputs[i]), s);
+  for (int j = 0; j < sig->num_outputs && !rc; j++)
+    rc = rlx_gpu_copy_to_host(out[j], dout[j], desc_bytes(&sig->outputs[j]),
+                              s);
+  if (!rc) rc = rlx_gpu_stream_sync(s);
+  if (rc == RLX_ERR_GPU) printf("GPU: %s\n", rlx_gpu_error());
+  return rc;
+}
+
+/* A device buffer (exit on failure). */
+static void *gpu_buffer(size_t bytes) {
+  void *p = NULL;
+  if (rlx_gpu_alloc(&p, bytes)) {
+    printf("FAIL: rlx_gpu_alloc: %s\n", rlx_gpu_error());
+    exit(1);
+  }
+  return p;
 }
 
 static void *read_file(const char *dir, const char *name, size_t want) {
@@ -99,8 +141,10 @@ static void compare(const char *what, const void *got, const void *ref,
 }
 
 int main(int argc, char **argv) {
+  bool gpu = argc == 5 && !strcmp(argv[1], "--gpu");
+  if (gpu) argv++, argc--;
   if (argc != 4) {
-    fprintf(stderr, "usage: train_run LIB.so ENTRY GOLDEN_DIR\n");
+    fprintf(stderr, "usage: train_run [--gpu] LIB.so ENTRY GOLDEN_DIR\n");
     return 2;
   }
   atexit(free_owned);
@@ -183,7 +227,7 @@ int main(int argc, char **argv) {
    * threads, a caller workspace, bit-identical to run 0 */
   void *first[MAXSTEPS][MAXA + MAXA + 1];
   for (int run = 0; run < 2; run++) {
-    rlx_set_num_threads(run + 1);
+    if (!gpu) rlx_set_num_threads(run + 1);
     void *buf[MAXA], *out[MAXA];
     const void *in[MAXA];
     for (int i = 0; i < nent; i++) {
@@ -197,8 +241,19 @@ int main(int argc, char **argv) {
     in[nin - 1] = state;
     for (int j = 0; j < nout; j++) out[j] = alloc(obytes[j] + 1);
     void *ws = run ? alloc(sig->workspace_bytes + 1) : NULL;
+    void *din[MAXA], *dout[MAXA], *stream = NULL;
+    for (int i = 0; gpu && i < nin; i++)
+      din[i] = gpu_buffer(desc_bytes(&sig->inputs[i]));
+    for (int j = 0; gpu && j < nout; j++) dout[j] = gpu_buffer(obytes[j]);
+    if (gpu) ws = gpu_buffer(sig->workspace_bytes);
+    if (gpu && rlx_gpu_stream_create(&stream)) {
+      printf("FAIL: rlx_gpu_stream_create: %s\n", rlx_gpu_error());
+      return 1;
+    }
     for (int s = 0; s < steps; s++) {
-      int rc = fn(in, out, ws);
+      int rc = gpu ? gpu_step((GpuEntryFn)(void (*)(void))fn, sig, in, out,
+                              din, dout, ws, stream)
+                   : fn(in, out, ws);
       if (rc) {
         printf("FAIL: run %d step %d: %s returned %d\n", run, s, argv[2], rc);
         return 1;
@@ -215,7 +270,7 @@ int main(int argc, char **argv) {
           first[s][j] = alloc(obytes[j] + 1);
           memcpy(first[s][j], out[j], obytes[j]);
         } else if (memcmp(first[s][j], out[j], obytes[j])) {
-          fail("%s: differs between 1 and 2 threads (step %ld)",
+          fail("%s: differs between the two runs (step %ld)",
                sig->outputs[j].name, s);
         }
       }
@@ -229,7 +284,7 @@ int main(int argc, char **argv) {
           first[s][MAXA + i] = alloc(bytes[i] + 1);
           memcpy(first[s][MAXA + i], buf[i], bytes[i]);
         } else if (memcmp(first[s][MAXA + i], buf[i], bytes[i])) {
-          fail("param %s: differs between 1 and 2 threads (step %ld)",
+          fail("param %s: differs between the two runs (step %ld)",
                sig->inputs[i].name, s);
         }
       }
@@ -241,7 +296,7 @@ int main(int argc, char **argv) {
         first[s][2 * MAXA] = alloc((size_t)state_bytes + 1);
         memcpy(first[s][2 * MAXA], state, (size_t)state_bytes);
       } else if (memcmp(first[s][2 * MAXA], state, (size_t)state_bytes)) {
-        fail("the state%.0s differs between 1 and 2 threads (step %ld)", "",
+        fail("the state%.0s differs between the two runs (step %ld)", "",
              s);
       }
     }

@@ -4,7 +4,9 @@
  * counters, a module is any image that starts with "//" (PTX does) and
  * its one kernel, rlx_test_axpy, runs on the host with cuLaunchKernel's
  * argument convention.  FAKE_CUDA_NO_DEVICE=1 makes cuInit fail the way
- * a machine with a driver but no GPU does.
+ * a machine with a driver but no GPU does.  Stream capture records the
+ * launches on the capturing stream (the kernel's arguments copied, as
+ * the driver does) into a graph that cuGraphLaunch runs.
  */
 #include <math.h>
 #include <stdint.h>
@@ -79,10 +81,15 @@ int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st)
   return OK;
 }
 
-static int streams;
-int cuStreamCreate(void **s, unsigned flags) { *s = &streams; streams++; return OK; }
+static char streams[64]; /* a stream is the address of a byte */
+static int nstreams;
+int cuStreamCreate(void **s, unsigned flags)
+{
+  *s = &streams[nstreams++ % 64];
+  return OK;
+}
 int cuStreamSynchronize(void *s) { return OK; }
-int cuStreamDestroy_v2(void *s) { streams--; return OK; }
+int cuStreamDestroy_v2(void *s) { return OK; }
 
 static int the_module;
 int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts,
@@ -118,10 +125,80 @@ int cuModuleGetFunction(void **f, void *m, const char *name)
 
 int cuFuncSetAttribute(void *f, int attr, int value) { return OK; }
 
+/* A recorded launch of axpy: its four arguments' values. */
+typedef struct {
+  void *f, *y, *x;
+  float a;
+  int n;
+} Launch;
+typedef struct {
+  int n;
+  Launch l[16];
+} Graph;
+static Graph *capturing;
+static void *capture_stream;
+
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                    void *stream, void **params, void **extra)
 {
+  if (capturing && stream == capture_stream) {
+    if (capturing->n == 16)
+      return INVALID_VALUE;
+    capturing->l[capturing->n++] =
+        (Launch){f, *(void **)params[0], *(void **)params[1],
+                 *(float *)params[2], *(int *)params[3]};
+    return OK;
+  }
   ((void (*)(void **))f)(params);
+  return OK;
+}
+
+int cuStreamIsCapturing(void *s, int *status)
+{
+  *status = capturing && s == capture_stream;
+  return OK;
+}
+
+int cuStreamBeginCapture_v2(void *s, int mode)
+{
+  if (capturing || !s)
+    return INVALID_VALUE;
+  capturing = calloc(1, sizeof *capturing);
+  capture_stream = s;
+  return capturing ? OK : INVALID_VALUE;
+}
+
+int cuStreamEndCapture(void *s, void **graph)
+{
+  if (!capturing || s != capture_stream)
+    return INVALID_VALUE;
+  *graph = capturing;
+  capturing = NULL;
+  return OK;
+}
+
+int cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                unsigned long long flags)
+{
+  Graph *e = malloc(sizeof *e);
+  if (!e)
+    return INVALID_VALUE;
+  *e = *(Graph *)graph;
+  *exec = e;
+  return OK;
+}
+
+int cuGraphDestroy(void *graph) { free(graph); return OK; }
+int cuGraphExecDestroy(void *exec) { free(exec); return OK; }
+
+int cuGraphLaunch(void *exec, void *stream)
+{
+  Graph *g = exec;
+  for (int i = 0; i < g->n; i++) {
+    Launch *l = &g->l[i];
+    void *args[] = {&l->y, &l->x, &l->a, &l->n};
+    ((void (*)(void **))l->f)(args);
+  }
   return OK;
 }

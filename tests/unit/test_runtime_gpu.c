@@ -10,7 +10,10 @@
  *     host), and the real libcuda.so.1 when this machine has one (the
  *     GPU test host: the PTX below runs on the GPU).  Both run the same
  *     sequence: alloc, copies, zeroing, a stream, a module loaded once,
- *     a launch checked against the host's fmaf, a bad module's log.
+ *     a launch checked against the host's fmaf, a bad module's log, and
+ *     rlx_gpu_graph_run (--cuda-graph): captured at the first call,
+ *     replayed (the launches not enqueued again) while the stream and
+ *     pointers stay, captured again when one changes.
  * FAKE_CUDA is the fake driver's path (set by CMake).
  */
 #include <CUnit/Basic.h>
@@ -101,6 +104,77 @@ static int no_device(void)
   return 0;
 }
 
+/* The "entry" of the graph test: y += a*x with a from *in[0], x in[1],
+   y out[0] (a host value captured by value, as generated code's
+   argument arrays are), counting its calls. */
+static void *axpy_kernel;
+static int enqueued;
+static int axpy_enqueue(const void *const *in, void *const *out, void *ws,
+                        void *stream)
+{
+  enum { N = 1000 };
+  unsigned grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
+  float a = *(const float *)in[0];
+  int n = N;
+  void *args[] = {(void *)&out[0], (void *)&in[1], &a, &n};
+  enqueued++;
+  return rlx_gpu_launch(axpy_kernel, grid, block, 0, stream, args);
+}
+
+/* dy = y + k*a*x after k calls through g: replays must run the kernel. */
+static int graph_calls(rlx_gpu_graph *g, const void *const *in,
+                       void *const *out, void *stream, int k,
+                       const float *y, const float *x, float a, int n)
+{
+  float got[1000], want[1000];
+  EXPECT(rlx_gpu_copy_to_device(out[0], y, sizeof got, stream) == RLX_OK);
+  for (int i = 0; i < k; i++)
+    EXPECT(rlx_gpu_graph_run(g, axpy_enqueue, in, out, NULL, stream) ==
+           RLX_OK);
+  EXPECT(rlx_gpu_copy_to_host(got, out[0], sizeof got, stream) == RLX_OK);
+  EXPECT(rlx_gpu_stream_sync(stream) == RLX_OK);
+  for (int j = 0; j < n; j++) {
+    want[j] = y[j];
+    for (int i = 0; i < k; i++)
+      want[j] = fmaf(a, x[j], want[j]);
+    EXPECT(got[j] == want[j]);
+  }
+  return 0;
+}
+
+static int graphs(void *kernel, const float *x, const float *y, int n,
+                  void *dx, void *dy, void *stream, void *stream2)
+{
+  static const void *key[3];
+  rlx_gpu_graph g = {NULL, NULL, key, 2, 1};
+  float a = 0.5f;
+  const void *in[2] = {&a, dx};
+  void *out[1] = {dy}, *dz;
+  int rc;
+  axpy_kernel = kernel;
+  EXPECT(rlx_gpu_alloc(&dz, (size_t)n * sizeof(float)) == RLX_OK);
+  enqueued = 0;
+  if ((rc = graph_calls(&g, in, out, stream, 3, y, x, a, n)))
+    return rc;
+  EXPECT(enqueued == 1); /* captured once, replayed twice */
+  a = 2.0f; /* the value was captured: the same pointer replays 0.5 */
+  if ((rc = graph_calls(&g, in, out, stream, 1, y, x, 0.5f, n)))
+    return rc;
+  EXPECT(enqueued == 1);
+  out[0] = dz; /* another output pointer: captured again (a = 2) */
+  if ((rc = graph_calls(&g, in, out, stream, 2, y, x, a, n)))
+    return rc;
+  EXPECT(enqueued == 2);
+  if ((rc = graph_calls(&g, in, out, stream2, 1, y, x, a, n)))
+    return rc;
+  EXPECT(enqueued == 3); /* another stream */
+  if ((rc = graph_calls(&g, in, out, NULL, 2, y, x, a, n)))
+    return rc;
+  EXPECT(enqueued == 5); /* the legacy stream: no graph */
+  EXPECT(rlx_gpu_free(dz) == RLX_OK);
+  return 0;
+}
+
 static int working(void)
 {
   enum { N = 1000 };
@@ -138,6 +212,12 @@ static int working(void)
   EXPECT(rlx_gpu_stream_sync(stream) == RLX_OK);
   for (int i = 0; i < N; i++)
     EXPECT(got[i] == 0.0f);
+  void *stream2;
+  EXPECT(rlx_gpu_stream_create(&stream2) == RLX_OK);
+  int rc = graphs(kernels[0], x, y, N, dx, dy, stream, stream2);
+  if (rc)
+    return rc;
+  EXPECT(rlx_gpu_stream_destroy(stream2) == RLX_OK);
   EXPECT(rlx_gpu_module_load(&bad) == RLX_ERR_GPU && bad.state == 0);
   EXPECT(strstr(rlx_gpu_error(), "cuModuleLoadDataEx failed: "));
   EXPECT(rlx_gpu_stream_destroy(stream) == RLX_OK);

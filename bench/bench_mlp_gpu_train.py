@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""bench_mlp_gpu_train.py PLAIN.so GRAPH.so [ROUNDS] [ITERS] -- the SGD
+training step of bench_mlp_gpu.rlx on the GPU (docs/gpu.md, "Training
+step"): MLP 784-1024-1024-1024-10, batch 128, f32, forward, mean
+cross-entropy, backward and the update p -= lr * grad of all eight
+params, in four variants on one stream of one process:
+  rlxc          bench_mlp_gpu_train (rlxc --train=sgd --target=cuda)
+  rlxc graph    the same compiled with --cuda-graph
+  torch eager   torch.optim.SGD(foreach=True), backward()
+  torch compile forward + loss and the optimizer step each under
+                torch.compile(mode="reduce-overhead")
+TF32 off everywhere. First one step of each from the same params is
+checked against a float64 PyTorch step (|got - ref| <= 1e-4 |ref| +
+1e-5 max(1, max|ref|) per tensor); then ROUNDS (15) rounds, each timing
+ITERS (100) steps of every variant (order rotated per round, stream
+synchronized before and after), and the median and minimum ms per step.
+The .so files are the objects linked -shared with librlxrt.a; the
+entries are called through ctypes (samples/gpu_torch_interop.py).
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "samples"))
+from gpu_torch_interop import GpuEntry  # noqa: E402
+
+DIMS = [784, 1024, 1024, 1024, 10]
+LR = 0.01
+
+
+def forward(x, ps):
+    h = x
+    for i in range(4):
+        h = h @ ps[2 * i] + ps[2 * i + 1]
+        if i < 3:
+            h = torch.relu(h)
+    return h
+
+
+def rlxc_variant(so, x, y, init, s):
+    f = GpuEntry(so, "bench_mlp_gpu_train")
+    ps = [p.clone() for p in init]
+    dev = x.device
+    lr = torch.tensor(LR, dtype=torch.float32, device=dev)
+    wd = torch.zeros((), dtype=torch.float32, device=dev)
+    state = torch.empty(0, dtype=torch.float32, device=dev)  # sgd: none
+    loss = torch.empty((), dtype=torch.float32, device=dev)
+    run = f.bind([x, y.int()] + ps + [lr, wd, state], [loss], s.cuda_stream)
+    return run, ps, loss
+
+
+def eager_variant(x, y, init):
+    ps = [p.clone().requires_grad_() for p in init]
+    opt = torch.optim.SGD(ps, lr=LR, foreach=True)
+    out = {}
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(forward(x, ps), y)
+        loss.backward()
+        opt.step()
+        out["loss"] = loss
+    return run, ps, out
+
+
+def compiled_variant(x, y, init):
+    ps = [p.clone().requires_grad_() for p in init]
+    opt = torch.optim.SGD(ps, lr=LR, foreach=True)
+    out = {}
+
+    @torch.compile(mode="reduce-overhead")
+    def loss_fn(x, y):
+        return F.cross_entropy(forward(x, ps), y)
+
+    @torch.compile(mode="reduce-overhead")
+    def opt_step():
+        opt.step()
+
+    def run():
+        torch.compiler.cudagraph_mark_step_begin()
+        loss = loss_fn(x, y)
+        loss.backward()
+        opt_step()
+        opt.zero_grad(set_to_none=True)
+        out["loss"] = loss.detach().clone()
+    return run, ps, out
+
+
+def check(name, got, ref):
+    """got (list of tensors) against the float64 reference."""
+    worst = 0.0
+    ok = True
+    for g, r in zip(got, ref):
+        g, r = g.detach().double(), r.detach()
+        d = (g - r).abs()
+        bar = 1e-4 * r.abs() + 1e-5 * max(1.0, float(r.abs().max()))
+        ok = ok and bool((d <= bar).all())
+        worst = max(worst, float((d / bar).max()))
+    print("%-14s one step vs float64: %s (worst |diff| / bar %.3f)" % (
+        name, "ok" if ok else "FAIL", worst))
+    return ok
+
+
+def main():
+    plain, graph = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 15
+    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(128, 784, generator=g).to(dev)
+    y = torch.randint(0, 10, (128,), generator=g).to(dev)
+    init = []
+    for i in range(4):
+        bound = DIMS[i] ** -0.5
+        init.append(((torch.rand(DIMS[i], DIMS[i + 1], generator=g) * 2 - 1)
+                     * bound).to(dev))
+        init.append(((torch.rand(DIMS[i + 1], generator=g) * 2 - 1)
+                     * bound).to(dev))
+    # the float64 reference step
+    ref = [p.double().requires_grad_() for p in init]
+    ref_loss = F.cross_entropy(forward(x.double(), ref), y)
+    grads = torch.autograd.grad(ref_loss, ref)
+    ref_new = [p.detach() - LR * gr for p, gr in zip(ref, grads)]
+
+    s = torch.cuda.Stream()
+    ok = True
+    with torch.cuda.stream(s):
+        variants = []
+        for name, (run, ps, loss) in (
+                ("rlxc", rlxc_variant(plain, x, y, init, s)),
+                ("rlxc graph", rlxc_variant(graph, x, y, init, s)),
+                ("torch eager", eager_variant(x, y, init)),
+                ("torch compile", compiled_variant(x, y, init))):
+            run()
+            s.synchronize()
+            lv = loss if torch.is_tensor(loss) else loss["loss"]
+            ok = check(name, [lv.reshape(())] + ps,
+                       [ref_loss.detach()] + ref_new) and ok
+            variants.append((name, run))
+        for name, run in variants:  # warm-up (compilation, graph capture)
+            for _ in range(30):
+                run()
+        s.synchronize()
+        times = {name: [] for name, _ in variants}
+        for r in range(rounds):
+            k = r % len(variants)
+            for name, run in variants[k:] + variants[:k]:
+                s.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    run()
+                s.synchronize()
+                times[name].append(1e3 * (time.perf_counter() - t0) / iters)
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                          "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip()
+    print("%s; torch %s; %s; %d rounds x %d steps" % (
+        smi, torch.__version__, time.strftime("%Y-%m-%d"), rounds, iters))
+    for name, t in times.items():
+        print("%-14s median %.4f ms  min %.4f ms per step" % (
+            name, statistics.median(t), min(t)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
