@@ -65,6 +65,8 @@ import e2e_lib as L  # noqa: E402
 from adcheck import gen as ag  # noqa: E402
 from adcheck.check import needs_case, op_table  # noqa: E402
 import op_refs as R  # noqa: E402  (the elementwise ops' facts)
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from families import attention, fft, norm  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -94,6 +96,12 @@ def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
     return REG.case(name, dts, ops=tuple(ops) or (name,), fd=fd,
                     rlxc=list(rlxc), fwd={"jvp_ref": jvp_ref, "dot": dot,
                                           "sym": hvp_sym})
+
+
+def family(mod):
+    """The cases of a family module (tests/families/), in its order."""
+    for name, options, fn in mod.GRADCHECK:
+        case(name, **options)(fn)
 
 
 def unary(op, fn, sample=None, fd=True):
@@ -724,75 +732,7 @@ def _(g):
 
 # ---- normalization layers and their backward ops ----
 
-def _norm(x, gam, bet, axis, eps, rms):
-    """layer_norm / rms_norm over one axis, in torch (differentiable)."""
-    shape = [1] * x.dim()
-    shape[axis] = -1
-    if rms:
-        h = x * torch.rsqrt((x * x).mean(axis, keepdim=True) + eps)
-    else:
-        c = x - x.mean(axis, keepdim=True)
-        h = c * torch.rsqrt((c * c).mean(axis, keepdim=True) + eps)
-    return h * gam.reshape(shape) + bet.reshape(shape)
-
-
-# (case suffix, x shape, axis, eps attribute or None)
-NORM_FORMS = [("", (3, 5), -1, None), ("_axis1", (2, 4, 3), 1, 1e-3),
-              ("_axis0", (4, 3), 0, None)]
-
-
-def norm_case(op, sfx, shape, axis, eps):
-    rms = op == "rms_norm"
-    e = eps if eps is not None else (1e-6 if rms else 1e-5)
-    attrs = ("" if axis == -1 else ", axis=%d" % axis) + \
-        ("" if eps is None else ", eps=%g" % eps)
-    ch = shape[axis]
-
-    @case(op + sfx, ops=[op])
-    def _(g):
-        g.p("x", g.u(shape))
-        g.p("gam", g.u((ch,), 0.5, 1.5))
-        g.p("bet", g.u((ch,)))
-        return ("%%y = %s(%%x, %%gam, %%bet%s)" % (op, attrs), "%y",
-                lambda t: _norm(t["x"], t["gam"], t["bet"], axis % len(shape),
-                                e, rms))
-
-    # backward ops: gradients of sum(dy * norm(x)) through create_graph
-    def bwd(t, wrt):
-        one = torch.ones(ch, dtype=torch.float64)  # d/dgamma needs no gamma
-        x, gam, bet = t["x"], t.get("gam", one), t.get("bet", 0 * one)
-        xs = [v if v.requires_grad else v.detach().requires_grad_(True)
-              for v in (x, gam, bet)]
-        y = _norm(xs[0], xs[1], xs[2], axis % len(shape), e, rms)
-        (d,) = torch.autograd.grad((y * t["dy"]).sum(), xs[wrt],
-                                   create_graph=True)
-        return d
-
-    parts = (("input", 0), ("gamma", 1)) + ((("beta", 2),) if rms else ())
-    for part, wrt in parts:
-        name = "%s_backward_%s" % (op, part)
-
-        def mk(name=name, wrt=wrt, part=part):
-            @case(name + sfx, ops=[name])
-            def _(g):
-                g.p("x", g.u(shape))
-                ops = ["%x"]
-                if rms or part != "gamma":
-                    g.p("gam", g.u((ch,), 0.5, 1.5))
-                    ops.append("%gam")
-                if rms:
-                    g.p("bet", g.u((ch,)))
-                    ops.append("%bet")
-                g.p("dy", g.u(shape))
-                ops.append("%dy")
-                return ("%%y = %s(%s%s)" % (name, ", ".join(ops), attrs),
-                        "%y", lambda t: bwd(t, wrt))
-        mk()
-
-
-for _op in ("layer_norm", "rms_norm"):
-    for _f in NORM_FORMS:
-        norm_case(_op, *_f)
+family(norm)
 
 
 # ---- group_norm and batch_norm_inference (x [N, C, ...spatial]) ----
@@ -1088,105 +1028,7 @@ for _f in CONV_FORMS:
 
 # ---- attention (FlashAttention-2 kernels; second order by expansion) ----
 
-from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
-
-# (name, rank, B, H, Lq, Lk, D, mask, attrs)
-ATTN_FORMS = [
-    ("", 4, 1, 2, 5, 5, 3, "none", {}),
-    ("_causal3", 3, 2, 2, 6, 6, 2, "causal", {"heads": 2}),
-    ("_decode", 4, 1, 1, 3, 7, 4, "causal", {"scale": 0.7}),
-    ("_rowsmasked", 4, 1, 2, 6, 4, 2, "causal", {}),
-    ("_sliding", 3, 1, 2, 7, 7, 2, "sliding_window",
-     {"head_dim": 2, "window": 2, "softcap": 1.5}),
-    ("_custom", 4, 2, 1, 4, 5, 3, "custom", {}),
-    ("_bias", 4, 1, 2, 4, 5, 2, "bias", {"softcap": 2.0, "scale": 0.8}),
-    # an input bias with -inf entries: fully masked rows (zeros, with zero
-    # derivatives of every order) and a partly masked one
-    ("_biasinf", 4, 1, 2, 4, 5, 2, "bias", {"inf": True}),
-]
-ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias", "_biasinf")
-
-
-def inf_bias(g, shape):
-    """A bias in [-1, 1) with rows 1 (head 0) and 3 (head 1) all -inf
-    and every other key of row 0 (head 1) -inf."""
-    m = g.u(shape, -1, 1)
-    m[:, 0, 1, :] = m[:, 1, 3, :] = float("-inf")
-    m[:, 1, 0, ::2] = float("-inf")
-    return m
-
-
-def bias_of(t, mv):
-    """The bias operand for attn_torch and the keys it allows: a -inf
-    bias (mv, the input's values) masks its key, as the kernels do; it
-    enters as where(ok, m, 0), so torch never sees an infinity."""
-    if mv is None:
-        return t["m"], True
-    ok = mv != float("-inf")
-    return torch.where(torch.tensor(ok), t["m"], torch.zeros_like(t["m"])), ok
-
-
-def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
-    qs = (b, h, lq, d) if rank == 4 else (b, lq, h * d)
-    ks = (b, h, lk, d) if rank == 4 else (b, lk, h * d)
-    a = ", ".join(["mask=" + kind] + ["%s=%r" % (k, attrs[k]) for k in
-                                      ("heads", "head_dim", "window",
-                                       "scale", "softcap") if k in attrs])
-
-    def operands(g):
-        g.p("q", g.u(qs, -1, 1))
-        g.p("k", g.u(ks, -1, 1))
-        g.p("v", g.u(ks, -1, 1))
-        if kind == "custom":
-            mv = g.rng.uniform(0, 1, (b, lk))
-            mv[-1, :] = 0.1  # a fully masked batch
-            return g.i("m", g.dt, mv).v
-        if kind == "bias" and inf:
-            return g.i("m", g.dt, inf_bias(g, (b, h, lq, lk))).v
-        if kind == "bias":
-            g.p("m", g.u((b, h, lq, lk), -1, 1))
-        return None
-
-    def fwd(t, mv):
-        if kind == "bias":
-            bias, ok = bias_of(t, mv)
-            ok = ok & allowed_mask(kind, b, lq, lk, None, attrs)
-        else:
-            bias, ok = None, allowed_mask(kind, b, lq, lk, mv, attrs)
-        return attn_torch(t["q"], t["k"], t["v"], bias, ok, rank, h, attrs)
-
-    mop = ", %m" if kind in ("custom", "bias") else ""
-    inf = attrs.get("inf", False)  # the bias an input with -inf entries
-
-    @case("attention" + sfx, ops=["attention"])
-    def _(g):
-        mv = operands(g)
-        return ("%%y = attention(%%q, %%k, %%v%s, %s)" % (mop, a), "%y",
-                lambda t: fwd(t, mv))
-
-    if sfx not in ATTN_BWD_FORMS:
-        return
-    for w in ("q", "k", "v") + (("bias",) if kind == "bias" else ()):
-        @case("attention_backward_%s%s" % (w, sfx),
-              ops=["attention_backward"])
-        def _(g, w=w):
-            mv = operands(g)
-            g.p("dy", g.u(qs, -1, 1))
-
-            def ref(t):
-                key = "m" if w == "bias" else w
-                if inf and w == "bias":  # an input: a leaf of its own
-                    t = dict(t, m=t["m"].detach().requires_grad_(True))
-                y = fwd(t, mv)
-                (r,) = torch.autograd.grad((y * t["dy"]).sum(), t[key],
-                                           create_graph=True)
-                return r
-            return ("%%y = attention_backward(%%q, %%k, %%v, %%dy%s, "
-                    "wrt=%s, %s)" % (mop, w, a), "%y", ref)
-
-
-for _f in ATTN_FORMS:
-    attn_case(*_f)
+family(attention)
 
 
 # ---- fused sequence blocks (differentiated through expand_fused) ----
@@ -1294,38 +1136,7 @@ def _(g):
             (torch.cumsum(t["z"], 1) + t["z"].mean(0)))
 
 
-def fft_ref(x, inverse=False, norm="backward"):
-    return (torch.fft.ifft if inverse else torch.fft.fft)(x, norm=norm)
-
-
-@case("c64_fft", ops=["fft"], dts=("f32",))
-def _(g):
-    """Every (inverse, norm) pair; lengths 6 (mixed radix), 8 and 67
-    (Bluestein)."""
-    g.args.append(L.T("c64", cplx(g, (2, 6)), "z", "param"))
-    g.args.append(L.T("c64", cplx(g, (8,)), "u", "param"))
-    g.args.append(L.T("c64", cplx(g, (67,)), "v", "param"))
-    body = ("%a = fft(%z)\n"
-            "%b = fft(%a, inverse=true, norm=ortho)\n"
-            "%c = fft(mul(%b, %b), norm=forward)\n"
-            "%d = fft(%c, inverse=true)\n"
-            "%e = fft(%d, norm=ortho)\n"
-            "%f = fft(%e, inverse=true, norm=forward)\n"
-            "%s8 = reduce_sum(fft(mul(%u, %u), inverse=true))\n"
-            "%s67 = reduce_sum(fft(mul(%v, %v), norm=ortho))\n"
-            "%y = add(%f, add(%s8, %s67))")
-
-    def ref(t):
-        a = fft_ref(t["z"])
-        b = fft_ref(a, True, "ortho")
-        c = fft_ref(b * b, False, "forward")
-        d = fft_ref(c, True)
-        e = fft_ref(d, False, "ortho")
-        f = fft_ref(e, True, "forward")
-        s8 = fft_ref(t["u"] * t["u"], True).sum()
-        s67 = fft_ref(t["v"] * t["v"], False, "ortho").sum()
-        return f + (s8 + s67)
-    return body, "%y", ref
+family(fft)
 
 
 @case("c64_conjugate_norm_sq", ops=["conjugate", "complex_norm_sq"],
