@@ -66,7 +66,7 @@ from adcheck import gen as ag  # noqa: E402
 from adcheck.check import needs_case, op_table  # noqa: E402
 import op_refs as R  # noqa: E402  (the elementwise ops' facts)
 sys.path.insert(0, os.path.join(SRC, "tests"))
-from families import attention, fft, norm  # noqa: E402
+import families  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -730,11 +730,6 @@ def _(g):
             t["d"][:, None])
 
 
-# ---- normalization layers and their backward ops ----
-
-family(norm)
-
-
 # ---- group_norm and batch_norm_inference (x [N, C, ...spatial]) ----
 
 def _bn(x, gam, bet, mean, var, eps):
@@ -1026,11 +1021,6 @@ for _f in CONV_FORMS:
     conv_case(*_f)
 
 
-# ---- attention (FlashAttention-2 kernels; second order by expansion) ----
-
-family(attention)
-
-
 # ---- fused sequence blocks (differentiated through expand_fused) ----
 
 import e2e_cases_seq as SEQ  # noqa: E402
@@ -1136,9 +1126,6 @@ def _(g):
             (torch.cumsum(t["z"], 1) + t["z"].mean(0)))
 
 
-family(fft)
-
-
 @case("c64_conjugate_norm_sq", ops=["conjugate", "complex_norm_sq"],
       dts=("f32",))
 def _(g):
@@ -1192,6 +1179,12 @@ def _(g):
         gz = torch.where(z >= 1e-10, t["dy"] / z, torch.zeros_like(z))
         return gz @ t["f"].T
     return "%y = log_mel_backward(%s, %f, %dy)", "%y", ref
+
+
+# ---- the op families with a module of their own (tests/families/) ----
+
+for _m in families.modules():
+    family(_m)
 
 
 # ---- whole graphs ----

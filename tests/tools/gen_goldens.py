@@ -34,20 +34,20 @@ import e2e_cases_tensor  # noqa: E402,F401
 import e2e_cases_flow  # noqa: E402,F401
 import e2e_cases_numerics  # noqa: E402,F401
 import e2e_cases_scale  # noqa: E402,F401
-from families import norm  # noqa: E402,F401
 import e2e_cases_rope  # noqa: E402,F401
 import e2e_cases_pool  # noqa: E402,F401
 import e2e_cases_gnorm  # noqa: E402,F401
 import e2e_cases_conv  # noqa: E402,F401
 import e2e_cases_models  # noqa: E402,F401
-from families import attention  # noqa: E402,F401
 import e2e_cases_quant  # noqa: E402,F401
 import e2e_cases_qgemm  # noqa: E402,F401
-from families import fft  # noqa: E402,F401
 import e2e_cases_random  # noqa: E402,F401
 import e2e_cases_moe  # noqa: E402,F401
 import e2e_cases_seq  # noqa: E402,F401
 import e2e_cases_scanbwd  # noqa: E402,F401
+import families  # noqa: E402
+
+families.modules()  # registers the family modules' cases
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
