@@ -4,21 +4,22 @@
 NumPy semantics: the full score matrix in float64. Gradient checks:
 the forms of ATTN_FORMS, the backward op (wrt q, k, v and bias) against
 torch's double backward, second order by expansion.
-End-to-end: Every form the spec allows: rank 3 [B, S, H*D] (heads or head_dim) and
-rank 4 [B, H, S, D]; Lq != Lk both ways (Lq > Lk with a causal mask
-leaves rows with no allowed key); mask none, causal, sliding_window,
-custom (f32 and bool, one batch fully masked) and bias (whose gradient
-is wrt=bias); custom scale; softcap; lengths 1, 7, 65, 129 (not
-multiples of the kernels' 64-wide tiles); huge logits. The graphs hold
-the forward attention next to its backward nodes, as a gradient graph
-does, so code generation's sharing (one pass for q, k, v and bias; the
-forward's saved log-sum-exp) is what runs; the direct cases also run
-backward nodes without a forward. Reference: torch float64 autograd
-of a plain attention (full score matrix, -inf masking, fully masked
-rows set to zero) on the rounded inputs. Gradients are also checked by
-finite differences in tests/gradcheck/. Last, a whole GPT block (embedding
-gather, layer_norm, causal attention, gelu_tanh MLP, residuals, tied
-head, cross-entropy) trained one step, against torch.autograd.
+End-to-end: every form the spec allows: rank 3 [B, S, H*D] (heads or
+head_dim) and rank 4 [B, H, S, D]; Lq != Lk both ways (Lq > Lk with a
+causal mask leaves rows with no allowed key); mask none, causal,
+sliding_window, custom (f32 and bool, one batch fully masked) and bias
+(whose gradient is wrt=bias); custom scale; softcap; lengths 1, 7, 65,
+129 (not multiples of the kernels' 64-wide tiles); huge logits. The
+graphs hold the forward attention next to its backward nodes, as a
+gradient graph does, so code generation's sharing (one pass for q, k, v
+and bias; the forward's saved log-sum-exp) is what runs; the direct
+cases also run backward nodes without a forward. Reference: torch
+float64 autograd of a plain attention (full score matrix, -inf masking,
+fully masked rows set to zero) on the rounded inputs. Gradients are also
+checked by finite differences in tests/gradcheck/. Last, a whole GPT
+block (embedding gather, layer_norm, causal attention, gelu_tanh MLP,
+residuals, tied head, cross-entropy) trained one step, against
+torch.autograd.
 """
 import math
 

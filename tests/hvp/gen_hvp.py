@@ -173,7 +173,8 @@ def _(g):
 
     def ref(t):
         a = norm_torch(t["x"] @ t["w1"], t["g1"], t["c1"], 1, 1e-5, False)
-        b = norm_torch(torch.tanh(a) @ t["w2"], t["g2"], t["c2"], 1, 1e-6, True)
+        b = norm_torch(torch.tanh(a) @ t["w2"], t["g2"], t["c2"], 1, 1e-6,
+                       True)
         return (torch.sin(b) * t["r"]).sum()
     return body, "%l", ref, ""
 
