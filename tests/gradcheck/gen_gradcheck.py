@@ -281,11 +281,6 @@ def _(g):
             lambda t: _dq_ref(t, 2))
 
 
-def distinct(g, shape):
-    n = int(np.prod(shape))
-    return (g.rng.permutation(n).reshape(shape) * 0.25 - n / 8.0)
-
-
 @case("reduce_sum", ops=["reduce_sum"])
 def _(g):
     g.p("x", g.u((2, 3, 4)))
@@ -302,21 +297,21 @@ def _(g):
 
 @case("reduce_max", ops=["reduce_max"])
 def _(g):
-    g.p("x", distinct(g, (2, 3, 4)))
+    g.p("x", g.distinct((2, 3, 4)))
     return ("%y = reduce_max(%x, axes=[0, 2])", "%y",
             lambda t: t["x"].amax(dim=(0, 2)))
 
 
 @case("reduce_min", ops=["reduce_min"])
 def _(g):
-    g.p("x", distinct(g, (2, 3, 4)))
+    g.p("x", g.distinct((2, 3, 4)))
     return ("%y = reduce_min(%x, axes=[1])", "%y",
             lambda t: t["x"].amin(dim=1))
 
 
 @case("reduce_max_all", ops=["reduce_max"])
 def _(g):
-    g.p("x", distinct(g, (3, 4)))
+    g.p("x", g.distinct((3, 4)))
     return "%y = reduce_max(%x)", "%y", lambda t: t["x"].amax()
 
 
@@ -798,142 +793,6 @@ for _f in GN_FORMS:
     nchw_norm_case("group_norm", *_f)
 for _f in BN_FORMS:
     nchw_norm_case("batch_norm_inference", *_f)
-
-
-# ---- rope and rope_backward (NeoX half split) ----
-
-def _rope(x, cos, sin, d, r):
-    """rope in torch: x [..., S, H*D], cos/sin [S, W], first r/2 used."""
-    h = r // 2
-    xs = x.reshape(*x.shape[:-1], x.shape[-1] // d, d)
-    c = cos[:, :h].reshape(-1, 1, h)
-    s = sin[:, :h].reshape(-1, 1, h)
-    x1, x2 = xs[..., :h], xs[..., h:r]
-    y = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
-    return y.reshape(x.shape)
-
-
-# (suffix, x shape, head_dim, n_rot or None, cos width)
-ROPE_FORMS = [("", (3, 8), 4, None, 2), ("_nrot", (2, 3, 12), 6, 4, 3),
-              ("_nrot_w", (2, 3, 8), 8, 4, 2)]
-
-
-def rope_case(sfx, shape, d, r, w):
-    rr = r if r is not None else d
-    attrs = ", head_dim=%d" % d + ("" if r is None else ", n_rot=%d" % r)
-    tab = (shape[-2], w)
-
-    @case("rope" + sfx, ops=["rope"])
-    def _(g):
-        g.p("x", g.u(shape))
-        g.p("cs", g.u(tab))
-        g.p("sn", g.u(tab))
-        return ("%%y = rope(%%x, %%cs, %%sn%s)" % attrs, "%y",
-                lambda t: _rope(t["x"], t["cs"], t["sn"], d, rr))
-
-    # rope_backward: d/dx of sum(dy * rope(x)) through create_graph
-    def bwd(t):
-        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
-        y = _rope(x, t["cs"], t["sn"], d, rr)
-        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
-                                    create_graph=True)
-        return dx
-
-    @case("rope_backward" + sfx, ops=["rope_backward"])
-    def _(g):
-        g.p("dy", g.u(shape))
-        g.p("cs", g.u(tab))
-        g.p("sn", g.u(tab))
-        return ("%%y = rope_backward(%%dy, %%cs, %%sn%s)" % attrs, "%y", bwd)
-
-
-for _f in ROPE_FORMS:
-    rope_case(*_f)
-
-
-# ---- 2-D pooling (NCHW; max: first maximum, padding never wins) ----
-
-# (suffix, x shape, kernel, stride or None, padding or None)
-POOL_FORMS = [("", (2, 3, 6, 6), (2, 2), None, None),
-              ("_s1p1", (1, 2, 5, 6), (3, 3), (1, 1), (1, 1)),
-              ("_rect", (2, 2, 7, 5), (3, 2), (2, 1), (1, 0))]
-
-
-def _pool_out(shape, k, s, p):
-    s, p = s or k, p or (0, 0)
-    return shape[:2] + tuple((shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1
-                             for i in range(2))
-
-
-def _pool_attrs(k, s, p):
-    a = ", kernel=[%d, %d]" % k
-    if s:
-        a += ", stride=[%d, %d]" % s
-    if p:
-        a += ", padding=[%d, %d]" % p
-    return a
-
-
-def _pool(kind, x, k, s, p):
-    f = F.max_pool2d if kind == "max" else F.avg_pool2d
-    kw = {} if kind == "max" else {"count_include_pad": True}
-    return f(x, k, s or k, p or (0, 0), **kw)
-
-
-def pool_case(kind, sfx, shape, k, s, p):
-    op = kind + "_pool2d"
-    attrs = _pool_attrs(k, s, p)
-    oshape = _pool_out(shape, k, s, p)
-
-    @case(op + sfx, ops=[op])
-    def _(g):
-        g.p("x", distinct(g, shape))
-        return ("%%y = %s(%%x%s)" % (op, attrs), "%y",
-                lambda t: _pool(kind, t["x"], k, s, p))
-
-    if kind == "max":
-        def mbwd(t):
-            y = _pool(kind, t["x"], k, s, p)
-            (dx,) = torch.autograd.grad((y * t["dy"]).sum(), t["x"],
-                                        create_graph=True)
-            return dx
-
-        @case(op + "_backward" + sfx, ops=[op + "_backward"])
-        def _(g):
-            g.p("x", distinct(g, shape))
-            g.p("dy", g.u(oshape))
-            return ("%%y = max_pool2d_backward(%%x, %%dy%s)" % attrs, "%y",
-                    mbwd)
-        return
-
-    def abwd(t):
-        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
-        y = _pool(kind, x, k, s, p)
-        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
-                                    create_graph=True)
-        return dx
-
-    sh = ", shape=[%s]" % ", ".join(str(d) for d in shape)
-
-    @case(op + "_backward" + sfx, ops=[op + "_backward"])
-    def _(g):
-        g.p("dy", g.u(oshape))
-        return ("%%y = avg_pool2d_backward(%%dy%s%s)" % (sh, attrs), "%y",
-                abwd)
-
-
-for _kind in ("max", "avg"):
-    for _f in POOL_FORMS:
-        pool_case(_kind, *_f)
-
-
-# ties: the gradient goes to the first maximum (row-major), as torch
-@case("max_pool2d_ties", ops=["max_pool2d"], fd=False)
-def _(g):
-    g.p("x", np.round(g.u((2, 2, 5, 6), -1, 1)))
-    return ("%y = max_pool2d(%x, kernel=[3, 3], stride=[1, 2], "
-            "padding=[1, 1])", "%y",
-            lambda t: F.max_pool2d(t["x"], (3, 3), (1, 2), (1, 1)))
 
 
 # ---- 2-D convolution (NCHW; second order through the backward ops) ----

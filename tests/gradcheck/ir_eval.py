@@ -261,61 +261,6 @@ def _nchw_norm(op, ins, a):
     return dx.reshape(x.shape)
 
 
-def _rope(op, ins, a):
-    """rope / rope_backward (NeoX half split; backward negates sin)."""
-    x = ins[0]
-    d = a["head_dim"]
-    r = a.get("n_rot", d)
-    h = r // 2
-    xs = x.reshape(x.shape[:-1] + (x.shape[-1] // d, d))
-    c = ins[1][:, :h].reshape(-1, 1, h)
-    s = ins[2][:, :h].reshape(-1, 1, h)
-    if op == "rope_backward":
-        s = -s
-    x1, x2 = xs[..., :h], xs[..., h:r]
-    y = np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
-    return y.reshape(x.shape)
-
-
-def _pool(op, ins, a):
-    """max/avg_pool2d and their backward ops, NCHW (first maximum)."""
-    k = a["kernel"]
-    st = a.get("stride", k)
-    p = a.get("padding", [0, 0])
-    if op == "avg_pool2d_backward":
-        dy = ins[0]
-        x = np.zeros(a["shape"], dy.dtype)
-    else:
-        x = ins[0]
-    H, W = x.shape[2], x.shape[3]
-    OH = (H + 2 * p[0] - k[0]) // st[0] + 1
-    OW = (W + 2 * p[1] - k[1]) // st[1] + 1
-    out = np.zeros(x.shape[:2] + (OH, OW), x.dtype)
-    dx = np.zeros(x.shape, x.dtype)
-    for r in range(OH):
-        for q in range(OW):
-            r0, c0 = r * st[0] - p[0], q * st[1] - p[1]
-            rs = slice(max(r0, 0), min(r0 + k[0], H))
-            cs = slice(max(c0, 0), min(c0 + k[1], W))
-            win = x[:, :, rs, cs]
-            if op == "avg_pool2d":
-                out[:, :, r, q] = win.sum((2, 3)) / (k[0] * k[1])
-            elif op == "avg_pool2d_backward":
-                dx[:, :, rs, cs] += (dy[:, :, r, q] / (k[0] * k[1]))[
-                    :, :, None, None]
-            else:
-                f = win.reshape(win.shape[:2] + (-1,))
-                i = f.argmax(-1)
-                out[:, :, r, q] = f.max(-1)
-                if op == "max_pool2d_backward":
-                    wc = cs.stop - cs.start
-                    for n in range(x.shape[0]):
-                        for c in range(x.shape[1]):
-                            dx[n, c, rs.start + i[n, c] // wc,
-                               cs.start + i[n, c] % wc] += ins[1][n, c, r, q]
-    return out if op in ("max_pool2d", "avg_pool2d") else dx
-
-
 def _conv(op, ins, a):
     """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
     (r, q) reads the strided view of the zero-padded input it meets."""
@@ -464,14 +409,10 @@ def _transformer(ins, a):
 def apply(graphs, op, ins, a, ty):
     if op in FAMILY:
         return FAMILY[op](op, ins, a)
-    if op.endswith(("pool2d", "pool2d_backward")):
-        return _pool(op, ins, a)
     if op.startswith("conv2d"):
         return _conv(op, ins, a)
     if op.startswith(("group_norm", "batch_norm_inference")):
         return _nchw_norm(op, ins, a)
-    if op in ("rope", "rope_backward"):
-        return _rope(op, ins, a)
     if op.startswith("fake_quantize"):
         return _fake_quant(op, ins, a)
     if op in ("selective_scan", "gated_delta_net"):

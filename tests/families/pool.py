@@ -1,7 +1,11 @@
-"""e2e_cases_pool.py -- max_pool2d, avg_pool2d and their backward ops,
-forward values (language.md 6.5, 6.9).
+"""pool.py -- max_pool2d, avg_pool2d and their backward ops
+(language.md 6.5, 6.9): NumPy semantics, gradient-check cases,
+end-to-end cases.
 
-NCHW; strides different from the kernel, padding, non-square kernels,
+Gradient checks: POOL_FORMS and a max_pool2d with ties, against torch.
+End-to-end (forward values, references from a second NumPy
+implementation, cell by cell, independent of the one the interpreter
+runs): NCHW; strides different from the kernel, padding, non-square kernels,
 rows of many 2-wide stride-2 windows (the vectorized path, with every
 block size and a scalar rest),
 an input with many ties (max: the first maximum in row-major window
@@ -14,6 +18,145 @@ the half type. Gradients are in tests/gradcheck/.
 import numpy as np
 
 from e2e_lib import T, case, out, outs_str
+from families import gc_case
+
+GRADCHECK = []
+
+
+# ---- NumPy semantics ----
+
+def pool2d(op, ins, a):
+    """max/avg_pool2d and their backward ops, NCHW (first maximum)."""
+    k = a["kernel"]
+    st = a.get("stride", k)
+    p = a.get("padding", [0, 0])
+    if op == "avg_pool2d_backward":
+        dy = ins[0]
+        x = np.zeros(a["shape"], dy.dtype)
+    else:
+        x = ins[0]
+    H, W = x.shape[2], x.shape[3]
+    OH = (H + 2 * p[0] - k[0]) // st[0] + 1
+    OW = (W + 2 * p[1] - k[1]) // st[1] + 1
+    out = np.zeros(x.shape[:2] + (OH, OW), x.dtype)
+    dx = np.zeros(x.shape, x.dtype)
+    for r in range(OH):
+        for q in range(OW):
+            r0, c0 = r * st[0] - p[0], q * st[1] - p[1]
+            rs = slice(max(r0, 0), min(r0 + k[0], H))
+            cs = slice(max(c0, 0), min(c0 + k[1], W))
+            win = x[:, :, rs, cs]
+            if op == "avg_pool2d":
+                out[:, :, r, q] = win.sum((2, 3)) / (k[0] * k[1])
+            elif op == "avg_pool2d_backward":
+                dx[:, :, rs, cs] += (dy[:, :, r, q] / (k[0] * k[1]))[
+                    :, :, None, None]
+            else:
+                f = win.reshape(win.shape[:2] + (-1,))
+                i = f.argmax(-1)
+                out[:, :, r, q] = f.max(-1)
+                if op == "max_pool2d_backward":
+                    wc = cs.stop - cs.start
+                    for n in range(x.shape[0]):
+                        for c in range(x.shape[1]):
+                            dx[n, c, rs.start + i[n, c] // wc,
+                               cs.start + i[n, c] % wc] += ins[1][n, c, r, q]
+    return out if op in ("max_pool2d", "avg_pool2d") else dx
+
+
+EVAL = {op: pool2d for op in ("max_pool2d", "avg_pool2d",
+                              "max_pool2d_backward", "avg_pool2d_backward")}
+
+
+# ---- gradient checks (PyTorch references) ----
+
+# (suffix, x shape, kernel, stride or None, padding or None)
+POOL_FORMS = [("", (2, 3, 6, 6), (2, 2), None, None),
+              ("_s1p1", (1, 2, 5, 6), (3, 3), (1, 1), (1, 1)),
+              ("_rect", (2, 2, 7, 5), (3, 2), (2, 1), (1, 0))]
+
+
+def _pool_out(shape, k, s, p):
+    s, p = s or k, p or (0, 0)
+    return shape[:2] + tuple((shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1
+                             for i in range(2))
+
+
+def _pool_attrs(k, s, p):
+    a = ", kernel=[%d, %d]" % k
+    if s:
+        a += ", stride=[%d, %d]" % s
+    if p:
+        a += ", padding=[%d, %d]" % p
+    return a
+
+
+def pool_torch(kind, x, k, s, p):
+    import torch.nn.functional as F
+    f = F.max_pool2d if kind == "max" else F.avg_pool2d
+    kw = {} if kind == "max" else {"count_include_pad": True}
+    return f(x, k, s or k, p or (0, 0), **kw)
+
+
+def pool_case(kind, sfx, shape, k, s, p):
+    op = kind + "_pool2d"
+    attrs = _pool_attrs(k, s, p)
+    oshape = _pool_out(shape, k, s, p)
+
+    @gc_case(op + sfx, ops=[op])
+    def _(g):
+        g.p("x", g.distinct(shape))
+        return ("%%y = %s(%%x%s)" % (op, attrs), "%y",
+                lambda t: pool_torch(kind, t["x"], k, s, p))
+
+    if kind == "max":
+        def mbwd(t):
+            import torch
+            y = pool_torch(kind, t["x"], k, s, p)
+            (dx,) = torch.autograd.grad((y * t["dy"]).sum(), t["x"],
+                                        create_graph=True)
+            return dx
+
+        @gc_case(op + "_backward" + sfx, ops=[op + "_backward"])
+        def _(g):
+            g.p("x", g.distinct(shape))
+            g.p("dy", g.u(oshape))
+            return ("%%y = max_pool2d_backward(%%x, %%dy%s)" % attrs, "%y",
+                    mbwd)
+        return
+
+    def abwd(t):
+        import torch
+        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        y = pool_torch(kind, x, k, s, p)
+        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
+                                    create_graph=True)
+        return dx
+
+    sh = ", shape=[%s]" % ", ".join(str(d) for d in shape)
+
+    @gc_case(op + "_backward" + sfx, ops=[op + "_backward"])
+    def _(g):
+        g.p("dy", g.u(oshape))
+        return ("%%y = avg_pool2d_backward(%%dy%s%s)" % (sh, attrs), "%y",
+                abwd)
+
+
+for _kind in ("max", "avg"):
+    for _f in POOL_FORMS:
+        pool_case(_kind, *_f)
+
+
+# ties: the gradient goes to the first maximum (row-major), as torch
+@gc_case("max_pool2d_ties", ops=["max_pool2d"], fd=False)
+def _(g):
+    g.p("x", np.round(g.u((2, 2, 5, 6), -1, 1)))
+    return ("%y = max_pool2d(%x, kernel=[3, 3], stride=[1, 2], "
+            "padding=[1, 1])", "%y",
+            lambda t: pool_torch("max", t["x"], (3, 3), (1, 2), (1, 1)))
+
+
+# ---- end-to-end cases ----
 
 # (x shape, kernel, stride, padding)
 FORMS = [((2, 3, 6, 6), (2, 2), (2, 2), (0, 0)),
