@@ -227,40 +227,6 @@ def _scan(graphs, a, ins, ty):
     return carry
 
 
-def _nchw_norm(op, ins, a):
-    """group_norm / batch_norm_inference and their backward ops, x
-    [N, C, ...] (float64): x viewed as [N, G, C/G, HW] (batch_norm:
-    G = C, statistics from the operands)."""
-    x = ins[0].astype(np.float64)
-    N, C = x.shape[:2]
-    bn = op.startswith("batch_norm")
-    G = C if bn else a["groups"]
-    x4 = x.reshape(N, G, C // G, -1)
-    ch = [v.astype(np.float64).reshape(1, G, C // G, 1)
-          for v in ins[1:5 if bn else 3]]
-    eps = a.get("eps", 1e-5)
-    if bn:
-        r = 1 / np.sqrt(ch[3] + eps)
-        h = (x4 - ch[2]) * r
-    else:
-        c = x4 - x4.mean((2, 3), keepdims=True)
-        r = 1 / np.sqrt((c * c).mean((2, 3), keepdims=True) + eps)
-        h = c * r
-    if op in ("group_norm", "batch_norm_inference"):
-        return (h * ch[0] + ch[1]).reshape(x.shape)
-    dy = ins[-1].astype(np.float64).reshape(x4.shape)
-    if op.endswith("_gamma"):
-        return (dy * h).sum((0, 3)).reshape(C)
-    if op.endswith("_beta"):
-        return dy.sum((0, 3)).reshape(C)
-    g = dy * ch[0]
-    if bn:
-        return (g * r).reshape(x.shape)
-    m = (g * h).mean((2, 3), keepdims=True)
-    dx = r * (g - g.mean((2, 3), keepdims=True) - h * m)
-    return dx.reshape(x.shape)
-
-
 def _conv(op, ins, a):
     """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
     (r, q) reads the strided view of the zero-padded input it meets."""
@@ -411,8 +377,6 @@ def apply(graphs, op, ins, a, ty):
         return FAMILY[op](op, ins, a)
     if op.startswith("conv2d"):
         return _conv(op, ins, a)
-    if op.startswith(("group_norm", "batch_norm_inference")):
-        return _nchw_norm(op, ins, a)
     if op.startswith("fake_quantize"):
         return _fake_quant(op, ins, a)
     if op in ("selective_scan", "gated_delta_net"):
