@@ -227,49 +227,6 @@ def _scan(graphs, a, ins, ty):
     return carry
 
 
-def _conv(op, ins, a):
-    """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
-    (r, q) reads the strided view of the zero-padded input it meets."""
-    st, p = a.get("stride", [1, 1]), a.get("padding", [0, 0])
-    d, G = a.get("dilation", [1, 1]), a.get("groups", 1)
-    if op == "conv2d":
-        x, w = ins
-    elif op == "conv2d_backward_input":
-        dy, w = ins
-        x = np.zeros(a["shape"], dy.dtype)
-    else:
-        x, dy = ins
-        w = np.zeros(a["shape"], x.dtype)
-    N, C, H, W = x.shape
-    Co, Cg, KH, KW = w.shape
-    OH = (H + 2 * p[0] - d[0] * (KH - 1) - 1) // st[0] + 1
-    OW = (W + 2 * p[1] - d[1] * (KW - 1) - 1) // st[1] + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    wg = w.reshape(G, Co // G, Cg, KH, KW)
-    y = np.zeros((N, G, Co // G, OH, OW), x.dtype)
-    if op != "conv2d":
-        dyg = dy.reshape(N, G, Co // G, OH, OW)
-    for r in range(KH):
-        for q in range(KW):
-            rs = slice(r * d[0], r * d[0] + (OH - 1) * st[0] + 1, st[0])
-            cs = slice(q * d[1], q * d[1] + (OW - 1) * st[1] + 1, st[1])
-            if op == "conv2d":
-                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
-                y += np.einsum("ngchw,goc->ngohw", xs, wg[..., r, q])
-            elif op == "conv2d_backward_input":
-                xp[:, :, rs, cs] += np.einsum(
-                    "ngohw,goc->ngchw", dyg, wg[..., r, q]).reshape(
-                        N, C, OH, OW)
-            else:
-                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
-                wg[..., r, q] = np.einsum("ngohw,ngchw->goc", dyg, xs)
-    if op == "conv2d":
-        return y.reshape(N, Co, OH, OW)
-    if op == "conv2d_backward_input":
-        return xp[:, :, p[0]:p[0] + H, p[1]:p[1] + W].copy()
-    return wg.reshape(w.shape)
-
-
 def _fake_quant(op, ins, a):
     """fake_quantize* ops (ops-detail.md "Quantization"), float64: Q =
     2^(bits-1)-1, S = max(scale, 1e-12), half-to-even rounding."""
@@ -375,8 +332,6 @@ def _transformer(ins, a):
 def apply(graphs, op, ins, a, ty):
     if op in FAMILY:
         return FAMILY[op](op, ins, a)
-    if op.startswith("conv2d"):
-        return _conv(op, ins, a)
     if op.startswith("fake_quantize"):
         return _fake_quant(op, ins, a)
     if op in ("selective_scan", "gated_delta_net"):

@@ -34,7 +34,6 @@ import e2e_cases_tensor  # noqa: E402,F401
 import e2e_cases_flow  # noqa: E402,F401
 import e2e_cases_numerics  # noqa: E402,F401
 import e2e_cases_scale  # noqa: E402,F401
-import e2e_cases_conv  # noqa: E402,F401
 import e2e_cases_models  # noqa: E402,F401
 import e2e_cases_quant  # noqa: E402,F401
 import e2e_cases_qgemm  # noqa: E402,F401

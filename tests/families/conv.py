@@ -1,8 +1,10 @@
-"""e2e_cases_conv.py -- conv2d, conv2d_backward_input and
-conv2d_backward_weight, forward values (language.md 6.5, 6.9), and a
-small CNN trained one step with rlxc --grad.
+"""conv.py -- conv2d, conv2d_backward_input, conv2d_backward_weight
+(language.md 6.5): NumPy semantics, gradient-check cases, end-to-end
+cases.
 
-Every attribute form: stride 2 (one that leaves input rows unread),
+Gradient checks: CONV_FORMS, the backward ops of CONV_BWD_FORMS
+against torch's double backward (second order through the backward
+ops). End-to-end: Every attribute form: stride 2 (one that leaves input rows unread),
 padding beyond the kernel's reach (windows of padding only), dilation
 2, groups 2, depthwise (groups = C_in, channel multiplier 2),
 non-square kernels, 1x1, all at once, and a form large enough to be
@@ -16,24 +18,63 @@ reshape (alias) and a constant check that every storage kind reaches
 the runtime call. Gradients are also in tests/gradcheck/.
 """
 import numpy as np
-import torch
-import torch.nn.functional as F
 
-from e2e_cases_flow import _grads
 from e2e_lib import T, case, out, outs_str, tt, uni
+from families import gc_case
 
-# (x shape, w shape, stride, padding, dilation, groups)
-FORMS = [((2, 3, 6, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-         ((1, 2, 8, 7), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1), 1),
-         ((1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1), 1),
-         ((1, 2, 9, 8), (3, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1),
-         ((2, 4, 6, 5), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2),
-         ((1, 3, 6, 6), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
-         ((1, 2, 6, 7), (3, 2, 2, 4), (2, 1), (0, 1), (1, 1), 1),
-         ((2, 3, 5, 5), (5, 3, 1, 1), (2, 2), (0, 0), (1, 1), 1),
-         ((2, 4, 9, 8), (4, 2, 3, 2), (2, 1), (1, 2), (2, 1), 2)]
-BIG = ((2, 8, 20, 18), (8, 4, 3, 3), (1, 1), (1, 1), (1, 1), 2)
+GRADCHECK = []
 
+
+# ---- NumPy semantics ----
+
+def conv2d(op, ins, a):
+    """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
+    (r, q) reads the strided view of the zero-padded input it meets."""
+    st, p = a.get("stride", [1, 1]), a.get("padding", [0, 0])
+    d, G = a.get("dilation", [1, 1]), a.get("groups", 1)
+    if op == "conv2d":
+        x, w = ins
+    elif op == "conv2d_backward_input":
+        dy, w = ins
+        x = np.zeros(a["shape"], dy.dtype)
+    else:
+        x, dy = ins
+        w = np.zeros(a["shape"], x.dtype)
+    N, C, H, W = x.shape
+    Co, Cg, KH, KW = w.shape
+    OH = (H + 2 * p[0] - d[0] * (KH - 1) - 1) // st[0] + 1
+    OW = (W + 2 * p[1] - d[1] * (KW - 1) - 1) // st[1] + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    wg = w.reshape(G, Co // G, Cg, KH, KW)
+    y = np.zeros((N, G, Co // G, OH, OW), x.dtype)
+    if op != "conv2d":
+        dyg = dy.reshape(N, G, Co // G, OH, OW)
+    for r in range(KH):
+        for q in range(KW):
+            rs = slice(r * d[0], r * d[0] + (OH - 1) * st[0] + 1, st[0])
+            cs = slice(q * d[1], q * d[1] + (OW - 1) * st[1] + 1, st[1])
+            if op == "conv2d":
+                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
+                y += np.einsum("ngchw,goc->ngohw", xs, wg[..., r, q])
+            elif op == "conv2d_backward_input":
+                xp[:, :, rs, cs] += np.einsum(
+                    "ngohw,goc->ngchw", dyg, wg[..., r, q]).reshape(
+                        N, C, OH, OW)
+            else:
+                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
+                wg[..., r, q] = np.einsum("ngohw,ngchw->goc", dyg, xs)
+    if op == "conv2d":
+        return y.reshape(N, Co, OH, OW)
+    if op == "conv2d_backward_input":
+        return xp[:, :, p[0]:p[0] + H, p[1]:p[1] + W].copy()
+    return wg.reshape(w.shape)
+
+
+EVAL = {op: conv2d for op in ("conv2d", "conv2d_backward_input",
+                              "conv2d_backward_weight")}
+
+
+# ---- attributes, shapes and torch references ----
 
 def _attrs(s, p, d, g):
     return (", stride=[%d, %d], padding=[%d, %d], dilation=[%d, %d], "
@@ -46,6 +87,8 @@ def _shape(shape):
 
 def refs(x, w, dy, s, p, d, g):
     """(y, dx, dw) in float64 by torch."""
+    import torch
+    import torch.nn.functional as F
     y = F.conv2d(tt(x), tt(w), None, s, p, d, g).numpy()
     dx = torch.nn.grad.conv2d_input(x.shape, tt(w), tt(dy), s, p, d, g)
     dw = torch.nn.grad.conv2d_weight(tt(x), w.shape, tt(dy), s, p, d, g)
@@ -56,6 +99,99 @@ def _out_shape(xs, ws, s, p, d):
     return (xs[0], ws[0]) + tuple(
         (xs[2 + i] + 2 * p[i] - d[i] * (ws[2 + i] - 1) - 1) // s[i] + 1
         for i in range(2))
+
+
+# ---- gradient checks ----
+
+# (suffix, x shape, w shape, stride, padding, dilation, groups)
+CONV_FORMS = [("", (2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
+              ("_s2p1", (1, 2, 6, 5), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1),
+               1),
+              # padding beyond the kernel's reach: windows of zeros only
+              ("_pbig", (1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1),
+               1),
+              ("_d2", (1, 2, 7, 6), (2, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1),
+              ("_g2", (2, 4, 5, 4), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2),
+              # depthwise (groups = C_in), channel multiplier 2
+              ("_dw", (1, 3, 5, 5), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
+              ("_rect", (1, 2, 6, 7), (3, 2, 2, 4), (2, 1), (0, 1), (1, 1),
+               1),
+              ("_1x1", (2, 3, 4, 4), (5, 3, 1, 1), (2, 2), (0, 0), (1, 1), 1),
+              ("_all", (2, 4, 7, 6), (4, 2, 3, 2), (2, 1), (1, 2), (2, 1),
+               2)]
+# forms whose backward ops get cases of their own (second order)
+CONV_BWD_FORMS = ("", "_pbig", "_dw", "_1x1", "_all")
+
+
+def conv_case(sfx, xs, ws, s, p, d, gr):
+    attrs = _attrs(s, p, d, gr)
+
+    def conv(x, w):
+        import torch.nn.functional as F
+        return F.conv2d(x, w, None, s, p, d, gr)
+
+    @gc_case("conv2d" + sfx, ops=["conv2d"])
+    def _(g):
+        g.p("x", g.u(xs))
+        g.p("w", g.u(ws))
+        return ("%%y = conv2d(%%x, %%w%s)" % attrs, "%y",
+                lambda t: conv(t["x"], t["w"]))
+
+    if sfx not in CONV_BWD_FORMS:
+        return
+    ys = _out_shape(xs, ws, s, p, d)
+
+    def bwd(x, w, dy, wrt):
+        """d<conv(x, w), dy>/d wrt, differentiable (create_graph)."""
+        import torch
+        (r,) = torch.autograd.grad((conv(x, w) * dy).sum(), wrt,
+                                   create_graph=True)
+        return r
+
+    def zeros(shape):
+        import torch
+        return torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+
+    def bin_ref(t):
+        x0 = zeros(xs)
+        return bwd(x0, t["w"], t["dy"], x0)
+
+    def bwt_ref(t):
+        w0 = zeros(ws)
+        return bwd(t["x"], w0, t["dy"], w0)
+
+    @gc_case("conv2d_backward_input" + sfx, ops=["conv2d_backward_input"])
+    def _(g):
+        g.p("dy", g.u(ys))
+        g.p("w", g.u(ws))
+        return ("%%y = conv2d_backward_input(%%dy, %%w%s%s)"
+                % (_shape(xs), attrs), "%y", bin_ref)
+
+    @gc_case("conv2d_backward_weight" + sfx, ops=["conv2d_backward_weight"])
+    def _(g):
+        g.p("x", g.u(xs))
+        g.p("dy", g.u(ys))
+        return ("%%y = conv2d_backward_weight(%%x, %%dy%s%s)"
+                % (_shape(ws), attrs), "%y", bwt_ref)
+
+
+for _f in CONV_FORMS:
+    conv_case(*_f)
+
+
+# ---- end-to-end cases ----
+
+# (x shape, w shape, stride, padding, dilation, groups)
+FORMS = [((2, 3, 6, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
+         ((1, 2, 8, 7), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+         ((1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1), 1),
+         ((1, 2, 9, 8), (3, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1),
+         ((2, 4, 6, 5), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2),
+         ((1, 3, 6, 6), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
+         ((1, 2, 6, 7), (3, 2, 2, 4), (2, 1), (0, 1), (1, 1), 1),
+         ((2, 3, 5, 5), (5, 3, 1, 1), (2, 2), (0, 0), (1, 1), 1),
+         ((2, 4, 9, 8), (4, 2, 3, 2), (2, 1), (1, 2), (2, 1), 2)]
+BIG = ((2, 8, 20, 18), (8, 4, 3, 3), (1, 1), (1, 1), (1, 1), 2)
 
 
 def _body(dt, forms, rng):
@@ -147,6 +283,8 @@ CNN = """%c1 = relu(add(conv2d(%x, %w1, padding=[1, 1]), %b1))
 
 
 def _cnn_loss(ts, labels):
+    import torch
+    import torch.nn.functional as F
     h = F.max_pool2d(F.relu(F.conv2d(ts["x"], ts["w1"], padding=1) +
                             ts["b1"]), 2)
     h = F.max_pool2d(F.relu(F.conv2d(h, ts["w2"], padding=1, groups=2) +
@@ -157,6 +295,7 @@ def _cnn_loss(ts, labels):
 
 def _cnn_case(name, dt):
     def build(c, rng):
+        from e2e_cases_flow import _grads
         x = T(dt, uni(rng, (4, 2, 8, 8)), "x")
         y = T("i32", rng.integers(0, 5, (4,)), "y")
         ps = [T(dt, uni(rng, (4, 2, 3, 3)) * 0.5, "w1", "param"),
