@@ -2,20 +2,19 @@
 (language.md 6.5): NumPy semantics, gradient-check cases, end-to-end
 cases.
 
-Gradient checks: CONV_FORMS, the backward ops of CONV_BWD_FORMS
-against torch's double backward (second order through the backward
-ops). End-to-end: Every attribute form: stride 2 (one that leaves input rows unread),
-padding beyond the kernel's reach (windows of padding only), dilation
-2, groups 2, depthwise (groups = C_in, channel multiplier 2),
-non-square kernels, 1x1, all at once, and a form large enough to be
-split across threads (run at 1, 2, 3, 7 threads: bit-identical, and
-concurrently). References: torch float64 (F.conv2d and
-torch.nn.grad.conv2d_input / conv2d_weight) on the rounded inputs.
-f32 and f64 at the harness tolerances; f16 and bf16 are computed in f32
-and rounded once: cast to f32 and compared with a tolerance of a few
-ulps of the half type. Operands that are an elementwise result, a
-reshape (alias) and a constant check that every storage kind reaches
-the runtime call. Gradients are also in tests/gradcheck/.
+Gradient checks: CONV_FORMS, the backward ops of CONV_BWD_FORMS against
+torch's double backward (second order through the backward ops). End-to-
+end: every attribute form: stride 2 (one that leaves input rows unread),
+padding beyond the kernel's reach (windows of padding only), dilation 2,
+groups 2, depthwise (groups = C_in, channel multiplier 2), non-square
+kernels, 1x1, all at once, and a form large enough to be split across
+threads (run at 1, 2, 3, 7 threads: bit-identical, and concurrently).
+References: torch float64 (F.conv2d and torch.nn.grad.conv2d_input /
+conv2d_weight) on the rounded inputs. f32 and f64 at the harness
+tolerances; f16 and bf16 are computed in f32 and rounded once: cast to
+f32 and compared with a tolerance of a few ulps of the half type.
+Operands that are an elementwise result, a reshape (alias) and a
+constant check that every storage kind reaches the runtime call.
 """
 import numpy as np
 

@@ -3,22 +3,21 @@
 cases (references: torch.nn.functional in float64).
 
 Gradient checks: GC_GN_FORMS and GC_BN_FORMS, every operand a param
-(batch_norm's mean and var too), the backward ops against torch's
-double backward.
-End-to-end forward: Forward: x [N, C] and 1, 2 and 3 spatial dims; groups 1, a divisor and
-C; eps; spatial sizes that are not a multiple of the vector width (the
-kernels' scalar tails); rows with a large common offset (variance by
-deviations); one shape large enough that units run on several threads.
-f32 and f64. f16 and bf16 (the forward ops and the dx / dgamma
-kernels) are computed in f32 and rounded once, their results cast to
-f32 and compared with a tolerance of a few half ulps. Every run repeats
-at 1, 2 and 3 threads (bit-identical).
+(batch_norm's mean and var too), the backward ops against torch's double
+backward. End-to-end forward: x [N, C] and 1, 2 and 3 spatial dims;
+groups 1, a divisor and C; eps; spatial sizes that are not a multiple of
+the vector width (the kernels' scalar tails); rows with a large common
+offset (variance by deviations); one shape large enough that units run
+on several threads. f32 and f64. f16 and bf16 (the forward ops and the
+dx / dgamma kernels) are computed in f32 and rounded once, their results
+cast to f32 and compared with a tolerance of a few half ulps. Every run
+repeats at 1, 2 and 3 threads (bit-identical).
 
 Training (rlxc --grad): loss = sum(w * norm(x)) on [4, 32, 16, 16], so
 the backward kernels (dx, and the dgamma/dbeta sums over N and the
-spatial dims) run threaded; batch_norm also with mean and var as
-params. The backward ops are checked one by one, first and second
-order, by the gradient suite (tests/gradcheck/).
+spatial dims) run threaded; batch_norm also with mean and var as params.
+The backward ops are checked one by one, first and second order, by the
+gradient checks above.
 """
 import numpy as np
 

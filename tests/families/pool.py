@@ -5,15 +5,14 @@ end-to-end cases.
 Gradient checks: POOL_FORMS and a max_pool2d with ties, against torch.
 End-to-end (forward values, references from a second NumPy
 implementation, cell by cell, independent of the one the interpreter
-runs): NCHW; strides different from the kernel, padding, non-square kernels,
-rows of many 2-wide stride-2 windows (the vectorized path, with every
-block size and a scalar rest),
-an input with many ties (max: the first maximum in row-major window
-order gets the gradient, padding never wins) and a plane large enough
-for several threads. avg divides by kh*kw, padding counted as zeros.
-f32 and f64 against NumPy float64; f16 and bf16 are computed in f32 and
-rounded once: cast to f32 and compared with a tolerance of a few ulps of
-the half type. Gradients are in tests/gradcheck/.
+runs): NCHW; strides different from the kernel, padding, non-square
+kernels, rows of many 2-wide stride-2 windows (the vectorized path, with
+every block size and a scalar rest), an input with many ties (max: the
+first maximum in row-major window order gets the gradient, padding never
+wins) and a plane large enough for several threads. avg divides by
+kh*kw, padding counted as zeros. f32 and f64 against NumPy float64; f16
+and bf16 are computed in f32 and rounded once: cast to f32 and compared
+with a tolerance of a few ulps of the half type.
 """
 import numpy as np
 

@@ -1,15 +1,15 @@
 """rope.py -- rope and rope_backward (language.md 6.5): NumPy
 semantics, gradient-check cases, end-to-end cases.
 
-Gradient checks: ROPE_FORMS (n_rot == head_dim, n_rot < head_dim,
-table widths), rope_backward against torch's double backward.
-End-to-end (forward): NeoX half split on [S, H*D] and [B, S, H*D], n_rot == head_dim and
-n_rot < head_dim (the tail dims copied), cos/sin tables of width n_rot/2
-and D/2 (only the first n_rot/2 columns read), heads > 1, a row count
-large enough for several threads; rope_backward is rope with sin
-negated. f32 and f64 against NumPy float64; f16 and bf16 are computed in
-f32 and rounded once: results cast to f32 and compared with a tolerance
-of a few ulps of the half type. Gradients are in tests/gradcheck/.
+Gradient checks: ROPE_FORMS (n_rot == head_dim, n_rot < head_dim, table
+widths), rope_backward against torch's double backward. End-to-end
+(forward): NeoX half split on [S, H*D] and [B, S, H*D], n_rot ==
+head_dim and n_rot < head_dim (the tail dims copied), cos/sin tables of
+width n_rot/2 and D/2 (only the first n_rot/2 columns read), heads > 1,
+a row count large enough for several threads; rope_backward is rope with
+sin negated. f32 and f64 against NumPy float64; f16 and bf16 are
+computed in f32 and rounded once: results cast to f32 and compared with
+a tolerance of a few ulps of the half type.
 """
 import numpy as np
 
