@@ -47,7 +47,10 @@ tests/tools/adcheck/gen.py, shared with tests/hvp/gen_hvp.py; this
 file holds the cases and what is the suite's own (coverage of
 ir/ops.def, manifest.txt, skipped.txt, JVP tolerances). The
 elementwise cases (u_OP, b_OP, activation_backward_OP) are one per row
-of tests/tools/op_refs.py: torch function and sampling domain.
+of tests/tools/op_refs.py: torch function and sampling domain. The
+cases of the op families with a module in tests/families/ (norm,
+gnorm, rope, pool, conv, attention, fft) are that module's GRADCHECK
+list, registered here after the other op cases.
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
