@@ -47,7 +47,10 @@ tests/tools/adcheck/gen.py, shared with tests/hvp/gen_hvp.py; this
 file holds the cases and what is the suite's own (coverage of
 ir/ops.def, manifest.txt, skipped.txt, JVP tolerances). The
 elementwise cases (u_OP, b_OP, activation_backward_OP) are one per row
-of tests/tools/op_refs.py: torch function and sampling domain.
+of tests/tools/op_refs.py: torch function and sampling domain. The
+cases of the op families with a module in tests/families/ (norm,
+gnorm, rope, pool, conv, attention, fft) are that module's GRADCHECK
+list, registered here after the other op cases.
 Needs /usr/bin/python3 with numpy and torch; CI does not.
 Usage: /usr/bin/python3 tests/gradcheck/gen_gradcheck.py [NAME...]
 """
@@ -65,6 +68,8 @@ import e2e_lib as L  # noqa: E402
 from adcheck import gen as ag  # noqa: E402
 from adcheck.check import needs_case, op_table  # noqa: E402
 import op_refs as R  # noqa: E402  (the elementwise ops' facts)
+sys.path.insert(0, os.path.join(SRC, "tests"))
+import families  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -94,6 +99,12 @@ def case(name, ops=(), fd=True, rlxc=(), dts=("f32", "f64"), jvp_ref=None,
     return REG.case(name, dts, ops=tuple(ops) or (name,), fd=fd,
                     rlxc=list(rlxc), fwd={"jvp_ref": jvp_ref, "dot": dot,
                                           "sym": hvp_sym})
+
+
+def family(mod):
+    """The cases of a family module (tests/families/), in its order."""
+    for name, options, fn in mod.GRADCHECK:
+        case(name, **options)(fn)
 
 
 def unary(op, fn, sample=None, fd=True):
@@ -273,11 +284,6 @@ def _(g):
             lambda t: _dq_ref(t, 2))
 
 
-def distinct(g, shape):
-    n = int(np.prod(shape))
-    return (g.rng.permutation(n).reshape(shape) * 0.25 - n / 8.0)
-
-
 @case("reduce_sum", ops=["reduce_sum"])
 def _(g):
     g.p("x", g.u((2, 3, 4)))
@@ -294,21 +300,21 @@ def _(g):
 
 @case("reduce_max", ops=["reduce_max"])
 def _(g):
-    g.p("x", distinct(g, (2, 3, 4)))
+    g.p("x", g.distinct((2, 3, 4)))
     return ("%y = reduce_max(%x, axes=[0, 2])", "%y",
             lambda t: t["x"].amax(dim=(0, 2)))
 
 
 @case("reduce_min", ops=["reduce_min"])
 def _(g):
-    g.p("x", distinct(g, (2, 3, 4)))
+    g.p("x", g.distinct((2, 3, 4)))
     return ("%y = reduce_min(%x, axes=[1])", "%y",
             lambda t: t["x"].amin(dim=1))
 
 
 @case("reduce_max_all", ops=["reduce_max"])
 def _(g):
-    g.p("x", distinct(g, (3, 4)))
+    g.p("x", g.distinct((3, 4)))
     return "%y = reduce_max(%x)", "%y", lambda t: t["x"].amax()
 
 
@@ -722,473 +728,6 @@ def _(g):
             t["d"][:, None])
 
 
-# ---- normalization layers and their backward ops ----
-
-def _norm(x, gam, bet, axis, eps, rms):
-    """layer_norm / rms_norm over one axis, in torch (differentiable)."""
-    shape = [1] * x.dim()
-    shape[axis] = -1
-    if rms:
-        h = x * torch.rsqrt((x * x).mean(axis, keepdim=True) + eps)
-    else:
-        c = x - x.mean(axis, keepdim=True)
-        h = c * torch.rsqrt((c * c).mean(axis, keepdim=True) + eps)
-    return h * gam.reshape(shape) + bet.reshape(shape)
-
-
-# (case suffix, x shape, axis, eps attribute or None)
-NORM_FORMS = [("", (3, 5), -1, None), ("_axis1", (2, 4, 3), 1, 1e-3),
-              ("_axis0", (4, 3), 0, None)]
-
-
-def norm_case(op, sfx, shape, axis, eps):
-    rms = op == "rms_norm"
-    e = eps if eps is not None else (1e-6 if rms else 1e-5)
-    attrs = ("" if axis == -1 else ", axis=%d" % axis) + \
-        ("" if eps is None else ", eps=%g" % eps)
-    ch = shape[axis]
-
-    @case(op + sfx, ops=[op])
-    def _(g):
-        g.p("x", g.u(shape))
-        g.p("gam", g.u((ch,), 0.5, 1.5))
-        g.p("bet", g.u((ch,)))
-        return ("%%y = %s(%%x, %%gam, %%bet%s)" % (op, attrs), "%y",
-                lambda t: _norm(t["x"], t["gam"], t["bet"], axis % len(shape),
-                                e, rms))
-
-    # backward ops: gradients of sum(dy * norm(x)) through create_graph
-    def bwd(t, wrt):
-        one = torch.ones(ch, dtype=torch.float64)  # d/dgamma needs no gamma
-        x, gam, bet = t["x"], t.get("gam", one), t.get("bet", 0 * one)
-        xs = [v if v.requires_grad else v.detach().requires_grad_(True)
-              for v in (x, gam, bet)]
-        y = _norm(xs[0], xs[1], xs[2], axis % len(shape), e, rms)
-        (d,) = torch.autograd.grad((y * t["dy"]).sum(), xs[wrt],
-                                   create_graph=True)
-        return d
-
-    parts = (("input", 0), ("gamma", 1)) + ((("beta", 2),) if rms else ())
-    for part, wrt in parts:
-        name = "%s_backward_%s" % (op, part)
-
-        def mk(name=name, wrt=wrt, part=part):
-            @case(name + sfx, ops=[name])
-            def _(g):
-                g.p("x", g.u(shape))
-                ops = ["%x"]
-                if rms or part != "gamma":
-                    g.p("gam", g.u((ch,), 0.5, 1.5))
-                    ops.append("%gam")
-                if rms:
-                    g.p("bet", g.u((ch,)))
-                    ops.append("%bet")
-                g.p("dy", g.u(shape))
-                ops.append("%dy")
-                return ("%%y = %s(%s%s)" % (name, ", ".join(ops), attrs),
-                        "%y", lambda t: bwd(t, wrt))
-        mk()
-
-
-for _op in ("layer_norm", "rms_norm"):
-    for _f in NORM_FORMS:
-        norm_case(_op, *_f)
-
-
-# ---- group_norm and batch_norm_inference (x [N, C, ...spatial]) ----
-
-def _bn(x, gam, bet, mean, var, eps):
-    """batch_norm_inference by formula (torch's batch_norm has no
-    gradient for the running statistics)."""
-    sh = (1, -1) + (1,) * (x.dim() - 2)
-    return (x - mean.reshape(sh)) * torch.rsqrt(var.reshape(sh) + eps) * \
-        gam.reshape(sh) + bet.reshape(sh)
-
-
-# (case suffix, x shape, groups (group_norm), eps attribute or None)
-GN_FORMS = [("", (2, 4, 3), 2, None), ("_2d_g1", (2, 4, 3, 2), 1, 1e-3),
-            ("_3d_gc", (1, 4, 2, 2, 3), 4, None), ("_nc", (3, 4), 2, None)]
-BN_FORMS = [("", (2, 3, 4), 0, None), ("_2d", (2, 3, 2, 3), 0, 1e-3),
-            ("_nc", (4, 3), 0, None)]
-
-
-def nchw_norm_case(op, sfx, shape, groups, eps):
-    """The forward op and its three backward ops (gradients of
-    sum(dy * op(...)) through create_graph); every operand is a param,
-    batch_norm's mean and var included."""
-    bn = op == "batch_norm_inference"
-    names = ["x", "gam", "bet"] + (["mean", "var"] if bn else [])
-    attrs = ("" if bn else ", groups=%d" % groups) + \
-        ("" if eps is None else ", eps=%g" % eps)
-    e = 1e-5 if eps is None else eps
-    ch = shape[1]
-
-    def params(g):
-        g.p("x", g.u(shape))
-        g.p("gam", g.u((ch,), 0.5, 1.5))
-        g.p("bet", g.u((ch,)))
-        if bn:
-            g.p("mean", g.u((ch,), -1, 1))
-            g.p("var", g.u((ch,), 0.3, 2.0))
-        return ", ".join("%" + n for n in names)
-
-    def fwd(t):
-        xs = [t[n] for n in names]
-        return _bn(*xs, e) if bn else F.group_norm(xs[0], groups, xs[1],
-                                                   xs[2], e)
-
-    @case(op + sfx, ops=[op])
-    def _(g):
-        return ("%%y = %s(%s%s)" % (op, params(g), attrs), "%y", fwd)
-
-    for wrt, part in enumerate(("input", "gamma", "beta")):
-        name = "%s_backward_%s" % (op, part)
-
-        def mk(name=name, wrt=wrt):
-            def bwd(t):
-                (d,) = torch.autograd.grad((fwd(t) * t["dy"]).sum(),
-                                           t[names[wrt]], create_graph=True)
-                return d
-
-            @case(name + sfx, ops=[name])
-            def _(g):
-                ops = params(g)
-                g.p("dy", g.u(shape))
-                return ("%%y = %s(%s, %%dy%s)" % (name, ops, attrs), "%y",
-                        bwd)
-        mk()
-
-
-for _f in GN_FORMS:
-    nchw_norm_case("group_norm", *_f)
-for _f in BN_FORMS:
-    nchw_norm_case("batch_norm_inference", *_f)
-
-
-# ---- rope and rope_backward (NeoX half split) ----
-
-def _rope(x, cos, sin, d, r):
-    """rope in torch: x [..., S, H*D], cos/sin [S, W], first r/2 used."""
-    h = r // 2
-    xs = x.reshape(*x.shape[:-1], x.shape[-1] // d, d)
-    c = cos[:, :h].reshape(-1, 1, h)
-    s = sin[:, :h].reshape(-1, 1, h)
-    x1, x2 = xs[..., :h], xs[..., h:r]
-    y = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
-    return y.reshape(x.shape)
-
-
-# (suffix, x shape, head_dim, n_rot or None, cos width)
-ROPE_FORMS = [("", (3, 8), 4, None, 2), ("_nrot", (2, 3, 12), 6, 4, 3),
-              ("_nrot_w", (2, 3, 8), 8, 4, 2)]
-
-
-def rope_case(sfx, shape, d, r, w):
-    rr = r if r is not None else d
-    attrs = ", head_dim=%d" % d + ("" if r is None else ", n_rot=%d" % r)
-    tab = (shape[-2], w)
-
-    @case("rope" + sfx, ops=["rope"])
-    def _(g):
-        g.p("x", g.u(shape))
-        g.p("cs", g.u(tab))
-        g.p("sn", g.u(tab))
-        return ("%%y = rope(%%x, %%cs, %%sn%s)" % attrs, "%y",
-                lambda t: _rope(t["x"], t["cs"], t["sn"], d, rr))
-
-    # rope_backward: d/dx of sum(dy * rope(x)) through create_graph
-    def bwd(t):
-        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
-        y = _rope(x, t["cs"], t["sn"], d, rr)
-        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
-                                    create_graph=True)
-        return dx
-
-    @case("rope_backward" + sfx, ops=["rope_backward"])
-    def _(g):
-        g.p("dy", g.u(shape))
-        g.p("cs", g.u(tab))
-        g.p("sn", g.u(tab))
-        return ("%%y = rope_backward(%%dy, %%cs, %%sn%s)" % attrs, "%y", bwd)
-
-
-for _f in ROPE_FORMS:
-    rope_case(*_f)
-
-
-# ---- 2-D pooling (NCHW; max: first maximum, padding never wins) ----
-
-# (suffix, x shape, kernel, stride or None, padding or None)
-POOL_FORMS = [("", (2, 3, 6, 6), (2, 2), None, None),
-              ("_s1p1", (1, 2, 5, 6), (3, 3), (1, 1), (1, 1)),
-              ("_rect", (2, 2, 7, 5), (3, 2), (2, 1), (1, 0))]
-
-
-def _pool_out(shape, k, s, p):
-    s, p = s or k, p or (0, 0)
-    return shape[:2] + tuple((shape[2 + i] + 2 * p[i] - k[i]) // s[i] + 1
-                             for i in range(2))
-
-
-def _pool_attrs(k, s, p):
-    a = ", kernel=[%d, %d]" % k
-    if s:
-        a += ", stride=[%d, %d]" % s
-    if p:
-        a += ", padding=[%d, %d]" % p
-    return a
-
-
-def _pool(kind, x, k, s, p):
-    f = F.max_pool2d if kind == "max" else F.avg_pool2d
-    kw = {} if kind == "max" else {"count_include_pad": True}
-    return f(x, k, s or k, p or (0, 0), **kw)
-
-
-def pool_case(kind, sfx, shape, k, s, p):
-    op = kind + "_pool2d"
-    attrs = _pool_attrs(k, s, p)
-    oshape = _pool_out(shape, k, s, p)
-
-    @case(op + sfx, ops=[op])
-    def _(g):
-        g.p("x", distinct(g, shape))
-        return ("%%y = %s(%%x%s)" % (op, attrs), "%y",
-                lambda t: _pool(kind, t["x"], k, s, p))
-
-    if kind == "max":
-        def mbwd(t):
-            y = _pool(kind, t["x"], k, s, p)
-            (dx,) = torch.autograd.grad((y * t["dy"]).sum(), t["x"],
-                                        create_graph=True)
-            return dx
-
-        @case(op + "_backward" + sfx, ops=[op + "_backward"])
-        def _(g):
-            g.p("x", distinct(g, shape))
-            g.p("dy", g.u(oshape))
-            return ("%%y = max_pool2d_backward(%%x, %%dy%s)" % attrs, "%y",
-                    mbwd)
-        return
-
-    def abwd(t):
-        x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
-        y = _pool(kind, x, k, s, p)
-        (dx,) = torch.autograd.grad((y * t["dy"]).sum(), x,
-                                    create_graph=True)
-        return dx
-
-    sh = ", shape=[%s]" % ", ".join(str(d) for d in shape)
-
-    @case(op + "_backward" + sfx, ops=[op + "_backward"])
-    def _(g):
-        g.p("dy", g.u(oshape))
-        return ("%%y = avg_pool2d_backward(%%dy%s%s)" % (sh, attrs), "%y",
-                abwd)
-
-
-for _kind in ("max", "avg"):
-    for _f in POOL_FORMS:
-        pool_case(_kind, *_f)
-
-
-# ties: the gradient goes to the first maximum (row-major), as torch
-@case("max_pool2d_ties", ops=["max_pool2d"], fd=False)
-def _(g):
-    g.p("x", np.round(g.u((2, 2, 5, 6), -1, 1)))
-    return ("%y = max_pool2d(%x, kernel=[3, 3], stride=[1, 2], "
-            "padding=[1, 1])", "%y",
-            lambda t: F.max_pool2d(t["x"], (3, 3), (1, 2), (1, 1)))
-
-
-# ---- 2-D convolution (NCHW; second order through the backward ops) ----
-
-# (suffix, x shape, w shape, stride, padding, dilation, groups)
-CONV_FORMS = [("", (2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-              ("_s2p1", (1, 2, 6, 5), (3, 2, 3, 3), (2, 2), (1, 1), (1, 1),
-               1),
-              # padding beyond the kernel's reach: windows of zeros only
-              ("_pbig", (1, 2, 3, 4), (2, 2, 2, 3), (1, 1), (3, 2), (1, 1),
-               1),
-              ("_d2", (1, 2, 7, 6), (2, 2, 3, 2), (1, 1), (0, 1), (2, 2), 1),
-              ("_g2", (2, 4, 5, 4), (6, 2, 3, 3), (1, 2), (1, 0), (1, 1), 2),
-              # depthwise (groups = C_in), channel multiplier 2
-              ("_dw", (1, 3, 5, 5), (6, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
-              ("_rect", (1, 2, 6, 7), (3, 2, 2, 4), (2, 1), (0, 1), (1, 1),
-               1),
-              ("_1x1", (2, 3, 4, 4), (5, 3, 1, 1), (2, 2), (0, 0), (1, 1), 1),
-              ("_all", (2, 4, 7, 6), (4, 2, 3, 2), (2, 1), (1, 2), (2, 1),
-               2)]
-# forms whose backward ops get cases of their own (second order)
-CONV_BWD_FORMS = ("", "_pbig", "_dw", "_1x1", "_all")
-
-
-def _conv_attrs(s, p, d, gr):
-    return (", stride=[%d, %d], padding=[%d, %d], dilation=[%d, %d], "
-            "groups=%d" % (s + p + d + (gr,)))
-
-
-def _shape_attr(shape):
-    return ", shape=[%s]" % ", ".join(str(d) for d in shape)
-
-
-def conv_case(sfx, xs, ws, s, p, d, gr):
-    attrs = _conv_attrs(s, p, d, gr)
-
-    def conv(x, w):
-        return F.conv2d(x, w, None, s, p, d, gr)
-
-    @case("conv2d" + sfx, ops=["conv2d"])
-    def _(g):
-        g.p("x", g.u(xs))
-        g.p("w", g.u(ws))
-        return ("%%y = conv2d(%%x, %%w%s)" % attrs, "%y",
-                lambda t: conv(t["x"], t["w"]))
-
-    if sfx not in CONV_BWD_FORMS:
-        return
-    ys = tuple(conv(torch.zeros(xs, dtype=torch.float64),
-                    torch.zeros(ws, dtype=torch.float64)).shape)
-
-    def bwd(x, w, dy, wrt):
-        """d<conv(x, w), dy>/d wrt, differentiable (create_graph)."""
-        (r,) = torch.autograd.grad((conv(x, w) * dy).sum(), wrt,
-                                   create_graph=True)
-        return r
-
-    def zeros(shape):
-        return torch.zeros(shape, dtype=torch.float64, requires_grad=True)
-
-    def bin_ref(t):
-        x0 = zeros(xs)
-        return bwd(x0, t["w"], t["dy"], x0)
-
-    def bwt_ref(t):
-        w0 = zeros(ws)
-        return bwd(t["x"], w0, t["dy"], w0)
-
-    @case("conv2d_backward_input" + sfx, ops=["conv2d_backward_input"])
-    def _(g):
-        g.p("dy", g.u(ys))
-        g.p("w", g.u(ws))
-        return ("%%y = conv2d_backward_input(%%dy, %%w%s%s)"
-                % (_shape_attr(xs), attrs), "%y", bin_ref)
-
-    @case("conv2d_backward_weight" + sfx, ops=["conv2d_backward_weight"])
-    def _(g):
-        g.p("x", g.u(xs))
-        g.p("dy", g.u(ys))
-        return ("%%y = conv2d_backward_weight(%%x, %%dy%s%s)"
-                % (_shape_attr(ws), attrs), "%y", bwt_ref)
-
-
-for _f in CONV_FORMS:
-    conv_case(*_f)
-
-
-# ---- attention (FlashAttention-2 kernels; second order by expansion) ----
-
-from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
-
-# (name, rank, B, H, Lq, Lk, D, mask, attrs)
-ATTN_FORMS = [
-    ("", 4, 1, 2, 5, 5, 3, "none", {}),
-    ("_causal3", 3, 2, 2, 6, 6, 2, "causal", {"heads": 2}),
-    ("_decode", 4, 1, 1, 3, 7, 4, "causal", {"scale": 0.7}),
-    ("_rowsmasked", 4, 1, 2, 6, 4, 2, "causal", {}),
-    ("_sliding", 3, 1, 2, 7, 7, 2, "sliding_window",
-     {"head_dim": 2, "window": 2, "softcap": 1.5}),
-    ("_custom", 4, 2, 1, 4, 5, 3, "custom", {}),
-    ("_bias", 4, 1, 2, 4, 5, 2, "bias", {"softcap": 2.0, "scale": 0.8}),
-    # an input bias with -inf entries: fully masked rows (zeros, with zero
-    # derivatives of every order) and a partly masked one
-    ("_biasinf", 4, 1, 2, 4, 5, 2, "bias", {"inf": True}),
-]
-ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias", "_biasinf")
-
-
-def inf_bias(g, shape):
-    """A bias in [-1, 1) with rows 1 (head 0) and 3 (head 1) all -inf
-    and every other key of row 0 (head 1) -inf."""
-    m = g.u(shape, -1, 1)
-    m[:, 0, 1, :] = m[:, 1, 3, :] = float("-inf")
-    m[:, 1, 0, ::2] = float("-inf")
-    return m
-
-
-def bias_of(t, mv):
-    """The bias operand for attn_torch and the keys it allows: a -inf
-    bias (mv, the input's values) masks its key, as the kernels do; it
-    enters as where(ok, m, 0), so torch never sees an infinity."""
-    if mv is None:
-        return t["m"], True
-    ok = mv != float("-inf")
-    return torch.where(torch.tensor(ok), t["m"], torch.zeros_like(t["m"])), ok
-
-
-def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
-    qs = (b, h, lq, d) if rank == 4 else (b, lq, h * d)
-    ks = (b, h, lk, d) if rank == 4 else (b, lk, h * d)
-    a = ", ".join(["mask=" + kind] + ["%s=%r" % (k, attrs[k]) for k in
-                                      ("heads", "head_dim", "window",
-                                       "scale", "softcap") if k in attrs])
-
-    def operands(g):
-        g.p("q", g.u(qs, -1, 1))
-        g.p("k", g.u(ks, -1, 1))
-        g.p("v", g.u(ks, -1, 1))
-        if kind == "custom":
-            mv = g.rng.uniform(0, 1, (b, lk))
-            mv[-1, :] = 0.1  # a fully masked batch
-            return g.i("m", g.dt, mv).v
-        if kind == "bias" and inf:
-            return g.i("m", g.dt, inf_bias(g, (b, h, lq, lk))).v
-        if kind == "bias":
-            g.p("m", g.u((b, h, lq, lk), -1, 1))
-        return None
-
-    def fwd(t, mv):
-        if kind == "bias":
-            bias, ok = bias_of(t, mv)
-            ok = ok & allowed_mask(kind, b, lq, lk, None, attrs)
-        else:
-            bias, ok = None, allowed_mask(kind, b, lq, lk, mv, attrs)
-        return attn_torch(t["q"], t["k"], t["v"], bias, ok, rank, h, attrs)
-
-    mop = ", %m" if kind in ("custom", "bias") else ""
-    inf = attrs.get("inf", False)  # the bias an input with -inf entries
-
-    @case("attention" + sfx, ops=["attention"])
-    def _(g):
-        mv = operands(g)
-        return ("%%y = attention(%%q, %%k, %%v%s, %s)" % (mop, a), "%y",
-                lambda t: fwd(t, mv))
-
-    if sfx not in ATTN_BWD_FORMS:
-        return
-    for w in ("q", "k", "v") + (("bias",) if kind == "bias" else ()):
-        @case("attention_backward_%s%s" % (w, sfx),
-              ops=["attention_backward"])
-        def _(g, w=w):
-            mv = operands(g)
-            g.p("dy", g.u(qs, -1, 1))
-
-            def ref(t):
-                key = "m" if w == "bias" else w
-                if inf and w == "bias":  # an input: a leaf of its own
-                    t = dict(t, m=t["m"].detach().requires_grad_(True))
-                y = fwd(t, mv)
-                (r,) = torch.autograd.grad((y * t["dy"]).sum(), t[key],
-                                           create_graph=True)
-                return r
-            return ("%%y = attention_backward(%%q, %%k, %%v, %%dy%s, "
-                    "wrt=%s, %s)" % (mop, w, a), "%y", ref)
-
-
-for _f in ATTN_FORMS:
-    attn_case(*_f)
-
-
 # ---- fused sequence blocks (differentiated through expand_fused) ----
 
 import e2e_cases_seq as SEQ  # noqa: E402
@@ -1294,40 +833,6 @@ def _(g):
             (torch.cumsum(t["z"], 1) + t["z"].mean(0)))
 
 
-def fft_ref(x, inverse=False, norm="backward"):
-    return (torch.fft.ifft if inverse else torch.fft.fft)(x, norm=norm)
-
-
-@case("c64_fft", ops=["fft"], dts=("f32",))
-def _(g):
-    """Every (inverse, norm) pair; lengths 6 (mixed radix), 8 and 67
-    (Bluestein)."""
-    g.args.append(L.T("c64", cplx(g, (2, 6)), "z", "param"))
-    g.args.append(L.T("c64", cplx(g, (8,)), "u", "param"))
-    g.args.append(L.T("c64", cplx(g, (67,)), "v", "param"))
-    body = ("%a = fft(%z)\n"
-            "%b = fft(%a, inverse=true, norm=ortho)\n"
-            "%c = fft(mul(%b, %b), norm=forward)\n"
-            "%d = fft(%c, inverse=true)\n"
-            "%e = fft(%d, norm=ortho)\n"
-            "%f = fft(%e, inverse=true, norm=forward)\n"
-            "%s8 = reduce_sum(fft(mul(%u, %u), inverse=true))\n"
-            "%s67 = reduce_sum(fft(mul(%v, %v), norm=ortho))\n"
-            "%y = add(%f, add(%s8, %s67))")
-
-    def ref(t):
-        a = fft_ref(t["z"])
-        b = fft_ref(a, True, "ortho")
-        c = fft_ref(b * b, False, "forward")
-        d = fft_ref(c, True)
-        e = fft_ref(d, False, "ortho")
-        f = fft_ref(e, True, "forward")
-        s8 = fft_ref(t["u"] * t["u"], True).sum()
-        s67 = fft_ref(t["v"] * t["v"], False, "ortho").sum()
-        return f + (s8 + s67)
-    return body, "%y", ref
-
-
 @case("c64_conjugate_norm_sq", ops=["conjugate", "complex_norm_sq"],
       dts=("f32",))
 def _(g):
@@ -1381,6 +886,12 @@ def _(g):
         gz = torch.where(z >= 1e-10, t["dy"] / z, torch.zeros_like(z))
         return gz @ t["f"].T
     return "%y = log_mel_backward(%s, %f, %dy)", "%y", ref
+
+
+# ---- the op families with a module of their own (tests/families/) ----
+
+for _m in families.modules():
+    family(_m)
 
 
 # ---- whole graphs ----

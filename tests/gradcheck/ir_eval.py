@@ -8,7 +8,8 @@ It reads the canonical printer output (one statement per line, every
 definition annotated with its type) and covers the ops that reverse
 mode emits. Values are computed in the declared dtypes (f32 in
 float32, f64 in float64). The elementwise ops' functions and
-derivatives come from tests/tools/op_refs.py. Needs only NumPy.
+derivatives come from tests/tools/op_refs.py, the ops of a family
+module's EVAL table from tests/families/. Needs only NumPy.
 
 Entry points: parse_module(text) -> {name: Graph};
 run_graph(graphs, name, inputs) -> list of outputs.
@@ -25,6 +26,8 @@ _TOOLS = os.path.join(os.path.dirname(os.path.dirname(
 if _TOOLS not in sys.path:
     sys.path.insert(0, _TOOLS)
 import op_refs  # noqa: E402  (the elementwise ops' facts)
+sys.path.insert(0, os.path.dirname(_TOOLS))
+import families  # noqa: E402  (the op families' semantics)
 
 NP = {"f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
       "i32": np.int32, "i64": np.int64, "bool": np.bool_,
@@ -140,6 +143,7 @@ def parse_module(text):
 
 # ---- op semantics ----
 
+FAMILY = families.semantics()  # {op: fn(op, ins, attrs)}: tests/families/
 _act = op_refs.act  # (f(x), f'(x)) in float64 of an activation kind
 UNARY = op_refs.UNARY  # f(x) in float64 (round: in its own dtype, below)
 BINARY = {op: r.np for op, r in op_refs.BINARY.items()}
@@ -221,232 +225,6 @@ def _scan(graphs, a, ins, ty):
     if a.get("save_trajectory", False):
         return np.stack(traj) if traj else np.zeros(ty[1])
     return carry
-
-
-def _norm(op, ins, a):
-    """layer_norm / rms_norm and their backward ops (float64)."""
-    x = ins[0].astype(np.float64)
-    ax = a.get("axis", -1) % x.ndim
-    rms = op.startswith("rms")
-    eps = a.get("eps", 1e-6 if rms else 1e-5)
-    shp = [1] * x.ndim
-    shp[ax] = -1
-    red = tuple(i for i in range(x.ndim) if i != ax)
-    c = x if rms else x - x.mean(ax, keepdims=True)
-    r = 1 / np.sqrt((c * c).mean(ax, keepdims=True) + eps)
-    h = c * r
-    if op in ("layer_norm", "rms_norm"):
-        return h * ins[1].reshape(shp) + ins[2].reshape(shp)
-    dy = ins[-1].astype(np.float64)
-    if op.endswith("_gamma"):
-        return (dy * h).sum(red)
-    if op.endswith("_beta"):
-        return dy.sum(red)
-    g = dy * ins[1].reshape(shp)
-    m = (g * h).mean(ax, keepdims=True)
-    if rms:
-        return g * r - x * m * r * r
-    return r * (g - g.mean(ax, keepdims=True) - h * m)
-
-
-def _nchw_norm(op, ins, a):
-    """group_norm / batch_norm_inference and their backward ops, x
-    [N, C, ...] (float64): x viewed as [N, G, C/G, HW] (batch_norm:
-    G = C, statistics from the operands)."""
-    x = ins[0].astype(np.float64)
-    N, C = x.shape[:2]
-    bn = op.startswith("batch_norm")
-    G = C if bn else a["groups"]
-    x4 = x.reshape(N, G, C // G, -1)
-    ch = [v.astype(np.float64).reshape(1, G, C // G, 1)
-          for v in ins[1:5 if bn else 3]]
-    eps = a.get("eps", 1e-5)
-    if bn:
-        r = 1 / np.sqrt(ch[3] + eps)
-        h = (x4 - ch[2]) * r
-    else:
-        c = x4 - x4.mean((2, 3), keepdims=True)
-        r = 1 / np.sqrt((c * c).mean((2, 3), keepdims=True) + eps)
-        h = c * r
-    if op in ("group_norm", "batch_norm_inference"):
-        return (h * ch[0] + ch[1]).reshape(x.shape)
-    dy = ins[-1].astype(np.float64).reshape(x4.shape)
-    if op.endswith("_gamma"):
-        return (dy * h).sum((0, 3)).reshape(C)
-    if op.endswith("_beta"):
-        return dy.sum((0, 3)).reshape(C)
-    g = dy * ch[0]
-    if bn:
-        return (g * r).reshape(x.shape)
-    m = (g * h).mean((2, 3), keepdims=True)
-    dx = r * (g - g.mean((2, 3), keepdims=True) - h * m)
-    return dx.reshape(x.shape)
-
-
-def _rope(op, ins, a):
-    """rope / rope_backward (NeoX half split; backward negates sin)."""
-    x = ins[0]
-    d = a["head_dim"]
-    r = a.get("n_rot", d)
-    h = r // 2
-    xs = x.reshape(x.shape[:-1] + (x.shape[-1] // d, d))
-    c = ins[1][:, :h].reshape(-1, 1, h)
-    s = ins[2][:, :h].reshape(-1, 1, h)
-    if op == "rope_backward":
-        s = -s
-    x1, x2 = xs[..., :h], xs[..., h:r]
-    y = np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s, xs[..., r:]], -1)
-    return y.reshape(x.shape)
-
-
-def _pool(op, ins, a):
-    """max/avg_pool2d and their backward ops, NCHW (first maximum)."""
-    k = a["kernel"]
-    st = a.get("stride", k)
-    p = a.get("padding", [0, 0])
-    if op == "avg_pool2d_backward":
-        dy = ins[0]
-        x = np.zeros(a["shape"], dy.dtype)
-    else:
-        x = ins[0]
-    H, W = x.shape[2], x.shape[3]
-    OH = (H + 2 * p[0] - k[0]) // st[0] + 1
-    OW = (W + 2 * p[1] - k[1]) // st[1] + 1
-    out = np.zeros(x.shape[:2] + (OH, OW), x.dtype)
-    dx = np.zeros(x.shape, x.dtype)
-    for r in range(OH):
-        for q in range(OW):
-            r0, c0 = r * st[0] - p[0], q * st[1] - p[1]
-            rs = slice(max(r0, 0), min(r0 + k[0], H))
-            cs = slice(max(c0, 0), min(c0 + k[1], W))
-            win = x[:, :, rs, cs]
-            if op == "avg_pool2d":
-                out[:, :, r, q] = win.sum((2, 3)) / (k[0] * k[1])
-            elif op == "avg_pool2d_backward":
-                dx[:, :, rs, cs] += (dy[:, :, r, q] / (k[0] * k[1]))[
-                    :, :, None, None]
-            else:
-                f = win.reshape(win.shape[:2] + (-1,))
-                i = f.argmax(-1)
-                out[:, :, r, q] = f.max(-1)
-                if op == "max_pool2d_backward":
-                    wc = cs.stop - cs.start
-                    for n in range(x.shape[0]):
-                        for c in range(x.shape[1]):
-                            dx[n, c, rs.start + i[n, c] // wc,
-                               cs.start + i[n, c] % wc] += ins[1][n, c, r, q]
-    return out if op in ("max_pool2d", "avg_pool2d") else dx
-
-
-def _conv(op, ins, a):
-    """conv2d and its backward ops, NCHW, one kernel tap at a time: tap
-    (r, q) reads the strided view of the zero-padded input it meets."""
-    st, p = a.get("stride", [1, 1]), a.get("padding", [0, 0])
-    d, G = a.get("dilation", [1, 1]), a.get("groups", 1)
-    if op == "conv2d":
-        x, w = ins
-    elif op == "conv2d_backward_input":
-        dy, w = ins
-        x = np.zeros(a["shape"], dy.dtype)
-    else:
-        x, dy = ins
-        w = np.zeros(a["shape"], x.dtype)
-    N, C, H, W = x.shape
-    Co, Cg, KH, KW = w.shape
-    OH = (H + 2 * p[0] - d[0] * (KH - 1) - 1) // st[0] + 1
-    OW = (W + 2 * p[1] - d[1] * (KW - 1) - 1) // st[1] + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    wg = w.reshape(G, Co // G, Cg, KH, KW)
-    y = np.zeros((N, G, Co // G, OH, OW), x.dtype)
-    if op != "conv2d":
-        dyg = dy.reshape(N, G, Co // G, OH, OW)
-    for r in range(KH):
-        for q in range(KW):
-            rs = slice(r * d[0], r * d[0] + (OH - 1) * st[0] + 1, st[0])
-            cs = slice(q * d[1], q * d[1] + (OW - 1) * st[1] + 1, st[1])
-            if op == "conv2d":
-                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
-                y += np.einsum("ngchw,goc->ngohw", xs, wg[..., r, q])
-            elif op == "conv2d_backward_input":
-                xp[:, :, rs, cs] += np.einsum(
-                    "ngohw,goc->ngchw", dyg, wg[..., r, q]).reshape(
-                        N, C, OH, OW)
-            else:
-                xs = xp[:, :, rs, cs].reshape(N, G, Cg, OH, OW)
-                wg[..., r, q] = np.einsum("ngohw,ngchw->goc", dyg, xs)
-    if op == "conv2d":
-        return y.reshape(N, Co, OH, OW)
-    if op == "conv2d_backward_input":
-        return xp[:, :, p[0]:p[0] + H, p[1]:p[1] + W].copy()
-    return wg.reshape(w.shape)
-
-
-def _attention(op, ins, a):
-    """attention / attention_backward: the full score matrix in float64
-    (masked scores -inf, rows with no allowed key zero; with mask=bias
-    the keys whose biased score is -inf are masked, as in the kernels)."""
-    bwd = op == "attention_backward"
-    q, k, v = (x.astype(np.float64) for x in ins[:3])
-    dt = ins[0].dtype
-    mi = 4 if bwd else 3
-    m = ins[mi] if len(ins) > mi else None
-    r3 = q.ndim == 3
-    if r3:
-        e = q.shape[2]
-        h = a["heads"] if "heads" in a else e // a["head_dim"]
-
-        def bhld(x):
-            return x.reshape(x.shape[0], x.shape[1], h, -1).transpose(
-                0, 2, 1, 3)
-        q, k, v = bhld(q), bhld(k), bhld(v)
-    lq, lk, d = q.shape[2], k.shape[2], q.shape[3]
-    scale = a.get("scale", 1 / math.sqrt(d))
-    s = q @ k.transpose(0, 1, 3, 2) * scale
-    cap = a.get("softcap")
-    t = None
-    if cap:
-        t = np.tanh(s / cap)
-        s = cap * t
-    kind = a.get("mask", "none")
-    i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
-    ok = np.ones(s.shape, bool)
-    if kind in ("causal", "sliding_window"):
-        ok &= j <= (lk - lq) + i
-    if kind == "sliding_window":
-        ok &= j >= (lk - lq) + i - a["window"]
-    if kind == "custom":
-        ok &= ~(m.astype(np.float64) < 0.5)[:, None, None, :]
-    if kind == "bias":  # a -inf biased score masks its key
-        s = s + m
-        ok &= s != -np.inf
-    s = np.where(ok, s, -np.inf)
-    mx = np.where(ok.any(-1, keepdims=True), s.max(-1, keepdims=True), 0)
-    p = np.where(ok, np.exp(s - mx), 0)
-    den = p.sum(-1, keepdims=True)
-    p = p / np.where(den > 0, den, 1)
-
-    def back(x, like):
-        if r3:
-            x = x.transpose(0, 2, 1, 3).reshape(like.shape)
-        return x.astype(dt)
-    if not bwd:
-        return back(p @ v, ins[0])
-    dy = ins[3].astype(np.float64)
-    if r3:
-        dy = bhld(dy)
-    w = a["wrt"]
-    if w == "v":
-        return back(p.transpose(0, 1, 3, 2) @ dy, ins[2])
-    dp = dy @ v.transpose(0, 1, 3, 2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
-    if w == "bias":
-        return ds.astype(dt)
-    if t is not None:
-        ds = ds * (1 - t * t)
-    ds = ds * scale
-    if w == "q":
-        return back(ds @ k, ins[0])
-    return back(ds.transpose(0, 1, 3, 2) @ q, ins[1])
 
 
 def _fake_quant(op, ins, a):
@@ -539,12 +317,12 @@ def _transformer(ins, a):
     x = [v.astype(np.float64) for v in ins[:13]]
     h, e = x[0], x[0].shape[2]
     qkv = h @ x[1] + x[2]
-    att = _attention("attention", [qkv[..., :e], qkv[..., e:2 * e],
+    att = FAMILY["attention"]("attention", [qkv[..., :e], qkv[..., e:2 * e],
                                    qkv[..., 2 * e:], ins[13]],
                      {"heads": a["heads"], "mask": "custom"})
 
     def ln(y, g, b, eps):
-        return _norm("layer_norm", [y, g, b], {"eps": eps})
+        return FAMILY["layer_norm"]("layer_norm", [y, g, b], {"eps": eps})
     h1 = ln(att @ x[3] + x[4] + h, x[5], x[6], a.get("eps1", 1e-12))
     f = _act(a.get("activation", "gelu"), h1 @ x[7] + x[8])[0]
     y = ln(f @ x[9] + x[10] + h1, x[11], x[12], a.get("eps2", 1e-12))
@@ -552,18 +330,8 @@ def _transformer(ins, a):
 
 
 def apply(graphs, op, ins, a, ty):
-    if op.endswith(("pool2d", "pool2d_backward")):
-        return _pool(op, ins, a)
-    if op.startswith("conv2d"):
-        return _conv(op, ins, a)
-    if op.startswith(("layer_norm", "rms_norm")):
-        return _norm(op, ins, a)
-    if op.startswith(("group_norm", "batch_norm_inference")):
-        return _nchw_norm(op, ins, a)
-    if op in ("rope", "rope_backward"):
-        return _rope(op, ins, a)
-    if op in ("attention", "attention_backward"):
-        return _attention(op, ins, a)
+    if op in FAMILY:
+        return FAMILY[op](op, ins, a)
     if op.startswith("fake_quantize"):
         return _fake_quant(op, ins, a)
     if op in ("selective_scan", "gated_delta_net"):
@@ -603,9 +371,6 @@ def apply(graphs, op, ins, a, ty):
         return (np.real(ins[0]) ** 2 + np.imag(ins[0]) ** 2)
     if op == "complex_norm_sq_backward":
         return ins[1] * ins[0]
-    if op == "fft":
-        f = np.fft.ifft if a.get("inverse", False) else np.fft.fft
-        return f(ins[0], axis=-1, norm=a.get("norm", "backward"))
     if op == "matmul":
         return np.matmul(ins[0], ins[1])
     if op in ("log_mel", "log_mel_backward"):

@@ -90,11 +90,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 sys.path.insert(0, os.path.join(SRC, "tests", "gradcheck"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import e2e_lib as L  # noqa: E402
 from adcheck import gen as ag  # noqa: E402
 # torch references of ops, from the suites that define them
-from gen_gradcheck import _FQ, _LSQ, _norm  # noqa: E402
-from e2e_cases_attention import allowed_mask, attn_torch  # noqa: E402
+from gen_gradcheck import _FQ, _LSQ  # noqa: E402
+from families.attention import allowed_mask, attn_torch  # noqa: E402
+from families.norm import norm_torch  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 GOLDEN_DIR = os.path.join(HERE, "golden")
@@ -170,8 +172,9 @@ def _(g):
             "%l = reduce_sum(mul(sin(%b), %r))")
 
     def ref(t):
-        a = _norm(t["x"] @ t["w1"], t["g1"], t["c1"], 1, 1e-5, False)
-        b = _norm(torch.tanh(a) @ t["w2"], t["g2"], t["c2"], 1, 1e-6, True)
+        a = norm_torch(t["x"] @ t["w1"], t["g1"], t["c1"], 1, 1e-5, False)
+        b = norm_torch(torch.tanh(a) @ t["w2"], t["g2"], t["c2"], 1, 1e-6,
+                       True)
         return (torch.sin(b) * t["r"]).sum()
     return body, "%l", ref, ""
 

@@ -4,8 +4,8 @@ selective_scan (Mamba), gated_delta_net and fused_transformer_layer.
 References: plain PyTorch float64 written from the equations of the
 spec (a Python loop over time for the recurrences; the transformer
 layer from torch's layer_norm and the plain attention of
-e2e_cases_attention), on the rounded inputs. Forward cases run the fused
-kernels (selective_scan, gated_delta_net) or the lowering
+tests/families/attention.py), on the rounded inputs. Forward cases run
+the fused kernels (selective_scan, gated_delta_net) or the lowering
 (fused_transformer_layer) at 1, 2 and 3 threads over several shapes:
 s = 1, state sizes 1, 4, 16 (the registers path), 40 and 64 (the
 streamed path), channel counts that are not multiples of the kernel's
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from e2e_cases_attention import allowed_mask, attn_torch
+from families.attention import allowed_mask, attn_torch
 from e2e_cases_flow import _grads
 from e2e_lib import T, case, out, outs_str, tt, uni
 

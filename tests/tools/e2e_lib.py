@@ -5,10 +5,12 @@ generator, writes the graph text (Case.graph) and one or more runs
 (Case.run): input tensors and reference output tensors.  Tensors (T)
 hold float64 (or integer) values already rounded to their dtype, so a
 reference computed from T.v sees exactly what the compiled code sees.
-Used by gen_goldens.py only (NumPy + torch); never at test time.
+Used by the generators (NumPy + torch); importing it needs only NumPy
+(the family modules of tests/families/, which the IR interpreter
+loads at test time, register their cases here), so the functions that
+need torch import it themselves.
 """
 import numpy as np
-import torch
 
 REGISTRY = []
 
@@ -21,6 +23,7 @@ FLOATS = ("f32", "f64", "f16", "bf16")
 
 def bf16_bits(v):
     """Round float64 values to bf16 (nearest even), as uint16 bits."""
+    import torch
     t = torch.tensor(np.asarray(v, dtype=np.float64)).to(torch.bfloat16)
     return t.view(torch.int16).numpy().view(np.uint16)
 
@@ -160,4 +163,5 @@ def uni(rng, shape, lo=-1.0, hi=1.0):
 
 def tt(a):
     """float64 torch tensor of a NumPy array."""
+    import torch
     return torch.tensor(np.asarray(a, dtype=np.float64))

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """gen_goldens.py -- write the end-to-end corpus and its golden files.
 
-For every case defined in tests/tools/e2e_cases*.py this writes
+For every case defined in tests/tools/e2e_cases*.py and in the family
+modules of tests/families/ this writes
   tests/e2e/cases/NAME.rlx          the graph (the single source of truth
                                     for the graph text is the case)
   tests/e2e/golden/NAME/run.txt     what tests/tools/e2e.py runs
@@ -26,26 +27,23 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import e2e_lib as L  # noqa: E402
 import e2e_cases_core  # noqa: E402,F401  (registers cases)
 import e2e_cases_tensor  # noqa: E402,F401
 import e2e_cases_flow  # noqa: E402,F401
 import e2e_cases_numerics  # noqa: E402,F401
 import e2e_cases_scale  # noqa: E402,F401
-import e2e_cases_norm  # noqa: E402,F401
-import e2e_cases_rope  # noqa: E402,F401
-import e2e_cases_pool  # noqa: E402,F401
-import e2e_cases_gnorm  # noqa: E402,F401
-import e2e_cases_conv  # noqa: E402,F401
 import e2e_cases_models  # noqa: E402,F401
-import e2e_cases_attention  # noqa: E402,F401
 import e2e_cases_quant  # noqa: E402,F401
 import e2e_cases_qgemm  # noqa: E402,F401
-import e2e_cases_fft  # noqa: E402,F401
 import e2e_cases_random  # noqa: E402,F401
 import e2e_cases_moe  # noqa: E402,F401
 import e2e_cases_seq  # noqa: E402,F401
 import e2e_cases_scanbwd  # noqa: E402,F401
+import families  # noqa: E402
+
+families.modules()  # registers the family modules' cases
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

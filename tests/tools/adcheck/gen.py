@@ -80,6 +80,11 @@ class G:
         s = np.where(self.rng.uniform(size=shape) < 0.5, -1.0, 1.0)
         return s * self.rng.uniform(m, hi, size=shape)
 
+    def distinct(self, shape):
+        """Distinct values 0.25 apart (no ties), in random order."""
+        n = int(np.prod(shape))
+        return (self.rng.permutation(n).reshape(shape) * 0.25 - n / 8.0)
+
 
 def start(case, dt):
     """(rng, g, body, ret, fn, pre) of case in dtype dt: the generator

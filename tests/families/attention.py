@@ -1,43 +1,111 @@
-"""e2e_cases_attention.py -- attention and attention_backward (language.md
-6.5, 6.9): forward values, the backward op called directly, and
-gradients through attention with rlxc --grad.
+"""attention.py -- attention and attention_backward (language.md 6.5,
+6.9): NumPy semantics, gradient-check cases, end-to-end cases.
 
-Every form the spec allows: rank 3 [B, S, H*D] (heads or head_dim) and
-rank 4 [B, H, S, D]; Lq != Lk both ways (Lq > Lk with a causal mask
-leaves rows with no allowed key); mask none, causal, sliding_window,
-custom (f32 and bool, one batch fully masked) and bias (whose gradient
-is wrt=bias); custom scale; softcap; lengths 1, 7, 65, 129 (not
-multiples of the kernels' 64-wide tiles); huge logits. The graphs hold
-the forward attention next to its backward nodes, as a gradient graph
-does, so code generation's sharing (one pass for q, k, v and bias; the
-forward's saved log-sum-exp) is what runs; the direct cases also run
-backward nodes without a forward. Reference: torch float64 autograd
-of a plain attention (full score matrix, -inf masking, fully masked
-rows set to zero) on the rounded inputs. Gradients are also checked by
-finite differences in tests/gradcheck/. Last, a whole GPT block (embedding
-gather, layer_norm, causal attention, gelu_tanh MLP, residuals, tied
-head, cross-entropy) trained one step, against torch.autograd.
+NumPy semantics: the full score matrix in float64. Gradient checks:
+the forms of ATTN_FORMS, the backward op (wrt q, k, v and bias) against
+torch's double backward, second order by expansion.
+End-to-end: every form the spec allows: rank 3 [B, S, H*D] (heads or
+head_dim) and rank 4 [B, H, S, D]; Lq != Lk both ways (Lq > Lk with a
+causal mask leaves rows with no allowed key); mask none, causal,
+sliding_window, custom (f32 and bool, one batch fully masked) and bias
+(whose gradient is wrt=bias); custom scale; softcap; lengths 1, 7, 65,
+129 (not multiples of the kernels' 64-wide tiles); huge logits. The
+graphs hold the forward attention next to its backward nodes, as a
+gradient graph does, so code generation's sharing (one pass for q, k, v
+and bias; the forward's saved log-sum-exp) is what runs; the direct
+cases also run backward nodes without a forward. Reference: torch
+float64 autograd of a plain attention (full score matrix, -inf masking,
+fully masked rows set to zero) on the rounded inputs. Gradients are also
+checked by finite differences in tests/gradcheck/. Last, a whole GPT
+block (embedding gather, layer_norm, causal attention, gelu_tanh MLP,
+residuals, tied head, cross-entropy) trained one step, against
+torch.autograd.
 """
+import math
+
 import numpy as np
-import torch
 
-from e2e_cases_flow import _grads
 from e2e_lib import T, case, out, outs_str, tt, uni
+from families import gc_case
 
-# (rank, B, H, Lq, Lk, D, mask, attrs)
-FORMS = [
-    (4, 2, 2, 7, 7, 8, "none", {}),
-    (3, 1, 2, 65, 65, 16, "causal", {"heads": 2}),
-    (4, 1, 1, 7, 129, 8, "causal", {"scale": 0.2}),
-    (4, 1, 2, 9, 5, 4, "causal", {}),
-    (3, 1, 2, 33, 33, 8, "sliding_window", {"head_dim": 8, "window": 3}),
-    (4, 2, 1, 6, 10, 8, "custom", {}),
-    (3, 2, 3, 5, 4, 2, "custom_bool", {"heads": 3}),
-    (4, 1, 2, 5, 6, 8, "bias", {"scale": 0.3, "softcap": 2.0}),
-    (4, 1, 1, 1, 1, 4, "none", {}),
-    (3, 1, 1, 20, 20, 16, "causal", {"heads": 1, "softcap": 5.0}),
-]
+GRADCHECK = []
 
+
+# ---- NumPy semantics ----
+
+def attention(op, ins, a):
+    """attention / attention_backward: the full score matrix in float64
+    (masked scores -inf, rows with no allowed key zero; with mask=bias
+    the keys whose biased score is -inf are masked, as in the kernels)."""
+    bwd = op == "attention_backward"
+    q, k, v = (x.astype(np.float64) for x in ins[:3])
+    dt = ins[0].dtype
+    mi = 4 if bwd else 3
+    m = ins[mi] if len(ins) > mi else None
+    r3 = q.ndim == 3
+    if r3:
+        e = q.shape[2]
+        h = a["heads"] if "heads" in a else e // a["head_dim"]
+
+        def bhld(x):
+            return x.reshape(x.shape[0], x.shape[1], h, -1).transpose(
+                0, 2, 1, 3)
+        q, k, v = bhld(q), bhld(k), bhld(v)
+    lq, lk, d = q.shape[2], k.shape[2], q.shape[3]
+    scale = a.get("scale", 1 / math.sqrt(d))
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    cap = a.get("softcap")
+    t = None
+    if cap:
+        t = np.tanh(s / cap)
+        s = cap * t
+    kind = a.get("mask", "none")
+    i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+    ok = np.ones(s.shape, bool)
+    if kind in ("causal", "sliding_window"):
+        ok &= j <= (lk - lq) + i
+    if kind == "sliding_window":
+        ok &= j >= (lk - lq) + i - a["window"]
+    if kind == "custom":
+        ok &= ~(m.astype(np.float64) < 0.5)[:, None, None, :]
+    if kind == "bias":  # a -inf biased score masks its key
+        s = s + m
+        ok &= s != -np.inf
+    s = np.where(ok, s, -np.inf)
+    mx = np.where(ok.any(-1, keepdims=True), s.max(-1, keepdims=True), 0)
+    p = np.where(ok, np.exp(s - mx), 0)
+    den = p.sum(-1, keepdims=True)
+    p = p / np.where(den > 0, den, 1)
+
+    def back(x, like):
+        if r3:
+            x = x.transpose(0, 2, 1, 3).reshape(like.shape)
+        return x.astype(dt)
+    if not bwd:
+        return back(p @ v, ins[0])
+    dy = ins[3].astype(np.float64)
+    if r3:
+        dy = bhld(dy)
+    w = a["wrt"]
+    if w == "v":
+        return back(p.transpose(0, 1, 3, 2) @ dy, ins[2])
+    dp = dy @ v.transpose(0, 1, 3, 2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    if w == "bias":
+        return ds.astype(dt)
+    if t is not None:
+        ds = ds * (1 - t * t)
+    ds = ds * scale
+    if w == "q":
+        return back(ds @ k, ins[0])
+    return back(ds.transpose(0, 1, 3, 2) @ q, ins[1])
+
+
+EVAL = {"attention": attention, "attention_backward": attention}
+
+
+# ---- gradient checks (PyTorch references; FlashAttention-2 kernels,
+# second order by expansion) ----
 
 def allowed_mask(kind, b, lq, lk, m, attrs):
     """bool [B, 1, Lq, Lk]: may query i see key j?"""
@@ -55,6 +123,8 @@ def allowed_mask(kind, b, lq, lk, m, attrs):
 
 def attn_torch(q, k, v, bias, ok, rank, h, attrs):
     """Plain attention in torch (autograd-able); q, k, v as given."""
+    import torch
+
     def bhld(x):
         if rank == 4:
             return x
@@ -77,6 +147,126 @@ def attn_torch(q, k, v, bias, ok, rank, h, attrs):
     if rank == 3:
         y = y.transpose(1, 2).reshape(q.shape)
     return y
+
+
+
+# (name, rank, B, H, Lq, Lk, D, mask, attrs)
+ATTN_FORMS = [
+    ("", 4, 1, 2, 5, 5, 3, "none", {}),
+    ("_causal3", 3, 2, 2, 6, 6, 2, "causal", {"heads": 2}),
+    ("_decode", 4, 1, 1, 3, 7, 4, "causal", {"scale": 0.7}),
+    ("_rowsmasked", 4, 1, 2, 6, 4, 2, "causal", {}),
+    ("_sliding", 3, 1, 2, 7, 7, 2, "sliding_window",
+     {"head_dim": 2, "window": 2, "softcap": 1.5}),
+    ("_custom", 4, 2, 1, 4, 5, 3, "custom", {}),
+    ("_bias", 4, 1, 2, 4, 5, 2, "bias", {"softcap": 2.0, "scale": 0.8}),
+    # an input bias with -inf entries: fully masked rows (zeros, with zero
+    # derivatives of every order) and a partly masked one
+    ("_biasinf", 4, 1, 2, 4, 5, 2, "bias", {"inf": True}),
+]
+ATTN_BWD_FORMS = ("", "_causal3", "_custom", "_bias", "_biasinf")
+
+
+def inf_bias(g, shape):
+    """A bias in [-1, 1) with rows 1 (head 0) and 3 (head 1) all -inf
+    and every other key of row 0 (head 1) -inf."""
+    m = g.u(shape, -1, 1)
+    m[:, 0, 1, :] = m[:, 1, 3, :] = float("-inf")
+    m[:, 1, 0, ::2] = float("-inf")
+    return m
+
+
+def bias_of(t, mv):
+    """The bias operand for attn_torch and the keys it allows: a -inf
+    bias (mv, the input's values) masks its key, as the kernels do; it
+    enters as where(ok, m, 0), so torch never sees an infinity."""
+    import torch
+    if mv is None:
+        return t["m"], True
+    ok = mv != float("-inf")
+    return torch.where(torch.tensor(ok), t["m"], torch.zeros_like(t["m"])), ok
+
+
+def attn_case(sfx, rank, b, h, lq, lk, d, kind, attrs):
+    qs = (b, h, lq, d) if rank == 4 else (b, lq, h * d)
+    ks = (b, h, lk, d) if rank == 4 else (b, lk, h * d)
+    a = ", ".join(["mask=" + kind] + ["%s=%r" % (k, attrs[k]) for k in
+                                      ("heads", "head_dim", "window",
+                                       "scale", "softcap") if k in attrs])
+
+    def operands(g):
+        g.p("q", g.u(qs, -1, 1))
+        g.p("k", g.u(ks, -1, 1))
+        g.p("v", g.u(ks, -1, 1))
+        if kind == "custom":
+            mv = g.rng.uniform(0, 1, (b, lk))
+            mv[-1, :] = 0.1  # a fully masked batch
+            return g.i("m", g.dt, mv).v
+        if kind == "bias" and inf:
+            return g.i("m", g.dt, inf_bias(g, (b, h, lq, lk))).v
+        if kind == "bias":
+            g.p("m", g.u((b, h, lq, lk), -1, 1))
+        return None
+
+    def fwd(t, mv):
+        if kind == "bias":
+            bias, ok = bias_of(t, mv)
+            ok = ok & allowed_mask(kind, b, lq, lk, None, attrs)
+        else:
+            bias, ok = None, allowed_mask(kind, b, lq, lk, mv, attrs)
+        return attn_torch(t["q"], t["k"], t["v"], bias, ok, rank, h, attrs)
+
+    mop = ", %m" if kind in ("custom", "bias") else ""
+    inf = attrs.get("inf", False)  # the bias an input with -inf entries
+
+    @gc_case("attention" + sfx, ops=["attention"])
+    def _(g):
+        mv = operands(g)
+        return ("%%y = attention(%%q, %%k, %%v%s, %s)" % (mop, a), "%y",
+                lambda t: fwd(t, mv))
+
+    if sfx not in ATTN_BWD_FORMS:
+        return
+    for w in ("q", "k", "v") + (("bias",) if kind == "bias" else ()):
+        @gc_case("attention_backward_%s%s" % (w, sfx),
+              ops=["attention_backward"])
+        def _(g, w=w):
+            mv = operands(g)
+            g.p("dy", g.u(qs, -1, 1))
+
+            def ref(t):
+                import torch
+                key = "m" if w == "bias" else w
+                if inf and w == "bias":  # an input: a leaf of its own
+                    t = dict(t, m=t["m"].detach().requires_grad_(True))
+                y = fwd(t, mv)
+                (r,) = torch.autograd.grad((y * t["dy"]).sum(), t[key],
+                                           create_graph=True)
+                return r
+            return ("%%y = attention_backward(%%q, %%k, %%v, %%dy%s, "
+                    "wrt=%s, %s)" % (mop, w, a), "%y", ref)
+
+
+for _f in ATTN_FORMS:
+    attn_case(*_f)
+
+
+# ---- end-to-end cases ----
+
+
+# (rank, B, H, Lq, Lk, D, mask, attrs)
+FORMS = [
+    (4, 2, 2, 7, 7, 8, "none", {}),
+    (3, 1, 2, 65, 65, 16, "causal", {"heads": 2}),
+    (4, 1, 1, 7, 129, 8, "causal", {"scale": 0.2}),
+    (4, 1, 2, 9, 5, 4, "causal", {}),
+    (3, 1, 2, 33, 33, 8, "sliding_window", {"head_dim": 8, "window": 3}),
+    (4, 2, 1, 6, 10, 8, "custom", {}),
+    (3, 2, 3, 5, 4, 2, "custom_bool", {"heads": 3}),
+    (4, 1, 2, 5, 6, 8, "bias", {"scale": 0.3, "softcap": 2.0}),
+    (4, 1, 1, 1, 1, 4, "none", {}),
+    (3, 1, 1, 20, 20, 16, "causal", {"heads": 1, "softcap": 5.0}),
+]
 
 
 def _attrs(kind, attrs):
@@ -114,6 +304,7 @@ def _form_inputs(dt, f, form, rng, scale_q=1.0):
 
 def _refs(ins, m, dy, form):
     """y and the gradients of <y, dy> wrt q, k, v (and bias)."""
+    import torch
     rank, b, h, lq, lk, d, kind, attrs = form
     mv = m.v if m is not None else None
     ok = allowed_mask(kind, b, lq, lk, mv, attrs)
@@ -232,6 +423,7 @@ def _grad_case(name, dt, form):
     rank, b, h, lq, lk, d, kind, attrs = form
 
     def build(c, rng):
+        from e2e_cases_flow import _grads
         qkv, m = _form_inputs(dt, 0, form, rng)
         for t in qkv:
             t.kind = "param"
@@ -289,6 +481,7 @@ GPT = """%x0 = add(gather(%wte, %tok), %wpe)
 
 
 def _gpt_loss(ts, tok, tgt):
+    import torch
     F = torch.nn.functional
     x = ts["wte"][torch.tensor(tok.astype(np.int64))] + ts["wpe"]
     a = F.layer_norm(x, (8,), ts["g1"], ts["b1"])
@@ -311,6 +504,7 @@ def _gpt_loss(ts, tok, tgt):
 
 def _gpt_case(name, dt):
     def build(c, rng):
+        from e2e_cases_flow import _grads
         tok = T("i32", rng.integers(0, 16, (2, 6)), "tok")
         tgt = T("i32", rng.integers(0, 16, (12,)), "tgt")
         shapes = [("wte", (16, 8)), ("wpe", (6, 8)), ("g1", (8,)),

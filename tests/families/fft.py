@@ -1,23 +1,78 @@
-"""e2e_cases_fft.py -- end-to-end cases for fft (language.md 6.8).
+"""fft.py -- fft (language.md 6.8): NumPy semantics, gradient-check
+cases, end-to-end cases.
 
-Every length class of the runtime (1, 2, powers of two, 3*5*7, 1000,
-generic prime radix 61, Bluestein for 17 < 64 < 97, 2 * 1009 and 4099),
-each norm forward and inverse, batched over leading axes, round trips,
-and --grad through fft and complex_norm_sq.  References: numpy.fft and
-torch.autograd in float64 / complex128.
+Gradient check: every (inverse, norm) pair, lengths 6 (mixed radix), 8
+and 67 (Bluestein), against torch.autograd on complex128 (conjugate-
+Wirtinger convention). End-to-end: every length class of the runtime
+(1, 2, powers of two, 3*5*7, 1000, generic prime radix 61, Bluestein
+for 17 < 64 < 97, 2 * 1009 and 4099), each norm forward and inverse,
+batched over leading axes, round trips, and --grad through fft and
+complex_norm_sq. References: numpy.fft and torch.autograd in float64 /
+complex128.
 """
 import numpy as np
-import torch
 
 from e2e_lib import T, case, out, outs_str, uni
+from families import gc_case
 
+GRADCHECK = []
+
+
+# ---- NumPy semantics ----
+
+def fft(op, ins, a):
+    f = np.fft.ifft if a.get("inverse", False) else np.fft.fft
+    return f(ins[0], axis=-1, norm=a.get("norm", "backward"))
+
+
+EVAL = {"fft": fft}
+
+
+# ---- gradient check (PyTorch reference) ----
+
+def fft_ref(x, inverse=False, norm="backward"):
+    import torch
+    return (torch.fft.ifft if inverse else torch.fft.fft)(x, norm=norm)
+
+
+@gc_case("c64_fft", ops=["fft"], dts=("f32",))
+def _(g):
+    """Every (inverse, norm) pair; lengths 6 (mixed radix), 8 and 67
+    (Bluestein)."""
+    g.args.append(T("c64", cplx(g.rng, (2, 6)), "z", "param"))
+    g.args.append(T("c64", cplx(g.rng, (8,)), "u", "param"))
+    g.args.append(T("c64", cplx(g.rng, (67,)), "v", "param"))
+    body = ("%a = fft(%z)\n"
+            "%b = fft(%a, inverse=true, norm=ortho)\n"
+            "%c = fft(mul(%b, %b), norm=forward)\n"
+            "%d = fft(%c, inverse=true)\n"
+            "%e = fft(%d, norm=ortho)\n"
+            "%f = fft(%e, inverse=true, norm=forward)\n"
+            "%s8 = reduce_sum(fft(mul(%u, %u), inverse=true))\n"
+            "%s67 = reduce_sum(fft(mul(%v, %v), norm=ortho))\n"
+            "%y = add(%f, add(%s8, %s67))")
+
+    def ref(t):
+        a = fft_ref(t["z"])
+        b = fft_ref(a, True, "ortho")
+        c = fft_ref(b * b, False, "forward")
+        d = fft_ref(c, True)
+        e = fft_ref(d, False, "ortho")
+        f = fft_ref(e, True, "forward")
+        s8 = fft_ref(t["u"] * t["u"], True).sum()
+        s67 = fft_ref(t["v"] * t["v"], False, "ortho").sum()
+        return f + (s8 + s67)
+    return body, "%y", ref
+
+
+# ---- end-to-end cases ----
 
 def cplx(rng, shape):
     return uni(rng, shape) + 1j * uni(rng, shape)
 
 
-def _fft(v, inverse, norm):
-    return (np.fft.ifft if inverse else np.fft.fft)(v, norm=norm)
+def _ref(v, inverse, norm):
+    return fft("fft", [v], {"inverse": inverse, "norm": norm})
 
 
 def _attrs(inverse, norm):
@@ -39,7 +94,7 @@ def fft_norms_batched(c, rng):
         for norm in ("backward", "forward", "ortho"):
             nm = "%s_%s" % ("i" if inverse else "f", norm)
             body.append("%%%s = fft(%%x%s)" % (nm, _attrs(inverse, norm)))
-            outs.append(out("c64", _fft(x.v, inverse, norm), nm))
+            outs.append(out("c64", _ref(x.v, inverse, norm), nm))
     for norm in ("backward", "forward", "ortho"):
         body.append("%%rt_%s = fft(fft(%%x%s)%s)" % (
             norm, _attrs(False, norm), _attrs(True, norm)))
@@ -63,7 +118,7 @@ def fft_lengths(c, rng):
         inverse = k % 2 == 1
         norm = ("backward", "ortho", "forward")[k % 3]
         body.append("%%y%d = fft(%%x%d%s)" % (n, n, _attrs(inverse, norm)))
-        outs.append(out("c64", _fft(x.v, inverse, norm), "y%d" % n))
+        outs.append(out("c64", _ref(x.v, inverse, norm), "y%d" % n))
     c.graph(xs, "\n".join(body), outs_str(outs),
             comment="fft over every length class: 1, 2, powers of two, "
             "3*5*7, a generic prime radix (61),\nBluestein (17, 97, "
@@ -75,6 +130,7 @@ def fft_lengths(c, rng):
 def fft_grad(c, rng):
     """--grad through fft (each norm, both directions) and
     complex_norm_sq, against torch.autograd on complex128."""
+    import torch
     z = T("c64", cplx(rng, (2, 10)), "z", "param")
     w = T("f32", uni(rng, (2, 10)), "w")
     src = ("%a = fft(%z, norm=ortho)\n"
