@@ -19,7 +19,12 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { DIM_MAX_TERMS = 8, DIM_MAX_DEG = RLX_MAX_RANK };
+/* An expression has at most DIM_MAX_TERMS terms of at most DIM_MAX_DEG
+ * symbols; a temporary holds twice the terms before merging. Every
+ * coefficient is positive, so merging never cancels a term: a sum with
+ * more distinct terms than the limit stays over it. */
+enum { DIM_MAX_TERMS = 8, DIM_MAX_DEG = RLX_MAX_RANK,
+       DIM_CAP = 2 * DIM_MAX_TERMS };
 
 typedef struct {
   int64_t coef;        /* > 0 */
@@ -29,7 +34,7 @@ typedef struct {
 
 typedef struct {
   int n;
-  DimTerm t[DIM_MAX_TERMS];
+  DimTerm t[DIM_CAP];
 } DimExpr;
 
 typedef struct {
@@ -93,8 +98,9 @@ static int cmp_term(const DimTable *t, const DimTerm *a, const DimTerm *b) {
 }
 
 /* Sort, merge equal terms, drop zero ones (insertion sort: few terms).
- * False when a merged coefficient leaves RLX_MAX_ELEMS. */
-static bool canon(const DimTable *t, DimExpr *e) {
+ * DIM_OVERFLOW when a merged coefficient leaves RLX_MAX_ELEMS,
+ * DIM_TOO_COMPLEX over DIM_MAX_TERMS terms. */
+static DimStatus canon(const DimTable *t, DimExpr *e) {
   for (int i = 1; i < e->n; i++)
     for (int j = i; j > 0 && cmp_term(t, &e->t[j - 1], &e->t[j]) > 0; j--) {
       DimTerm x = e->t[j];
@@ -105,12 +111,25 @@ static bool canon(const DimTable *t, DimExpr *e) {
   for (int i = 0; i < e->n; i++) {
     if (k && cmp_term(t, &e->t[k - 1], &e->t[i]) == 0) {
       e->t[k - 1].coef += e->t[i].coef;
-      if (e->t[k - 1].coef > RLX_MAX_ELEMS) return false;
+      if (e->t[k - 1].coef > RLX_MAX_ELEMS) return DIM_OVERFLOW;
     } else if (e->t[i].coef) {
       e->t[k++] = e->t[i];
     }
   }
   e->n = k;
+  if (k == 1 && !e->t[0].n && e->t[0].coef > RLX_MAX_ELEMS)
+    return DIM_OVERFLOW;
+  return k > DIM_MAX_TERMS ? DIM_TOO_COMPLEX : DIM_OK;
+}
+
+static bool same_expr(const DimExpr *a, const DimExpr *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++) {
+    const DimTerm *x = &a->t[i], *y = &b->t[i];
+    if (x->coef != y->coef || x->n != y->n ||
+        memcmp(x->sym, y->sym, (size_t)x->n * sizeof *x->sym))
+      return false;
+  }
   return true;
 }
 
@@ -120,7 +139,7 @@ static int64_t intern(DimTable *t, const DimExpr *e) {
   if (e->n == 0) return 0;
   if (e->n == 1 && e->t[0].n == 0) return e->t[0].coef;
   for (int i = 0; i < t->nexpr; i++)
-    if (!memcmp(t->exprs[i], e, sizeof *e)) return DIM_DYN_BASE - i;
+    if (same_expr(t->exprs[i], e)) return DIM_DYN_BASE - i;
   t->exprs = arena_grow(t->a, t->exprs, t->nexpr, &t->capexpr,
                         sizeof *t->exprs);
   DimExpr *copy = arena_alloc(t->a, sizeof *copy);
@@ -167,22 +186,11 @@ DimStatus dim_add(Ctx *c, int64_t a, int64_t b, int64_t *out) {
   DimExpr x, y;
   load(c->dims, a, &x);
   load(c->dims, b, &y);
-  if (x.n + y.n > DIM_MAX_TERMS) {
-    /* merging may still fit: add term by term */
-    for (int i = 0; i < y.n; i++) {
-      if (x.n == DIM_MAX_TERMS) return DIM_TOO_COMPLEX;
-      x.t[x.n++] = y.t[i];
-      if (!canon(c->dims, &x)) return DIM_OVERFLOW;
-    }
-  } else {
-    memcpy(&x.t[x.n], y.t, (size_t)y.n * sizeof *y.t);
-    x.n += y.n;
-    if (!canon(c->dims, &x)) return DIM_OVERFLOW;
-  }
-  if (x.n == 1 && x.t[0].n == 0 && x.t[0].coef > RLX_MAX_ELEMS)
-    return DIM_OVERFLOW;
-  *out = intern(c->dims, &x);
-  return DIM_OK;
+  memcpy(&x.t[x.n], y.t, (size_t)y.n * sizeof *y.t); /* 8 + 8 fit */
+  x.n += y.n;
+  DimStatus st = canon(c->dims, &x);
+  if (st == DIM_OK) *out = intern(c->dims, &x);
+  return st;
 }
 
 /* p = p * q for terms; false when the degree is too high. */
@@ -208,18 +216,14 @@ DimStatus dim_mul(Ctx *c, int64_t a, int64_t b, int64_t *out) {
   load(c->dims, b, &y);
   for (int i = 0; i < x.n; i++)
     for (int j = 0; j < y.n; j++) {
-      if (r.n == DIM_MAX_TERMS) {
-        if (!canon(c->dims, &r)) return DIM_OVERFLOW;
-        if (r.n == DIM_MAX_TERMS) return DIM_TOO_COMPLEX;
-      }
-      DimStatus s = term_mul(c->dims, &x.t[i], &y.t[j], &r.t[r.n++]);
-      if (s != DIM_OK) return s;
+      DimStatus st = r.n < DIM_CAP ? DIM_OK : canon(c->dims, &r);
+      if (st == DIM_OK)
+        st = term_mul(c->dims, &x.t[i], &y.t[j], &r.t[r.n++]);
+      if (st != DIM_OK) return st;
     }
-  if (!canon(c->dims, &r)) return DIM_OVERFLOW;
-  if (r.n == 1 && r.t[0].n == 0 && r.t[0].coef > RLX_MAX_ELEMS)
-    return DIM_OVERFLOW;
-  *out = intern(c->dims, &r);
-  return DIM_OK;
+  DimStatus st = canon(c->dims, &r);
+  if (st == DIM_OK) *out = intern(c->dims, &r);
+  return st;
 }
 
 /* q = p / d for terms when d divides p exactly (coefficient and
@@ -249,9 +253,9 @@ DimStatus dim_div(Ctx *c, int64_t a, int64_t b, int64_t *out) {
   for (int i = 0; i < x.n; i++)
     if (!term_div(c->dims, &x.t[i], &y.t[0], &r.t[r.n++]))
       return DIM_INEXACT;
-  if (!canon(c->dims, &r)) return DIM_OVERFLOW;
-  *out = intern(c->dims, &r);
-  return DIM_OK;
+  DimStatus st = canon(c->dims, &r);
+  if (st == DIM_OK) *out = intern(c->dims, &r);
+  return st;
 }
 
 DimStatus type_numel_dim(Ctx *c, const Type *t, int64_t *out) {
