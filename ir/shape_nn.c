@@ -66,6 +66,8 @@ static bool sh_group_count(Ctx *c, const Node *n, const Type *x) {
   if (x->rank < 2)
     return sh_err(c, n, "x must be [N, C, ...], got %s", TS(x));
   if (!sh_int_attr(c, n, ATTR_GROUPS, 1, RLX_MAX_ELEMS, &g)) return false;
+  if (!sh_static(c, n, 0, 1, "the channels are split into groups"))
+    return false;
   if (x->dims[1] % g)
     return sh_err(c, n, "channels %lld are not divisible by groups %lld",
                   (long long)x->dims[1], (long long)g);

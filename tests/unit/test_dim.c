@@ -172,6 +172,15 @@ SH_TEST(t_rules) {
   Node *at = MK(ATTENTION, q, DIN(F32, b, n, 32), DIN(F32, b, n, 32));
   INT(at, HEADS, 4);
   OK(at, "f32[?b, ?t, 32]");
+  Node *v4 = DIN(F32, 4), *img = DIN(F32, b, 4, 3, 3);
+  Node *gn = MK(GROUP_NORM, img, v4, v4);
+  INT(gn, GROUPS, 2);
+  OK(gn, "f32[?b, 4, 3, 3]");
+  OK(MK(BATCH_NORM_INFERENCE, img, v4, v4, v4, v4), "f32[?b, 4, 3, 3]");
+  gn = MK(GROUP_NORM, DIN(F32, 2, n, 3), v4, v4);
+  INT(gn, GROUPS, 2);
+  BAD(gn, "group_norm: axis 1 of operand 0 is dynamic (?n); group_norm "
+      "needs a static size there (the channels are split into groups)");
   Node *nw = MK(NARROW, x);
   INT(nw, AXIS, 0);
   INT(nw, START, 0);
