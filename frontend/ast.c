@@ -79,12 +79,43 @@ FeType *fe_ast_type(FeState *s, FeType *t, const char *dtype, Loc loc) {
   return t;
 }
 
-FeType *fe_ast_dim(FeState *s, FeType *t, bool dynamic, FeNum num,
-                   Loc loc) {
-  t->dims = grow(s->c, t->dims, t->n, &t->cap, sizeof(FeDim));
-  num.loc = loc;
-  t->dims[t->n++] = (FeDim){dynamic, num};
+FeType *fe_ast_dim(FeState *s, FeType *t, FeDim *d) {
+  t->dims = grow(s->c, t->dims, t->n, &t->cap, sizeof *t->dims);
+  t->dims[t->n++] = d;
   return t;
+}
+
+static FeDim *new_dim(FeState *s, FeDimKind k, Loc loc) {
+  FeDim *d = arena_alloc(s->c->arena, sizeof *d);
+  d->kind = k;
+  d->loc = loc;
+  return d;
+}
+
+FeDim *fe_ast_dnum(FeState *s, FeNum num, Loc loc) {
+  FeDim *d = new_dim(s, FD_INT, loc);
+  d->num = num;
+  d->num.loc = loc;
+  return d;
+}
+
+/* name NULL: a bare `?` */
+FeDim *fe_ast_dsym(FeState *s, const char *name, const FeNum *bound,
+                   Loc loc) {
+  FeDim *d = new_dim(s, name ? FD_SYM : FD_BARE, loc);
+  d->name = name;
+  if (bound) {
+    d->has_bound = true;
+    d->num = *bound;
+  }
+  return d;
+}
+
+FeDim *fe_ast_dop(FeState *s, FeDimKind k, FeDim *l, FeDim *r, Loc loc) {
+  FeDim *d = new_dim(s, k, loc);
+  d->l = l;
+  d->r = r;
+  return d;
 }
 
 /* ---- expressions ---- */

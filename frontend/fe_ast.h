@@ -55,16 +55,24 @@ typedef struct {
 } FeVal;
 
 /* ---- types ---- */
-typedef struct {
-  bool dynamic;    /* written `?` */
-  FeNum num;
+/* One dimension as written: a size, `?NAME` (`?NAME<=N`), a bare `?`
+ * (an error, diagnosed when the type is built), or a sum / product of
+ * those (the printer's form of derived dynamic sizes, `?a+?b`). */
+typedef enum { FD_INT, FD_SYM, FD_BARE, FD_ADD, FD_MUL } FeDimKind;
+typedef struct FeDim {
+  FeDimKind kind;
+  FeNum num;           /* FD_INT: the size; FD_SYM with has_bound: N */
+  const char *name;    /* FD_SYM */
+  bool has_bound;
+  struct FeDim *l, *r; /* FD_ADD, FD_MUL */
+  Loc loc;
 } FeDim;
 
 typedef struct {
   const char *dtype;
   Loc loc;         /* the dtype identifier */
   int n, cap;
-  FeDim *dims;
+  FeDim **dims;
 } FeType;
 
 /* ---- expressions ---- */
@@ -137,8 +145,11 @@ FeStmt *fe_ast_def(FeState *s, const char *name, Loc nloc, FeExpr *e,
 FeStmt *fe_ast_return(FeState *s, FeStmt *st, Loc loc, const char *name,
                       Loc nloc);
 FeType *fe_ast_type(FeState *s, FeType *t, const char *dtype, Loc loc);
-FeType *fe_ast_dim(FeState *s, FeType *t, bool dynamic, FeNum num,
+FeType *fe_ast_dim(FeState *s, FeType *t, FeDim *d);
+FeDim *fe_ast_dnum(FeState *s, FeNum num, Loc loc);
+FeDim *fe_ast_dsym(FeState *s, const char *name, const FeNum *bound,
                    Loc loc);
+FeDim *fe_ast_dop(FeState *s, FeDimKind k, FeDim *l, FeDim *r, Loc loc);
 FeExpr *fe_ast_value(FeState *s, const char *name, Loc loc);
 FeExpr *fe_ast_num(FeState *s, FeNum num);
 FeExpr *fe_ast_call(FeState *s, FeExpr *call, const char *op, Loc loc);

@@ -37,7 +37,7 @@ typedef struct {
 int fe_tokenize(Ctx *c, FeToken **toks);
 /* Stable token names: "graph" "input" "param" "return" "const" "true"
  * "false" (keywords), "IDENT" "VALUE" "GRAPHREF" "INT" "FLOAT", the
- * punctuation itself ("(" ")" "[" "]" "{" "}" "," "=" ":" "?"), "EOF". */
+ * punctuation itself ("(" ")" "[" "]" "{" "}" "," "=" ":" "?" "+" "*" "<="), "EOF". */
 const char *fe_token_name(int kind);
 
 #endif

@@ -1,7 +1,8 @@
 /* literal.c: types, numeric literals and `const` expressions.
  *
  * fe_build_type checks a written TYPE (known dtype, rank <= RLX_MAX_RANK,
- * no `?`, no negative dims, element count <= RLX_MAX_ELEMS).
+ * no negative dims, element count <= RLX_MAX_ELEMS) and builds its
+ * dynamic dimensions (`?NAME`, `?NAME<=N`; a bare `?` is an error).
  * fe_store_scalar converts one literal to a dtype's storage with range
  * checks: integers must fit the integer dtype (bool: 0 or 1), floats
  * must be finite in the target float format unless written inf/nan,
@@ -17,6 +18,55 @@
 #include <math.h>
 #include <string.h>
 
+static bool dim_status(Ctx *c, Loc loc, DimStatus st) {
+  if (st == DIM_OK) return true;
+  return diag_error(c, loc, "dimension %s", st == DIM_OVERFLOW
+                    ? "exceeds the limit of 2^40 elements"
+                    : "expression is too complex (over 8 terms or a "
+                      "product of over 8 sizes)");
+}
+
+/* One written dimension as a dim: static, or dynamic (ir/dim.c). */
+static bool build_dim(Ctx *c, const FeDim *d, int64_t *out) {
+  int64_t a, b;
+  switch (d->kind) {
+  case FD_INT:
+    *out = d->num.i;
+    if (d->num.i < 0)
+      return diag_error(c, d->loc, "negative dimension %lld",
+                        (long long)d->num.i);
+    if (d->num.i > RLX_MAX_ELEMS)
+      return diag_error(c, d->loc, "dimension %lld exceeds the limit "
+                        "of 2^40 elements", (long long)d->num.i);
+    return true;
+  case FD_BARE:
+    return diag_error(c, d->loc, "a dynamic dimension needs a name: "
+                      "write ?NAME or ?NAME<=N");
+  case FD_SYM: {
+    int64_t old = dim_sym_bound(c, d->name);
+    if (d->has_bound && (d->num.is_float || d->num.i < 1 ||
+                         d->num.i > RLX_MAX_ELEMS))
+      return diag_error(c, d->num.loc, "the bound of ?%s must be a "
+                        "positive integer of at most 2^40, got %.40s",
+                        d->name, d->num.text ? d->num.text : "");
+    if (dim_sym(c, d->name, d->has_bound ? d->num.i : 0, out) ==
+        DIM_BOUND_CLASH)
+      return diag_error(c, d->num.loc, "?%s is bounded by %lld here but "
+                        "by %lld before (a name is one size in the "
+                        "module)", d->name, (long long)d->num.i,
+                        (long long)old);
+    return true;
+  }
+  case FD_ADD:
+  case FD_MUL:
+    if (!build_dim(c, d->l, &a) || !build_dim(c, d->r, &b)) return false;
+    return dim_status(c, d->loc, d->kind == FD_ADD ? dim_add(c, a, b, out)
+                                                   : dim_mul(c, a, b, out));
+  }
+  RLX_ASSERT(!"bad FeDim kind");
+  return false;
+}
+
 bool fe_build_type(Ctx *c, const FeType *t, Type *out) {
   *out = (Type){.dt = DT_INVALID};
   bool ok = true, big = false;
@@ -26,25 +76,16 @@ bool fe_build_type(Ctx *c, const FeType *t, Type *out) {
     ok = diag_error(c, t->loc, "unknown dtype '%s'%s", t->dtype,
                     suggest_dtype(t->dtype, hint, sizeof hint));
   if (t->n > RLX_MAX_RANK)
-    return diag_error(c, t->dims[RLX_MAX_RANK].num.loc, "rank %d exceeds "
+    return diag_error(c, t->dims[RLX_MAX_RANK]->loc, "rank %d exceeds "
                       "the maximum rank %d", t->n, RLX_MAX_RANK);
+  /* the element count of the static sizes (a dynamic size is checked
+   * when the entry is called) */
   int64_t dims[RLX_MAX_RANK], numel = 1;
   for (int i = 0; i < t->n; i++) {
-    const FeDim *d = &t->dims[i];
-    dims[i] = d->num.i;
-    if (d->dynamic)
-      ok = diag_error(c, d->num.loc, "dynamic dimensions are not "
-                      "supported");
-    else if (d->num.i < 0)
-      ok = diag_error(c, d->num.loc, "negative dimension %lld",
-                      (long long)d->num.i);
-    else if (d->num.i > RLX_MAX_ELEMS)
-      ok = diag_error(c, d->num.loc, "dimension %lld exceeds the limit "
-                      "of 2^40 elements", (long long)d->num.i);
-    else if (d->num.i && numel > RLX_MAX_ELEMS / d->num.i)
-      big = true;
-    else
-      numel *= d->num.i;
+    if (!build_dim(c, t->dims[i], &dims[i])) ok = false;
+    else if (!dim_is_static(dims[i]) || !dims[i]) continue;
+    else if (numel > RLX_MAX_ELEMS / dims[i]) big = true;
+    else numel *= dims[i];
   }
   if (ok && big)
     ok = diag_error(c, t->loc, "tensor type has more than 2^40 elements");
@@ -169,6 +210,12 @@ static bool const_list(Ctx *c, const FeList *l, const Type *t,
 Node *fe_build_const(FeBuild *b, const FeExpr *e) {
   Type t;
   if (!fe_build_type(b->c, e->type, &t)) return NULL;
+  if (!type_is_static(&t)) {
+    char ts[160];
+    diag_error(b->c, e->loc, "const %s: a constant needs a static type",
+               type_str(&t, ts, sizeof ts));
+    return NULL;
+  }
   if (e->lit->kind == FV_SCALAR) {
     unsigned char buf[16];
     if (!fe_store_scalar(b->c, &e->lit->s, t.dt, buf)) return NULL;

@@ -43,6 +43,7 @@ static void fe_yyerror(FE_YYLTYPE *l, FeState *s, void *scanner,
   FeVal val;
   FeList *list;
   FeScalar scalar;
+  FeDim *dim;
 }
 
 %token T_GRAPH "'graph'" T_INPUT "'input'" T_PARAM "'param'"
@@ -50,11 +51,13 @@ static void fe_yyerror(FE_YYLTYPE *l, FeState *s, void *scanner,
 %token T_FALSE "'false'"
 %token <str> T_IDENT "identifier" T_VALUE "value" T_GRAPHREF "graph reference"
 %token <num> T_INT "integer" T_FLOAT "floating-point number"
+%token T_LE "'<='"
 
 %type <graph> graph_head
 %type <vec> stmts
 %type <stmt> stmt rets
 %type <type> type type_head dims
+%type <dim> dim dterm dfactor
 %type <expr> expr call call_head arglist operand
 %type <val> attrval listval literal
 %type <list> list_head items
@@ -106,10 +109,30 @@ type_head:
   ;
 
 dims:
-    type_head T_INT           { $$ = fe_ast_dim(s, $1, false, $2, L(@2)); }
-  | type_head '?'             { $$ = fe_ast_dim(s, $1, true, NONUM, L(@2)); }
-  | dims ',' T_INT            { $$ = fe_ast_dim(s, $1, false, $3, L(@3)); }
-  | dims ',' '?'              { $$ = fe_ast_dim(s, $1, true, NONUM, L(@3)); }
+    type_head dim             { $$ = fe_ast_dim(s, $1, $2); }
+  | dims ',' dim              { $$ = fe_ast_dim(s, $1, $3); }
+  ;
+
+/* a size, ?NAME, ?NAME<=N, and the sums and products the printer
+ * writes for derived dynamic sizes (docs/dynamic-dims.md) */
+dim:
+    dterm
+  | dim '+' dterm             { $$ = fe_ast_dop(s, FD_ADD, $1, $3, L(@2)); }
+  ;
+
+dterm:
+    dfactor
+  | dterm '*' dfactor         { $$ = fe_ast_dop(s, FD_MUL, $1, $3, L(@2)); }
+  ;
+
+dfactor:
+    T_INT                     { $$ = fe_ast_dnum(s, $1, L(@1)); }
+  | '?' T_IDENT               { $$ = fe_ast_dsym(s, $2, NULL, L(@1)); }
+  | '?' T_IDENT T_LE T_INT    { $4.loc = L(@4);
+                                $$ = fe_ast_dsym(s, $2, &$4, L(@1)); }
+  | '?' T_IDENT T_LE T_FLOAT  { $4.loc = L(@4);
+                                $$ = fe_ast_dsym(s, $2, &$4, L(@1)); }
+  | '?'                       { $$ = fe_ast_dsym(s, NULL, NULL, L(@1)); }
   ;
 
 expr:

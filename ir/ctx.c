@@ -22,6 +22,9 @@ Ctx *ctx_new(const char *file, const char *src, size_t len) {
   c->src_len = len;
   c->diags_tail = &c->diags;
   c->max_errors = 20;
+  c->dims = dim_table_new(a);
+  c->dims_prev = dim_table_current();
+  dim_table_use(c->dims);
   ops_init();
   return c;
 }
@@ -29,6 +32,7 @@ Ctx *ctx_new(const char *file, const char *src, size_t len) {
 void ctx_free(Ctx *c) {
   if (!c) return;
   ctx_unwind(c, false);
+  if (dim_table_current() == c->dims) dim_table_use(c->dims_prev);
   arena_free(c->arena);
   free(c);
 }

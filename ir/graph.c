@@ -7,7 +7,10 @@
 /* ---- types ---- */
 int64_t type_numel(const Type *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+  for (int i = 0; i < t->rank; i++) {
+    RLX_ASSERT(dim_is_static(t->dims[i]));
+    n *= t->dims[i];
+  }
   return n;
 }
 
@@ -27,13 +30,19 @@ Type type_make(DType dt, int rank, const int64_t *dims) {
   return t;
 }
 
-char *type_str(const Type *t, char *buf, size_t n) {
+char *type_str_ex(const Type *t, bool bounds, char *buf, size_t n) {
   size_t k = (size_t)snprintf(buf, n, "%s[", dt_name(t->dt));
-  for (int i = 0; i < t->rank && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "",
-                          (long long)t->dims[i]);
+  for (int i = 0; i < t->rank && k < n; i++) {
+    char d[96];
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "",
+                          dim_str_ex(t->dims[i], bounds, d, sizeof d));
+  }
   if (k < n) snprintf(buf + k, n - k, "]");
   return buf;
+}
+
+char *type_str(const Type *t, char *buf, size_t n) {
+  return type_str_ex(t, false, buf, n);
 }
 
 /* ---- modules and graphs ---- */

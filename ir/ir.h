@@ -59,12 +59,47 @@ typedef struct {
   int64_t dims[RLX_MAX_RANK];
 } Type;
 
-int64_t type_numel(const Type *t);  /* product of dims (1 for rank 0) */
+/* product of dims (1 for rank 0); t must be static */
+int64_t type_numel(const Type *t);
 int64_t type_bytes(const Type *t);
 bool type_eq(const Type *a, const Type *b);
 Type type_make(DType dt, int rank, const int64_t *dims);
-/* "f32[2, 3]" into buf (at least 128 bytes); returns buf */
+/* "f32[2, 3]" into buf (at least 128 bytes); returns buf. Dynamic
+ * sizes print as "?batch", "?a+?b", "2*?n" (without bounds). */
 char *type_str(const Type *t, char *buf, size_t n);
+/* The same with each symbol's bound ("?n<=8"): argument declarations. */
+char *type_str_ex(const Type *t, bool bounds, char *buf, size_t n);
+
+/* ---- dynamic dimensions (ir/dim.c, docs/dynamic-dims.md) ---- */
+/* A dim >= 0 is a static size; a dynamic one is DIM_DYN_BASE - k, k the
+ * index of an interned size expression (a sum of products of `?NAME`
+ * symbols with positive coefficients) in the Ctx's DimTable. Equal
+ * expressions are equal numbers. Passes and code generation never see
+ * a dynamic dim: the pipeline stops before them (passes/pipeline.c). */
+#define DIM_DYN_BASE (-((int64_t)1 << 48))
+static inline bool dim_is_static(int64_t d) { return d >= 0; }
+bool type_is_static(const Type *t);
+int type_first_dynamic(const Type *t); /* axis, or -1 when static */
+typedef struct DimTable DimTable;
+typedef enum {
+  DIM_OK,
+  DIM_BOUND_CLASH, /* ?NAME given two different bounds */
+  DIM_TOO_COMPLEX, /* over 8 terms, or a product of over 8 symbols */
+  DIM_OVERFLOW,    /* a coefficient or size over RLX_MAX_ELEMS */
+  DIM_INEXACT,     /* a division that does not come out exact */
+} DimStatus;
+struct Arena;
+DimTable *dim_table_new(struct Arena *a);
+/* The table type_str and dim_str print with (ctx_new sets it). */
+void dim_table_use(DimTable *t);
+DimTable *dim_table_current(void);
+bool dim_valid(int64_t d); /* static in range, or a known expression */
+/* "?batch", "?a+?b", "2*?n*?m+3"; bounds: with "<=N" after a symbol. */
+char *dim_str(int64_t d, char *buf, size_t n);
+char *dim_str_ex(int64_t d, bool bounds, char *buf, size_t n);
+/* The largest value d can take when every symbol in it is bounded,
+ * else -1 (static: d itself). */
+int64_t dim_bound(int64_t d);
 
 /* ---- source locations and diagnostics (ir/diag.c) ---- */
 typedef struct {
@@ -274,7 +309,20 @@ typedef struct Ctx {
   CtxCleanup *cleanups, *spare; /* registered (newest first), reusable */
   TimeReport *times;       /* --time-passes (ir/timing.c), else NULL */
   bool color;              /* ANSI colours in diag_out (GCC's scheme) */
+  DimTable *dims;          /* dynamic size expressions (ir/dim.c) */
+  DimTable *dims_prev;     /* the table current before this Ctx */
 } Ctx;
+
+/* Dynamic dimensions of c (ir/dim.c): the symbol ?name (bound 0: none;
+ * a bound given twice must agree), and exact arithmetic on dims, each
+ * static or dynamic; *out is set on DIM_OK only. */
+DimStatus dim_sym(Ctx *c, const char *name, int64_t bound, int64_t *out);
+int64_t dim_sym_bound(Ctx *c, const char *name);
+DimStatus dim_add(Ctx *c, int64_t a, int64_t b, int64_t *out);
+DimStatus dim_mul(Ctx *c, int64_t a, int64_t b, int64_t *out);
+DimStatus dim_div(Ctx *c, int64_t a, int64_t b, int64_t *out);
+/* The element count of t as a dim. */
+DimStatus type_numel_dim(Ctx *c, const Type *t, int64_t *out);
 
 /* ---- --time-passes (ir/timing.c) ---- */
 enum { TIME_MAX_PHASES = 64 };

@@ -360,9 +360,15 @@ static void print_attrs(FILE *f, const Node *n, bool first) {
 
 /* ---- statements ---- */
 
+/* Argument declarations carry the bounds of dynamic sizes (?n<=8);
+ * other types name the sizes only. */
+static void print_type_ex(FILE *f, const Type *t, bool bounds) {
+  char buf[512];
+  fputs(type_str_ex(t, bounds, buf, sizeof buf), f);
+}
+
 static void print_type(FILE *f, const Type *t) {
-  char buf[256];
-  fputs(type_str(t, buf, sizeof buf), f);
+  print_type_ex(f, t, false);
 }
 
 static void print_const_body(FILE *f, const Node *n) {
@@ -395,7 +401,7 @@ static void print_node(FILE *f, const Names *nm, const Node *n) {
     fprintf(f, "  %s ", n->op == OP_INPUT ? "input" : "param");
     print_ref(f, nm, n);
     fputs(": ", f);
-    print_type(f, &n->type);
+    print_type_ex(f, &n->type, true);
     fputc('\n', f);
     return;
   }

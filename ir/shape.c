@@ -74,7 +74,39 @@ static bool check_generic(Ctx *c, Node *n) {
   return true;
 }
 
-/* Result rank/dims/element count within limits. */
+/* Rules that carry dynamic sizes (docs/dynamic-dims.md): each copies or
+ * compares a dynamic size, computes with it through sh_add / sh_mul /
+ * sh_div, or calls sh_static where it needs a static one. Any other
+ * rule sees static operands only: a dynamic one is refused here, so no
+ * rule computes with a dynamic dim as if it were a number. */
+static const ShapeRule dyn_rules[] = {
+    shape_unary, shape_unary_any, shape_binary, shape_compare, shape_where,
+    shape_cast, shape_act_bwd, shape_reduce, shape_softmax, shape_cumsum,
+    shape_softmax_xent, shape_softmax_xent_bwd, shape_topk, shape_matmul,
+    shape_transpose, shape_reshape, shape_concat, shape_narrow,
+    shape_gather, shape_expand, shape_layer_norm, shape_group_norm,
+    shape_batch_norm, shape_rope,
+    shape_attention, shape_conv2d, shape_pool2d, shape_scan,
+};
+
+static bool carries_dynamic(Op op) {
+  for (size_t i = 0; i < sizeof dyn_rules / sizeof *dyn_rules; i++)
+    if (dyn_rules[i] == rules[op]) return true;
+  return false;
+}
+
+/* Every operand static, unless the op's rule carries dynamic sizes. */
+static bool check_dynamic(Ctx *c, Node *n) {
+  if (carries_dynamic(n->op)) return true;
+  for (int i = 0; i < n->nin; i++)
+    if (!sh_static_type(c, n, i, "its shape rule does not carry dynamic "
+                        "sizes"))
+      return false;
+  return true;
+}
+
+/* Result rank/dims/element count within limits (a dynamic size was
+ * checked by the dim arithmetic that made it). */
 static bool check_result(Ctx *c, Node *n) {
   const Type *t = &n->type;
   if (t->rank < 0 || t->rank > RLX_MAX_RANK)
@@ -82,6 +114,7 @@ static bool check_result(Ctx *c, Node *n) {
                   RLX_MAX_RANK);
   int64_t e = 1;
   for (int i = 0; i < t->rank; i++) {
+    if (!dim_is_static(t->dims[i]) && dim_valid(t->dims[i])) continue;
     if (t->dims[i] < 0 || t->dims[i] > RLX_MAX_ELEMS)
       return sh_err(c, n, "result dimension %d is %lld, out of range", i,
                     (long long)t->dims[i]);
@@ -111,7 +144,7 @@ bool shape_infer(Ctx *c, Node *n) {
       n->type.dt = DT_INVALID;
       return false;
     }
-  bool ok = check_generic(c, n);
+  bool ok = check_generic(c, n) && check_dynamic(c, n);
   if (ok) {
     memset(&n->type, 0, sizeof n->type);
     ok = rules[n->op](c, n) && check_dtypes(c, n) && check_result(c, n);

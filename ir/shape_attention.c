@@ -64,6 +64,11 @@ static bool qkv_check(Ctx *c, const Node *n) {
     return sh_err(c, n, "q must be [B, S, H*D] or [B, H, S, D], got %s",
                   TS(q));
   int r = q->rank, ld = r - 2; /* index of the sequence dim */
+  /* batch and sequence may be dynamic, the head sizes may not */
+  for (int j = r == 3 ? 2 : 1; j < r; j += 2)
+    if (!sh_static(c, n, 0, j, "heads and head_dim are checked against "
+                   "it"))
+      return false;
   for (int i = 1; i < 3; i++) {
     const Type *t = IN(n, i);
     bool ok = t->rank == r;
@@ -74,8 +79,8 @@ static bool qkv_check(Ctx *c, const Node *n) {
                     i == 1 ? "k" : "v", TS(t), TS(q));
   }
   if (k->dims[ld] != v->dims[ld])
-    return sh_err(c, n, "k and v lengths differ: %lld vs %lld",
-                  (long long)k->dims[ld], (long long)v->dims[ld]);
+    return sh_err(c, n, "k and v lengths differ: %s vs %s",
+                  DS(k->dims[ld]), DS(v->dims[ld]));
   return r == 3 ? heads_rank3(c, n, q->dims[2]) : heads_rank4(c, n, q);
 }
 

@@ -26,6 +26,25 @@ TypeStr sh_ts(const Type *t) {
   return r;
 }
 
+DimStr sh_ds(int64_t d) {
+  DimStr r;
+  dim_str(d, r.s, sizeof r.s);
+  return r;
+}
+
+bool sh_static(Ctx *c, const Node *n, int i, int axis, const char *why) {
+  int64_t d = IN(n, i)->dims[axis];
+  if (dim_is_static(d)) return true;
+  return sh_err(c, n, "axis %d of operand %d is dynamic (%s); %s needs a "
+                "static size there (%s)", axis, i, DS(d), op_name(n->op),
+                why);
+}
+
+bool sh_static_type(Ctx *c, const Node *n, int i, const char *why) {
+  int k = type_first_dynamic(IN(n, i));
+  return k < 0 || sh_static(c, n, i, k, why);
+}
+
 /* ---- dtype helpers ---- */
 bool sh_is_index_dt(DType dt) {
   return dt == DT_I32 || dt == DT_I64 || dt == DT_F32;
@@ -89,7 +108,28 @@ bool sh_axis(Ctx *c, const Node *n, int64_t axis, int rank, int *out) {
   return true;
 }
 
+/* A dim operation's failure as "OP: ..." (DIM_OK: true). */
+static bool dim_check(Ctx *c, const Node *n, DimStatus st, int64_t a,
+                      int64_t b, char op) {
+  switch (st) {
+  case DIM_OK: return true;
+  case DIM_TOO_COMPLEX:
+    return sh_err(c, n, "size %s %c %s is too complex to carry (over 8 "
+                  "terms or a product of over 8 sizes)", DS(a), op, DS(b));
+  case DIM_INEXACT:
+    return sh_err(c, n, "size %s is not a multiple of %s", DS(a), DS(b));
+  default:
+    return sh_err(c, n, "size overflow: %s %c %s", DS(a), op, DS(b));
+  }
+}
+
+bool sh_div(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out) {
+  return dim_check(c, n, dim_div(c, a, b, out), a, b, '/');
+}
+
 bool sh_mul(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out) {
+  if (!dim_is_static(a) || !dim_is_static(b))
+    return dim_check(c, n, dim_mul(c, a, b, out), a, b, '*');
   if (__builtin_mul_overflow(a, b, out) || *out < 0 ||
       *out > RLX_MAX_ELEMS)
     return sh_err(c, n, "size overflow: %lld * %lld", (long long)a,
@@ -98,6 +138,8 @@ bool sh_mul(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out) {
 }
 
 bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out) {
+  if (!dim_is_static(a) || !dim_is_static(b))
+    return dim_check(c, n, dim_add(c, a, b, out), a, b, '+');
   if (__builtin_add_overflow(a, b, out) || *out < 0 ||
       *out > RLX_MAX_ELEMS)
     return sh_err(c, n, "size overflow: %lld + %lld", (long long)a,
@@ -114,8 +156,8 @@ bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
     int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return sh_err(c, n, "shapes %s and %s do not broadcast "
-                    "(dimension %d: %lld vs %lld)", TS(a), TS(b), i,
-                    (long long)da, (long long)db);
+                    "(dimension %d: %s vs %s)", TS(a), TS(b), i, DS(da),
+                    DS(db));
     t.dims[i] = da == 1 ? db : da;
   }
   *out = t;
@@ -222,6 +264,12 @@ bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
       !sh_ints_attr(c, n, ATTR_DILATION, 2, 1, big, one, d) ||
       !sh_int_attr(c, n, ATTR_GROUPS, 1, big, &g))
     return false;
+  for (int i = 1; i < 4; i++)
+    if (!sh_static(c, n, 0, i, i == 1 ? "the channels are split into "
+                   "groups" : "the output size is computed from it"))
+      return false;
+  if (!sh_static_type(c, n, 1, "the kernel's sizes"))
+    return false;
   if (x->dims[1] % g || w->dims[0] % g)
     return sh_err(c, n, "groups %lld must divide input channels %lld and "
                   "output channels %lld", (long long)g,
@@ -252,6 +300,9 @@ bool sh_pool2d_out(Ctx *c, const Node *n, const Type *x, Type *out) {
       !sh_ints_attr(c, n, ATTR_STRIDE, 2, 1, big, k, s) ||
       !sh_ints_attr(c, n, ATTR_PADDING, 2, 0, big, zero, p))
     return false;
+  for (int i = 2; i < 4; i++)
+    if (!sh_static(c, n, 0, i, "the output size is computed from it"))
+      return false;
   for (int i = 0; i < 2; i++)
     if (p[i] > k[i] / 2)
       return sh_err(c, n, "padding %lld exceeds half the kernel %lld",

@@ -81,7 +81,7 @@ static Type slice_of(const Type *t) {
 }
 
 /* xs operands in[first .. first+m) all have rank >= 1 and dim 0 == *len
- * (*len < 0: take it from the first one). Appends slices to sl. */
+ * (*len == -1: take it from the first one). Appends slices to sl. */
 static bool per_step(Ctx *c, const Node *n, int first, int m,
                      int64_t *len, Type *sl) {
   for (int i = 0; i < m; i++) {
@@ -89,11 +89,10 @@ static bool per_step(Ctx *c, const Node *n, int first, int m,
     if (t->rank < 1)
       return sh_err(c, n, "per-step operand %d must have rank >= 1, got "
                     "%s", first + i, TS(t));
-    if (*len < 0) *len = t->dims[0];
+    if (*len == -1) *len = t->dims[0]; /* may be dynamic (negative) */
     if (t->dims[0] != *len)
-      return sh_err(c, n, "per-step operand %d has %lld steps, expected "
-                    "%lld (length)", first + i, (long long)t->dims[0],
-                    (long long)*len);
+      return sh_err(c, n, "per-step operand %d has %s steps, expected "
+                    "%s (length)", first + i, DS(t->dims[0]), DS(*len));
     sl[i] = slice_of(t);
   }
   return true;
@@ -128,9 +127,16 @@ bool shape_scan(Ctx *c, Node *n) {
   Type *exp = arena_alloc(c->arena, sizeof(Type) * (size_t)n->nin);
   for (int i = 0; i <= nb; i++) exp[i] = *IN(n, i);
   if (!per_step(c, n, 1 + (int)nb, m, &len, exp + 1 + nb)) return false;
-  if (len < 1)
+  /* a dynamic length (the xs' dim 0) is >= 1 by the entry's check */
+  bool dyn = !dim_is_static(len);
+  if (!dyn && len < 1)
     return sh_err(c, n, "length must be >= 1, got %lld", (long long)len);
-  if (!sh_int_attr(c, n, ATTR_CHECKPOINTS, 0, len - 1, &k)) return false;
+  if (dyn && ir_attr_int(n, ATTR_CHECKPOINTS, 0) > 0 &&
+      !sh_static(c, n, 1 + (int)nb, 0, "checkpoints are spread over the "
+                 "steps"))
+    return false;
+  if (!sh_int_attr(c, n, ATTR_CHECKPOINTS, 0, dyn ? 0 : len - 1, &k))
+    return false;
   Graph *g = sh_graph(c, n, ATTR_BODY);
   if (!g || !sh_sub_inputs(c, n, "body", g, exp, n->nin, NULL) ||
       !sh_sub_rets(c, n, "body", g, exp, 1))

@@ -44,6 +44,18 @@ bool sh_err(Ctx *c, const Node *n, const char *fmt, ...)
 typedef struct { char s[160]; } TypeStr;
 TypeStr sh_ts(const Type *t);
 #define TS(t) (sh_ts(t).s)
+/* A dim as text ("784", "?batch", "?a+?b"), by value like TS. */
+typedef struct { char s[96]; } DimStr;
+DimStr sh_ds(int64_t d);
+#define DS(d) (sh_ds(d).s)
+
+/* ---- dynamic dimensions (ir/dim.c) ---- */
+/* Axis `axis` of operand i must be static: "OP: axis K of operand I is
+ * dynamic (?n); OP needs a static size there (why)". Rules call it
+ * before computing with a size they cannot carry symbolically. */
+bool sh_static(Ctx *c, const Node *n, int i, int axis, const char *why);
+/* Every axis of operand i static (the first dynamic one diagnosed). */
+bool sh_static_type(Ctx *c, const Node *n, int i, const char *why);
 
 /* ---- dtype classes ---- */
 /* Require operand i (described as `what`) to be f32/f64/f16/bf16, and
@@ -70,10 +82,15 @@ bool sh_is_index_dt(DType dt);
  * "OP: axis A out of range for rank R" (`what` names the attribute). */
 bool sh_axis(Ctx *c, const Node *n, int64_t axis, int rank, int *out);
 /* Overflow-checked arithmetic on dims; false (and a diagnostic) when
- * the result leaves [0, RLX_MAX_ELEMS]. */
+ * the result leaves [0, RLX_MAX_ELEMS]. Dynamic dims go through
+ * dim_mul / dim_add (a symbolic product or sum). sh_div: exact
+ * division (reshape's inferred size), else "size A is not a multiple
+ * of B". */
 bool sh_mul(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
 bool sh_add(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
-/* NumPy broadcast of a and b into out (rank max, dtype left as a's). */
+bool sh_div(Ctx *c, const Node *n, int64_t a, int64_t b, int64_t *out);
+/* NumPy broadcast of a and b into out (rank max, dtype left as a's).
+ * A dynamic size broadcasts against 1 or the same size only. */
 bool sh_bcast(Ctx *c, const Node *n, const Type *a, const Type *b,
               Type *out);
 /* A float attribute used rounded to f32: it must stay finite, and

@@ -16,8 +16,8 @@ bool shape_matmul(Ctx *c, Node *n) {
                   TS(a), TS(b));
   int64_t k1 = a->dims[a->rank - 1], k2 = b->dims[b->rank - 2];
   if (k1 != k2)
-    return sh_err(c, n, "inner dimensions differ: %lld vs %lld",
-                  (long long)k1, (long long)k2);
+    return sh_err(c, n, "inner dimensions differ: %s vs %s", DS(k1),
+                  DS(k2));
   Type ba = *a, bb = *b;
   ba.rank -= 2;
   bb.rank -= 2;

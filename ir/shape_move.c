@@ -2,13 +2,14 @@
  * and gather_backward.
  *
  * reshape: entries >= 0 or a single -1 (inferred; an error when the
- *   other entries multiply to 0); element counts must match.
+ *   other entries multiply to 0, or when a dynamic element count is not
+ *   an exact multiple of them); element counts must match.
  * transpose: perm is a permutation of [0, rank).
  * expand: NumPy broadcast_to: target rank >= input rank, each input dim
  *   (right-aligned) equals the target dim or is 1.
  * concat: >= 1 operand, equal dtypes and ranks (>= 1), dims equal except
  *   along axis (negative allowed), which are summed.
- * narrow: 0 <= start, 0 <= len, start + len <= dim.
+ * narrow: 0 <= start, 0 <= len, start + len <= dim (a static axis).
  * gather: NumPy take; indices i32/i64/f32 of any rank.
  * scatter_add(updates [N, ...], indices [N], shape) -> updates.dtype
  *   [shape], shape rank >= 1 and shape[1:] == updates.shape[1:].
@@ -39,7 +40,9 @@ bool shape_reshape(Ctx *c, Node *n) {
   Type t;
   if (!shape_attr(c, n, -1, IN(n, 0)->dt, &t)) return false;
   int infer = -1;
-  int64_t known = 1, have = type_numel(IN(n, 0));
+  int64_t known = 1, have = 1;
+  for (int i = 0; i < IN(n, 0)->rank; i++)
+    if (!sh_mul(c, n, have, IN(n, 0)->dims[i], &have)) return false;
   for (int i = 0; i < t.rank; i++) {
     if (t.dims[i] == -1) {
       if (infer >= 0) return sh_err(c, n, "shape has more than one -1");
@@ -48,16 +51,17 @@ bool shape_reshape(Ctx *c, Node *n) {
       return false;
     }
   }
+  /* a dynamic element count divides exactly by a size or a product of
+   * sizes (?b*784 / 784 = ?b), else the -1 cannot be carried */
   if (infer >= 0) {
-    if (known == 0 || have % known)
-      return sh_err(c, n, "cannot infer -1: %lld elements do not divide "
-                    "into %lld", (long long)have, (long long)known);
-    t.dims[infer] = have / known;
+    if (dim_div(c, have, known, &t.dims[infer]) != DIM_OK)
+      return sh_err(c, n, "cannot infer -1: %s elements do not divide "
+                    "into %s", DS(have), DS(known));
     known = have;
   }
   if (known != have)
-    return sh_err(c, n, "element count differs: %s has %lld, shape has "
-                  "%lld", TS(IN(n, 0)), (long long)have, (long long)known);
+    return sh_err(c, n, "element count differs: %s has %s, shape has %s",
+                  TS(IN(n, 0)), DS(have), DS(known));
   n->type = t;
   return true;
 }
@@ -93,8 +97,8 @@ bool shape_expand(Ctx *c, Node *n) {
     int j = t.rank - x->rank + i;
     if (x->dims[i] != 1 && x->dims[i] != t.dims[j])
       return sh_err(c, n, "cannot broadcast %s to %s (dimension %d: "
-                    "%lld vs %lld)", TS(x), TS(&t), j,
-                    (long long)x->dims[i], (long long)t.dims[j]);
+                    "%s vs %lld)", TS(x), TS(&t), j, DS(x->dims[i]),
+                    (long long)t.dims[j]);
   }
   n->type = t;
   return true;
@@ -132,6 +136,8 @@ bool shape_narrow(Ctx *c, Node *n) {
     return false;
   if (!sh_int_attr(c, n, ATTR_START, 0, RLX_MAX_ELEMS, &s)) return false;
   if (!sh_int_attr(c, n, ATTR_LEN, 0, RLX_MAX_ELEMS, &l)) return false;
+  if (!sh_static(c, n, 0, ax, "start + len is checked against it"))
+    return false;
   if (s + l > x->dims[ax])
     return sh_err(c, n, "start %lld + len %lld exceeds dimension %lld of "
                   "axis %d", (long long)s, (long long)l,

@@ -66,6 +66,8 @@ static bool sh_group_count(Ctx *c, const Node *n, const Type *x) {
   if (x->rank < 2)
     return sh_err(c, n, "x must be [N, C, ...], got %s", TS(x));
   if (!sh_int_attr(c, n, ATTR_GROUPS, 1, RLX_MAX_ELEMS, &g)) return false;
+  if (!sh_static(c, n, 0, 1, "the channels are split into groups"))
+    return false;
   if (x->dims[1] % g)
     return sh_err(c, n, "channels %lld are not divisible by groups %lld",
                   (long long)x->dims[1], (long long)g);
@@ -121,6 +123,8 @@ bool shape_rope(Ctx *c, Node *n) {
   if (!rope_dims(c, n, &d, &r)) return false;
   if (x->rank != 2 && x->rank != 3)
     return sh_err(c, n, "x must be [B, S, H*D] or [S, H*D], got %s", TS(x));
+  if (!sh_static(c, n, 0, x->rank - 1, "it is split into heads"))
+    return false;
   int64_t s = x->dims[x->rank - 2], e = x->dims[x->rank - 1];
   if (e % d)
     return sh_err(c, n, "last dimension %lld of x is not a multiple of "
@@ -128,8 +132,8 @@ bool shape_rope(Ctx *c, Node *n) {
   bool ok = cs->rank == 2 && cs->dims[0] == s &&
             (cs->dims[1] == r / 2 || cs->dims[1] == d / 2);
   if (!ok)
-    return sh_err(c, n, "cos must be [%lld, %lld] (S, n_rot/2), got %s",
-                  (long long)s, (long long)(r / 2), TS(cs));
+    return sh_err(c, n, "cos must be [%s, %lld] (S, n_rot/2), got %s",
+                  DS(s), (long long)(r / 2), TS(cs));
   if (!sh_same_dtype(c, n, 0, 1)) return false;
   if (!sh_want_type(c, n, 2, "sin", cs)) return false;
   n->type = *x;

@@ -77,11 +77,11 @@ static bool xent_check(Ctx *c, Node *n) {
   if (!sh_want_index(c, n, 1, "labels")) return false;
   if (l->rank != 2)
     return sh_err(c, n, "logits must be [N, C], got %s", TS(l));
-  if (l->dims[1] < 1)
+  if (dim_is_static(l->dims[1]) && l->dims[1] < 1)
     return sh_err(c, n, "logits need at least one class, got %s", TS(l));
   if (y->rank != 1 || y->dims[0] != l->dims[0])
-    return sh_err(c, n, "labels must be [%lld] to match logits %s, got %s",
-                  (long long)l->dims[0], TS(l), TS(y));
+    return sh_err(c, n, "labels must be [%s] to match logits %s, got %s",
+                  DS(l->dims[0]), TS(l), TS(y));
   return true;
 }
 
@@ -107,6 +107,8 @@ bool shape_topk(Ctx *c, Node *n) {
                   dt_name(x->dt));
   if (x->rank < 1)
     return sh_err(c, n, "operand must have rank >= 1, got %s", TS(x));
+  if (!sh_static(c, n, 0, x->rank - 1, "k is checked against it"))
+    return false;
   int64_t last = x->dims[x->rank - 1];
   int64_t k = ir_attr_int(n, ATTR_K, 0);
   if (k < 1 || k > last)

@@ -122,7 +122,11 @@ static bool type_ok(const Type *t) {
     return false;
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {
-    if (t->dims[i] < 0 || t->dims[i] > RLX_MAX_ELEMS) return false;
+    if (!dim_is_static(t->dims[i])) { /* checked by the rules */
+      if (!dim_valid(t->dims[i])) return false;
+      continue;
+    }
+    if (t->dims[i] > RLX_MAX_ELEMS) return false;
     if (t->dims[i] && n > RLX_MAX_ELEMS / t->dims[i]) return false;
     n *= t->dims[i];
   }
@@ -324,7 +328,7 @@ bool ir_verify(Ctx *c, const Module *m) {
     diag_error(c, (Loc){0, 0}, "internal: verifier: no module");
     return false;
   }
-  Ctx scratch = {.arena = c->arena, .file = c->file,
+  Ctx scratch = {.arena = c->arena, .file = c->file, .dims = c->dims,
                  .max_errors = 1 << 30};
   scratch.diags_tail = &scratch.diags;
   v.scratch = &scratch;

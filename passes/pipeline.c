@@ -175,6 +175,35 @@ static bool verify_after(Unit *u, const char *pass, uint64_t *last,
   return true;
 }
 
+/* Dynamic dimensions (docs/dynamic-dims.md): the front end, the shape
+ * rules and the verifier carry them, nothing after "verify" does yet.
+ * So a module with a dynamic size stops here, before any pass can see
+ * one: fine for --check and for printing the IR as parsed, otherwise
+ * one diagnostic naming the first dynamic argument. Every dynamic size
+ * comes from an argument's declared type (constants and attributes are
+ * static), so the arguments are all there is to check. True: stop the
+ * pipeline (an error, or nothing more to do). */
+static bool dynamic_stop(Unit *u) {
+  const Module *m = u->mod;
+  for (int g = 0; g < m->ngraphs; g++)
+    for (int i = 0; i < m->graphs[g]->nargs; i++) {
+      const Node *a = m->graphs[g]->args[i];
+      if (type_is_static(&a->type)) continue;
+      const Options *o = u->opt;
+      bool transform = o && (o->grad || o->jvp || o->hvp || o->train);
+      if (o && !transform && (o->check || !(o->emit & ~(unsigned)EMIT_IR)))
+        return true;
+      char ts[160];
+      diag_error(u->ctx, a->loc, "%s %%%s of graph %s has the dynamic "
+                 "type %s: code generation for dynamic dimensions is not "
+                 "implemented yet (--check and --emit=ir accept the graph)",
+                 a->op == OP_PARAM ? "param" : "input", a->name,
+                 m->graphs[g]->name, type_str(&a->type, ts, sizeof ts));
+      return true;
+    }
+  return false;
+}
+
 bool pass_run_pipeline(Unit *u) {
   int n;
   const Pass *p = pass_list(&n);
@@ -190,6 +219,7 @@ bool pass_run_pipeline(Unit *u) {
       time_end(u->ctx, &t, p[i].name);
       if (!ok) return false;
       dump_after(u, p[i].name, i, &dumped);
+      if (dynamic_stop(u)) return u->ctx->nerrors == 0;
       continue;
     }
     int before = u->ctx->nerrors;
@@ -198,6 +228,8 @@ bool pass_run_pipeline(Unit *u) {
     time_end(u->ctx, &t, p[i].name);
     dump_after(u, p[i].name, i, &dumped);
     if (!ok) return false;
+    if (p[i].run == pass_verify && dynamic_stop(u))
+      return u->ctx->nerrors == 0;
   }
   return true;
 }

@@ -301,6 +301,50 @@ def test_emit_ir(rlxc, tmp, good):
            and "graph model {" in err, err)
 
 
+DYN = """graph body {
+  input %h: f32[?b<=32, 4]
+  input %x: f32[?b<=32, 4]
+  %y = add(%h, %x) : f32[?b, 4]
+  return %y
+}
+
+graph dyn {
+  input %x: f32[?b<=32, 4]
+  input %xs: f32[?t, ?b<=32, 4]
+  %s = scan(%x, %xs, body=@body) : f32[?b, 4]
+  return %s
+}
+"""
+
+
+def test_dynamic(rlxc, tmp):
+    """Dynamic dimensions (docs/dynamic-dims.md): --check, --emit=ir and
+    --dump-ir accept them; anything that needs code stops with one
+    diagnostic at the first dynamic argument and writes nothing."""
+    d = os.path.join(tmp, "dyn")
+    os.mkdir(d)
+    src = os.path.join(d, "dyn.rlx")
+    open(src, "w").write(DYN)
+    rc, out, err = run(rlxc, ["--check", src])
+    expect("dyn-check", rc == 0 and out == "" and err == "", err)
+    rc, out, err = run(rlxc, ["--emit=ir", src])
+    expect("dyn-emit-ir", rc == 0 and out == DYN, out + err)
+    rc, out, err = run(rlxc, ["--check", "--dump-ir=all", src])
+    expect("dyn-dump-ir", rc == 0 and "// ---- after parse ----" in err
+           and "input %x: f32[?b<=32, 4]" in err
+           and "after expand_fused" not in err, err)
+    want = ("input %h of graph body has the dynamic type f32[?b, 4]: code "
+            "generation for dynamic dimensions is not implemented yet")
+    for name, args in [("obj", ["-o", os.path.join(d, "x.o")]),
+                       ("plan", ["--emit=plan"]),
+                       ("grad-ir", ["--grad", "--emit=ir"]),
+                       ("jvp-check", ["--check", "--jvp"])]:
+        expect_fails_clean(rlxc, "dyn-" + name, d, args + [src], want,
+                           where=src + ":2:9")
+        rc, _, err = run(rlxc, args + [src])
+        expect("dyn-%s-once" % name, err.count("error:") == 1, err)
+
+
 def listing(d):
     return sorted(os.listdir(d))
 
@@ -496,6 +540,7 @@ def main():
         test_dot(a.rlxc, tmp, good)
         test_plan(a.rlxc, tmp)
         test_emit_ir(a.rlxc, tmp, good)
+        test_dynamic(a.rlxc, tmp)
         test_outputs(a.rlxc, tmp, good)
         test_same_path(a.rlxc, tmp, good)
         test_line_ends(a.rlxc, tmp)

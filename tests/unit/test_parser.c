@@ -236,7 +236,7 @@ static void test_types(void) {
   EXPECT("graph g {\n input %x: f31[2] return %x }", 2, 12,
          "unknown dtype 'f31'");
   EXPECT("graph g {\n input %x: f32[4, ?] return %x }", 2, 19,
-         "dynamic dimensions are not supported");
+         "a dynamic dimension needs a name");
   EXPECT("graph g {\n input %x: f32[4, -3] return %x }", 2, 19,
          "negative dimension -3");
   EXPECT("graph g {\n input %x: f32[1,2,3,4,5,6,7,8,9] return %x }", 2,
