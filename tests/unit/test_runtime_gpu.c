@@ -145,7 +145,7 @@ static int graph_calls(rlx_gpu_graph *g, const void *const *in,
 static int graphs(void *kernel, const float *x, const float *y, int n,
                   void *dx, void *dy, void *stream, void *stream2)
 {
-  static const void *key[3];
+  static const void *key[4]; /* nin + nout + 1 */
   rlx_gpu_graph g = {NULL, NULL, key, 2, 1};
   float a = 0.5f;
   const void *in[2] = {&a, dx};
