@@ -14,7 +14,8 @@
  * hook longjmps back to run() (ir.h): "rlxc: error: out of memory",
  * exit status 1, no file left behind. An LLVM fatal error prints
  * "rlxc: error: LLVM: REASON" and exits 1 the same way (fatal_llvm).
- * RLXC_FAIL_ALLOC=N (tests only) fails the Nth allocation.
+ * RLXC_FAIL_ALLOC=N (tests only) fails the Nth allocation; RLXC_TRACE_ALLOC
+ * =FILE (tests only) names the call site of each allocation in FILE.
  *
  * Outputs: -o PATH names the object file; the header is PATH with its
  * extension replaced by .h (out_path in codegen/output.c derives every
@@ -667,10 +668,16 @@ static int out_of_memory(Ctx *c) {
 }
 
 /* Fault injection for the tests (docs/testing.md): RLXC_FAIL_ALLOC=N
- * makes the Nth allocation of the compilation fail. */
-static void fail_alloc_from_env(Arena *a) {
+ * makes the Nth allocation of the compilation fail; RLXC_TRACE_ALLOC=
+ * FILE writes one line per allocation, naming its call site. Returns
+ * the trace file to close, or NULL. */
+static FILE *fail_alloc_from_env(Arena *a) {
   const char *v = getenv("RLXC_FAIL_ALLOC");
   if (v && *v) arena_fail_at(a, strtol(v, NULL, 10));
+  const char *t = getenv("RLXC_TRACE_ALLOC");
+  FILE *f = t && *t ? fopen(t, "w") : NULL;
+  if (f) arena_trace(a, f);
+  return f;
 }
 
 /* One compilation under one Ctx. Running out of memory anywhere in it
@@ -686,12 +693,13 @@ static int run(const Options *o, bool color) {
   c->oom_jump = &jb;
   c->diag_out = stderr;
   c->color = color;
-  fail_alloc_from_env(c->arena);
+  FILE *trace = fail_alloc_from_env(c->arena);
   fatal_ctx = c;
   LLVMInstallFatalErrorHandler(fatal_llvm);
   int status = check_outputs(c, o) ? compile(c, o) : 2;
   fatal_ctx = NULL;
   ctx_free(c);
+  if (trace) fclose(trace);
   return status;
 }
 

@@ -24,10 +24,14 @@
 #include "ir/ir.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+#if defined(__GLIBC__)
+#include <execinfo.h>
 #endif
 
 typedef struct Block {
@@ -51,6 +55,7 @@ struct Arena {
   void *oom_arg;
   long fail_at;  /* allocations until the injected failure; 0: none */
   long count;    /* allocation calls so far */
+  FILE *trace;   /* arena_trace: one line per allocation call */
 };
 
 /* Largest request served: keeps size arithmetic free of overflow. */
@@ -92,10 +97,26 @@ void arena_fail_at(Arena *a, long n) { a->fail_at = n > 0 ? n : 0; }
 
 long arena_count(const Arena *a) { return a->count; }
 
+void arena_trace(Arena *a, FILE *f) { a->trace = f; }
+
+/* Line n of the trace names the call stack of allocation n: a hash of
+ * its innermost return addresses (0 where backtrace() is missing).
+ * Addresses differ between runs; equal lines of one trace are one site. */
+static void trace_alloc(FILE *f) {
+  uint64_t h = 14695981039346656037u;
+#if defined(__GLIBC__)
+  void *bt[6];
+  int k = backtrace(bt, 6);
+  for (int i = 0; i < k; i++) h = (h ^ (uintptr_t)bt[i]) * 1099511628211u;
+#endif
+  fprintf(f, "%016llx\n", (unsigned long long)h);
+}
+
 /* Count one allocation of n bytes; out of memory when it is the
  * injected failure or too large to serve. */
 static void count_alloc(Arena *a, size_t n) {
   a->count++;
+  if (a->trace) trace_alloc(a->trace);
   if ((a->fail_at && --a->fail_at == 0) || n > ARENA_MAX) arena_oom(a);
 }
 

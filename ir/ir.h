@@ -147,6 +147,9 @@ void arena_oom(Arena *a);
  * turns it off. arena_count: allocations counted so far. */
 void arena_fail_at(Arena *a, long n);
 long arena_count(const Arena *a);
+/* arena_trace (tests): write to f, per allocation counted, one line
+ * naming its call stack; tests/tools/check_oom.py fails each site. */
+void arena_trace(Arena *a, FILE *f);
 
 /* ---- attributes (ir/attrs.def) ---- */
 typedef enum { AK_INT, AK_INTS, AK_FLOAT, AK_BOOL, AK_DTYPE, AK_ENUM,

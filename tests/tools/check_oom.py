@@ -5,19 +5,24 @@ In the style of SQLite's fault-injection tests: for a few small graphs
 (--grad through scan, if, while and custom_fn; an object, a header, LLVM
 IR and the printed IR; the input from a pipe; a run that ends in a
 diagnostic), run rlxc with RLXC_FAIL_ALLOC=N, which makes the Nth
-allocation of the compilation fail (main.c, ir/arena.c), for N = 1, 2,
-3, ... until the run ends as it does without injection (the baseline:
-success with the expected outputs, or the expected diagnostic). Every
-run before that must:
+allocation of the compilation fail (main.c, ir/arena.c). Which N: one
+run with RLXC_TRACE_ALLOC=FILE writes a line per allocation naming its
+call stack (six return addresses), and every allocation site is failed
+where it is first reached. Failing every N instead costs a process
+start (~90 ms, most of it loading libLLVM) per allocation, 3 to 5 times
+as many runs, and reaches no other site. Every injected run must:
   - exit with status 1 (not a signal, not a sanitizer's status),
   - print exactly "rlxc: error: out of memory" on stderr (so no leak or
     sanitizer report in the ASan tree, and no other diagnostic),
-  - leave its output directory empty (no output, no temporary).
-A case needing more than --max-runs runs is walked with a stride after
-that many (every case here is small enough to be walked fully).
+  - leave its output directory empty (no output, no temporary);
+and failing allocation count + 1 must end as the run without injection
+(the baseline: success with the expected outputs, or the expected
+diagnostic), so that the trace counted every allocation. --every walks
+every N instead (the old, exhaustive walk).
 
 Runs go --jobs at a time. Exit status 0 when every run behaved.
 Usage: check_oom.py --rlxc BUILD/rlxc --root SOURCE_DIR [--jobs 2]
+                    [--only CASE] [--every]
 """
 import argparse
 import concurrent.futures
@@ -55,11 +60,14 @@ def cases(root):
     ]
 
 
-def run_once(rlxc, argv, stdin, n, scratch):
+def run_once(rlxc, argv, stdin, n, scratch, trace=None):
     """Run with the nth allocation failing (n = 0: none) in a fresh
-    output dir; returns (status, stderr, files left)."""
+    output dir, writing the allocation trace to `trace` if given;
+    returns (status, stderr, files left)."""
     out = tempfile.mkdtemp(dir=scratch)
     env = dict(os.environ, RLXC_FAIL_ALLOC=str(n))
+    if trace:
+        env["RLXC_TRACE_ALLOC"] = trace
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
     args = [rlxc] + [a.replace("@OUT@", out) for a in argv]
     p = subprocess.run(args, input=(stdin or "").encode(), env=env,
@@ -79,32 +87,36 @@ def baseline_error(name, base, want):
             f"(expected {want}), stderr:\n{err[-3000:]}")
 
 
-def check_case(rlxc, case, jobs, max_runs, scratch):
-    """Walk N upward until a run ends like the baseline. Returns
-    (errors, runs, that N)."""
+def check_case(rlxc, case, jobs, every, scratch):
+    """Fail each allocation site once (or every allocation). Returns
+    (errors, runs, allocations counted)."""
     name, argv, stdin, want = case
-    base = run_once(rlxc, argv, stdin, 0, scratch)
+    trace = os.path.join(scratch, name + ".trace")
+    base = run_once(rlxc, argv, stdin, 0, scratch, trace)
     bad = baseline_error(name, base, want)
     if bad:
         return [bad], 1, None
-    errors, runs, stride, n = [], 1, 1, 1
+    with open(trace) as f:
+        sites = f.read().split()
+    seen, todo = set(), []
+    for n, site in enumerate(sites, 1):
+        if every or site not in seen:
+            todo.append(n)
+        seen.add(site)
+    errors = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        while n < 10**7 and len(errors) < 5:
-            batch = [n + i * stride for i in range(jobs)]
-            res = list(pool.map(
-                lambda k: run_once(rlxc, argv, stdin, k, scratch), batch))
-            runs += len(batch)
-            for k, r in zip(batch, res):
-                if r == base:
-                    return errors, runs, k
-                rc, err, left = r
-                if rc != 1 or err != OOM or left:
-                    errors.append(f"{name}: N={k}: status {rc}, files "
-                                  f"{left}, stderr:\n{err[-3000:]}")
-            n = batch[-1] + stride
-            if runs >= max_runs:
-                stride = 7  # a very large case: sample the rest
-    return errors + [f"{name}: stopped at N={n}"], runs, None
+        res = pool.map(lambda k: run_once(rlxc, argv, stdin, k, scratch),
+                       todo + [len(sites) + 1])
+        for k, r in zip(todo, res):
+            rc, err, left = r
+            if (rc != 1 or err != OOM or left) and len(errors) < 5:
+                errors.append(f"{name}: N={k}: status {rc}, files "
+                              f"{left}, stderr:\n{err[-3000:]}")
+        if next(res) != base:
+            errors.append(f"{name}: failing allocation {len(sites) + 1} "
+                          f"of {len(sites)} did not end as without "
+                          f"injection: the trace missed allocations")
+    return errors, len(todo) + 2, len(sites)
 
 
 def main():
@@ -112,7 +124,8 @@ def main():
     ap.add_argument("--rlxc", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--max-runs", type=int, default=3000)
+    ap.add_argument("--every", action="store_true",
+                    help="fail every allocation, not every site")
     ap.add_argument("--only", help="run the case of this name only")
     a = ap.parse_args()
     failed = False
@@ -122,10 +135,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rlx_oom_") as scratch:
         for case in todo:
             t = time.time()
-            errs, runs, end = check_case(a.rlxc, case, a.jobs,
-                                         a.max_runs, scratch)
-            print(f"{case[0]}: {runs} runs, ends as without injection "
-                  f"from N={end}, {time.time() - t:.1f}s", flush=True)
+            errs, runs, count = check_case(a.rlxc, case, a.jobs,
+                                           a.every, scratch)
+            print(f"{case[0]}: {count} allocations, {runs} runs, "
+                  f"{time.time() - t:.1f}s", flush=True)
             for e in errs:
                 print("FAIL " + e)
             failed |= bool(errs)
