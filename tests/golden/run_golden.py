@@ -30,15 +30,17 @@ With --coverage DIR [DIR...]: every op of `rlxc --list-ops` (and `const`)
 must be used by the printed IR of some DIR/*.rlx. ctest passes
 tests/golden and the generated case directories tests/e2e/cases and
 tests/gradcheck/cases: every file of those is also round-tripped (as
-printed and after --grad) by golden.roundtrip_repo.*, and compiled and
+printed and after --grad) by golden.roundtrip_repo, and compiled and
 run against its goldens by e2e.* / gradcheck.*, so an op used only there
 is checked at least as strictly as one used by a hand-written golden
 file (which adds nothing for an op without its own syntax).
-With --roundtrip-all ROOT [--shard I/N]: every .rlx file under ROOT
-(except tests/errors and build trees; with --shard, the I-th of every N
-in path order) that `rlxc --check` accepts must round
+With --roundtrip-all ROOT: every .rlx file under ROOT (except
+tests/errors and build trees) that `rlxc --emit=ir` accepts must round
 trip; so must the module after the last pass of `--grad` (printed by
 --dump-ir=all) whenever `--check --grad --grad-missing=zero` accepts it.
+--coverage and --roundtrip-all need --roundtrip-tool (rlx_roundtrip,
+tests/tools/rlx_roundtrip.c), which does those compilations in one
+process.
 Exit status 0 on success, 1 with a report on failure.
 """
 import argparse
@@ -214,20 +216,23 @@ def check_file(rlxc, filecheck, path, update):
     return errs
 
 
-def coverage(rlxc, dirs):
+def run_roundtrip(tool, files, ops=False):
+    """tests/tools/rlx_roundtrip.c over files: (exit status, output)."""
+    p = subprocess.run([tool] + (["--ops"] if ops else []) + files,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=1200)
+    return p.returncode, p.stdout.decode("utf-8", errors="replace")
+
+
+def coverage(rlxc, tool, dirs):
     rc, out, err = run(rlxc, ["--list-ops"])
     if rc != 0:
         return ["--list-ops exited %d" % rc]
     want = {ln.split()[0] for ln in out.splitlines() if ln.strip()} | {"const"}
-    seen = set()
-    for f in sorted(f for d in dirs
-                    for f in glob.glob(os.path.join(d, "*.rlx"))):
-        if f.endswith(".expected.rlx"):
-            continue
-        rc, ir, err = run(rlxc, ["--emit=ir", f])
-        seen |= set(re.findall(r"= ([a-z_0-9]+)\(", ir))
-        if " = const " in ir:
-            seen.add("const")
+    files = sorted(f for d in dirs for f in glob.glob(os.path.join(d, "*.rlx"))
+                   if not f.endswith(".expected.rlx"))
+    rc, out = run_roundtrip(tool, files, ops=True)
+    seen = {ln[3:] for ln in out.splitlines() if ln.startswith("op ")}
     missing = sorted(want - seen)
     if missing:
         return ["ops not used by any .rlx file of %s: %s"
@@ -235,50 +240,15 @@ def coverage(rlxc, dirs):
     return []
 
 
-def last_dump(err):
-    """The module printed after the last pass in a --dump-ir=all log."""
-    parts = re.split(r"^// ---- after [a-z_0-9]+ ----\n", err, flags=re.M)
-    return parts[-1] if len(parts) > 1 else None
-
-
-def reparse_errors(rlxc, what, text):
-    with tempfile.NamedTemporaryFile("w", suffix=".rlx",
-                                     delete=False) as t:
-        t.write(text)
-    try:
-        rc, again, err = run(rlxc, ["--emit=ir", t.name])
-    finally:
-        os.unlink(t.name)
-    if rc != 0:
-        return ["%s: printed IR does not parse:\n%s" % (what, err)]
-    if again != text:
-        return ["%s: round trip differs:\n%s"
-                % (what, diff(text, again, "print1", "print2"))]
-    return []
-
-
-def roundtrip_all(rlxc, root, shard=(0, 1)):
-    """shard (i, n): only the i-th of every n files in path order."""
-    errs, n = [], 0
+def roundtrip_all(tool, root):
     files = [f for f in sorted(glob.glob(os.path.join(root, "**", "*.rlx"),
                                          recursive=True))
              if not os.path.relpath(f, root).startswith(("tests/errors",
                                                          "build"))
              and "/build" not in os.path.relpath(f, root)]
-    for f in files[shard[0]::shard[1]]:
-        rel = os.path.relpath(f, root)
-        rc, p1, _ = run(rlxc, ["--emit=ir", f])
-        if rc != 0:
-            continue
-        n += 1
-        errs += reparse_errors(rlxc, rel, p1)
-        rc, _, err = run(rlxc, ["--check", "--grad", "--grad-missing=zero",
-                                "--dump-ir=all", f])
-        dump = last_dump(err) if rc == 0 else None
-        if dump:
-            errs += reparse_errors(rlxc, rel + " (after --grad)", dump)
-    print("round trip checked on %d files" % n)
-    return errs
+    rc, out = run_roundtrip(tool, files)
+    print(out, end="")
+    return [] if rc == 0 else ["round trip failed (above)"]
 
 
 def main():
@@ -291,19 +261,19 @@ def main():
                     "FileCheck-19, /usr/lib/llvm-19/bin/FileCheck)")
     ap.add_argument("--coverage", metavar="DIR", nargs="+")
     ap.add_argument("--roundtrip-all", metavar="ROOT")
-    ap.add_argument("--shard", metavar="I/N", default="0/1",
-                    help="--roundtrip-all: the I-th of every N files")
+    ap.add_argument("--roundtrip-tool", metavar="PATH",
+                    help="rlx_roundtrip (tests/tools/rlx_roundtrip.c), "
+                    "for --coverage and --roundtrip-all")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     failed = 0
     if a.coverage:
-        errs = coverage(a.rlxc, a.coverage)
+        errs = coverage(a.rlxc, a.roundtrip_tool, a.coverage)
         for e in errs:
             print("FAIL coverage: " + e)
         failed += bool(errs)
     if a.roundtrip_all:
-        errs = roundtrip_all(a.rlxc, a.roundtrip_all,
-                             tuple(map(int, a.shard.split("/"))))
+        errs = roundtrip_all(a.roundtrip_tool, a.roundtrip_all)
         for e in errs:
             print("FAIL " + e)
         failed += bool(errs)
