@@ -221,7 +221,7 @@ def diagnostics(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--rlxc", required=True)
+    p.add_argument("--rlxc", help="needed except with --gpu-run")
     p.add_argument("--driver")
     p.add_argument("--work")
     p.add_argument("--diagnostics", action="store_true")
@@ -235,6 +235,8 @@ def main():
     HERE = a.dir or HERE
     if a.gpu_run:
         return 1 if gpu_run(a.gpu_run) else 0
+    if not a.rlxc:
+        p.error("--rlxc is required")
     if a.gpu_pack:
         return 1 if gpu_pack(a, a.gpu_pack, a.cases) else 0
     bad = diagnostics(a) if a.diagnostics else 0
