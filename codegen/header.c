@@ -100,8 +100,9 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   for (int i = 0; i < e->nargs; i++) arg_line(f, e, e->args[i], i, false);
   fprintf(f, " *   outputs:\n");
   for (int i = 0; i < e->nret; i++) arg_line(f, e, e->rets[i], i, true);
-  fprintf(f, " *   workspace: %lld bytes (NULL: allocated per call)\n",
-          (long long)e->ws_bytes);
+  fprintf(f, " *   workspace: %lld bytes (%s)\n", (long long)e->ws_bytes,
+          gpu ? "device memory; NULL is an error when > 0"
+              : "NULL: allocated per call");
   if (e->train)
     fprintf(f, " *   One training step: the params are read and overwritten "
                "with their\n *   updated values; the optimizer state (%lld "
