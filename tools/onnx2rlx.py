@@ -2,7 +2,7 @@
 """onnx2rlx.py -- convert an ONNX graph into .rlx plus a safetensors file.
 
     onnx2rlx.py model.onnx -o model.rlx [--weights model.safetensors]
-                [--name GRAPH] [--params] [--loss xent]
+                [--name GRAPH] [--params] [--loss xent] [--shape NAME=N]...
 
 Float initializers become `param` arguments (so `rlxc --grad`
 differentiates them), named from their ONNX names sanitized to C
@@ -31,6 +31,11 @@ reduce_mean(softmax_cross_entropy(OUT, labels)) for the first output OUT
 [N, C] (logits or log-probabilities: softmax_cross_entropy of a
 log_softmax output is the same NLL loss), then the graph's outputs.
 --params prints the initializer -> param name table.
+--shape NAME=N gives the symbolic dimension NAME of the graph inputs
+(ONNX `dim_param`, what torch.onnx.export's dynamic_axes writes) the
+size N; a dynamic input dimension without one is an error naming it
+(rlx's dynamic dimensions do not reach code generation yet,
+docs/dynamic-dims.md), and so is a NAME no input uses.
 
 Uses only the standard library, NumPy and onnx (Debian: python3-onnx).
 """
@@ -130,8 +135,10 @@ def bcast(s1, s2):
 
 
 class Converter:
-    def __init__(self, model, src_name):
+    def __init__(self, model, src_name, sizes=None):
         self.model = model
+        self.sizes = dict(sizes or {})  # --shape: dim_param -> size
+        self.sizes_used = set()
         self.graph = model.graph
         self.src_name = src_name
         self.opset = 1
@@ -270,20 +277,36 @@ class Converter:
             if not tt.HasField("shape"):
                 raise ConvertError("graph input '%s' has no shape (static "
                                    "shapes only)" % vi.name)
-            dims = []
-            for i, d in enumerate(tt.shape.dim):
-                if not d.HasField("dim_value") or d.dim_value < 0:
-                    raise ConvertError(
-                        "graph input '%s' has a dynamic dimension %d (%s); "
-                        "rlx needs static shapes: export with fixed sizes "
-                        "(no dynamic_axes)" % (vi.name, i, d.dim_param or "?"))
-                dims.append(d.dim_value)
+            dims = [self.input_dim(vi.name, i, d)
+                    for i, d in enumerate(tt.shape.dim)]
             self.types[vi.name] = (dt, dims)
             self.rlx[vi.name] = self.fresh(vi.name)
             self.inputs.append(vi.name)
         for sub in ("sparse_initializer",):
             if len(getattr(g, sub, [])):
                 raise ConvertError("sparse initializers are not supported")
+        unused = sorted(set(self.sizes) - self.sizes_used)
+        if unused:
+            raise ConvertError("--shape %s=...: no graph input has the "
+                               "dimension '%s'" % (unused[0], unused[0]))
+
+    def input_dim(self, name, i, d):
+        """The size of dimension i of graph input name: its dim_value, or
+        the --shape size of its dim_param."""
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            return d.dim_value
+        if d.dim_param and d.dim_param in self.sizes:
+            self.sizes_used.add(d.dim_param)
+            return self.sizes[d.dim_param]
+        if d.dim_param:
+            raise ConvertError(
+                "graph input '%s' has the dynamic dimension %d '%s'; give "
+                "it a size with --shape %s=N (rlx's dynamic dimensions do "
+                "not reach code generation yet)"
+                % (name, i, d.dim_param, d.dim_param))
+        raise ConvertError(
+            "graph input '%s' has a dimension %d of unknown size; rlx "
+            "needs static shapes: export with fixed sizes" % (name, i))
 
     # --------------------------------------------------------- attributes
     def attrs(self, node, spec):
@@ -1577,7 +1600,20 @@ def parse_args(argv):
     ap.add_argument("--loss", choices=["xent"],
                     help="add input %%labels and return a mean "
                     "cross-entropy loss of the first output first")
+    ap.add_argument("--shape", action="append", default=[],
+                    metavar="NAME=N", type=shape_arg,
+                    help="size N for the symbolic input dimension NAME "
+                    "(ONNX dim_param, e.g. from dynamic_axes)")
     return ap.parse_args(argv)
+
+
+def shape_arg(text):
+    """--shape NAME=N as (NAME, N)."""
+    name, eq, n = text.partition("=")
+    if not (name and eq and n.isdigit()):
+        raise argparse.ArgumentTypeError("want NAME=N (N a size >= 0), "
+                                         "not '%s'" % text)
+    return name, int(n)
 
 
 def load_model(path):
@@ -1609,7 +1645,7 @@ def convert(args):
     check_output_paths(args.output, weights, args.model)
     model = load_model(args.model)
     notes = [note, check_model(model, args.model)]
-    cv = Converter(model, os.path.basename(args.model))
+    cv = Converter(model, os.path.basename(args.model), dict(args.shape))
     text = cv.convert(name, args.loss)
     table = cv.param_table()
     st = safetensors_bytes([(rn, arr) for rn, _, arr in table],

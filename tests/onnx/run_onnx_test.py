@@ -169,9 +169,30 @@ def read_safetensors(path):
 
 
 # ------------------------------------------------------------------ cases
-def case_forward(env, name):
+def dynamic_batch(src, dst):
+    """src with dimension 0 of every graph input and output made the
+    symbolic 'batch' (what torch.onnx.export's dynamic_axes writes);
+    returns the fixed size it had."""
+    m = onnx.load(src)
+    n = m.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.checker.check_model(m)
+    onnx.save(m, dst)
+    return n
+
+
+def case_forward(env, name, dynamic=False):
+    """name's model against its PyTorch reference; dynamic: exported
+    with a symbolic batch, converted with --shape batch=N."""
     ref = np.load(os.path.join(DATA, name + "_ref.npz"))
-    rlx, st = env.convert(os.path.join(DATA, name + ".onnx"), name)
+    src = os.path.join(DATA, name + ".onnx")
+    extra = []
+    if dynamic:
+        n = dynamic_batch(src, env.path(name + "_dynamic.onnx"))
+        src, name = env.path(name + "_dynamic.onnx"), name + "_dynamic"
+        extra = ["--shape", "batch=%d" % n]
+    rlx, st = env.convert(src, name, extra)
     exe = env.compile(rlx, name)
     ins, rets = rlx_signature(rlx)
     nin = len([k for k in ref.files if k.startswith("in:")])
@@ -389,13 +410,13 @@ def case_semantics(env):
     close("opset 11 Unsqueeze/Squeeze", got["r"], np.maximum(x64, 0))
 
 
-def expect_error(env, m, name, patterns):
+def expect_error(env, m, name, patterns, args=()):
     path = env.path(name + ".onnx")
     onnx.save(m, path)
     if os.path.exists(env.path(name + ".rlx")):
         os.remove(env.path(name + ".rlx"))
-    rc, out = sh([sys.executable, TOOL, path, "-o", env.path(name + ".rlx")],
-                 expect=None)
+    rc, out = sh([sys.executable, TOOL, path, "-o", env.path(name + ".rlx")]
+                 + list(args), expect=None)
     if rc != 1:
         raise Fail("%s: converter exited %d, expected 1:\n%s" % (name, rc,
                                                                 out))
@@ -517,7 +538,16 @@ def case_rejects(env):
     dyn = model([helper.make_node("Relu", ["x"], ["y"])],
                 [vi("x", F, ["batch", 3])], [vi("y", F, ["batch", 3])])
     expect_error(env, dyn, "dynamic_dim", ["graph input 'x'",
-                                           "dynamic dimension 0 (batch)"])
+                                           "dynamic dimension 0 'batch'",
+                                           "--shape batch=N"])
+    unknown = model([helper.make_node("Relu", ["x"], ["y"])],
+                    [vi("x", F, [None, 3])], [vi("y", F, [None, 3])])
+    expect_error(env, unknown, "unknown_dim", ["graph input 'x'",
+                                               "dimension 0 of unknown size"])
+    expect_error(env, dyn, "shape_unused", ["--shape seq=...",
+                                            "no graph input has the "
+                                            "dimension 'seq'"],
+                 ["--shape", "batch=2", "--shape", "seq=4"])
 
 
 # ---- invalid models, names and paths: one error line, nothing written
@@ -683,6 +713,7 @@ def case_names(env):
 
 
 CASES = {"mlp": lambda e: case_forward(e, "mlp"),
+         "mlp_dynamic": lambda e: case_forward(e, "mlp", dynamic=True),
          "cnn": lambda e: case_forward(e, "cnn"),
          "misc": lambda e: case_forward(e, "misc"),
          "mlp_grad": case_mlp_grad, "mlp_train": case_mlp_train,
