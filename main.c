@@ -647,7 +647,7 @@ static int compile(Ctx *c, const Options *o) {
 /* ---- out of memory, LLVM fatal errors ---- */
 
 /* The Ctx of the run, for fatal_llvm only: LLVM's fatal error handler
- * takes no argument, so this is the one global of the driver. */
+ * takes no argument. */
 static Ctx *fatal_ctx;
 
 /* An LLVM fatal error (LLVMInstallFatalErrorHandler): report it, remove
@@ -669,15 +669,20 @@ static int out_of_memory(Ctx *c) {
 
 /* Fault injection for the tests (docs/testing.md): RLXC_FAIL_ALLOC=N
  * makes the Nth allocation of the compilation fail; RLXC_TRACE_ALLOC=
- * FILE writes one line per allocation, naming its call site. Returns
- * the trace file to close, or NULL. */
-static FILE *fail_alloc_from_env(Arena *a) {
+ * FILE writes one line per allocation, naming its call site, to
+ * alloc_trace (closed by run(), out of memory or not). */
+static FILE *alloc_trace;
+
+static void fail_alloc_from_env(Arena *a) {
   const char *v = getenv("RLXC_FAIL_ALLOC");
   if (v && *v) arena_fail_at(a, strtol(v, NULL, 10));
   const char *t = getenv("RLXC_TRACE_ALLOC");
-  FILE *f = t && *t ? fopen(t, "w") : NULL;
-  if (f) arena_trace(a, f);
-  return f;
+  if (t && *t && (alloc_trace = fopen(t, "w"))) arena_trace(a, alloc_trace);
+}
+
+static void close_trace(void) {
+  if (alloc_trace) fclose(alloc_trace);
+  alloc_trace = NULL;
 }
 
 /* One compilation under one Ctx. Running out of memory anywhere in it
@@ -689,17 +694,20 @@ static int run(const Options *o, bool color) {
   Ctx *c = ctx_new(file, NULL, 0);
   if (!c) return out_of_memory(NULL);
   jmp_buf jb;
-  if (setjmp(jb)) return out_of_memory(c);
+  if (setjmp(jb)) {
+    close_trace();
+    return out_of_memory(c);
+  }
   c->oom_jump = &jb;
   c->diag_out = stderr;
   c->color = color;
-  FILE *trace = fail_alloc_from_env(c->arena);
+  fail_alloc_from_env(c->arena);
   fatal_ctx = c;
   LLVMInstallFatalErrorHandler(fatal_llvm);
   int status = check_outputs(c, o) ? compile(c, o) : 2;
   fatal_ctx = NULL;
   ctx_free(c);
-  if (trace) fclose(trace);
+  close_trace();
   return status;
 }
 

@@ -9,8 +9,8 @@ allocation of the compilation fail (main.c, ir/arena.c). Which N: one
 run with RLXC_TRACE_ALLOC=FILE writes a line per allocation naming its
 call stack (six return addresses), and every allocation site is failed
 where it is first reached. Failing every N instead costs a process
-start (~90 ms, most of it loading libLLVM) per allocation, 3 to 5 times
-as many runs, and reaches no other site. Every injected run must:
+start per allocation, 3 to 5 times as many runs, and reaches no other
+site. Every injected run must:
   - exit with status 1 (not a signal, not a sanitizer's status),
   - print exactly "rlxc: error: out of memory" on stderr (so no leak or
     sanitizer report in the ASan tree, and no other diagnostic),
