@@ -63,20 +63,26 @@ def read_objects(build):
     for lib in LIBS:
         objs += glob.glob(os.path.join(build, lib, "**", "*.o"),
                           recursive=True)
+    src_of = {}
     for obj in sorted(objs):
         src = source_of(obj, build)
-        if src is None or not os.path.exists(src):
-            continue
-        out = subprocess.run(["nm", "-P", obj], stdout=subprocess.PIPE,
+        if src is not None and os.path.exists(src):
+            src_of[obj] = src
+    # one nm for all objects (-A: each line starts with "OBJECT: ")
+    names = sorted(src_of)
+    for i in range(0, len(names), 500):
+        out = subprocess.run(["nm", "-P", "-A"] + names[i:i + 500],
+                             stdout=subprocess.PIPE,
                              universal_newlines=True, check=True).stdout
         for line in out.splitlines():
-            w = line.split()
-            if len(w) < 2:
+            obj, _, rest = line.partition(": ")
+            w = rest.split()
+            if obj not in src_of or len(w) < 2:
                 continue
             if w[1] in "TDBR":
-                defs[w[0]] = src
+                defs[w[0]] = src_of[obj]
             elif w[1] == "U":
-                uses[src].add(w[0])
+                uses[src_of[obj]].add(w[0])
     edges = collections.defaultdict(set)
     for src, syms in uses.items():
         for s in syms:
