@@ -58,7 +58,7 @@ PENDING with the op, and the run ends with the list of such ops; it
 still fails (never an expected failure). --native then runs it again
 without --jvp, so its reverse-mode result is still reported.
 Usage: run_gradcheck.py [--coverage] [--ir RLXC] [--jvp-ir RLXC]
-                        [--hvp-ir RLXC] [--native BUILD [--sample]]
+                        [--hvp-ir RLXC] [--native BUILD] [--sample]
                         [--family FAMILY] [--list-families] [CASE...]
 Exit status 0 when every selected check passes.
 """
@@ -118,12 +118,13 @@ def family_of(name):
     return "other"
 
 
-# The sanitizer tree's fixed sample (--sample, docs/testing.md): every
-# op's compilation already runs through the sanitized rlxc in the IR
-# checks; the native runs (the sanitized runtime's kernels, the driver)
-# take, of the sorted cases, every SAMPLE_EVERY-th, the first case that
-# checks each op of manifest.txt, and in the families that call runtime
-# kernels the first case of each (op, dtype).
+# The sanitizer tree's fixed sample (--sample, docs/testing.md), for
+# the IR checks (the sanitized rlxc's --grad / --jvp / --hvp) and the
+# native runs (the sanitized runtime's kernels, the driver) alike: of
+# the sorted cases, every SAMPLE_EVERY-th, the first case that checks
+# each op of manifest.txt, and in the families that call runtime
+# kernels the first case of each (op, dtype). So every op still goes
+# through each sanitized path.
 SAMPLE_EVERY = 6
 KERNEL_FAMILIES = ("conv", "attention", "sequence", "quant")
 
@@ -238,7 +239,7 @@ def main():
     ap.add_argument("--family", choices=list(FAMILIES) + ["other"],
                     help="only the cases of this op family")
     ap.add_argument("--sample", action="store_true",
-                    help="--native: only the sanitizer tree's sample")
+                    help="only the sanitizer tree's sample of the cases")
     ap.add_argument("--list-families", action="store_true")
     a = ap.parse_args()
     if a.list_families:
@@ -247,6 +248,8 @@ def main():
     cases = a.cases or SUITE.all_cases()
     if a.family:
         cases = [c for c in cases if family_of(c) == a.family]
+    if a.sample:
+        cases = sample(cases)
     ok = True
     if a.coverage:
         ok = coverage() and ok
@@ -259,8 +262,7 @@ def main():
                               [c for c in cases if c.endswith("_f64")]) \
             and ok
     if a.native:
-        ok = SUITE.run_native(a.native, sample(cases) if a.sample
-                              else cases) and ok
+        ok = SUITE.run_native(a.native, cases) and ok
     return 0 if ok else 1
 
 
