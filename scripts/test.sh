@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: build rlxc and run every test tier (README "Testing",
 # docs/testing.md "Test tiers and CI time").
-#   scripts/test.sh          what CI runs (bash .ci/run), about 25 min on
+#   scripts/test.sh          what CI runs (bash .ci/run), about 28 min on
 #                            2 cores:
 #   1. Release-like build (RelWithDebInfo) in build-test/: ctest runs the
 #      unit, golden, error-corpus, CLI, e2e and gradcheck tests, and the
