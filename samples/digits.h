@@ -59,6 +59,8 @@ static int load_csv(const char *path, Data *d)
     d->n++;
   }
   fclose(f);
+  if (d->n == 0)
+    fprintf(stderr, "%s: no rows of %d pixels and a label\n", path, NPIX);
   return d->n;
 }
 

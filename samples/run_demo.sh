@@ -71,12 +71,20 @@ out=$build/samples
 mkdir -p "$out"
 cflags="-std=c11 -O2 -I$root -I$root/runtime -I$out"
 
+# unpack NAME.gz DEST: decompress to a temporary and rename it, so that
+# runs sharing $out (ctest runs the sample tests two at a time) never
+# read a file another run is rewriting
+unpack() {
+  gzip -dc "$1" > "$2.$$"
+  mv -f "$2.$$" "$2"
+}
+
 case $what in
 train)
   "$rlxc" "$root/samples/mlp.rlx" --grad -o "$out/mlp.o"
   $cc $cflags "$root/samples/train_digits.c" "$out/mlp.o" "$lib" \
     -lm -lpthread -o "$out/train_digits"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits.csv"
   "$out/train_digits" "$out/digits.csv" "$@"
   ;;
 train_step)
@@ -84,7 +92,7 @@ train_step)
   $cc $cflags -DTRAIN_STEP -DMODEL=mlp -DMODEL_H='"mlp_step.h"' \
     "$root/samples/train_digits.c" "$out/mlp_step.o" \
     "$lib" -lm -lpthread -o "$out/train_digits_step"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits.csv"
   "$out/train_digits_step" "$out/digits.csv" "$@"
   ;;
 gpu)
@@ -93,7 +101,7 @@ gpu)
   $cc $cflags -DGPU -DTRAIN_STEP -DMODEL=mlp -DMODEL_H='"mlp_gpu.h"' \
     "$root/samples/train_digits.c" "$out/mlp_gpu.o" \
     "$lib" -lm -lpthread -ldl -o "$out/train_digits_gpu"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits.csv"
   if ! "$out/train_digits_gpu" --probe 2>"$out/gpu_probe.txt"; then
     echo "run_demo.sh gpu: no usable NVIDIA GPU here ($(cat "$out/gpu_probe.txt")); nothing to run"
     exit 0
@@ -105,7 +113,7 @@ cnn)
   $cc $cflags -DMODEL=cnn -DMODEL_H='"cnn.h"' \
     "$root/samples/train_digits.c" "$out/cnn.o" "$lib" \
     -lm -lpthread -o "$out/train_digits_cnn"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits.csv"
   [ $# -gt 0 ] || set -- 30 0.97 0.1
   "$out/train_digits_cnn" "$out/digits.csv" "$@"
   ;;
@@ -116,7 +124,7 @@ gpt)
   $cc $cflags -O3 -fno-math-errno "$root/samples/train_gpt.c" \
     "$out/gpt.o" "$out/gpt_sample.o" "$lib" -lm -lpthread \
     -o "$out/train_gpt"
-  gzip -dc "$root/samples/data/gpl-3.txt.gz" > "$out/gpl-3.txt"
+  unpack "$root/samples/data/gpl-3.txt.gz" "$out/gpl-3.txt"
   "$out/train_gpt" "$out/gpl-3.txt" "$@"
   ;;
 forward)
@@ -131,7 +139,7 @@ newton)
     -o "$out/softreg_batch.o"
   $cc $cflags "$root/samples/newton.c" "$out/softreg.o" \
     "$out/softreg_batch.o" "$lib" -lm -lpthread -o "$out/newton"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits_newton.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits_newton.csv"
   "$out/newton" "$out/digits_newton.csv" "$@"
   ;;
 qat)
@@ -140,7 +148,7 @@ qat)
   "$rlxc" "$root/samples/qat_int8.rlx" -o "$out/qat_int8.o"
   $cc $cflags "$root/samples/qat.c" "$out/mlp.o" "$out/qat.o" \
     "$out/qat_int8.o" "$lib" -lm -lpthread -o "$out/qat"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits_qat.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits_qat.csv"
   "$out/qat" "$out/digits_qat.csv" "$@"
   ;;
 mpi)
@@ -167,7 +175,7 @@ mpi)
   $mpicc -I"$out" $cflags -DMODEL="$model" -DMODEL_H="\"$model.h\"" \
     "$root/samples/train_mpi.c" "$out/$model.o" "$lib" \
     -lm -lpthread -o "$out/train_mpi_$model"
-  gzip -dc "$root/samples/data/digits.csv.gz" > "$out/digits.csv"
+  unpack "$root/samples/data/digits.csv.gz" "$out/digits.csv"
   # One host: shared memory between the ranks (btl self,vader, without
   # the single-copy mechanism, which containers often forbid), more
   # ranks than cores allowed; mpirun refuses root without these two.
