@@ -23,6 +23,11 @@ typedef struct {
   int nargs, nret;
   const TrainAbi *train;
   const Node *state;
+  /* Dynamic dimensions: the symbols (numbers of the module's table) in
+   * the order of the entry's sizes argument: first appearance among the
+   * arguments' dims (cg_entry sets them). */
+  int nsyms;
+  int *syms;
 } CgEntry;
 
 #define CG_MAX_ENTRIES 5

@@ -120,12 +120,75 @@ void cg_train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
   *out = out2;
 }
 
-/* NAME(in, out, ws): check the CPU, allocate the workspace when ws is
- * NULL (ENTRY_train: expand its state buffer first, train_arrays). */
+/* The entry's symbols in order of first appearance among its
+ * arguments' dims (each term's symbols in their canonical order). */
+static void entry_syms(Cg *cg, CgEntry *x) {
+  int ns = dim_nsyms();
+  x->syms = arena_alloc(cg->ctx->arena, sizeof(int) * (size_t)(ns + 1));
+  x->nsyms = 0;
+  bool *seen = arena_alloc(cg->ctx->arena, (size_t)ns + 1);
+  memset(seen, 0, (size_t)ns + 1);
+  for (int i = 0; i < x->nargs; i++)
+    for (int d = 0; d < x->args[i]->type.rank; d++) {
+      int64_t v = x->args[i]->type.dims[d];
+      for (int t = 0; !dim_is_static(v) && t < dim_nterms(v); t++) {
+        int sy[RLX_MAX_RANK], k;
+        dim_term(v, t, sy, &k);
+        for (int j = 0; j < k; j++)
+          if (!seen[sy[j]]) {
+            seen[sy[j]] = true;
+            x->syms[x->nsyms++] = sy[j];
+          }
+      }
+    }
+}
+
+/* Dynamic sizes: sizes[i] is symbol x->syms[i]; each must lie in
+ * [0, bound] (else RLX_ERR_SIZE); they go to the workspace's header,
+ * where the graph function reads them (cg_dim). */
+static void check_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "size");
+  for (int i = 0; i < x->nsyms; i++) {
+    LLVMValueRef idx = cg_i64(cg, i);
+    LLVMValueRef v = LLVMBuildLoad2(
+        b, cg->t_i64, LLVMBuildInBoundsGEP2(b, cg->t_i64, sizes, &idx, 1, ""),
+        "");
+    LLVMValueRef over = LLVMBuildICmp(
+        b, LLVMIntUGT, v, cg_i64(cg, dim_sym_bound_at(x->syms[i])), "");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->lc, fn, "");
+    LLVMBuildCondBr(b, over, bad, ok);
+    LLVMPositionBuilderAtEnd(b, ok);
+  }
+  LLVMBasicBlockRef go = LLVMGetInsertBlock(b);
+  LLVMPositionBuilderAtEnd(b, bad);
+  LLVMBuildRet(b, cg_i32(cg, RLX_ERR_SIZE));
+  LLVMPositionBuilderAtEnd(b, go);
+}
+
+static void store_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes,
+                        LLVMValueRef ws) {
+  for (int i = 0; i < x->nsyms; i++) {
+    LLVMValueRef idx = cg_i64(cg, i);
+    LLVMValueRef v = LLVMBuildLoad2(
+        cg->b, cg->t_i64,
+        LLVMBuildInBoundsGEP2(cg->b, cg->t_i64, sizes, &idx, 1, ""), "");
+    LLVMBuildStore(cg->b, v,
+                   cg_gep(cg, ws, cg_i64(cg, 8 * (int64_t)x->syms[i])));
+  }
+}
+
+/* NAME(in, out, ws[, sizes]): check the CPU (and the sizes), allocate
+ * the workspace when ws is NULL (ENTRY_train: expand its state buffer
+ * first, train_arrays). */
 static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   const char *name = x->name;
   int64_t ws_bytes = x->ws_bytes;
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cg->t_graph_fn);
+  LLVMTypeRef p4[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr};
+  LLVMValueRef fn = LLVMAddFunction(
+      cg->mod, name,
+      x->nsyms ? LLVMFunctionType(cg->t_i32, p4, 4, 0) : cg->t_graph_fn);
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
   LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
@@ -138,8 +201,11 @@ static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   LLVMPositionBuilderAtEnd(b, e);
   if (x->train) cg_train_arrays(cg, x, &in, &out);
   if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
+  LLVMValueRef sizes = x->nsyms ? LLVMGetParam(fn, 3) : NULL;
+  if (sizes) check_sizes(cg, x, sizes);
   LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
   LLVMPositionBuilderAtEnd(b, given);
+  if (sizes) store_sizes(cg, x, sizes, ws);
   LLVMValueRef a3[3] = {in, out, ws};
   LLVMBuildRet(b, LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, ""));
   LLVMPositionBuilderAtEnd(b, own);
@@ -149,6 +215,7 @@ static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   LLVMPositionBuilderAtEnd(b, nomem);
   LLVMBuildRet(b, cg_i32(cg, RLX_ERR_NOMEM));
   LLVMPositionBuilderAtEnd(b, run);
+  if (sizes) store_sizes(cg, x, sizes, mem);
   a3[2] = mem;
   LLVMValueRef r = LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, "");
   cg_call(cg, "rlx_free", cg->t_void, &mem, 1);
@@ -202,7 +269,8 @@ static LLVMValueRef desc_array(Cg *cg, LLVMTypeRef dt, Node **v, int n,
   ndims = 0;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < v[i]->type.rank; k++)
-      dims[ndims++] = cg_i64(cg, v[i]->type.dims[k]);
+      dims[ndims++] = cg_i64(cg, dim_is_static(v[i]->type.dims[k])
+                                     ? v[i]->type.dims[k] : -1);
   if (ndims)
     dim_tab = const_global_of(cg, LLVMConstArray2(cg->t_i64, dims, ndims));
   LLVMValueRef *d = arena_alloc(a, sizeof *d * (size_t)n);
@@ -260,6 +328,7 @@ void cg_entry_signature(Cg *cg, const CgEntry *x) {
 }
 
 bool cg_entry(Cg *cg, CgEntry *x) {
+  entry_syms(cg, x);
   LLVMValueRef impl = cg_compile_graph(cg, x->g, &x->ws_bytes);
   if (!impl) return false;
   build_wrapper(cg, x, impl);

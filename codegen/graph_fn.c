@@ -20,6 +20,7 @@
 
 /* Fuse, collect scratch requests, plan. */
 static CgPlan *plan_graph(Cg *cg, Graph *g) {
+  if (!cg_dyn_check(cg, g)) return NULL;
   CgPlan *p = cg_plan_new(cg->ctx, g);
   cg_attention_groups(p, g);
   if (!cg_fuse(g, p)) return NULL;
@@ -47,8 +48,8 @@ static void copy_outputs(Cg *cg, Graph *g) {
     if (s->kind == CG_SLOT_OUTPUT && s->index == j) continue;
     if (s->kind == CG_SLOT_INPUT && g->ret_into && g->ret_into[j] == s->index)
       continue; /* an in-place return that is its argument: unchanged */
-    cg_memcpy(cg, cg_arg_ptr(cg, cg->fn->out, j), cg_buf(cg, r),
-              type_bytes(&r->type));
+    LLVMBuildMemCpy(cg->b, cg_arg_ptr(cg, cg->fn->out, j), 1, cg_buf(cg, r),
+                    1, cg_bytes(cg, &r->type));
   }
 }
 

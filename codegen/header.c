@@ -31,10 +31,47 @@ static void arg_line(FILE *f, const CgEntry *e, const Node *n, int i,
   fprintf(f, " *     [%d] %s: %s%s\n", i, cg_out_name(n, i, buf), ty, kind);
 }
 
-static int64_t arg_bytes(const Node *n) {
+/* Dynamic dimensions: the index of module symbol k in e's sizes. */
+static int size_index(const CgEntry *e, int k) {
+  for (int i = 0; i < e->nsyms; i++)
+    if (e->syms[i] == k) return i;
+  RLX_ASSERT(!"symbol not among the entry's sizes");
+  return -1;
+}
+
+/* n's bytes: a number, or for a dynamic type a C expression of the
+ * macro parameter s (the sizes array), e.g. "((s)[0] * 3136LL)". */
+static const char *arg_bytes(const CgEntry *e, const Node *n, char *buf,
+                             size_t cap) {
   int64_t b = dt_size(n->type.dt);
-  for (int i = 0; i < n->type.rank; i++) b *= n->type.dims[i];
-  return b;
+  size_t k = 0;
+  for (int i = 0; i < n->type.rank; i++) {
+    int64_t d = n->type.dims[i];
+    if (dim_is_static(d)) {
+      b *= d;
+      continue;
+    }
+    k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "(");
+    for (int t = 0; t < dim_nterms(d); t++) {
+      int sy[RLX_MAX_RANK], ns;
+      int64_t c = dim_term(d, t, sy, &ns);
+      k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "%s%lldLL",
+                            t ? " + " : "", (long long)c);
+      for (int j = 0; j < ns; j++)
+        k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, " * (s)[%d]",
+                              size_index(e, sy[j]));
+    }
+    k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, ") * ");
+  }
+  snprintf(buf + k, k < cap ? cap - k : 0, "%lldLL", (long long)b);
+  if (k) { /* dynamic: wrap it, and name the parameter */
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "(s) (%s)", buf);
+    snprintf(buf, cap, "%s", tmp);
+  } else {
+    snprintf(buf, cap, " %lld", (long long)b);
+  }
+  return buf;
 }
 
 typedef struct {
@@ -58,12 +95,13 @@ static int cmp_named(const void *a, const void *b) {
  * thousands of params have as many gradient outputs. */
 static void arg_macros(FILE *f, const char *nm, const CgEntry *e,
                        Arena *ar) {
+  char bb[512];
   const struct { int nargs, nret; Node **args, **rets; } gg = {
       e->nargs, e->nret, e->args, e->rets}, *g = &gg;
   for (int i = 0; i < g->nargs; i++) {
     const char *a = g->args[i]->name;
-    fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a, i,
-            nm, a, (long long)arg_bytes(g->args[i]));
+    fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s%s\n", nm, a, i,
+            nm, a, arg_bytes(e, g->args[i], bb, sizeof bb));
   }
   Named *args = arena_tmp_alloc(ar, sizeof *args * ((size_t)g->nargs + 1));
   Named *outs = arena_tmp_alloc(ar, sizeof *outs * ((size_t)g->nret + 1));
@@ -81,12 +119,12 @@ static void arg_macros(FILE *f, const char *nm, const CgEntry *e,
     char buf[64];
     const char *a = cg_out_name(g->rets[j], j, buf);
     if (dup[j]) continue;
-    long long b = (long long)arg_bytes(g->rets[j]);
-    fprintf(f, "#define %s_OUT_%s %d\n#define %s_OUT_BYTES_%s %lld\n", nm, a,
+    const char *b = arg_bytes(e, g->rets[j], bb, sizeof bb);
+    fprintf(f, "#define %s_OUT_%s %d\n#define %s_OUT_BYTES_%s%s\n", nm, a,
             j, nm, a, b);
     Named key = {a, 0};
     if (!bsearch(&key, args, (size_t)g->nargs, sizeof *args, cmp_name))
-      fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s %lld\n", nm, a,
+      fprintf(f, "#define %s_ARG_%s %d\n#define %s_BYTES_%s%s\n", nm, a,
               j, nm, a, b);
   }
   arena_tmp_free(ar, args);
@@ -100,9 +138,19 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   for (int i = 0; i < e->nargs; i++) arg_line(f, e, e->args[i], i, false);
   fprintf(f, " *   outputs:\n");
   for (int i = 0; i < e->nret; i++) arg_line(f, e, e->rets[i], i, true);
-  fprintf(f, " *   workspace: %lld bytes (%s)\n", (long long)e->ws_bytes,
+  fprintf(f, " *   workspace: %lld bytes%s (%s)\n", (long long)e->ws_bytes,
+          e->nsyms ? " at the bounds of the sizes" : "",
           gpu ? "device memory; NULL is an error when > 0"
               : "NULL: allocated per call");
+  if (e->nsyms) {
+    fprintf(f, " *   sizes (the last argument, int64_t each; 0 <= size <= "
+               "bound, else\n *   RLX_ERR_SIZE):");
+    for (int i = 0; i < e->nsyms; i++)
+      fprintf(f, " [%d] ?%s<=%lld", i, dim_sym_name_at(e->syms[i]),
+              (long long)dim_sym_bound_at(e->syms[i]));
+    fprintf(f, "\n *   _BYTES_ macros of dynamic values take the sizes "
+               "array.\n");
+  }
   if (e->train)
     fprintf(f, " *   One training step: the params are read and overwritten "
                "with their\n *   updated values; the optimizer state (%lld "
@@ -117,9 +165,16 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   if (e->train)
     fprintf(f, "#define %s_STATE_BYTES %lld\n#define %s_STATE_ALIGN 64\n",
             nm, (long long)e->train->state_bytes, nm);
+  if (e->nsyms)
+    fprintf(f, "#define %s_NUM_SIZES %d\n", nm, e->nsyms);
+  for (int i = 0; i < e->nsyms; i++)
+    fprintf(f, "#define %s_SIZE_%s %d\n#define %s_SIZE_MAX_%s %lld\n", nm,
+            dim_sym_name_at(e->syms[i]), i, nm, dim_sym_name_at(e->syms[i]),
+            (long long)dim_sym_bound_at(e->syms[i]));
   arg_macros(f, nm, e, ar);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
-             "void *workspace%s);\n", nm, gpu ? ",\n    void *stream" : "");
+             "void *workspace%s%s);\n", nm, gpu ? ",\n    void *stream" : "",
+          e->nsyms ? ",\n    const int64_t *sizes" : "");
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);
 }
 

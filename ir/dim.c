@@ -283,6 +283,35 @@ int64_t dim_bound(int64_t d) {
   return sum;
 }
 
+int64_t type_bytes_bound(const Type *t) {
+  int64_t b = dt_size(t->dt);
+  for (int i = 0; i < t->rank; i++) {
+    int64_t d = dim_bound(t->dims[i]);
+    if (d < 0 || __builtin_mul_overflow(b, d, &b)) return -1;
+  }
+  return b;
+}
+
+int dim_nsyms(void) { return cur ? cur->nsym : 0; }
+const char *dim_sym_name_at(int k) { return cur->syms[k].name; }
+int64_t dim_sym_bound_at(int k) { return cur->syms[k].bound; }
+
+int dim_nterms(int64_t d) {
+  const DimExpr *e = expr_of(cur, d);
+  return e ? e->n : 1;
+}
+
+int64_t dim_term(int64_t d, int i, int *syms, int *nsyms) {
+  const DimExpr *e = expr_of(cur, d);
+  if (!e) {
+    *nsyms = 0;
+    return d;
+  }
+  *nsyms = e->t[i].n;
+  for (int j = 0; j < e->t[i].n; j++) syms[j] = e->t[i].sym[j];
+  return e->t[i].coef;
+}
+
 /* ---- text ---- */
 static size_t put(char *buf, size_t n, size_t k, const char *fmt,
                   const char *s, long long v) {

@@ -100,6 +100,20 @@ char *dim_str_ex(int64_t d, bool bounds, char *buf, size_t n);
 /* The largest value d can take when every symbol in it is bounded,
  * else -1 (static: d itself). */
 int64_t dim_bound(int64_t d);
+/* The bytes of t with every dim at its bound (dim_bound), -1 when some
+ * dim is unbounded. */
+int64_t type_bytes_bound(const Type *t);
+/* The symbols of the current table, numbered 0..dim_nsyms()-1 in the
+ * order the front end met them: name and bound (0: none). */
+int dim_nsyms(void);
+const char *dim_sym_name_at(int k);
+int64_t dim_sym_bound_at(int k);
+/* d as a sum of dim_nterms(d) terms: term i is its coefficient (the
+ * return value) times the product of syms[0..*nsyms) (symbol numbers,
+ * repeated for powers; at most RLX_MAX_RANK). A static d is one term
+ * without symbols. */
+int dim_nterms(int64_t d);
+int64_t dim_term(int64_t d, int i, int *syms, int *nsyms);
 
 /* ---- source locations and diagnostics (ir/diag.c) ---- */
 typedef struct {

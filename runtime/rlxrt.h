@@ -35,8 +35,10 @@ enum {
                            shape does not match, or that is missing */
   RLX_ERR_CPU = 7,      /* the CPU lacks an instruction set extension the
                            object was compiled for (E_CPU_FEATURES) */
-  RLX_ERR_GPU = 8       /* no usable GPU, or the GPU driver failed: the
+  RLX_ERR_GPU = 8,      /* no usable GPU, or the GPU driver failed: the
                            message is rlx_gpu_error() */
+  RLX_ERR_SIZE = 9      /* a dynamic size is negative or over its bound
+                           (docs/dynamic-dims.md) */
 };
 
 /* Storage: f32=float, f64=double, f16/bf16=uint16_t bit patterns,

@@ -209,4 +209,4 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_attention = {cg_emit_attention,
-                                        cg_scratch_attention};
+                                        cg_scratch_attention, NULL};

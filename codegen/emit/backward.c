@@ -303,10 +303,10 @@ static bool cg_emit_gather_backward(Cg *cg, Node *n) {
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], a, t, b);
 }
 
-const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL};
+const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL, NULL};
 const CgEmitter cg_emitter_activation_backward = {cg_emit_activation_backward,
-                                                  NULL};
-const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL};
-const CgEmitter cg_emitter_gather_backward = {cg_emit_gather_backward, NULL};
+                                                  NULL, NULL};
+const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL, NULL};
+const CgEmitter cg_emitter_gather_backward = {cg_emit_gather_backward, NULL, NULL};
 const CgEmitter cg_emitter_softmax_xent_backward = {
-    cg_emit_softmax_xent_backward, NULL};
+    cg_emit_softmax_xent_backward, NULL, NULL};

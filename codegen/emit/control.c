@@ -299,8 +299,8 @@ static bool cg_emit_custom_fn(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan};
-const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if};
-const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while};
+const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, NULL};
+const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if, NULL};
+const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while, NULL};
 const CgEmitter cg_emitter_custom_fn = {cg_emit_custom_fn,
-                                        cg_scratch_custom_fn};
+                                        cg_scratch_custom_fn, NULL};

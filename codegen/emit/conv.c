@@ -152,4 +152,4 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv};
+const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv, NULL};

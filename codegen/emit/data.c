@@ -209,9 +209,9 @@ static bool cg_emit_scatter_add(Cg *cg, Node *n) {
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], 1, t->dims[0], b);
 }
 
-const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL};
-const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL};
-const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL};
-const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL};
-const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL};
-const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL};
+const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL, NULL};
+const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, NULL};
+const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, NULL};
+const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, NULL};
+const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, NULL};
+const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL, NULL};

@@ -141,7 +141,12 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
       if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
     }
     if (merge) {
-      cd[k - 1] *= t->dims[d];
+      if (dim_is_static(cd[k - 1])) {
+        cd[k - 1] *= t->dims[d];
+      } else { /* the dynamic axis 0 (ew_dyn) */
+        DimStatus st = dim_mul(e->cg->ctx, cd[k - 1], t->dims[d], &cd[k - 1]);
+        RLX_ASSERT(st == DIM_OK);
+      }
       ostr[k - 1] = full[0][d];
       for (int l = 0; l < e->nleaf; l++) e->stride[l][k - 1] = full[l + 1][d];
       continue;
@@ -233,8 +238,9 @@ static void emit_loop(Ew *e, Node *n) {
   int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
   int k = coalesce(e, &n->type, cd, ostr);
   e->ndim = k;
-  int64_t rest = cd[0] ? type_numel(&n->type) / cd[0] : 0;
-  int64_t grain = cg_grain(cd[0], rest);
+  int64_t rest = 1;
+  for (int d = 1; d < k; d++) rest *= cd[d];
+  int64_t grain = cg_grain(dim_bound(cd[0]), rest);
   LLVMValueRef vals[MAX_VAL_LEAVES + 1];
   int nv = 0, map[MAX_LEAVES];
   vals[nv++] = cg_buf(cg, n);
@@ -248,10 +254,10 @@ static void emit_loop(Ew *e, Node *n) {
   }
   EwKey q;
   bool keyed = ew_key(e, &q, k, cd, ostr, grain, nv, map);
-  if (keyed && cg_par_shared(cg, &q.q, cg_i64(cg, cd[0]), grain, vals, nv))
+  if (keyed && cg_par_shared(cg, &q.q, cg_dim(cg, cd[0]), grain, vals, nv))
     return;
   CgPar p;
-  e->idx[0] = cg_par_begin(cg, &p, cg_i64(cg, cd[0]), grain, vals, nv, true);
+  e->idx[0] = cg_par_begin(cg, &p, cg_dim(cg, cd[0]), grain, vals, nv, true);
   for (int l = 0; l < e->nleaf; l++)
     if (!splat_leaf(e->leaf[l]))
       e->ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e->leaf[l]);
@@ -365,4 +371,17 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
   return r;
 }
 
-const CgEmitter cg_emitter_elementwise = {cg_emit_elementwise, NULL};
+/* Dynamic sizes: only in axis 0 of n and of operands of n's rank, so
+ * every stride is static and the loop's outer trip count (the first
+ * coalesced dim, which absorbs axis 0) is the one run-time size. */
+static const char *ew_dyn(const Node *n) {
+  if (!cg_dyn_leading(&n->type)) return "a dynamic size outside axis 0";
+  for (int i = 0; i < n->nin; i++) {
+    const Type *t = &n->in[i]->type;
+    if (!cg_dyn_leading(t) || (!type_is_static(t) && t->rank != n->type.rank))
+      return "an operand with a dynamic size outside its result's axis 0";
+  }
+  return NULL;
+}
+
+const CgEmitter cg_emitter_elementwise = {cg_emit_elementwise, NULL, ew_dyn};

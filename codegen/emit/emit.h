@@ -29,9 +29,15 @@ typedef bool (*CgEmitFn)(Cg *cg, Node *n);
  * a diagnostic). May compile subgraphs (cg_graph_fn) to learn their
  * workspace sizes; cg->planning is the plan being built. */
 typedef int64_t (*CgScratchFn)(Cg *cg, Node *n);
+/* Dynamic sizes (docs/dynamic-dims.md): NULL when the emitter compiles
+ * n with the dynamic sizes of its type and operands, else what it
+ * cannot take ("a dynamic size outside axis 0"). An emitter without
+ * this function takes none: cg_dyn_check diagnoses the node first. */
+typedef const char *(*CgDynFn)(const Node *n);
 typedef struct {
   CgEmitFn emit;
   CgScratchFn scratch; /* NULL: none */
+  CgDynFn dyn;         /* NULL: static sizes only */
 } CgEmitter;
 
 #define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
@@ -41,6 +47,12 @@ typedef struct {
 extern const CgEmitter cg_emitter_unsupported;
 
 const CgEmitter *cg_op_entry(Op op);
+/* Before planning a graph with dynamic sizes: may every node's emitter
+ * take them (else a diagnostic naming the op, the value and why)?
+ * Every symbol must have a bound, which the plan lays memory out for. */
+bool cg_dyn_check(Cg *cg, Graph *g);
+/* Is every dynamic size of t in axis 0? */
+bool cg_dyn_leading(const Type *t);
 /* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes). */
 bool cg_emit_node(Cg *cg, Node *n);
 /* Install the hooks this layer serves to the one below (cg->fused_load,

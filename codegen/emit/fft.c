@@ -124,5 +124,5 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_fft = {cg_emit_fft, cg_scratch_fft};
-const CgEmitter cg_emitter_log_mel = {cg_emit_log_mel, cg_scratch_log_mel};
+const CgEmitter cg_emitter_fft = {cg_emit_fft, cg_scratch_fft, NULL};
+const CgEmitter cg_emitter_log_mel = {cg_emit_log_mel, cg_scratch_log_mel, NULL};

@@ -109,7 +109,7 @@ static bool cg_emit_matmul(Cg *cg, Node *n) {
     snprintf(why, sizeof why, "dtype %s", dt_name(dt));
     return cg_unsupported(cg, n, why);
   }
-  if (type_numel(&n->type) == 0) return true;
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   Node *sa = cg_slot(cg, n->in[0])->kind == CG_SLOT_FOLDED ? n->in[0]->in[0]
                                                           : n->in[0];
   Node *sb = cg_slot(cg, n->in[1])->kind == CG_SLOT_FOLDED ? n->in[1]->in[0]
@@ -131,11 +131,56 @@ static bool cg_emit_matmul(Cg *cg, Node *n) {
   return true;
 }
 
+/* Row and column strides of operand x (rank 2, or a [..., R, C] read
+ * as [prod(...) * R, C] rows), from its storage. */
+static void dyn_strides(Cg *cg, Node *x, LLVMValueRef *rs, LLVMValueRef *cs) {
+  int r = x->type.rank;
+  LLVMValueRef R = cg_dim(cg, x->type.dims[r - 2]);
+  LLVMValueRef C = cg_dim(cg, x->type.dims[r - 1]);
+  bool folded = cg_slot(cg, x)->kind == CG_SLOT_FOLDED;
+  *rs = folded ? cg_i64(cg, 1) : C;
+  *cs = folded ? R : cg_i64(cg, 1);
+}
+
+/* With dynamic sizes (mm_dyn): one GEMM of M = the product of a's
+ * leading dims (a [..., M, K] contiguous, b [K, N]) or of two matrices,
+ * sizes read at run time. */
+static void gemm_dyn(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
+                     LLVMValueRef pb, LLVMValueRef pc) {
+  const Type *t = &n->type, *ta = &n->in[0]->type;
+  LLVMValueRef M = cg_i64(cg, 1);
+  for (int d = 0; d + 1 < ta->rank; d++)
+    M = LLVMBuildNSWMul(cg->b, M, cg_dim(cg, ta->dims[d]), "");
+  LLVMValueRef N = cg_dim(cg, t->dims[t->rank - 1]);
+  LLVMValueRef K = cg_dim(cg, ta->dims[ta->rank - 1]);
+  LLVMValueRef ars, acs, brs, bcs, z = cg_i64(cg, 0);
+  dyn_strides(cg, n->in[0], &ars, &acs);
+  dyn_strides(cg, n->in[1], &brs, &bcs);
+  LLVMValueRef args[16] = {cg_i64(cg, 1), M, N, K, pa, z, ars, acs,
+                           pb, z, brs, bcs, pc, z, N, cg_i32(cg, 0)};
+  cg_call(cg, fn, cg->t_void, args, 16);
+}
+
+static const char *mm_dyn(const Node *n) {
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
+  if (half(n->type.dt)) return "f16/bf16 operands";
+  if (b->rank != 2) return "a batched right operand";
+  if (a->rank > 2 && (n->in[0]->op == OP_TRANSPOSE || !type_is_static(b)))
+    return "a batched left operand that is not a contiguous [..., K] with "
+           "a static right operand";
+  return NULL;
+}
+
 /* The GEMM call(s) for n with operand storage pa, pb (elements of es
  * bytes, laid out as n's operands' storage nodes) into pc. */
 static void gemm(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
                  LLVMValueRef pb, LLVMValueRef pc, int es) {
   const Type *t = &n->type;
+  if (!type_is_static(t) || !type_is_static(&n->in[0]->type) ||
+      !type_is_static(&n->in[1]->type)) {
+    gemm_dyn(cg, n, fn, pa, pb, pc);
+    return;
+  }
   Operand a, b;
   operand(cg, n->in[0], t, &a);
   operand(cg, n->in[1], t, &b);
@@ -202,5 +247,6 @@ static bool cg_emit_solve(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_matmul = {cg_emit_matmul, cg_scratch_matmul};
-const CgEmitter cg_emitter_solve = {cg_emit_solve, cg_scratch_solve};
+const CgEmitter cg_emitter_matmul = {cg_emit_matmul, cg_scratch_matmul,
+                                     mm_dyn};
+const CgEmitter cg_emitter_solve = {cg_emit_solve, cg_scratch_solve, NULL};

@@ -77,4 +77,4 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_grouped_matmul = {cg_emit_grouped_matmul,
-                                             cg_scratch_grouped_matmul};
+                                             cg_scratch_grouped_matmul, NULL};

@@ -613,5 +613,5 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_norm = {cg_emit_norm, NULL};
-const CgEmitter cg_emitter_norm_param = {cg_emit_norm_param, cg_scratch_norm};
+const CgEmitter cg_emitter_norm = {cg_emit_norm, NULL, NULL};
+const CgEmitter cg_emitter_norm_param = {cg_emit_norm_param, cg_scratch_norm, NULL};

@@ -485,4 +485,4 @@ static bool cg_emit_pool(Cg *cg, Node *n) {
   }
 }
 
-const CgEmitter cg_emitter_pool = {cg_emit_pool, NULL};
+const CgEmitter cg_emitter_pool = {cg_emit_pool, NULL, NULL};

@@ -107,6 +107,6 @@ static bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_qgemm = {cg_emit_qgemm, cg_scratch_qgemm};
+const CgEmitter cg_emitter_qgemm = {cg_emit_qgemm, cg_scratch_qgemm, NULL};
 const CgEmitter cg_emitter_dequant_matmul = {cg_emit_dequant_matmul,
-                                             cg_scratch_dequant_matmul};
+                                             cg_scratch_dequant_matmul, NULL};

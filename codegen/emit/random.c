@@ -42,5 +42,5 @@ static bool cg_emit_sample(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_rng = {cg_emit_rng, NULL};
-const CgEmitter cg_emitter_sample = {cg_emit_sample, cg_scratch_sample};
+const CgEmitter cg_emitter_rng = {cg_emit_rng, NULL, NULL};
+const CgEmitter cg_emitter_sample = {cg_emit_sample, cg_scratch_sample, NULL};

@@ -740,8 +740,8 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL};
-const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax};
-const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL};
-const CgEmitter cg_emitter_softmax_xent = {cg_emit_softmax_xent, NULL};
-const CgEmitter cg_emitter_topk = {cg_emit_topk, NULL};
+const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, NULL};
+const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax, NULL};
+const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, NULL};
+const CgEmitter cg_emitter_softmax_xent = {cg_emit_softmax_xent, NULL, NULL};
+const CgEmitter cg_emitter_topk = {cg_emit_topk, NULL, NULL};

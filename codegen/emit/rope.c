@@ -112,4 +112,4 @@ static bool cg_emit_rope(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_rope = {cg_emit_rope, NULL};
+const CgEmitter cg_emitter_rope = {cg_emit_rope, NULL, NULL};

@@ -46,4 +46,4 @@ static bool cg_emit_ssm(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_ssm = {cg_emit_ssm, cg_scratch_ssm};
+const CgEmitter cg_emitter_ssm = {cg_emit_ssm, cg_scratch_ssm, NULL};

@@ -48,3 +48,49 @@ bool cg_emit_node(Cg *cg, Node *n) {
   cg->nfsrc = nfsrc;
   return ok;
 }
+
+bool cg_dyn_leading(const Type *t) {
+  for (int i = 1; i < t->rank; i++)
+    if (!dim_is_static(t->dims[i])) return false;
+  return true;
+}
+
+static bool node_dynamic(const Node *n) {
+  if (!type_is_static(&n->type)) return true;
+  for (int i = 0; i < n->nin; i++)
+    if (!type_is_static(&n->in[i]->type)) return true;
+  return false;
+}
+
+bool cg_dyn_check(Cg *cg, Graph *g) {
+  if (dim_nsyms() == 0) return true;
+  bool ok = true;
+  for (int i = 0; i < g->nargs; i++) {
+    const Node *a = g->args[i];
+    for (int d = 0; d < a->type.rank; d++) {
+      if (dim_is_static(a->type.dims[d]) || dim_bound(a->type.dims[d]) >= 0)
+        continue;
+      char ts[160];
+      ok = diag_error(cg->ctx, a->loc, "%%%s has the dynamic type %s without "
+                      "a bound on axis %d: code generation lays memory out "
+                      "for the bounds (write ?NAME<=N)", a->name,
+                      type_str(&a->type, ts, sizeof ts), d);
+      break;
+    }
+  }
+  for (int i = 0; ok && i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->op == OP_INPUT || n->op == OP_PARAM || !node_dynamic(n)) continue;
+    const CgEmitter *e = cg_op_entry(n->op);
+    const char *why = e->dyn ? e->dyn(n)
+                             : "the op takes static sizes only for now";
+    if (!why) continue;
+    char ts[160];
+    ok = diag_error(cg->ctx, n->loc, "codegen: op '%s' of %%%s (%s) with "
+                    "dynamic sizes: %s (docs/dynamic-dims.md lists what "
+                    "compiles)", op_name(n->op), n->name ? n->name : "?",
+                    type_str(&n->type, ts, sizeof ts), why);
+  }
+  cg->failed |= !ok;
+  return ok;
+}

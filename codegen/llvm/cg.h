@@ -114,6 +114,14 @@ typedef struct Cg {
   struct CgDispatch *dispatch; /* calltable.c: dispatch functions */
 } Cg;
 
+/* ---- dynamic sizes (dims.c) ---- */
+/* The value of size d (static: a constant; dynamic: evaluated from the
+ * symbols stored at the workspace's start), element count and bytes of
+ * t. */
+LLVMValueRef cg_dim(Cg *cg, int64_t d);
+LLVMValueRef cg_numel(Cg *cg, const Type *t);
+LLVMValueRef cg_bytes(Cg *cg, const Type *t);
+
 /* ---- lifetime and target (context.c) ---- */
 /* Create context, module and target machine from u->opt (target, mcpu,
  * opt level); NULL options mean host defaults. NULL on failure (with a

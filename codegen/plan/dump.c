@@ -47,7 +47,7 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
     break;
   case CG_SLOT_WS:
     fprintf(f, "ws [%lld, %lld)", (long long)s->offset,
-            (long long)(s->offset + cg_align(type_bytes(&n->type))));
+            (long long)(s->offset + cg_align(cg_plan_bytes(&n->type))));
     break;
   case CG_SLOT_CONST: fprintf(f, "const"); break;
   case CG_SLOT_ALIAS:

@@ -310,7 +310,7 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
       s->kind = CG_SLOT_WS;
       blk[n->id] = nb;
       int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
-      bl[nb++] = (Block){def, s->last, cg_align(type_bytes(&n->type)),
+      bl[nb++] = (Block){def, s->last, cg_align(cg_plan_bytes(&n->type)),
                          &s->offset};
     } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
       s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
@@ -322,11 +322,12 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
       bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};
     }
   }
-  int64_t total = place_all(c, bl, nb);
+  int64_t total = place_all(c, bl, nb), hdr = cg_dim_header();
+  for (int k = 0; k < nb; k++) *bl[k].off += hdr;
   for (int i = 0; i < g->nnodes; i++) {
     CgSlot *s = &p->slot[g->nodes[i]->id];
     if (s->inplace_of) s->offset = *bl[blk[g->nodes[i]->id]].off;
   }
-  p->ws_bytes = cg_align(total);
+  p->ws_bytes = cg_align(total + hdr);
   return true;
 }

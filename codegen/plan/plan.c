@@ -9,6 +9,15 @@
 
 int64_t cg_align(int64_t bytes) { return (bytes + 63) & ~(int64_t)63; }
 
+int64_t cg_dim_header(void) {
+  int n = dim_nsyms();
+  return n ? cg_align(8 * (int64_t)n) : 0;
+}
+
+int64_t cg_plan_bytes(const Type *t) {
+  return type_is_static(t) ? type_bytes(t) : type_bytes_bound(t);
+}
+
 CgPlan *cg_plan_new(Ctx *ctx, Graph *g) {
   CgPlan *p = arena_alloc(ctx->arena, sizeof *p);
   p->g = g;

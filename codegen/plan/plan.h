@@ -75,6 +75,12 @@ CgPlan *cg_plan_new(Ctx *ctx, Graph *g);
 CgSlot *cg_plan_slot(const CgPlan *p, const Node *n);
 /* Bytes rounded up to the plan alignment (64). */
 int64_t cg_align(int64_t bytes);
+/* Dynamic dimensions (docs/dynamic-dims.md): the workspace bytes below
+ * every planned block, where the entry stores the symbols' values (0
+ * in a module without symbols); the bytes a value of type t is planned
+ * with (its bound for a dynamic type: every symbol must be bounded). */
+int64_t cg_dim_header(void);
+int64_t cg_plan_bytes(const Type *t);
 /* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops
  * plus the elementwise complex ops (conjugate, real, imag, complex,
  * complex_norm_sq, complex_norm_sq_backward), quantize, dequantize. */

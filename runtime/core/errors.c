@@ -16,6 +16,7 @@ static const char *const err_msgs[] = {
   [RLX_ERR_CPU] = "the CPU lacks an instruction set extension the code "
                   "was compiled for",
   [RLX_ERR_GPU] = "no usable GPU, or the GPU driver failed",
+  [RLX_ERR_SIZE] = "a dynamic size is negative or over its bound",
 };
 
 static const struct {

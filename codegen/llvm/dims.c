@@ -1,0 +1,56 @@
+/* dims.c: dynamic sizes in generated code (docs/dynamic-dims.md).
+ *
+ * In a module with dynamic dimensions every graph function finds the
+ * value of each symbol (numbered as in the module's table, dim_nsyms)
+ * as an i64 in the first cg_dim_header() bytes of its workspace: the
+ * entry wrapper stores them there before the call and the plan places
+ * nothing below them (memplan.c). cg_dim evaluates a size expression,
+ * a sum of products of symbols, from those loads; LLVM merges repeated
+ * loads and products within a function.
+ */
+#include "codegen/llvm/cg.h"
+
+static LLVMValueRef sym_value(Cg *cg, int k) {
+  LLVMValueRef p = cg_gep(cg, cg->fn->ws, cg_i64(cg, 8 * (int64_t)k));
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i64, p, "");
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
+LLVMValueRef cg_dim(Cg *cg, int64_t d) {
+  if (dim_is_static(d)) return cg_i64(cg, d);
+  LLVMValueRef sum = NULL;
+  for (int i = 0; i < dim_nterms(d); i++) {
+    int syms[RLX_MAX_RANK], ns;
+    int64_t c = dim_term(d, i, syms, &ns);
+    LLVMValueRef t = ns ? NULL : cg_i64(cg, c);
+    for (int j = 0; j < ns; j++) {
+      LLVMValueRef s = sym_value(cg, syms[j]);
+      t = t ? LLVMBuildNSWMul(cg->b, t, s, "") : s;
+    }
+    if (ns && c != 1) t = LLVMBuildNSWMul(cg->b, t, cg_i64(cg, c), "");
+    sum = sum ? LLVMBuildNSWAdd(cg->b, sum, t, "") : t;
+  }
+  return sum;
+}
+
+LLVMValueRef cg_numel(Cg *cg, const Type *t) {
+  int64_t s = 1;
+  LLVMValueRef v = NULL;
+  for (int i = 0; i < t->rank; i++) {
+    if (dim_is_static(t->dims[i])) {
+      s *= t->dims[i];
+      continue;
+    }
+    LLVMValueRef d = cg_dim(cg, t->dims[i]);
+    v = v ? LLVMBuildNSWMul(cg->b, v, d, "") : d;
+  }
+  if (!v) return cg_i64(cg, s);
+  return s == 1 ? v : LLVMBuildNSWMul(cg->b, v, cg_i64(cg, s), "");
+}
+
+LLVMValueRef cg_bytes(Cg *cg, const Type *t) {
+  if (type_is_static(t)) return cg_i64(cg, type_bytes(t));
+  return LLVMBuildNSWMul(cg->b, cg_numel(cg, t), cg_i64(cg, dt_size(t->dt)),
+                         "");
+}
