@@ -596,7 +596,9 @@ static bool print_kind(Unit *u, unsigned kind, FILE *f) {
 static bool write_text(Unit *u, unsigned kind) {
   const Options *o = u->opt;
   if (!(o->output && o->emit == kind)) {
+    int before = u->ctx->nerrors;
     if (print_kind(u, kind, stdout) && fflush(stdout) == 0) return true;
+    if (u->ctx->nerrors > before) return false; /* reported: not an I/O error */
     return diag_error(u->ctx, (Loc){0, 0}, "cannot write the %s to "
                       "stdout: %s", kind == EMIT_DOT    ? "graph"
                                     : kind == EMIT_PLAN ? "plan"

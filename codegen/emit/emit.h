@@ -51,8 +51,6 @@ const CgEmitter *cg_op_entry(Op op);
  * take them (else a diagnostic naming the op, the value and why)?
  * Every symbol must have a bound, which the plan lays memory out for. */
 bool cg_dyn_check(Cg *cg, Graph *g);
-/* Is every dynamic size of t in axis 0? */
-bool cg_dyn_leading(const Type *t);
 /* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes). */
 bool cg_emit_node(Cg *cg, Node *n);
 /* Install the hooks this layer serves to the one below (cg->fused_load,

@@ -49,12 +49,6 @@ bool cg_emit_node(Cg *cg, Node *n) {
   return ok;
 }
 
-bool cg_dyn_leading(const Type *t) {
-  for (int i = 1; i < t->rank; i++)
-    if (!dim_is_static(t->dims[i])) return false;
-  return true;
-}
-
 static bool node_dynamic(const Node *n) {
   if (!type_is_static(&n->type)) return true;
   for (int i = 0; i < n->nin; i++)

@@ -121,6 +121,8 @@ typedef struct Cg {
 LLVMValueRef cg_dim(Cg *cg, int64_t d);
 LLVMValueRef cg_numel(Cg *cg, const Type *t);
 LLVMValueRef cg_bytes(Cg *cg, const Type *t);
+/* Is every dynamic size of t in axis 0? */
+bool cg_dyn_leading(const Type *t);
 
 /* ---- lifetime and target (context.c) ---- */
 /* Create context, module and target machine from u->opt (target, mcpu,

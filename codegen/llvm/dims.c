@@ -54,3 +54,9 @@ LLVMValueRef cg_bytes(Cg *cg, const Type *t) {
   return LLVMBuildNSWMul(cg->b, cg_numel(cg, t), cg_i64(cg, dt_size(t->dt)),
                          "");
 }
+
+bool cg_dyn_leading(const Type *t) {
+  for (int i = 1; i < t->rank; i++)
+    if (!dim_is_static(t->dims[i])) return false;
+  return true;
+}
