@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Dynamic dimensions end to end (docs/dynamic-dims.md): compile CASE.rlx
+once with rlxc, link dyn_run.c (which includes the generated header),
+and run it over data/CASE.bin (NumPy goldens from gen_dynamic.py).
+Needs only python3 and a C compiler.
+usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    sys.stdout.write(r.stdout + r.stderr)
+    if r.returncode:
+        sys.exit("FAIL: %s exited %d" % (" ".join(cmd), r.returncode))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rlxc", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--cflags", default="")
+    ap.add_argument("case")
+    a = ap.parse_args()
+    rt = glob.glob(os.path.join(a.build, "runtime", "librlxrt.a"))
+    if not rt:
+        sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
+    work = os.path.join(a.work, a.case)
+    os.makedirs(work, exist_ok=True)
+    obj = os.path.join(work, "mlp.o")
+    sh([a.rlxc, os.path.join(HERE, a.case + ".rlx"), "--name=mlp", "-o", obj])
+    exe = os.path.join(work, "dyn_run")
+    cc = os.environ.get("CC", "cc").split()
+    sh(cc + a.cflags.split() + [
+        "-O1", "-std=c11", "-I", work, "-I", os.path.join(SRC, "runtime"),
+        os.path.join(HERE, "dyn_run.c"), obj, rt[0], "-o", exe, "-lm",
+        "-lpthread"])
+    sh([exe, os.path.join(HERE, "data", a.case + ".bin")])
+
+
+if __name__ == "__main__":
+    main()
