@@ -53,13 +53,16 @@ typedef struct {
   CgRed r;
   bool mean, direct;
   double count;
+  int64_t dcount;     /* a dynamic count (a dim), else 0 */
   RShape s;
   int p;              /* parallel (first kept) group, -1 if none */
   int64_t blk;        /* block of group p per parallel unit */
   LLVMValueRef y, x;  /* output, input (body copies) */
 } Red;
 
-static void rshape(const Node *n, RShape *s) {
+/* Dynamic sizes (red_dyn): only axis 0 of the input is dynamic, so
+ * only group 0 is, and the strides stay static. */
+static void rshape(Ctx *c, const Node *n, RShape *s) {
   const Type *t = &n->in[0]->type;
   bool red[RLX_MAX_RANK] = {false};
   int k;
@@ -71,7 +74,13 @@ static void rshape(const Node *n, RShape *s) {
   for (int i = 0; i < t->rank; i++) {
     if (t->dims[i] == 1) continue;
     if (s->nd > 0 && s->red[s->nd - 1] == red[i]) {
-      s->size[s->nd - 1] *= t->dims[i];
+      int64_t *z = &s->size[s->nd - 1];
+      if (dim_is_static(*z)) {
+        *z *= t->dims[i];
+      } else {
+        DimStatus st = dim_mul(c, *z, t->dims[i], z);
+        RLX_ASSERT(st == DIM_OK);
+      }
       continue;
     }
     s->size[s->nd] = t->dims[i];
@@ -85,10 +94,11 @@ static void rshape(const Node *n, RShape *s) {
   int64_t is = 1, os = 1;
   for (int i = s->nd - 1; i >= 0; i--) {
     s->istr[i] = is;
-    is *= s->size[i];
     s->ostr[i] = s->red[i] ? 0 : os;
-    if (!s->red[i]) os *= s->size[i];
     s->nred += s->red[i];
+    if (i == 0) break; /* group 0's size may be dynamic */
+    is *= s->size[i];
+    if (!s->red[i]) os *= s->size[i];
   }
 }
 
@@ -104,9 +114,11 @@ static LLVMValueRef mulc(Cg *cg, LLVMValueRef a, int64_t c) {
 /* v / count; c64 divides both parts (cg_const of c64 is (count, 0)). */
 static LLVMValueRef div_count(Red *R, LLVMValueRef v) {
   Cg *cg = R->cg;
-  LLVMValueRef c = R->dt == DT_C64
-                       ? cg_ops_splat(cg, cg_const(cg, DT_F32, R->count), 2)
-                       : cg_const(cg, R->dt, R->count);
+  DType ct = R->dt == DT_C64 ? DT_F32 : R->dt;
+  LLVMValueRef c = cg_const(cg, ct, R->count);
+  if (!dim_is_static(R->dcount))
+    c = LLVMBuildSIToFP(cg->b, cg_dim(cg, R->dcount), cg_ctype(cg, ct), "");
+  if (R->dt == DT_C64) c = cg_ops_splat(cg, c, 2);
   return LLVMBuildFDiv(cg->b, v, c, "");
 }
 
@@ -126,13 +138,25 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   Cg *cg = R->cg;
   RShape *s = &R->s;
   bool last = d == s->nd - 1;
+  if (last && s->red[d] && !dim_is_static(s->size[d])) {
+    /* a dynamic row (only when it is the one group): in order, scalar */
+    LLVMValueRef acc = cg_ops_red_init(cg, R->dt, R->r);
+    CgLoop l;
+    LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0),
+                                   cg_dim(cg, s->size[d]), &acc, 1);
+    acc = cg_ops_combine(cg, R->dt, R->r, acc,
+                         cg_load(cg, R->dt, R->x, add64(cg, ioff, j)));
+    cg_loop_end(cg, &l, &acc);
+    store_acc(R, ooff, acc);
+    return;
+  }
   if (last && s->red[d]) {
     LLVMValueRef init = cg_ops_red_init(cg, R->dt, R->r);
     store_acc(R, ooff, cg_ops_row_fold(cg, R->dt, R->r, R->x, ioff,
                                        s->size[d], init, NULL, NULL));
     return;
   }
-  LLVMValueRef b = cg_i64(cg, 0), e = cg_i64(cg, s->size[d]);
+  LLVMValueRef b = cg_i64(cg, 0), e = cg_dim(cg, s->size[d]);
   if (d == R->p) {
     b = lo;
     e = hi;
@@ -191,25 +215,34 @@ static void red_fill(Red *R, int64_t numel, bool divide) {
   cg_par_keep(cg, &k, &par);
 }
 
+/* in_numel: at the bounds when dynamic (only the grain uses it). */
 static void red_parallel(Red *R, int64_t in_numel) {
   Cg *cg = R->cg;
   RShape *s = &R->s;
   int64_t nunits = 1;
-  if (R->p >= 0) nunits = (s->size[R->p] + R->blk - 1) / R->blk;
+  LLVMValueRef nu = cg_i64(cg, 1);
+  if (R->p >= 0) {
+    int64_t sz = s->size[R->p];
+    nunits = (dim_bound(sz) + R->blk - 1) / R->blk;
+    nu = dim_is_static(sz) ? cg_i64(cg, nunits)
+         : LLVMBuildUDiv(cg->b, cg_add_i64(cg, cg_dim(cg, sz),
+                                           cg_i64(cg, R->blk - 1)),
+                         cg_i64(cg, R->blk), "");
+  }
   LLVMValueRef vals[2] = {R->y, R->x};
-  int64_t grain = cg_grain(nunits, in_numel / nunits + 1), key[RED_KEY_MAX];
+  int64_t grain = cg_grain(nunits, in_numel / (nunits ? nunits : 1) + 1);
+  int64_t key[RED_KEY_MAX];
   CgKey k = {key, NULL, red_key(R, key, CG_BODY_REDUCE, nunits), 0};
-  if (cg_par_shared(cg, &k, cg_i64(cg, nunits), grain, vals, 2)) return;
+  if (cg_par_shared(cg, &k, nu, grain, vals, 2)) return;
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, nunits), grain, vals, 2,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, nu, grain, vals, 2, true);
   Red B = *R;
   B.y = vals[0];
   B.x = vals[1];
   LLVMValueRef lo = mulc(cg, u, R->blk), hi = NULL;
   if (R->p >= 0) {
     hi = add64(cg, lo, cg_i64(cg, R->blk));
-    LLVMValueRef lim = cg_i64(cg, s->size[R->p]);
+    LLVMValueRef lim = cg_dim(cg, s->size[R->p]);
     hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, hi, lim, ""),
                          hi, lim, "");
   }
@@ -261,6 +294,56 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
   cg_par_end(cg, &par);
 }
 
+/* Dynamic sizes (red_dyn): group 0 holds the dynamic axis 0, kept or
+ * reduced; the count of a mean is then a run-time value. Fills and the
+ * mean's division cover the output, which is static when group 0 is
+ * reduced and otherwise walked by the reduction itself. */
+static bool red_dyn_emit(Red *R, Node *n) {
+  Cg *cg = R->cg;
+  RShape *s = &R->s;
+  R->p = -1;
+  for (int d = 0; d < s->nd && R->p < 0; d++)
+    if (!s->red[d]) R->p = d;
+  R->blk = R->p == s->nd - 1 ? 256 : 1;
+  R->direct = s->nred == 1 && s->red[s->nd - 1];
+  int64_t cnt = 1;
+  for (int d = 0; d < s->nd; d++)
+    if (s->red[d]) {
+      DimStatus st = dim_mul(cg->ctx, cnt, s->size[d], &cnt);
+      RLX_ASSERT(st == DIM_OK);
+    }
+  if (dim_is_static(cnt)) R->count = (double)cnt;
+  else R->dcount = cnt;
+  int64_t in_bound = type_bytes_bound(&n->in[0]->type) / dt_size(R->dt);
+  bool kept0 = !s->red[0];
+  RLX_ASSERT(R->direct || !kept0); /* red_dyn: a kept dynamic group 0 is
+                                      followed by reduced groups only */
+  if (!R->direct) red_fill(R, type_numel(&n->type), false);
+  red_parallel(R, in_bound);
+  if (!R->direct && R->mean) red_fill(R, type_numel(&n->type), true);
+  return true;
+}
+
+static const char *red_dyn(const Node *n) {
+  const Type *t = &n->in[0]->type;
+  DType dt = n->type.dt;
+  if (dt == DT_F16 || dt == DT_BF16) return "f16/bf16 values";
+  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
+  int k;
+  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
+  bool red0 = ax == NULL, all_rest = true, some_rest = false;
+  for (int d = 0; d < t->rank; d++) {
+    bool r = ax == NULL;
+    for (int i = 0; ax && i < k; i++)
+      r |= (ax[i] < 0 ? ax[i] + t->rank : ax[i]) == d;
+    if (d == 0) red0 = r;
+    else if (t->dims[d] != 1) all_rest &= r, some_rest |= r;
+  }
+  if (!red0 && !(all_rest && some_rest))
+    return "axis 0 kept, but not every later axis reduced";
+  return NULL;
+}
+
 static bool cg_emit_reduce(Cg *cg, Node *n) {
   DType dt = n->type.dt;
   Red R = {.cg = cg, .dt = dt, .r = cg_red_kind(n->op),
@@ -270,13 +353,14 @@ static bool cg_emit_reduce(Cg *cg, Node *n) {
     return cg_unsupported(cg, n, "c64 values are not ordered");
   if (R.mean && !dt_is_float(dt) && dt != DT_C64)
     return cg_unsupported(cg, n, "reduce_mean of an integer dtype");
-  rshape(n, &R.s);
+  rshape(cg->ctx, n, &R.s);
+  R.y = cg_buf(cg, n);
+  R.x = cg_buf(cg, n->in[0]);
+  if (!type_is_static(&n->in[0]->type)) return red_dyn_emit(&R, n);
   int64_t in_numel = type_numel(&n->in[0]->type);
   int64_t out_numel = type_numel(&n->type);
   R.count = out_numel ? (double)in_numel / (double)out_numel : 0;
   if (out_numel == 0) return true;
-  R.y = cg_buf(cg, n);
-  R.x = cg_buf(cg, n->in[0]);
   if (in_numel == 0) {
     red_fill(&R, out_numel, false);
     if (R.mean) red_fill(&R, out_numel, true);
@@ -344,11 +428,13 @@ static LLVMValueRef smx_scale(Cg *cg, LLVMValueRef e, LLVMValueRef idx,
 }
 
 /* Rows (inner == 1): fold max, fold sum of exp, then write. */
+/* outer: a dim (dynamic: the rows of a dynamic axis 0, smx_dyn). */
 static void smx_rows(Cg *cg, Smx *S, int64_t outer, int64_t n,
                      LLVMValueRef *vals) {
   CgPar par;
-  LLVMValueRef o = cg_par_begin(cg, &par, cg_i64(cg, outer),
-                                cg_grain(outer, 3 * n), vals, 2, true);
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_dim(cg, outer),
+                                cg_grain(dim_bound(outer), 3 * n), vals, 2,
+                                true);
   S->y = vals[0];
   LLVMValueRef x = vals[1], off = mulc(cg, o, n);
   S->m = cg_ops_row_fold(cg, S->dt, CG_RED_MAX, x, off, n,
@@ -466,6 +552,7 @@ static int64_t smx_units(Node *n, int64_t *inner, int64_t *len) {
 }
 
 static int64_t cg_scratch_softmax(Cg *cg, Node *n) {
+  if (!type_is_static(&n->type)) return 0; /* rows only (smx_dyn) */
   int64_t inner, len, units = smx_units(n, &inner, &len);
   if (inner == 1 || !dt_is_float(n->type.dt)) return 0;
   int csz = n->type.dt == DT_F64 ? 8 : 4;
@@ -512,11 +599,23 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
   if (!dt_is_float(dt))
     return cg_unsupported(cg, n, "softmax of a non-float dtype");
   int64_t outer, len, inner;
+  Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
+  LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
+  if (!type_is_static(&n->type)) { /* rows of a dynamic axis 0 */
+    const Type *t = &n->type;
+    int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+    ax += ax < 0 ? t->rank : 0;
+    outer = 1;
+    for (int d = 0; d < ax; d++) {
+      DimStatus st = dim_mul(cg->ctx, outer, t->dims[d], &outer);
+      RLX_ASSERT(st == DIM_OK);
+    }
+    if (t->dims[ax] > 0) smx_rows(cg, &S, outer, t->dims[ax], vals);
+    return true;
+  }
   cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
                     &inner);
   if (type_numel(&n->type) == 0) return true;
-  Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
-  LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
   if (inner == 1) {
     smx_rows(cg, &S, outer, len, vals);
     return true;
@@ -693,8 +792,9 @@ static bool cg_emit_softmax_xent(Cg *cg, Node *n) {
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_buf(cg, n->in[1])};
   CgPar par;
-  LLVMValueRef r = cg_par_begin(cg, &par, cg_i64(cg, rows),
-                                cg_grain(rows, 2 * c + 1), vals, 3, true);
+  LLVMValueRef r = cg_par_begin(cg, &par, cg_dim(cg, rows),
+                                cg_grain(dim_bound(rows), 2 * c + 1), vals, 3,
+                                true);
   XentRow X;
   cg_ops_xent_row(cg, n, vals, r, &X);
   LLVMValueRef xl = cg_load(cg, dt, vals[1], add64(cg, X.off, X.lab));
@@ -740,8 +840,28 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, NULL};
-const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax, NULL};
+const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
+/* Dynamic sizes: rows (the axis and every later one static, the later
+ * ones of size 1) under a dynamic axis 0. */
+static const char *smx_dyn(const Node *n) {
+  const Type *t = &n->type;
+  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  ax += ax < 0 ? t->rank : 0;
+  if (ax == 0) return "the softmax axis is the dynamic axis 0";
+  for (int64_t d = ax + 1; d < t->rank; d++)
+    if (t->dims[d] != 1) return "an axis other than the last";
+  return NULL;
+}
+
+const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
+                                      smx_dyn};
 const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, NULL};
-const CgEmitter cg_emitter_softmax_xent = {cg_emit_softmax_xent, NULL, NULL};
+static const char *xent_dyn(const Node *n) {
+  return cg_dyn_leading(&n->in[0]->type) ? NULL
+                                         : "a dynamic number of classes";
+}
+
+const CgEmitter cg_emitter_softmax_xent = {cg_emit_softmax_xent, NULL,
+                                           xent_dyn};
 const CgEmitter cg_emitter_topk = {cg_emit_topk, NULL, NULL};

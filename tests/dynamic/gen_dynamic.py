@@ -1,41 +1,72 @@
 #!/usr/bin/python3
-"""Goldens of tests/dynamic (NumPy, float64): inputs at the bound and,
-for every tested size, the outputs computed from the first `size` rows.
-Writes data/mlp.bin: little-endian; per array a u32 element count then
-float64 elements. Run: /usr/bin/python3 tests/dynamic/gen_dynamic.py"""
+"""Goldens of tests/dynamic (NumPy, float64): each case's inputs at the
+bound and, for every tested size, the outputs computed from the first
+`size` rows. data/CASE.bin, little-endian: u32 inputs, u32 outputs,
+u32 sizes, the sizes (i64); per input a u32 kind (0 f32, 1 i32), u32
+count and float64 values; per size and output a u32 count and float64
+values. Run: /usr/bin/python3 tests/dynamic/gen_dynamic.py"""
 import os
 import struct
 
 import numpy as np
 
-SIZES = [0, 1, 7, 17, 64]
-BOUND = 64
 HERE = os.path.dirname(os.path.abspath(__file__))
+F64 = np.float64
 
 
 def put(f, a):
-    a = np.ascontiguousarray(a, dtype=np.float64).ravel()
+    a = np.ascontiguousarray(a, dtype=F64).ravel()
     f.write(struct.pack("<I", a.size))
     f.write(a.astype("<f8").tobytes())
 
 
-def main():
-    rng = np.random.default_rng(26)
+def mlp(rng):
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
-    x, skip = f32(BOUND, 8), f32(BOUND, 3)
-    w1, b1, w2 = f32(8, 16) * 0.5, f32(16) * 0.1, f32(16, 3) * 0.5
+    ins = [f32(64, 8), f32(64, 3), f32(8, 16) * 0.5, f32(16) * 0.1,
+           f32(16, 3) * 0.5]
+
+    def run(n):
+        x, skip, w1, b1, w2 = [a.astype(F64) for a in ins]
+        x, skip = x[:n], skip[:n]
+        h = np.maximum(x @ w1 + b1, 0)
+        flat = x.reshape(-1, 4)
+        return [np.tanh(h @ w2) + skip, flat, flat * flat]
+    return ins, [0, 1, 7, 17, 64], run
+
+
+def heads(rng):
+    x = (rng.standard_normal((40, 10)) * 3).astype(np.float32)
+    labels = rng.integers(0, 10, 40).astype(np.int32)
+
+    def run(n):
+        xd = x[:n].astype(F64)
+        m = xd.max(axis=1, keepdims=True) if n else np.zeros((0, 1))
+        e = np.exp(xd - m)
+        s = e.sum(axis=1, keepdims=True)
+        lp = xd - m - np.log(s)
+        xe = -lp[np.arange(n), labels[:n]]
+        with np.errstate(invalid="ignore"):
+            loss = xe.mean() if n else np.nan
+        colmax = xd.max(axis=0) if n else np.full(10, -np.inf)
+        return [e / s, lp, xd.mean(axis=1), xd.sum(axis=0), colmax, xe,
+                np.array([loss]), np.array([xd.sum()])]
+    return [x, labels], [0, 1, 9, 40], run
+
+
+def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
-    with open(os.path.join(HERE, "data", "mlp.bin"), "wb") as f:
-        for a in (x, skip, w1, b1, w2):
-            put(f, a)
-        for n in SIZES:
-            xd, sd = x[:n].astype(np.float64), skip[:n].astype(np.float64)
-            h = np.maximum(xd @ w1.astype(np.float64) + b1, 0)
-            y = np.tanh(h @ w2.astype(np.float64)) + sd
-            flat = xd.reshape(-1, 4)
-            put(f, y)
-            put(f, flat)
-            put(f, flat * flat)
+    for name, case in [("mlp", mlp), ("heads", heads)]:
+        ins, sizes, run = case(np.random.default_rng(26))
+        outs = [run(n) for n in sizes]
+        with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
+            f.write(struct.pack("<III", len(ins), len(outs[0]), len(sizes)))
+            f.write(struct.pack("<%dq" % len(sizes), *sizes))
+            for a in ins:
+                f.write(struct.pack("<I", 1 if a.dtype == np.int32 else 0))
+                put(f, a)
+            for o in outs:
+                for a in o:
+                    put(f, a)
 
 
 if __name__ == "__main__":

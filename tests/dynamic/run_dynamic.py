@@ -34,8 +34,8 @@ def main():
         sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
     work = os.path.join(a.work, a.case)
     os.makedirs(work, exist_ok=True)
-    obj = os.path.join(work, "mlp.o")
-    sh([a.rlxc, os.path.join(HERE, a.case + ".rlx"), "--name=mlp", "-o", obj])
+    obj = os.path.join(work, "model.o")
+    sh([a.rlxc, os.path.join(HERE, a.case + ".rlx"), "--name=model", "-o", obj])
     exe = os.path.join(work, "dyn_run")
     cc = os.environ.get("CC", "cc").split()
     sh(cc + a.cflags.split() + [
