@@ -55,11 +55,14 @@ static const char *arg_bytes(const CgEntry *e, const Node *n, char *buf,
     for (int t = 0; t < dim_nterms(d); t++) {
       int sy[RLX_MAX_RANK], ns;
       int64_t c = dim_term(d, t, sy, &ns);
-      k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "%s%lldLL",
-                            t ? " + " : "", (long long)c);
+      if (c != 1 || !ns)
+        k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "%s%lldLL",
+                              t ? " + " : "", (long long)c);
+      else if (t)
+        k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, " + ");
       for (int j = 0; j < ns; j++)
-        k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, " * (s)[%d]",
-                              size_index(e, sy[j]));
+        k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, "%s(s)[%d]",
+                              j || c != 1 ? " * " : "", size_index(e, sy[j]));
     }
     k += (size_t)snprintf(buf + k, k < cap ? cap - k : 0, ") * ");
   }

@@ -172,7 +172,13 @@ FeExpr *fe_ast_const(FeState *s, FeType *t, const FeVal *lit, Loc loc) {
 /* ---- literal and attribute values ---- */
 FeScalar fe_ast_scalar(FeScalarKind k, FeNum num, Loc loc) {
   num.loc = loc;
-  return (FeScalar){k, num};
+  return (FeScalar){k, num, NULL};
+}
+
+FeScalar fe_ast_scalar_dim(FeDim *d) {
+  FeNum num = {0};
+  num.loc = d->loc;
+  return (FeScalar){FS_DIM, num, d};
 }
 
 FeVal fe_ast_val_scalar(const FeScalar *sc) {

@@ -88,9 +88,14 @@ static bool ints_value(FeBuild *b, const FeList *l, Attr *out) {
   out->u.ints.v = arena_alloc(b->c->arena,
                               sizeof(int64_t) * (size_t)(l->n ? l->n : 1));
   for (int i = 0; i < l->n; i++) {
+    if (l->v[i].kind == FS_DIM && out->id == ATTR_SHAPE) {
+      if (!fe_build_dim(b->c, l->v[i].dim, &out->u.ints.v[i])) return false;
+      continue;
+    }
     if (!is_int(&l->v[i]))
       return diag_error(b->c, l->v[i].num.loc, "list attribute '%s' "
-                        "takes integers only", attr_name(out->id));
+                        "takes integers%s only", attr_name(out->id),
+                        out->id == ATTR_SHAPE ? " and dynamic sizes" : "");
     out->u.ints.v[i] = l->v[i].num.i;
   }
   return true;
@@ -195,7 +200,7 @@ static DType literal_dtype(Op op, Node *const *in, const bool *lit,
 
 static Node *build_literal(FeBuild *b, const FeNum *num, DType dt) {
   unsigned char buf[16];
-  FeScalar sc = {FS_NUM, *num};
+  FeScalar sc = {FS_NUM, *num, NULL};
   if (!fe_store_scalar(b->c, &sc, dt, buf)) return NULL;
   Node *n = ir_const_new(b->c, b->g, type_make(dt, 0, NULL), buf, false,
                          num->loc);

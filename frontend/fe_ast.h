@@ -33,10 +33,14 @@ typedef struct {
 } FeVec;
 
 /* ---- literals and attribute values ---- */
-typedef enum { FS_NUM, FS_TRUE, FS_FALSE } FeScalarKind;
+/* FS_DIM: a dynamic size in a list (`shape=[?b, 10]`), only for shape
+ * attributes (docs/dynamic-dims.md). */
+typedef enum { FS_NUM, FS_TRUE, FS_FALSE, FS_DIM } FeScalarKind;
+struct FeDim;
 typedef struct {
   FeScalarKind kind;
   FeNum num;       /* FS_NUM; loc is valid for every kind */
+  struct FeDim *dim; /* FS_DIM */
 } FeScalar;
 
 typedef struct {
@@ -157,6 +161,7 @@ FeExpr *fe_ast_call_arg(FeState *s, FeExpr *call, FeExpr *operand,
                         const char *attr, const FeVal *val, Loc loc);
 FeExpr *fe_ast_const(FeState *s, FeType *t, const FeVal *lit, Loc loc);
 FeScalar fe_ast_scalar(FeScalarKind k, FeNum num, Loc loc);
+FeScalar fe_ast_scalar_dim(struct FeDim *d);
 FeVal fe_ast_val_scalar(const FeScalar *sc);
 FeVal fe_ast_val_word(FeValKind k, const char *w, Loc loc);
 FeVal fe_ast_val_list(FeList *l, Loc loc);
@@ -193,6 +198,8 @@ Node *fe_build_expr(FeBuild *b, const FeExpr *e);
 /* The node bound to %name; NULL after a diagnostic or if poisoned. */
 Node *fe_resolve(FeBuild *b, const char *name, Loc loc);
 bool fe_build_type(Ctx *c, const FeType *t, Type *out);
+/* One written dimension as a dim (static, or dynamic: ir/dim.c). */
+bool fe_build_dim(Ctx *c, const struct FeDim *d, int64_t *out);
 /* Store scalar sc converted to dt at dst (dtype storage). Reports a
  * diagnostic and returns false when it does not fit. */
 bool fe_store_scalar(Ctx *c, const FeScalar *sc, DType dt, void *dst);

@@ -27,7 +27,7 @@ static bool dim_status(Ctx *c, Loc loc, DimStatus st) {
 }
 
 /* One written dimension as a dim: static, or dynamic (ir/dim.c). */
-static bool build_dim(Ctx *c, const FeDim *d, int64_t *out) {
+bool fe_build_dim(Ctx *c, const FeDim *d, int64_t *out) {
   int64_t a, b;
   switch (d->kind) {
   case FD_INT:
@@ -59,7 +59,7 @@ static bool build_dim(Ctx *c, const FeDim *d, int64_t *out) {
   }
   case FD_ADD:
   case FD_MUL:
-    if (!build_dim(c, d->l, &a) || !build_dim(c, d->r, &b)) return false;
+    if (!fe_build_dim(c, d->l, &a) || !fe_build_dim(c, d->r, &b)) return false;
     return dim_status(c, d->loc, d->kind == FD_ADD ? dim_add(c, a, b, out)
                                                    : dim_mul(c, a, b, out));
   }
@@ -82,7 +82,7 @@ bool fe_build_type(Ctx *c, const FeType *t, Type *out) {
    * when the entry is called) */
   int64_t dims[RLX_MAX_RANK], numel = 1;
   for (int i = 0; i < t->n; i++) {
-    if (!build_dim(c, t->dims[i], &dims[i])) ok = false;
+    if (!fe_build_dim(c, t->dims[i], &dims[i])) ok = false;
     else if (!dim_is_static(dims[i]) || !dims[i]) continue;
     else if (numel > RLX_MAX_ELEMS / dims[i]) big = true;
     else numel *= dims[i];
@@ -172,6 +172,9 @@ static bool store_int(Ctx *c, const FeNum *n, DType dt, void *dst) {
 }
 
 bool fe_store_scalar(Ctx *c, const FeScalar *sc, DType dt, void *dst) {
+  if (sc->kind == FS_DIM)
+    return diag_error(c, sc->num.loc, "a dynamic size is not a value "
+                      "(only shape attributes take one)");
   if (sc->kind != FS_NUM) {
     if (dt != DT_BOOL)
       return diag_error(c, sc->num.loc, "'%s' is only valid for bool, "

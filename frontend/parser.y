@@ -57,7 +57,7 @@ static void fe_yyerror(FE_YYLTYPE *l, FeState *s, void *scanner,
 %type <vec> stmts
 %type <stmt> stmt rets
 %type <type> type type_head dims
-%type <dim> dim dterm dfactor
+%type <dim> dim dterm dfactor dsym ddyn ddyn_term
 %type <expr> expr call call_head arglist operand
 %type <val> attrval listval literal
 %type <list> list_head items
@@ -127,7 +127,11 @@ dterm:
 
 dfactor:
     T_INT                     { $$ = fe_ast_dnum(s, $1, L(@1)); }
-  | '?' T_IDENT               { $$ = fe_ast_dsym(s, $2, NULL, L(@1)); }
+  | dsym
+  ;
+
+dsym:
+    '?' T_IDENT               { $$ = fe_ast_dsym(s, $2, NULL, L(@1)); }
   | '?' T_IDENT T_LE T_INT    { $4.loc = L(@4);
                                 $$ = fe_ast_dsym(s, $2, &$4, L(@1)); }
   | '?' T_IDENT T_LE T_FLOAT  { $4.loc = L(@4);
@@ -191,6 +195,23 @@ list_head:
 items:
     list_head scalar          { $$ = fe_ast_list(s, $1, &$2, L(@2)); }
   | items ',' scalar          { $$ = fe_ast_list(s, $1, &$3, L(@3)); }
+  | list_head ddyn            { FeScalar d = fe_ast_scalar_dim($2);
+                                $$ = fe_ast_list(s, $1, &d, L(@2)); }
+  | items ',' ddyn            { FeScalar d = fe_ast_scalar_dim($3);
+                                $$ = fe_ast_list(s, $1, &d, L(@3)); }
+  ;
+
+/* a dynamic size in a shape attribute: it starts with a symbol (the
+ * printer writes `?b*2+3`, never `2*?b`, so a list item that starts
+ * with a number is a number) */
+ddyn:
+    ddyn_term
+  | ddyn '+' dterm            { $$ = fe_ast_dop(s, FD_ADD, $1, $3, L(@2)); }
+  ;
+
+ddyn_term:
+    dsym
+  | ddyn_term '*' dfactor     { $$ = fe_ast_dop(s, FD_MUL, $1, $3, L(@2)); }
   ;
 
 scalar:

@@ -347,3 +347,19 @@ char *dim_str_ex(int64_t d, bool bounds, char *buf, size_t n) {
 char *dim_str(int64_t d, char *buf, size_t n) {
   return dim_str_ex(d, false, buf, n);
 }
+
+char *dim_str_attr(int64_t d, char *buf, size_t n) {
+  const DimExpr *e = expr_of(cur, d);
+  if (!e) return dim_str_ex(d, false, buf, n);
+  size_t k = 0;
+  if (n) buf[0] = 0;
+  for (int i = 0; i < e->n; i++) { /* the constant term is last */
+    const DimTerm *t = &e->t[i];
+    if (i) k = put(buf, n, k, "%s", "+", 0);
+    for (int j = 0; j < t->n; j++)
+      k = put(buf, n, k, j ? "*?%s" : "?%s", cur->syms[t->sym[j]].name, 0);
+    if (t->coef != 1 || !t->n)
+      k = put(buf, n, k, t->n ? "*%lld" : "%lld", NULL, t->coef);
+  }
+  return buf;
+}

@@ -97,6 +97,9 @@ bool dim_valid(int64_t d); /* static in range, or a known expression */
 /* "?batch", "?a+?b", "2*?n*?m+3"; bounds: with "<=N" after a symbol. */
 char *dim_str(int64_t d, char *buf, size_t n);
 char *dim_str_ex(int64_t d, bool bounds, char *buf, size_t n);
+/* The form of a shape attribute's entry: every term's symbols before
+ * its coefficient ("?b*2+3"), so that it starts with a symbol. */
+char *dim_str_attr(int64_t d, char *buf, size_t n);
 /* The largest value d can take when every symbol in it is bounded,
  * else -1 (static: d itself). */
 int64_t dim_bound(int64_t d);

@@ -329,8 +329,14 @@ static void print_attr_value(FILE *f, const Attr *a) {
     break;
   case AK_INTS:
     fputc('[', f);
-    for (int i = 0; i < a->u.ints.n; i++)
-      fprintf(f, "%s%" PRId64, i ? ", " : "", a->u.ints.v[i]);
+    for (int i = 0; i < a->u.ints.n; i++) {
+      int64_t v = a->u.ints.v[i];
+      char ds[128];
+      if (a->id == ATTR_SHAPE && v < -1) /* a dynamic size */
+        fprintf(f, "%s%s", i ? ", " : "", dim_str_attr(v, ds, sizeof ds));
+      else
+        fprintf(f, "%s%" PRId64, i ? ", " : "", v);
+    }
     fputc(']', f);
     break;
   }

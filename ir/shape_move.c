@@ -18,8 +18,10 @@
  */
 #include "ir/shape_internal.h"
 
-/* Read a shape attribute (entries in [lo, MAX]) into t (dtype dt). */
+/* Read a shape attribute (entries in [lo, MAX], or for reshape and
+ * expand dynamic sizes) into t (dtype dt). */
 static bool shape_attr(Ctx *c, Node *n, int64_t lo, DType dt, Type *t) {
+  bool dyn_ok = n->op == OP_RESHAPE || n->op == OP_EXPAND;
   int k;
   const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
   if (k > RLX_MAX_RANK)
@@ -28,7 +30,8 @@ static bool shape_attr(Ctx *c, Node *n, int64_t lo, DType dt, Type *t) {
   t->dt = dt;
   t->rank = k;
   for (int i = 0; i < k; i++) {
-    if (v[i] < lo || v[i] > RLX_MAX_ELEMS)
+    bool dyn = dyn_ok && v[i] < -1 && dim_valid(v[i]); /* ?b*2 */
+    if (!dyn && (v[i] < lo || v[i] > RLX_MAX_ELEMS))
       return sh_err(c, n, "shape[%d] = %lld is not a valid dimension", i,
                     (long long)v[i]);
     t->dims[i] = v[i];
@@ -97,8 +100,8 @@ bool shape_expand(Ctx *c, Node *n) {
     int j = t.rank - x->rank + i;
     if (x->dims[i] != 1 && x->dims[i] != t.dims[j])
       return sh_err(c, n, "cannot broadcast %s to %s (dimension %d: "
-                    "%s vs %lld)", TS(x), TS(&t), j, DS(x->dims[i]),
-                    (long long)t.dims[j]);
+                    "%s vs %s)", TS(x), TS(&t), j, DS(x->dims[i]),
+                    DS(t.dims[j]));
   }
   n->type = t;
   return true;

@@ -175,35 +175,63 @@ static bool verify_after(Unit *u, const char *pass, uint64_t *last,
   return true;
 }
 
-/* Dynamic dimensions (docs/dynamic-dims.md): the passes of a forward
- * compile and the CPU code generator carry them (code generation
- * refuses, per node, what its emitters cannot take yet: cg_dyn_check);
- * the transformations (AD, training) and the GPU target do not yet. So
- * such a module stops after "verify" with one diagnostic naming the
- * first dynamic argument. Every dynamic size comes from an argument's
- * declared type (constants and attributes are static), so the
- * arguments are all there is to check. True: stop the pipeline. */
+/* Dynamic dimensions (docs/dynamic-dims.md): the passes and the CPU
+ * code generator carry them (code generation refuses, per node, what
+ * its emitters cannot take yet: cg_dyn_check). The AD passes do for the
+ * ops below, whose rules keep sizes symbolic; a graph with any other
+ * op, and the GPU target, stop after "verify" with one diagnostic. */
+static bool ad_dynamic_op(Op op) {
+  if (op_has(op, OPF_UNARY) || op_has(op, OPF_BINARY) ||
+      op_has(op, OPF_COMPARE))
+    return true;
+  switch (op) {
+  case OP_INPUT: case OP_PARAM: case OP_CONST: case OP_WHERE: case OP_CAST:
+  case OP_STOP_GRADIENT: case OP_MATMUL: case OP_REDUCE_SUM:
+  case OP_REDUCE_MEAN: case OP_REDUCE_MAX: case OP_REDUCE_MIN:
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: case OP_SOFTMAX_CROSS_ENTROPY:
+  case OP_RESHAPE: case OP_TRANSPOSE: case OP_EXPAND:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool node_dynamic(const Node *n) {
+  if (!type_is_static(&n->type)) return true;
+  for (int i = 0; i < n->nin; i++)
+    if (!type_is_static(&n->in[i]->type)) return true;
+  return false;
+}
+
+/* True: stop the pipeline (after a diagnostic). */
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;
-  const char *what = !o ? NULL
-                     : o->grad ? "--grad" : o->jvp ? "--jvp"
-                     : o->hvp ? "--hvp" : o->train ? "--train"
-                     : o->target && !strcmp(o->target, "cuda") ? "--target=cuda"
-                     : NULL;
+  if (!o) return false;
+  bool gpu = o->target && !strcmp(o->target, "cuda");
+  const char *what = gpu ? "--target=cuda" : o->grad ? "--grad"
+                     : o->jvp ? "--jvp" : o->hvp ? "--hvp"
+                     : o->train ? "--train" : NULL;
   if (!what) return false;
   const Module *m = u->mod;
-  for (int g = 0; g < m->ngraphs; g++)
-    for (int i = 0; i < m->graphs[g]->nargs; i++) {
-      const Node *a = m->graphs[g]->args[i];
-      if (type_is_static(&a->type)) continue;
+  for (int g = 0; g < m->ngraphs; g++) {
+    const Graph *gr = m->graphs[g];
+    for (int i = 0; i < gr->nnodes; i++) {
+      const Node *n = gr->nodes[i];
+      if (!node_dynamic(n) || (!gpu && ad_dynamic_op(n->op))) continue;
       char ts[160];
-      diag_error(u->ctx, a->loc, "%s %%%s of graph %s has the dynamic "
-                 "type %s: %s with dynamic dimensions is not implemented "
-                 "yet (forward code for the CPU is)",
-                 a->op == OP_PARAM ? "param" : "input", a->name,
-                 m->graphs[g]->name, type_str(&a->type, ts, sizeof ts), what);
+      if (gpu)
+        diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "
+                   "--target=cuda does not take dynamic dimensions yet "
+                   "(the CPU target does)", n->name ? n->name : "?",
+                   type_str(&n->type, ts, sizeof ts));
+      else
+        diag_error(u->ctx, n->loc, "op '%s' with dynamic sizes (%s): %s "
+                   "does not differentiate it yet (docs/dynamic-dims.md "
+                   "lists the ops it does)", op_name(n->op),
+                   type_str(&n->type, ts, sizeof ts), what);
       return true;
     }
+  }
   return false;
 }
 

@@ -202,12 +202,53 @@ static void act_blocks(Cg *cg, Node *n, const char *kind, int64_t numel) {
   }
 }
 
+/* Dynamic sizes (act_dyn: x and dy of one type): ACT_BLOCK blocks in
+ * parallel, then the run-time remainder in one scalar body. */
+static void act_blocks_dyn(Cg *cg, Node *n, const char *kind) {
+  DType dt = n->type.dt;
+  LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n->in[1])};
+  ActMap A = {kind, dt, vals[2]};
+  LLVMValueRef numel = cg_numel(cg, &n->type);
+  LLVMValueRef nblk = LLVMBuildUDiv(cg->b, numel, cg_i64(cg, ACT_BLOCK), "");
+  int64_t bound = type_bytes_bound(&n->type) / dt_size(dt);
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, nblk,
+                                cg_grain(bound / ACT_BLOCK, 8 * ACT_BLOCK),
+                                vals, 3, true);
+  A.dy = vals[2];
+  cg_ops_row_map(cg, dt, vals[0], vals[1],
+                 LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
+                 ACT_BLOCK, act_map, &A);
+  cg_par_end(cg, &par);
+  LLVMValueRef p[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
+                       cg_buf(cg, n->in[1])};
+  cg_par_begin(cg, &par, cg_i64(cg, 1), 0, p, 3, true);
+  LLVMValueRef total = cg_numel(cg, &n->type);
+  CgLoop l;
+  LLVMValueRef i = cg_loop_begin(
+      cg, &l,
+      LLVMBuildNSWMul(cg->b,
+                      LLVMBuildUDiv(cg->b, total, cg_i64(cg, ACT_BLOCK), ""),
+                      cg_i64(cg, ACT_BLOCK), ""),
+      total, NULL, 0);
+  cg_store(cg, dt, p[0], i,
+           act_grad(cg, kind, cg_load(cg, dt, p[1], i),
+                    cg_load(cg, dt, p[2], i)));
+  cg_loop_end(cg, &l, NULL);
+  cg_par_end(cg, &par);
+}
+
 static bool emit_act_bwd(Cg *cg, Node *n, const char *kind) {
   DType dt = n->type.dt;
   if (!dt_is_float(dt))
     return cg_unsupported(cg, n, "backward of a non-float dtype");
   if (n->in[1]->type.dt != dt)
     return cg_unsupported(cg, n, "x and dy dtypes differ");
+  if (!type_is_static(&n->type)) {
+    act_blocks_dyn(cg, n, kind);
+    return true;
+  }
   int64_t numel = type_numel(&n->type);
   if (numel == 0) return true;
   if (type_eq(&n->type, &n->in[1]->type)) {
@@ -272,16 +313,19 @@ static bool cg_emit_softmax_xent_backward(Cg *cg, Node *n) {
     return cg_unsupported(cg, n, "logits must be a float dtype");
   if (!cg_ops_index_dtype_ok(n->in[1]->type.dt))
     return cg_unsupported(cg, n, "labels must be i32, i64 or f32");
-  if (n->in[2]->type.dt != dt || type_numel(&n->in[2]->type) !=
-                                     n->in[0]->type.dims[0])
+  const Type *dl = &n->in[2]->type;
+  int64_t N = n->in[0]->type.dims[0];
+  if (dl->dt != dt || (type_is_static(dl) ? type_numel(dl) != N
+                                          : dl->rank != 1 || dl->dims[0] != N))
     return cg_unsupported(cg, n, "dloss must be [N] of the logits dtype");
   int64_t rows = n->type.dims[0], c = n->type.dims[1];
   if (rows == 0 || c == 0) return true;
   LLVMValueRef vals[4] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_buf(cg, n->in[1]), cg_buf(cg, n->in[2])};
   CgPar par;
-  LLVMValueRef r = cg_par_begin(cg, &par, cg_i64(cg, rows),
-                                cg_grain(rows, 3 * c), vals, 4, true);
+  LLVMValueRef r = cg_par_begin(cg, &par, cg_dim(cg, rows),
+                                cg_grain(dim_bound(rows), 3 * c), vals, 4,
+                                true);
   XentRow R;
   cg_ops_xent_row(cg, n, vals, r, &R);
   XentB X = {dt, R.m, R.s, cg_load(cg, dt, vals[3], r),
@@ -303,10 +347,21 @@ static bool cg_emit_gather_backward(Cg *cg, Node *n) {
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], a, t, b);
 }
 
-const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL, NULL};
+static const char *act_dyn(const Node *n) {
+  if (!cg_dyn_leading(&n->type)) return "a dynamic size outside axis 0";
+  return type_eq(&n->type, &n->in[1]->type) ? NULL
+                                            : "dy broadcast to x";
+}
+
+static const char *xent_bwd_dyn(const Node *n) {
+  return cg_dyn_leading(&n->type) ? NULL : "a dynamic number of classes";
+}
+
+const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL,
+                                            act_dyn};
 const CgEmitter cg_emitter_activation_backward = {cg_emit_activation_backward,
-                                                  NULL, NULL};
+                                                  NULL, act_dyn};
 const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL, NULL};
 const CgEmitter cg_emitter_gather_backward = {cg_emit_gather_backward, NULL, NULL};
 const CgEmitter cg_emitter_softmax_xent_backward = {
-    cg_emit_softmax_xent_backward, NULL, NULL};
+    cg_emit_softmax_xent_backward, NULL, xent_bwd_dyn};

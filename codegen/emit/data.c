@@ -46,6 +46,8 @@ static bool cg_emit_transpose(Cg *cg, Node *n) {
 }
 
 static bool cg_emit_expand(Cg *cg, Node *n) {
+  if (!type_is_static(&n->type)) /* a broadcast loop, like a fused one */
+    return cg_emitter_elementwise.emit(cg, n);
   CgCopy c;
   copy_init(&c, &n->type);
   cg_bcast_strides(&n->in[0]->type, &n->type, c.src_str);
@@ -210,7 +212,11 @@ static bool cg_emit_scatter_add(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL, NULL};
-const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, NULL};
+static const char *expand_dyn(const Node *n) {
+  return cg_emitter_elementwise.dyn(n);
+}
+
+const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, expand_dyn};
 const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, NULL};
 const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, NULL};
 const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, NULL};

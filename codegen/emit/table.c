@@ -8,6 +8,8 @@
  */
 #include "codegen/emit/emit.h"
 
+#include <string.h>
+
 static const CgEmitter *const table[OP_COUNT] = {
 #define OP(id, name, nmin, nmax, flags, rule, vjp, jvp, emit, attrs, math) \
   [OP_##id] = &cg_emitter_##emit,
@@ -56,9 +58,52 @@ static bool node_dynamic(const Node *n) {
   return false;
 }
 
+/* A transpose of a dynamic value compiles only folded into a matmul
+ * (fuse.c: swaps the last two dims, read only by matmuls, not
+ * returned); the copy emitter takes static sizes. */
+static const char *transpose_dyn(Graph *g, const Node *n) {
+  int k;
+  const int64_t *p = ir_attr_ints(n, ATTR_PERM, &k);
+  bool swap = k >= 2 && p[k - 2] == k - 1 && p[k - 1] == k - 2, used = false;
+  for (int i = 0; swap && i < k - 2; i++) swap = p[i] == i;
+  for (int i = 0; swap && i < g->nret; i++) swap = g->rets[i] != n;
+  for (int i = 0; swap && i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i]->nin; j++)
+      if (g->nodes[i]->in[j] == n) {
+        used = true;
+        swap &= g->nodes[i]->op == OP_MATMUL;
+      }
+  return swap && used ? NULL
+                      : "only a swap of the last two axes read by matmuls";
+}
+
+/* Is every symbol of t among those of g's arguments (seen)? */
+static int unknown_sym(const Type *t, const bool *seen) {
+  for (int d = 0; d < t->rank; d++)
+    for (int i = 0; !dim_is_static(t->dims[d]) &&
+                    i < dim_nterms(t->dims[d]); i++) {
+      int sy[RLX_MAX_RANK], ns;
+      dim_term(t->dims[d], i, sy, &ns);
+      for (int j = 0; j < ns; j++)
+        if (!seen[sy[j]]) return sy[j];
+    }
+  return -1;
+}
+
 bool cg_dyn_check(Cg *cg, Graph *g) {
   if (dim_nsyms() == 0) return true;
   bool ok = true;
+  bool *seen = arena_alloc(cg->ctx->arena, (size_t)dim_nsyms());
+  memset(seen, 0, (size_t)dim_nsyms());
+  for (int i = 0; i < g->nargs; i++)
+    for (int d = 0; d < g->args[i]->type.rank; d++) {
+      int64_t v = g->args[i]->type.dims[d];
+      for (int t = 0; !dim_is_static(v) && t < dim_nterms(v); t++) {
+        int sy[RLX_MAX_RANK], ns;
+        dim_term(v, t, sy, &ns);
+        for (int j = 0; j < ns; j++) seen[sy[j]] = true;
+      }
+    }
   for (int i = 0; i < g->nargs; i++) {
     const Node *a = g->args[i];
     for (int d = 0; d < a->type.rank; d++) {
@@ -76,8 +121,11 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
     Node *n = g->nodes[i];
     if (n->op == OP_INPUT || n->op == OP_PARAM || !node_dynamic(n)) continue;
     const CgEmitter *e = cg_op_entry(n->op);
-    const char *why = e->dyn ? e->dyn(n)
-                             : "the op takes static sizes only for now";
+    int unk = unknown_sym(&n->type, seen);
+    const char *why = unk >= 0 ? "a size that is no argument's size"
+                      : n->op == OP_TRANSPOSE ? transpose_dyn(g, n)
+                      : e->dyn ? e->dyn(n)
+                               : "the op takes static sizes only for now";
     if (!why) continue;
     char ts[160];
     ok = diag_error(cg->ctx, n->loc, "codegen: op '%s' of %%%s (%s) with "

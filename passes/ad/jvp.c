@@ -169,12 +169,14 @@ bool pass_hvp(Unit *u) {
   Ctx *c = u->ctx;
   Graph *gg = u->grad;
   const Node *loss = u->entry->rets[0];
-  if (type_numel(&loss->type) != 1 || !dt_is_float(loss->type.dt))
+  int64_t cnt = 0; /* a dim: ?b elements is no scalar either */
+  char cs[64];
+  if (type_numel_dim(c, &loss->type, &cnt) != DIM_OK || cnt != 1 ||
+      !dt_is_float(loss->type.dt))
     return diag_error(c, loss->loc, "--hvp: the first return value of '%s' "
                       "must be a real floating-point loss of one element "
-                      "(it is %s with %lld elements)", u->entry->name,
-                      dt_name(loss->type.dt),
-                      (long long)type_numel(&loss->type));
+                      "(it is %s with %s elements)", u->entry->name,
+                      dt_name(loss->type.dt), dim_str(cnt, cs, sizeof cs));
   int nf = u->entry->nret, nt = gg->nret - nf;
   const char **names = ad_wrt_names(u);
   Node **seeds = arena_alloc(c->arena, sizeof(Node *) * (size_t)(nt + 1));

@@ -101,12 +101,15 @@ bool pass_train(Unit *u) {
   const Graph *e = u->entry, *gg = u->grad;
   int opt = u->opt->train;
   const Node *loss = e->rets[0];
-  if (type_numel(&loss->type) != 1 || !dt_is_float(loss->type.dt))
+  int64_t cnt = 0; /* a dim: ?b elements is no scalar either */
+  char cs[64];
+  if (type_numel_dim(c, &loss->type, &cnt) != DIM_OK || cnt != 1 ||
+      !dt_is_float(loss->type.dt))
     return diag_error(c, loss->loc, "--train: the first return value of "
                       "'%s' (the loss) must be a real floating-point value "
-                      "of one element (it is %s with %lld elements)",
+                      "of one element (it is %s with %s elements)",
                       e->name, dt_name(loss->type.dt),
-                      (long long)type_numel(&loss->type));
+                      dim_str(cnt, cs, sizeof cs));
   int nf = e->nret, np = gg->nret - nf, nin = gg->nargs - 1;
   Node **par = arena_alloc(c->arena, sizeof(Node *) * (size_t)(np + 1));
   int *pidx = arena_alloc(c->arena, sizeof(int) * (size_t)(np + 1));

@@ -233,10 +233,17 @@ bool vjp_reduce_sum(GradCtx *gc, const Node *n, Node *g) {
   Type kept;
   Node *gk = kept_grad(gc, n, g, &kept);
   Node *e = ib_expand(B, gk, &n->in[0]->type);
-  if (n->op == OP_REDUCE_MEAN) {
+  if (n->op == OP_REDUCE_MEAN && type_is_static(&n->in[0]->type)) {
     double cnt = (double)type_numel(&n->in[0]->type) /
                  (double)type_numel(&n->type);
     e = MUL(e, K(1.0 / cnt));
+  } else if (n->op == OP_REDUCE_MEAN) {
+    /* a dynamic count: the sum of ones over the reduced axes (the IR
+     * has no op that reads a size) */
+    int64_t axes[RLX_MAX_RANK];
+    int k = ad_reduce_axes(n, axes, &kept);
+    Node *ones = ib_expand(B, K(1.0), &n->in[0]->type);
+    e = BIN(OP_DIV, e, ib_reduce(B, OP_REDUCE_SUM, ones, axes, k, true));
   }
   ACC(0, e);
   return true;

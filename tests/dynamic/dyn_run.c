@@ -8,13 +8,20 @@
  * Exit 0: pass. */
 #include "model.h"
 
+#ifndef ENTRY /* the entry under test (run_dynamic.py: the case's ENTRY) */
+#define ENTRY model
+#endif
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define E(suffix) CAT(ENTRY, suffix)
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { NIN = model_NUM_INPUTS, NOUT = model_NUM_OUTPUTS, MAXS = 8 };
+enum { NIN = E(_NUM_INPUTS), NOUT = E(_NUM_OUTPUTS), MAXS = 8 };
 
 static int fails;
 
@@ -63,7 +70,7 @@ int main(int argc, char **argv) {
   if (!f) return 2;
   unsigned h[3];
   rd(h, 4, 3, f);
-  if (h[0] != NIN || h[1] != NOUT || h[2] > MAXS || model_NUM_SIZES != 1) {
+  if (h[0] != NIN || h[1] != NOUT || h[2] > MAXS || E(_NUM_SIZES) != 1) {
     printf("FAIL: the data file does not match the header\n");
     return 2;
   }
@@ -101,7 +108,7 @@ int main(int argc, char **argv) {
     fails++;
   }
 #endif
-  void *ws = aligned_alloc(64, model_WORKSPACE_BYTES);
+  void *ws = aligned_alloc(64, E(_WORKSPACE_BYTES));
   for (int threads = 1; threads <= 3; threads += 2) {
     rlx_set_num_threads(threads);
     for (int w = 0; w < 2; w++)
@@ -109,7 +116,7 @@ int main(int argc, char **argv) {
         for (int o = 0; o < NOUT; o++)
           for (unsigned i = 0; i < cap[o]; i++) out[o][i] = -7.0f;
         int64_t b = sizes[s];
-        int r = model((const void *const *)in, (void *const *)out,
+        int r = ENTRY((const void *const *)in, (void *const *)out,
                       w ? ws : NULL, &b);
         if (r != 0) {
           printf("FAIL size %lld: returned %d\n", (long long)b, r);
@@ -123,7 +130,7 @@ int main(int argc, char **argv) {
   int64_t bad[] = {sizes[ns - 1] + 1, -1, INT64_MIN, INT64_MAX};
   for (int k = 0; k < 4; k++) {
     out[0][0] = -7.0f;
-    int r = model((const void *const *)in, (void *const *)out, ws, &bad[k]);
+    int r = ENTRY((const void *const *)in, (void *const *)out, ws, &bad[k]);
     if (r != RLX_ERR_SIZE || out[0][0] != -7.0f) {
       printf("FAIL size %lld: returned %d, want RLX_ERR_SIZE (%d)\n",
              (long long)bad[k], r, RLX_ERR_SIZE);

@@ -53,9 +53,36 @@ def heads(rng):
     return [x, labels], [0, 1, 9, 40], run
 
 
+def train(rng):
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, y = f32(32, 6), rng.integers(0, 4, 32).astype(np.int32)
+    w1, b1, w2, b2 = f32(6, 8) * 0.5, f32(8) * 0.1, f32(8, 4) * 0.5, f32(4)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        xd, yd = x[:n].astype(F64), y[:n]
+        W1, B1, W2, B2 = [a.astype(F64) for a in (w1, b1, w2, b2)]
+        pre = xd @ W1 + B1
+        h = np.maximum(pre, 0)
+        z = h @ W2 + B2
+        m = z.max(axis=1, keepdims=True) if n else np.zeros((0, 1))
+        e = np.exp(z - m)
+        p = e / e.sum(axis=1, keepdims=True)
+        lp = np.log(p) if n else p
+        with np.errstate(invalid="ignore"):
+            loss = -lp[np.arange(n), yd].mean() if n else np.nan
+        dz = p.copy()
+        dz[np.arange(n), yd] -= 1
+        dz /= max(n, 1)
+        dh = (dz @ W2.T) * (pre > 0)
+        return [np.array([loss]), xd.T @ dh, dh.sum(axis=0), h.T @ dz,
+                dz.sum(axis=0)]
+    return [x, y, w1, b1, w2, b2, dout], [0, 1, 5, 8, 9, 32], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
-    for name, case in [("mlp", mlp), ("heads", heads)]:
+    for name, case in [("mlp", mlp), ("heads", heads), ("train", train)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:

@@ -2,7 +2,10 @@
 """Dynamic dimensions end to end (docs/dynamic-dims.md): compile CASE.rlx
 once with rlxc, link dyn_run.c (which includes the generated header),
 and run it over data/CASE.bin (NumPy goldens from gen_dynamic.py).
-Needs only python3 and a C compiler.
+A case's first lines may give rlxc flags (`// RLXC: --grad`), the
+entry to test (`// ENTRY: model_grad`) and another driver (`// DRIVER:
+dyn_fd.c`, which needs no data file). Needs only python3 and a C
+compiler.
 usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
 import argparse
 import glob
@@ -34,15 +37,23 @@ def main():
         sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
     work = os.path.join(a.work, a.case)
     os.makedirs(work, exist_ok=True)
+    src = os.path.join(HERE, a.case + ".rlx")
+    spec = {}
+    for line in open(src):
+        if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER"):
+            k, v = line[3:].split(":", 1)
+            spec[k] = v.split()
     obj = os.path.join(work, "model.o")
-    sh([a.rlxc, os.path.join(HERE, a.case + ".rlx"), "--name=model", "-o", obj])
+    sh([a.rlxc, src, "--name=model", "-o", obj] + spec.get("RLXC", []))
     exe = os.path.join(work, "dyn_run")
     cc = os.environ.get("CC", "cc").split()
     sh(cc + a.cflags.split() + [
-        "-O1", "-std=c11", "-I", work, "-I", os.path.join(SRC, "runtime"),
-        os.path.join(HERE, "dyn_run.c"), obj, rt[0], "-o", exe, "-lm",
-        "-lpthread"])
-    sh([exe, os.path.join(HERE, "data", a.case + ".bin")])
+        "-O1", "-std=c11", "-DENTRY=" + spec.get("ENTRY", ["model"])[0],
+        "-I", work, "-I", os.path.join(SRC, "runtime"),
+        os.path.join(HERE, spec.get("DRIVER", ["dyn_run.c"])[0]), obj, rt[0],
+        "-o", exe, "-lm", "-lpthread"])
+    data = os.path.join(HERE, "data", a.case + ".bin")
+    sh([exe] + ([data] if os.path.exists(data) else []))
 
 
 if __name__ == "__main__":
