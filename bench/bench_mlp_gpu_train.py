@@ -11,7 +11,9 @@ params, in four variants on one stream of one process:
                 torch.compile(mode="reduce-overhead")
 TF32 off everywhere. First one step of each from the same params is
 checked against a float64 PyTorch step (|got - ref| <= 1e-4 |ref| +
-1e-5 max(1, max|ref|) per tensor); then ROUNDS (15) rounds, each timing
+1e-5 max(1, max|ref|) per tensor), and once all four have stepped,
+every one is checked again (a step that writes outside its own buffers
+shows up in another variant's tensors); then ROUNDS (15) rounds, each timing
 ITERS (100) steps of every variant (order rotated per round, stream
 synchronized before and after), and the median and minimum ms per step.
 The .so files are the objects linked -shared with librlxrt.a; the
@@ -133,7 +135,7 @@ def main():
     s = torch.cuda.Stream()
     ok = True
     with torch.cuda.stream(s):
-        variants = []
+        variants, stepped = [], []
         for name, (run, ps, loss) in (
                 ("rlxc", rlxc_variant(plain, x, y, init, s)),
                 ("rlxc graph", rlxc_variant(graph, x, y, init, s)),
@@ -145,6 +147,10 @@ def main():
             ok = check(name, [lv.reshape(())] + ps,
                        [ref_loss.detach()] + ref_new) and ok
             variants.append((name, run))
+            stepped.append((name, [lv.reshape(())] + ps))
+        for name, got in stepped:  # untouched by the later variants?
+            ok = check(name + " again", got,
+                       [ref_loss.detach()] + ref_new) and ok
         for name, run in variants:  # warm-up (compilation, graph capture)
             for _ in range(30):
                 run()

@@ -73,12 +73,19 @@ class GpuEntry:
 
     def bind(self, inputs, outputs, stream=None):
         """A function of no argument that calls the entry on these
-        tensors (checked once; the pointer arrays built once)."""
-        for t, (nm, dt, shape) in zip(inputs, self.inputs()):
-            if not (t.is_cuda and t.is_contiguous() and t.dtype == dt and
-                    tuple(t.shape) == shape):
-                raise ValueError("input %s: want a contiguous CUDA %s %s"
-                                 % (nm, dt, shape))
+        tensors (checked once; the pointer arrays built once). The
+        function holds everything its pointers point into: the tensors,
+        the workspace and this entry (with its library)."""
+        for what, ts, want in (("input", inputs, self.inputs()),
+                               ("output", outputs, self.outputs())):
+            if len(ts) != len(want):
+                raise ValueError("%s_%ss: %d given, the entry takes %d" % (
+                    self.sig.name.decode(), what, len(ts), len(want)))
+            for t, (nm, dt, shape) in zip(ts, want):
+                if not (t.is_cuda and t.is_contiguous() and t.dtype == dt
+                        and tuple(t.shape) == shape):
+                    raise ValueError("%s %s: want a contiguous CUDA %s %s"
+                                     % (what, nm, dt, shape))
         dev = inputs[0].device
         if self.ws is None or self.ws.device != dev:
             self.ws = torch.empty(max(1, self.sig.workspace_bytes),
@@ -95,7 +102,14 @@ class GpuEntry:
             if rc:
                 raise RuntimeError("%s returned %d" % (name, rc))
             return outputs
-        run.tensors = (list(inputs), list(outputs))  # keep the pointers valid
+        # Keep every buffer behind the pointers alive as long as run is:
+        # the workspace too. It is self.ws, and a caller that drops the
+        # GpuEntry once it has run (bench_mlp_gpu_train.py did) would
+        # otherwise free it to PyTorch's allocator while run still
+        # passes its address: the next tensors allocated there are
+        # overwritten by every call (found 2026-12-05, docs/gpu.md).
+        run.tensors = (list(inputs), list(outputs), self.ws)
+        run.entry = self
         return run
 
     def call(self, inputs, outputs, stream=None):
