@@ -47,6 +47,8 @@ static void put_scalar(void *buf, DType dt, double v) {
 }
 
 Node *ib_fill(IrBuilder *b, Type t, double v) {
+  if (!type_is_static(&t)) /* a constant's type is static: broadcast one */
+    return ib_expand(b, ib_scalar(b, t.dt, v), &t);
   if (t.dt == DT_F16 || t.dt == DT_BF16) {
     Type f = t;
     f.dt = DT_F32;

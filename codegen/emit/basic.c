@@ -38,7 +38,7 @@ static bool cg_emit_const(Cg *cg, Node *n) {
   LLVMValueRef base = cg_buf(cg, n);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0),
-                                 cg_numel(cg, &n->type), NULL, 0);
+                                 cg_i64(cg, type_numel(&n->type)), NULL, 0);
   cg_store(cg, dt, base, i, v);
   cg_loop_end(cg, &l, NULL);
   return true;
@@ -53,10 +53,4 @@ static const char *alias_dyn(const Node *n) {
 }
 
 const CgEmitter cg_emitter_alias = {cg_emit_alias, NULL, alias_dyn};
-/* A splat constant (simplify folds expand of a scalar into one) has a
- * dynamic type only through its shape: one value, filled at run time. */
-static const char *const_dyn(const Node *n) {
-  return n->splat ? NULL : "a constant that is not a splat";
-}
-
-const CgEmitter cg_emitter_const = {cg_emit_const, NULL, const_dyn};
+const CgEmitter cg_emitter_const = {cg_emit_const, NULL, NULL};

@@ -122,7 +122,11 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
     if (n->op == OP_INPUT || n->op == OP_PARAM || !node_dynamic(n)) continue;
     const CgEmitter *e = cg_op_entry(n->op);
     int unk = unknown_sym(&n->type, seen);
-    const char *why = unk >= 0 ? "a size that is no argument's size"
+    char ub[160];
+    if (unk >= 0)
+      snprintf(ub, sizeof ub, "?%s is no argument's size, so no call can "
+               "give it", dim_sym_name_at(unk));
+    const char *why = unk >= 0 ? ub
                       : n->op == OP_TRANSPOSE ? transpose_dyn(g, n)
                       : e->dyn ? e->dyn(n)
                                : "the op takes static sizes only for now";

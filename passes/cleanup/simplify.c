@@ -193,17 +193,23 @@ static Node *simp_transpose(IrBuilder *b, Node *n) {
   return ib_transpose(b, x, r);
 }
 
+/* Does n (a reshape or expand of x) become a splat constant? Not with
+ * a dynamic shape: a constant has a static type (language.md 2). */
+static bool to_splat(const Node *x, const Node *n) {
+  return x->op == OP_CONST && x->splat && type_is_static(&n->type);
+}
+
 static Node *simp_shape(IrBuilder *b, Node *n) {
   Node *x = n->in[0];
   switch (n->op) {
   case OP_RESHAPE:
     if (x->op == OP_RESHAPE) x = x->in[0];
     if (same_type(x, n)) return x;
-    if (x->op == OP_CONST && x->splat) return respat(b, n);
+    if (to_splat(x, n)) return respat(b, n);
     return x == n->in[0] ? n : ib_reshape_as(b, x, &n->type);
   case OP_EXPAND:
     if (same_type(x, n)) return x;
-    return x->op == OP_CONST && x->splat ? respat(b, n) : n;
+    return to_splat(x, n) ? respat(b, n) : n;
   case OP_NARROW:
     return same_type(x, n) ? x : n;
   case OP_TRANSPOSE:

@@ -342,15 +342,33 @@ def test_dynamic(rlxc, tmp):
              ("plan", ["--emit=plan"], src, "without a bound on axis 0",
               ":10:9"),
              ("grad-ir", ["--grad", "--emit=ir"], src,
-              "input %h of graph body has the dynamic type f32[?b, 4]: "
-              "--grad with dynamic dimensions is not implemented yet", ":2:9"),
+              "op 'scan' with dynamic sizes (f32[?b, 4]): --grad does not "
+              "differentiate it yet", ":11:8"),
              ("jvp-check", ["--check", "--jvp"], src,
-              "--jvp with dynamic dimensions is not implemented yet", ":2:9")]
+              "--jvp does not differentiate it yet", ":11:8"),
+             ("gpu", ["--target=cuda", "-o", os.path.join(d, "x.o")], src,
+              "%h has the dynamic type f32[?b, 4]: --target=cuda does not "
+              "take dynamic dimensions yet", ":2:9")]
     bounded = os.path.join(d, "bounded.rlx")
     open(bounded, "w").write(DYN.replace("?t,", "?t<=9,"))
     cases.append(("scan", ["-o", os.path.join(d, "x.o")], bounded,
                   "codegen: op 'scan' of %s (f32[?b, 4]) with dynamic sizes: "
                   "the op takes static sizes only for now", ":11:8"))
+    for name, text, want, where in [
+            ("axis1", "graph g {\n  input %x: f32[4, ?h<=8]\n"
+             "  %y = relu(%x)\n  return %y\n}\n",
+             "codegen: op 'relu' of %y (f32[4, ?h]) with dynamic sizes: a "
+             "dynamic size outside axis 0", ":3:8"),
+            ("unbounded", "graph g {\n  input %x: f32[?b, 3]\n"
+             "  %y = relu(%x)\n  return %y\n}\n",
+             "%x has the dynamic type f32[?b, 3] without a bound on axis 0",
+             ":2:9"),
+            ("nosize", "graph g {\n  input %x: f32[?b<=4, 3]\n"
+             "  %y = expand(%x, shape=[?n<=2, ?b, 3])\n  return %y\n}\n",
+             "?n is no argument's size, so no call can give it", ":3:8")]:
+        f = os.path.join(d, name + ".rlx")
+        open(f, "w").write(text)
+        cases.append((name, ["-o", os.path.join(d, "x.o")], f, want, where))
     for name, args, f, want, where in cases:
         expect_fails_clean(rlxc, "dyn-" + name, d, args + [f], want,
                            where=f + where)

@@ -60,8 +60,8 @@ static bool has_internal(const Ctx *c) {
 }
 
 /* Nodes of every graph of m, or -1 when some value or attribute is over
-   a cap. Dynamic shapes have no element count (the pipeline rejects
-   them after verify, docs/dynamic-dims.md). */
+   a cap. A dynamic shape counts at its bounds (unbounded ones are
+   diagnosed by code generation, docs/dynamic-dims.md). */
 static int module_size(const Module *m) {
   int total = 0;
   for (int i = 0; i < m->ngraphs; i++) {
@@ -69,8 +69,9 @@ static int module_size(const Module *m) {
     total += g->nnodes;
     for (int j = 0; j < g->nnodes; j++) {
       const Node *n = g->nodes[j];
-      if (type_is_static(&n->type) && type_numel(&n->type) > CAP_ELEMS)
-        return -1;
+      const Type *t = &n->type;
+      int64_t b = type_is_static(t) ? type_bytes(t) : type_bytes_bound(t);
+      if (b > CAP_ELEMS * (int64_t)dt_size(t->dt)) return -1;
       for (int k = 0; k < n->nattr; k++)
         if (n->attrs[k].id == ATTR_MAX_ITERS &&
             n->attrs[k].u.i > CAP_ITERS)
