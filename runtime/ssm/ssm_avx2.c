@@ -1,9 +1,9 @@
 /* ssm_avx2.c -- the AVX2 + FMA f32 sequence-block kernels: ssm_kern.h
  * over 256-bit vectors (simd/vec_avx2.h), two per selective-scan channel
  * block, run in one time loop for full blocks (SSM_NV: each step's
- * 64-byte delta, x and y lines used whole; about 1.15x on the
- * 2026-12-05 measurements, docs/performance.md).  ssm.c uses them when
- * the GEMM dispatch chose avx2. */
+ * 64-byte delta, x and y lines used whole; 3 to 12% less CPU time per
+ * call, docs/performance.md 2026-12-05).  ssm.c uses them when the GEMM
+ * dispatch chose avx2. */
 #include <math.h>
 #include <string.h>
 
