@@ -130,33 +130,34 @@ static void entry_syms(Cg *cg, CgEntry *x) {
   memset(seen, 0, (size_t)ns + 1);
   for (int i = 0; i < x->nargs; i++)
     for (int d = 0; d < x->args[i]->type.rank; d++) {
-      int64_t v = x->args[i]->type.dims[d];
-      for (int t = 0; !dim_is_static(v) && t < dim_nterms(v); t++) {
-        int sy[RLX_MAX_RANK], k;
-        dim_term(v, t, sy, &k);
-        for (int j = 0; j < k; j++)
-          if (!seen[sy[j]]) {
-            seen[sy[j]] = true;
-            x->syms[x->nsyms++] = sy[j];
-          }
-      }
+      int sy[DIM_MAX_SYMS], k = dim_syms(x->args[i]->type.dims[d], sy);
+      for (int j = 0; j < k; j++)
+        if (!seen[sy[j]]) {
+          seen[sy[j]] = true;
+          x->syms[x->nsyms++] = sy[j];
+        }
     }
 }
 
+static LLVMValueRef size_at(Cg *cg, LLVMValueRef sizes, int i) {
+  LLVMValueRef idx = cg_i64(cg, i);
+  return LLVMBuildLoad2(
+      cg->b, cg->t_i64,
+      LLVMBuildInBoundsGEP2(cg->b, cg->t_i64, sizes, &idx, 1, ""), "");
+}
+
 /* Dynamic sizes: sizes[i] is symbol x->syms[i]; each must lie in
- * [0, bound] (else RLX_ERR_SIZE); they go to the workspace's header,
- * where the graph function reads them (cg_dim). */
+ * [0, bound] (else RLX_ERR_SIZE: an unsigned compare also catches the
+ * negative ones); they go to the workspace's header, where the graph
+ * function reads them (cg_dim). */
 static void check_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
   LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "size");
   for (int i = 0; i < x->nsyms; i++) {
-    LLVMValueRef idx = cg_i64(cg, i);
-    LLVMValueRef v = LLVMBuildLoad2(
-        b, cg->t_i64, LLVMBuildInBoundsGEP2(b, cg->t_i64, sizes, &idx, 1, ""),
-        "");
-    LLVMValueRef over = LLVMBuildICmp(
-        b, LLVMIntUGT, v, cg_i64(cg, dim_sym_bound_at(x->syms[i])), "");
+    LLVMValueRef over =
+        LLVMBuildICmp(b, LLVMIntUGT, size_at(cg, sizes, i),
+                      cg_i64(cg, dim_sym_bound_at(x->syms[i])), "");
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->lc, fn, "");
     LLVMBuildCondBr(b, over, bad, ok);
     LLVMPositionBuilderAtEnd(b, ok);
@@ -169,14 +170,9 @@ static void check_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes) {
 
 static void store_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes,
                         LLVMValueRef ws) {
-  for (int i = 0; i < x->nsyms; i++) {
-    LLVMValueRef idx = cg_i64(cg, i);
-    LLVMValueRef v = LLVMBuildLoad2(
-        cg->b, cg->t_i64,
-        LLVMBuildInBoundsGEP2(cg->b, cg->t_i64, sizes, &idx, 1, ""), "");
-    LLVMBuildStore(cg->b, v,
+  for (int i = 0; i < x->nsyms; i++)
+    LLVMBuildStore(cg->b, size_at(cg, sizes, i),
                    cg_gep(cg, ws, cg_i64(cg, 8 * (int64_t)x->syms[i])));
-  }
 }
 
 /* NAME(in, out, ws[, sizes]): check the CPU (and the sizes), allocate

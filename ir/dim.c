@@ -296,6 +296,14 @@ int dim_nsyms(void) { return cur ? cur->nsym : 0; }
 const char *dim_sym_name_at(int k) { return cur->syms[k].name; }
 int64_t dim_sym_bound_at(int k) { return cur->syms[k].bound; }
 
+int dim_syms(int64_t d, int *out) {
+  const DimExpr *e = expr_of(cur, d);
+  int k = 0;
+  for (int i = 0; e && i < e->n; i++)
+    for (int j = 0; j < e->t[i].n; j++) out[k++] = e->t[i].sym[j];
+  return k;
+}
+
 int dim_nterms(int64_t d) {
   const DimExpr *e = expr_of(cur, d);
   return e ? e->n : 1;

@@ -16,6 +16,13 @@ int64_t type_numel(const Type *t) {
 
 int64_t type_bytes(const Type *t) { return type_numel(t) * dt_size(t->dt); }
 
+bool node_dynamic(const Node *n) {
+  if (!type_is_static(&n->type)) return true;
+  for (int i = 0; i < n->nin; i++)
+    if (!type_is_static(&n->in[i]->type)) return true;
+  return false;
+}
+
 bool type_eq(const Type *a, const Type *b) {
   if (a->dt != b->dt || a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)

@@ -116,6 +116,10 @@ int64_t dim_sym_bound_at(int k);
  * repeated for powers; at most RLX_MAX_RANK). A static d is one term
  * without symbols. */
 int dim_nterms(int64_t d);
+/* The symbols of d's terms, in order, repeated as they occur (at most
+ * DIM_MAX_SYMS); 0 for a static d. */
+enum { DIM_MAX_SYMS = 8 * RLX_MAX_RANK };
+int dim_syms(int64_t d, int *out);
 int64_t dim_term(int64_t d, int i, int *syms, int *nsyms);
 
 /* ---- source locations and diagnostics (ir/diag.c) ---- */
@@ -449,6 +453,8 @@ size_t ir_const_bytes(const Node *n);
 /* Same function of the operands: op, operand count, type, attributes
  * (defaults included), constant bytes; operands are not compared. */
 bool ir_node_same_local(const Node *a, const Node *b);
+/* Has n or one of its operands a dynamic type? */
+bool node_dynamic(const Node *n);
 /* A hash consistent with ir_node_same_local. */
 uint64_t ir_node_hash_local(const Node *n);
 

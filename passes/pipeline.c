@@ -196,13 +196,6 @@ static bool ad_dynamic_op(Op op) {
   }
 }
 
-static bool node_dynamic(const Node *n) {
-  if (!type_is_static(&n->type)) return true;
-  for (int i = 0; i < n->nin; i++)
-    if (!type_is_static(&n->in[i]->type)) return true;
-  return false;
-}
-
 /* True: stop the pipeline (after a diagnostic). */
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;

@@ -145,6 +145,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   trap 'rc=$?; rm -rf "$WORK"; print_times $rc' EXIT
   SEEDS=()
   for d in "$ROOT/tests/fuzz/corpus" "$ROOT/tests/golden" "$ROOT/tests/errors" \
+           "$ROOT/tests/dynamic" \
            "$ROOT/tests/gradcheck/cases" "$ROOT/tests/hvp/cases" \
            "$ROOT/tests/e2e/cases"; do
     [ -d "$d" ] && SEEDS+=("$d")

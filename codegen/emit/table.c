@@ -51,13 +51,6 @@ bool cg_emit_node(Cg *cg, Node *n) {
   return ok;
 }
 
-static bool node_dynamic(const Node *n) {
-  if (!type_is_static(&n->type)) return true;
-  for (int i = 0; i < n->nin; i++)
-    if (!type_is_static(&n->in[i]->type)) return true;
-  return false;
-}
-
 /* A transpose of a dynamic value compiles only folded into a matmul
  * (fuse.c: swaps the last two dims, read only by matmuls, not
  * returned); the copy emitter takes static sizes. */
@@ -77,16 +70,13 @@ static const char *transpose_dyn(Graph *g, const Node *n) {
                       : "only a swap of the last two axes read by matmuls";
 }
 
-/* Is every symbol of t among those of g's arguments (seen)? */
+/* A symbol of t that is not among g's arguments' (seen), or -1. */
 static int unknown_sym(const Type *t, const bool *seen) {
-  for (int d = 0; d < t->rank; d++)
-    for (int i = 0; !dim_is_static(t->dims[d]) &&
-                    i < dim_nterms(t->dims[d]); i++) {
-      int sy[RLX_MAX_RANK], ns;
-      dim_term(t->dims[d], i, sy, &ns);
-      for (int j = 0; j < ns; j++)
-        if (!seen[sy[j]]) return sy[j];
-    }
+  for (int d = 0; d < t->rank; d++) {
+    int sy[DIM_MAX_SYMS], k = dim_syms(t->dims[d], sy);
+    for (int j = 0; j < k; j++)
+      if (!seen[sy[j]]) return sy[j];
+  }
   return -1;
 }
 
@@ -97,12 +87,8 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
   memset(seen, 0, (size_t)dim_nsyms());
   for (int i = 0; i < g->nargs; i++)
     for (int d = 0; d < g->args[i]->type.rank; d++) {
-      int64_t v = g->args[i]->type.dims[d];
-      for (int t = 0; !dim_is_static(v) && t < dim_nterms(v); t++) {
-        int sy[RLX_MAX_RANK], ns;
-        dim_term(v, t, sy, &ns);
-        for (int j = 0; j < ns; j++) seen[sy[j]] = true;
-      }
+      int sy[DIM_MAX_SYMS], k = dim_syms(g->args[i]->type.dims[d], sy);
+      for (int j = 0; j < k; j++) seen[sy[j]] = true;
     }
   for (int i = 0; i < g->nargs; i++) {
     const Node *a = g->args[i];
