@@ -330,10 +330,10 @@ static void units(Cg *cg, Nrm *S, LLVMValueRef *vals, UnitFn f) {
                 &C);
     return;
   }
-  CgPar par;
-  LLVMValueRef o = cg_par_begin(cg, &par, cg_i64(cg, S->nunit),
-                                cg_grain(S->nunit, 4 * S->n), vals, nv,
-                                true);
+  CgPar par; /* nunit: a dim (dynamic: rows, norm_dyn) */
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_dim(cg, S->nunit),
+                                cg_grain(dim_bound(S->nunit), 4 * S->n), vals,
+                                nv, true);
   bind(S, vals);
   int64_t cyc = S->len / S->cpu; /* units before the channels repeat */
   S->u = o;
@@ -421,7 +421,7 @@ static void init_nchw(Nrm *S, Node *n) {
   S->nunit = S->nu = S->outer * g;
 }
 
-static void init(Nrm *S, Node *n, const Type *xt) {
+static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
   int kind = NK_LAYER;
   for (size_t i = 0; i < sizeof NORM_OPS / sizeof *NORM_OPS; i++)
     if (NORM_OPS[i].op == n->op) {
@@ -435,13 +435,25 @@ static void init(Nrm *S, Node *n, const Type *xt) {
   S->bn = kind == NK_BATCH;
   bool nchw = S->nchw = kind == NK_GROUP || kind == NK_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->rms ? 1e-6 : 1e-5);
-  cg_ops_split_axis(xt, nchw ? 1 : ir_attr_int(n, ATTR_AXIS, -1),
-                    &S->outer, &S->len, &S->inner);
+  if (!type_is_static(xt)) { /* rows under a dynamic axis 0 (norm_dyn) */
+    int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+    ax += ax < 0 ? xt->rank : 0;
+    S->outer = 1;
+    for (int64_t d = 0; d < ax; d++) {
+      DimStatus st = dim_mul(c, S->outer, xt->dims[d], &S->outer);
+      RLX_ASSERT(st == DIM_OK);
+    }
+    S->len = xt->dims[ax];
+    S->inner = 1;
+  } else {
+    cg_ops_split_axis(xt, nchw ? 1 : ir_attr_int(n, ATTR_AXIS, -1),
+                      &S->outer, &S->len, &S->inner);
+  }
   S->col = !nchw && S->inner > 1;
   S->n = S->cpu = S->len;
   S->hw = 1;
   S->nunit = S->outer;
-  S->nu = S->outer * S->inner;
+  S->nu = type_is_static(xt) ? S->outer * S->inner : 0;
   if (nchw) init_nchw(S, n);
 }
 
@@ -454,8 +466,8 @@ static void load_vals(Cg *cg, Node *n, LLVMValueRef *v) {
 
 static bool cg_emit_norm(Cg *cg, Node *n) {
   Nrm S = {0};
-  init(&S, n, &n->in[0]->type);
-  if (type_numel(&n->type) == 0) return true;
+  init(cg->ctx, &S, n, &n->in[0]->type);
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   LLVMValueRef v[8];
   load_vals(cg, n, v);
   units(cg, &S, v, S.role == R_FWD ? u_fwd : u_dx);
@@ -466,7 +478,7 @@ static bool cg_emit_norm(Cg *cg, Node *n) {
 
 static int64_t cg_scratch_norm(Cg *cg, Node *n) {
   Nrm S = {0};
-  init(&S, n, &n->in[0]->type);
+  init(cg->ctx, &S, n, &n->in[0]->type);
   if (S.role != R_GAMMA && S.role != R_BETA) return 0;
   int64_t part = S.col ? S.len * S.inner : 0; /* stage 3 partials */
   return (3 * S.nu + part) * dt_size(S.cdt);
@@ -587,7 +599,7 @@ static void p_chan(Cg *cg, Nrm *S, LLVMValueRef *vals) {
 
 static bool cg_emit_norm_param(Cg *cg, Node *n) {
   Nrm S = {0};
-  init(&S, n, &n->in[0]->type);
+  init(cg->ctx, &S, n, &n->in[0]->type);
   int64_t bytes = (int64_t)dt_size(S.dt) * S.len;
   if (type_numel(&n->in[0]->type) == 0) {
     cg_memset0(cg, cg_buf(cg, n), bytes);
@@ -613,5 +625,27 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_norm = {cg_emit_norm, NULL, NULL};
+/* Dynamic sizes: layer_norm and rms_norm (and their input gradients)
+ * over rows: the normalized axis and the later ones static (size 1),
+ * the rows under a dynamic axis 0. */
+static const char *norm_dyn(const Node *n) {
+  const Type *t = &n->in[0]->type;
+  Op op = n->op;
+  if (op != OP_LAYER_NORM && op != OP_RMS_NORM &&
+      op != OP_LAYER_NORM_BACKWARD_INPUT && op != OP_RMS_NORM_BACKWARD_INPUT)
+    return "group and batch norms take static sizes only for now";
+  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
+  for (int i = 0; i < n->nin; i++)
+    if (i && !type_is_static(&n->in[i]->type) &&
+        !type_eq(&n->in[i]->type, t))
+      return "a dynamic operand other than x and dy";
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  ax += ax < 0 ? t->rank : 0;
+  if (ax == 0) return "the normalized axis is the dynamic axis 0";
+  for (int64_t d = ax + 1; d < t->rank; d++)
+    if (t->dims[d] != 1) return "an axis other than the last";
+  return NULL;
+}
+
+const CgEmitter cg_emitter_norm = {cg_emit_norm, NULL, norm_dyn};
 const CgEmitter cg_emitter_norm_param = {cg_emit_norm_param, cg_scratch_norm, NULL};

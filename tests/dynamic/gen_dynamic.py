@@ -80,9 +80,27 @@ def train(rng):
     return [x, y, w1, b1, w2, b2, dout], [0, 1, 5, 8, 9, 32], run
 
 
+def norms(rng):
+    x = (rng.standard_normal((24, 3, 12)) * 2 + 0.5).astype(np.float32)
+    gamma = (rng.standard_normal(12) + 1).astype(np.float32)
+    beta = (rng.standard_normal(12) * 0.1).astype(np.float32)
+
+    def ln(v, eps):
+        mu = v.mean(axis=-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(axis=-1, keepdims=True)
+        return (v - mu) / np.sqrt(var + eps) * gamma + beta
+
+    def run(n):
+        xd = x[:n].astype(F64)
+        rms = xd / np.sqrt((xd * xd).mean(axis=-1, keepdims=True) + 1e-5)
+        return [ln(xd, 1e-5), rms * gamma + beta, ln(np.tanh(xd), 1e-3)]
+    return [x, gamma, beta], [0, 1, 5, 24], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
-    for name, case in [("mlp", mlp), ("heads", heads), ("train", train)]:
+    for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
+                       ("norms", norms)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
