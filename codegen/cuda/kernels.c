@@ -5,7 +5,8 @@
  *   strides, every dtype the CPU elementwise path compiles: the same
  *   scalar code, elementwise_scalar.c), expand, where, cast, compares,
  *   relu_backward, activation_backward: one thread per output element.
- * - reduce_sum/mean/max/min/prod over any axes, softmax, log_softmax,
+ * - reduce_sum/mean/max/min/prod over any axes (c64: sum, mean, prod),
+ *   softmax, log_softmax,
  *   softmax_cross_entropy and its backward: one block per output row;
  *   each thread folds a strided slice of the row in order, then the
  *   block combines the partials with warp butterflies and the warps'
@@ -283,8 +284,10 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   const Type *t = &n->in[0]->type;
   DType dt = t->dt;
-  if (dt == DT_C64 || dt == DT_BOOL || (n->op == OP_REDUCE_MEAN &&
-                                        !dt_is_float(dt)))
+  bool c64 = dt == DT_C64;
+  if (dt == DT_BOOL || (c64 && (n->op == OP_REDUCE_MAX ||
+                                n->op == OP_REDUCE_MIN)) ||
+      (n->op == OP_REDUCE_MEAN && !dt_is_float(dt) && !c64))
     return cu_bad_dtype(cu, n, dt);
   bool red[RLX_MAX_RANK] = {false};
   int k;
@@ -307,8 +310,11 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
            cu_remap(cu, o, kd, ks, nk), 0};
   CgRed kind = cg_red_kind(n->op);
   LLVMValueRef v = row_fold(cu, &r, kind, NULL, NULL);
-  if (n->op == OP_REDUCE_MEAN)
-    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, dt, (double)len), "");
+  if (n->op == OP_REDUCE_MEAN) /* c64: both parts by the count */
+    v = LLVMBuildFDiv(cg->b, v,
+                      c64 ? cg_ops_splat(cg, cg_const(cg, DT_F32,
+                                                      (double)len), 2)
+                          : cg_const(cg, dt, (double)len), "");
   cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
   cg_store(cg, n->type.dt, cg_buf(cg, n), o, v);
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
