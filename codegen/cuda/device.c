@@ -139,12 +139,14 @@ int cu_block_for(int64_t n) {
   return b;
 }
 
-/* v from the lane lane ^ m of the warp (32 or 64 bits: i32 pieces). */
+/* v from the lane lane ^ m of the warp (32 or 64 bits, c64's <2 x float>
+ * too: i32 pieces). */
 static LLVMValueRef shfl_xor(Cg *cg, LLVMValueRef v, int m) {
   LLVMTypeRef t = LLVMTypeOf(v);
   LLVMTypeKind k = LLVMGetTypeKind(t);
   unsigned bits = k == LLVMFloatTypeKind    ? 32
                   : k == LLVMDoubleTypeKind ? 64
+                  : k == LLVMVectorTypeKind ? 64 /* c64: <2 x float> */
                                             : LLVMGetIntTypeWidth(t);
   LLVMValueRef x = v;
   if (bits <= 32) {

@@ -4,8 +4,9 @@
  * - elementwise groups (the plan's fused trees, broadcasting by
  *   strides, every dtype the CPU elementwise path compiles: the same
  *   scalar code, elementwise_scalar.c), expand, where, cast, compares,
- *   relu_backward: one thread per output element.
- * - reduce_sum/mean/max/min/prod over any axes, softmax, log_softmax,
+ *   relu_backward, activation_backward: one thread per output element.
+ * - reduce_sum/mean/max/min/prod over any axes (c64: sum, mean, prod),
+ *   softmax, log_softmax,
  *   softmax_cross_entropy and its backward: one block per output row;
  *   each thread folds a strided slice of the row in order, then the
  *   block combines the partials with warp butterflies and the warps'
@@ -22,6 +23,7 @@
  */
 #include "codegen/cuda/cuda.h"
 
+#include <stdio.h>
 #include <string.h>
 
 
@@ -41,27 +43,56 @@ static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
   return !cg->failed;
 }
 
-/* x > 0 ? dy : 0, dy broadcast to x's shape. */
-static bool relu_bwd_kernel(Cu *cu, CgPlan *p, Node *n) {
+/* Kinds whose f32 derivative the CPU computes, on its vector lanes, with
+ * the straight-line exp, tanh and erf of codegen/llvm/math.c (on scalars
+ * it calls libm, here libclc). */
+static bool act_vector_math(const char *kind) {
+  static const char *const k[] = {"gelu", "gelu_tanh", "silu", "sigmoid",
+                                  "tanh", "exp"};
+  for (size_t j = 0; j < sizeof k / sizeof *k; j++)
+    if (!strcmp(kind, k[j])) return true;
+  return false;
+}
+
+/* relu_backward and activation_backward: dy * f'(x) per element (relu:
+ * x > 0 ? dy : 0), dy broadcast to x's shape, in the compute type
+ * (f16/bf16 in f32, rounded on store), with the CPU emitter's formulas
+ * (cg_act_grad, emit/backward.c). f32 kinds of act_vector_math compute
+ * the element as a <1 x float>, so they take the CPU vector lanes' code
+ * and bits; the rest is scalar code whose only calls (sin, cos, tan;
+ * f64 and f16/bf16 exp, tanh, erf) go to libclc instead of libm. */
+static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
+  if (!kind || !cg_act_kind_known(kind))
+    return cu_unsupported(cu, n, "unknown activation kind");
   if (!dt_is_float(dt) || n->in[1]->type.dt != dt)
     return cu_bad_dtype(cu, n, dt);
   int64_t N = type_numel(&n->type), bs[RLX_MAX_RANK];
   if (N == 0) return true;
   cg_bcast_strides(&n->in[1]->type, &n->type, bs);
-  cu_kernel_begin(cu, p, "relu_backward");
+  char what[48];
+  snprintf(what, sizeof what, "%s_backward", kind);
+  cu_kernel_begin(cu, p, what);
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
   LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), i);
   LLVMValueRef dy = cg_load(cg, dt, cg_buf(cg, n->in[1]),
                             cu_remap(cu, i, n->type.dims, bs, n->type.rank));
-  LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, x,
-                                   cg_const(cg, dt, 0), "");
-  cg_store(cg, dt, cg_buf(cg, n), i,
-           LLVMBuildSelect(cg->b, pos, dy, cg_const(cg, dt, 0), ""));
+  LLVMValueRef g;
+  if (dt == DT_F32 && act_vector_math(kind)) {
+    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, 1);
+    LLVMValueRef z = cg_i32(cg, 0);
+    LLVMValueRef vx = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, z, "");
+    LLVMValueRef vd = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), dy, z,
+                                             "");
+    g = LLVMBuildExtractElement(cg->b, cg_act_grad(cg, kind, vx, vd), z, "");
+  } else {
+    g = cg_act_grad(cg, kind, x, dy);
+  }
+  cg_store(cg, dt, cg_buf(cg, n), i, g);
   cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
-  return true;
+  return !cg->failed;
 }
 
 /* Element copy dst[i] = src[f(i)] of n's type, f given by strides over
@@ -253,8 +284,10 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   const Type *t = &n->in[0]->type;
   DType dt = t->dt;
-  if (dt == DT_C64 || dt == DT_BOOL || (n->op == OP_REDUCE_MEAN &&
-                                        !dt_is_float(dt)))
+  bool c64 = dt == DT_C64;
+  if (dt == DT_BOOL || (c64 && (n->op == OP_REDUCE_MAX ||
+                                n->op == OP_REDUCE_MIN)) ||
+      (n->op == OP_REDUCE_MEAN && !dt_is_float(dt) && !c64))
     return cu_bad_dtype(cu, n, dt);
   bool red[RLX_MAX_RANK] = {false};
   int k;
@@ -277,8 +310,11 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
            cu_remap(cu, o, kd, ks, nk), 0};
   CgRed kind = cg_red_kind(n->op);
   LLVMValueRef v = row_fold(cu, &r, kind, NULL, NULL);
-  if (n->op == OP_REDUCE_MEAN)
-    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, dt, (double)len), "");
+  if (n->op == OP_REDUCE_MEAN) /* c64: both parts by the count */
+    v = LLVMBuildFDiv(cg->b, v,
+                      c64 ? cg_ops_splat(cg, cg_const(cg, DT_F32,
+                                                      (double)len), 2)
+                          : cg_const(cg, dt, (double)len), "");
   cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
   cg_store(cg, n->type.dt, cg_buf(cg, n), o, v);
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
@@ -408,7 +444,9 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   if (cg_is_elementwise(n->op) || n->op == OP_EXPAND)
     return ew_kernel(cu, p, n);
   switch (n->op) {
-  case OP_RELU_BACKWARD: return relu_bwd_kernel(cu, p, n);
+  case OP_RELU_BACKWARD: return act_bwd_kernel(cu, p, n, "relu");
+  case OP_ACTIVATION_BACKWARD:
+    return act_bwd_kernel(cu, p, n, ir_attr_word(n, ATTR_KIND));
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: return reduce_kernel(cu, p, n);
   case OP_SOFTMAX: case OP_LOG_SOFTMAX: return softmax_kernel(cu, p, n);

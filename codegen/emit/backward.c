@@ -14,7 +14,8 @@
  *
  * Entry points: cg_emit_relu_backward, cg_emit_activation_backward,
  * cg_emit_softmax_xent_backward, cg_emit_cumsum_backward,
- * cg_emit_gather_backward.
+ * cg_emit_gather_backward; cg_act_grad (the per-element math, which the
+ * GPU target's kernel shares) and cg_act_kind_known.
  */
 #include "codegen/emit/emit.h"
 
@@ -123,7 +124,7 @@ static LLVMValueRef deriv(Cg *cg, const char *k, LLVMValueRef x) {
   return NULL;
 }
 
-static bool kind_known(const char *k) {
+bool cg_act_kind_known(const char *k) {
   static const char *const kinds[] = {
       "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "log",
       "sqrt", "rsqrt", "neg", "abs", "sin", "cos", "tan", "atan"};
@@ -150,8 +151,8 @@ static LLVMValueRef bcast_off(Cg *cg, const Type *out, const Type *in,
   return off;
 }
 
-static LLVMValueRef act_grad(Cg *cg, const char *kind, LLVMValueRef x,
-                             LLVMValueRef dy) {
+LLVMValueRef cg_act_grad(Cg *cg, const char *kind, LLVMValueRef x,
+                         LLVMValueRef dy) {
   if (!strcmp(kind, "relu")) return sel(cg, LLVMRealOGT, x, dy, C(x, 0));
   return fmul(cg, dy, deriv(cg, kind, x));
 }
@@ -166,7 +167,7 @@ static LLVMValueRef act_map(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
                             int lanes, void *ctx) {
   ActMap *A = ctx;
   LLVMValueRef dy = cg_ops_vload(cg, A->dt, A->dy, idx, lanes);
-  return act_grad(cg, A->kind, x, dy);
+  return cg_act_grad(cg, A->kind, x, dy);
 }
 
 #define ACT_BLOCK 4096
@@ -233,7 +234,7 @@ static void act_blocks_dyn(Cg *cg, Node *n, const char *kind) {
                       cg_i64(cg, ACT_BLOCK), ""),
       total, NULL, 0);
   cg_store(cg, dt, p[0], i,
-           act_grad(cg, kind, cg_load(cg, dt, p[1], i),
+           cg_act_grad(cg, kind, cg_load(cg, dt, p[1], i),
                     cg_load(cg, dt, p[2], i)));
   cg_loop_end(cg, &l, NULL);
   cg_par_end(cg, &par);
@@ -263,7 +264,7 @@ static bool emit_act_bwd(Cg *cg, Node *n, const char *kind) {
   LLVMValueRef x = cg_load(cg, dt, vals[1], i);
   LLVMValueRef di = bcast_off(cg, &n->type, &n->in[1]->type, i);
   cg_store(cg, dt, vals[0], i,
-           act_grad(cg, kind, x, cg_load(cg, dt, vals[2], di)));
+           cg_act_grad(cg, kind, x, cg_load(cg, dt, vals[2], di)));
   cg_par_end(cg, &par);
   return true;
 }
@@ -274,7 +275,7 @@ static bool cg_emit_relu_backward(Cg *cg, Node *n) {
 
 static bool cg_emit_activation_backward(Cg *cg, Node *n) {
   const char *k = ir_attr_word(n, ATTR_KIND);
-  if (!k || !kind_known(k))
+  if (!k || !cg_act_kind_known(k))
     return cg_unsupported(cg, n, "unknown activation kind");
   return emit_act_bwd(cg, n, k);
 }

@@ -72,6 +72,15 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes);
 bool cg_ew_check(Cg *cg, Node *n);
 LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v);
 
+/* ---- elementwise backward ops (backward.c) ---- */
+/* Is k an activation_backward kind (relu, gelu, ..., atan)? */
+bool cg_act_kind_known(const char *k);
+/* dy * f'(x) for activation kind k (relu: x > 0 ? dy : 0), x and dy in
+ * the compute type (scalars or vectors): the CPU emitter's formulas,
+ * also used by the GPU target's kernel. */
+LLVMValueRef cg_act_grad(Cg *cg, const char *kind, LLVMValueRef x,
+                         LLVMValueRef dy);
+
 /* ---- conv (conv.c), also q_conv2d's (qgemm.c) ---- */
 /* The geometry of a conv node and its private constant global of 16
    i64. */

@@ -13,13 +13,24 @@
       Compile and link the supported cases into OUT (shared objects,
       their golden runs, rlx_run_gpu, a manifest): a folder to carry to
       a GPU host, which needs no LLVM.
+  gpu_e2e.py bits [--build DIR] OUT FILE.rlx...
+      Pack graphs whose GPU outputs must have the CPU path's bits (the
+      CPU's outputs on fixed inputs as goldens, tolerance 0 unless the
+      file has a `// RLX-TOL: ...` line); appends to OUT's manifest.
   gpu_e2e.py run OUT [CASE...]
       On the GPU host: run every packed run with rlx_run_gpu against
       the CPU goldens at the same tolerances; print pass counts.
 Runs that need what the GPU driver does not do (--fd, --gen, --expect,
 --grad-entry, --env, --write) are packed as skipped.
+
+Options before the command: --suite gradcheck takes the cases and
+goldens of tests/gradcheck (the same run.txt format; its runs are the
+reverse-mode gradient `_grad` and the forward-mode `_jvp` entries
+against torch goldens) instead of tests/e2e; --match REGEX keeps the
+cases whose name it matches (re.search).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,12 +60,25 @@ def compile_case(rlxc, name, wdir):
     return spec, "fail", msg
 
 
+def select_suite(suite):
+    """Point e2e's CASES / GOLDEN at tests/SUITE (e2e or gradcheck)."""
+    if suite not in ("e2e", "gradcheck"):
+        sys.exit("gpu_e2e: --suite e2e or gradcheck")
+    root = os.path.join(e2e.SRC, "tests", suite)
+    e2e.CASES = os.path.join(root, "cases")
+    e2e.GOLDEN = os.path.join(root, "golden")
+
+
+MATCH = None  # --match: a compiled regex of the case names to keep
+
+
 def check(build, out=None, every=1):
     rlxc = os.path.join(build, "rlxc")
     wdir = out or os.path.join(build, "gpu_e2e")
     os.makedirs(wdir, exist_ok=True)
     counts, fails, packed = {}, [], []
-    for name in e2e.all_cases()[::every]:
+    names = [c for c in e2e.all_cases() if not MATCH or MATCH.search(c)]
+    for name in names[::every]:
         spec, what, info = compile_case(rlxc, name, wdir)
         counts[what] = counts.get(what, 0) + 1
         if what == "fail":
@@ -93,6 +117,61 @@ def pack(build, out):
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return 1 if fails else 0
+
+
+def bits(build, out, files):
+    """Pack graphs whose GPU outputs must equal the CPU path's bits: each
+    FILE (one graph of float inputs) compiled for the CPU and the GPU,
+    inputs uniform in [-3, 3) (fixed seed), the CPU's outputs
+    (rlx_run --write) as the goldens, compared at tolerance 0 (or a
+    `// RLX-TOL: --rtol X --atol Y` line's). Adds to OUT's manifest."""
+    import random
+    import struct
+    out = os.path.abspath(out)
+    rlxc = os.path.join(build, "rlxc")
+    os.makedirs(os.path.join(out, "cases"), exist_ok=True)
+    lines = []
+    for f in files:
+        text = open(f).read()
+        name = re.search(r"^graph (\w+)", text, re.M).group(1)
+        tol = re.search(r"^// RLX-TOL:(.*)$", text, re.M)
+        tol = tol.group(1).split() if tol else ["--rtol", "0", "--atol", "0"]
+        cpu = os.path.join(out, name + "_cpu")
+        so = os.path.join(out, "cases", name + ".so")
+        for target, dst in (([], cpu + ".so"), (["--target=cuda"], so)):
+            subprocess.run([rlxc, f, "-o", dst[:-3] + ".o"] + target,
+                           check=True)
+            subprocess.run(["cc", "-shared", dst[:-3] + ".o", "-o", dst],
+                           check=True)
+            os.remove(dst[:-3] + ".o")
+        gdir = os.path.join(out, "golden", name, "bits")
+        os.makedirs(gdir, exist_ok=True)
+        rng = random.Random(1234)
+        k = 0
+        for m in re.finditer(r"input %\w+: (f32|f64)\[([0-9, ]*)\]", text):
+            n = 1
+            for d in m.group(2).split(","):
+                n *= int(d)
+            fmt = "<%d%s" % (n, "f" if m.group(1) == "f32" else "d")
+            vals = [rng.uniform(-3, 3) for _ in range(n)]
+            with open(os.path.join(gdir, "in%d.bin" % k), "wb") as g:
+                g.write(struct.pack(fmt, *vals))
+            k += 1
+        subprocess.run([os.path.join(build, "tests", "rlx_run"), "--so",
+                        cpu + ".so", "--entry", name, "--write", gdir, gdir],
+                       check=True, stdout=subprocess.DEVNULL)
+        for ext in (".so", ".h"):
+            if os.path.exists(cpu + ext):
+                os.remove(cpu + ext)
+        if os.path.exists(so[:-3] + ".h"):
+            os.remove(so[:-3] + ".h")
+        lines.append("run %s %s bits %s" % (name, name, " ".join(tol)))
+    for f in ("gpu_e2e.py", "e2e.py"):
+        shutil.copy(os.path.join(os.path.dirname(__file__), f), out)
+    shutil.copy(os.path.join(build, "tests", "rlx_run_gpu"), out)
+    with open(os.path.join(out, "manifest.txt"), "a") as f:
+        f.write("\n".join(lines) + "\n")
+    return 0
 
 
 def run(out, only):
@@ -136,10 +215,21 @@ def main():
         i = a.index("--every")
         every = int(a[i + 1])
         a = a[:i] + a[i + 2:]
+    if "--suite" in a:
+        i = a.index("--suite")
+        select_suite(a[i + 1])
+        a = a[:i] + a[i + 2:]
+    if "--match" in a:
+        global MATCH
+        i = a.index("--match")
+        MATCH = re.compile(a[i + 1])
+        a = a[:i] + a[i + 2:]
     if a[:1] == ["check"]:
         return 1 if check(build, every=every)[0] else 0
     if a[:1] == ["pack"] and len(a) == 2:
         return pack(build, a[1])
+    if a[:1] == ["bits"] and len(a) >= 3:
+        return bits(build, a[1], a[2:])
     if a[:1] == ["run"] and len(a) >= 2:
         return run(a[1], a[2:])
     print(__doc__)
