@@ -181,6 +181,9 @@ int main(void) {
     free(saved);
   }
 #endif
+  for (int i = 0; i < NIN; i++) free(in[i]);
+  double *tmp[] = {g, v, gp, gm, hv, g2};
+  for (int i = 0; i < 6; i++) free(tmp[i]);
   printf("%s: grad, jvp, hvp (and train) at %d sizes, %d failures\n",
          fails ? "FAIL" : "PASS", 4, fails);
   return fails != 0;

@@ -139,5 +139,10 @@ int main(int argc, char **argv) {
   }
   printf("%s: %d sizes x 2 workspaces x 2 thread counts, %d failures\n",
          fails ? "FAIL" : "PASS", ns, fails);
+  free(ws);
+  for (int i = 0; i < NIN; i++) free(in[i]);
+  for (int o = 0; o < NOUT; o++) free(out[o]);
+  for (int s = 0; s < ns; s++)
+    for (int o = 0; o < NOUT; o++) free(ref[s][o]);
   return fails != 0;
 }
