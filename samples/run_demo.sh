@@ -2,7 +2,7 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|train_step|gpu|cnn|gpt|forward|newton|qat|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|train_step|gpu|cnn|gpt|gpt-gpu|forward|newton|qat|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
@@ -21,6 +21,11 @@
 #              sample drawn by the compiled sample op (gpt_sample.rlx:
 #              temperature 0.8, top-p 0.95); fails when the validation loss is not below 0.75x
 #              the unigram entropy
+#     gpt-gpu  the same GPT on an NVIDIA GPU: rlxc --train=adamw
+#              --target=cuda --cuda-graph, params, optimizer state and
+#              every step, validation pass and sampled byte on the GPU
+#              (arguments [steps] [unused] [max_ratio]); without a usable
+#              GPU and driver it says so and exits 0
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
 #     newton   rlxc --grad --hvp samples/newton.rlx (softmax regression
 #              on the digits), then minimize it by Newton-CG on
@@ -127,6 +132,23 @@ gpt)
   unpack "$root/samples/data/gpl-3.txt.gz" "$out/gpl-3.txt"
   "$out/train_gpt" "$out/gpl-3.txt" "$@"
   ;;
+gpt-gpu)
+  # the GPT's training step (--train=adamw), validation and sampling on
+  # an NVIDIA GPU, each entry replayed as a CUDA graph
+  mkdir -p "$out/gpu"
+  "$rlxc" "$root/samples/gpt.rlx" --train=adamw --target=cuda --cuda-graph \
+    -o "$out/gpu/gpt.o"
+  "$rlxc" "$root/samples/gpt_sample.rlx" --target=cuda -o "$out/gpu/gpt_sample.o"
+  $cc -I"$out/gpu" $cflags -DGPU -DTRAIN_STEP "$root/samples/train_gpt.c" \
+    "$out/gpu/gpt.o" "$out/gpu/gpt_sample.o" "$lib" -lm -lpthread -ldl \
+    -o "$out/train_gpt_gpu"
+  unpack "$root/samples/data/gpl-3.txt.gz" "$out/gpl-3.txt"
+  if ! "$out/train_gpt_gpu" --probe 2>"$out/gpu_probe.txt"; then
+    echo "run_demo.sh gpt-gpu: no usable NVIDIA GPU here ($(cat "$out/gpu_probe.txt")); nothing to run"
+    exit 0
+  fi
+  "$out/train_gpt_gpu" "$out/gpl-3.txt" "$@"
+  ;;
 forward)
   "$rlxc" "$root/samples/forward.rlx" -o "$out/forward.o"
   $cc $cflags "$root/samples/forward_demo.c" "$out/forward.o" "$lib" \
@@ -198,7 +220,7 @@ mpi)
     "$ckpt.np$np.safetensors" "$ckpt.np1.safetensors"
   ;;
 *)
-  echo "usage: $0 [train|cnn|gpt|forward|newton|qat|mpi] [args...]" >&2
+  echo "usage: $0 [train|train_step|gpu|cnn|gpt|gpt-gpu|forward|newton|qat|mpi] [args...]" >&2
   exit 2
   ;;
 esac

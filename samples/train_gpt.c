@@ -26,6 +26,21 @@
  * (temperature 0.8, top-p 0.95).  Exit status 1 when the final validation loss is
  * not below max_ratio (default 0.75) times the unigram entropy of the
  * training text (the loss of a model that ignores the context).
+ *
+ * With -DTRAIN_STEP the model is compiled with `--train=adamw` instead
+ * of `--grad`, and each step is one call of gpt_train: forward, loss,
+ * backward and the AdamW update of every param in place, with the same
+ * betas, eps and schedule, but no weight decay (the compiled step
+ * applies one value to every param, and 0.1 on the embeddings, gammas
+ * and biases too ends at 0.77 x the unigram entropy where 0 ends at
+ * 0.71) and no gradient clipping.
+ * With -DGPU as well (samples/run_demo.sh gpt-gpu), gpt.rlx and
+ * gpt_sample.rlx are compiled with --target=cuda: the params, the
+ * optimizer state and the activations live in GPU memory, and every
+ * step, validation pass and sampled byte runs on the GPU; the driver
+ * only copies tokens in and losses, logits and sampled bytes out.
+ * `--probe` as the only argument: exit 0 when a GPU is usable, else 1
+ * and the reason on stderr.
  */
 #include <math.h>
 #include <stdio.h>
@@ -36,21 +51,98 @@
 #include "gpt.h"
 #include "gpt_sample.h"
 
+#if defined(GPU) && !defined(TRAIN_STEP)
+#error "-DGPU needs -DTRAIN_STEP (rlxc --train=adamw --target=cuda)"
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#ifdef TRAIN_STEP
+#define STEP gpt_train /* rlxc --train=adamw */
+#else
+#define STEP gpt_grad  /* rlxc --grad */
+#endif
+#define S(x) CAT(STEP, x) /* S(_ARG_tok): gpt_train_ARG_tok or gpt_grad_... */
+
 enum {
   B = 8, T = 64, V = 256, LAYERS = 4,   /* as in samples/gpt.rlx */
-  P0 = gpt_grad_ARG_wte,                /* first param in the signature */
-  NP = gpt_grad_ARG_lnfb - P0 + 1,      /* number of params */
+  P0 = S(_ARG_wte),                     /* first param in the signature */
+  NP = S(_ARG_lnfb) - P0 + 1,           /* number of params */
   NVAL = 4,                             /* validation batches */
   GEN = 300                             /* bytes to generate */
 };
-_Static_assert(gpt_ARG_wte == P0 && gpt_grad_OUT_d_wte == P0 &&
-                   gpt_grad_ARG_d_output == P0 + NP &&
-                   gpt_grad_BYTES_tok == B * T * 4 &&
-                   gpt_grad_OUT_BYTES_logits == B * T * V * 4 &&
-                   gpt_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES &&
-                   gpt_sample_WORKSPACE_BYTES <= gpt_grad_WORKSPACE_BYTES &&
+_Static_assert(gpt_ARG_wte == P0 && S(_BYTES_tok) == B * T * 4 &&
+                   S(_OUT_BYTES_logits) == B * T * V * 4 &&
+                   gpt_WORKSPACE_BYTES <= S(_WORKSPACE_BYTES) &&
+                   gpt_sample_WORKSPACE_BYTES <= S(_WORKSPACE_BYTES) &&
                    gpt_sample_BYTES_logits == GEN * V * 4,
                "gpt.h does not match samples/gpt.rlx");
+#ifndef TRAIN_STEP
+_Static_assert(gpt_grad_OUT_d_wte == P0 && gpt_grad_ARG_d_output == P0 + NP,
+               "gpt.h does not match samples/gpt.rlx");
+#endif
+
+/* Model memory: host memory, or GPU memory with -DGPU. put and get copy
+ * between it and the host (get waits for the GPU); on the CPU they are
+ * memcpy, and nothing when both pointers are the same buffer. */
+#ifdef GPU
+typedef int (*Entry)(const void *const *, void *const *, void *, void *);
+#define STREAM , stream
+static void *stream;
+
+static void gpu_ok(int rc, const char *what)
+{
+  if (rc) {
+    fprintf(stderr, "%s: %s %s\n", what, rlx_strerror(rc),
+            rc == RLX_ERR_GPU ? rlx_gpu_error() : "");
+    exit(2);
+  }
+}
+
+static void *model_alloc(void *host, size_t bytes)
+{
+  void *p = NULL;
+  (void)host;
+  gpu_ok(rlx_gpu_alloc(&p, bytes), "rlx_gpu_alloc");
+  gpu_ok(rlx_gpu_zero(p, bytes, stream), "rlx_gpu_zero");
+  return p;
+}
+
+static void put(void *dst, const void *src, size_t n)
+{
+  gpu_ok(rlx_gpu_copy_to_device(dst, src, n, stream), "copy to the GPU");
+}
+
+static void get(void *dst, const void *src, size_t n)
+{
+  gpu_ok(rlx_gpu_copy_to_host(dst, src, n, stream), "copy from the GPU");
+  gpu_ok(rlx_gpu_stream_sync(stream), "rlx_gpu_stream_sync");
+}
+#else
+typedef int (*Entry)(const void *const *, void *const *, void *);
+#define STREAM
+
+/* The host buffer itself, or (host NULL) a zeroed new one. */
+static void *model_alloc(void *host, size_t bytes)
+{
+  void *p = host ? host : rlx_alloc(bytes);
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    exit(2);
+  }
+  if (!host)
+    memset(p, 0, bytes);
+  return p;
+}
+
+static void put(void *dst, const void *src, size_t n)
+{
+  if (dst != src)
+    memcpy(dst, src, n);
+}
+
+static void get(void *dst, const void *src, size_t n) { put(dst, src, n); }
+#endif
 
 static const double PEAK_LR = 3e-3, WARMUP = 50, BETA1 = 0.9,
                     BETA2 = 0.95, EPS = 1e-8, DECAY = 0.1;
@@ -106,7 +198,7 @@ static unsigned char *load_text(const char *path, long *n)
 
 static int init_params(uint64_t *s)
 {
-  const rlx_signature *sig = gpt_grad_signature();
+  const rlx_signature *sig = S(_signature)();
   for (int k = 0; k < NP; k++) {
     const rlx_tensor_desc *d = &sig->inputs[P0 + k];
     int64_t n = 1;
@@ -143,6 +235,7 @@ static void put_window(const unsigned char *text, long at, int b, int *tok,
   }
 }
 
+#ifndef TRAIN_STEP
 static void adamw(int step, double lr)
 {
   float *restrict w = P.w, *restrict m = P.m, *restrict v = P.v;
@@ -165,6 +258,8 @@ static void adamw(int step, double lr)
   }
 }
 
+#endif
+
 static double lr_at(int step, int steps) /* step 1..steps */
 {
   if (step <= WARMUP)
@@ -173,14 +268,28 @@ static double lr_at(int step, int steps) /* step 1..steps */
   return PEAK_LR * (0.1 + 0.45 * (1 + cos(3.141592653589793 * p)));
 }
 
-static void run(int (*entry)(const void *const *, void *const *, void *),
-                const void **in, void **out, void *ws)
+static void run(Entry entry, const void **in, void **out, void *ws)
 {
-  int rc = entry(in, out, ws);
+  int rc = entry(in, out, ws STREAM);
   if (rc) {
     fprintf(stderr, "gpt call failed: %s\n", rlx_strerror(rc));
     exit(2);
   }
+}
+
+/* Copy the batch tok, tgt into the model's input buffers. */
+static void put_batch(const void **in, const int *tok, const int *tgt)
+{
+  put((void *)in[gpt_ARG_tok], tok, B * T * sizeof *tok);
+  put((void *)in[gpt_ARG_tgt], tgt, B * T * sizeof *tgt);
+}
+
+/* The model's loss output. */
+static float get_loss(void **out)
+{
+  float loss;
+  get(&loss, out[gpt_OUT_loss], sizeof loss);
+  return loss;
 }
 
 /* The mean loss of the forward entry over NVAL fixed validation batches. */
@@ -192,8 +301,9 @@ static double val_loss(const unsigned char *val, long nval, const void **in,
     for (int b = 0; b < B; b++)
       put_window(val, (long)(j * B + b) * (nval - T - 1) / (NVAL * B - 1),
                  b, tok, tgt);
+    put_batch(in, tok, tgt);
     run(gpt, in, out, ws);
-    sum += *(float *)out[gpt_OUT_loss];
+    sum += get_loss(out);
   }
   return sum / NVAL;
 }
@@ -202,20 +312,26 @@ static double val_loss(const unsigned char *val, long nval, const void **in,
  * Byte i is drawn by the compiled sample op (samples/gpt_sample.rlx:
  * temperature 0.8, top-p 0.95) from row i of its logits. */
 static void generate(const unsigned char *prompt, int len, const void **in,
-                     void **out, int *tok, float *logits, void *ws)
+                     void **out, int *tok, int *tgt, void *ws)
 {
   static float rows[GEN * V];
-  int64_t ids[GEN];
-  const void *sin[1] = {rows};
-  void *sout[1] = {ids};
+  static int64_t ids[GEN];
+  float *m_rows = model_alloc(rows, sizeof rows);
+  int64_t *m_ids = model_alloc(ids, sizeof ids);
+  const void *sin[1] = {m_rows};
+  void *sout[1] = {m_ids};
+  const float *logits = out[gpt_OUT_logits];
   fwrite(prompt, 1, (size_t)len, stdout);
   for (int t = 0; t < len; t++)
     tok[t] = prompt[t];
   for (int i = 0; i < GEN; i++) {
+    put_batch(in, tok, tgt);
     run(gpt, in, out, ws);
-    memcpy(rows + (size_t)i * V, logits + (size_t)(len - 1) * V,
-           V * sizeof *rows); /* the last position's logits */
+    float *row = rows + (size_t)i * V; /* the last position's logits */
+    get(row, logits + (size_t)(len - 1) * V, V * sizeof *rows);
+    put(m_rows + (size_t)i * V, row, V * sizeof *rows);
     run(gpt_sample, sin, sout, ws);
+    get(&ids[i], &m_ids[i], sizeof *ids);
     int c = (int)ids[i];
     putchar(c);
     if (len == T) /* slide the window */
@@ -225,10 +341,22 @@ static void generate(const unsigned char *prompt, int len, const void **in,
     tok[len - 1] = c;
   }
   putchar('\n');
+#ifdef GPU
+  rlx_gpu_free(m_rows);
+  rlx_gpu_free(m_ids);
+#endif
 }
 
 int main(int argc, char **argv)
 {
+#ifdef GPU
+  if (argc == 2 && !strcmp(argv[1], "--probe")) { /* a usable GPU? */
+    int rc = rlx_gpu_init(0);
+    if (rc)
+      fprintf(stderr, "%s", rlx_gpu_error());
+    return rc ? 1 : 0;
+  }
+#endif
   if (argc < 2) {
     fprintf(stderr, "usage: %s text [steps] [threads] [max_ratio]\n",
             argv[0]);
@@ -258,28 +386,49 @@ int main(int argc, char **argv)
 
   uint64_t seed = 20240601;
   static int tok[B * T], tgt[B * T];
-  static float logits[B * T * V];
-  float loss = 0, one = 1.0f;
-  void *ws = rlx_alloc(gpt_grad_WORKSPACE_BYTES); /* also for gpt */
-  if (!ws || !init_params(&seed)) {
+  static float logits[B * T * V], loss;
+#ifdef GPU
+  gpu_ok(rlx_gpu_stream_create(&stream), "no usable GPU");
+#endif
+  if (!init_params(&seed)) {
     fprintf(stderr, "out of memory\n");
     return 2;
   }
-  const void *in[gpt_grad_NUM_INPUTS]; /* gpt's inputs are a prefix */
-  void *out[gpt_grad_NUM_OUTPUTS];
-  in[gpt_grad_ARG_tok] = tok;
-  in[gpt_grad_ARG_tgt] = tgt;
+  size_t wbytes = (size_t)P.off[NP] * sizeof(float);
+  void *ws = model_alloc(NULL, S(_WORKSPACE_BYTES)); /* also for gpt */
+  float *w = model_alloc(P.w, wbytes);
+  put(w, P.w, wbytes);
+  const void *in[S(_NUM_INPUTS)]; /* gpt's inputs are a prefix */
+  void *out[S(_NUM_OUTPUTS)];
+  in[S(_ARG_tok)] = model_alloc(tok, sizeof tok);
+  in[S(_ARG_tgt)] = model_alloc(tgt, sizeof tgt);
+  out[S(_OUT_loss)] = model_alloc(&loss, sizeof loss);
+  out[S(_OUT_logits)] = model_alloc(logits, sizeof logits);
+  for (int k = 0; k < NP; k++)
+    in[P0 + k] = w + P.off[k];
+#ifdef TRAIN_STEP
+  /* lr (set every step), beta1, beta2, eps, weight_decay 0; the state */
+  float hyper[5] = {0, (float)BETA1, (float)BETA2, (float)EPS, 0},
+        *m_hyper = model_alloc(hyper, sizeof hyper);
+  for (int j = 0; j < 5; j++)
+    in[gpt_train_ARG_lr + j] = m_hyper + j;
+  void *state = model_alloc(NULL, gpt_train_STATE_BYTES);
+  in[gpt_train_ARG_opt_state] = state;
+#else
+  float one = 1.0f;
   in[gpt_grad_ARG_d_output] = &one;
-  out[gpt_grad_OUT_loss] = &loss;
-  out[gpt_grad_OUT_logits] = logits;
-  for (int k = 0; k < NP; k++) {
-    in[P0 + k] = P.w + P.off[k];
+  for (int k = 0; k < NP; k++)
     out[gpt_grad_OUT_d_wte + k] = P.g + P.off[k];
-  }
+#endif
 
+#ifdef GPU
+  printf("gpt: %ld bytes of text, %ld train, %ld validation; %lld params, "
+         "on the GPU\n", n, ntrain, nval, (long long)P.off[NP]);
+#else
   printf("gpt: %ld bytes of text, %ld train, %ld validation; %lld params, "
          "%d threads\n", n, ntrain, nval, (long long)P.off[NP],
          rlx_get_num_threads());
+#endif
   printf("unigram baseline (byte entropy): %.4f nats\n", unigram);
   printf("step %5d  val %.4f\n", 0,
          val_loss(text + ntrain, nval, in, out, tok, tgt, ws));
@@ -289,14 +438,23 @@ int main(int argc, char **argv)
   for (int step = 1; step <= steps; step++) {
     for (int b = 0; b < B; b++)
       put_window(text, (long)(rng_unit(&seed) * (ntrain - T)), b, tok, tgt);
+    put_batch(in, tok, tgt);
+#ifdef TRAIN_STEP
+    hyper[0] = (float)lr_at(step, steps);
+    put(m_hyper, hyper, sizeof hyper);
+    run(gpt_train, in, out, ws);
+    sum += get_loss(out);
+#else
     run(gpt_grad, in, out, ws);
     adamw(step, lr_at(step, steps));
     sum += loss;
+#endif
     if (step == 1 || step % every == 0 || step == steps) {
       double ms = 1e3 * (now() - t0) / (step - last);
       vl = val_loss(text + ntrain, nval, in, out, tok, tgt, ws);
-      printf("step %5d  train %.4f  val %.4f  (%.1f ms/step)\n", step,
-             sum / (step - last), vl, ms);
+      printf("step %5d  train %.4f  val %.4f  (%.2f ms/step, %.0f "
+             "tokens/s)\n", step, sum / (step - last), vl, ms,
+             B * T / (ms * 1e-3));
       fflush(stdout);
       sum = 0;
       last = step;
@@ -312,7 +470,7 @@ int main(int argc, char **argv)
       break;
     }
   printf("--- sample (temperature 0.8, top-p 0.95) ---\n");
-  generate(prompt, 48, in, out, tok, logits, ws);
+  generate(prompt, 48, in, out, tok, tgt, ws);
   printf("---\nfinal validation loss %.4f = %.2f x unigram %.4f "
          "(must be < %.2f)\n", vl, vl / unigram, unigram, max_ratio);
   free(P.w);
@@ -320,6 +478,17 @@ int main(int argc, char **argv)
   free(P.m);
   free(P.v);
   free(text);
+#ifdef GPU
+  void *dev[] = {ws, w, (void *)in[gpt_ARG_tok], (void *)in[gpt_ARG_tgt],
+                 out[gpt_OUT_loss], out[gpt_OUT_logits], m_hyper, state};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+    rlx_gpu_free(dev[i]);
+  rlx_gpu_stream_destroy(stream);
+#else
   rlx_free(ws);
+#ifdef TRAIN_STEP
+  rlx_free(state);
+#endif
+#endif
   return vl < max_ratio * unigram ? 0 : 1;
 }
