@@ -145,7 +145,7 @@ static void get(void *dst, const void *src, size_t n) { put(dst, src, n); }
 #endif
 
 static const double PEAK_LR = 3e-3, WARMUP = 50, BETA1 = 0.9,
-                    BETA2 = 0.95, EPS = 1e-8, DECAY = 0.1;
+                    BETA2 = 0.95, EPS = 1e-8;
 
 /* The params, gradients and AdamW moments: param k is w[off[k]..]. */
 static struct {
@@ -236,6 +236,8 @@ static void put_window(const unsigned char *text, long at, int b, int *tok,
 }
 
 #ifndef TRAIN_STEP
+static const double DECAY = 0.1; /* on the rank-2 params */
+
 static void adamw(int step, double lr)
 {
   float *restrict w = P.w, *restrict m = P.m, *restrict v = P.v;
