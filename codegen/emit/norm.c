@@ -634,17 +634,11 @@ static const char *norm_dyn(const Node *n) {
   if (op != OP_LAYER_NORM && op != OP_RMS_NORM &&
       op != OP_LAYER_NORM_BACKWARD_INPUT && op != OP_RMS_NORM_BACKWARD_INPUT)
     return "group and batch norms take static sizes only for now";
-  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
   for (int i = 0; i < n->nin; i++)
     if (i && !type_is_static(&n->in[i]->type) &&
         !type_eq(&n->in[i]->type, t))
       return "a dynamic operand other than x and dy";
-  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-  ax += ax < 0 ? t->rank : 0;
-  if (ax == 0) return "the normalized axis is the dynamic axis 0";
-  for (int64_t d = ax + 1; d < t->rank; d++)
-    if (t->dims[d] != 1) return "an axis other than the last";
-  return NULL;
+  return cg_dyn_rows(n, t);
 }
 
 const CgEmitter cg_emitter_norm = {cg_emit_norm, NULL, norm_dyn};

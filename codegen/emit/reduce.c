@@ -844,14 +844,7 @@ const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
 /* Dynamic sizes: rows (the axis and every later one static, the later
  * ones of size 1) under a dynamic axis 0. */
 static const char *smx_dyn(const Node *n) {
-  const Type *t = &n->type;
-  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
-  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-  ax += ax < 0 ? t->rank : 0;
-  if (ax == 0) return "the softmax axis is the dynamic axis 0";
-  for (int64_t d = ax + 1; d < t->rank; d++)
-    if (t->dims[d] != 1) return "an axis other than the last";
-  return NULL;
+  return cg_dyn_rows(n, &n->type);
 }
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
