@@ -341,6 +341,7 @@ static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
   Cg *cg = cu->dev;
   int64_t cnt = S->outer * S->inner;
   if (S->C == 0) return true;
+  if (!grid_ok(cu, S, S->C)) return false;
   if (cnt > 0 && S->len > 0 && S->role == R_GAMMA && S->kind != NK_BATCH &&
       !unit_kernel(cu, p, S))
     return false;
