@@ -13,7 +13,8 @@
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
- * scatter, topk), random.c (Philox draws, sample), device.c (thread
+ * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
+ * group and batch norms and their backward ops), device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -139,5 +140,12 @@ LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
 bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
 bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_sample_scratch(const Node *n);
+
+/* ---- norm.c ---- */
+/* layer_norm, rms_norm, group_norm, batch_norm_inference and their
+ * _backward_input/_gamma/_beta ops; the workspace scratch n needs (the
+ * per-unit statistics of a _gamma op), or 0 for any other node. */
+bool cu_norm(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_norm_scratch(const Node *n);
 
 #endif
