@@ -13,7 +13,8 @@
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
- * scatter, topk), random.c (Philox draws, sample), device.c (thread
+ * scatter, topk), random.c (Philox draws, sample), attention.c
+ * (attention and its backward, FlashAttention-2 tiles), device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -139,5 +140,11 @@ LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
 bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
 bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_sample_scratch(const Node *n);
+
+/* ---- attention.c ---- */
+/* attention, attention_backward (every wrt); the backward's scratch
+ * (row lse and D), 0 for other nodes. */
+bool cu_attention(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_attention_scratch(const Node *n);
 
 #endif
