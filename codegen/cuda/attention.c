@@ -165,6 +165,15 @@ static LLVMValueRef dot(At *a, LLVMValueRef x, LLVMValueRef y, bool sx) {
   return acc;
 }
 
+/* p[c] = 0 for c < head_dim. */
+static void zero(At *a, LLVMValueRef p) {
+  Cg *cg = dev(a);
+  CgLoop l;
+  LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), NULL, 0);
+  lset(a, p, c, cst(a, 0));
+  cg_loop_end(cg, &l, NULL);
+}
+
 /* p[c] = p[c] * s + x * y[c] (s, y may be NULL: p[c] *s / + nothing). */
 static void axpy(At *a, LLVMValueRef p, LLVMValueRef s, LLVMValueRef x,
                  LLVMValueRef y) {
@@ -317,7 +326,7 @@ static void fwd_row(At *a, LLVMValueRef qs, LLVMValueRef acc, LLVMValueRef i,
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   int64_t bt = a->bt, vo = bt * a->g.d * a->es, so = 2 * vo;
-  axpy(a, acc, cst(a, 0), NULL, NULL);
+  zero(a, acc);
   LLVMValueRef lo, hi;
   krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
   LLVMValueRef ml[2] = {cst(a, -INFINITY), cst(a, 0)};
@@ -430,7 +439,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
   LLVMValueRef acc = row_array(a, "dq");
   load_row(a, qs, a->n->in[0], true, i, true);
   load_row(a, dy, a->n->in[3], true, i, false);
-  axpy(a, acc, cst(a, 0), NULL, NULL);
+  zero(a, acc);
   lse_d(a, i, &ls, &dd);
   krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
   CgLoop tl, jl;
@@ -513,7 +522,7 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   LLVMValueRef acc = row_array(a, "acc");
   load_row(a, kr, a->n->in[1], false, j, false);
   if (!dv) load_row(a, vr, a->n->in[2], false, j, false);
-  axpy(a, acc, cst(a, 0), NULL, NULL);
+  zero(a, acc);
   qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
   CgLoop tl, il;
   LLVMValueRef qt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
