@@ -14,7 +14,8 @@
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
- * group and batch norms and their backward ops), device.c (thread
+ * group and batch norms and their backward ops), attention.c
+ * (attention and its backward, FlashAttention-2 tiles), device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -147,5 +148,11 @@ int64_t cu_sample_scratch(const Node *n);
  * per-unit statistics of a _gamma op), or 0 for any other node. */
 bool cu_norm(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_norm_scratch(const Node *n);
+
+/* ---- attention.c ---- */
+/* attention, attention_backward (every wrt); the backward's scratch
+ * (row lse and D), 0 for other nodes. */
+bool cu_attention(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_attention_scratch(const Node *n);
 
 #endif

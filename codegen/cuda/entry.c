@@ -204,6 +204,8 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
       scratch[n->id] = cu_matmul_scratch(cu, n);
     if (n->op == OP_SAMPLE) scratch[n->id] = cu_sample_scratch(n);
     if (cu_norm_scratch(n)) scratch[n->id] = cu_norm_scratch(n);
+    if (n->op == OP_ATTENTION_BACKWARD)
+      scratch[n->id] = cu_attention_scratch(n);
   }
   if (!cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;

@@ -16,7 +16,8 @@
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
- *   random.c; the norm family: norm.c.
+ *   random.c; the norm family: norm.c; attention, attention_backward:
+ *   attention.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -471,6 +472,8 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
   case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
   case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA: return cu_norm(cu, p, n);
+  case OP_ATTENTION: case OP_ATTENTION_BACKWARD:
+    return cu_attention(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

@@ -1,0 +1,600 @@
+/* attention.c: attention and attention_backward on the GPU (cuda.h),
+ * FlashAttention-2 structure on the CUDA cores, with the semantics of
+ * the CPU routines (runtime/rlxrt.h, rlx_attention_*): scores
+ * s = (q * scale) . k, softcap s = C tanh(s / C), then the mask (-inf)
+ * or the bias (added), softmax over the allowed keys; a row with no
+ * allowed key gives o = 0, lse = -inf and zero gradients.
+ *
+ * Every kernel: one block of AT_NT threads per (batch, head, tile of
+ * AT_NT rows), one thread per row; tiles of the other side's rows are
+ * staged in shared memory (AT_SMEM bytes; rows per tile `bt` from the
+ * head dim), loops over them in a fixed order, f32 (f16/bf16, rounded
+ * on store) or f64 arithmetic. No atomics, no Lq x Lk buffer.
+ * - attention: query rows; key tiles in the mask's range; online
+ *   softmax per tile (tile max, rescale by exp(m - m'), then the tile's
+ *   exp and the products with V); o = acc / l.
+ * - attention_backward, each node alone (every wrt recomputes):
+ *   a pre-pass (the forward per query row) writes lse and
+ *   D = rowsum(dO * O) to the node's scratch (cu_attention_scratch);
+ *   wrt=q and wrt=bias: query rows over key tiles, P = exp(s - lse),
+ *   dS = P (dO.v - D), dbias = dS, dq += dS f k (f: scale, or
+ *   scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
+ *   tiles, dv += P dO, dk += dS f q.
+ * Per-thread rows (q, dO, accumulators) are arrays of head_dim
+ * elements in local memory; tensor cores can later replace the dot
+ * loops inside the same tiles.
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { AT_NT = 64, AT_SMEM = 45056 };
+
+typedef struct {
+  Cu *cu;
+  Node *n;
+  rlx_attn_geom g;
+  DType dt, ct;       /* storage dtype; compute dtype (f32 or f64) */
+  LLVMTypeRef et;     /* compute type */
+  int64_t es, bt;     /* compute bytes; rows per shared tile */
+  int mi;             /* mask operand index */
+  LLVMValueRef b, h, bh, t0, tid; /* this block's head, first row */
+} At;
+
+static Cg *dev(At *a) { return a->cu->dev; }
+
+static LLVMValueRef cst(At *a, double v) { return cg_const(dev(a), a->ct, v); }
+static LLVMValueRef at_add(At *a, LLVMValueRef x, LLVMValueRef y) {
+  return LLVMBuildFAdd(dev(a)->b, x, y, "");
+}
+static LLVMValueRef at_sub(At *a, LLVMValueRef x, LLVMValueRef y) {
+  return LLVMBuildFSub(dev(a)->b, x, y, "");
+}
+static LLVMValueRef at_mul(At *a, LLVMValueRef x, LLVMValueRef y) {
+  return LLVMBuildFMul(dev(a)->b, x, y, "");
+}
+static LLVMValueRef sel(At *a, LLVMValueRef c, LLVMValueRef x,
+                        LLVMValueRef y) {
+  return LLVMBuildSelect(dev(a)->b, c, x, y, "");
+}
+static LLVMValueRef icmp(At *a, LLVMIntPredicate p, LLVMValueRef x,
+                         LLVMValueRef y) {
+  return LLVMBuildICmp(dev(a)->b, p, x, y, "");
+}
+static LLVMValueRef smin(At *a, LLVMValueRef x, LLVMValueRef y) {
+  return sel(a, icmp(a, LLVMIntSLT, x, y), x, y);
+}
+static LLVMValueRef smax(At *a, LLVMValueRef x, LLVMValueRef y) {
+  return sel(a, icmp(a, LLVMIntSGT, x, y), x, y);
+}
+static LLVMValueRef I(At *a, int64_t v) { return i64(a->cu, v); }
+
+/* Element i of the compute-type array at generic pointer p. */
+static LLVMValueRef at_ptr(At *a, LLVMValueRef p, LLVMValueRef i) {
+  return LLVMBuildGEP2(dev(a)->b, a->et, p, &i, 1, "");
+}
+static LLVMValueRef lget(At *a, LLVMValueRef p, LLVMValueRef i) {
+  return LLVMBuildLoad2(dev(a)->b, a->et, at_ptr(a, p, i), "");
+}
+static void lset(At *a, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) {
+  LLVMBuildStore(dev(a)->b, v, at_ptr(a, p, i));
+}
+
+/* Generic pointer to byte off of the block's shared area. */
+static LLVMValueRef sh(At *a, int64_t off) {
+  Cg *cg = dev(a);
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.attn.smem");
+  if (!g) {
+    LLVMTypeRef t = LLVMArrayType2(LLVMInt8TypeInContext(cg->lc), AT_SMEM);
+    g = LLVMAddGlobalInAddressSpace(cg->mod, t, "rlx.attn.smem", 3);
+    LLVMSetInitializer(g, LLVMGetUndef(t));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 16);
+  }
+  LLVMValueRef o = I(a, off);
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, LLVMInt8TypeInContext(cg->lc), g,
+                                 &o, 1, "");
+  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+/* A per-thread array of head_dim compute values (local memory). */
+static LLVMValueRef row_array(At *a, const char *nm) {
+  int64_t d = a->g.d ? a->g.d : 1;
+  return cg_alloca(dev(a), LLVMArrayType2(a->et, (uint64_t)d), nm);
+}
+
+static void barrier(At *a) {
+  cg_intrinsic_n(dev(a), "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+/* if (cond) { ... }: returns the join block to pass to end_if. */
+static LLVMBasicBlockRef begin_if(At *a, LLVMValueRef cond) {
+  Cg *cg = dev(a);
+  LLVMBasicBlockRef go = cg_block(cg, "at.go"), join = cg_block(cg, "at.j");
+  LLVMBuildCondBr(cg->b, cond, go, join);
+  LLVMPositionBuilderAtEnd(cg->b, go);
+  return join;
+}
+static void end_if(At *a, LLVMBasicBlockRef join) {
+  LLVMBuildBr(dev(a)->b, join);
+  LLVMPositionBuilderAtEnd(dev(a)->b, join);
+}
+
+/* Element offset of row r of head (b, h) of a q-like (length lq) or
+ * k-like (length lk) operand: [b, L, h*d] or [b, h, L, d]. */
+static LLVMValueRef row_off(At *a, bool qlike, LLVMValueRef r) {
+  Cu *cu = a->cu;
+  int64_t L = qlike ? a->g.lq : a->g.lk, d = a->g.d, hd = a->g.h * d;
+  if (a->g.layout == 4) return mul(cu, add(cu, mul(cu, a->bh, L), r), d);
+  return add(cu, mul(cu, add(cu, mul(cu, a->b, L), r), hd),
+             mul(cu, a->h, d));
+}
+
+/* Shared rows [r][c] (r < bt, c < d) at byte off = rows r0 + r of src's
+ * head (b, h); rows past its length are left as they were. */
+static void stage(At *a, Node *src, bool qlike, int64_t off,
+                  LLVMValueRef r0) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  int64_t d = a->g.d, tot = a->bt * d, L = qlike ? a->g.lq : a->g.lk;
+  if (tot == 0) return;
+  CgLoop l;
+  LLVMValueRef it = cg_loop_begin(cg, &l, I(a, 0),
+                                  I(a, (tot + AT_NT - 1) / AT_NT), NULL, 0);
+  LLVMValueRef e = add(cu, mul(cu, it, AT_NT), a->tid);
+  LLVMValueRef r = udiv(cu, e, d), row = add(cu, r0, r);
+  LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, e, tot), ult(cu, row, L), "");
+  LLVMBasicBlockRef j = begin_if(a, in);
+  LLVMValueRef src_i = add(cu, row_off(a, qlike, row), urem(cu, e, d));
+  lset(a, sh(a, off), e, cg_load(cg, a->dt, cg_buf(cg, src), src_i));
+  end_if(a, j);
+  cg_loop_end(cg, &l, NULL);
+}
+
+/* sum_c x[c] y[c] (x[c] * scale if sx), c = 0, 1, ..., from 0. */
+static LLVMValueRef dot(At *a, LLVMValueRef x, LLVMValueRef y, bool sx) {
+  Cg *cg = dev(a);
+  LLVMValueRef acc = cst(a, 0);
+  CgLoop l;
+  LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), &acc, 1);
+  LLVMValueRef xv = lget(a, x, c);
+  if (sx) xv = at_mul(a, xv, cst(a, a->g.scale));
+  acc = at_add(a, acc, at_mul(a, xv, lget(a, y, c)));
+  cg_loop_end(cg, &l, &acc);
+  return acc;
+}
+
+/* p[c] = 0 for c < head_dim. */
+static void zero(At *a, LLVMValueRef p) {
+  Cg *cg = dev(a);
+  CgLoop l;
+  LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), NULL, 0);
+  lset(a, p, c, cst(a, 0));
+  cg_loop_end(cg, &l, NULL);
+}
+
+/* p[c] = p[c] * s + x * y[c] (s, y may be NULL: p[c] *s / + nothing). */
+static void axpy(At *a, LLVMValueRef p, LLVMValueRef s, LLVMValueRef x,
+                 LLVMValueRef y) {
+  Cg *cg = dev(a);
+  CgLoop l;
+  LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), NULL, 0);
+  LLVMValueRef v = s ? at_mul(a, lget(a, p, c), s) : lget(a, p, c);
+  if (y) v = at_add(a, v, at_mul(a, x, lget(a, y, c)));
+  lset(a, p, c, v);
+  cg_loop_end(cg, &l, NULL);
+}
+
+/* Whether query i may see key j (NULL: always). */
+static LLVMValueRef allowed(At *a, LLVMValueRef i, LLVMValueRef j) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  const rlx_attn_geom *g = &a->g;
+  LLVMValueRef ok = NULL, d = add(cu, i, I(a, g->lk - g->lq));
+  if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
+    ok = icmp(a, LLVMIntSLE, j, d);
+  if (g->mask == RLX_ATTN_SLIDING)
+    ok = LLVMBuildAnd(cg->b, ok, icmp(a, LLVMIntSGE, j,
+                                      add(cu, d, I(a, -g->window))), "");
+  if (g->mask == RLX_ATTN_CUSTOM) {
+    Node *m = a->n->in[a->mi];
+    LLVMValueRef v = cg_load(cg, m->type.dt, cg_buf(cg, m),
+                             add(cu, mul(cu, a->b, g->lk), j));
+    if (m->type.dt != DT_BOOL) /* keep unless value < 0.5 (NaN kept) */
+      v = LLVMBuildFCmp(cg->b, LLVMRealUGE,
+                        cg_convert(cg, v, m->type.dt, DT_F64),
+                        LLVMConstReal(cg->t_f64, 0.5), "");
+    ok = v;
+  }
+  return ok;
+}
+
+/* The final score of query i (x: its row) and key j (y: its row); sx:
+ * x still needs the scale. *f (if f) gets ds/d(q.k): scale, or
+ * scale (1 - tanh^2) with softcap. */
+static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
+                          LLVMValueRef i, LLVMValueRef j, LLVMValueRef *f) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  const rlx_attn_geom *g = &a->g;
+  LLVMValueRef s = dot(a, x, y, sx);
+  if (f) *f = cst(a, g->scale);
+  if (g->softcap > 0) {
+    LLVMValueRef t = cg_ops_tanh(cg, LLVMBuildFDiv(cg->b, s,
+                                                   cst(a, g->softcap), ""));
+    s = at_mul(a, cst(a, g->softcap), t);
+    if (f) *f = at_mul(a, *f, at_sub(a, cst(a, 1), at_mul(a, t, t)));
+  }
+  LLVMValueRef ok = allowed(a, i, j);
+  if (ok) s = sel(a, ok, s, cst(a, -INFINITY));
+  if (g->mask == RLX_ATTN_BIAS) {
+    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, g->lq), i),
+                                  g->lk), j);
+    s = at_add(a, s, cg_load(cg, a->dt, cg_buf(cg, a->n->in[a->mi]), bi));
+  }
+  return s;
+}
+
+/* Keys [lo, hi) the queries [i0, i0 + nq) may see; queries that keys
+ * [j0, j0 + nk) may be seen by (the CPU's krange_ / qrange_). */
+static void krange(At *a, LLVMValueRef i0, LLVMValueRef nq, LLVMValueRef *lo,
+                   LLVMValueRef *hi) {
+  Cu *cu = a->cu;
+  const rlx_attn_geom *g = &a->g;
+  LLVMValueRef off = I(a, g->lk - g->lq);
+  *lo = I(a, 0), *hi = I(a, g->lk);
+  if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
+    *hi = smax(a, I(a, 0), smin(a, *hi, add(cu, add(cu, off, i0), nq)));
+  if (g->mask == RLX_ATTN_SLIDING)
+    *lo = smax(a, I(a, 0), add(cu, add(cu, off, i0), I(a, -g->window)));
+  *hi = smax(a, *hi, *lo);
+}
+
+static void qrange(At *a, LLVMValueRef j0, LLVMValueRef nk, LLVMValueRef *lo,
+                   LLVMValueRef *hi) {
+  Cu *cu = a->cu;
+  const rlx_attn_geom *g = &a->g;
+  LLVMValueRef moff = I(a, g->lq - g->lk);
+  *lo = I(a, 0), *hi = I(a, g->lq);
+  if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
+    *lo = smin(a, *hi, smax(a, I(a, 0), add(cu, j0, moff)));
+  if (g->mask == RLX_ATTN_SLIDING)
+    *hi = smax(a, I(a, 0), smin(a, *hi, add(cu, add(cu, j0, nk),
+                                            add(cu, moff,
+                                                I(a, g->window)))));
+  *hi = smax(a, *hi, *lo);
+}
+
+/* Start a kernel over (b, h, tile of AT_NT rows of length L); false if
+ * there is no block. */
+static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
+  Cu *cu = a->cu;
+  int64_t nt = (L + AT_NT - 1) / AT_NT;
+  if (a->g.b * a->g.h * nt == 0) return false;
+  cu_kernel_begin(cu, p, what);
+  LLVMValueRef c = cu_ctaid(cu);
+  a->t0 = mul(cu, urem(cu, c, nt), AT_NT);
+  a->bh = udiv(cu, c, nt);
+  a->b = udiv(cu, a->bh, a->g.h);
+  a->h = urem(cu, a->bh, a->g.h);
+  a->tid = cu_tid(cu);
+  return true;
+}
+
+static void at_end(At *a, int64_t L) {
+  cu_kernel_end(a->cu, (unsigned)(a->g.b * a->g.h *
+                                  ((L + AT_NT - 1) / AT_NT)), AT_NT);
+}
+
+/* This thread's row t0 + tid, clamped to L - 1 (*valid: inside). */
+static LLVMValueRef my_row(At *a, int64_t L, LLVMValueRef *valid) {
+  LLVMValueRef r = add(a->cu, a->t0, a->tid);
+  *valid = ult(a->cu, r, L);
+  return smin(a, r, I(a, L - 1));
+}
+
+/* Rows of this block's tile: min(AT_NT, L - t0). */
+static LLVMValueRef tile_len(At *a, int64_t L) {
+  return smin(a, I(a, AT_NT), LLVMBuildSub(dev(a)->b, I(a, L), a->t0, ""));
+}
+
+/* Load row r of src's head into the local array x (times scale if s). */
+static void load_row(At *a, LLVMValueRef x, Node *src, bool qlike,
+                     LLVMValueRef r, bool s) {
+  Cg *cg = dev(a);
+  CgLoop l;
+  LLVMValueRef base = row_off(a, qlike, r);
+  LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), NULL, 0);
+  LLVMValueRef v = cg_load(cg, a->dt, cg_buf(cg, src), add(a->cu, base, c));
+  lset(a, x, c, s ? at_mul(a, v, cst(a, a->g.scale)) : v);
+  cg_loop_end(cg, &l, NULL);
+}
+
+/* ---- forward (also the backward's pre-pass) ---- */
+
+/* Shared layout over key tiles: K [bt][d], V [bt][d], S [bt][AT_NT]. */
+static int64_t k_tile_rows(int64_t d, int64_t es) {
+  int64_t r = AT_SMEM / (es * (2 * d + AT_NT));
+  return r < 64 ? r : 64;
+}
+
+/* Online softmax of query row i (qs: its scaled row) over its key
+ * tiles: acc = sum_j exp(s_j - m) v_j, *m the max, *l the sum. */
+static void fwd_row(At *a, LLVMValueRef qs, LLVMValueRef acc, LLVMValueRef i,
+                    LLVMValueRef *m, LLVMValueRef *l) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  int64_t bt = a->bt, vo = bt * a->g.d * a->es, so = 2 * vo;
+  zero(a, acc);
+  LLVMValueRef lo, hi;
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  LLVMValueRef ml[2] = {cst(a, -INFINITY), cst(a, 0)};
+  CgLoop tl;
+  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
+                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
+                                  ml, 2);
+  LLVMValueRef j0 = mul(cu, kt, bt);
+  barrier(a);
+  stage(a, a->n->in[1], false, 0, j0);
+  stage(a, a->n->in[2], false, vo, j0);
+  barrier(a);
+  LLVMValueRef nk = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lk), j0,
+                                                   ""));
+  LLVMValueRef mt = ml[0];
+  CgLoop jl;
+  LLVMValueRef jj = cg_loop_begin(cg, &jl, I(a, 0), nk, &mt, 1);
+  LLVMValueRef s = score(a, qs, at_ptr(a, sh(a, 0), mul(cu, jj, a->g.d)),
+                         false, i, add(cu, j0, jj), NULL);
+  lset(a, sh(a, so), add(cu, mul(cu, jj, AT_NT), a->tid), s);
+  mt = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOGT, s, mt, ""), s, mt);
+  cg_loop_end(cg, &jl, &mt);
+  LLVMValueRef mu = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, mt,
+                                         cst(a, -INFINITY), ""),
+                        cst(a, 0), mt);
+  LLVMValueRef alpha = cg_ops_exp(cg, at_sub(a, ml[0], mu));
+  axpy(a, acc, alpha, NULL, NULL);
+  LLVMValueRef sum = cst(a, 0);
+  jj = cg_loop_begin(cg, &jl, I(a, 0), nk, &sum, 1);
+  LLVMValueRef pj = cg_ops_exp(
+      cg, at_sub(a, lget(a, sh(a, so), add(cu, mul(cu, jj, AT_NT), a->tid)),
+               mu));
+  sum = at_add(a, sum, pj);
+  axpy(a, acc, NULL, pj, at_ptr(a, sh(a, vo), mul(cu, jj, a->g.d)));
+  cg_loop_end(cg, &jl, &sum);
+  ml[1] = at_add(a, at_mul(a, ml[1], alpha), sum);
+  ml[0] = mt;
+  cg_loop_end(cg, &tl, ml);
+  *m = ml[0], *l = ml[1];
+}
+
+/* o[c] = acc[c] / l, 0 for a row without allowed keys. */
+static LLVMValueRef out_elem(At *a, LLVMValueRef acc, LLVMValueRef c,
+                             LLVMValueRef l) {
+  Cg *cg = dev(a);
+  LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
+  return sel(a, pos, LLVMBuildFDiv(cg->b, lget(a, acc, c), l, ""),
+             cst(a, 0));
+}
+
+/* attention: o rows; pre (backward pre-pass): lse and D = dO . O of
+ * each row into the node's scratch ([b][h][lq] each). */
+static void fwd_kernel(At *a, CgPlan *p, bool pre) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  if (!at_begin(a, p, pre ? "attention_lse" : "attention", a->g.lq)) return;
+  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid);
+  LLVMValueRef qs = row_array(a, "qs"), acc = row_array(a, "acc"), m, l;
+  load_row(a, qs, a->n->in[0], true, i, true);
+  fwd_row(a, qs, acc, i, &m, &l);
+  LLVMBasicBlockRef j = begin_if(a, valid);
+  LLVMValueRef base = row_off(a, true, i);
+  CgLoop cl;
+  LLVMValueRef dd = cst(a, 0);
+  LLVMValueRef c = cg_loop_begin(cg, &cl, I(a, 0), I(a, a->g.d), &dd, 1);
+  LLVMValueRef o = out_elem(a, acc, c, l);
+  if (pre)
+    dd = at_add(a, dd, at_mul(a, cg_load(cg, a->dt, cg_buf(cg, a->n->in[3]),
+                                     add(cu, base, c)), o));
+  else
+    cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
+  cg_loop_end(cg, &cl, &dd);
+  if (pre) {
+    int64_t rows = a->g.b * a->g.h * a->g.lq;
+    LLVMValueRef r = add(cu, mul(cu, a->bh, a->g.lq), i);
+    LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
+    LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
+                           cst(a, -INFINITY));
+    LLVMValueRef scr = cg_scratch(cg, a->n);
+    lset(a, scr, r, lse);
+    lset(a, scr, add(cu, r, I(a, rows)), dd);
+  }
+  end_if(a, j);
+  at_end(a, a->g.lq);
+}
+
+/* lse of row r from the scratch, +inf for a row without allowed keys
+ * (P = exp(s - lse) is then 0), and D. */
+static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMValueRef scr = cg_scratch(cg, a->n);
+  LLVMValueRef x = add(cu, mul(cu, a->bh, a->g.lq), r);
+  LLVMValueRef v = lget(a, scr, x);
+  *ls = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cst(a, -INFINITY), ""),
+            cst(a, INFINITY), v);
+  *d = lget(a, scr, add(cu, x, I(a, a->g.b * a->g.h * a->g.lq)));
+}
+
+/* ---- backward: query rows (dq, dbias) ---- */
+
+static void dq_kernel(At *a, CgPlan *p, bool dbias) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  if (!at_begin(a, p, dbias ? "attention_dbias" : "attention_dq", a->g.lq))
+    return;
+  int64_t bt = a->bt, vo = bt * a->g.d * a->es;
+  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid), ls, dd, lo, hi;
+  LLVMValueRef qs = row_array(a, "qs"), dy = row_array(a, "dy");
+  LLVMValueRef acc = row_array(a, "dq");
+  load_row(a, qs, a->n->in[0], true, i, true);
+  load_row(a, dy, a->n->in[3], true, i, false);
+  zero(a, acc);
+  lse_d(a, i, &ls, &dd);
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  CgLoop tl, jl;
+  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
+                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
+                                  NULL, 0);
+  LLVMValueRef j0 = mul(cu, kt, bt);
+  barrier(a);
+  stage(a, a->n->in[1], false, 0, j0);
+  stage(a, a->n->in[2], false, vo, j0);
+  barrier(a);
+  LLVMValueRef nk = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lk), j0,
+                                                   ""));
+  LLVMValueRef jj = cg_loop_begin(cg, &jl, I(a, 0), nk, NULL, 0);
+  LLVMValueRef j = add(cu, j0, jj), f;
+  LLVMValueRef kr = at_ptr(a, sh(a, 0), mul(cu, jj, a->g.d));
+  LLVMValueRef s = score(a, qs, kr, false, i, j, &f);
+  LLVMValueRef pj = cg_ops_exp(cg, at_sub(a, s, ls));
+  LLVMValueRef dp = dot(a, dy, at_ptr(a, sh(a, vo), mul(cu, jj, a->g.d)),
+                        false);
+  LLVMValueRef ds = at_mul(a, pj, at_sub(a, dp, dd));
+  if (dbias) {
+    LLVMBasicBlockRef jn = begin_if(a, valid);
+    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq), i),
+                                  a->g.lk), j);
+    cg_store(cg, a->dt, cg_buf(cg, a->n), bi, ds);
+    end_if(a, jn);
+  } else {
+    axpy(a, acc, NULL, at_mul(a, ds, f), kr);
+  }
+  cg_loop_end(cg, &jl, NULL);
+  cg_loop_end(cg, &tl, NULL);
+  if (!dbias) {
+    LLVMBasicBlockRef jn = begin_if(a, valid);
+    LLVMValueRef base = row_off(a, true, i);
+    LLVMValueRef c = cg_loop_begin(cg, &jl, I(a, 0), I(a, a->g.d), NULL, 0);
+    cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
+    cg_loop_end(cg, &jl, NULL);
+    end_if(a, jn);
+  }
+  at_end(a, a->g.lq);
+}
+
+/* ---- backward: key rows (dk, dv) ---- */
+
+/* Shared layout over query tiles: Q [bt][d], dO [bt][d], lse [bt],
+ * D [bt]. */
+static int64_t q_tile_rows(int64_t d, int64_t es) {
+  int64_t r = AT_SMEM / (es * (2 * d + 2));
+  return r < 64 ? r : 64;
+}
+
+/* lse (+inf for rows without keys) and D of query rows i0 + r, r < bt,
+ * into shared memory at byte off (lse) and off + bt es (D). */
+static void stage_lse(At *a, int64_t off, LLVMValueRef i0) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  CgLoop l;
+  LLVMValueRef it = cg_loop_begin(cg, &l, I(a, 0),
+                                  I(a, (a->bt + AT_NT - 1) / AT_NT), NULL, 0);
+  LLVMValueRef r = add(cu, mul(cu, it, AT_NT), a->tid), i = add(cu, i0, r);
+  LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, r, a->bt),
+                                 ult(cu, i, a->g.lq), "");
+  LLVMBasicBlockRef j = begin_if(a, in);
+  LLVMValueRef ls, dd;
+  lse_d(a, i, &ls, &dd);
+  lset(a, sh(a, off), r, ls);
+  lset(a, sh(a, off), add(cu, r, I(a, a->bt)), dd);
+  end_if(a, j);
+  cg_loop_end(cg, &l, NULL);
+}
+
+static void dkv_kernel(At *a, CgPlan *p, bool dv) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  if (!at_begin(a, p, dv ? "attention_dv" : "attention_dk", a->g.lk)) return;
+  int64_t bt = a->bt, d = a->g.d, oo = bt * d * a->es, lo_ = 2 * oo;
+  LLVMValueRef valid, j = my_row(a, a->g.lk, &valid), lo, hi;
+  LLVMValueRef kr = row_array(a, "k"), vr = row_array(a, "v");
+  LLVMValueRef acc = row_array(a, "acc");
+  load_row(a, kr, a->n->in[1], false, j, false);
+  if (!dv) load_row(a, vr, a->n->in[2], false, j, false);
+  zero(a, acc);
+  qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
+  CgLoop tl, il;
+  LLVMValueRef qt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
+                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
+                                  NULL, 0);
+  LLVMValueRef i0 = mul(cu, qt, bt);
+  barrier(a);
+  stage(a, a->n->in[0], true, 0, i0);
+  stage(a, a->n->in[3], true, oo, i0);
+  stage_lse(a, lo_, i0);
+  barrier(a);
+  LLVMValueRef nq = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lq), i0,
+                                                   ""));
+  LLVMValueRef ii = cg_loop_begin(cg, &il, I(a, 0), nq, NULL, 0), f;
+  LLVMValueRef qrow = at_ptr(a, sh(a, 0), mul(cu, ii, d));
+  LLVMValueRef dyr = at_ptr(a, sh(a, oo), mul(cu, ii, d));
+  LLVMValueRef s = score(a, qrow, kr, true, add(cu, i0, ii), j, &f);
+  LLVMValueRef pj = cg_ops_exp(cg, at_sub(a, s, lget(a, sh(a, lo_), ii)));
+  if (dv) {
+    axpy(a, acc, NULL, pj, dyr);
+  } else {
+    LLVMValueRef dd = lget(a, sh(a, lo_), add(cu, ii, I(a, bt)));
+    LLVMValueRef ds = at_mul(a, pj, at_sub(a, dot(a, dyr, vr, false), dd));
+    axpy(a, acc, NULL, at_mul(a, ds, f), qrow);
+  }
+  cg_loop_end(cg, &il, NULL);
+  cg_loop_end(cg, &tl, NULL);
+  LLVMBasicBlockRef jn = begin_if(a, valid);
+  LLVMValueRef base = row_off(a, false, j);
+  LLVMValueRef c = cg_loop_begin(cg, &il, I(a, 0), I(a, d), NULL, 0);
+  cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
+  cg_loop_end(cg, &il, NULL);
+  end_if(a, jn);
+  at_end(a, a->g.lk);
+}
+
+int64_t cu_attention_scratch(const Node *n) {
+  if (n->op != OP_ATTENTION_BACKWARD) return 0;
+  rlx_attn_geom g = cg_attn_geometry(n);
+  int64_t es = n->type.dt == DT_F64 ? 8 : 4;
+  return cg_align(2 * g.b * g.h * g.lq * es + 1); /* never 0 */
+}
+
+bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
+  DType dt = n->type.dt;
+  if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16)
+    return cu_bad_dtype(cu, n, dt);
+  for (int i = 0; i < n->nin; i++)
+    if (!type_is_static(&n->in[i]->type))
+      return cu_unsupported(cu, n, "dynamic dimensions");
+  bool bwd = n->op == OP_ATTENTION_BACKWARD;
+  At a = {.cu = cu, .n = n, .g = cg_attn_geometry(n), .dt = dt,
+          .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3};
+  a.et = cg_ctype(cu->dev, a.ct);
+  a.es = dt_size(a.ct);
+  if (type_numel(&n->type) == 0) return true;
+  int w = bwd ? cg_attn_wrt(n) : 0; /* q, k, v, bias */
+  if (k_tile_rows(a.g.d, a.es) < 1)
+    return cu_unsupported(cu, n, "head_dim too large for the shared tiles");
+  a.bt = w == 1 || w == 2 ? q_tile_rows(a.g.d, a.es)
+                          : k_tile_rows(a.g.d, a.es);
+  if (!bwd) {
+    fwd_kernel(&a, p, false);
+    return !cu->dev->failed;
+  }
+  if (a.g.lq > 0) { /* the pre-pass tiles key rows by k_tile_rows */
+    int64_t bt = a.bt;
+    a.bt = k_tile_rows(a.g.d, a.es);
+    fwd_kernel(&a, p, true);
+    a.bt = bt;
+  }
+  if (w == 0 || w == 3) dq_kernel(&a, p, w == 3);
+  else dkv_kernel(&a, p, w == 2);
+  return !cu->dev->failed;
+}
