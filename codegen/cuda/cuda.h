@@ -13,8 +13,9 @@
  *
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
- * scatter, topk), random.c (Philox draws, sample), device.c (thread
- * ids, warp/block reductions, libclc math, PTX emission and checks).
+ * scatter, topk), random.c (Philox draws, sample), nn.c (rope, pools),
+ * device.c (thread ids, warp/block reductions, libclc math, PTX emission
+ * and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -139,5 +140,10 @@ LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
 bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
 bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_sample_scratch(const Node *n);
+
+/* ---- nn.c ---- */
+/* rope, rope_backward; max/avg_pool2d and their backward ops. */
+bool cu_rope(Cu *cu, CgPlan *plan, Node *n);
+bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 
 #endif

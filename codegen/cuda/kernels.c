@@ -16,7 +16,7 @@
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
- *   random.c.
+ *   random.c; rope and the pools: nn.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -462,6 +462,9 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_TOPK: return cu_topk(cu, p, n);
   case OP_RNG_UNIFORM: case OP_RNG_NORMAL: return cu_rng(cu, p, n);
   case OP_SAMPLE: return cu_sample(cu, p, n);
+  case OP_ROPE: case OP_ROPE_BACKWARD: return cu_rope(cu, p, n);
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
+  case OP_AVG_POOL2D_BACKWARD: return cu_pool(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }
