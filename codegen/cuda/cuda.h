@@ -14,8 +14,8 @@
  * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), nn.c (rope, pools),
- * device.c (thread ids, warp/block reductions, libclc math, PTX emission
- * and checks).
+ * conv.c (conv2d and its backward ops), device.c (thread ids,
+ * warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -145,5 +145,9 @@ int64_t cu_sample_scratch(const Node *n);
 /* rope, rope_backward; max/avg_pool2d and their backward ops. */
 bool cu_rope(Cu *cu, CgPlan *plan, Node *n);
 bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
+
+/* ---- conv.c ---- */
+/* conv2d, conv2d_backward_input, conv2d_backward_weight. */
+bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
 
 #endif

@@ -16,7 +16,8 @@
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
- *   random.c; rope and the pools: nn.c.
+ *   random.c; rope and the pools: nn.c; conv2d and its backward ops:
+ *   conv.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -465,6 +466,8 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_ROPE: case OP_ROPE_BACKWARD: return cu_rope(cu, p, n);
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
   case OP_AVG_POOL2D_BACKWARD: return cu_pool(cu, p, n);
+  case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

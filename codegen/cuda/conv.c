@@ -1,0 +1,398 @@
+/* conv.c: conv2d, conv2d_backward_input and conv2d_backward_weight on
+ * the GPU (cuda.h), NCHW, with stride, padding, dilation and groups
+ * (depthwise included), the geometry of the CPU path (cg_conv_geometry,
+ * emit/conv.c).
+ *
+ * All three are implicit GEMMs, one per group g (G groups, Cg = C/G
+ * input and Cog = Co/G output channels each), with operands gathered
+ * from the tensors on the fly (no im2col buffer, no scratch):
+ * - conv2d: rows = output pixels (n, oh, ow), columns = output channels
+ *   of g, k = (ci, kh, kw); A = x at (oh sh - ph + kh dh, ow sw - pw +
+ *   kw dw), 0 in the padding; B = w[g Cog + col, k].
+ * - conv2d_backward_input, the transposed convolution in gather form:
+ *   rows = input pixels (n, h, w), columns = input channels of g,
+ *   k = (co, kh, kw); A = dy at ((h + ph - kh dh) / sh, ...) where that
+ *   divides exactly and lands in the output, else 0; B = w[g Cog + co,
+ *   col, kh, kw].
+ * - conv2d_backward_weight: rows = output channels of g, columns =
+ *   (ci, kh, kw), k = (n, oh, ow): the correlation of dy and x; A =
+ *   dy[n, g Cog + row, oh, ow], B = x as for conv2d.
+ * The kernel is matmul.c's CUDA-core tile: 16x16 threads, a 16R x 16R
+ * output tile (R x R per thread; R = 4, 2 or 1, the largest that still
+ * gives about one block per SM), 16-deep k slices staged in shared
+ * memory with the next slice's loads in flight. Every output is fma
+ * over k = 0, 1, ... from 0: a fixed order, the same bits whatever R,
+ * no atomics. f16/bf16 load into f32 and round once on store (the CPU
+ * also computes them in f32 and rounds once).
+ */
+#include "codegen/cuda/cuda.h"
+
+#define TS 16      /* tile edge in threads */
+#define CV_R_MAX 4
+#define CV_SMS 120 /* aim for at least this many blocks */
+
+typedef struct Cv Cv;
+/* Operand element (row, col) of GEMM g's A or B (compute type), 0 out
+ * of range; store writes output (row, col) of group g. */
+typedef LLVMValueRef (*CvLoad)(Cu *cu, const Cv *v, LLVMValueRef g,
+                               LLVMValueRef r, LLVMValueRef c);
+
+struct Cv {
+  DType dt;
+  LLVMTypeRef et;                /* compute type */
+  int64_t n, c, h, w, co, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg, cog;               /* channels per group: in, out */
+  int64_t M, N, K;               /* GEMM of one group */
+  int R;
+  CvLoad lda, ldb;
+  LLVMValueRef x, wt, y;         /* buffers: input, weight, output-side */
+  LLVMValueRef As, Bs, tid, tx, ty, row0, col0, grp;
+};
+
+/* An ints attribute of two entries, or def when absent. */
+static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
+  int k;
+  const int64_t *a = ir_attr_ints(n, id, &k);
+  v[0] = a && k == 2 ? a[0] : def;
+  v[1] = a && k == 2 ? a[1] : def;
+}
+
+/* Geometry of n: x, w and y the tensors of the forward convolution. */
+static void cv_init(Cv *v, const Node *n, const Type *x, const Type *w,
+                    const Type *y) {
+  int64_t s[2], p[2], d[2];
+  pair(n, ATTR_STRIDE, 1, s);
+  pair(n, ATTR_PADDING, 0, p);
+  pair(n, ATTR_DILATION, 1, d);
+  *v = (Cv){.dt = n->type.dt, .n = x->dims[0], .c = x->dims[1],
+            .h = x->dims[2], .w = x->dims[3], .co = w->dims[0],
+            .kh = w->dims[2], .kw = w->dims[3], .oh = y->dims[2],
+            .ow = y->dims[3], .sh = s[0], .sw = s[1], .ph = p[0],
+            .pw = p[1], .dh = d[0], .dw = d[1],
+            .groups = ir_attr_int(n, ATTR_GROUPS, 1)};
+  v->cg = v->c / v->groups;
+  v->cog = v->co / v->groups;
+}
+
+static LLVMValueRef and3(Cg *cg, LLVMValueRef a, LLVMValueRef b,
+                         LLVMValueRef c) {
+  return LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, a, b, ""), c, "");
+}
+
+/* i in [0, n) as signed i64 (i1). */
+static LLVMValueRef in_range(Cu *cu, LLVMValueRef i, int64_t n) {
+  Cg *cg = cu->dev;
+  return LLVMBuildAnd(
+      cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, i, i64(cu, 0), ""),
+      LLVMBuildICmp(cg->b, LLVMIntSLT, i, i64(cu, n), ""), "");
+}
+
+/* buf[off] where ok, else 0 (the load reads element 0 instead). */
+static LLVMValueRef load_if(Cu *cu, const Cv *v, LLVMValueRef buf,
+                            LLVMValueRef ok, LLVMValueRef off) {
+  Cg *cg = cu->dev;
+  off = LLVMBuildSelect(cg->b, ok, off, i64(cu, 0), "");
+  return LLVMBuildSelect(cg->b, ok, cg_load(cg, v->dt, buf, off),
+                         cg_const(cg, v->dt, 0), "");
+}
+
+/* x[n, g Cg + ci, oh sh - ph + kh dh, ow sw - pw + kw dw], 0 in the
+ * padding; pix = (n, oh, ow), tap = (ci, kh, kw); ok: both in range. */
+static LLVMValueRef x_tap(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef pix, LLVMValueRef tap,
+                          LLVMValueRef ok) {
+  Cg *cg = cu->dev;
+  LLVMValueRef ow = urem(cu, pix, v->ow), t = udiv(cu, pix, v->ow);
+  LLVMValueRef oh = urem(cu, t, v->oh), n = udiv(cu, t, v->oh);
+  LLVMValueRef kw = urem(cu, tap, v->kw), u = udiv(cu, tap, v->kw);
+  LLVMValueRef kh = urem(cu, u, v->kh), ci = udiv(cu, u, v->kh);
+  LLVMValueRef ih = LLVMBuildSub(cg->b, add(cu, mul(cu, oh, v->sh),
+                                            mul(cu, kh, v->dh)),
+                                 i64(cu, v->ph), "");
+  LLVMValueRef iw = LLVMBuildSub(cg->b, add(cu, mul(cu, ow, v->sw),
+                                            mul(cu, kw, v->dw)),
+                                 i64(cu, v->pw), "");
+  ok = and3(cg, ok, in_range(cu, ih, v->h), in_range(cu, iw, v->w));
+  LLVMValueRef ch = add(cu, mul(cu, n, v->c), add(cu, mul(cu, g, v->cg), ci));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->h), ih), v->w),
+                         iw);
+  return load_if(cu, v, v->x, ok, off);
+}
+
+static LLVMValueRef both_in(Cu *cu, const Cv *v, LLVMValueRef r,
+                            LLVMValueRef c, int64_t rk, int64_t ck) {
+  (void)v;
+  return LLVMBuildAnd(cu->dev->b, ult(cu, r, rk), ult(cu, c, ck), "");
+}
+
+/* ---- conv2d ---- */
+
+static LLVMValueRef fwd_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  return x_tap(cu, v, g, r, k, both_in(cu, v, r, k, v->M, v->K));
+}
+
+static LLVMValueRef fwd_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  LLVMValueRef co = add(cu, mul(cu, g, v->cog), c);
+  return load_if(cu, v, v->wt, both_in(cu, v, k, c, v->K, v->N),
+                 add(cu, mul(cu, co, v->K), k));
+}
+
+/* y[n, g Cog + c, oh, ow] with r = (n, oh, ow). */
+static LLVMValueRef fwd_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  int64_t hw = v->oh * v->ow;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, r, hw), v->co),
+                        add(cu, mul(cu, g, v->cog), c));
+  return add(cu, mul(cu, ch, hw), urem(cu, r, hw));
+}
+
+/* ---- conv2d_backward_input: x is dy here, y is dx ---- */
+
+/* dy[n, g Cog + co, oh, ow] for input pixel r = (n, h, w) and
+ * k = (co, kh, kw): oh = (h + ph - kh dh) / sh when exact, in range. */
+static LLVMValueRef bin_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  Cg *cg = cu->dev;
+  LLVMValueRef ok = both_in(cu, v, r, k, v->M, v->K);
+  LLVMValueRef iw = urem(cu, r, v->w), t = udiv(cu, r, v->w);
+  LLVMValueRef ih = urem(cu, t, v->h), n = udiv(cu, t, v->h);
+  LLVMValueRef kw = urem(cu, k, v->kw), u = udiv(cu, k, v->kw);
+  LLVMValueRef kh = urem(cu, u, v->kh), co = udiv(cu, u, v->kh);
+  LLVMValueRef a = LLVMBuildSub(cg->b, add(cu, ih, i64(cu, v->ph)),
+                                mul(cu, kh, v->dh), "");
+  LLVMValueRef b = LLVMBuildSub(cg->b, add(cu, iw, i64(cu, v->pw)),
+                                mul(cu, kw, v->dw), "");
+  /* a >= 0 is checked before the unsigned / and % are trusted */
+  LLVMValueRef oh = udiv(cu, a, v->sh), ow = udiv(cu, b, v->sw);
+  LLVMValueRef zero = i64(cu, 0);
+  ok = and3(cg, ok, LLVMBuildICmp(cg->b, LLVMIntSGE, a, zero, ""),
+            LLVMBuildICmp(cg->b, LLVMIntSGE, b, zero, ""));
+  ok = and3(cg, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cu, a, v->sh), zero,
+                                  ""),
+            LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cu, b, v->sw), zero, ""));
+  ok = and3(cg, ok, ult(cu, oh, v->oh), ult(cu, ow, v->ow));
+  LLVMValueRef ch = add(cu, mul(cu, n, v->co), add(cu, mul(cu, g, v->cog), co));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->oh), oh), v->ow),
+                         ow);
+  return load_if(cu, v, v->x, ok, off);
+}
+
+/* w[g Cog + co, c, kh, kw] for k = (co, kh, kw). */
+static LLVMValueRef bin_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  int64_t taps = v->kh * v->kw;
+  LLVMValueRef co = add(cu, mul(cu, g, v->cog), udiv(cu, k, taps));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, co, v->cg), c), taps),
+                         urem(cu, k, taps));
+  return load_if(cu, v, v->wt, both_in(cu, v, k, c, v->K, v->N), off);
+}
+
+/* dx[n, g Cg + c, h, w] with r = (n, h, w). */
+static LLVMValueRef bin_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  int64_t hw = v->h * v->w;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, r, hw), v->c),
+                        add(cu, mul(cu, g, v->cg), c));
+  return add(cu, mul(cu, ch, hw), urem(cu, r, hw));
+}
+
+/* ---- conv2d_backward_weight: wt is dy here, y is dw ---- */
+
+/* dy[n, g Cog + r, oh, ow] for k = (n, oh, ow). */
+static LLVMValueRef bwt_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  int64_t hw = v->oh * v->ow;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, k, hw), v->co),
+                        add(cu, mul(cu, g, v->cog), r));
+  return load_if(cu, v, v->wt, both_in(cu, v, r, k, v->M, v->K),
+                 add(cu, mul(cu, ch, hw), urem(cu, k, hw)));
+}
+
+static LLVMValueRef bwt_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  return x_tap(cu, v, g, k, c, both_in(cu, v, k, c, v->K, v->N));
+}
+
+/* dw[g Cog + r, c] (c = (ci, kh, kw), rows of N elements). */
+static LLVMValueRef bwt_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  return add(cu, mul(cu, add(cu, mul(cu, g, v->cog), r), v->N), c);
+}
+
+/* ---- the tiled GEMM ---- */
+
+static LLVMValueRef shared_tile(Cg *cg, const char *nm, LLVMTypeRef et) {
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
+  if (g) return g;
+  LLVMTypeRef t = LLVMArrayType2(et, TS * TS * CV_R_MAX);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
+  LLVMSetInitializer(g, LLVMGetUndef(t));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 16);
+  return g;
+}
+
+static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
+                            LLVMValueRef i) {
+  Cg *cg = cu->dev;
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
+  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+static LLVMValueRef slot(Cg *cg, LLVMTypeRef et, LLVMValueRef arr, int i) {
+  LLVMValueRef ix = cg_i32(cg, i);
+  return LLVMBuildGEP2(cg->b, et, arr, &ix, 1, "");
+}
+
+/* Slice k0: this thread's R elements of A (row0 + e / 16, k0 + e % 16)
+ * and of B (k0 + e / 16R, col0 + e % 16R), e = tid + 256 q, into the
+ * registers pa[], pb[]. */
+static void cv_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, LLVMValueRef pa,
+                     LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  int w = TS * v->R;
+  for (int q = 0; q < v->R; q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * TS * TS));
+    LLVMValueRef a = v->lda(cu, v, v->grp, add(cu, v->row0, udiv(cu, e, TS)),
+                            add(cu, k0, urem(cu, e, TS)));
+    LLVMBuildStore(cg->b, a, slot(cg, v->et, pa, q));
+    LLVMValueRef b = v->ldb(cu, v, v->grp, add(cu, k0, udiv(cu, e, w)),
+                            add(cu, v->col0, urem(cu, e, w)));
+    LLVMBuildStore(cg->b, b, slot(cg, v->et, pb, q));
+  }
+}
+
+/* Registers to the shared tiles, k-major: As[kk][r], Bs[kk][c]. */
+static void cv_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  int w = TS * v->R;
+  for (int q = 0; q < v->R; q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * TS * TS));
+    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), w), udiv(cu, e, TS));
+    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pa, q),
+                                         ""),
+                   tile_at(cu, v->As, v->et, ai));
+    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pb, q),
+                                         ""),
+                   tile_at(cu, v->Bs, v->et, e));
+  }
+}
+
+/* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc), k < 16. */
+static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  int R = v->R, w = TS * R;
+  for (int k = 0; k < TS; k++) {
+    LLVMValueRef av[CV_R_MAX], bv[CV_R_MAX];
+    for (int i = 0; i < R; i++) {
+      av[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->As, v->et,
+                             add(cu, v->ty, i64(cu, k * w + TS * i))), "");
+      bv[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->Bs, v->et,
+                             add(cu, v->tx, i64(cu, k * w + TS * i))), "");
+    }
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < R; j++) {
+        LLVMValueRef p = slot(cg, v->et, acc, i * R + j);
+        LLVMValueRef f[3] = {av[i], bv[j], LLVMBuildLoad2(cg->b, v->et, p,
+                                                          "")};
+        LLVMBuildStore(cg->b, cg_intrinsic(cg, "llvm.fma", v->et, f, 3), p);
+      }
+  }
+}
+
+/* Outputs in range of this thread's tile to y through out(). */
+static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc, CvLoad out) {
+  Cg *cg = cu->dev;
+  for (int i = 0; i < v->R; i++)
+    for (int j = 0; j < v->R; j++) {
+      LLVMValueRef r = add(cu, v->row0, add(cu, v->ty, i64(cu, TS * i)));
+      LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, TS * j)));
+      LLVMBasicBlockRef st = cg_block(cg, "cv.store");
+      LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
+      LLVMBuildCondBr(cg->b, both_in(cu, v, r, c, v->M, v->N), st, nx);
+      LLVMPositionBuilderAtEnd(cg->b, st);
+      LLVMValueRef x = LLVMBuildLoad2(cg->b, v->et,
+                                      slot(cg, v->et, acc, i * v->R + j), "");
+      cg_store(cg, v->dt, v->y, out(cu, v, v->grp, r, c), x);
+      LLVMBuildBr(cg->b, nx);
+      LLVMPositionBuilderAtEnd(cg->b, nx);
+    }
+}
+
+/* One kernel: blocks over (group, row tile, column tile), the k slices
+ * in order, software-pipelined as in matmul.c. */
+static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v, CvLoad out) {
+  Cg *cg = cu->dev;
+  v->et = cg_ctype(cg, v->dt);
+  int64_t tm = 1, tn = 1;
+  for (int R = CV_R_MAX; R >= 1; R /= 2) {
+    v->R = R;
+    tm = (v->M + TS * R - 1) / (TS * R);
+    tn = (v->N + TS * R - 1) / (TS * R);
+    if (v->groups * tm * tn >= CV_SMS) break;
+  }
+  bool f64 = v->dt == DT_F64;
+  v->As = shared_tile(cg, f64 ? "rlx.cv.a.f64" : "rlx.cv.a.f32", v->et);
+  v->Bs = shared_tile(cg, f64 ? "rlx.cv.b.f64" : "rlx.cv.b.f32", v->et);
+  cu_kernel_begin(cu, p, op_name(n->op));
+  v->x = cg_buf(cg, n->in[0]);
+  v->wt = cg_buf(cg, n->in[1]);
+  v->y = cg_buf(cg, n);
+  LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX * CV_R_MAX),
+                               "acc");
+  LLVMValueRef bid = cu_ctaid(cu);
+  v->tid = cu_tid(cu);
+  v->tx = urem(cu, v->tid, TS), v->ty = udiv(cu, v->tid, TS);
+  v->col0 = mul(cu, urem(cu, bid, tn), TS * v->R);
+  v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), TS * v->R);
+  v->grp = udiv(cu, bid, tn * tm);
+  for (int i = 0; i < v->R * v->R; i++)
+    LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
+  LLVMTypeRef rt = LLVMArrayType2(v->et, CV_R_MAX);
+  LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
+  cv_fetch(cu, v, i64(cu, 0), pa, pb);
+  CgLoop l;
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
+                                  i64(cu, (v->K + TS - 1) / TS), NULL, 0);
+  cv_put(cu, v, pa, pb);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cv_fetch(cu, v, mul(cu, add(cu, kt, i64(cu, 1)), TS), pa, pb);
+  cv_slice(cu, v, acc);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cg_loop_end(cg, &l, NULL);
+  cv_store(cu, v, acc, out);
+  cu_kernel_end(cu, (unsigned)(v->groups * tm * tn), TS * TS);
+}
+
+bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt)) return cu_bad_dtype(cu, n, dt);
+  for (int k = 0; k < 2; k++)
+    if (n->in[k]->type.dt != dt) return cu_bad_dtype(cu, n, n->in[k]->type.dt);
+  if (type_numel(&n->type) == 0) return true;
+  Cv v;
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type, *t = &n->type;
+  switch (n->op) {
+  case OP_CONV2D_BACKWARD_INPUT: /* (dy, w) -> dx */
+    cv_init(&v, n, t, b, a);
+    v.M = v.n * v.h * v.w, v.N = v.cg, v.K = v.cog * v.kh * v.kw;
+    v.lda = bin_a, v.ldb = bin_b;
+    cv_gemm(cu, p, n, &v, bin_out);
+    break;
+  case OP_CONV2D_BACKWARD_WEIGHT: /* (x, dy) -> dw */
+    cv_init(&v, n, a, t, b);
+    v.M = v.cog, v.N = v.cg * v.kh * v.kw, v.K = v.n * v.oh * v.ow;
+    v.lda = bwt_a, v.ldb = bwt_b;
+    cv_gemm(cu, p, n, &v, bwt_out);
+    break;
+  default: /* (x, w) -> y */
+    cv_init(&v, n, a, b, t);
+    v.M = v.n * v.oh * v.ow, v.N = v.cog, v.K = v.cg * v.kh * v.kw;
+    v.lda = fwd_a, v.ldb = fwd_b;
+    cv_gemm(cu, p, n, &v, fwd_out);
+    break;
+  }
+  return !cu->dev->failed;
+}
