@@ -22,14 +22,20 @@
  * gives about one block per SM), 16-deep k slices staged in shared
  * memory with the next slice's loads in flight. Every output is fma
  * over k = 0, 1, ... from 0: a fixed order, the same bits whatever R,
- * no atomics. f16/bf16 load into f32 and round once on store (the CPU
- * also computes them in f32 and rounds once).
+ * no atomics. Few output tiles and a long k (conv2d_backward_weight's
+ * k is every output pixel of the batch) split k over S blocks as
+ * matmul.c does: each writes its partial sums (compute type) to the
+ * node's scratch, a second kernel adds them in slice order; S is a
+ * function of the shape, so the bits are still fixed. f16/bf16 load
+ * into f32 and round once on store (the CPU also computes them in f32
+ * and rounds once).
  */
 #include "codegen/cuda/cuda.h"
 
 #define TS 16      /* tile edge in threads */
 #define CV_R_MAX 4
 #define CV_SMS 120 /* aim for at least this many blocks */
+#define CV_SPLIT_K 128 /* shortest k range of a split GEMM */
 
 typedef struct Cv Cv;
 /* Operand element (row, col) of GEMM g's A or B (compute type), 0 out
@@ -44,10 +50,15 @@ struct Cv {
   int64_t cg, cog;               /* channels per group: in, out */
   int64_t M, N, K;               /* GEMM of one group */
   int R;
-  CvLoad lda, ldb;
+  int64_t tm, tn, S, ks;         /* tiles; k split into S ranges of ks */
+  CvLoad lda, ldb, out;
   LLVMValueRef x, wt, y;         /* buffers: input, weight, output-side */
+  LLVMValueRef part;             /* split: offset of this range's sums */
   LLVMValueRef As, Bs, tid, tx, ty, row0, col0, grp;
 };
+
+/* The compute dtype of the partial sums of a split GEMM. */
+static DType part_dt(DType dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
 /* An ints attribute of two entries, or def when absent. */
 static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
@@ -302,8 +313,9 @@ static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
   }
 }
 
-/* Outputs in range of this thread's tile to y through out(). */
-static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc, CvLoad out) {
+/* Outputs in range of this thread's tile to y through v->out() (a
+ * split GEMM: its partial sums, compute type, at part + that offset). */
+static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
   Cg *cg = cu->dev;
   for (int i = 0; i < v->R; i++)
     for (int j = 0; j < v->R; j++) {
@@ -315,24 +327,62 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc, CvLoad out) {
       LLVMPositionBuilderAtEnd(cg->b, st);
       LLVMValueRef x = LLVMBuildLoad2(cg->b, v->et,
                                       slot(cg, v->et, acc, i * v->R + j), "");
-      cg_store(cg, v->dt, v->y, out(cu, v, v->grp, r, c), x);
+      LLVMValueRef at = v->out(cu, v, v->grp, r, c);
+      if (v->part)
+        cg_store(cg, part_dt(v->dt), v->y, add(cu, v->part, at), x);
+      else
+        cg_store(cg, v->dt, v->y, at, x);
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
 }
 
-/* One kernel: blocks over (group, row tile, column tile), the k slices
- * in order, software-pipelined as in matmul.c. */
-static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v, CvLoad out) {
-  Cg *cg = cu->dev;
-  v->et = cg_ctype(cg, v->dt);
-  int64_t tm = 1, tn = 1;
+/* R, the tiles and the split of k (matmul.c's rules): R the largest
+ * that still gives CV_SMS blocks; fewer than 2 CV_SMS blocks and k of
+ * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
+ * CV_SPLIT_K) for about 4 CV_SMS blocks. */
+static void cv_tiles(Cv *v) {
   for (int R = CV_R_MAX; R >= 1; R /= 2) {
     v->R = R;
-    tm = (v->M + TS * R - 1) / (TS * R);
-    tn = (v->N + TS * R - 1) / (TS * R);
-    if (v->groups * tm * tn >= CV_SMS) break;
+    v->tm = (v->M + TS * R - 1) / (TS * R);
+    v->tn = (v->N + TS * R - 1) / (TS * R);
+    if (v->groups * v->tm * v->tn >= CV_SMS) break;
   }
+  int64_t blocks = v->groups * v->tm * v->tn, S = 1;
+  if (blocks > 0 && blocks < 2 * CV_SMS && v->K >= 2 * CV_SPLIT_K) {
+    int64_t want = 4 * CV_SMS / blocks, most = v->K / CV_SPLIT_K;
+    S = want < most ? want : most;
+    if (S < 1) S = 1;
+  }
+  v->ks = ((v->K + S - 1) / S + TS - 1) / TS * TS;
+  if (v->ks == 0) v->ks = TS;
+  v->S = (v->K + v->ks - 1) / v->ks;
+  if (v->S < 1) v->S = 1;
+}
+
+/* out[i] = sum over s of part[s][i], in slice order, rounded once. */
+static void cv_sum(Cu *cu, CgPlan *p, Node *n, const Cv *v) {
+  Cg *cg = cu->dev;
+  DType pt = part_dt(v->dt);
+  int64_t total = type_numel(&n->type);
+  cu_kernel_begin(cu, p, "conv_sum");
+  LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
+  cu_guard(cu, ult(cu, i, total));
+  LLVMValueRef x = cg_load(cg, pt, part, i);
+  for (int64_t k = 1; k < v->S; k++)
+    x = LLVMBuildFAdd(cg->b, x, cg_load(cg, pt, part,
+                                        add(cu, i, i64(cu, k * total))), "");
+  cg_store(cg, v->dt, cg_buf(cg, n), i, x);
+  cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
+}
+
+/* One kernel: blocks over (k range, group, row tile, column tile), the
+ * k slices of the range in order, software-pipelined as in matmul.c;
+ * a split GEMM adds the ranges in cv_sum. */
+static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
+  Cg *cg = cu->dev;
+  v->et = cg_ctype(cg, v->dt);
+  int64_t tm = v->tm, tn = v->tn;
   bool f64 = v->dt == DT_F64;
   v->As = shared_tile(cg, f64 ? "rlx.cv.a.f64" : "rlx.cv.a.f32", v->et);
   v->Bs = shared_tile(cg, f64 ? "rlx.cv.b.f64" : "rlx.cv.b.f32", v->et);
@@ -347,23 +397,64 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v, CvLoad out) {
   v->tx = urem(cu, v->tid, TS), v->ty = udiv(cu, v->tid, TS);
   v->col0 = mul(cu, urem(cu, bid, tn), TS * v->R);
   v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), TS * v->R);
-  v->grp = udiv(cu, bid, tn * tm);
+  v->grp = urem(cu, udiv(cu, bid, tn * tm), v->groups);
+  LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * v->groups), v->ks);
+  LLVMValueRef kend = add(cu, k0, i64(cu, v->ks));
+  kend = LLVMBuildSelect(cg->b, ult(cu, kend, v->K), kend, i64(cu, v->K), "");
   for (int i = 0; i < v->R * v->R; i++)
     LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
   LLVMTypeRef rt = LLVMArrayType2(v->et, CV_R_MAX);
   LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
-  cv_fetch(cu, v, i64(cu, 0), pa, pb);
+  /* ks is a multiple of 16: a range is whole slices, and the slice
+   * fetched after a range's last is never used */
+  cv_fetch(cu, v, k0, pa, pb);
+  LLVMValueRef nk = udiv(cu, add(cu, LLVMBuildSub(cg->b, kend, k0, ""),
+                                 i64(cu, TS - 1)), TS);
   CgLoop l;
-  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (v->K + TS - 1) / TS), NULL, 0);
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
   cv_put(cu, v, pa, pb);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cv_fetch(cu, v, mul(cu, add(cu, kt, i64(cu, 1)), TS), pa, pb);
+  cv_fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
   cv_slice(cu, v, acc);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
-  cv_store(cu, v, acc, out);
-  cu_kernel_end(cu, (unsigned)(v->groups * tm * tn), TS * TS);
+  if (v->S > 1) { /* range s's partial sums to scratch[s] */
+    v->y = cg_scratch(cg, n);
+    v->part = mul(cu, udiv(cu, k0, v->ks), type_numel(&n->type));
+  }
+  cv_store(cu, v, acc);
+  cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), TS * TS);
+  if (v->S > 1) cv_sum(cu, p, n, v);
+}
+
+/* The GEMM of conv node n (geometry, sizes, loaders, tiles). */
+static void cv_setup(Cv *v, const Node *n) {
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type, *t = &n->type;
+  switch (n->op) {
+  case OP_CONV2D_BACKWARD_INPUT: /* (dy, w) -> dx */
+    cv_init(v, n, t, b, a);
+    v->M = v->n * v->h * v->w, v->N = v->cg, v->K = v->cog * v->kh * v->kw;
+    v->lda = bin_a, v->ldb = bin_b, v->out = bin_out;
+    break;
+  case OP_CONV2D_BACKWARD_WEIGHT: /* (x, dy) -> dw */
+    cv_init(v, n, a, t, b);
+    v->M = v->cog, v->N = v->cg * v->kh * v->kw, v->K = v->n * v->oh * v->ow;
+    v->lda = bwt_a, v->ldb = bwt_b, v->out = bwt_out;
+    break;
+  default: /* (x, w) -> y */
+    cv_init(v, n, a, b, t);
+    v->M = v->n * v->oh * v->ow, v->N = v->cog, v->K = v->cg * v->kh * v->kw;
+    v->lda = fwd_a, v->ldb = fwd_b, v->out = fwd_out;
+    break;
+  }
+  cv_tiles(v);
+}
+
+int64_t cu_conv_scratch(const Node *n) {
+  if (!dt_is_float(n->type.dt) || type_numel(&n->type) == 0) return 0;
+  Cv v;
+  cv_setup(&v, n);
+  return v.S > 1 ? v.S * type_numel(&n->type) * dt_size(part_dt(v.dt)) : 0;
 }
 
 bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
@@ -373,26 +464,7 @@ bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
     if (n->in[k]->type.dt != dt) return cu_bad_dtype(cu, n, n->in[k]->type.dt);
   if (type_numel(&n->type) == 0) return true;
   Cv v;
-  const Type *a = &n->in[0]->type, *b = &n->in[1]->type, *t = &n->type;
-  switch (n->op) {
-  case OP_CONV2D_BACKWARD_INPUT: /* (dy, w) -> dx */
-    cv_init(&v, n, t, b, a);
-    v.M = v.n * v.h * v.w, v.N = v.cg, v.K = v.cog * v.kh * v.kw;
-    v.lda = bin_a, v.ldb = bin_b;
-    cv_gemm(cu, p, n, &v, bin_out);
-    break;
-  case OP_CONV2D_BACKWARD_WEIGHT: /* (x, dy) -> dw */
-    cv_init(&v, n, a, t, b);
-    v.M = v.cog, v.N = v.cg * v.kh * v.kw, v.K = v.n * v.oh * v.ow;
-    v.lda = bwt_a, v.ldb = bwt_b;
-    cv_gemm(cu, p, n, &v, bwt_out);
-    break;
-  default: /* (x, w) -> y */
-    cv_init(&v, n, a, b, t);
-    v.M = v.n * v.oh * v.ow, v.N = v.cog, v.K = v.cg * v.kh * v.kw;
-    v.lda = fwd_a, v.ldb = fwd_b;
-    cv_gemm(cu, p, n, &v, fwd_out);
-    break;
-  }
+  cv_setup(&v, n);
+  cv_gemm(cu, p, n, &v);
   return !cu->dev->failed;
 }

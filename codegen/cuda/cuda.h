@@ -149,5 +149,7 @@ bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 /* ---- conv.c ---- */
 /* conv2d, conv2d_backward_input, conv2d_backward_weight. */
 bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch conv node n needs (split-k partial sums), or 0. */
+int64_t cu_conv_scratch(const Node *n);
 
 #endif

@@ -203,6 +203,9 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
     if (n->op == OP_MATMUL && p->slot[n->id].kind == CG_SLOT_NONE)
       scratch[n->id] = cu_matmul_scratch(cu, n);
     if (n->op == OP_SAMPLE) scratch[n->id] = cu_sample_scratch(n);
+    if (n->op == OP_CONV2D || n->op == OP_CONV2D_BACKWARD_INPUT ||
+        n->op == OP_CONV2D_BACKWARD_WEIGHT)
+      scratch[n->id] = cu_conv_scratch(n);
   }
   if (!cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;
