@@ -38,8 +38,9 @@
 #define CV_SPLIT_K 128 /* shortest k range of a split GEMM */
 
 typedef struct Cv Cv;
-/* Operand element (row, col) of GEMM g's A or B (compute type), 0 out
- * of range; store writes output (row, col) of group g. */
+/* lda, ldb: operand element (row, col) of group g's A or B (compute
+ * type), 0 out of range; out: the element offset of output (row, col)
+ * of group g. */
 typedef LLVMValueRef (*CvLoad)(Cu *cu, const Cv *v, LLVMValueRef g,
                                LLVMValueRef r, LLVMValueRef c);
 
@@ -130,9 +131,9 @@ static LLVMValueRef x_tap(Cu *cu, const Cv *v, LLVMValueRef g,
   return load_if(cu, v, v->x, ok, off);
 }
 
-static LLVMValueRef both_in(Cu *cu, const Cv *v, LLVMValueRef r,
-                            LLVMValueRef c, int64_t rk, int64_t ck) {
-  (void)v;
+/* r < rk and c < ck (i1). */
+static LLVMValueRef both_in(Cu *cu, LLVMValueRef r, LLVMValueRef c,
+                            int64_t rk, int64_t ck) {
   return LLVMBuildAnd(cu->dev->b, ult(cu, r, rk), ult(cu, c, ck), "");
 }
 
@@ -140,13 +141,13 @@ static LLVMValueRef both_in(Cu *cu, const Cv *v, LLVMValueRef r,
 
 static LLVMValueRef fwd_a(Cu *cu, const Cv *v, LLVMValueRef g,
                           LLVMValueRef r, LLVMValueRef k) {
-  return x_tap(cu, v, g, r, k, both_in(cu, v, r, k, v->M, v->K));
+  return x_tap(cu, v, g, r, k, both_in(cu, r, k, v->M, v->K));
 }
 
 static LLVMValueRef fwd_b(Cu *cu, const Cv *v, LLVMValueRef g,
                           LLVMValueRef k, LLVMValueRef c) {
   LLVMValueRef co = add(cu, mul(cu, g, v->cog), c);
-  return load_if(cu, v, v->wt, both_in(cu, v, k, c, v->K, v->N),
+  return load_if(cu, v, v->wt, both_in(cu, k, c, v->K, v->N),
                  add(cu, mul(cu, co, v->K), k));
 }
 
@@ -166,7 +167,7 @@ static LLVMValueRef fwd_out(Cu *cu, const Cv *v, LLVMValueRef g,
 static LLVMValueRef bin_a(Cu *cu, const Cv *v, LLVMValueRef g,
                           LLVMValueRef r, LLVMValueRef k) {
   Cg *cg = cu->dev;
-  LLVMValueRef ok = both_in(cu, v, r, k, v->M, v->K);
+  LLVMValueRef ok = both_in(cu, r, k, v->M, v->K);
   LLVMValueRef iw = urem(cu, r, v->w), t = udiv(cu, r, v->w);
   LLVMValueRef ih = urem(cu, t, v->h), n = udiv(cu, t, v->h);
   LLVMValueRef kw = urem(cu, k, v->kw), u = udiv(cu, k, v->kw);
@@ -197,7 +198,7 @@ static LLVMValueRef bin_b(Cu *cu, const Cv *v, LLVMValueRef g,
   LLVMValueRef co = add(cu, mul(cu, g, v->cog), udiv(cu, k, taps));
   LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, co, v->cg), c), taps),
                          urem(cu, k, taps));
-  return load_if(cu, v, v->wt, both_in(cu, v, k, c, v->K, v->N), off);
+  return load_if(cu, v, v->wt, both_in(cu, k, c, v->K, v->N), off);
 }
 
 /* dx[n, g Cg + c, h, w] with r = (n, h, w). */
@@ -217,13 +218,13 @@ static LLVMValueRef bwt_a(Cu *cu, const Cv *v, LLVMValueRef g,
   int64_t hw = v->oh * v->ow;
   LLVMValueRef ch = add(cu, mul(cu, udiv(cu, k, hw), v->co),
                         add(cu, mul(cu, g, v->cog), r));
-  return load_if(cu, v, v->wt, both_in(cu, v, r, k, v->M, v->K),
+  return load_if(cu, v, v->wt, both_in(cu, r, k, v->M, v->K),
                  add(cu, mul(cu, ch, hw), urem(cu, k, hw)));
 }
 
 static LLVMValueRef bwt_b(Cu *cu, const Cv *v, LLVMValueRef g,
                           LLVMValueRef k, LLVMValueRef c) {
-  return x_tap(cu, v, g, k, c, both_in(cu, v, k, c, v->K, v->N));
+  return x_tap(cu, v, g, k, c, both_in(cu, k, c, v->K, v->N));
 }
 
 /* dw[g Cog + r, c] (c = (ci, kh, kw), rows of N elements). */
@@ -323,7 +324,7 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
       LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, TS * j)));
       LLVMBasicBlockRef st = cg_block(cg, "cv.store");
       LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
-      LLVMBuildCondBr(cg->b, both_in(cu, v, r, c, v->M, v->N), st, nx);
+      LLVMBuildCondBr(cg->b, both_in(cu, r, c, v->M, v->N), st, nx);
       LLVMPositionBuilderAtEnd(cg->b, st);
       LLVMValueRef x = LLVMBuildLoad2(cg->b, v->et,
                                       slot(cg, v->et, acc, i * v->R + j), "");
