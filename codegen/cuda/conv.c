@@ -17,10 +17,13 @@
  * - conv2d_backward_weight: rows = output channels of g, columns =
  *   (ci, kh, kw), k = (n, oh, ow): the correlation of dy and x; A =
  *   dy[n, g Cog + row, oh, ow], B = x as for conv2d.
- * The kernel is matmul.c's CUDA-core tile: 16x16 threads, a 16R x 16R
- * output tile (R x R per thread; R = 4, 2 or 1, the largest that still
- * gives about one block per SM), 16-deep k slices staged in shared
- * memory with the next slice's loads in flight. Every output is fma
+ * The kernel is matmul.c's CUDA-core tile with a shape that fits few
+ * columns (depthwise convolutions have one): 256 threads as TX columns
+ * x TY rows, TX the smallest power of two >= the column count, at most
+ * 16, computing a TY R x TX R output tile (R x R per thread; R = 4, 2
+ * or 1, the largest that still gives about one block per SM, TY R <=
+ * 256), 16-deep k slices staged in shared memory with the next slice's
+ * loads in flight. Every output is fma
  * over k = 0, 1, ... from 0: a fixed order, the same bits whatever R,
  * no atomics. Few output tiles and a long k (conv2d_backward_weight's
  * k is every output pixel of the batch) split k over S blocks as
@@ -50,7 +53,8 @@ struct Cv {
   int64_t n, c, h, w, co, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
   int64_t cg, cog;               /* channels per group: in, out */
   int64_t M, N, K;               /* GEMM of one group */
-  int R;
+  int R, TX, TY;                 /* R x R outputs per thread; threads
+                                    TX (columns) x TY (rows) */
   int64_t tm, tn, S, ks;         /* tiles; k split into S ranges of ks */
   CvLoad lda, ldb, out;
   LLVMValueRef x, wt, y;         /* buffers: input, weight, output-side */
@@ -235,10 +239,16 @@ static LLVMValueRef bwt_out(Cu *cu, const Cv *v, LLVMValueRef g,
 
 /* ---- the tiled GEMM ---- */
 
-static LLVMValueRef shared_tile(Cg *cg, const char *nm, LLVMTypeRef et) {
+/* The shared array "rlx.cv.NAME.TYPE.n" of n elements of et. */
+static LLVMValueRef shared_tile(Cg *cg, const char *name, LLVMTypeRef et,
+                                int64_t n) {
+  char nm[48];
+  snprintf(nm, sizeof nm, "rlx.cv.%s.%s.%lld", name,
+           LLVMGetTypeKind(et) == LLVMDoubleTypeKind ? "f64" : "f32",
+           (long long)n);
   LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
   if (g) return g;
-  LLVMTypeRef t = LLVMArrayType2(et, TS * TS * CV_R_MAX);
+  LLVMTypeRef t = LLVMArrayType2(et, (uint64_t)n);
   g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
   LLVMSetInitializer(g, LLVMGetUndef(t));
   LLVMSetLinkage(g, LLVMInternalLinkage);
@@ -258,51 +268,67 @@ static LLVMValueRef slot(Cg *cg, LLVMTypeRef et, LLVMValueRef arr, int i) {
   return LLVMBuildGEP2(cg->b, et, arr, &ix, 1, "");
 }
 
-/* Slice k0: this thread's R elements of A (row0 + e / 16, k0 + e % 16)
- * and of B (k0 + e / 16R, col0 + e % 16R), e = tid + 256 q, into the
- * registers pa[], pb[]. */
+/* Per thread: elements of the A slice (16 x TY R, whole) and of the B
+ * slice (16 x TX R, which may have fewer than 256). */
+static int qa(const Cv *v) { return v->TY * v->R / TS; }
+static int qb(const Cv *v) { return (TS * v->TX * v->R + 255) / 256; }
+
+/* Slice k0 into the registers pa[], pb[]: A (row0 + e / 16, k0 + e % 16)
+ * and B (k0 + e / TX R, col0 + e % TX R), e = tid + 256 q. */
 static void cv_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, LLVMValueRef pa,
                      LLVMValueRef pb) {
   Cg *cg = cu->dev;
-  int w = TS * v->R;
-  for (int q = 0; q < v->R; q++) {
-    LLVMValueRef e = add(cu, v->tid, i64(cu, q * TS * TS));
+  int w = v->TX * v->R;
+  for (int q = 0; q < qa(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
     LLVMValueRef a = v->lda(cu, v, v->grp, add(cu, v->row0, udiv(cu, e, TS)),
                             add(cu, k0, urem(cu, e, TS)));
     LLVMBuildStore(cg->b, a, slot(cg, v->et, pa, q));
+  }
+  for (int q = 0; q < qb(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
     LLVMValueRef b = v->ldb(cu, v, v->grp, add(cu, k0, udiv(cu, e, w)),
                             add(cu, v->col0, urem(cu, e, w)));
     LLVMBuildStore(cg->b, b, slot(cg, v->et, pb, q));
   }
 }
 
-/* Registers to the shared tiles, k-major: As[kk][r], Bs[kk][c]. */
+/* Registers to the shared tiles, k-major: As[kk][r], Bs[kk][c] (B: only
+ * e < 16 TX R). */
 static void cv_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
   Cg *cg = cu->dev;
-  int w = TS * v->R;
-  for (int q = 0; q < v->R; q++) {
-    LLVMValueRef e = add(cu, v->tid, i64(cu, q * TS * TS));
-    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), w), udiv(cu, e, TS));
+  int h = v->TY * v->R, nb = TS * v->TX * v->R;
+  for (int q = 0; q < qa(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), h), udiv(cu, e, TS));
     LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pa, q),
                                          ""),
                    tile_at(cu, v->As, v->et, ai));
+  }
+  for (int q = 0; q < qb(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMBasicBlockRef st = cg_block(cg, "cv.put"), nx = cg_block(cg, "cv.n");
+    LLVMBuildCondBr(cg->b, ult(cu, e, nb), st, nx);
+    LLVMPositionBuilderAtEnd(cg->b, st);
     LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pb, q),
                                          ""),
                    tile_at(cu, v->Bs, v->et, e));
+    LLVMBuildBr(cg->b, nx);
+    LLVMPositionBuilderAtEnd(cg->b, nx);
   }
 }
 
-/* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc), k < 16. */
+/* acc[i][j] = fma(As[k][ty + TY i], Bs[k][tx + TX j], acc), k < 16. */
 static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
   Cg *cg = cu->dev;
-  int R = v->R, w = TS * R;
+  int R = v->R, h = v->TY * R, w = v->TX * R;
   for (int k = 0; k < TS; k++) {
     LLVMValueRef av[CV_R_MAX], bv[CV_R_MAX];
     for (int i = 0; i < R; i++) {
       av[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->As, v->et,
-                             add(cu, v->ty, i64(cu, k * w + TS * i))), "");
+                             add(cu, v->ty, i64(cu, k * h + v->TY * i))), "");
       bv[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->Bs, v->et,
-                             add(cu, v->tx, i64(cu, k * w + TS * i))), "");
+                             add(cu, v->tx, i64(cu, k * w + v->TX * i))), "");
     }
     for (int i = 0; i < R; i++)
       for (int j = 0; j < R; j++) {
@@ -320,8 +346,8 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
   Cg *cg = cu->dev;
   for (int i = 0; i < v->R; i++)
     for (int j = 0; j < v->R; j++) {
-      LLVMValueRef r = add(cu, v->row0, add(cu, v->ty, i64(cu, TS * i)));
-      LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, TS * j)));
+      LLVMValueRef r = add(cu, v->row0, add(cu, v->ty, i64(cu, v->TY * i)));
+      LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, v->TX * j)));
       LLVMBasicBlockRef st = cg_block(cg, "cv.store");
       LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
       LLVMBuildCondBr(cg->b, both_in(cu, r, c, v->M, v->N), st, nx);
@@ -343,10 +369,13 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
  * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
  * CV_SPLIT_K) for about 4 CV_SMS blocks. */
 static void cv_tiles(Cv *v) {
+  for (v->TX = 1; v->TX < TS && v->TX < v->N; v->TX *= 2) {}
+  v->TY = 256 / v->TX;
   for (int R = CV_R_MAX; R >= 1; R /= 2) {
+    if (v->TY * R > 256 && R > 1) continue;
     v->R = R;
-    v->tm = (v->M + TS * R - 1) / (TS * R);
-    v->tn = (v->N + TS * R - 1) / (TS * R);
+    v->tm = (v->M + v->TY * R - 1) / (v->TY * R);
+    v->tn = (v->N + v->TX * R - 1) / (v->TX * R);
     if (v->groups * v->tm * v->tn >= CV_SMS) break;
   }
   int64_t blocks = v->groups * v->tm * v->tn, S = 1;
@@ -384,9 +413,8 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   Cg *cg = cu->dev;
   v->et = cg_ctype(cg, v->dt);
   int64_t tm = v->tm, tn = v->tn;
-  bool f64 = v->dt == DT_F64;
-  v->As = shared_tile(cg, f64 ? "rlx.cv.a.f64" : "rlx.cv.a.f32", v->et);
-  v->Bs = shared_tile(cg, f64 ? "rlx.cv.b.f64" : "rlx.cv.b.f32", v->et);
+  v->As = shared_tile(cg, "a", v->et, TS * v->TY * v->R);
+  v->Bs = shared_tile(cg, "b", v->et, TS * v->TX * v->R);
   cu_kernel_begin(cu, p, op_name(n->op));
   v->x = cg_buf(cg, n->in[0]);
   v->wt = cg_buf(cg, n->in[1]);
@@ -395,17 +423,17 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
                                "acc");
   LLVMValueRef bid = cu_ctaid(cu);
   v->tid = cu_tid(cu);
-  v->tx = urem(cu, v->tid, TS), v->ty = udiv(cu, v->tid, TS);
-  v->col0 = mul(cu, urem(cu, bid, tn), TS * v->R);
-  v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), TS * v->R);
+  v->tx = urem(cu, v->tid, v->TX), v->ty = udiv(cu, v->tid, v->TX);
+  v->col0 = mul(cu, urem(cu, bid, tn), v->TX * v->R);
+  v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), v->TY * v->R);
   v->grp = urem(cu, udiv(cu, bid, tn * tm), v->groups);
   LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * v->groups), v->ks);
   LLVMValueRef kend = add(cu, k0, i64(cu, v->ks));
   kend = LLVMBuildSelect(cg->b, ult(cu, kend, v->K), kend, i64(cu, v->K), "");
   for (int i = 0; i < v->R * v->R; i++)
     LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
-  LLVMTypeRef rt = LLVMArrayType2(v->et, CV_R_MAX);
-  LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
+  LLVMValueRef pa = cg_alloca(cg, LLVMArrayType2(v->et, 16), "pa");
+  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX), "pb");
   /* ks is a multiple of 16: a range is whole slices, and the slice
    * fetched after a range's last is never used */
   cv_fetch(cu, v, k0, pa, pb);
@@ -424,7 +452,7 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
     v->part = mul(cu, udiv(cu, k0, v->ks), type_numel(&n->type));
   }
   cv_store(cu, v, acc);
-  cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), TS * TS);
+  cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), 256);
   if (v->S > 1) cv_sum(cu, p, n, v);
 }
 
