@@ -15,7 +15,8 @@
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
- * (attention and its backward, FlashAttention-2 tiles), device.c (thread
+ * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
+ * pools), conv.c (conv2d and its backward ops), device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -116,6 +117,9 @@ char *cu_finish_module(Cu *cu);
 /* ---- kernels.c ---- */
 /* Emit node n's kernels (a diagnostic naming op and target if none). */
 bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch node n's kernels need (split-K and split-k partial
+ * sums, sample ranks, norm statistics, attention lse and D), or 0. */
+int64_t cu_scratch(const Cu *cu, const CgPlan *plan, const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 
@@ -154,5 +158,16 @@ int64_t cu_norm_scratch(const Node *n);
  * (row lse and D), 0 for other nodes. */
 bool cu_attention(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_attention_scratch(const Node *n);
+
+/* ---- nn.c ---- */
+/* rope, rope_backward; max/avg_pool2d and their backward ops. */
+bool cu_rope(Cu *cu, CgPlan *plan, Node *n);
+bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
+
+/* ---- conv.c ---- */
+/* conv2d, conv2d_backward_input, conv2d_backward_weight. */
+bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch conv node n needs (split-k partial sums), or 0. */
+int64_t cu_conv_scratch(const Node *n);
 
 #endif

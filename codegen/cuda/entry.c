@@ -198,15 +198,8 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
   memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));
-  for (int i = 0; i < g->nnodes; i++) {
-    Node *n = g->nodes[i];
-    if (n->op == OP_MATMUL && p->slot[n->id].kind == CG_SLOT_NONE)
-      scratch[n->id] = cu_matmul_scratch(cu, n);
-    if (n->op == OP_SAMPLE) scratch[n->id] = cu_sample_scratch(n);
-    if (cu_norm_scratch(n)) scratch[n->id] = cu_norm_scratch(n);
-    if (n->op == OP_ATTENTION_BACKWARD)
-      scratch[n->id] = cu_attention_scratch(n);
-  }
+  for (int i = 0; i < g->nnodes; i++)
+    scratch[g->nodes[i]->id] = cu_scratch(cu, p, g->nodes[i]);
   if (!cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;
   cu->nin = g->nargs ? g->nargs : 1;

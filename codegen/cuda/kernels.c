@@ -17,7 +17,8 @@
  *   thread per output element.
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
  *   random.c; the norm family: norm.c; attention, attention_backward:
- *   attention.c.
+ *   attention.c; rope and the pools: nn.c; conv2d and its backward
+ *   ops: conv.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -434,6 +435,18 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
          cu_unsupported(cu, n, "non-splat constant in the workspace");
 }
 
+int64_t cu_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
+  switch (n->op) {
+  case OP_MATMUL:
+    return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, n) : 0;
+  case OP_SAMPLE: return cu_sample_scratch(n);
+  case OP_ATTENTION_BACKWARD: return cu_attention_scratch(n);
+  case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
+  default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
+  }
+}
+
 bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
@@ -474,6 +487,11 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA: return cu_norm(cu, p, n);
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD:
     return cu_attention(cu, p, n);
+  case OP_ROPE: case OP_ROPE_BACKWARD: return cu_rope(cu, p, n);
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
+  case OP_AVG_POOL2D_BACKWARD: return cu_pool(cu, p, n);
+  case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

@@ -1,0 +1,499 @@
+/* conv.c: conv2d, conv2d_backward_input and conv2d_backward_weight on
+ * the GPU (cuda.h), NCHW, with stride, padding, dilation and groups
+ * (depthwise included), the geometry of the CPU path (cg_conv_geometry,
+ * emit/conv.c).
+ *
+ * All three are implicit GEMMs, one per group g (G groups, Cg = C/G
+ * input and Cog = Co/G output channels each), with operands gathered
+ * from the tensors on the fly (no im2col buffer, no scratch):
+ * - conv2d: rows = output pixels (n, oh, ow), columns = output channels
+ *   of g, k = (ci, kh, kw); A = x at (oh sh - ph + kh dh, ow sw - pw +
+ *   kw dw), 0 in the padding; B = w[g Cog + col, k].
+ * - conv2d_backward_input, the transposed convolution in gather form:
+ *   rows = input pixels (n, h, w), columns = input channels of g,
+ *   k = (co, kh, kw); A = dy at ((h + ph - kh dh) / sh, ...) where that
+ *   divides exactly and lands in the output, else 0; B = w[g Cog + co,
+ *   col, kh, kw].
+ * - conv2d_backward_weight: rows = output channels of g, columns =
+ *   (ci, kh, kw), k = (n, oh, ow): the correlation of dy and x; A =
+ *   dy[n, g Cog + row, oh, ow], B = x as for conv2d.
+ * The kernel is matmul.c's CUDA-core tile with a shape that fits few
+ * columns (depthwise convolutions have one): 256 threads as TX columns
+ * x TY rows, TX the smallest power of two >= the column count, at most
+ * 16, computing a TY R x TX R output tile (R x R per thread; R = 4, 2
+ * or 1, the largest that still gives about one block per SM, TY R <=
+ * 256), 16-deep k slices staged in shared memory with the next slice's
+ * loads in flight. Every output is fma
+ * over k = 0, 1, ... from 0: a fixed order, the same bits whatever R,
+ * no atomics. Few output tiles and a long k (conv2d_backward_weight's
+ * k is every output pixel of the batch) split k over S blocks as
+ * matmul.c does: each writes its partial sums (compute type) to the
+ * node's scratch, a second kernel adds them in slice order; S is a
+ * function of the shape, so the bits are still fixed. f16/bf16 load
+ * into f32 and round once on store (the CPU also computes them in f32
+ * and rounds once).
+ */
+#include "codegen/cuda/cuda.h"
+
+#define TS 16      /* tile edge in threads */
+#define CV_R_MAX 4
+#define CV_SMS 120 /* aim for at least this many blocks */
+#define CV_SPLIT_K 128 /* shortest k range of a split GEMM */
+
+typedef struct Cv Cv;
+/* lda, ldb: operand element (row, col) of group g's A or B (compute
+ * type), 0 out of range; out: the element offset of output (row, col)
+ * of group g. */
+typedef LLVMValueRef (*CvLoad)(Cu *cu, const Cv *v, LLVMValueRef g,
+                               LLVMValueRef r, LLVMValueRef c);
+
+struct Cv {
+  DType dt;
+  LLVMTypeRef et;                /* compute type */
+  int64_t n, c, h, w, co, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg, cog;               /* channels per group: in, out */
+  int64_t M, N, K;               /* GEMM of one group */
+  int R, TX, TY;                 /* R x R outputs per thread; threads
+                                    TX (columns) x TY (rows) */
+  int64_t tm, tn, S, ks;         /* tiles; k split into S ranges of ks */
+  CvLoad lda, ldb, out;
+  LLVMValueRef x, wt, y;         /* buffers: input, weight, output-side */
+  LLVMValueRef part;             /* split: offset of this range's sums */
+  LLVMValueRef As, Bs, tid, tx, ty, row0, col0, grp;
+};
+
+/* The compute dtype of the partial sums of a split GEMM. */
+static DType part_dt(DType dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
+
+/* An ints attribute of two entries, or def when absent. */
+static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
+  int k;
+  const int64_t *a = ir_attr_ints(n, id, &k);
+  v[0] = a && k == 2 ? a[0] : def;
+  v[1] = a && k == 2 ? a[1] : def;
+}
+
+/* Geometry of n: x, w and y the tensors of the forward convolution. */
+static void cv_init(Cv *v, const Node *n, const Type *x, const Type *w,
+                    const Type *y) {
+  int64_t s[2], p[2], d[2];
+  pair(n, ATTR_STRIDE, 1, s);
+  pair(n, ATTR_PADDING, 0, p);
+  pair(n, ATTR_DILATION, 1, d);
+  *v = (Cv){.dt = n->type.dt, .n = x->dims[0], .c = x->dims[1],
+            .h = x->dims[2], .w = x->dims[3], .co = w->dims[0],
+            .kh = w->dims[2], .kw = w->dims[3], .oh = y->dims[2],
+            .ow = y->dims[3], .sh = s[0], .sw = s[1], .ph = p[0],
+            .pw = p[1], .dh = d[0], .dw = d[1],
+            .groups = ir_attr_int(n, ATTR_GROUPS, 1)};
+  v->cg = v->c / v->groups;
+  v->cog = v->co / v->groups;
+}
+
+static LLVMValueRef and3(Cg *cg, LLVMValueRef a, LLVMValueRef b,
+                         LLVMValueRef c) {
+  return LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, a, b, ""), c, "");
+}
+
+/* i in [0, n) as signed i64 (i1). */
+static LLVMValueRef in_range(Cu *cu, LLVMValueRef i, int64_t n) {
+  Cg *cg = cu->dev;
+  return LLVMBuildAnd(
+      cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, i, i64(cu, 0), ""),
+      LLVMBuildICmp(cg->b, LLVMIntSLT, i, i64(cu, n), ""), "");
+}
+
+/* buf[off] where ok, else 0 (the load reads element 0 instead). */
+static LLVMValueRef load_if(Cu *cu, const Cv *v, LLVMValueRef buf,
+                            LLVMValueRef ok, LLVMValueRef off) {
+  Cg *cg = cu->dev;
+  off = LLVMBuildSelect(cg->b, ok, off, i64(cu, 0), "");
+  return LLVMBuildSelect(cg->b, ok, cg_load(cg, v->dt, buf, off),
+                         cg_const(cg, v->dt, 0), "");
+}
+
+/* x[n, g Cg + ci, oh sh - ph + kh dh, ow sw - pw + kw dw], 0 in the
+ * padding; pix = (n, oh, ow), tap = (ci, kh, kw); ok: both in range. */
+static LLVMValueRef x_tap(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef pix, LLVMValueRef tap,
+                          LLVMValueRef ok) {
+  Cg *cg = cu->dev;
+  LLVMValueRef ow = urem(cu, pix, v->ow), t = udiv(cu, pix, v->ow);
+  LLVMValueRef oh = urem(cu, t, v->oh), n = udiv(cu, t, v->oh);
+  LLVMValueRef kw = urem(cu, tap, v->kw), u = udiv(cu, tap, v->kw);
+  LLVMValueRef kh = urem(cu, u, v->kh), ci = udiv(cu, u, v->kh);
+  LLVMValueRef ih = LLVMBuildSub(cg->b, add(cu, mul(cu, oh, v->sh),
+                                            mul(cu, kh, v->dh)),
+                                 i64(cu, v->ph), "");
+  LLVMValueRef iw = LLVMBuildSub(cg->b, add(cu, mul(cu, ow, v->sw),
+                                            mul(cu, kw, v->dw)),
+                                 i64(cu, v->pw), "");
+  ok = and3(cg, ok, in_range(cu, ih, v->h), in_range(cu, iw, v->w));
+  LLVMValueRef ch = add(cu, mul(cu, n, v->c), add(cu, mul(cu, g, v->cg), ci));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->h), ih), v->w),
+                         iw);
+  return load_if(cu, v, v->x, ok, off);
+}
+
+/* r < rk and c < ck (i1). */
+static LLVMValueRef both_in(Cu *cu, LLVMValueRef r, LLVMValueRef c,
+                            int64_t rk, int64_t ck) {
+  return LLVMBuildAnd(cu->dev->b, ult(cu, r, rk), ult(cu, c, ck), "");
+}
+
+/* ---- conv2d ---- */
+
+static LLVMValueRef fwd_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  return x_tap(cu, v, g, r, k, both_in(cu, r, k, v->M, v->K));
+}
+
+static LLVMValueRef fwd_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  LLVMValueRef co = add(cu, mul(cu, g, v->cog), c);
+  return load_if(cu, v, v->wt, both_in(cu, k, c, v->K, v->N),
+                 add(cu, mul(cu, co, v->K), k));
+}
+
+/* y[n, g Cog + c, oh, ow] with r = (n, oh, ow). */
+static LLVMValueRef fwd_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  int64_t hw = v->oh * v->ow;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, r, hw), v->co),
+                        add(cu, mul(cu, g, v->cog), c));
+  return add(cu, mul(cu, ch, hw), urem(cu, r, hw));
+}
+
+/* ---- conv2d_backward_input: x is dy here, y is dx ---- */
+
+/* dy[n, g Cog + co, oh, ow] for input pixel r = (n, h, w) and
+ * k = (co, kh, kw): oh = (h + ph - kh dh) / sh when exact, in range. */
+static LLVMValueRef bin_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  Cg *cg = cu->dev;
+  LLVMValueRef ok = both_in(cu, r, k, v->M, v->K);
+  LLVMValueRef iw = urem(cu, r, v->w), t = udiv(cu, r, v->w);
+  LLVMValueRef ih = urem(cu, t, v->h), n = udiv(cu, t, v->h);
+  LLVMValueRef kw = urem(cu, k, v->kw), u = udiv(cu, k, v->kw);
+  LLVMValueRef kh = urem(cu, u, v->kh), co = udiv(cu, u, v->kh);
+  LLVMValueRef a = LLVMBuildSub(cg->b, add(cu, ih, i64(cu, v->ph)),
+                                mul(cu, kh, v->dh), "");
+  LLVMValueRef b = LLVMBuildSub(cg->b, add(cu, iw, i64(cu, v->pw)),
+                                mul(cu, kw, v->dw), "");
+  /* a >= 0 is checked before the unsigned / and % are trusted */
+  LLVMValueRef oh = udiv(cu, a, v->sh), ow = udiv(cu, b, v->sw);
+  LLVMValueRef zero = i64(cu, 0);
+  ok = and3(cg, ok, LLVMBuildICmp(cg->b, LLVMIntSGE, a, zero, ""),
+            LLVMBuildICmp(cg->b, LLVMIntSGE, b, zero, ""));
+  ok = and3(cg, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cu, a, v->sh), zero,
+                                  ""),
+            LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cu, b, v->sw), zero, ""));
+  ok = and3(cg, ok, ult(cu, oh, v->oh), ult(cu, ow, v->ow));
+  LLVMValueRef ch = add(cu, mul(cu, n, v->co), add(cu, mul(cu, g, v->cog), co));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->oh), oh), v->ow),
+                         ow);
+  return load_if(cu, v, v->x, ok, off);
+}
+
+/* w[g Cog + co, c, kh, kw] for k = (co, kh, kw). */
+static LLVMValueRef bin_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  int64_t taps = v->kh * v->kw;
+  LLVMValueRef co = add(cu, mul(cu, g, v->cog), udiv(cu, k, taps));
+  LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, co, v->cg), c), taps),
+                         urem(cu, k, taps));
+  return load_if(cu, v, v->wt, both_in(cu, k, c, v->K, v->N), off);
+}
+
+/* dx[n, g Cg + c, h, w] with r = (n, h, w). */
+static LLVMValueRef bin_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  int64_t hw = v->h * v->w;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, r, hw), v->c),
+                        add(cu, mul(cu, g, v->cg), c));
+  return add(cu, mul(cu, ch, hw), urem(cu, r, hw));
+}
+
+/* ---- conv2d_backward_weight: wt is dy here, y is dw ---- */
+
+/* dy[n, g Cog + r, oh, ow] for k = (n, oh, ow). */
+static LLVMValueRef bwt_a(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef r, LLVMValueRef k) {
+  int64_t hw = v->oh * v->ow;
+  LLVMValueRef ch = add(cu, mul(cu, udiv(cu, k, hw), v->co),
+                        add(cu, mul(cu, g, v->cog), r));
+  return load_if(cu, v, v->wt, both_in(cu, r, k, v->M, v->K),
+                 add(cu, mul(cu, ch, hw), urem(cu, k, hw)));
+}
+
+static LLVMValueRef bwt_b(Cu *cu, const Cv *v, LLVMValueRef g,
+                          LLVMValueRef k, LLVMValueRef c) {
+  return x_tap(cu, v, g, k, c, both_in(cu, k, c, v->K, v->N));
+}
+
+/* dw[g Cog + r, c] (c = (ci, kh, kw), rows of N elements). */
+static LLVMValueRef bwt_out(Cu *cu, const Cv *v, LLVMValueRef g,
+                            LLVMValueRef r, LLVMValueRef c) {
+  return add(cu, mul(cu, add(cu, mul(cu, g, v->cog), r), v->N), c);
+}
+
+/* ---- the tiled GEMM ---- */
+
+/* The shared array "rlx.cv.NAME.TYPE.n" of n elements of et. */
+static LLVMValueRef shared_tile(Cg *cg, const char *name, LLVMTypeRef et,
+                                int64_t n) {
+  char nm[48];
+  snprintf(nm, sizeof nm, "rlx.cv.%s.%s.%lld", name,
+           LLVMGetTypeKind(et) == LLVMDoubleTypeKind ? "f64" : "f32",
+           (long long)n);
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
+  if (g) return g;
+  LLVMTypeRef t = LLVMArrayType2(et, (uint64_t)n);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
+  LLVMSetInitializer(g, LLVMGetUndef(t));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 16);
+  return g;
+}
+
+static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
+                            LLVMValueRef i) {
+  Cg *cg = cu->dev;
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
+  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+static LLVMValueRef slot(Cg *cg, LLVMTypeRef et, LLVMValueRef arr, int i) {
+  LLVMValueRef ix = cg_i32(cg, i);
+  return LLVMBuildGEP2(cg->b, et, arr, &ix, 1, "");
+}
+
+/* Per thread: elements of the A slice (16 x TY R, whole) and of the B
+ * slice (16 x TX R, which may have fewer than 256). */
+static int qa(const Cv *v) { return v->TY * v->R / TS; }
+static int qb(const Cv *v) { return (TS * v->TX * v->R + 255) / 256; }
+
+/* Slice k0 into the registers pa[], pb[]: A (row0 + e / 16, k0 + e % 16)
+ * and B (k0 + e / TX R, col0 + e % TX R), e = tid + 256 q. */
+static void cv_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, LLVMValueRef pa,
+                     LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  int w = v->TX * v->R;
+  for (int q = 0; q < qa(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMValueRef a = v->lda(cu, v, v->grp, add(cu, v->row0, udiv(cu, e, TS)),
+                            add(cu, k0, urem(cu, e, TS)));
+    LLVMBuildStore(cg->b, a, slot(cg, v->et, pa, q));
+  }
+  for (int q = 0; q < qb(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMValueRef b = v->ldb(cu, v, v->grp, add(cu, k0, udiv(cu, e, w)),
+                            add(cu, v->col0, urem(cu, e, w)));
+    LLVMBuildStore(cg->b, b, slot(cg, v->et, pb, q));
+  }
+}
+
+/* Registers to the shared tiles, k-major: As[kk][r], Bs[kk][c] (B: only
+ * e < 16 TX R). */
+static void cv_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  int h = v->TY * v->R, nb = TS * v->TX * v->R;
+  for (int q = 0; q < qa(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), h), udiv(cu, e, TS));
+    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pa, q),
+                                         ""),
+                   tile_at(cu, v->As, v->et, ai));
+  }
+  for (int q = 0; q < qb(v); q++) {
+    LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
+    LLVMBasicBlockRef st = cg_block(cg, "cv.put"), nx = cg_block(cg, "cv.n");
+    LLVMBuildCondBr(cg->b, ult(cu, e, nb), st, nx);
+    LLVMPositionBuilderAtEnd(cg->b, st);
+    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pb, q),
+                                         ""),
+                   tile_at(cu, v->Bs, v->et, e));
+    LLVMBuildBr(cg->b, nx);
+    LLVMPositionBuilderAtEnd(cg->b, nx);
+  }
+}
+
+/* acc[i][j] = fma(As[k][ty + TY i], Bs[k][tx + TX j], acc), k < 16. */
+static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  int R = v->R, h = v->TY * R, w = v->TX * R;
+  for (int k = 0; k < TS; k++) {
+    LLVMValueRef av[CV_R_MAX], bv[CV_R_MAX];
+    for (int i = 0; i < R; i++) {
+      av[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->As, v->et,
+                             add(cu, v->ty, i64(cu, k * h + v->TY * i))), "");
+      bv[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->Bs, v->et,
+                             add(cu, v->tx, i64(cu, k * w + v->TX * i))), "");
+    }
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < R; j++) {
+        LLVMValueRef p = slot(cg, v->et, acc, i * R + j);
+        LLVMValueRef f[3] = {av[i], bv[j], LLVMBuildLoad2(cg->b, v->et, p,
+                                                          "")};
+        LLVMBuildStore(cg->b, cg_intrinsic(cg, "llvm.fma", v->et, f, 3), p);
+      }
+  }
+}
+
+/* Outputs in range of this thread's tile to y through v->out() (a
+ * split GEMM: its partial sums, compute type, at part + that offset). */
+static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  for (int i = 0; i < v->R; i++)
+    for (int j = 0; j < v->R; j++) {
+      LLVMValueRef r = add(cu, v->row0, add(cu, v->ty, i64(cu, v->TY * i)));
+      LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, v->TX * j)));
+      LLVMBasicBlockRef st = cg_block(cg, "cv.store");
+      LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
+      LLVMBuildCondBr(cg->b, both_in(cu, r, c, v->M, v->N), st, nx);
+      LLVMPositionBuilderAtEnd(cg->b, st);
+      LLVMValueRef x = LLVMBuildLoad2(cg->b, v->et,
+                                      slot(cg, v->et, acc, i * v->R + j), "");
+      LLVMValueRef at = v->out(cu, v, v->grp, r, c);
+      if (v->part)
+        cg_store(cg, part_dt(v->dt), v->y, add(cu, v->part, at), x);
+      else
+        cg_store(cg, v->dt, v->y, at, x);
+      LLVMBuildBr(cg->b, nx);
+      LLVMPositionBuilderAtEnd(cg->b, nx);
+    }
+}
+
+/* R, the tiles and the split of k (matmul.c's rules): R the largest
+ * that still gives CV_SMS blocks; fewer than 2 CV_SMS blocks and k of
+ * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
+ * CV_SPLIT_K) for about 4 CV_SMS blocks. */
+static void cv_tiles(Cv *v) {
+  for (v->TX = 1; v->TX < TS && v->TX < v->N; v->TX *= 2) {}
+  v->TY = 256 / v->TX;
+  for (int R = CV_R_MAX; R >= 1; R /= 2) {
+    if (v->TY * R > 256 && R > 1) continue;
+    v->R = R;
+    v->tm = (v->M + v->TY * R - 1) / (v->TY * R);
+    v->tn = (v->N + v->TX * R - 1) / (v->TX * R);
+    if (v->groups * v->tm * v->tn >= CV_SMS) break;
+  }
+  int64_t blocks = v->groups * v->tm * v->tn, S = 1;
+  if (blocks > 0 && blocks < 2 * CV_SMS && v->K >= 2 * CV_SPLIT_K) {
+    int64_t want = 4 * CV_SMS / blocks, most = v->K / CV_SPLIT_K;
+    S = want < most ? want : most;
+    if (S < 1) S = 1;
+  }
+  v->ks = ((v->K + S - 1) / S + TS - 1) / TS * TS;
+  if (v->ks == 0) v->ks = TS;
+  v->S = (v->K + v->ks - 1) / v->ks;
+  if (v->S < 1) v->S = 1;
+}
+
+/* out[i] = sum over s of part[s][i], in slice order, rounded once. */
+static void cv_sum(Cu *cu, CgPlan *p, Node *n, const Cv *v) {
+  Cg *cg = cu->dev;
+  DType pt = part_dt(v->dt);
+  int64_t total = type_numel(&n->type);
+  cu_kernel_begin(cu, p, "conv_sum");
+  LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
+  cu_guard(cu, ult(cu, i, total));
+  LLVMValueRef x = cg_load(cg, pt, part, i);
+  for (int64_t k = 1; k < v->S; k++)
+    x = LLVMBuildFAdd(cg->b, x, cg_load(cg, pt, part,
+                                        add(cu, i, i64(cu, k * total))), "");
+  cg_store(cg, v->dt, cg_buf(cg, n), i, x);
+  cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
+}
+
+/* One kernel: blocks over (k range, group, row tile, column tile), the
+ * k slices of the range in order, software-pipelined as in matmul.c;
+ * a split GEMM adds the ranges in cv_sum. */
+static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
+  Cg *cg = cu->dev;
+  v->et = cg_ctype(cg, v->dt);
+  int64_t tm = v->tm, tn = v->tn;
+  v->As = shared_tile(cg, "a", v->et, TS * v->TY * v->R);
+  v->Bs = shared_tile(cg, "b", v->et, TS * v->TX * v->R);
+  cu_kernel_begin(cu, p, op_name(n->op));
+  v->x = cg_buf(cg, n->in[0]);
+  v->wt = cg_buf(cg, n->in[1]);
+  v->y = cg_buf(cg, n);
+  LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX * CV_R_MAX),
+                               "acc");
+  LLVMValueRef bid = cu_ctaid(cu);
+  v->tid = cu_tid(cu);
+  v->tx = urem(cu, v->tid, v->TX), v->ty = udiv(cu, v->tid, v->TX);
+  v->col0 = mul(cu, urem(cu, bid, tn), v->TX * v->R);
+  v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), v->TY * v->R);
+  v->grp = urem(cu, udiv(cu, bid, tn * tm), v->groups);
+  LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * v->groups), v->ks);
+  LLVMValueRef kend = add(cu, k0, i64(cu, v->ks));
+  kend = LLVMBuildSelect(cg->b, ult(cu, kend, v->K), kend, i64(cu, v->K), "");
+  for (int i = 0; i < v->R * v->R; i++)
+    LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
+  LLVMValueRef pa = cg_alloca(cg, LLVMArrayType2(v->et, 16), "pa");
+  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX), "pb");
+  /* ks is a multiple of 16: a range is whole slices, and the slice
+   * fetched after a range's last is never used */
+  cv_fetch(cu, v, k0, pa, pb);
+  LLVMValueRef nk = udiv(cu, add(cu, LLVMBuildSub(cg->b, kend, k0, ""),
+                                 i64(cu, TS - 1)), TS);
+  CgLoop l;
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
+  cv_put(cu, v, pa, pb);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cv_fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
+  cv_slice(cu, v, acc);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cg_loop_end(cg, &l, NULL);
+  if (v->S > 1) { /* range s's partial sums to scratch[s] */
+    v->y = cg_scratch(cg, n);
+    v->part = mul(cu, udiv(cu, k0, v->ks), type_numel(&n->type));
+  }
+  cv_store(cu, v, acc);
+  cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), 256);
+  if (v->S > 1) cv_sum(cu, p, n, v);
+}
+
+/* The GEMM of conv node n (geometry, sizes, loaders, tiles). */
+static void cv_setup(Cv *v, const Node *n) {
+  const Type *a = &n->in[0]->type, *b = &n->in[1]->type, *t = &n->type;
+  switch (n->op) {
+  case OP_CONV2D_BACKWARD_INPUT: /* (dy, w) -> dx */
+    cv_init(v, n, t, b, a);
+    v->M = v->n * v->h * v->w, v->N = v->cg, v->K = v->cog * v->kh * v->kw;
+    v->lda = bin_a, v->ldb = bin_b, v->out = bin_out;
+    break;
+  case OP_CONV2D_BACKWARD_WEIGHT: /* (x, dy) -> dw */
+    cv_init(v, n, a, t, b);
+    v->M = v->cog, v->N = v->cg * v->kh * v->kw, v->K = v->n * v->oh * v->ow;
+    v->lda = bwt_a, v->ldb = bwt_b, v->out = bwt_out;
+    break;
+  default: /* (x, w) -> y */
+    cv_init(v, n, a, b, t);
+    v->M = v->n * v->oh * v->ow, v->N = v->cog, v->K = v->cg * v->kh * v->kw;
+    v->lda = fwd_a, v->ldb = fwd_b, v->out = fwd_out;
+    break;
+  }
+  cv_tiles(v);
+}
+
+int64_t cu_conv_scratch(const Node *n) {
+  if (!dt_is_float(n->type.dt) || type_numel(&n->type) == 0) return 0;
+  Cv v;
+  cv_setup(&v, n);
+  return v.S > 1 ? v.S * type_numel(&n->type) * dt_size(part_dt(v.dt)) : 0;
+}
+
+bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
+  DType dt = n->type.dt;
+  if (!dt_is_float(dt)) return cu_bad_dtype(cu, n, dt);
+  for (int k = 0; k < 2; k++)
+    if (n->in[k]->type.dt != dt) return cu_bad_dtype(cu, n, n->in[k]->type.dt);
+  if (type_numel(&n->type) == 0) return true;
+  Cv v;
+  cv_setup(&v, n);
+  cv_gemm(cu, p, n, &v);
+  return !cu->dev->failed;
+}
