@@ -20,7 +20,7 @@
  *     exp's fraction is rounded down; a rate of -1e-30), also in whole
  *     16-channel blocks without special rates (AVX2 runs a whole block
  *     in one time loop and checks the range per chunk of steps: chunks
- *     all in range, and chunks that fall back to the per-step check).
+ *     all in range, and chunks that take the general exp).
  * Outputs and the scratch start as NaN bytes.
  */
 #include <CUnit/Basic.h>
