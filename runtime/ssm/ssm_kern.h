@@ -154,7 +154,8 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
  * per lane, each rate times the least and the greatest delta of the
  * steps bounds its products (rounding is monotonic).  fin: every rate
  * finite; dsum - dsum is NaN for NaN and infinite deltas (which VMIN /
- * VMAX may drop) and for sums that overflow.  Reads the rates at from
+ * VMAX may drop) and for sums that overflow; with both finite no
+ * product is NaN, so the least and greatest product keep every one.  Reads the rates at from
  * memory, with no per-vector values kept across the vectors. */
 __attribute__((always_inline)) TGT static inline int
 chunk_in_range(int64_t n, const rlx_ssm_args *p, int64_t bi, int64_t c,
@@ -173,12 +174,15 @@ chunk_in_range(int64_t n, const rlx_ssm_args *p, int64_t bi, int64_t c,
       dmax = VMAX(dmax, dv);
       dsum = VADD(dsum, dv);
     }
-    ok &= VALL_LT(VSUB(dsum, dsum), VSET1(1.0f));
+    VT zl = VSET1(INFINITY), zh = VSET1(-INFINITY);
     for (int64_t k = 0; k < n; k++) {
       VT ak = VLOADU(at + k * LANES + v * VL);
       VT z1 = VMUL(dmin, ak), z2 = VMUL(dmax, ak);
-      ok &= VALL_LT(lo, VMIN(z1, z2)) & VALL_LT(VMAX(z1, z2), hi);
+      zl = VMIN(zl, VMIN(z1, z2));
+      zh = VMAX(zh, VMAX(z1, z2));
     }
+    ok &= VALL_LT(VSUB(dsum, dsum), VSET1(1.0f)) & VALL_LT(lo, zl) &
+          VALL_LT(zh, hi);
   }
   return ok;
 }
