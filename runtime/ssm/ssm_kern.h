@@ -19,8 +19,8 @@
  * (-123, 1/2) on VEXP2P1_NEG (same bits, 11 micro-ops for the exp
  * instead of 21), and (SSM_NV 2: ssm_avx2.c) runs a full block's two
  * vectors in one time loop (scan_vecs: the state through L1, the range
- * test once per SSM_CHUNK steps).  The delta, x and y
- * rows of a block are h floats apart: each step prefetches those PF
+ * test once per SSM_CHUNK steps, VEXP2P1 for a chunk that fails it).
+ * The delta, x and y rows of a block are h floats apart: each step prefetches those PF
  * steps ahead (PF + SSM_CHUNK in scan_vecs).  A tail block's last vector loads and stores under a lane
  * mask; vectors past the last channel are skipped.  Every element sees
  * the same operations on every ISA (VEXP2P1's bits included), so the SIMD
@@ -149,68 +149,65 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
 }
 
 #if SSM_NV > 1
-/* Whether every product delta a_k of the SSM_NV full vectors from c over
- * the steps [t0, t1) lies in (-123, 1/2), so that VEXP2P1_NEG applies:
- * per lane, each rate times the least and the greatest delta of the
- * steps bounds its products (rounding is monotonic).  fin: every rate
- * finite; dsum - dsum is NaN for NaN and infinite deltas (which VMIN /
- * VMAX may drop) and for sums that overflow; with both finite no
- * product is NaN, so the least and greatest product keep every one.  Reads the rates at from
- * memory, with no per-vector values kept across the vectors. */
-__attribute__((always_inline)) TGT static inline int
-chunk_in_range(int64_t n, const rlx_ssm_args *p, int64_t bi, int64_t c,
-               int64_t t0, int64_t t1, const float *at, int fin)
-{
-  const int64_t s = p->s, h = p->h;
-  const VT hi = VSET1(0.5f), lo = VSET1(-123.0f);
-  int ok = fin;
-  for (int v = 0; v < SSM_NV; v++) {
-    const float *dt =
-        (const float *)p->delta + (bi * s + t0) * h + c + v * VL;
-    VT dmin = VLOADU(dt), dmax = dmin, dsum = dmin;
-    for (int64_t t = t0 + 1; t < t1; t++) {
-      VT dv = VLOADU(dt + (t - t0) * h);
-      dmin = VMIN(dmin, dv);
-      dmax = VMAX(dmax, dv);
-      dsum = VADD(dsum, dv);
-    }
-    VT zl = VSET1(INFINITY), zh = VSET1(-INFINITY);
-    for (int64_t k = 0; k < n; k++) {
-      VT ak = VLOADU(at + k * LANES + v * VL);
-      VT z1 = VMUL(dmin, ak), z2 = VMUL(dmax, ak);
-      zl = VMIN(zl, VMIN(z1, z2));
-      zh = VMAX(zh, VMAX(z1, z2));
-    }
-    ok &= VALL_LT(VSUB(dsum, dsum), VSET1(1.0f)) & VALL_LT(lo, zl) &
-          VALL_LT(zh, hi);
-  }
-  return ok;
-}
-
 /* scan_vec over the SSM_NV full vectors of a full block in one time
  * loop (per step, each vector's update in turn; the state in st, L1):
  * the same operations on each element as scan_vec, but each step's
  * delta, x and y lines (one 64-byte line each) are used whole at once:
  * one pass over the rows and their pages instead of SSM_NV, and the
- * step's prefetch and pointers serve every vector.  The steps go in
- * chunks of SSM_CHUNK: a chunk whose products all pass chunk_in_range
- * takes VEXP2P1_NEG, any other VEXP2P1 (right for every product; no
- * per-step test).  Either gives the same bits where the test holds;
- * outside (-123, 1/2) only VEXP2P1 does, so the bits rest on the test
- * alone.  NK as in scan_vec. */
+ * step's prefetch and pointers serve every vector.  The range test of
+ * scan_vec runs once per SSM_CHUNK steps: from each lane's least and
+ * greatest delta over the chunk, the products of the corners (delta
+ * extremes times rate extremes) bound every product delta a_k of the
+ * chunk, rounding being monotonic; when they all lie in (-123, 1/2) the
+ * chunk's steps take VEXP2P1_NEG, else VEXP2P1 (right for every
+ * product).  Where the test holds both give the same bits; outside
+ * (-123, 1/2) only VEXP2P1 does (VEXP2P1_NEG's fraction w + 1 rounds
+ * for w in (-1/2, 0)), so the bits rest on this one test.  No per-step
+ * test: one that compared each step's delta with the rate extremes
+ * an[v], ap[v] was compiled by GCC 12.2 under -fsanitize=address plus
+ * object-size (the sanitizer tree) with vector 1's extremes for vector
+ * 0, giving VEXP2P1_NEG steps out of range and new bits.  NK as in
+ * scan_vec. */
 __attribute__((always_inline)) TGT static inline void
 scan_vecs(const int NK, const rlx_ssm_args *p, int64_t bi, int64_t c,
           const float *at, float *st)
 {
   const int64_t s = p->s, h = p->h, n = NK ? NK : p->n;
+  VT an[SSM_NV], ap[SSM_NV];
   int fin = 1;
-  for (int64_t k = 0; k < n * LANES; k += VL) {
-    VT ak = VLOADU(at + k);
-    fin &= VALL_LT(VMAX(ak, VSUB(VZERO(), ak)), VSET1(INFINITY)) != 0;
+  for (int v = 0; v < SSM_NV; v++) {
+    an[v] = ap[v] = VLOADU(at + v * VL);
+    for (int64_t k = 0; k < n; k++) {
+      VT ak = VLOADU(at + k * LANES + v * VL);
+      an[v] = VMIN(an[v], ak);
+      ap[v] = VMAX(ap[v], ak);
+      fin &= VALL_LT(VMAX(ak, VSUB(VZERO(), ak)), VSET1(INFINITY)) != 0;
+    }
   }
+  const VT hi = VSET1(0.5f), lo = VSET1(-123.0f);
   for (int64_t t0 = 0; t0 < s; t0 += SSM_CHUNK) {
     const int64_t t1 = s - t0 < SSM_CHUNK ? s : t0 + SSM_CHUNK;
-    const int fast = chunk_in_range(n, p, bi, c, t0, t1, at, fin);
+    /* all: every step of the chunk passes scan_vec's test; dsum - dsum
+       is NaN for NaN and infinite deltas (which VMIN / VMAX may drop)
+       and for sums that overflow (then the chunk takes VEXP2P1) */
+    int all = fin;
+    for (int v = 0; all && v < SSM_NV; v++) {
+      const float *dt =
+          (const float *)p->delta + (bi * s + t0) * h + c + v * VL;
+      VT dmin = VLOADU(dt), dmax = dmin, dsum = dmin;
+      for (int64_t t = t0 + 1; t < t1; t++) {
+        VT dv = VLOADU(dt + (t - t0) * h);
+        dmin = VMIN(dmin, dv);
+        dmax = VMAX(dmax, dv);
+        dsum = VADD(dsum, dv);
+      }
+      VT z1 = VMUL(dmin, an[v]), z2 = VMUL(dmin, ap[v]);
+      VT z3 = VMUL(dmax, an[v]), z4 = VMUL(dmax, ap[v]);
+      VT zl = VMIN(VMIN(z1, z2), VMIN(z3, z4));
+      VT zh = VMAX(VMAX(z1, z2), VMAX(z3, z4));
+      all = VALL_LT(lo, zl) && VALL_LT(zh, hi) &&
+            VALL_LT(VSUB(dsum, dsum), VSET1(1.0f));
+    }
     for (int64_t t = t0; t < t1; t++) {
       int64_t r = bi * s + t;
       prefetch_row(p, t + PF + SSM_CHUNK < s ? r + PF + SSM_CHUNK : r, c);
@@ -224,8 +221,11 @@ scan_vecs(const int NK, const rlx_ssm_args *p, int64_t bi, int64_t c,
         float *sv = st + v * VL;
         VT dv = VLOADU(dt + v * VL);
         VT du = VMUL(dv, VLOADU(xt + v * VL));
-        VT yv = fast ? scan_step(0, 1, n, dv, du, av, sv, NULL, bt, ct)
-                     : scan_step(0, 0, n, dv, du, av, sv, NULL, bt, ct);
+        VT yv;
+        if (all)
+          yv = scan_step(0, 1, n, dv, du, av, sv, NULL, bt, ct);
+        else
+          yv = scan_step(0, 0, n, dv, du, av, sv, NULL, bt, ct);
         VSTOREU(yt + v * VL, yv);
       }
     }
