@@ -15,14 +15,15 @@ rlx_avx2_frac_ps(__m256 x)
   return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(f),
                                               _mm256_castps_si256(up)));
 }
-/* VSCALE_NORMAL(p, n) (vec.h): p * 2^n as an exponent add: the magic
-   add puts n (|n| < 2^22) in the low bits, the shift moves it to the
-   exponent field and drops the rest. */
+/* VSCALE_NORMAL(p, n) (vec.h): p * 2^n as an exponent add: n (an
+   integer) converted exactly, shifted to the exponent field.  The
+   conversion rather than a magic-number add (1.5 * 2^23): on AMD Zen 5
+   vcvtps2dq does not compete with the FMAs for their pipes, vaddps
+   partly does (selective scan, docs/performance.md 2026-12-05). */
 __attribute__((target("avx2,fma"))) static inline __m256
 rlx_avx2_scale_normal_ps(__m256 p, __m256 n)
 {
-  __m256i i = _mm256_castps_si256(
-      _mm256_add_ps(n, _mm256_set1_ps(12582912.0f))); /* 1.5 * 2^23 */
+  __m256i i = _mm256_cvtps_epi32(n);
   return _mm256_castsi256_ps(
       _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(i, 23)));
 }

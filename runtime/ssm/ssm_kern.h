@@ -17,9 +17,11 @@
  * the same as streaming it through L1); other sizes stream it through
  * the task's scratch (L1).  AVX2 runs a step whose products all lie in
  * (-123, 1/2) on VEXP2P1_NEG (same bits, 11 micro-ops for the exp
- * instead of 21).  The delta, x and y
- * rows of a block are h floats apart: each step prefetches those PF
- * steps ahead.  A tail block's last vector loads and stores under a lane
+ * instead of 21), and (SSM_NV 2: ssm_avx2.c) runs a full block's two
+ * vectors in one time loop (scan_vecs: the state through L1, the range
+ * test once per SSM_CHUNK steps, VEXP2P1 for a chunk that fails it).
+ * The delta, x and y rows of a block are h floats apart: each step prefetches those PF
+ * steps ahead (PF + SSM_CHUNK in scan_vecs).  A tail block's last vector loads and stores under a lane
  * mask; vectors past the last channel are skipped.  Every element sees
  * the same operations on every ISA (VEXP2P1's bits included), so the SIMD
  * kernels agree bitwise; the portable loops of ssm.c (libm expf,
@@ -92,6 +94,12 @@ scan_step(const int REG, const int FAST, int64_t n, VT dv, VT du,
 #ifndef SSM_STATE_REGS
 #define SSM_STATE_REGS 1
 #endif
+#ifndef SSM_NV
+#define SSM_NV 1
+#endif
+#ifndef SSM_CHUNK
+#define SSM_CHUNK 16
+#endif
 __attribute__((always_inline)) TGT static inline void
 scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
          const float *at, float *st)
@@ -140,6 +148,91 @@ scan_vec(const int NK, int nl, const rlx_ssm_args *p, int64_t bi, int64_t c,
   }
 }
 
+#if SSM_NV > 1
+/* scan_vec over the SSM_NV full vectors of a full block in one time
+ * loop (per step, each vector's update in turn; the state in st, L1):
+ * the same operations on each element as scan_vec, but each step's
+ * delta, x and y lines (one 64-byte line each) are used whole at once:
+ * one pass over the rows and their pages instead of SSM_NV, and the
+ * step's prefetch and pointers serve every vector.  The range test of
+ * scan_vec runs once per SSM_CHUNK steps: from each lane's least and
+ * greatest delta over the chunk, the products of the corners (delta
+ * extremes times rate extremes) bound every product delta a_k of the
+ * chunk, rounding being monotonic; when they all lie in (-123, 1/2) the
+ * chunk's steps take VEXP2P1_NEG, else VEXP2P1 (right for every
+ * product).  Where the test holds both give the same bits; outside
+ * (-123, 1/2) only VEXP2P1 does (VEXP2P1_NEG's fraction w + 1 rounds
+ * for w in (-1/2, 0)), so the bits rest on this one test.  No per-step
+ * test: one that compared each step's delta with the rate extremes
+ * an[v], ap[v] was compiled by GCC 12.2 under -fsanitize=address plus
+ * object-size (the sanitizer tree) with vector 1's extremes for vector
+ * 0, giving VEXP2P1_NEG steps out of range and new bits.  NK as in
+ * scan_vec. */
+__attribute__((always_inline)) TGT static inline void
+scan_vecs(const int NK, const rlx_ssm_args *p, int64_t bi, int64_t c,
+          const float *at, float *st)
+{
+  const int64_t s = p->s, h = p->h, n = NK ? NK : p->n;
+  VT an[SSM_NV], ap[SSM_NV];
+  int fin = 1;
+  for (int v = 0; v < SSM_NV; v++) {
+    an[v] = ap[v] = VLOADU(at + v * VL);
+    for (int64_t k = 0; k < n; k++) {
+      VT ak = VLOADU(at + k * LANES + v * VL);
+      an[v] = VMIN(an[v], ak);
+      ap[v] = VMAX(ap[v], ak);
+      fin &= VALL_LT(VMAX(ak, VSUB(VZERO(), ak)), VSET1(INFINITY)) != 0;
+    }
+  }
+  const VT hi = VSET1(0.5f), lo = VSET1(-123.0f);
+  for (int64_t t0 = 0; t0 < s; t0 += SSM_CHUNK) {
+    const int64_t t1 = s - t0 < SSM_CHUNK ? s : t0 + SSM_CHUNK;
+    /* all: every step of the chunk passes scan_vec's test; dsum - dsum
+       is NaN for NaN and infinite deltas (which VMIN / VMAX may drop)
+       and for sums that overflow (then the chunk takes VEXP2P1) */
+    int all = fin;
+    for (int v = 0; all && v < SSM_NV; v++) {
+      const float *dt =
+          (const float *)p->delta + (bi * s + t0) * h + c + v * VL;
+      VT dmin = VLOADU(dt), dmax = dmin, dsum = dmin;
+      for (int64_t t = t0 + 1; t < t1; t++) {
+        VT dv = VLOADU(dt + (t - t0) * h);
+        dmin = VMIN(dmin, dv);
+        dmax = VMAX(dmax, dv);
+        dsum = VADD(dsum, dv);
+      }
+      VT z1 = VMUL(dmin, an[v]), z2 = VMUL(dmin, ap[v]);
+      VT z3 = VMUL(dmax, an[v]), z4 = VMUL(dmax, ap[v]);
+      VT zl = VMIN(VMIN(z1, z2), VMIN(z3, z4));
+      VT zh = VMAX(VMAX(z1, z2), VMAX(z3, z4));
+      all = VALL_LT(lo, zl) && VALL_LT(zh, hi) &&
+            VALL_LT(VSUB(dsum, dsum), VSET1(1.0f));
+    }
+    for (int64_t t = t0; t < t1; t++) {
+      int64_t r = bi * s + t;
+      prefetch_row(p, t + PF + SSM_CHUNK < s ? r + PF + SSM_CHUNK : r, c);
+      const float *bt = (const float *)p->bm + r * n;
+      const float *ct = (const float *)p->cm + r * n;
+      const float *dt = (const float *)p->delta + r * h + c;
+      const float *xt = (const float *)p->x + r * h + c;
+      float *yt = (float *)p->y + r * h + c;
+      for (int v = 0; v < SSM_NV; v++) {
+        const float *av = at + v * VL;
+        float *sv = st + v * VL;
+        VT dv = VLOADU(dt + v * VL);
+        VT du = VMUL(dv, VLOADU(xt + v * VL));
+        VT yv;
+        if (all)
+          yv = scan_step(0, 1, n, dv, du, av, sv, NULL, bt, ct);
+        else
+          yv = scan_step(0, 0, n, dv, du, av, sv, NULL, bt, ct);
+        VSTOREU(yt + v * VL, yv);
+      }
+    }
+  }
+}
+#endif
+
 /* SsmIsa.scan_block: the rates of the block's channels from c0,
  * transposed to [n][LANES] and scaled by log2(e) (0 in lanes past the
  * last channel), and the zero state in
@@ -155,6 +248,15 @@ TGT static void scan_block(const rlx_ssm_args *p, int64_t bi, int64_t c0,
       at[k * LANES + j] = j < nc ? a[(c0 + j) * n + k] * LOG2E : 0;
       st[k * LANES + j] = 0;
     }
+#if SSM_NV > 1
+  if (nc == LANES) {
+    if (n == 16)
+      scan_vecs(16, p, bi, c0, at, st);
+    else
+      scan_vecs(0, p, bi, c0, at, st);
+    return;
+  }
+#endif
   for (int j = 0; j < nc; j += VL) {
     int nl = nc - j < VL ? (int)(nc - j) : VL;
     if (n == 16 && nl == VL)

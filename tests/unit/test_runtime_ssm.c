@@ -17,7 +17,10 @@
  *     and with rates in [-150, 1.2) (delta a log2(e) in about
  *     [-130, 1]: AVX2 steps on its fast exp, every product in
  *     (-123, 1/2), and on its general one; a product in (1/2, 1), whose
- *     exp's fraction is rounded down; a rate of -1e-30).
+ *     exp's fraction is rounded down; a rate of -1e-30), also in whole
+ *     16-channel blocks without special rates (AVX2 runs a whole block
+ *     in one time loop and checks the range per chunk of steps: chunks
+ *     all in range, and chunks that take the general exp).
  * Outputs and the scratch start as NaN bytes.
  */
 #include <CUnit/Basic.h>
@@ -175,7 +178,8 @@ static int scan_isa(int isa, int64_t b, int64_t s, int64_t h, int64_t n,
 static void test_selective_scan(void)
 {
   static const int64_t shapes[][4] = {{2, 40, 37, 16}, {1, 25, 20, 40},
-                                      {1, 9, 9, 3}, {2, 40, 24, 16}};
+                                      {1, 9, 9, 3},    {2, 40, 24, 16},
+                                      {2, 45, 32, 16}, {1, 37, 48, 5}};
   srand(11);
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     int64_t b = shapes[si][0], s = shapes[si][1], h = shapes[si][2];
@@ -184,7 +188,7 @@ static void test_selective_scan(void)
     size_t bytes = sizeof(float) * (size_t)e;
     float *x = uni(e, -1, 1), *dl = uni(e, 0.05f, 0.6f);
     float *a = uni(h * n, -2, -0.2f);
-    if (si == 3) { /* rates in [-150, 1.2): delta a log2(e) in about */
+    if (si >= 3) { /* rates in [-150, 1.2): delta a log2(e) in about */
       for (int64_t i = 0; i < h * n; i++) /* [-130, 1], AVX2 steps on */
         a[i] = -150 + 151.2f * (a[i] + 2) / 1.8f; /* both its paths */
       a[9 * n + 1] = -1e-30f; /* 2^(tiny - 1): w - floor(w) exact */
