@@ -31,30 +31,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { NK_LAYER, NK_RMS, NK_GROUP, NK_BATCH };
-enum { R_FWD, R_DX, R_GAMMA, R_BETA };
-
-static const struct {
-  Op op;
-  signed char kind, role;
-} NORM_OPS[] = {
-    {OP_LAYER_NORM, NK_LAYER, R_FWD},
-    {OP_LAYER_NORM_BACKWARD_INPUT, NK_LAYER, R_DX},
-    {OP_LAYER_NORM_BACKWARD_GAMMA, NK_LAYER, R_GAMMA},
-    {OP_RMS_NORM, NK_RMS, R_FWD},
-    {OP_RMS_NORM_BACKWARD_INPUT, NK_RMS, R_DX},
-    {OP_RMS_NORM_BACKWARD_GAMMA, NK_RMS, R_GAMMA},
-    {OP_RMS_NORM_BACKWARD_BETA, NK_RMS, R_BETA},
-    {OP_GROUP_NORM, NK_GROUP, R_FWD},
-    {OP_GROUP_NORM_BACKWARD_INPUT, NK_GROUP, R_DX},
-    {OP_GROUP_NORM_BACKWARD_GAMMA, NK_GROUP, R_GAMMA},
-    {OP_GROUP_NORM_BACKWARD_BETA, NK_GROUP, R_BETA},
-    {OP_BATCH_NORM_INFERENCE, NK_BATCH, R_FWD},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT, NK_BATCH, R_DX},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA, NK_BATCH, R_GAMMA},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_BETA, NK_BATCH, R_BETA},
-};
-
 typedef struct {
   Node *n;
   DType dt, cdt;        /* x's dtype, the statistics' (f32 or f64) */
@@ -72,20 +48,19 @@ typedef struct {
 
 /* Node n's geometry; false when n is no norm op. */
 static bool nm_init(Nm *S, Node *n) {
-  size_t i = 0, k = sizeof NORM_OPS / sizeof *NORM_OPS;
-  while (i < k && NORM_OPS[i].op != n->op) i++;
-  if (i == k) return false;
+  int kind, role;
+  if (!cg_norm_op(n->op, &kind, &role)) return false;
   const Type *t = &n->in[0]->type;
   *S = (Nm){.n = n, .dt = t->dt, .cdt = t->dt == DT_F64 ? DT_F64 : DT_F32,
-            .kind = NORM_OPS[i].kind, .role = NORM_OPS[i].role};
-  bool nchw = S->kind == NK_GROUP || S->kind == NK_BATCH;
-  S->eps = ir_attr_float(n, ATTR_EPS, S->kind == NK_RMS ? 1e-6 : 1e-5);
+            .kind = kind, .role = role};
+  bool nchw = S->kind == CG_NORM_GROUP || S->kind == CG_NORM_BATCH;
+  S->eps = ir_attr_float(n, ATTR_EPS, S->kind == CG_NORM_RMS ? 1e-6 : 1e-5);
   cg_ops_split_axis(t, nchw ? 1 : ir_attr_int(n, ATTR_AXIS, -1), &S->outer,
                     &S->C, &S->inner);
-  S->G = S->kind == NK_GROUP ? ir_attr_int(n, ATTR_GROUPS, 1) : 1;
+  S->G = S->kind == CG_NORM_GROUP ? ir_attr_int(n, ATTR_GROUPS, 1) : 1;
   S->cpu = S->C / S->G;
-  S->U = S->kind == NK_GROUP ? S->outer * S->G : S->outer * S->inner;
-  S->len = S->kind == NK_GROUP ? S->cpu * S->inner : S->C;
+  S->U = S->kind == CG_NORM_GROUP ? S->outer * S->G : S->outer * S->inner;
+  S->len = S->kind == CG_NORM_GROUP ? S->cpu * S->inner : S->C;
   return true;
 }
 
@@ -95,10 +70,10 @@ static void nm_bind(Cu *cu, Nm *S) {
   Node *n = S->n;
   S->x = cg_buf(cg, n->in[0]);
   S->ga = n->nin > 2 ? cg_buf(cg, n->in[1]) : NULL;
-  S->be = S->role == R_FWD ? cg_buf(cg, n->in[2]) : NULL;
-  S->mn = S->kind == NK_BATCH ? cg_buf(cg, n->in[3]) : NULL;
-  S->vr = S->kind == NK_BATCH ? cg_buf(cg, n->in[4]) : NULL;
-  S->dy = S->role != R_FWD ? cg_buf(cg, n->in[n->nin - 1]) : NULL;
+  S->be = S->role == CG_NORM_FWD ? cg_buf(cg, n->in[2]) : NULL;
+  S->mn = S->kind == CG_NORM_BATCH ? cg_buf(cg, n->in[3]) : NULL;
+  S->vr = S->kind == CG_NORM_BATCH ? cg_buf(cg, n->in[4]) : NULL;
+  S->dy = S->role != CG_NORM_FWD ? cg_buf(cg, n->in[n->nin - 1]) : NULL;
   S->st = cg_slot(cg, n)->scratch_bytes ? cg_scratch(cg, n) : NULL;
 }
 
@@ -123,10 +98,10 @@ static LLVMValueRef mean(Cu *cu, Nm *S, LLVMValueRef s) {
 
 /* Element j of the unit: its offset in x, its channel. */
 static LLVMValueRef off_of(Cu *cu, Nm *S, LLVMValueRef j) {
-  return add(cu, S->base, mul(cu, j, S->kind == NK_GROUP ? 1 : S->inner));
+  return add(cu, S->base, mul(cu, j, S->kind == CG_NORM_GROUP ? 1 : S->inner));
 }
 static LLVMValueRef chan_of(Cu *cu, Nm *S, LLVMValueRef j) {
-  return S->kind == NK_GROUP ? add(cu, S->cb, udiv(cu, j, S->inner)) : j;
+  return S->kind == CG_NORM_GROUP ? add(cu, S->cb, udiv(cu, j, S->inner)) : j;
 }
 
 static LLVMValueRef ld(Cu *cu, Nm *S, LLVMValueRef p, LLVMValueRef j) {
@@ -198,7 +173,7 @@ static LLVMValueRef e_sq(Cu *cu, Nm *S, LLVMValueRef j) {
 /* x-hat (layer, group) or x (rms) */
 static LLVMValueRef xhat(Cu *cu, Nm *S, LLVMValueRef j) {
   Cg *cg = cu->dev;
-  if (S->kind == NK_RMS) return ld(cu, S, S->x, j);
+  if (S->kind == CG_NORM_RMS) return ld(cu, S, S->x, j);
   return FM(dev(cu, S, j), S->r);
 }
 
@@ -217,7 +192,7 @@ static LLVMValueRef e_gx(Cu *cu, Nm *S, LLVMValueRef j) {
 static LLVMValueRef out_fwd(Cu *cu, Nm *S, LLVMValueRef j) {
   Cg *cg = cu->dev;
   LLVMValueRef h = xhat(cu, S, j);
-  if (S->kind == NK_RMS) h = FM(h, S->r);
+  if (S->kind == CG_NORM_RMS) h = FM(h, S->r);
   return FA(FM(h, ldc(cu, S, S->ga, j)), ldc(cu, S, S->be, j));
 }
 
@@ -226,7 +201,7 @@ static LLVMValueRef out_fwd(Cu *cu, Nm *S, LLVMValueRef j) {
 static LLVMValueRef out_dx(Cu *cu, Nm *S, LLVMValueRef j) {
   Cg *cg = cu->dev;
   LLVMValueRef g = e_g(cu, S, j), r = S->r;
-  if (S->kind == NK_RMS)
+  if (S->kind == CG_NORM_RMS)
     return FS(FM(g, r), FM(FM(ld(cu, S, S->x, j), S->c), FM(r, FM(r, r))));
   return FM(r, FS(FS(g, S->a), FM(xhat(cu, S, j), S->c)));
 }
@@ -234,7 +209,7 @@ static LLVMValueRef out_dx(Cu *cu, Nm *S, LLVMValueRef j) {
 /* The unit's statistics: S->sh, S->mu (layer, group), S->r. */
 static void stats(Cu *cu, Nm *S, int block) {
   LLVMValueRef var;
-  if (S->kind == NK_RMS) {
+  if (S->kind == CG_NORM_RMS) {
     var = mean(cu, S, fold(cu, S, S->len, block, e_sq));
   } else {
     S->sh = cg_load(cu->dev, S->dt, S->x, S->base);
@@ -258,20 +233,20 @@ static bool unit_kernel(Cu *cu, CgPlan *p, Nm *S) {
   int block = cu_block_for(S->len);
   char what[64];
   snprintf(what, sizeof what, "%s%s", op_name(S->n->op),
-           S->role == R_GAMMA ? "_stats" : "");
+           S->role == CG_NORM_GAMMA ? "_stats" : "");
   cu_kernel_begin(cu, p, what);
   nm_bind(cu, S);
   LLVMValueRef u = cu_ctaid(cu);
-  S->base = S->kind == NK_GROUP
+  S->base = S->kind == CG_NORM_GROUP
                 ? mul(cu, u, S->len)
                 : add(cu, mul(cu, udiv(cu, u, S->inner), S->C * S->inner),
                       urem(cu, u, S->inner));
-  S->cb = S->kind == NK_GROUP ? mul(cu, urem(cu, u, S->G), S->cpu) : NULL;
+  S->cb = S->kind == CG_NORM_GROUP ? mul(cu, urem(cu, u, S->G), S->cpu) : NULL;
   stats(cu, S, block);
-  if (S->role == R_FWD) {
+  if (S->role == CG_NORM_FWD) {
     map(cu, S, block, out_fwd);
-  } else if (S->role == R_DX) {
-    if (S->kind != NK_RMS)
+  } else if (S->role == CG_NORM_DX) {
+    if (S->kind != CG_NORM_RMS)
       S->a = mean(cu, S, fold(cu, S, S->len, block, e_g));
     S->c = mean(cu, S, fold(cu, S, S->len, block, e_gx));
     map(cu, S, block, out_dx);
@@ -300,7 +275,7 @@ static bool bn_kernel(Cu *cu, CgPlan *p, Nm *S) {
   LLVMValueRef c = urem(cu, udiv(cu, i, S->inner), S->C);
   LLVMValueRef r = rsq(cu, S, cg_load(cg, S->dt, S->vr, c));
   LLVMValueRef ga = cg_load(cg, S->dt, S->ga, c), y;
-  if (S->role == R_DX) {
+  if (S->role == CG_NORM_DX) {
     y = FM(FM(cg_load(cg, S->dt, S->dy, i), ga), r);
   } else {
     LLVMValueRef d = FS(cg_load(cg, S->dt, S->x, i),
@@ -323,14 +298,14 @@ static LLVMValueRef e_param(Cu *cu, Nm *S, LLVMValueRef k) {
   LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, o, S->C), S->ch),
                                  S->inner), urem(cu, k, S->inner));
   LLVMValueRef dy = cg_load(cg, S->dt, S->dy, off);
-  if (S->role == R_BETA) return dy;
+  if (S->role == CG_NORM_BETA) return dy;
   LLVMValueRef x = cg_load(cg, S->dt, S->x, off), mu = S->mu, r = S->r;
-  if (S->kind != NK_BATCH) {
-    LLVMValueRef u = S->kind == NK_GROUP
+  if (S->kind != CG_NORM_BATCH) {
+    LLVMValueRef u = S->kind == CG_NORM_GROUP
                          ? add(cu, mul(cu, o, S->G), udiv(cu, S->ch, S->cpu))
                          : k;
     r = cg_load(cg, S->cdt, S->st, add(cu, u, i64(cu, S->U)));
-    if (S->kind == NK_RMS) return FM(dy, FM(x, r));
+    if (S->kind == CG_NORM_RMS) return FM(dy, FM(x, r));
     mu = cg_load(cg, S->cdt, S->st, u);
     x = FS(x, cg_load(cg, S->cdt, S->st, add(cu, u, i64(cu, 2 * S->U))));
   }
@@ -342,7 +317,7 @@ static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
   int64_t cnt = S->outer * S->inner;
   if (S->C == 0) return true;
   if (!grid_ok(cu, S, S->C)) return false;
-  if (cnt > 0 && S->len > 0 && S->role == R_GAMMA && S->kind != NK_BATCH &&
+  if (cnt > 0 && S->len > 0 && S->role == CG_NORM_GAMMA && S->kind != CG_NORM_BATCH &&
       !unit_kernel(cu, p, S))
     return false;
   int block = cu_block_for(cnt);
@@ -350,7 +325,7 @@ static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
   nm_bind(cu, S);
   S->ch = cu_ctaid(cu);
   S->mu = S->r = NULL;
-  if (S->kind == NK_BATCH && S->role == R_GAMMA) {
+  if (S->kind == CG_NORM_BATCH && S->role == CG_NORM_GAMMA) {
     S->mu = cg_load(cg, S->dt, S->mn, S->ch);
     S->r = rsq(cu, S, cg_load(cg, S->dt, S->vr, S->ch));
   }
@@ -366,15 +341,15 @@ bool cu_norm(Cu *cu, CgPlan *p, Node *n) {
   Nm S;
   if (!nm_init(&S, n)) return cu_unsupported(cu, n, NULL);
   if (!dt_is_float(S.dt)) return cu_bad_dtype(cu, n, S.dt);
-  if (S.role == R_GAMMA || S.role == R_BETA) return param_kernel(cu, p, &S);
+  if (S.role == CG_NORM_GAMMA || S.role == CG_NORM_BETA) return param_kernel(cu, p, &S);
   if (type_numel(&n->type) == 0) return true;
-  if (S.kind == NK_BATCH) return bn_kernel(cu, p, &S);
+  if (S.kind == CG_NORM_BATCH) return bn_kernel(cu, p, &S);
   return unit_kernel(cu, p, &S);
 }
 
 int64_t cu_norm_scratch(const Node *n) {
   Nm S;
-  if (!nm_init(&S, (Node *)n) || S.role != R_GAMMA || S.kind == NK_BATCH)
+  if (!nm_init(&S, (Node *)n) || S.role != CG_NORM_GAMMA || S.kind == CG_NORM_BATCH)
     return 0;
   return 3 * S.U * dt_size(S.cdt);
 }

@@ -81,6 +81,13 @@ bool cg_act_kind_known(const char *k);
 LLVMValueRef cg_act_grad(Cg *cg, const char *kind, LLVMValueRef x,
                          LLVMValueRef dy);
 
+/* ---- norms (norm.c) ---- */
+/* Which norm a norm op belongs to and what it computes; false when op is
+ * no norm op. Also used by the GPU target's kernels. */
+enum { CG_NORM_LAYER, CG_NORM_RMS, CG_NORM_GROUP, CG_NORM_BATCH };
+enum { CG_NORM_FWD, CG_NORM_DX, CG_NORM_GAMMA, CG_NORM_BETA };
+bool cg_norm_op(Op op, int *kind, int *role);
+
 /* ---- conv (conv.c), also q_conv2d's (qgemm.c) ---- */
 /* The geometry of a conv node and its private constant global of 16
    i64. */

@@ -50,11 +50,10 @@
 #include "codegen/emit/emit.h"
 
 enum { P_GA, P_BE, P_MN, P_VR }; /* per-channel operands */
-enum { R_FWD, R_DX, R_GAMMA, R_BETA }; /* what a norm op computes */
 
 typedef struct {
   DType dt, cdt;
-  int role, nin; /* R_*, operand count */
+  int role, nin; /* CG_NORM_FWD..., operand count */
   bool rms, bn, col, nchw; /* nchw: group_norm, batch_norm_inference */
   bool pe; /* batch_norm rows (hw == 1): statistics per element */
   int64_t len, inner, outer; /* [outer, len, inner] around the channels */
@@ -378,27 +377,36 @@ static void u_stats(Cg *cg, Nrm *S, int L) {
 }
 
 /* Kind and role of each norm op. */
-enum { NK_LAYER, NK_RMS, NK_GROUP, NK_BATCH };
 static const struct {
   Op op;
   signed char kind, role;
 } NORM_OPS[] = {
-    {OP_LAYER_NORM, NK_LAYER, R_FWD},
-    {OP_LAYER_NORM_BACKWARD_INPUT, NK_LAYER, R_DX},
-    {OP_LAYER_NORM_BACKWARD_GAMMA, NK_LAYER, R_GAMMA},
-    {OP_RMS_NORM, NK_RMS, R_FWD},
-    {OP_RMS_NORM_BACKWARD_INPUT, NK_RMS, R_DX},
-    {OP_RMS_NORM_BACKWARD_GAMMA, NK_RMS, R_GAMMA},
-    {OP_RMS_NORM_BACKWARD_BETA, NK_RMS, R_BETA},
-    {OP_GROUP_NORM, NK_GROUP, R_FWD},
-    {OP_GROUP_NORM_BACKWARD_INPUT, NK_GROUP, R_DX},
-    {OP_GROUP_NORM_BACKWARD_GAMMA, NK_GROUP, R_GAMMA},
-    {OP_GROUP_NORM_BACKWARD_BETA, NK_GROUP, R_BETA},
-    {OP_BATCH_NORM_INFERENCE, NK_BATCH, R_FWD},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT, NK_BATCH, R_DX},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA, NK_BATCH, R_GAMMA},
-    {OP_BATCH_NORM_INFERENCE_BACKWARD_BETA, NK_BATCH, R_BETA},
+    {OP_LAYER_NORM, CG_NORM_LAYER, CG_NORM_FWD},
+    {OP_LAYER_NORM_BACKWARD_INPUT, CG_NORM_LAYER, CG_NORM_DX},
+    {OP_LAYER_NORM_BACKWARD_GAMMA, CG_NORM_LAYER, CG_NORM_GAMMA},
+    {OP_RMS_NORM, CG_NORM_RMS, CG_NORM_FWD},
+    {OP_RMS_NORM_BACKWARD_INPUT, CG_NORM_RMS, CG_NORM_DX},
+    {OP_RMS_NORM_BACKWARD_GAMMA, CG_NORM_RMS, CG_NORM_GAMMA},
+    {OP_RMS_NORM_BACKWARD_BETA, CG_NORM_RMS, CG_NORM_BETA},
+    {OP_GROUP_NORM, CG_NORM_GROUP, CG_NORM_FWD},
+    {OP_GROUP_NORM_BACKWARD_INPUT, CG_NORM_GROUP, CG_NORM_DX},
+    {OP_GROUP_NORM_BACKWARD_GAMMA, CG_NORM_GROUP, CG_NORM_GAMMA},
+    {OP_GROUP_NORM_BACKWARD_BETA, CG_NORM_GROUP, CG_NORM_BETA},
+    {OP_BATCH_NORM_INFERENCE, CG_NORM_BATCH, CG_NORM_FWD},
+    {OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT, CG_NORM_BATCH, CG_NORM_DX},
+    {OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA, CG_NORM_BATCH, CG_NORM_GAMMA},
+    {OP_BATCH_NORM_INFERENCE_BACKWARD_BETA, CG_NORM_BATCH, CG_NORM_BETA},
 };
+
+bool cg_norm_op(Op op, int *kind, int *role) {
+  for (size_t i = 0; i < sizeof NORM_OPS / sizeof *NORM_OPS; i++)
+    if (NORM_OPS[i].op == op) {
+      *kind = NORM_OPS[i].kind;
+      *role = NORM_OPS[i].role;
+      return true;
+    }
+  return false;
+}
 
 /* Unit geometry of group_norm (cpu = C/G channels of HW elements per
  * (n, group)) and batch_norm_inference ((n, c) planes, or [C] rows
@@ -422,18 +430,14 @@ static void init_nchw(Nrm *S, Node *n) {
 }
 
 static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
-  int kind = NK_LAYER;
-  for (size_t i = 0; i < sizeof NORM_OPS / sizeof *NORM_OPS; i++)
-    if (NORM_OPS[i].op == n->op) {
-      kind = NORM_OPS[i].kind;
-      S->role = NORM_OPS[i].role;
-    }
+  int kind = CG_NORM_LAYER;
+  cg_norm_op(n->op, &kind, &S->role);
   S->dt = xt->dt;
   S->cdt = xt->dt == DT_F64 ? DT_F64 : DT_F32;
   S->nin = n->nin;
-  S->rms = kind == NK_RMS;
-  S->bn = kind == NK_BATCH;
-  bool nchw = S->nchw = kind == NK_GROUP || kind == NK_BATCH;
+  S->rms = kind == CG_NORM_RMS;
+  S->bn = kind == CG_NORM_BATCH;
+  bool nchw = S->nchw = kind == CG_NORM_GROUP || kind == CG_NORM_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->rms ? 1e-6 : 1e-5);
   if (!type_is_static(xt)) { /* rows under a dynamic axis 0 (norm_dyn) */
     int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
@@ -470,7 +474,7 @@ static bool cg_emit_norm(Cg *cg, Node *n) {
   if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   LLVMValueRef v[8];
   load_vals(cg, n, v);
-  units(cg, &S, v, S.role == R_FWD ? u_fwd : u_dx);
+  units(cg, &S, v, S.role == CG_NORM_FWD ? u_fwd : u_dx);
   return true;
 }
 
@@ -479,7 +483,7 @@ static bool cg_emit_norm(Cg *cg, Node *n) {
 static int64_t cg_scratch_norm(Cg *cg, Node *n) {
   Nrm S = {0};
   init(cg->ctx, &S, n, &n->in[0]->type);
-  if (S.role != R_GAMMA && S.role != R_BETA) return 0;
+  if (S.role != CG_NORM_GAMMA && S.role != CG_NORM_BETA) return 0;
   int64_t part = S.col ? S.len * S.inner : 0; /* stage 3 partials */
   return (3 * S.nu + part) * dt_size(S.cdt);
 }
@@ -581,7 +585,7 @@ static void p_chan(Cg *cg, Nrm *S, LLVMValueRef *vals) {
   CgLoop l;
   LLVMValueRef o = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, N),
                                  &acc, 1);
-  if (!S->bn && S->role == R_GAMMA) { /* unit (o, c / cpu) */
+  if (!S->bn && S->role == CG_NORM_GAMMA) { /* unit (o, c / cpu) */
     LLVMValueRef u = LLVMBuildSDiv(cg->b, c, cg_i64(cg, S->cpu), "");
     u = add64(cg, mulc(cg, o, S->len / S->cpu), u);
     S->mu = cg_load(cg, S->cdt, stat_base(cg, S, 0), u);
@@ -589,7 +593,7 @@ static void p_chan(Cg *cg, Nrm *S, LLVMValueRef *vals) {
     S->sh = cg_load(cg, S->cdt, stat_base(cg, S, 2), u);
   }
   LLVMValueRef off = mulc(cg, add64(cg, mulc(cg, o, S->len), c), hw);
-  bool beta = S->role == R_BETA;
+  bool beta = S->role == CG_NORM_BETA;
   acc = FA(acc, fold_row(cg, S, beta ? S->dy : S->x, off, hw,
                          beta ? NULL : f_dyxh));
   cg_loop_end(cg, &l, &acc);
@@ -607,13 +611,13 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
   }
   LLVMValueRef v[8];
   load_vals(cg, n, v);
-  if (S.role == R_GAMMA && !S.bn) units(cg, &S, v, u_stats);
+  if (S.role == CG_NORM_GAMMA && !S.bn) units(cg, &S, v, u_stats);
   load_vals(cg, n, v);
   if (S.nchw) {
     p_chan(cg, &S, v);
     return true;
   }
-  PCtx P = {&S, S.role == R_BETA, S.inner > 1 ? S.cdt : S.dt};
+  PCtx P = {&S, S.role == CG_NORM_BETA, S.inner > 1 ? S.cdt : S.dt};
   /* inner == 1: strips of 8 vector groups, 8 accumulators per row */
   cg_ops_cols(cg, S.dt, 1, S.outer, S.len * S.inner, S.inner == 1 ? 8 : 1, v,
               S.nin + 2, p_body, &P);
