@@ -319,6 +319,27 @@ static int64_t k_tile_rows(int64_t d, int64_t es) {
   return r < 64 ? r : 64;
 }
 
+/* Open the loop over the key tiles the block's query rows may see
+ * (loop-carried values v[nv]): stage the tile's K at shared offset 0 and
+ * V after it between barriers; its first key row, *nk its key count. */
+static LLVMValueRef key_tiles_begin(At *a, CgLoop *tl, LLVMValueRef *v,
+                                    int nv, LLVMValueRef *nk) {
+  Cu *cu = a->cu;
+  int64_t bt = a->bt;
+  LLVMValueRef lo, hi;
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  LLVMValueRef kt = cg_loop_begin(dev(a), tl, udiv(cu, lo, bt),
+                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
+                                  v, nv);
+  LLVMValueRef j0 = mul(cu, kt, bt);
+  barrier(a);
+  stage(a, a->n->in[1], false, 0, j0);
+  stage(a, a->n->in[2], false, bt * a->g.d * a->es, j0);
+  barrier(a);
+  *nk = smin(a, I(a, bt), LLVMBuildSub(dev(a)->b, I(a, a->g.lk), j0, ""));
+  return j0;
+}
+
 /* Online softmax of query row i (qs: its scaled row) over its key
  * tiles: acc = sum_j exp(s_j - m) v_j, *m the max, *l the sum. */
 static void fwd_row(At *a, LLVMValueRef qs, LLVMValueRef acc, LLVMValueRef i,
@@ -327,20 +348,9 @@ static void fwd_row(At *a, LLVMValueRef qs, LLVMValueRef acc, LLVMValueRef i,
   Cg *cg = dev(a);
   int64_t bt = a->bt, vo = bt * a->g.d * a->es, so = 2 * vo;
   zero(a, acc);
-  LLVMValueRef lo, hi;
-  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
-  LLVMValueRef ml[2] = {cst(a, -INFINITY), cst(a, 0)};
+  LLVMValueRef ml[2] = {cst(a, -INFINITY), cst(a, 0)}, nk;
   CgLoop tl;
-  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
-                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
-                                  ml, 2);
-  LLVMValueRef j0 = mul(cu, kt, bt);
-  barrier(a);
-  stage(a, a->n->in[1], false, 0, j0);
-  stage(a, a->n->in[2], false, vo, j0);
-  barrier(a);
-  LLVMValueRef nk = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lk), j0,
-                                                   ""));
+  LLVMValueRef j0 = key_tiles_begin(a, &tl, ml, 2, &nk);
   LLVMValueRef mt = ml[0];
   CgLoop jl;
   LLVMValueRef jj = cg_loop_begin(cg, &jl, I(a, 0), nk, &mt, 1);
@@ -434,25 +444,15 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
   if (!at_begin(a, p, dbias ? "attention_dbias" : "attention_dq", a->g.lq))
     return;
   int64_t bt = a->bt, vo = bt * a->g.d * a->es;
-  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid), ls, dd, lo, hi;
+  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid), ls, dd;
   LLVMValueRef qs = row_array(a, "qs"), dy = row_array(a, "dy");
   LLVMValueRef acc = row_array(a, "dq");
   load_row(a, qs, a->n->in[0], true, i, true);
   load_row(a, dy, a->n->in[3], true, i, false);
   zero(a, acc);
   lse_d(a, i, &ls, &dd);
-  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
   CgLoop tl, jl;
-  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
-                                  udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
-                                  NULL, 0);
-  LLVMValueRef j0 = mul(cu, kt, bt);
-  barrier(a);
-  stage(a, a->n->in[1], false, 0, j0);
-  stage(a, a->n->in[2], false, vo, j0);
-  barrier(a);
-  LLVMValueRef nk = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lk), j0,
-                                                   ""));
+  LLVMValueRef nk, j0 = key_tiles_begin(a, &tl, NULL, 0, &nk);
   LLVMValueRef jj = cg_loop_begin(cg, &jl, I(a, 0), nk, NULL, 0);
   LLVMValueRef j = add(cu, j0, jj), f;
   LLVMValueRef kr = at_ptr(a, sh(a, 0), mul(cu, jj, a->g.d));
