@@ -84,18 +84,8 @@ static void lset(At *a, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) {
 /* Generic pointer to byte off of the block's shared area. */
 static LLVMValueRef sh(At *a, int64_t off) {
   Cg *cg = dev(a);
-  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.attn.smem");
-  if (!g) {
-    LLVMTypeRef t = LLVMArrayType2(LLVMInt8TypeInContext(cg->lc), AT_SMEM);
-    g = LLVMAddGlobalInAddressSpace(cg->mod, t, "rlx.attn.smem", 3);
-    LLVMSetInitializer(g, LLVMGetUndef(t));
-    LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetAlignment(g, 16);
-  }
-  LLVMValueRef o = I(a, off);
-  LLVMValueRef p = LLVMBuildGEP2(cg->b, LLVMInt8TypeInContext(cg->lc), g,
-                                 &o, 1, "");
-  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+  return cu_shared_at(cg, cu_shared(cg, "rlx.attn.smem", cg->t_i8, AT_SMEM, 16),
+                      cg->t_i8, I(a, off));
 }
 
 /* A per-thread array of head_dim compute values (local memory). */

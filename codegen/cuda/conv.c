@@ -246,21 +246,7 @@ static LLVMValueRef shared_tile(Cg *cg, const char *name, LLVMTypeRef et,
   snprintf(nm, sizeof nm, "rlx.cv.%s.%s.%lld", name,
            LLVMGetTypeKind(et) == LLVMDoubleTypeKind ? "f64" : "f32",
            (long long)n);
-  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
-  if (g) return g;
-  LLVMTypeRef t = LLVMArrayType2(et, (uint64_t)n);
-  g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
-  LLVMSetInitializer(g, LLVMGetUndef(t));
-  LLVMSetLinkage(g, LLVMInternalLinkage);
-  LLVMSetAlignment(g, 16);
-  return g;
-}
-
-static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
-                            LLVMValueRef i) {
-  Cg *cg = cu->dev;
-  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
-  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+  return cu_shared(cg, nm, et, n, 16);
 }
 
 static LLVMValueRef slot(Cg *cg, LLVMTypeRef et, LLVMValueRef arr, int i) {
@@ -303,7 +289,7 @@ static void cv_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
     LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), h), udiv(cu, e, TS));
     LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pa, q),
                                          ""),
-                   tile_at(cu, v->As, v->et, ai));
+                   cu_shared_at(cg, v->As, v->et, ai));
   }
   for (int q = 0; q < qb(v); q++) {
     LLVMValueRef e = add(cu, v->tid, i64(cu, q * 256));
@@ -312,7 +298,7 @@ static void cv_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
     LLVMPositionBuilderAtEnd(cg->b, st);
     LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, v->et, slot(cg, v->et, pb, q),
                                          ""),
-                   tile_at(cu, v->Bs, v->et, e));
+                   cu_shared_at(cg, v->Bs, v->et, e));
     LLVMBuildBr(cg->b, nx);
     LLVMPositionBuilderAtEnd(cg->b, nx);
   }
@@ -325,9 +311,9 @@ static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
   for (int k = 0; k < TS; k++) {
     LLVMValueRef av[CV_R_MAX], bv[CV_R_MAX];
     for (int i = 0; i < R; i++) {
-      av[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->As, v->et,
+      av[i] = LLVMBuildLoad2(cg->b, v->et, cu_shared_at(cg, v->As, v->et,
                              add(cu, v->ty, i64(cu, k * h + v->TY * i))), "");
-      bv[i] = LLVMBuildLoad2(cg->b, v->et, tile_at(cu, v->Bs, v->et,
+      bv[i] = LLVMBuildLoad2(cg->b, v->et, cu_shared_at(cg, v->Bs, v->et,
                              add(cu, v->tx, i64(cu, k * w + v->TX * i))), "");
     }
     for (int i = 0; i < R; i++)

@@ -95,6 +95,13 @@ LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
  * launch of grid x block threads. */
 void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what);
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
+/* The module's shared-memory array `name` of n elements of et, made on
+ * first use with `align`-byte alignment; a generic pointer to its
+ * element i. */
+LLVMValueRef cu_shared(Cg *cg, const char *name, LLVMTypeRef et, int64_t n,
+                       unsigned align);
+LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,
+                          LLVMValueRef i);
 /* Global thread index (i64): ctaid.x * ntid.x + tid.x; and the pieces. */
 LLVMValueRef cu_gid(Cu *cu);
 LLVMValueRef cu_tid(Cu *cu);    /* i64 */

@@ -171,22 +171,28 @@ static LLVMValueRef shfl_xor(Cg *cg, LLVMValueRef v, int m) {
   return LLVMBuildBitCast(cg->b, r, t, "");
 }
 
-/* The block's shared scratch: 32 slots of 8 bytes. */
-static LLVMValueRef red_shared(Cg *cg) {
-  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.red");
+LLVMValueRef cu_shared(Cg *cg, const char *name, LLVMTypeRef et, int64_t n,
+                       unsigned align) {
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
   if (g) return g;
-  LLVMTypeRef t = LLVMArrayType2(cg->t_i64, 33);
-  g = LLVMAddGlobalInAddressSpace(cg->mod, t, "rlx.red", 3);
+  LLVMTypeRef t = LLVMArrayType2(et, (uint64_t)n);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, 3);
   LLVMSetInitializer(g, LLVMGetUndef(t));
   LLVMSetLinkage(g, LLVMInternalLinkage);
-  LLVMSetAlignment(g, 8);
+  LLVMSetAlignment(g, align);
   return g;
 }
 
-static LLVMValueRef shared_at(Cg *cg, LLVMValueRef i) {
-  LLVMValueRef g = red_shared(cg);
-  LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i64, g, &i, 1, "");
+LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,
+                          LLVMValueRef i) {
+  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
   return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
+}
+
+/* The block's shared scratch: 32 slots of 8 bytes (and one more). */
+static LLVMValueRef shared_at(Cg *cg, LLVMValueRef i) {
+  return cu_shared_at(cg, cu_shared(cg, "rlx.red", cg->t_i64, 33, 8),
+                      cg->t_i64, i);
 }
 
 static void barrier(Cg *cg) {

@@ -44,25 +44,6 @@ static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   }
 }
 
-/* A shared [TS][TS * MM_R_MAX] array of et (one per name). */
-static LLVMValueRef shared_tile(Cg *cg, const char *nm, LLVMTypeRef et) {
-  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, nm);
-  if (g) return g;
-  LLVMTypeRef t = LLVMArrayType2(et, TS * TS * MM_R_MAX);
-  g = LLVMAddGlobalInAddressSpace(cg->mod, t, nm, 3);
-  LLVMSetInitializer(g, LLVMGetUndef(t));
-  LLVMSetLinkage(g, LLVMInternalLinkage);
-  LLVMSetAlignment(g, 16);
-  return g;
-}
-
-static LLVMValueRef tile_at(Cu *cu, LLVMValueRef g, LLVMTypeRef et,
-                            LLVMValueRef i) {
-  Cg *cg = cu->dev;
-  LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
-  return LLVMBuildAddrSpaceCast(cg->b, p, cg->t_ptr, "");
-}
-
 /* Load operand element (r, c) if r < R and c < C, else 0. */
 static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
                             const MmOp *o, LLVMValueRef r, LLVMValueRef R,
@@ -122,10 +103,10 @@ static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
     LLVMValueRef bi = add(cu, mul(cu, udiv(cu, e, w), w), urem(cu, e, w));
     LLVMValueRef v = LLVMBuildLoad2(
         cg->b, m->et, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""), "");
-    LLVMBuildStore(cg->b, v, tile_at(cu, m->As, m->et, ai));
+    LLVMBuildStore(cg->b, v, cu_shared_at(cg, m->As, m->et, ai));
     v = LLVMBuildLoad2(cg->b, m->et,
                        LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""), "");
-    LLVMBuildStore(cg->b, v, tile_at(cu, m->Bs, m->et, bi));
+    LLVMBuildStore(cg->b, v, cu_shared_at(cg, m->Bs, m->et, bi));
   }
 }
 
@@ -136,9 +117,9 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
   for (int k = 0; k < TS; k++) {
     LLVMValueRef av[MM_R_MAX], bv[MM_R_MAX];
     for (int i = 0; i < R; i++) {
-      av[i] = LLVMBuildLoad2(cg->b, m->et, tile_at(cu, m->As, m->et,
+      av[i] = LLVMBuildLoad2(cg->b, m->et, cu_shared_at(cg, m->As, m->et,
                              add(cu, m->ty, i64(cu, k * w + TS * i))), "");
-      bv[i] = LLVMBuildLoad2(cg->b, m->et, tile_at(cu, m->Bs, m->et,
+      bv[i] = LLVMBuildLoad2(cg->b, m->et, cu_shared_at(cg, m->Bs, m->et,
                              add(cu, m->tx, i64(cu, k * w + TS * i))), "");
     }
     for (int i = 0; i < R; i++)
@@ -240,8 +221,10 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   mm_operand(p, n->in[0], t, &m.a);
   mm_operand(p, n->in[1], t, &m.b);
   bool f32 = dt == DT_F32;
-  m.As = shared_tile(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et);
-  m.Bs = shared_tile(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et);
+  m.As = cu_shared(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et,
+                   TS * TS * MM_R_MAX, 16);
+  m.Bs = cu_shared(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et,
+                   TS * TS * MM_R_MAX, 16);
   cu_kernel_begin(cu, p, "matmul");
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
@@ -597,15 +580,8 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.ve = 16 / m.es;
   mma_operand(&m, &m.a, &oa, true, M);
   mma_operand(&m, &m.b, &ob, false, N);
-  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx.mma.smem");
-  if (!g) {
-    LLVMTypeRef st = LLVMArrayType2(cg->t_i8, MMA_STAGES * MMA_STAGEB);
-    g = LLVMAddGlobalInAddressSpace(cg->mod, st, "rlx.mma.smem", 3);
-    LLVMSetInitializer(g, LLVMGetUndef(st));
-    LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetAlignment(g, 128);
-  }
-  m.smem = g;
+  m.smem = cu_shared(cg, "rlx.mma.smem", cg->t_i8, MMA_STAGES * MMA_STAGEB,
+                     128);
   cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32" : "matmul_mma");
   LLVMValueRef acc = cg_alloca(
       cg, LLVMArrayType2(cg->t_f32, MMA_MI * MMA_NI * 4), "acc");
