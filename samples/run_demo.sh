@@ -26,6 +26,9 @@
 #              every step, validation pass and sampled byte on the GPU
 #              (arguments [steps] [unused] [max_ratio]); without a usable
 #              GPU and driver it says so and exits 0
+#              gpt and gpt-gpu compile $GPT_RLX when set, e.g.
+#              GPT_RLX=samples/gpt_bf16.rlx: the same model in mixed
+#              precision (docs/mixed-precision.md)
 #     forward  rlxc samples/forward.rlx, run samples/forward_demo.c
 #     newton   rlxc --grad --hvp samples/newton.rlx (softmax regression
 #              on the digits), then minimize it by Newton-CG on
@@ -56,7 +59,7 @@
 # RLX_NO_BUILD=1 (use an existing build), CMAKE_ARGS (extra configure
 # arguments), CC (C compiler, default cc), MPICC (MPI compiler wrapper
 # and flags, default mpicc), MPIRUN_ARGS (extra mpirun arguments),
-# PYTHON (default python3).
+# PYTHON (default python3), GPT_RLX (the graph of gpt and gpt-gpu).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RLX_BUILD:-$root/build}
@@ -71,6 +74,7 @@ if [ "${RLX_NO_BUILD:-0}" != 1 ]; then
   cmake --build "$build" -j2 --target rlxc rlxrt
 fi
 rlxc=$build/rlxc
+gpt_rlx=${GPT_RLX:-$root/samples/gpt.rlx}
 lib=$build/runtime/librlxrt.a
 out=$build/samples
 mkdir -p "$out"
@@ -123,7 +127,7 @@ cnn)
   "$out/train_digits_cnn" "$out/digits.csv" "$@"
   ;;
 gpt)
-  "$rlxc" "$root/samples/gpt.rlx" --grad -o "$out/gpt.o"
+  "$rlxc" "$gpt_rlx" --grad -o "$out/gpt.o"
   "$rlxc" "$root/samples/gpt_sample.rlx" -o "$out/gpt_sample.o"
   # -O3 -fno-math-errno: lets the compiler vectorize the AdamW loop
   $cc $cflags -O3 -fno-math-errno "$root/samples/train_gpt.c" \
@@ -136,7 +140,7 @@ gpt-gpu)
   # the GPT's training step (--train=adamw), validation and sampling on
   # an NVIDIA GPU, each entry replayed as a CUDA graph
   mkdir -p "$out/gpu"
-  "$rlxc" "$root/samples/gpt.rlx" --train=adamw --target=cuda --cuda-graph \
+  "$rlxc" "$gpt_rlx" --train=adamw --target=cuda --cuda-graph \
     -o "$out/gpu/gpt.o"
   "$rlxc" "$root/samples/gpt_sample.rlx" --target=cuda -o "$out/gpu/gpt_sample.o"
   $cc -I"$out/gpu" $cflags -DGPU -DTRAIN_STEP "$root/samples/train_gpt.c" \
