@@ -69,6 +69,7 @@ TAIL = (
     b"\xed\xa0\x80 (surrogate) \xf4\x90\x80\x80 (past U+10FFFF) "
     b"\xe2\x82 (truncated) \xe2\x82a \xf0\x9f\x98 \xc3 x\xc3\n"
     b"mixed \xe9t\xe9 caf\xc3\xa9 'r\xe9 \xff\xfe!! 12\xb3 \x80\x80\x80\n"
+    b"\x80's x\xff'll overlong letter \xe0\x81\x81's, digit \xf0\x80\x80\xb1's\n"
     b"ends with a truncated sequence and spaces  \xf0\x9f"
 )
 
