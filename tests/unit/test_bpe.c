@@ -36,9 +36,9 @@ static unsigned char *slurp(const char *path, size_t *n) {
 
 /* decode(encode(s[0..n))) == s, and the ids (their count in *m). */
 static int32_t *round_trip(const unsigned char *s, size_t n, size_t *m) {
-  *m = bpe_encode(bpe, s, n, NULL, 0);
-  int32_t *ids = malloc((*m + 1) * sizeof *ids);
-  CU_ASSERT_EQUAL_FATAL(bpe_encode(bpe, s, n, ids, *m), *m);
+  int32_t *ids = malloc((n + 1) * sizeof *ids); /* at most one a byte */
+  *m = bpe_encode(bpe, s, n, ids, n + 1);
+  CU_ASSERT_FATAL(*m <= n);
   unsigned char *back = malloc(n + 1);
   CU_ASSERT_EQUAL(bpe_decode(bpe, ids, *m, back, n + 1), n);
   CU_ASSERT(memcmp(back, s, n) == 0);

@@ -9,8 +9,9 @@ below, as bytes), hard.ids and gpl-3.ids (samples/data/gpl-3.txt.gz), the
 ids as decimal text, one a line; random.ids (8,192 pseudo-random bytes)
 and runs.ids (the id count of runs of one byte, 100,000 long).
 
-The reference is OpenAI's GPT-2 encoder.py (get_pairs, bpe, encode) with
-the regex module, on the text decoded with "surrogateescape" so that a
+The reference is OpenAI's GPT-2 src/encoder.py (bytes_to_unicode,
+get_pairs, bpe, encode, copied below; Modified MIT License, Copyright (c)
+2019 OpenAI, text in samples/data/README.md) with the regex module, on the text decoded with "surrogateescape" so that a
 byte outside well-formed UTF-8 is one lone surrogate (category Cs) and
 encodes back to itself. Node's Encoder.js (the package's port) is run as
 a second, independent check on the GPL text and on the valid UTF-8 head
