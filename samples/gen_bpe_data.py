@@ -24,21 +24,8 @@ import unicodedata
 import regex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def bytes_to_unicode():
-    """GPT-2's byte order and byte -> printable character map."""
-    bs = (list(range(ord('!'), ord('~') + 1)) +
-          list(range(ord('¡'), ord('¬') + 1)) +
-          list(range(ord('®'), ord('ÿ') + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return bs, dict(zip(bs, map(chr, cs)))
+sys.path.insert(0, os.path.join(ROOT, 'tests/unit'))
+from test_bpe_gen import bytes_to_unicode  # noqa: E402 (GPT-2's)
 
 
 def check_vocab(src):
@@ -46,8 +33,8 @@ def check_vocab(src):
     text = open(os.path.join(src, 'vocab.bpe'), encoding='utf-8').read()
     lines = text.split('\n')
     assert lines[0].startswith('#version') and lines[-1] == ''
-    bs, enc = bytes_to_unicode()
-    ids = {enc[b]: i for i, b in enumerate(bs)}
+    enc = bytes_to_unicode()  # bytes in GPT-2's order -> characters
+    ids = {c: i for i, c in enumerate(enc.values())}
     for i, line in enumerate(lines[1:-1]):
         a, b = line.split(' ')
         assert ids[a] < 256 + i and ids[b] < 256 + i, line
