@@ -34,33 +34,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NMERGES 50000
 #define NTOKENS (BPE_EOT + 1)
 #define MAPBITS 17 /* hash slots: 2^17 > 2 x the 50,000 pairs */
 
 struct Bpe {
-  uint32_t off[NTOKENS + 1]; /* token t's bytes: bytes[off[t], off[t+1]) */
+  uint32_t off[NTOKENS + 1];       /* token t: bytes[off[t], off[t+1]) */
   unsigned char *bytes;
-  uint8_t byte_id[256];        /* byte -> its id */
+  uint8_t byte_id[256];            /* byte -> its id */
   uint64_t pair_key[1 << MAPBITS]; /* (a << 32 | b) + 1; 0: empty slot */
   int32_t pair_id[1 << MAPBITS];   /* -> the merged id 256 + rank */
 };
 
 enum { OTHER, LETTER, NUMBER, SPACE };
 
-/* The slot of key in an open-addressed table of 2^bits slots. */
-static size_t slot(uint64_t h, unsigned bits) {
-  return (size_t)((h * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+/* The first slot to probe for hash h in a table of 2^MAPBITS slots. */
+static size_t slot(uint64_t h) {
+  return (size_t)((h * 0x9e3779b97f4a7c15ull) >> (64 - MAPBITS));
 }
 
-/* The merged id of the pair (a, b), or -1. */
+/* The slot of the pair of ids (x, y) in the pair map, or its empty slot
+   (pair_key 0) where it would go; *key is its key. */
+static size_t pair_slot(const Bpe *b, int32_t x, int32_t y, uint64_t *key) {
+  *key = ((uint64_t)x << 32 | (uint32_t)y) + 1;
+  size_t s = slot(*key);
+  while (b->pair_key[s] && b->pair_key[s] != *key)
+    s = (s + 1) & (((size_t)1 << MAPBITS) - 1);
+  return s;
+}
+
+/* The merged id of the pair (x, y), or -1. */
 static int32_t pair_lookup(const Bpe *b, int32_t x, int32_t y) {
-  uint64_t key = ((uint64_t)x << 32 | (uint32_t)y) + 1;
-  size_t mask = ((size_t)1 << MAPBITS) - 1;
-  for (size_t s = slot(key, MAPBITS);; s = (s + 1) & mask) {
-    if (b->pair_key[s] == key) return b->pair_id[s];
-    if (b->pair_key[s] == 0) return -1;
-  }
+  uint64_t key;
+  size_t s = pair_slot(b, x, y, &key);
+  return b->pair_key[s] ? b->pair_id[s] : -1;
 }
 
 /* Whether c lies in one of the n sorted inclusive ranges r. */
@@ -316,7 +322,7 @@ static uint64_t fnv(const unsigned char *s, size_t n) {
 static int64_t str_find(const Bpe *b, const int32_t *str,
                         const unsigned char *s, size_t n) {
   size_t mask = ((size_t)1 << MAPBITS) - 1;
-  for (size_t h = slot(fnv(s, n), MAPBITS);; h = (h + 1) & mask) {
+  for (size_t h = slot(fnv(s, n));; h = (h + 1) & mask) {
     int32_t t = str[h] - 1;
     if (t < 0) return -1 - (int64_t)h;
     if (b->off[t + 1] - b->off[t] == n && !memcmp(b->bytes + b->off[t], s, n))
@@ -367,9 +373,8 @@ static const char *parse(Bpe *b, const unsigned char *v, size_t n,
     if (z >= 0) return "a token that an earlier line makes";
     str[-1 - z] = t + 1;
     b->off[t + 1] = k;
-    uint64_t key = ((uint64_t)x << 32 | (uint32_t)y) + 1;
-    size_t mask = ((size_t)1 << MAPBITS) - 1, s = slot(key, MAPBITS);
-    while (b->pair_key[s]) s = (s + 1) & mask; /* new: z was new */
+    uint64_t key;
+    size_t s = pair_slot(b, (int32_t)x, (int32_t)y, &key); /* new, as z */
     b->pair_key[s] = key;
     b->pair_id[s] = t++;
   }
