@@ -22,9 +22,13 @@
  * encoded back the same way, and it keeps decode(encode(x)) == x for any
  * bytes. Each piece's bytes are then merged: the adjacent pair of lowest
  * rank first, equal pairs left to right, until no pair is a merge (a
- * heap of (rank, position) over a linked list). <|endoftext|> in the
- * text is plain text, as in encoder.py: append BPE_EOT yourself.
+ * heap of (rank, position) over a linked list, in scratch of 36 bytes
+ * a byte of the longest piece: bpe_encode returns SIZE_MAX when that
+ * allocation fails). <|endoftext|> in the text is plain text, as in
+ * encoder.py: append BPE_EOT yourself.
  * Decoding: each id's bytes; an id outside 0..50256 decodes to U+FFFD.
+ * Tests: unit.test_bpe (tests/unit/test_bpe.c); data and speed:
+ * samples/data/README.md.
  */
 #include "bpe.h"
 #include "bpe_unicode.h"
