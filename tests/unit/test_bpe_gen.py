@@ -11,9 +11,10 @@ and runs.ids (the id count of runs of one byte, 100,000 long).
 
 The reference is OpenAI's GPT-2 src/encoder.py (bytes_to_unicode,
 get_pairs, bpe, encode, copied below; Modified MIT License, Copyright (c)
-2019 OpenAI, text in samples/data/README.md) with the regex module, on the text decoded with "surrogateescape" so that a
-byte outside well-formed UTF-8 is one lone surrogate (category Cs) and
-encodes back to itself. Node's Encoder.js (the package's port) is run as
+2019 OpenAI, text in samples/data/README.md) with the regex module, on
+the text decoded with "surrogateescape" so that a byte outside
+well-formed UTF-8 is one lone surrogate (category Cs) and encodes back
+to itself. Node's Encoder.js (the package's port) is run as
 a second, independent check on the GPL text and on the valid UTF-8 head
 of hard.txt, and must agree there. It is not the reference because it
 departs from GPT-2: JavaScript's \\s counts U+FEFF and not U+0085, it
