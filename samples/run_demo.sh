@@ -2,7 +2,7 @@
 # run_demo.sh -- build rlxc and the runtime, compile a sample graph, link
 # it with its C driver and run it.
 #
-#   sh samples/run_demo.sh [train|train_step|gpu|cnn|gpt|gpt-gpu|forward|newton|qat|mpi] [driver arguments...]
+#   sh samples/run_demo.sh [train|train_step|gpu|cnn|gpt|gpt-gpu|gpt2|forward|newton|qat|mpi] [driver arguments...]
 #     train    (default) rlxc --grad samples/mlp.rlx, then train the MLP
 #              on the 8x8 digits by SGD (samples/train_digits.c); fails
 #              when the test accuracy is below 95%
@@ -26,6 +26,11 @@
 #              every step, validation pass and sampled byte on the GPU
 #              (arguments [steps] [unused] [max_ratio]); without a usable
 #              GPU and driver it says so and exits 0
+#     gpt2     GPT-2 small (samples/gpt2.rlx: 124M params, bf16 compute,
+#              f32 params) trained with AdamW on an NVIDIA GPU on the
+#              GPL-3 text, BPE-tokenized (samples/train_gpt2.c, arguments
+#              [steps] [max_ratio] [peak_lr]); prints the loss and
+#              tokens/s; without a usable GPU it says so and exits 0
 #              gpt and gpt-gpu compile $GPT_RLX when set, e.g.
 #              GPT_RLX=samples/gpt_bf16.rlx: the same model in mixed
 #              precision (docs/mixed-precision.md)
@@ -153,6 +158,23 @@ gpt-gpu)
   fi
   "$out/train_gpt_gpu" "$out/gpl-3.txt" "$@"
   ;;
+gpt2)
+  # GPT-2 small's training step (--train=adamw) on an NVIDIA GPU, replayed
+  # as a CUDA graph (compiling the 124M graph takes about a minute)
+  mkdir -p "$out/gpu"
+  "$rlxc" "$root/samples/gpt2.rlx" --train=adamw --target=cuda --cuda-graph \
+    -o "$out/gpu/gpt2.o"
+  $cc -I"$out/gpu" $cflags -I"$root/samples" -DGPU "$root/samples/train_gpt2.c" \
+    "$root/samples/bpe.c" "$out/gpu/gpt2.o" "$lib" -lm -lpthread -ldl \
+    -o "$out/train_gpt2_gpu"
+  unpack "$root/samples/data/gpl-3.txt.gz" "$out/gpl-3.txt"
+  unpack "$root/samples/data/gpt2-vocab.bpe.gz" "$out/gpt2-vocab.bpe"
+  if ! "$out/train_gpt2_gpu" --probe 2>"$out/gpu_probe.txt"; then
+    echo "run_demo.sh gpt2: no usable NVIDIA GPU here ($(cat "$out/gpu_probe.txt")); nothing to run"
+    exit 0
+  fi
+  "$out/train_gpt2_gpu" "$out/gpt2-vocab.bpe" "$out/gpl-3.txt" "$@"
+  ;;
 forward)
   "$rlxc" "$root/samples/forward.rlx" -o "$out/forward.o"
   $cc $cflags "$root/samples/forward_demo.c" "$out/forward.o" "$lib" \
@@ -224,7 +246,7 @@ mpi)
     "$ckpt.np$np.safetensors" "$ckpt.np1.safetensors"
   ;;
 *)
-  echo "usage: $0 [train|train_step|gpu|cnn|gpt|gpt-gpu|forward|newton|qat|mpi] [args...]" >&2
+  echo "usage: $0 [train|train_step|gpu|cnn|gpt|gpt-gpu|gpt2|forward|newton|qat|mpi] [args...]" >&2
   exit 2
   ;;
 esac

@@ -50,6 +50,7 @@
 
 #include "gpt.h"
 #include "gpt_sample.h"
+#include "gpt_common.h"
 
 #if defined(GPU) && !defined(TRAIN_STEP)
 #error "-DGPU needs -DTRAIN_STEP (rlxc --train=adamw --target=cuda)"
@@ -82,68 +83,6 @@ _Static_assert(gpt_grad_OUT_d_wte == P0 && gpt_grad_ARG_d_output == P0 + NP,
                "gpt.h does not match samples/gpt.rlx");
 #endif
 
-/* Model memory: host memory, or GPU memory with -DGPU. put and get copy
- * between it and the host (get waits for the GPU); on the CPU they are
- * memcpy, and nothing when both pointers are the same buffer. */
-#ifdef GPU
-typedef int (*Entry)(const void *const *, void *const *, void *, void *);
-#define STREAM , stream
-static void *stream;
-
-static void gpu_ok(int rc, const char *what)
-{
-  if (rc) {
-    fprintf(stderr, "%s: %s %s\n", what, rlx_strerror(rc),
-            rc == RLX_ERR_GPU ? rlx_gpu_error() : "");
-    exit(2);
-  }
-}
-
-static void *model_alloc(void *host, size_t bytes)
-{
-  void *p = NULL;
-  (void)host;
-  gpu_ok(rlx_gpu_alloc(&p, bytes), "rlx_gpu_alloc");
-  gpu_ok(rlx_gpu_zero(p, bytes, stream), "rlx_gpu_zero");
-  return p;
-}
-
-static void put(void *dst, const void *src, size_t n)
-{
-  gpu_ok(rlx_gpu_copy_to_device(dst, src, n, stream), "copy to the GPU");
-}
-
-static void get(void *dst, const void *src, size_t n)
-{
-  gpu_ok(rlx_gpu_copy_to_host(dst, src, n, stream), "copy from the GPU");
-  gpu_ok(rlx_gpu_stream_sync(stream), "rlx_gpu_stream_sync");
-}
-#else
-typedef int (*Entry)(const void *const *, void *const *, void *);
-#define STREAM
-
-/* The host buffer itself, or (host NULL) a zeroed new one. */
-static void *model_alloc(void *host, size_t bytes)
-{
-  void *p = host ? host : rlx_alloc(bytes);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(2);
-  }
-  if (!host)
-    memset(p, 0, bytes);
-  return p;
-}
-
-static void put(void *dst, const void *src, size_t n)
-{
-  if (dst != src)
-    memcpy(dst, src, n);
-}
-
-static void get(void *dst, const void *src, size_t n) { put(dst, src, n); }
-#endif
-
 static const double PEAK_LR = 3e-3, WARMUP = 50, BETA1 = 0.9,
                     BETA2 = 0.95, EPS = 1e-8;
 
@@ -153,48 +92,6 @@ static struct {
   int decay[NP];
   float *w, *g, *m, *v;
 } P;
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s) /* [0, 1) */
-{
-  return (double)(rng_next(s) >> 11) / 9007199254740992.0;
-}
-
-static double rng_normal(uint64_t *s) /* Box-Muller */
-{
-  double r = sqrt(-2 * log(1 - rng_unit(s)));
-  return r * cos(6.283185307179586 * rng_unit(s));
-}
-
-static double now(void)
-{
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static unsigned char *load_text(const char *path, long *n)
-{
-  FILE *f = fopen(path, "rb");
-  unsigned char *buf = NULL;
-  if (!f || fseek(f, 0, SEEK_END) || (*n = ftell(f)) < 0 ||
-      fseek(f, 0, SEEK_SET) || !(buf = malloc((size_t)*n + 1)) ||
-      fread(buf, 1, (size_t)*n, f) != (size_t)*n) {
-    perror(path);
-    free(buf);
-    buf = NULL;
-  }
-  if (f)
-    fclose(f);
-  return buf;
-}
 
 static int init_params(uint64_t *s)
 {
@@ -214,14 +111,9 @@ static int init_params(uint64_t *s)
   P.v = calloc(1, bytes);
   if (!P.w || !P.g || !P.m || !P.v)
     return 0;
-  for (int k = 0; k < NP; k++) {
-    const char *name = sig->inputs[P0 + k].name;
-    double sd = !strncmp(name, "wo", 2) || !strncmp(name, "wpr", 3)
-                    ? 0.02 / sqrt(2.0 * LAYERS) : 0.02;
-    int gamma = !strncmp(name, "ln", 2) && name[3] == 'g';
-    for (int64_t i = P.off[k]; i < P.off[k + 1]; i++)
-      P.w[i] = P.decay[k] ? (float)(sd * rng_normal(s)) : gamma ? 1.0f : 0.0f;
-  }
+  for (int k = 0; k < NP; k++)
+    gpt_init_param(sig->inputs[P0 + k].name, sig->inputs[P0 + k].rank, LAYERS,
+                   P.w + P.off[k], P.off[k + 1] - P.off[k], s);
   return 1;
 }
 
@@ -344,20 +236,15 @@ static void generate(const unsigned char *prompt, int len, const void **in,
   }
   putchar('\n');
 #ifdef GPU
-  rlx_gpu_free(m_rows);
-  rlx_gpu_free(m_ids);
+  model_free(m_rows);
+  model_free(m_ids);
 #endif
 }
 
 int main(int argc, char **argv)
 {
 #ifdef GPU
-  if (argc == 2 && !strcmp(argv[1], "--probe")) { /* a usable GPU? */
-    int rc = rlx_gpu_init(0);
-    if (rc)
-      fprintf(stderr, "%s", rlx_gpu_error());
-    return rc ? 1 : 0;
-  }
+  gpu_probe(argc, argv);
 #endif
   if (argc < 2) {
     fprintf(stderr, "usage: %s text [steps] [threads] [max_ratio]\n",
@@ -480,17 +367,16 @@ int main(int argc, char **argv)
   free(P.m);
   free(P.v);
   free(text);
-#ifdef GPU
-  void *dev[] = {ws, w, (void *)in[gpt_ARG_tok], (void *)in[gpt_ARG_tgt],
-                 out[gpt_OUT_loss], out[gpt_OUT_logits], m_hyper, state};
-  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
-    rlx_gpu_free(dev[i]);
-  rlx_gpu_stream_destroy(stream);
-#else
-  rlx_free(ws);
+  model_free(ws);
 #ifdef TRAIN_STEP
-  rlx_free(state);
+  model_free(state);
 #endif
+#ifdef GPU
+  void *dev[] = {w, (void *)in[gpt_ARG_tok], (void *)in[gpt_ARG_tgt],
+                 out[gpt_OUT_loss], out[gpt_OUT_logits], m_hyper};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+    model_free(dev[i]);
+  rlx_gpu_stream_destroy(stream);
 #endif
   return vl < max_ratio * unigram ? 0 : 1;
 }
