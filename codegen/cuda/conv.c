@@ -65,8 +65,7 @@ struct Cv {
 /* The compute dtype of the partial sums of a split GEMM. */
 static DType part_dt(DType dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
-/* An ints attribute of two entries, or def when absent. */
-static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
+void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
   int k;
   const int64_t *a = ir_attr_ints(n, id, &k);
   v[0] = a && k == 2 ? a[0] : def;
@@ -77,9 +76,9 @@ static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
 static void cv_init(Cv *v, const Node *n, const Type *x, const Type *w,
                     const Type *y) {
   int64_t s[2], p[2], d[2];
-  pair(n, ATTR_STRIDE, 1, s);
-  pair(n, ATTR_PADDING, 0, p);
-  pair(n, ATTR_DILATION, 1, d);
+  cu_conv_pair(n, ATTR_STRIDE, 1, s);
+  cu_conv_pair(n, ATTR_PADDING, 0, p);
+  cu_conv_pair(n, ATTR_DILATION, 1, d);
   *v = (Cv){.dt = n->type.dt, .n = x->dims[0], .c = x->dims[1],
             .h = x->dims[2], .w = x->dims[3], .co = w->dims[0],
             .kh = w->dims[2], .kw = w->dims[3], .oh = y->dims[2],

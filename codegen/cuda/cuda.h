@@ -16,8 +16,10 @@
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
- * pools), conv.c (conv2d and its backward ops), device.c (thread
- * ids, warp/block reductions, libclc math, PTX emission and checks).
+ * pools), conv.c (conv2d and its backward ops), quant.c (quantized
+ * matmuls and q_conv2d, dequant_matmul, grouped matmuls, dense solves),
+ * device.c (thread ids, warp/block reductions, libclc math, PTX emission
+ * and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -176,5 +178,15 @@ bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch conv node n needs (split-k partial sums), or 0. */
 int64_t cu_conv_scratch(const Node *n);
+/* n's ints attribute id of two entries (stride, padding, dilation), or
+ * def twice when absent. */
+void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v);
+
+/* ---- quant.c ---- */
+/* q_matmul, q_conv2d, dequant_matmul, grouped_matmul and its
+ * _backward_weight, dense_solve, batched_dense_solve. */
+bool cu_quant(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch of a solve (the copies of A), 0 for other nodes. */
+int64_t cu_solve_scratch(const Node *n);
 
 #endif

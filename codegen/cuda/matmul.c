@@ -1,12 +1,15 @@
 /* matmul.c: matmul and batched matmul on the GPU (cuda.h).
  *
- * f32, f64: shared-memory tiles of 16R x 16R outputs, R x R per thread,
- * k in increasing order with fma: the same bits for every tile size;
+ * f32, f64, c64: shared-memory tiles of 16R x 16R outputs, R x R per
+ * thread, k in increasing order with fma (c64: acc + a b, the complex
+ * product as the CPU's rlx_gemm_c64): the same bits for every tile size;
  * few tiles: K split over blocks, partial sums added in slice order by a
  * second kernel (deterministic). Transposes folded by the plan are read
  * through strides.
  */
 #include "codegen/cuda/cuda.h"
+
+#include <stdio.h>
 
 #define TS 16 /* matmul tile */
 
@@ -110,6 +113,17 @@ static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
   }
 }
 
+/* acc + a b: fma, or for c64 (<2 x float>) the textbook complex product
+ * added to acc (rlx_gemm_c64's c += ar br - ai bi, c' += ar bi + ai br). */
+static LLVMValueRef mm_fma(Cg *cg, DType dt, LLVMValueRef a, LLVMValueRef b,
+                           LLVMValueRef acc) {
+  if (dt == DT_C64)
+    return LLVMBuildFAdd(cg->b, acc,
+                         cg_ops_combine(cg, dt, CG_RED_PROD, a, b), "");
+  LLVMValueRef f[3] = {a, b, acc};
+  return cg_intrinsic(cg, "llvm.fma", LLVMTypeOf(acc), f, 3);
+}
+
 /* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc) for k < TS. */
 static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
   Cg *cg = cu->dev;
@@ -126,9 +140,8 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
       for (int j = 0; j < R; j++) {
         LLVMValueRef ix = cg_i32(cg, i * R + j);
         LLVMValueRef p = LLVMBuildGEP2(cg->b, m->et, acc, &ix, 1, "");
-        LLVMValueRef f[3] = {av[i], bv[j],
-                             LLVMBuildLoad2(cg->b, m->et, p, "")};
-        LLVMBuildStore(cg->b, cg_intrinsic(cg, "llvm.fma", m->et, f, 3), p);
+        LLVMBuildStore(cg->b, mm_fma(cg, m->dt, av[i], bv[j],
+                                     LLVMBuildLoad2(cg->b, m->et, p, "")), p);
       }
   }
 }
@@ -207,7 +220,8 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   const Type *t = &n->type;
   bool mma = mm_on_mma(cu, n);
-  if (!mma && dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (!mma && dt != DT_F32 && dt != DT_F64 && dt != DT_C64)
+    return cu_bad_dtype(cu, n, dt);
   if (n->in[0]->type.dt != dt || n->in[1]->type.dt != dt)
     return cu_unsupported(cu, n, "operands of another dtype than the result");
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
@@ -220,11 +234,11 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   int64_t batch = g.batch, tm = g.tm, tn = g.tn;
   mm_operand(p, n->in[0], t, &m.a);
   mm_operand(p, n->in[1], t, &m.b);
-  bool f32 = dt == DT_F32;
-  m.As = cu_shared(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et,
-                   TS * TS * MM_R_MAX, 16);
-  m.Bs = cu_shared(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et,
-                   TS * TS * MM_R_MAX, 16);
+  char a_name[24], b_name[24];
+  snprintf(a_name, sizeof a_name, "rlx.mm.a.%s", dt_name(dt));
+  snprintf(b_name, sizeof b_name, "rlx.mm.b.%s", dt_name(dt));
+  m.As = cu_shared(cg, a_name, m.et, TS * TS * MM_R_MAX, 16);
+  m.Bs = cu_shared(cg, b_name, m.et, TS * TS * MM_R_MAX, 16);
   cu_kernel_begin(cu, p, "matmul");
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
