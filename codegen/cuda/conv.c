@@ -94,8 +94,7 @@ static LLVMValueRef and3(Cg *cg, LLVMValueRef a, LLVMValueRef b,
   return LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, a, b, ""), c, "");
 }
 
-/* i in [0, n) as signed i64 (i1). */
-static LLVMValueRef in_range(Cu *cu, LLVMValueRef i, int64_t n) {
+LLVMValueRef cu_in_range(Cu *cu, LLVMValueRef i, int64_t n) {
   Cg *cg = cu->dev;
   return LLVMBuildAnd(
       cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, i, i64(cu, 0), ""),
@@ -127,7 +126,8 @@ static LLVMValueRef x_tap(Cu *cu, const Cv *v, LLVMValueRef g,
   LLVMValueRef iw = LLVMBuildSub(cg->b, add(cu, mul(cu, ow, v->sw),
                                             mul(cu, kw, v->dw)),
                                  i64(cu, v->pw), "");
-  ok = and3(cg, ok, in_range(cu, ih, v->h), in_range(cu, iw, v->w));
+  ok = and3(cg, ok, cu_in_range(cu, ih, v->h),
+            cu_in_range(cu, iw, v->w));
   LLVMValueRef ch = add(cu, mul(cu, n, v->c), add(cu, mul(cu, g, v->cg), ci));
   LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->h), ih), v->w),
                          iw);

@@ -181,6 +181,8 @@ int64_t cu_conv_scratch(const Node *n);
 /* n's ints attribute id of two entries (stride, padding, dilation), or
  * def twice when absent. */
 void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v);
+/* i in [0, n) as signed i64 (i1): an input pixel inside the image. */
+LLVMValueRef cu_in_range(Cu *cu, LLVMValueRef i, int64_t n);
 
 /* ---- quant.c ---- */
 /* q_matmul, q_conv2d, dequant_matmul, grouped_matmul and its

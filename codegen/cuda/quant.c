@@ -100,14 +100,6 @@ static bool q_matmul(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-/* i in [0, n) as signed i64 (i1). */
-static LLVMValueRef in_range(Cu *cu, LLVMValueRef i, int64_t n) {
-  Cg *cg = cu->dev;
-  return LLVMBuildAnd(
-      cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, i, i64(cu, 0), ""),
-      LLVMBuildICmp(cg->b, LLVMIntSLT, i, i64(cu, n), ""), "");
-}
-
 static bool q_conv2d(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
@@ -141,8 +133,8 @@ static bool q_conv2d(Cu *cu, CgPlan *p, Node *n) {
                                                    i64(cu, -pd[0])));
   LLVMValueRef iw = add(cu, mul(cu, ow, s[1]), add(cu, mul(cu, kw, d[1]),
                                                    i64(cu, -pd[1])));
-  LLVMValueRef in = LLVMBuildAnd(b, in_range(cu, ih, H), in_range(cu, iw, W),
-                                 "");
+  LLVMValueRef in = LLVMBuildAnd(b, cu_in_range(cu, ih, H),
+                                 cu_in_range(cu, iw, W), "");
   LLVMValueRef xo = add(cu, xb, add(cu, mul(cu, ci, H * W),
                                     add(cu, mul(cu, ih, W), iw)));
   xo = LLVMBuildSelect(b, in, xo, i64(cu, 0), "");
@@ -197,12 +189,19 @@ static bool dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
 
 /* ---- grouped_matmul and its weight gradient ---- */
 
+/* Whether grouped op n's dtypes are supported (else a diagnostic). */
+static bool gm_dtypes_ok(Cu *cu, Node *n) {
+  DType dt = n->type.dt;
+  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (!cg_ops_index_dtype_ok(n->in[2]->type.dt))
+    return cu_unsupported(cu, n, "expert ids must be i32, i64 or f32");
+  return true;
+}
+
 static bool grouped_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt, et = n->in[2]->type.dt;
-  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  if (!cg_ops_index_dtype_ok(et))
-    return cu_unsupported(cu, n, "expert ids must be i32, i64 or f32");
+  if (!gm_dtypes_ok(cu, n)) return false;
   Node *w = n->in[1];
   bool wt = cg_plan_slot(p, w)->kind == CG_SLOT_FOLDED;
   int64_t T = n->in[0]->type.dims[0], K = n->in[0]->type.dims[1];
@@ -230,9 +229,7 @@ static bool grouped_matmul(Cu *cu, CgPlan *p, Node *n) {
 static bool grouped_bwd_weight(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt, et = n->in[2]->type.dt;
-  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  if (!cg_ops_index_dtype_ok(et))
-    return cu_unsupported(cu, n, "expert ids must be i32, i64 or f32");
+  if (!gm_dtypes_ok(cu, n)) return false;
   int64_t T = n->in[0]->type.dims[0], K = n->in[0]->type.dims[1];
   int64_t E = n->type.dims[0], N = n->type.dims[2];
   int64_t total = E * K * N;
@@ -243,12 +240,12 @@ static bool grouped_bwd_weight(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef acc = cg_const(cg, dt, 0);
   CgLoop l;
   LLVMValueRef t = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, T), &acc, 1);
-  LLVMValueRef et_ = cg_ops_index(cg, et, cg_buf(cg, n->in[2]), t, E);
+  LLVMValueRef te = cg_ops_index(cg, et, cg_buf(cg, n->in[2]), t, E);
   LLVMValueRef xv = cg_load(cg, dt, cg_buf(cg, n->in[0]),
                             add(cu, mul(cu, t, K), kk));
   LLVMValueRef dv = cg_load(cg, dt, cg_buf(cg, n->in[1]),
                             add(cu, mul(cu, t, N), j));
-  acc = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, et_, e, ""),
+  acc = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, te, e, ""),
                         fma3(cg, xv, dv, acc), acc, "");
   cg_loop_end(cg, &l, &acc);
   cg_store(cg, dt, cg_buf(cg, n), i, acc);
