@@ -5,7 +5,9 @@
  * product as the CPU's rlx_gemm_c64): the same bits for every tile size;
  * few tiles: K split over blocks, partial sums added in slice order by a
  * second kernel (deterministic). Transposes folded by the plan are read
- * through strides.
+ * through strides. dequant_matmul (f32, f64) runs on the same tiles, x
+ * as [numel / K, K], its i8 weight dequantized as the tiles are loaded
+ * ((T)w[k, j] * s[k / group, j], the CPU's dequantized panel).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -26,6 +28,8 @@ typedef struct {
   Node *st;                 /* storage node */
   int64_t rs, cs;           /* element (row, col) strides of the operand */
   int64_t bstr[RLX_MAX_RANK]; /* per output batch dim */
+  Node *scale;              /* dequant_matmul's w (i8 st): element (r, c) */
+  int64_t group;            /* is st's times scale[(r / group) rs + c] */
 } MmOp;
 
 #define MM_R_MAX 4
@@ -59,7 +63,18 @@ static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
                                                      i64(cu, 0), ""), o->rs),
                          mul(cu, LLVMBuildSelect(cg->b, in, c, i64(cu, 0), ""),
                              o->cs));
-  LLVMValueRef v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
+  LLVMValueRef v;
+  if (o->scale) { /* the CPU's dequantized weight (T)w * s */
+    r = LLVMBuildSelect(cg->b, in, r, i64(cu, 0), "");
+    c = LLVMBuildSelect(cg->b, in, c, i64(cu, 0), "");
+    v = LLVMBuildSIToFP(cg->b, cg_load(cg, DT_I8, cg_buf(cg, o->st),
+                                       add(cu, base, off)),
+                        cg_ctype(cg, dt), "");
+    LLVMValueRef so = add(cu, mul(cu, udiv(cu, r, o->group), o->rs), c);
+    v = LLVMBuildFMul(cg->b, v, cg_load(cg, dt, cg_buf(cg, o->scale), so), "");
+  } else {
+    v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
+  }
   return LLVMBuildSelect(cg->b, in, v, cg_const(cg, dt, 0), "");
 }
 
@@ -161,6 +176,11 @@ static MmGeom mm_geom(const Node *n) {
   MmGeom g = {.M = t->dims[t->rank - 2], .N = t->dims[t->rank - 1],
               .K = n->in[0]->type.dims[n->in[0]->type.rank - 1], .R = 1,
               .S = 1};
+  if (n->op == OP_DEQUANT_MATMUL) { /* x as [numel / K, K], one batch */
+    const Type *w = &n->in[1]->type;
+    g.K = w->dims[0], g.N = w->dims[1];
+    g.M = g.N ? type_numel(t) / g.N : 0;
+  }
   g.batch = g.M && g.N ? type_numel(t) / (g.M * g.N) : 0;
   for (int R = MM_R_MAX; R >= 1; R /= 2) {
     g.R = R;
@@ -187,11 +207,13 @@ static MmGeom mm_geom(const Node *n) {
 static bool mm_on_mma(const Cu *cu, const Node *n) {
   DType dt = n->type.dt;
   const Unit *u = cu->dev->u;
-  return dt == DT_BF16 || dt == DT_F16 ||
-         (dt == DT_F32 && u && u->opt && u->opt->gpu_tf32);
+  return n->op == OP_MATMUL && (dt == DT_BF16 || dt == DT_F16 ||
+         (dt == DT_F32 && u && u->opt && u->opt->gpu_tf32));
 }
 
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n);
+static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
+                     const MmOp *b);
 
 int64_t cu_matmul_scratch(const Cu *cu, const Node *n) {
   if (mm_on_mma(cu, n)) return 0;
@@ -216,7 +238,6 @@ static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S) {
 }
 
 bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
-  Cg *cg = cu->dev;
   DType dt = n->type.dt;
   const Type *t = &n->type;
   bool mma = mm_on_mma(cu, n);
@@ -228,18 +249,45 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "rank < 2");
   if (type_numel(t) == 0) return true;
   if (mma) return mma_matmul(cu, p, n);
+  MmOp a = {0}, b = {0};
+  mm_operand(p, n->in[0], t, &a);
+  mm_operand(p, n->in[1], t, &b);
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+bool cu_dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
+  DType dt = n->type.dt;
+  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (type_numel(&n->type) == 0) return true;
+  const Type *w = &n->in[1]->type;
+  int64_t K = w->dims[0], N = w->dims[1];
+  int64_t grp = ir_attr_present(n, ATTR_GROUP_SIZE)
+                    ? ir_attr_int(n, ATTR_GROUP_SIZE, 1) : K;
+  MmOp a = {.st = n->in[0], .rs = K, .cs = 1};
+  MmOp b = {.st = n->in[1], .rs = N, .cs = 1, .scale = n->in[2],
+            .group = grp > 0 ? grp : 1};
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+/* The CUDA-core product of n (matmul, dequant_matmul: mm_geom) with
+ * operands a and b. */
+static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
+                     const MmOp *b) {
+  Cg *cg = cu->dev;
+  DType dt = n->type.dt;
+  const Type *t = &n->type;
   MmGeom g = mm_geom(n);
   Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
-          .R = g.R};
+          .R = g.R, .a = *a, .b = *b};
   int64_t batch = g.batch, tm = g.tm, tn = g.tn;
-  mm_operand(p, n->in[0], t, &m.a);
-  mm_operand(p, n->in[1], t, &m.b);
   char a_name[24], b_name[24];
   snprintf(a_name, sizeof a_name, "rlx.mm.a.%s", dt_name(dt));
   snprintf(b_name, sizeof b_name, "rlx.mm.b.%s", dt_name(dt));
   m.As = cu_shared(cg, a_name, m.et, TS * TS * MM_R_MAX, 16);
   m.Bs = cu_shared(cg, b_name, m.et, TS * TS * MM_R_MAX, 16);
-  cu_kernel_begin(cu, p, "matmul");
+  cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
   LLVMValueRef bid = cu_ctaid(cu);
@@ -251,8 +299,10 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.kend = LLVMBuildSelect(cg->b, ult(cu, kend, g.K), kend, i64(cu, g.K), "");
   m.tx = urem(cu, m.tid, TS), m.ty = udiv(cu, m.tid, TS);
   m.row0 = mul(cu, bm, TS * m.R), m.col0 = mul(cu, bn, TS * m.R);
-  m.abase = cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2);
-  m.bbase = cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2);
+  m.abase = batch > 1 ? cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2)
+                      : i64(cu, 0);
+  m.bbase = batch > 1 ? cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2)
+                      : i64(cu, 0);
   for (int i = 0; i < m.R * m.R; i++) {
     LLVMValueRef ix = cg_i32(cg, i);
     LLVMBuildStore(cg->b, cg_const(cg, dt, 0),
@@ -294,7 +344,6 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
     }
   cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
   if (g.S > 1) mm_reduce(cu, p, n, g.S);
-  return true;
 }
 
 /* ---- tensor cores ----

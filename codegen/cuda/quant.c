@@ -1,6 +1,7 @@
 /* quant.c: the GPU kernels of the quantized, grouped (MoE) and dense
- * solver ops (cuda.h). One thread per output element, walking its sum
- * in k order from 0 (deterministic, no atomics), unless stated:
+ * solver ops (cuda.h; dequant_matmul runs on matmul.c's tiles). One
+ * thread per output element, walking its sum in k order from 0
+ * (deterministic, no atomics), unless stated:
  *
  * - q_matmul (per-tensor mult or per-column mults), q_conv2d (stride,
  *   padding, dilation, groups): the i32 sum bias + sum (x - x_zp)
@@ -10,8 +11,6 @@
  *   out_zp, saturated to i8: the CPU's bits. q_conv2d folds
  *   k = (ci, kh, kw) of the output channel's group; padding cells hold
  *   x_zp, so they add 0.
- * - dequant_matmul: y[m, j] = sum over k of x[m, k] * (w[k, j] *
- *   s[k / group, j]) (the CPU's dequantized weight), fma from 0.
  * - grouped_matmul: y[t, j] = sum over k of x[t, k] w[e[t], k, j] (w
  *   read through strides where the plan folded its transpose);
  *   grouped_matmul_backward_weight: dw[e, k, j] = sum of x[t, k] dy[t, j]
@@ -148,46 +147,14 @@ static bool q_conv2d(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-/* ---- dequant_matmul ---- */
+/* ---- grouped_matmul and its weight gradient ---- */
 
+/* fma(a, b, c) */
 static LLVMValueRef fma3(Cg *cg, LLVMValueRef a, LLVMValueRef b,
                          LLVMValueRef c) {
   LLVMValueRef f[3] = {a, b, c};
   return cg_intrinsic(cg, "llvm.fma", LLVMTypeOf(c), f, 3);
 }
-
-static bool dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
-  Cg *cg = cu->dev;
-  LLVMBuilderRef b = cg->b;
-  DType dt = n->type.dt;
-  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  const Type *w = &n->in[1]->type;
-  int64_t K = w->dims[0], N = w->dims[1], M = K ? type_numel(&n->type) / N : 0;
-  int64_t grp = ir_attr_present(n, ATTR_GROUP_SIZE)
-                    ? ir_attr_int(n, ATTR_GROUP_SIZE, 1) : K;
-  if (grp < 1) grp = 1;
-  if (type_numel(&n->type) == 0) return true;
-  LLVMValueRef i = each_begin(cu, p, "dequant_matmul", M * N);
-  LLVMValueRef r = udiv(cu, i, N), c = urem(cu, i, N);
-  LLVMValueRef acc = cg_const(cg, dt, 0);
-  CgLoop l;
-  LLVMValueRef k = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, K), &acc, 1);
-  LLVMValueRef wq = cg_load(cg, DT_I8, cg_buf(cg, n->in[1]),
-                            add(cu, mul(cu, k, N), c));
-  LLVMValueRef sc = cg_load(cg, dt, cg_buf(cg, n->in[2]),
-                            add(cu, mul(cu, udiv(cu, k, grp), N), c));
-  LLVMValueRef wf = LLVMBuildFMul(
-      b, LLVMBuildSIToFP(b, wq, cg_ctype(cg, dt), ""), sc, "");
-  LLVMValueRef xv = cg_load(cg, dt, cg_buf(cg, n->in[0]),
-                            add(cu, mul(cu, r, K), k));
-  acc = fma3(cg, xv, wf, acc);
-  cg_loop_end(cg, &l, &acc);
-  cg_store(cg, dt, cg_buf(cg, n), i, acc);
-  each_end(cu, M * N);
-  return true;
-}
-
-/* ---- grouped_matmul and its weight gradient ---- */
 
 /* Whether grouped op n's dtypes are supported (else a diagnostic). */
 static bool gm_dtypes_ok(Cu *cu, Node *n) {
@@ -467,7 +434,6 @@ bool cu_quant(Cu *cu, CgPlan *p, Node *n) {
   switch (n->op) {
   case OP_Q_MATMUL: return q_matmul(cu, p, n);
   case OP_Q_CONV2D: return q_conv2d(cu, p, n);
-  case OP_DEQUANT_MATMUL: return dequant_matmul(cu, p, n);
   case OP_GROUPED_MATMUL: return grouped_matmul(cu, p, n);
   case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: return grouped_bwd_weight(cu, p, n);
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
