@@ -7,7 +7,9 @@
  * second kernel (deterministic). Transposes folded by the plan are read
  * through strides. dequant_matmul (f32, f64) runs on the same tiles, x
  * as [numel / K, K], its i8 weight dequantized as the tiles are loaded
- * ((T)w[k, j] * s[k / group, j], the CPU's dequantized panel).
+ * ((T)w[k, j] * s[k / group, j], the CPU's dequantized panel); so does
+ * q_matmul: i32 tiles of x - x_zp and w - w_zp, i32 sums (exact), the
+ * CPU's requantization on store (cu_q_requant).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -30,6 +32,8 @@ typedef struct {
   int64_t bstr[RLX_MAX_RANK]; /* per output batch dim */
   Node *scale;              /* dequant_matmul's w (i8 st): element (r, c) */
   int64_t group;            /* is st's times scale[(r / group) rs + c] */
+  bool q;                   /* q_matmul's (i8 st): element - zp, as i32 */
+  int64_t zp;
 } MmOp;
 
 #define MM_R_MAX 4
@@ -72,6 +76,10 @@ static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
                         cg_ctype(cg, dt), "");
     LLVMValueRef so = add(cu, mul(cu, udiv(cu, r, o->group), o->rs), c);
     v = LLVMBuildFMul(cg->b, v, cg_load(cg, dt, cg_buf(cg, o->scale), so), "");
+  } else if (o->q) {
+    v = LLVMBuildSExt(cg->b, cg_load(cg, DT_I8, cg_buf(cg, o->st),
+                                     add(cu, base, off)), cg->t_i32, "");
+    v = LLVMBuildSub(cg->b, v, cg_i32(cg, (int32_t)o->zp), "");
   } else {
     v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
   }
@@ -128,10 +136,13 @@ static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
   }
 }
 
-/* acc + a b: fma, or for c64 (<2 x float>) the textbook complex product
- * added to acc (rlx_gemm_c64's c += ar br - ai bi, c' += ar bi + ai br). */
+/* acc + a b: fma; i32 multiply-add (wrapping); for c64 (<2 x float>)
+ * the textbook complex product added to acc (rlx_gemm_c64's
+ * c += ar br - ai bi, c' += ar bi + ai br). */
 static LLVMValueRef mm_fma(Cg *cg, DType dt, LLVMValueRef a, LLVMValueRef b,
                            LLVMValueRef acc) {
+  if (dt == DT_I32) /* q_matmul: wrapping, exact in any order */
+    return LLVMBuildAdd(cg->b, acc, LLVMBuildMul(cg->b, a, b, ""), "");
   if (dt == DT_C64)
     return LLVMBuildFAdd(cg->b, acc,
                          cg_ops_combine(cg, dt, CG_RED_PROD, a, b), "");
@@ -212,28 +223,44 @@ static bool mm_on_mma(const Cu *cu, const Node *n) {
 }
 
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n);
+
+/* The tiles' sum dtype: q_matmul's i32, else n's. */
+static DType mm_acc_dt(const Node *n) {
+  return n->op == OP_Q_MATMUL ? DT_I32 : n->type.dt;
+}
 static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                      const MmOp *b);
 
 int64_t cu_matmul_scratch(const Cu *cu, const Node *n) {
   if (mm_on_mma(cu, n)) return 0;
   MmGeom g = mm_geom(n);
-  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(n->type.dt) : 0;
+  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(mm_acc_dt(n)) : 0;
+}
+
+/* Output element off (column c) of n <- its sum v: q_matmul's
+ * requantized. */
+static void mm_out(Cu *cu, Node *n, LLVMValueRef off, LLVMValueRef c,
+                   LLVMValueRef v) {
+  Cg *cg = cu->dev;
+  if (n->op == OP_Q_MATMUL) v = cu_q_requant(cu, n, v, c);
+  cg_store(cg, n->type.dt, cg_buf(cg, n), off, v);
 }
 
 /* out[i] = sum over s of part[s][i], in slice order. */
 static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S) {
   Cg *cg = cu->dev;
-  DType dt = n->type.dt;
+  DType dt = mm_acc_dt(n);
   int64_t total = type_numel(&n->type);
   cu_kernel_begin(cu, p, "matmul_sum");
   LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
   cu_guard(cu, ult(cu, i, total));
   LLVMValueRef v = cg_load(cg, dt, part, i);
-  for (int k = 1; k < S; k++)
-    v = LLVMBuildFAdd(cg->b, v, cg_load(cg, dt, part,
-                                        add(cu, i, i64(cu, k * total))), "");
-  cg_store(cg, dt, cg_buf(cg, n), i, v);
+  for (int k = 1; k < S; k++) {
+    LLVMValueRef x = cg_load(cg, dt, part, add(cu, i, i64(cu, k * total)));
+    v = dt == DT_I32 ? LLVMBuildAdd(cg->b, v, x, "")
+                     : LLVMBuildFAdd(cg->b, v, x, "");
+  }
+  mm_out(cu, n, i, urem(cu, i, n->type.dims[n->type.rank - 1]), v);
   cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
 }
 
@@ -271,12 +298,22 @@ bool cu_dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-/* The CUDA-core product of n (matmul, dequant_matmul: mm_geom) with
- * operands a and b. */
+bool cu_q_matmul(Cu *cu, CgPlan *p, Node *n) {
+  if (type_numel(&n->type) == 0) return true;
+  MmOp a = {.st = n->in[0], .rs = n->in[0]->type.dims[1], .cs = 1,
+            .q = true, .zp = ir_attr_int(n, ATTR_X_ZP, 0)};
+  MmOp b = {.st = n->in[1], .rs = n->in[1]->type.dims[1], .cs = 1,
+            .q = true, .zp = ir_attr_int(n, ATTR_W_ZP, 0)};
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+/* The CUDA-core product of n (matmul, dequant_matmul, q_matmul:
+ * mm_geom) with operands a and b. */
 static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                      const MmOp *b) {
   Cg *cg = cu->dev;
-  DType dt = n->type.dt;
+  DType dt = mm_acc_dt(n);
   const Type *t = &n->type;
   MmGeom g = mm_geom(n);
   Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
@@ -323,7 +360,6 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
   /* a split product writes slice s's partial sums to scratch[s] */
-  LLVMValueRef dst = g.S > 1 ? cg_scratch(cg, n) : cg_buf(cg, n);
   LLVMValueRef obase = add(cu, mul(cu, bb, m.M * m.N),
                            mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
   for (int i = 0; i < m.R; i++)
@@ -338,7 +374,11 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
       LLVMValueRef ix = cg_i32(cg, i * m.R + j);
       LLVMValueRef v = LLVMBuildLoad2(
           cg->b, m.et, LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""), "");
-      cg_store(cg, dt, dst, add(cu, obase, add(cu, mul(cu, r, m.N), c)), v);
+      LLVMValueRef off = add(cu, obase, add(cu, mul(cu, r, m.N), c));
+      if (g.S > 1)
+        cg_store(cg, dt, cg_scratch(cg, n), off, v);
+      else
+        mm_out(cu, n, off, c, v);
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }

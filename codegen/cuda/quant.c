@@ -1,14 +1,14 @@
 /* quant.c: the GPU kernels of the quantized, grouped (MoE) and dense
- * solver ops (cuda.h; dequant_matmul runs on matmul.c's tiles). One
- * thread per output element, walking its sum in k order from 0
- * (deterministic, no atomics), unless stated:
+ * solver ops (cuda.h; dequant_matmul and q_matmul run on matmul.c's
+ * tiles). One thread per output element, walking its sum in k order
+ * from 0 (deterministic, no atomics), unless stated:
  *
- * - q_matmul (per-tensor mult or per-column mults), q_conv2d (stride,
- *   padding, dilation, groups): the i32 sum bias + sum (x - x_zp)
- *   (w - w_zp), wrapping as the CPU's (exact in any order), then the
- *   CPU's requantization (runtime/qgemm rlx_requant): the sum times
- *   (f64)(f32)mult (times mults[j]) in f64, rounded half to even, plus
- *   out_zp, saturated to i8: the CPU's bits. q_conv2d folds
+ * - q_matmul (per-tensor mult or per-column mults; its sums from
+ *   matmul.c), q_conv2d (stride, padding, dilation, groups): the i32 sum
+ *   bias + sum (x - x_zp)(w - w_zp), wrapping as the CPU's (exact in any
+ *   order), then the CPU's requantization (runtime/qgemm rlx_requant):
+ *   the sum times (f64)(f32)mult (times mults[j]) in f64, rounded half
+ *   to even, plus out_zp, saturated to i8: the CPU's bits. q_conv2d folds
  *   k = (ci, kh, kw) of the output channel's group; padding cells hold
  *   x_zp, so they add 0.
  * - grouped_matmul: y[t, j] = sum over k of x[t, k] w[e[t], k, j] (w
@@ -72,31 +72,15 @@ static LLVMValueRef requant(Cu *cu, Node *n, LLVMValueRef acc,
                         "");
 }
 
-/* ---- q_matmul, q_conv2d ---- */
+/* ---- q_matmul's requantization, q_conv2d ---- */
 
-static bool q_matmul(Cu *cu, CgPlan *p, Node *n) {
+LLVMValueRef cu_q_requant(Cu *cu, Node *n, LLVMValueRef acc, LLVMValueRef c) {
   Cg *cg = cu->dev;
-  LLVMBuilderRef b = cg->b;
-  int64_t M = n->in[0]->type.dims[0], K = n->in[0]->type.dims[1];
-  int64_t N = n->in[1]->type.dims[1];
-  int64_t xz = ir_attr_int(n, ATTR_X_ZP, 0), wz = ir_attr_int(n, ATTR_W_ZP, 0);
-  if (M * N == 0) return true;
-  LLVMValueRef i = each_begin(cu, p, "q_matmul", M * N);
-  LLVMValueRef r = udiv(cu, i, N), c = urem(cu, i, N);
-  LLVMValueRef acc = cg_load(cg, DT_I32, cg_buf(cg, n->in[2]), c);
-  CgLoop l;
-  LLVMValueRef k = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, K), &acc, 1);
-  LLVMValueRef xv = q_elem(cu, cg_buf(cg, n->in[0]), add(cu, mul(cu, r, K), k),
-                           xz);
-  LLVMValueRef wv = q_elem(cu, cg_buf(cg, n->in[1]), add(cu, mul(cu, k, N), c),
-                           wz);
-  acc = LLVMBuildAdd(b, acc, LLVMBuildMul(b, xv, wv, ""), "");
-  cg_loop_end(cg, &l, &acc);
+  acc = LLVMBuildAdd(cg->b, acc, cg_load(cg, DT_I32, cg_buf(cg, n->in[2]), c),
+                     "");
   LLVMValueRef ms = n->nin == 4 ? cg_load(cg, DT_F32, cg_buf(cg, n->in[3]), c)
                                 : NULL;
-  cg_store(cg, DT_I8, cg_buf(cg, n), i, requant(cu, n, acc, ms));
-  each_end(cu, M * N);
-  return true;
+  return requant(cu, n, acc, ms);
 }
 
 static bool q_conv2d(Cu *cu, CgPlan *p, Node *n) {
@@ -432,7 +416,6 @@ static bool dense_solve(Cu *cu, CgPlan *p, Node *n) {
 
 bool cu_quant(Cu *cu, CgPlan *p, Node *n) {
   switch (n->op) {
-  case OP_Q_MATMUL: return q_matmul(cu, p, n);
   case OP_Q_CONV2D: return q_conv2d(cu, p, n);
   case OP_GROUPED_MATMUL: return grouped_matmul(cu, p, n);
   case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: return grouped_bwd_weight(cu, p, n);
