@@ -65,8 +65,7 @@ struct Cv {
 /* The compute dtype of the partial sums of a split GEMM. */
 static DType part_dt(DType dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
-/* An ints attribute of two entries, or def when absent. */
-static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
+void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
   int k;
   const int64_t *a = ir_attr_ints(n, id, &k);
   v[0] = a && k == 2 ? a[0] : def;
@@ -77,9 +76,9 @@ static void pair(const Node *n, AttrId id, int64_t def, int64_t *v) {
 static void cv_init(Cv *v, const Node *n, const Type *x, const Type *w,
                     const Type *y) {
   int64_t s[2], p[2], d[2];
-  pair(n, ATTR_STRIDE, 1, s);
-  pair(n, ATTR_PADDING, 0, p);
-  pair(n, ATTR_DILATION, 1, d);
+  cu_conv_pair(n, ATTR_STRIDE, 1, s);
+  cu_conv_pair(n, ATTR_PADDING, 0, p);
+  cu_conv_pair(n, ATTR_DILATION, 1, d);
   *v = (Cv){.dt = n->type.dt, .n = x->dims[0], .c = x->dims[1],
             .h = x->dims[2], .w = x->dims[3], .co = w->dims[0],
             .kh = w->dims[2], .kw = w->dims[3], .oh = y->dims[2],
@@ -95,8 +94,7 @@ static LLVMValueRef and3(Cg *cg, LLVMValueRef a, LLVMValueRef b,
   return LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, a, b, ""), c, "");
 }
 
-/* i in [0, n) as signed i64 (i1). */
-static LLVMValueRef in_range(Cu *cu, LLVMValueRef i, int64_t n) {
+LLVMValueRef cu_in_range(Cu *cu, LLVMValueRef i, int64_t n) {
   Cg *cg = cu->dev;
   return LLVMBuildAnd(
       cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, i, i64(cu, 0), ""),
@@ -128,7 +126,8 @@ static LLVMValueRef x_tap(Cu *cu, const Cv *v, LLVMValueRef g,
   LLVMValueRef iw = LLVMBuildSub(cg->b, add(cu, mul(cu, ow, v->sw),
                                             mul(cu, kw, v->dw)),
                                  i64(cu, v->pw), "");
-  ok = and3(cg, ok, in_range(cu, ih, v->h), in_range(cu, iw, v->w));
+  ok = and3(cg, ok, cu_in_range(cu, ih, v->h),
+            cu_in_range(cu, iw, v->w));
   LLVMValueRef ch = add(cu, mul(cu, n, v->c), add(cu, mul(cu, g, v->cg), ci));
   LLVMValueRef off = add(cu, mul(cu, add(cu, mul(cu, ch, v->h), ih), v->w),
                          iw);

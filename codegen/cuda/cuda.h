@@ -16,8 +16,10 @@
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
- * pools), conv.c (conv2d and its backward ops), device.c (thread
- * ids, warp/block reductions, libclc math, PTX emission and checks).
+ * pools), conv.c (conv2d and its backward ops), quant.c (q_conv2d,
+ * grouped matmuls, dense solves, requantization),
+ * device.c (thread ids, warp/block reductions, libclc math, PTX emission
+ * and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -131,9 +133,13 @@ int64_t cu_scratch(const Cu *cu, const CgPlan *plan, const Node *n);
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 
 /* ---- matmul.c ---- */
-/* matmul / batched matmul n. */
+/* matmul / batched matmul n; dequant_matmul and q_matmul n on the same
+ * tiles. */
 bool cu_matmul(Cu *cu, CgPlan *plan, Node *n);
-/* Workspace scratch matmul n needs (split-K partial sums), or 0. */
+bool cu_dequant_matmul(Cu *cu, CgPlan *plan, Node *n);
+bool cu_q_matmul(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch matmul, dequant_matmul or q_matmul n needs (split-K
+ * partial sums), or 0. */
 int64_t cu_matmul_scratch(const Cu *cu, const Node *n);
 
 /* ---- index.c ---- */
@@ -176,5 +182,20 @@ bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch conv node n needs (split-k partial sums), or 0. */
 int64_t cu_conv_scratch(const Node *n);
+/* n's ints attribute id of two entries (stride, padding, dilation), or
+ * def twice when absent. */
+void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v);
+/* i in [0, n) as signed i64 (i1): an input pixel inside the image. */
+LLVMValueRef cu_in_range(Cu *cu, LLVMValueRef i, int64_t n);
+
+/* ---- quant.c ---- */
+/* q_conv2d, grouped_matmul and its _backward_weight, dense_solve,
+ * batched_dense_solve. */
+bool cu_quant(Cu *cu, CgPlan *plan, Node *n);
+/* q_matmul's output element (i8) of column c from its i32 sum acc:
+ * plus bias[c], the CPU's requantization (mult, mults[c]). */
+LLVMValueRef cu_q_requant(Cu *cu, Node *n, LLVMValueRef acc, LLVMValueRef c);
+/* Workspace scratch of a solve (the copies of A), 0 for other nodes. */
+int64_t cu_solve_scratch(const Node *n);
 
 #endif

@@ -12,13 +12,15 @@
  *   block combines the partials with warp butterflies and the warps'
  *   results in warp order (device.c). No atomics: the same bits from run
  *   to run. Prologue-fused producers are evaluated in the loads.
- * - matmul / batched matmul: matmul.c.
+ * - matmul / batched matmul (f32, f64, c64; bf16, f16), dequant_matmul,
+ *   q_matmul: matmul.c.
  * - transpose, narrow, concat, gather, returned-value copies: one
  *   thread per output element.
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
  *   random.c; the norm family: norm.c; attention, attention_backward:
  *   attention.c; rope and the pools: nn.c; conv2d and its backward
- *   ops: conv.c.
+ *   ops: conv.c; q_conv2d, grouped_matmul and its weight gradient,
+ *   dense solves: quant.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -437,12 +439,14 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
 
 int64_t cu_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
   switch (n->op) {
-  case OP_MATMUL:
+  case OP_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
     return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
+  case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
+    return cu_solve_scratch(n);
   default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
   }
 }
@@ -492,6 +496,11 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_AVG_POOL2D_BACKWARD: return cu_pool(cu, p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv(cu, p, n);
+  case OP_DEQUANT_MATMUL: return cu_dequant_matmul(cu, p, n);
+  case OP_Q_MATMUL: return cu_q_matmul(cu, p, n);
+  case OP_Q_CONV2D: case OP_GROUPED_MATMUL:
+  case OP_GROUPED_MATMUL_BACKWARD_WEIGHT:
+  case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE: return cu_quant(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

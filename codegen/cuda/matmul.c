@@ -1,12 +1,19 @@
 /* matmul.c: matmul and batched matmul on the GPU (cuda.h).
  *
- * f32, f64: shared-memory tiles of 16R x 16R outputs, R x R per thread,
- * k in increasing order with fma: the same bits for every tile size;
+ * f32, f64, c64: shared-memory tiles of 16R x 16R outputs, R x R per
+ * thread, k in increasing order with fma (c64: acc + a b, the complex
+ * product as the CPU's rlx_gemm_c64): the same bits for every tile size;
  * few tiles: K split over blocks, partial sums added in slice order by a
  * second kernel (deterministic). Transposes folded by the plan are read
- * through strides.
+ * through strides. dequant_matmul (f32, f64) runs on the same tiles, x
+ * as [numel / K, K], its i8 weight dequantized as the tiles are loaded
+ * ((T)w[k, j] * s[k / group, j], the CPU's dequantized panel); so does
+ * q_matmul: i32 tiles of x - x_zp and w - w_zp, i32 sums (exact), the
+ * CPU's requantization on store (cu_q_requant).
  */
 #include "codegen/cuda/cuda.h"
+
+#include <stdio.h>
 
 #define TS 16 /* matmul tile */
 
@@ -23,6 +30,10 @@ typedef struct {
   Node *st;                 /* storage node */
   int64_t rs, cs;           /* element (row, col) strides of the operand */
   int64_t bstr[RLX_MAX_RANK]; /* per output batch dim */
+  Node *scale;              /* dequant_matmul's w (i8 st): element (r, c) */
+  int64_t group;            /* is st's times scale[(r / group) rs + c] */
+  bool q;                   /* q_matmul's (i8 st): element - zp, as i32 */
+  int64_t zp;
 } MmOp;
 
 #define MM_R_MAX 4
@@ -56,7 +67,22 @@ static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
                                                      i64(cu, 0), ""), o->rs),
                          mul(cu, LLVMBuildSelect(cg->b, in, c, i64(cu, 0), ""),
                              o->cs));
-  LLVMValueRef v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
+  LLVMValueRef v;
+  if (o->scale) { /* the CPU's dequantized weight (T)w * s */
+    r = LLVMBuildSelect(cg->b, in, r, i64(cu, 0), "");
+    c = LLVMBuildSelect(cg->b, in, c, i64(cu, 0), "");
+    v = LLVMBuildSIToFP(cg->b, cg_load(cg, DT_I8, cg_buf(cg, o->st),
+                                       add(cu, base, off)),
+                        cg_ctype(cg, dt), "");
+    LLVMValueRef so = add(cu, mul(cu, udiv(cu, r, o->group), o->rs), c);
+    v = LLVMBuildFMul(cg->b, v, cg_load(cg, dt, cg_buf(cg, o->scale), so), "");
+  } else if (o->q) {
+    v = LLVMBuildSExt(cg->b, cg_load(cg, DT_I8, cg_buf(cg, o->st),
+                                     add(cu, base, off)), cg->t_i32, "");
+    v = LLVMBuildSub(cg->b, v, cg_i32(cg, (int32_t)o->zp), "");
+  } else {
+    v = cg_load(cg, dt, cg_buf(cg, o->st), add(cu, base, off));
+  }
   return LLVMBuildSelect(cg->b, in, v, cg_const(cg, dt, 0), "");
 }
 
@@ -110,6 +136,20 @@ static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
   }
 }
 
+/* acc + a b: fma; i32 multiply-add (wrapping); for c64 (<2 x float>)
+ * the textbook complex product added to acc (rlx_gemm_c64's
+ * c += ar br - ai bi, c' += ar bi + ai br). */
+static LLVMValueRef mm_fma(Cg *cg, DType dt, LLVMValueRef a, LLVMValueRef b,
+                           LLVMValueRef acc) {
+  if (dt == DT_I32) /* q_matmul: wrapping, exact in any order */
+    return LLVMBuildAdd(cg->b, acc, LLVMBuildMul(cg->b, a, b, ""), "");
+  if (dt == DT_C64)
+    return LLVMBuildFAdd(cg->b, acc,
+                         cg_ops_combine(cg, dt, CG_RED_PROD, a, b), "");
+  LLVMValueRef f[3] = {a, b, acc};
+  return cg_intrinsic(cg, "llvm.fma", LLVMTypeOf(acc), f, 3);
+}
+
 /* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc) for k < TS. */
 static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
   Cg *cg = cu->dev;
@@ -126,9 +166,8 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
       for (int j = 0; j < R; j++) {
         LLVMValueRef ix = cg_i32(cg, i * R + j);
         LLVMValueRef p = LLVMBuildGEP2(cg->b, m->et, acc, &ix, 1, "");
-        LLVMValueRef f[3] = {av[i], bv[j],
-                             LLVMBuildLoad2(cg->b, m->et, p, "")};
-        LLVMBuildStore(cg->b, cg_intrinsic(cg, "llvm.fma", m->et, f, 3), p);
+        LLVMBuildStore(cg->b, mm_fma(cg, m->dt, av[i], bv[j],
+                                     LLVMBuildLoad2(cg->b, m->et, p, "")), p);
       }
   }
 }
@@ -148,6 +187,11 @@ static MmGeom mm_geom(const Node *n) {
   MmGeom g = {.M = t->dims[t->rank - 2], .N = t->dims[t->rank - 1],
               .K = n->in[0]->type.dims[n->in[0]->type.rank - 1], .R = 1,
               .S = 1};
+  if (n->op == OP_DEQUANT_MATMUL) { /* x as [numel / K, K], one batch */
+    const Type *w = &n->in[1]->type;
+    g.K = w->dims[0], g.N = w->dims[1];
+    g.M = g.N ? type_numel(t) / g.N : 0;
+  }
   g.batch = g.M && g.N ? type_numel(t) / (g.M * g.N) : 0;
   for (int R = MM_R_MAX; R >= 1; R /= 2) {
     g.R = R;
@@ -174,58 +218,113 @@ static MmGeom mm_geom(const Node *n) {
 static bool mm_on_mma(const Cu *cu, const Node *n) {
   DType dt = n->type.dt;
   const Unit *u = cu->dev->u;
-  return dt == DT_BF16 || dt == DT_F16 ||
-         (dt == DT_F32 && u && u->opt && u->opt->gpu_tf32);
+  return n->op == OP_MATMUL && (dt == DT_BF16 || dt == DT_F16 ||
+         (dt == DT_F32 && u && u->opt && u->opt->gpu_tf32));
 }
 
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n);
 
+/* The tiles' sum dtype: q_matmul's i32, else n's. */
+static DType mm_acc_dt(const Node *n) {
+  return n->op == OP_Q_MATMUL ? DT_I32 : n->type.dt;
+}
+static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
+                     const MmOp *b);
+
 int64_t cu_matmul_scratch(const Cu *cu, const Node *n) {
   if (mm_on_mma(cu, n)) return 0;
   MmGeom g = mm_geom(n);
-  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(n->type.dt) : 0;
+  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(mm_acc_dt(n)) : 0;
+}
+
+/* Output element off (column c) of n <- its sum v: q_matmul's
+ * requantized. */
+static void mm_out(Cu *cu, Node *n, LLVMValueRef off, LLVMValueRef c,
+                   LLVMValueRef v) {
+  Cg *cg = cu->dev;
+  if (n->op == OP_Q_MATMUL) v = cu_q_requant(cu, n, v, c);
+  cg_store(cg, n->type.dt, cg_buf(cg, n), off, v);
 }
 
 /* out[i] = sum over s of part[s][i], in slice order. */
 static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S) {
   Cg *cg = cu->dev;
-  DType dt = n->type.dt;
+  DType dt = mm_acc_dt(n);
   int64_t total = type_numel(&n->type);
   cu_kernel_begin(cu, p, "matmul_sum");
   LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
   cu_guard(cu, ult(cu, i, total));
   LLVMValueRef v = cg_load(cg, dt, part, i);
-  for (int k = 1; k < S; k++)
-    v = LLVMBuildFAdd(cg->b, v, cg_load(cg, dt, part,
-                                        add(cu, i, i64(cu, k * total))), "");
-  cg_store(cg, dt, cg_buf(cg, n), i, v);
+  for (int k = 1; k < S; k++) {
+    LLVMValueRef x = cg_load(cg, dt, part, add(cu, i, i64(cu, k * total)));
+    v = dt == DT_I32 ? LLVMBuildAdd(cg->b, v, x, "")
+                     : LLVMBuildFAdd(cg->b, v, x, "");
+  }
+  mm_out(cu, n, i, urem(cu, i, n->type.dims[n->type.rank - 1]), v);
   cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
 }
 
 bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
-  Cg *cg = cu->dev;
   DType dt = n->type.dt;
   const Type *t = &n->type;
   bool mma = mm_on_mma(cu, n);
-  if (!mma && dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (!mma && dt != DT_F32 && dt != DT_F64 && dt != DT_C64)
+    return cu_bad_dtype(cu, n, dt);
   if (n->in[0]->type.dt != dt || n->in[1]->type.dt != dt)
     return cu_unsupported(cu, n, "operands of another dtype than the result");
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
     return cu_unsupported(cu, n, "rank < 2");
   if (type_numel(t) == 0) return true;
   if (mma) return mma_matmul(cu, p, n);
+  MmOp a = {0}, b = {0};
+  mm_operand(p, n->in[0], t, &a);
+  mm_operand(p, n->in[1], t, &b);
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+bool cu_dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
+  DType dt = n->type.dt;
+  if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
+  if (type_numel(&n->type) == 0) return true;
+  const Type *w = &n->in[1]->type;
+  int64_t K = w->dims[0], N = w->dims[1];
+  int64_t grp = ir_attr_present(n, ATTR_GROUP_SIZE)
+                    ? ir_attr_int(n, ATTR_GROUP_SIZE, 1) : K;
+  MmOp a = {.st = n->in[0], .rs = K, .cs = 1};
+  MmOp b = {.st = n->in[1], .rs = N, .cs = 1, .scale = n->in[2],
+            .group = grp > 0 ? grp : 1};
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+bool cu_q_matmul(Cu *cu, CgPlan *p, Node *n) {
+  if (type_numel(&n->type) == 0) return true;
+  MmOp a = {.st = n->in[0], .rs = n->in[0]->type.dims[1], .cs = 1,
+            .q = true, .zp = ir_attr_int(n, ATTR_X_ZP, 0)};
+  MmOp b = {.st = n->in[1], .rs = n->in[1]->type.dims[1], .cs = 1,
+            .q = true, .zp = ir_attr_int(n, ATTR_W_ZP, 0)};
+  mm_cores(cu, p, n, &a, &b);
+  return true;
+}
+
+/* The CUDA-core product of n (matmul, dequant_matmul, q_matmul:
+ * mm_geom) with operands a and b. */
+static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
+                     const MmOp *b) {
+  Cg *cg = cu->dev;
+  DType dt = mm_acc_dt(n);
+  const Type *t = &n->type;
   MmGeom g = mm_geom(n);
   Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
-          .R = g.R};
+          .R = g.R, .a = *a, .b = *b};
   int64_t batch = g.batch, tm = g.tm, tn = g.tn;
-  mm_operand(p, n->in[0], t, &m.a);
-  mm_operand(p, n->in[1], t, &m.b);
-  bool f32 = dt == DT_F32;
-  m.As = cu_shared(cg, f32 ? "rlx.mm.a.f32" : "rlx.mm.a.f64", m.et,
-                   TS * TS * MM_R_MAX, 16);
-  m.Bs = cu_shared(cg, f32 ? "rlx.mm.b.f32" : "rlx.mm.b.f64", m.et,
-                   TS * TS * MM_R_MAX, 16);
-  cu_kernel_begin(cu, p, "matmul");
+  char a_name[24], b_name[24];
+  snprintf(a_name, sizeof a_name, "rlx.mm.a.%s", dt_name(dt));
+  snprintf(b_name, sizeof b_name, "rlx.mm.b.%s", dt_name(dt));
+  m.As = cu_shared(cg, a_name, m.et, TS * TS * MM_R_MAX, 16);
+  m.Bs = cu_shared(cg, b_name, m.et, TS * TS * MM_R_MAX, 16);
+  cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
   LLVMValueRef bid = cu_ctaid(cu);
@@ -237,8 +336,10 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.kend = LLVMBuildSelect(cg->b, ult(cu, kend, g.K), kend, i64(cu, g.K), "");
   m.tx = urem(cu, m.tid, TS), m.ty = udiv(cu, m.tid, TS);
   m.row0 = mul(cu, bm, TS * m.R), m.col0 = mul(cu, bn, TS * m.R);
-  m.abase = cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2);
-  m.bbase = cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2);
+  m.abase = batch > 1 ? cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2)
+                      : i64(cu, 0);
+  m.bbase = batch > 1 ? cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2)
+                      : i64(cu, 0);
   for (int i = 0; i < m.R * m.R; i++) {
     LLVMValueRef ix = cg_i32(cg, i);
     LLVMBuildStore(cg->b, cg_const(cg, dt, 0),
@@ -259,7 +360,6 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
   /* a split product writes slice s's partial sums to scratch[s] */
-  LLVMValueRef dst = g.S > 1 ? cg_scratch(cg, n) : cg_buf(cg, n);
   LLVMValueRef obase = add(cu, mul(cu, bb, m.M * m.N),
                            mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
   for (int i = 0; i < m.R; i++)
@@ -274,13 +374,16 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
       LLVMValueRef ix = cg_i32(cg, i * m.R + j);
       LLVMValueRef v = LLVMBuildLoad2(
           cg->b, m.et, LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""), "");
-      cg_store(cg, dt, dst, add(cu, obase, add(cu, mul(cu, r, m.N), c)), v);
+      LLVMValueRef off = add(cu, obase, add(cu, mul(cu, r, m.N), c));
+      if (g.S > 1)
+        cg_store(cg, dt, cg_scratch(cg, n), off, v);
+      else
+        mm_out(cu, n, off, c, v);
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
   cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
   if (g.S > 1) mm_reduce(cu, p, n, g.S);
-  return true;
 }
 
 /* ---- tensor cores ----
