@@ -86,7 +86,7 @@ static const ShapeRule dyn_rules[] = {
     shape_transpose, shape_reshape, shape_concat, shape_narrow,
     shape_gather, shape_expand, shape_layer_norm, shape_group_norm,
     shape_batch_norm, shape_rope,
-    shape_attention, shape_conv2d, shape_pool2d, shape_scan,
+    shape_attention, shape_attention_bwd, shape_conv2d, shape_pool2d, shape_scan,
 };
 
 static bool carries_dynamic(Op op) {

@@ -190,6 +190,8 @@ static bool ad_dynamic_op(Op op) {
   case OP_REDUCE_MEAN: case OP_REDUCE_MAX: case OP_REDUCE_MIN:
   case OP_SOFTMAX: case OP_LOG_SOFTMAX: case OP_SOFTMAX_CROSS_ENTROPY:
   case OP_RESHAPE: case OP_TRANSPOSE: case OP_EXPAND:
+  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_ROPE:
+  case OP_ROPE_BACKWARD: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
     return true;
   default:
     return false;

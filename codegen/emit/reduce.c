@@ -601,7 +601,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
   int64_t outer, len, inner;
   Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (!type_is_static(&n->type)) { /* rows of a dynamic axis 0 */
+  if (!type_is_static(&n->type)) { /* rows under dynamic axes */
     const Type *t = &n->type;
     int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
     ax += ax < 0 ? t->rank : 0;
@@ -842,7 +842,7 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
 /* Dynamic sizes: rows (the axis and every later one static, the later
- * ones of size 1) under a dynamic axis 0. */
+ * ones of size 1) under dynamic axes before it. */
 static const char *smx_dyn(const Node *n) {
   return cg_dyn_rows(n, &n->type);
 }
