@@ -192,10 +192,19 @@ static bool ad_dynamic_op(Op op) {
   case OP_RESHAPE: case OP_TRANSPOSE: case OP_EXPAND:
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_ROPE:
   case OP_ROPE_BACKWARD: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
+  case OP_LAYER_NORM: case OP_RMS_NORM:
     return true;
   default:
     return false;
   }
+}
+
+/* Attention's forward-mode and second-order rules expand it through
+ * Lq x Lk matrices built with static sizes: with dynamic sizes --jvp
+ * and --hvp refuse it (reverse mode emits attention_backward). */
+static bool ad_dynamic_forward_op(Op op) {
+  return ad_dynamic_op(op) && op != OP_ATTENTION &&
+         op != OP_ATTENTION_BACKWARD;
 }
 
 /* True: stop the pipeline (after a diagnostic). */
@@ -212,7 +221,12 @@ static bool dynamic_stop(Unit *u) {
     const Graph *gr = m->graphs[g];
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
-      if (!node_dynamic(n) || (!gpu && ad_dynamic_op(n->op))) continue;
+      if (!node_dynamic(n)) continue;
+      bool fwd = o->jvp || o->hvp;
+      if (!gpu && (fwd ? ad_dynamic_forward_op(n->op) : ad_dynamic_op(n->op)))
+        continue;
+      if (!gpu && fwd && ad_dynamic_op(n->op))
+        what = o->jvp ? "--jvp" : "--hvp";
       char ts[160];
       if (gpu)
         diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "

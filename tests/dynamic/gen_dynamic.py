@@ -181,6 +181,7 @@ def seq(rng):
         C, S = cos.astype(F64), sin.astype(F64)
         qr, kr = rope(Q, C, S, 8, 6), rope(K, C, S, 8, 6, neg=True)
         e = np.exp(K - K.max(axis=2, keepdims=True)) if t else K
+        ew = np.tanh(Q + beta) + K * V
         lp = Q4 - (Q4.max(axis=-1, keepdims=True) if t else 0)
         lp -= np.log(np.exp(lp).sum(axis=-1, keepdims=True))
         return [qr, kr, attention(qr, kr, V, 2, "causal"),
@@ -190,7 +191,8 @@ def seq(rng):
                 attention(Q, K, V, 2, "bias", bias=B4, softcap=3.0),
                 attention(Q4, Q4, Q4, None, "causal"),
                 norm(V, False, 1e-5), norm(Q, True, 1e-5),
-                e / e.sum(axis=2, keepdims=True), lp]
+                e / e.sum(axis=2, keepdims=True), lp, ew,
+                ew.sum(axis=(0, 1)), Q4.mean(axis=3, keepdims=True)]
     return ins, [0, 1, 13, t_max], run
 
 
