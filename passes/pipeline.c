@@ -192,7 +192,7 @@ static bool ad_dynamic_op(Op op) {
   case OP_RESHAPE: case OP_TRANSPOSE: case OP_EXPAND:
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_ROPE:
   case OP_ROPE_BACKWARD: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
-  case OP_LAYER_NORM: case OP_RMS_NORM:
+  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_NARROW: case OP_CONCAT:
     return true;
   default:
     return false;
@@ -205,6 +205,14 @@ static bool ad_dynamic_op(Op op) {
 static bool ad_dynamic_forward_op(Op op) {
   return ad_dynamic_op(op) && op != OP_ATTENTION &&
          op != OP_ATTENTION_BACKWARD;
+}
+
+/* The op, and for a gather a static table (its gradient is a
+ * gather_backward into zeros of the table's shape). */
+static bool ad_dynamic_node(const Node *n, bool fwd) {
+  if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
+    return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
+  return fwd ? ad_dynamic_forward_op(n->op) : ad_dynamic_op(n->op);
 }
 
 /* True: stop the pipeline (after a diagnostic). */
@@ -223,8 +231,7 @@ static bool dynamic_stop(Unit *u) {
       const Node *n = gr->nodes[i];
       if (!node_dynamic(n)) continue;
       bool fwd = o->jvp || o->hvp;
-      if (!gpu && (fwd ? ad_dynamic_forward_op(n->op) : ad_dynamic_op(n->op)))
-        continue;
+      if (!gpu && ad_dynamic_node(n, fwd)) continue;
       if (!gpu && fwd && ad_dynamic_op(n->op))
         what = o->jvp ? "--jvp" : "--hvp";
       char ts[160];
