@@ -165,9 +165,11 @@ def seq(rng):
     gamma = (rng.standard_normal(16) + 1).astype(np.float32)
     beta = (rng.standard_normal(16) * 0.1).astype(np.float32)
     cut1 = lambda a, t: a[:, :t]
+    ids = rng.integers(0, 16, (2, t_max)).astype(np.int32)
     ins = [PerSize(q, cut1), PerSize(k, cut1), PerSize(v, cut1), cos, sin,
            PerSize(keep, cut1), PerSize(bias, lambda a, t: a[:, :, :t, :t]),
-           PerSize(q4, lambda a, t: a[:, :, :t]), gamma, beta]
+           PerSize(q4, lambda a, t: a[:, :, :t]), PerSize(ids, cut1), gamma,
+           beta]
 
     def norm(x, rms, eps):
         mu = 0 if rms else x.mean(axis=-1, keepdims=True)
@@ -192,7 +194,9 @@ def seq(rng):
                 attention(Q4, Q4, Q4, None, "causal"),
                 norm(V, False, 1e-5), norm(Q, True, 1e-5),
                 e / e.sum(axis=2, keepdims=True), lp, ew,
-                ew.sum(axis=(0, 1)), Q4.mean(axis=3, keepdims=True)]
+                ew.sum(axis=(0, 1)), Q4.mean(axis=3, keepdims=True),
+                gamma[ids[:, :t]], Q[:, :, 4:12],
+                np.concatenate([Q[:, :, 4:12], K], axis=-1)]
     return ins, [0, 1, 13, t_max], run
 
 
