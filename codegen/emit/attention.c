@@ -64,7 +64,9 @@ static int routine_op(const CgPlan *p, const Node *n) {
 /* The routine's scratch grows with lq and lk, so their bounds reserve
  * enough; it does not with b while b * h is below the runtime's slot
  * count (fewer heads get more dQ chunks), so a dynamic b takes the
- * largest over every b up to the bound (beyond 4096 it grows again). */
+ * largest over every b up to the bound, tried up to 4096 (far past
+ * that count, where the scratch grows with b again and the bound's
+ * covers the rest). */
 static int64_t routine_bytes(const CgPlan *p, const Node *n) {
   rlx_attn_geom g = cg_attn_geometry_bound(n);
   int op = routine_op(p, n);
