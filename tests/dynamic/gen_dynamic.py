@@ -200,10 +200,32 @@ def seq(rng):
     return ins, [0, 1, 13, t_max], run
 
 
+def attnb(rng):
+    q = rng.standard_normal((5, 2, 7, 8)).astype(np.float32)
+    k = rng.standard_normal((5, 2, 7, 8)).astype(np.float32)
+    w = (rng.standard_normal((8, 8)) * 0.5).astype(np.float32)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        Q, K, W = q[:n].astype(F64), k[:n].astype(F64), w.astype(F64)
+        V = K @ W
+        d = 8
+        s = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(d)
+        s = np.where(np.tril(np.ones((7, 7), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True)) if n else s
+        p = p / p.sum(axis=-1, keepdims=True) if n else p
+        a = p @ V
+        # d loss / d w = sum over keys of k^T (p^T 2a)
+        dv = p.transpose(0, 1, 3, 2) @ (2 * a)
+        dw = K.reshape(-1, 8).T @ dv.reshape(-1, 8)
+        return [np.array([(a * a).sum()]), dw]
+    return [q, k, w, dout], [0, 1, 3, 5], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
-                       ("norms", norms), ("seq", seq)]:
+                       ("norms", norms), ("seq", seq), ("attnb", attnb)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
