@@ -84,9 +84,10 @@ static const ShapeRule dyn_rules[] = {
     shape_cast, shape_act_bwd, shape_reduce, shape_softmax, shape_cumsum,
     shape_softmax_xent, shape_softmax_xent_bwd, shape_topk, shape_matmul,
     shape_transpose, shape_reshape, shape_concat, shape_narrow,
-    shape_gather, shape_expand, shape_layer_norm, shape_group_norm,
+    shape_gather, shape_gather_bwd, shape_expand, shape_layer_norm, shape_norm_bwd,
+    shape_group_norm,
     shape_batch_norm, shape_rope,
-    shape_attention, shape_conv2d, shape_pool2d, shape_scan,
+    shape_attention, shape_attention_bwd, shape_conv2d, shape_pool2d, shape_scan,
 };
 
 static bool carries_dynamic(Op op) {

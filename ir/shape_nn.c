@@ -166,12 +166,19 @@ static bool norm_channels(Ctx *c, const Node *n, int64_t *ch) {
 bool shape_norm_bwd(Ctx *c, Node *n) {
   static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
   int64_t ch;
+  /* dynamic sizes: those of layer_norm and rms_norm (shape_layer_norm:
+   * any axis); group and batch norms' backward ops take static ones */
+  const char *nm = op_name(n->op);
+  bool rows = !strncmp(nm, "layer_norm", 10) || !strncmp(nm, "rms_norm", 8);
+  for (int i = 0; !rows && i < n->nin; i++)
+    if (!sh_static_type(c, n, i, "group and batch norms' backward ops "
+                        "take static sizes"))
+      return false;
   if (!norm_channels(c, n, &ch)) return false;
   int last = n->nin - 1;
   for (int i = 1; i < last; i++)
     if (!want_vec(c, n, i, names[i], IN(n, 0), ch)) return false;
   if (!sh_want_type(c, n, last, "dy", IN(n, 0))) return false;
-  const char *nm = op_name(n->op);
   size_t l = strlen(nm);
   if (n->op == OP_LAYER_NORM_BACKWARD_GAMMA)
     n->type = type_make(IN(n, 0)->dt, 1, &ch);

@@ -61,17 +61,30 @@ static int routine_op(const CgPlan *p, const Node *n) {
   return p->slot[n->id].attn_fwd ? RLX_ATTN_BWD : RLX_ATTN_BWD_RECOMPUTE;
 }
 
+/* The routine's scratch grows with lq and lk, so their bounds reserve
+ * enough; it does not with b while b * h is below the runtime's slot
+ * count (fewer heads get more dQ chunks), so a dynamic b takes the
+ * largest over every b up to the bound, tried up to 4096 (far past
+ * that count, where the scratch grows with b again and the bound's
+ * covers the rest). */
 static int64_t routine_bytes(const CgPlan *p, const Node *n) {
-  rlx_attn_geom g = cg_attn_geometry(n);
+  rlx_attn_geom g = cg_attn_geometry_bound(n);
+  int op = routine_op(p, n);
   DType dt = n->type.dt;
-  return cg_align(rlx_attention_scratch_bytes(&g, routine_op(p, n),
-                                              half(dt) ? 4 : dt_size(dt)));
+  int64_t es = half(dt) ? 4 : dt_size(dt);
+  int64_t most = rlx_attention_scratch_bytes(&g, op, es);
+  bool dyn_b = !dim_is_static(n->in[0]->type.dims[0]);
+  for (int64_t b = 1, top = g.b; dyn_b && b < top && b <= 4096; b++) {
+    g.b = b;
+    int64_t s = rlx_attention_scratch_bytes(&g, op, es);
+    most = s > most ? s : most;
+  }
+  return cg_align(most);
 }
 
 static int64_t keep_bytes(const Node *n) {
-  return needs_keep(n) ? cg_align(n->in[0]->type.dims[0] *
-                                  cg_attn_geometry(n).lk)
-                       : 0;
+  rlx_attn_geom g = cg_attn_geometry_bound(n);
+  return needs_keep(n) ? cg_align(g.b * g.lk) : 0;
 }
 
 /* f16/bf16: f32 copies of the float operands (all but a custom mask),
@@ -97,24 +110,50 @@ _Static_assert(sizeof(rlx_attn_geom) == 10 * 8 &&
                    offsetof(rlx_attn_geom, scale) == 8 * 8,
                "rlx_attn_geom: 8 int64s, then scale and softcap");
 
-static LLVMValueRef geometry_global(Cg *cg, const rlx_attn_geom *g) {
+static LLVMValueRef geometry_init(Cg *cg, const rlx_attn_geom *g) {
   const int64_t f[8] = {g->b,      g->h,    g->lq,   g->lk,
                         g->d,      g->layout, g->mask, g->window};
   LLVMValueRef v[10];
   for (int i = 0; i < 8; i++) v[i] = cg_i64(cg, f[i]);
   v[8] = LLVMConstReal(cg->t_f64, g->scale);
   v[9] = LLVMConstReal(cg->t_f64, g->softcap);
-  LLVMValueRef init = LLVMConstStructInContext(cg->lc, v, 10, 0);
-  return cg_ops_const_global(cg, init, "rlx.attn");
+  return LLVMConstStructInContext(cg->lc, v, 10, 0);
+}
+
+/* The geometry of n: a constant global, or with dynamic sizes a copy
+ * of the bound's on the stack with b, lq and lk read at run time. */
+static LLVMValueRef geometry(Cg *cg, const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  if (!node_dynamic(n))
+    return cg_ops_const_global(cg, geometry_init(cg, &g), "rlx.attn");
+  rlx_attn_geom gb = cg_attn_geometry_bound(n);
+  LLVMValueRef init = geometry_init(cg, &gb);
+  LLVMValueRef p = cg_alloca(cg, LLVMTypeOf(init), "attn.geom");
+  LLVMBuildStore(cg->b, init, p);
+  const int64_t dims[3] = {g.b, g.lq, g.lk};
+  const size_t at[3] = {offsetof(rlx_attn_geom, b),
+                        offsetof(rlx_attn_geom, lq),
+                        offsetof(rlx_attn_geom, lk)};
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef f = cg_gep(cg, p, cg_i64(cg, (int64_t)at[i]));
+    LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, dims[i]), f), 8);
+  }
+  return p;
+}
+
+/* Dynamic b, lq and lk (any mask; the shape rule keeps the head sizes
+ * static) in f32 and f64; f16/bf16 copy operands by static counts. */
+static const char *attention_dyn(const Node *n) {
+  return half(n->type.dt) ? "f16/bf16 attention takes static sizes" : NULL;
 }
 
 /* keep[i] = !(mask[i] < 0.5) for a non-bool custom mask. */
 static void keep_loop(Cg *cg, LLVMValueRef keep, Node *m) {
-  int64_t cnt = type_numel(&m->type);
+  int64_t cnt = type_bytes_bound(&m->type) / dt_size(m->type.dt);
   LLVMValueRef v[2] = {keep, cg_buf(cg, m)};
   CgPar p;
-  LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, cnt), cg_grain(cnt, 1),
-                                v, 2, true);
+  LLVMValueRef i = cg_par_begin(cg, &p, cg_numel(cg, &m->type),
+                                cg_grain(cnt, 1), v, 2, true);
   LLVMValueRef x = cg_convert(cg, cg_load(cg, m->type.dt, v[1], i),
                               m->type.dt, DT_F64);
   LLVMValueRef k = LLVMBuildFCmp(cg->b, LLVMRealUGE, x,
@@ -179,7 +218,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
         off += f32_bytes(&res[i]->type);
       }
   }
-  LLVMValueRef geom = geometry_global(cg, &g);
+  LLVMValueRef geom = geometry(cg, n);
   const char *sfx = dt == DT_F64 ? "f64" : "f32";
   char fn[64];
   if (!is_bwd(n)) {
@@ -209,4 +248,5 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_attention = {cg_emit_attention,
-                                        cg_scratch_attention, NULL};
+                                        cg_scratch_attention,
+                                        attention_dyn};

@@ -348,10 +348,9 @@ static bool cg_emit_gather_backward(Cg *cg, Node *n) {
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], a, t, b);
 }
 
+/* Dynamic sizes in any axis: a flat loop over x and dy of one type. */
 static const char *act_dyn(const Node *n) {
-  if (!cg_dyn_leading(&n->type)) return "a dynamic size outside axis 0";
-  return type_eq(&n->type, &n->in[1]->type) ? NULL
-                                            : "dy broadcast to x";
+  return type_eq(&n->type, &n->in[1]->type) ? NULL : "dy broadcast to x";
 }
 
 static const char *xent_bwd_dyn(const Node *n) {
@@ -363,6 +362,11 @@ const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL,
 const CgEmitter cg_emitter_activation_backward = {cg_emit_activation_backward,
                                                   NULL, act_dyn};
 const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL, NULL};
-const CgEmitter cg_emitter_gather_backward = {cg_emit_gather_backward, NULL, NULL};
+static const char *gather_bwd_dyn(const Node *n) {
+  return cg_emitter_gather.dyn(n);
+}
+
+const CgEmitter cg_emitter_gather_backward = {cg_emit_gather_backward, NULL,
+                                              gather_bwd_dyn};
 const CgEmitter cg_emitter_softmax_xent_backward = {
     cg_emit_softmax_xent_backward, NULL, xent_bwd_dyn};

@@ -67,9 +67,72 @@ static void copy_rows(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
   cg_ops_copy(cg, &c, dst, src, esize);
 }
 
+/* Dynamic sizes before axis (dyn_rows): the rows of t's axes before
+ * axis, a count read at run time; inner: the elements after axis. */
+static bool dyn_rows(const Type *t, int axis, int64_t *inner) {
+  *inner = 1;
+  for (int d = axis + 1; d < t->rank; d++) *inner *= t->dims[d];
+  for (int d = 0; d < axis; d++)
+    if (!dim_is_static(t->dims[d])) return true;
+  return false;
+}
+
+/* copy_rows with a run-time row count: the rows of `pre` (the axes
+ * before the split axis). */
+static void copy_rows_dyn(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                          const Type *pre, int64_t len, int64_t dst_row,
+                          int64_t src_row, int64_t dst_off, int64_t src_off,
+                          int esize) {
+  int64_t bound = type_bytes_bound(pre) / dt_size(pre->dt);
+  LLVMTypeRef et = cg_ops_bits_type(cg, esize);
+  LLVMValueRef p[2] = {dst, src};
+  CgPar par;
+  LLVMValueRef r = cg_par_begin(cg, &par, cg_numel(cg, pre),
+                                cg_grain(bound, len), p, 2, true);
+  LLVMValueRef doff = cg_add_i64(cg, cg_mul_c(cg, r, dst_row),
+                                 cg_i64(cg, dst_off));
+  LLVMValueRef soff = cg_add_i64(cg, cg_mul_c(cg, r, src_row),
+                                 cg_i64(cg, src_off));
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, len),
+                                 NULL, 0);
+  LLVMValueRef si = cg_add_i64(cg, soff, j), di = cg_add_i64(cg, doff, j);
+  LLVMValueRef sp = LLVMBuildInBoundsGEP2(cg->b, et, p[1], &si, 1, "");
+  LLVMValueRef dp = LLVMBuildInBoundsGEP2(cg->b, et, p[0], &di, 1, "");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
+  cg_loop_end(cg, &l, NULL);
+  cg_par_end(cg, &par);
+}
+
+/* Dynamic sizes: before the concat / narrow axis only (copy_rows_dyn). */
+static const char *rows_dyn(const Node *n) {
+  const Type *t = &n->type;
+  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), t->rank);
+  for (int i = 0; i < n->nin; i++)
+    for (int d = axis; d < t->rank; d++)
+      if (!dim_is_static(n->in[i]->type.dims[d]) || !dim_is_static(t->dims[d]))
+        return "a dynamic size at or after the axis";
+  return NULL;
+}
+
 static bool cg_emit_concat(Cg *cg, Node *n) {
   int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
   int64_t outer, total, inner;
+  Type pre = n->type;
+  pre.rank = axis;
+  if (dyn_rows(&n->type, axis, &inner)) {
+    int64_t off = 0;
+    total = n->type.dims[axis];
+    for (int k = 0; k < n->nin; k++) {
+      int64_t len = n->in[k]->type.dims[axis];
+      if (len > 0 && inner > 0)
+        copy_rows_dyn(cg, cg_buf(cg, n), cg_buf(cg, n->in[k]), &pre,
+                      len * inner, total * inner, len * inner, off * inner,
+                      0, dt_size(n->type.dt));
+      off += len;
+    }
+    return true;
+  }
   cg_ops_split_axis(&n->type, axis, &outer, &total, &inner);
   LLVMValueRef dst = cg_buf(cg, n);
   int64_t off = 0;
@@ -88,12 +151,21 @@ static bool cg_emit_narrow(Cg *cg, Node *n) {
   const Type *in = &n->in[0]->type;
   int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
   int64_t start = ir_attr_int(n, ATTR_START, 0);
-  int64_t outer, len, inner;
-  cg_ops_split_axis(in, axis, &outer, &len, &inner);
+  int64_t outer, len = in->dims[axis], inner;
   int64_t l = n->type.dims[axis];
   if (start < 0) start += len;
   if (start < 0 || start + l > len)
     return cg_unsupported(cg, n, "slice outside the operand");
+  if (dyn_rows(in, axis, &inner)) {
+    Type pre = *in;
+    pre.rank = axis;
+    if (l > 0 && inner > 0)
+      copy_rows_dyn(cg, cg_buf(cg, n), cg_buf(cg, n->in[0]), &pre, l * inner,
+                    l * inner, len * inner, 0, start * inner,
+                    dt_size(n->type.dt));
+    return true;
+  }
+  cg_ops_split_axis(in, axis, &outer, &len, &inner);
   copy_rows(cg, cg_buf(cg, n), cg_buf(cg, n->in[0]), outer, l * inner,
             l * inner, len * inner, 0, start * inner, dt_size(n->type.dt));
   return true;
@@ -106,7 +178,8 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
   if (!cg_ops_index_dtype_ok(idt))
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
   int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
-  int64_t a, t, b, ni = type_numel(&n->in[1]->type);
+  const Type *it = &n->in[1]->type; /* may be dynamic (gather_dyn) */
+  int64_t a, t, b, ni = type_bytes_bound(it) / dt_size(it->dt);
   cg_ops_split_axis(tt, axis, &a, &t, &b);
   int64_t units = a * ni;
   if (units == 0 || b == 0) return true;
@@ -114,10 +187,14 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_buf(cg, n->in[1])};
+  LLVMValueRef niv = cg_numel(cg, it);
+  LLVMValueRef nu = type_is_static(it)
+                        ? cg_i64(cg, units)
+                        : LLVMBuildNSWMul(cg->b, niv, cg_i64(cg, a), "");
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, b), vals, 3, true);
-  LLVMValueRef niv = cg_i64(cg, ni);
+  LLVMValueRef u = cg_par_begin(cg, &par, nu, cg_grain(units, b), vals, 3,
+                                true);
+  niv = cg_numel(cg, it); /* in the loop body */
   LLVMValueRef ai = LLVMBuildSDiv(cg->b, u, niv, "");
   LLVMValueRef ii = LLVMBuildSRem(cg->b, u, niv, "");
   LLVMValueRef ti = cg_ops_index(cg, idt, vals[2], ii, t);
@@ -143,6 +220,7 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
 typedef struct {
   DType dt, idt;
   int64_t a, t, b, ni, blk, nbb;
+  int64_t nid; /* the index count as a size (dynamic: ni is its bound) */
 } Scatter;
 
 /* One unit: batch a, columns [lo, hi), every update row in order. */
@@ -157,13 +235,13 @@ static void scatter_unit(Cg *cg, const Scatter *S, LLVMValueRef u,
   hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, hi, lim, ""),
                        hi, lim, "");
   CgLoop li, lj;
-  LLVMValueRef i = cg_loop_begin(cg, &li, cg_i64(cg, 0), cg_i64(cg, S->ni),
-                                 NULL, 0);
+  LLVMValueRef niv = cg_dim(cg, S->nid);
+  LLVMValueRef i = cg_loop_begin(cg, &li, cg_i64(cg, 0), niv, NULL, 0);
   LLVMValueRef t = cg_ops_index(cg, S->idt, vals[2], i, S->t);
   LLVMValueRef orow = LLVMBuildNSWAdd(
       cg->b, LLVMBuildNSWMul(cg->b, a, cg_i64(cg, S->t), ""), t, "");
   LLVMValueRef urow = LLVMBuildNSWAdd(
-      cg->b, LLVMBuildNSWMul(cg->b, a, cg_i64(cg, S->ni), ""), i, "");
+      cg->b, LLVMBuildNSWMul(cg->b, a, niv, ""), i, "");
   LLVMValueRef oo = LLVMBuildNSWMul(cg->b, orow, lim, "");
   LLVMValueRef uo = LLVMBuildNSWMul(cg->b, urow, lim, "");
   LLVMValueRef j = cg_loop_begin(cg, &lj, lo, hi, NULL, 0);
@@ -180,11 +258,15 @@ static void scatter_unit(Cg *cg, const Scatter *S, LLVMValueRef u,
 bool cg_ops_scatter(Cg *cg, Node *n, Node *upd, Node *idx, int64_t a_c,
                     int64_t t_c, int64_t b_c) {
   Scatter S = {n->type.dt, idx->type.dt, a_c, t_c, b_c,
-               type_numel(&idx->type), 0, 0};
+               type_bytes_bound(&idx->type) / dt_size(idx->type.dt), 0, 0,
+               0};
   if (S.dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
   if (!cg_ops_index_dtype_ok(S.idt))
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
-  if (type_numel(&upd->type) != a_c * S.ni * b_c)
+  if (type_numel_dim(cg->ctx, &idx->type, &S.nid) != DIM_OK)
+    return cg_unsupported(cg, n, "too complex an index count");
+  if (type_is_static(&upd->type) &&
+      type_numel(&upd->type) != a_c * S.ni * b_c)
     return cg_unsupported(cg, n, "updates do not match the indices");
   LLVMValueRef out = cg_buf(cg, n);
   cg_memset0(cg, out, type_bytes(&n->type));
@@ -217,7 +299,15 @@ static const char *expand_dyn(const Node *n) {
 }
 
 const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, expand_dyn};
-const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, NULL};
-const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, NULL};
-const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, NULL};
+const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, rows_dyn};
+const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, rows_dyn};
+/* Dynamic sizes: the indices' (any axis), a static table; with
+ * gather_backward (cg_ops_scatter) dy's, whose table is the static
+ * result. */
+static const char *gather_dyn(const Node *n) {
+  const Type *t = n->op == OP_GATHER ? &n->in[0]->type : &n->type;
+  return type_is_static(t) ? NULL : "a dynamic table";
+}
+
+const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, gather_dyn};
 const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL, NULL};

@@ -125,13 +125,61 @@ static void ew_init(Ew *e, Cg *cg, Node *root) {
   e->gen = 1;
 }
 
+/* ---- dynamic sizes after axis 0 ----
+ * With L the last dynamic axis of the result t, axes 0..L act as one
+ * axis of their product's size: the view of t has rank t->rank - L.
+ * Each operand u either fills those axes (t's sizes there) or
+ * broadcasts over all of them (size 1 or absent); then every stride of
+ * the views is static. */
+static int last_dynamic(const Type *t) {
+  int l = t->rank - 1;
+  while (l >= 0 && dim_is_static(t->dims[l])) l--;
+  return l;
+}
+
+/* u's view against t's (false: u neither fills nor broadcasts over
+ * t's axes 0..L); c NULL: only that check, v's size 0 left unset.
+ * Operands are checked by ew_dyn before emission. */
+static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L,
+                     Type *v) {
+  int off = t->rank - u->rank;
+  bool fill = true, bcast = true;
+  int64_t rows = 1;
+  for (int j = 0; j <= L; j++) {
+    int64_t d = j < off ? 1 : u->dims[j - off];
+    fill &= d == t->dims[j];
+    bcast &= d == 1;
+    if (fill && c && dim_mul(c, rows, d, &rows) != DIM_OK) return false;
+  }
+  if (!fill && !bcast) return false;
+  *v = *u;
+  v->rank = t->rank - L;
+  v->dims[0] = fill ? rows : 1;
+  for (int i = 1; i < v->rank; i++)
+    v->dims[i] = L + i < off ? 1 : u->dims[L + i - off];
+  return true;
+}
+
 /* Coalesce the output dims: drop size-1 dims, merge a dim into the next
  * when every leaf (and the output) is contiguous across them. */
 static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   int64_t full[MAX_LEAVES + 1][RLX_MAX_RANK];
+  const Type *lt[MAX_LEAVES];
+  for (int l = 0; l < e->nleaf; l++) lt[l] = &e->leaf[l]->type;
+  Type view[MAX_LEAVES + 1];
+  int L = last_dynamic(t);
+  if (L > 0) { /* the views (ew_dyn checked that they exist) */
+    for (int l = 0; l < e->nleaf; l++) {
+      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1]);
+      RLX_ASSERT(ok);
+      lt[l] = &view[l + 1];
+    }
+    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0]);
+    RLX_ASSERT(ok);
+    t = &view[0];
+  }
   cg_strides(t, full[0]);
-  for (int l = 0; l < e->nleaf; l++)
-    cg_bcast_strides(&e->leaf[l]->type, t, full[l + 1]);
+  for (int l = 0; l < e->nleaf; l++) cg_bcast_strides(lt[l], t, full[l + 1]);
   int k = 0;
   for (int d = 0; d < t->rank; d++) {
     if (t->dims[d] == 1) continue;
@@ -141,9 +189,9 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
       if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
     }
     if (merge) {
-      if (dim_is_static(cd[k - 1])) {
+      if (dim_is_static(cd[k - 1]) && dim_is_static(t->dims[d])) {
         cd[k - 1] *= t->dims[d];
-      } else { /* the dynamic axis 0 (ew_dyn) */
+      } else { /* the dynamic axis 0 of t or of its view (ew_dyn) */
         DimStatus st = dim_mul(e->cg->ctx, cd[k - 1], t->dims[d], &cd[k - 1]);
         RLX_ASSERT(st == DIM_OK);
       }
@@ -371,15 +419,24 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
   return r;
 }
 
-/* Dynamic sizes: only in axis 0 of n and of operands of n's rank, so
- * every stride is static and the loop's outer trip count (the first
- * coalesced dim, which absorbs axis 0) is the one run-time size. */
+/* Dynamic sizes: in axis 0 of n and of operands of n's rank, so every
+ * stride is static and the loop's outer trip count (the first coalesced
+ * dim, which absorbs axis 0) is the one run-time size; or in later axes
+ * too, where every operand fills or broadcasts over n's axes up to the
+ * last dynamic one (dyn_view: [?b, ?t, C] + [C], not + [?t, C]). */
 static const char *ew_dyn(const Node *n) {
-  if (!cg_dyn_leading(&n->type)) return "a dynamic size outside axis 0";
+  const Type *t = &n->type;
+  int L = last_dynamic(t);
   for (int i = 0; i < n->nin; i++) {
-    const Type *t = &n->in[i]->type;
-    if (!cg_dyn_leading(t) || (!type_is_static(t) && t->rank != n->type.rank))
-      return "an operand with a dynamic size outside its result's axis 0";
+    const Type *u = &n->in[i]->type;
+    Type v;
+    if (L <= 0 ? !cg_dyn_leading(u) ||
+                     (!type_is_static(u) && u->rank != t->rank)
+               : !dyn_view(NULL, u, t, L, &v))
+      return L <= 0 ? "an operand with a dynamic size outside its "
+                      "result's axis 0"
+                    : "an operand that neither fills nor broadcasts over "
+                      "the axes up to the last dynamic one";
   }
   return NULL;
 }

@@ -439,7 +439,7 @@ static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
   S->bn = kind == CG_NORM_BATCH;
   bool nchw = S->nchw = kind == CG_NORM_GROUP || kind == CG_NORM_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->rms ? 1e-6 : 1e-5);
-  if (!type_is_static(xt)) { /* rows under a dynamic axis 0 (norm_dyn) */
+  if (!type_is_static(xt)) { /* rows under dynamic axes (norm_dyn) */
     int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
     ax += ax < 0 ? xt->rank : 0;
     S->outer = 1;
@@ -631,7 +631,7 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
 
 /* Dynamic sizes: layer_norm and rms_norm (and their input gradients)
  * over rows: the normalized axis and the later ones static (size 1),
- * the rows under a dynamic axis 0. */
+ * the rows under dynamic axes before it. */
 static const char *norm_dyn(const Node *n) {
   const Type *t = &n->in[0]->type;
   Op op = n->op;

@@ -60,8 +60,9 @@ typedef struct {
   LLVMValueRef y, x;  /* output, input (body copies) */
 } Red;
 
-/* Dynamic sizes (red_dyn): only axis 0 of the input is dynamic, so
- * only group 0 is, and the strides stay static. */
+/* Dynamic sizes (red_dyn): the dynamic axes are in group 0 (the axes
+ * up to the last dynamic one are all reduced or all kept), so only
+ * group 0 is dynamic and the strides stay static. */
 static void rshape(Ctx *c, const Node *n, RShape *s) {
   const Type *t = &n->in[0]->type;
   bool red[RLX_MAX_RANK] = {false};
@@ -75,7 +76,7 @@ static void rshape(Ctx *c, const Node *n, RShape *s) {
     if (t->dims[i] == 1) continue;
     if (s->nd > 0 && s->red[s->nd - 1] == red[i]) {
       int64_t *z = &s->size[s->nd - 1];
-      if (dim_is_static(*z)) {
+      if (dim_is_static(*z) && dim_is_static(t->dims[i])) {
         *z *= t->dims[i];
       } else {
         DimStatus st = dim_mul(c, *z, t->dims[i], z);
@@ -294,7 +295,7 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
   cg_par_end(cg, &par);
 }
 
-/* Dynamic sizes (red_dyn): group 0 holds the dynamic axis 0, kept or
+/* Dynamic sizes (red_dyn): group 0 holds the dynamic axes, kept or
  * reduced; the count of a mean is then a run-time value. Fills and the
  * mean's division cover the output, which is static when group 0 is
  * reduced and otherwise walked by the reduction itself. */
@@ -328,19 +329,26 @@ static const char *red_dyn(const Node *n) {
   const Type *t = &n->in[0]->type;
   DType dt = n->type.dt;
   if (dt == DT_F16 || dt == DT_BF16) return "f16/bf16 values";
-  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
+  int last = t->rank - 1; /* the last dynamic axis */
+  while (last > 0 && dim_is_static(t->dims[last])) last--;
   int k;
   const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
-  bool red0 = ax == NULL, all_rest = true, some_rest = false;
+  bool red0 = ax == NULL, all_rest = true, some_rest = false, seen = false;
   for (int d = 0; d < t->rank; d++) {
     bool r = ax == NULL;
     for (int i = 0; ax && i < k; i++)
       r |= (ax[i] < 0 ? ax[i] + t->rank : ax[i]) == d;
-    if (d == 0) red0 = r;
-    else if (t->dims[d] != 1) all_rest &= r, some_rest |= r;
+    if (d <= last) { /* one group 0 (rshape): all reduced or all kept */
+      if (t->dims[d] == 1 && d > 0) continue;
+      if (seen && r != red0)
+        return "the axes up to the last dynamic one partly reduced";
+      red0 = r, seen = true;
+    } else if (t->dims[d] != 1) {
+      all_rest &= r, some_rest |= r;
+    }
   }
   if (!red0 && !(all_rest && some_rest))
-    return "axis 0 kept, but not every later axis reduced";
+    return "the dynamic axes kept, but not every later axis reduced";
   return NULL;
 }
 
@@ -601,7 +609,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
   int64_t outer, len, inner;
   Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (!type_is_static(&n->type)) { /* rows of a dynamic axis 0 */
+  if (!type_is_static(&n->type)) { /* rows under dynamic axes */
     const Type *t = &n->type;
     int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
     ax += ax < 0 ? t->rank : 0;
@@ -842,7 +850,7 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
 /* Dynamic sizes: rows (the axis and every later one static, the later
- * ones of size 1) under a dynamic axis 0. */
+ * ones of size 1) under dynamic axes before it. */
 static const char *smx_dyn(const Node *n) {
   return cg_dyn_rows(n, &n->type);
 }

@@ -2,7 +2,8 @@
  * rope_backward (6.9), NeoX half-split layout.
  *
  * x is [B, S, H*D] or [S, H*D], viewed as rows = B*S rows of H heads of
- * D elements; cos and sin are [S, W] (W = n_rot/2 or D/2, only the
+ * D elements (B and S may be dynamic: the row count and S are read at
+ * run time); cos and sin are [S, W] (W = n_rot/2 or D/2, only the
  * first n_rot/2 columns are read, the row stride is W). For i < R/2
  * (R = n_rot) the pair (x1, x2) = (x[i], x[i + R/2]) of each head maps
  * to (x1 c - x2 s, x2 c + x1 s) with c, s = cos, sin[row % S, i];
@@ -19,7 +20,7 @@
 typedef struct {
   DType dt;
   bool neg;              /* rope_backward: rotate by -theta */
-  int64_t s, heads, d, half, rot, w;
+  int64_t s, heads, d, half, rot, w; /* s may be dynamic */
   LLVMValueRef y, x, cs, sn; /* body pointers */
 } Rope;
 
@@ -66,7 +67,7 @@ static void pass_rest(Cg *cg, Rope *R, LLVMValueRef base) {
 
 /* One row (b, s): every head. */
 static void row(Cg *cg, Rope *R, LLVMValueRef r) {
-  LLVMValueRef srow = LLVMBuildSRem(cg->b, r, cg_i64(cg, R->s), "");
+  LLVMValueRef srow = LLVMBuildSRem(cg->b, r, cg_dim(cg, R->s), "");
   LLVMValueRef crow = mulc(cg, srow, R->w);
   LLVMValueRef rbase = mulc(cg, r, R->heads * R->d);
   CgLoop l;
@@ -94,14 +95,16 @@ static void init(Rope *R, const Node *n) {
 static bool cg_emit_rope(Cg *cg, Node *n) {
   Rope R = {0};
   init(&R, n);
-  int64_t numel = type_numel(&n->type);
+  int64_t numel = type_bytes_bound(&n->type) / dt_size(n->type.dt);
   if (numel == 0) return true;
   int64_t rows = numel / (R.heads * R.d);
+  Type lead = n->type; /* [B, S] or [S]: the rows, read at run time */
+  lead.rank--;
   LLVMValueRef v[4] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                        cg_buf(cg, n->in[1]), cg_buf(cg, n->in[2])};
   CgPar par;
   /* not noalias: the memory plan may let y reuse x's storage */
-  LLVMValueRef r = cg_par_begin(cg, &par, cg_i64(cg, rows),
+  LLVMValueRef r = cg_par_begin(cg, &par, cg_numel(cg, &lead),
                                 cg_grain(rows, R.heads * R.d), v, 4, false);
   R.y = v[0];
   R.x = v[1];
@@ -112,4 +115,11 @@ static bool cg_emit_rope(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_rope = {cg_emit_rope, NULL, NULL};
+/* Dynamic sizes: B and S, any of them (the shape rule keeps the head
+ * axis static; cos and sin have x's S rows). */
+static const char *rope_dyn(const Node *n) {
+  (void)n;
+  return NULL;
+}
+
+const CgEmitter cg_emitter_rope = {cg_emit_rope, NULL, rope_dyn};

@@ -124,8 +124,8 @@ LLVMValueRef cg_bytes(Cg *cg, const Type *t);
 /* Is every dynamic size of t in axis 0? */
 bool cg_dyn_leading(const Type *t);
 /* Why rows of n's `axis` attribute over t cannot take t's dynamic sizes
- * (dynamic only in axis 0, the row axis the last non-1 axis and not 0),
- * or NULL when they can. */
+ * (dynamic only before the row axis, which is static and the last
+ * non-1 axis), or NULL when they can. */
 const char *cg_dyn_rows(const Node *n, const Type *t);
 
 /* ---- lifetime and target (context.c) ---- */

@@ -62,10 +62,9 @@ bool cg_dyn_leading(const Type *t) {
 }
 
 const char *cg_dyn_rows(const Node *n, const Type *t) {
-  if (!cg_dyn_leading(t)) return "a dynamic size outside axis 0";
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   ax += ax < 0 ? t->rank : 0;
-  if (ax == 0) return "the row axis is the dynamic axis 0";
+  if (!dim_is_static(t->dims[ax])) return "the row axis is dynamic";
   for (int64_t d = ax + 1; d < t->rank; d++)
     if (t->dims[d] != 1) return "an axis other than the last";
   return NULL;

@@ -53,6 +53,12 @@ rlx_attn_geom cg_attn_geometry(const Node *n) {
   return g;
 }
 
+rlx_attn_geom cg_attn_geometry_bound(const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  g.b = dim_bound(g.b), g.lq = dim_bound(g.lq), g.lk = dim_bound(g.lk);
+  return g;
+}
+
 static bool same_geom(const Node *a, const Node *b) {
   rlx_attn_geom x = cg_attn_geometry(a), y = cg_attn_geometry(b);
   return !memcmp(&x, &y, sizeof x) && a->type.dt == b->type.dt;
@@ -121,7 +127,7 @@ void cg_attention_groups(CgPlan *p, Graph *g) {
     if (half(n->type.dt)) continue;
     for (int f = fhead[n->in[0]->id]; f >= 0; f = fnext[f])
       if (same_attention(fwd[f], n)) {
-        rlx_attn_geom ge = cg_attn_geometry(n);
+        rlx_attn_geom ge = cg_attn_geometry_bound(n);
         p->slot[n->id].attn_fwd = fwd[f];
         p->slot[fwd[f]->id].lse_bytes =
             ge.b * ge.h * ge.lq * dt_size(n->type.dt);

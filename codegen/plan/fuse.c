@@ -101,6 +101,9 @@ static bool reduces_innermost(const Node *c) {
 
 bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
   if (c->nin < 1 || c->in[0] != n) return false;
+  /* prologue loads index with static sizes after axis 0 */
+  for (int i = 1; i < n->type.rank; i++)
+    if (!dim_is_static(n->type.dims[i])) return false;
   /* may be unfused again by fix_prologue, and these roots take no
    * fused producers */
   if (is_reduce(c->op) && reduces_innermost(c) &&

@@ -107,9 +107,12 @@ void cg_bcast_strides(const Type *in, const Type *out, int64_t *strides);
  * whose output and saved log-sum-exp it reuses. */
 void cg_attention_groups(CgPlan *p, Graph *g);
 /* The runtime geometry of a shape-checked attention or
- * attention_backward; its mask kind (RLX_ATTN_*); the operand an
+ * attention_backward (b, lq and lk may be dynamic dims); its mask kind (RLX_ATTN_*); the operand an
  * attention_backward differentiates (q k v bias -> 0 1 2 3). */
 rlx_attn_geom cg_attn_geometry(const Node *n);
+/* The same with every dynamic size (b, lq, lk) at its bound: what the
+ * plan reserves (docs/dynamic-dims.md). */
+rlx_attn_geom cg_attn_geometry_bound(const Node *n);
 int cg_attn_mask_kind(const Node *n);
 int cg_attn_wrt(const Node *n);
 

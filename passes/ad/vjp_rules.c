@@ -195,9 +195,29 @@ bool vjp_stop_gradient(GradCtx *gc, const Node *n, Node *g) {
 
 /* ---- linear algebra ---- */
 
+/* x [..., K] as the matrix [rows, K] (NULL: too complex a size). */
+static Node *as_rows(GradCtx *gc, Node *x) {
+  const Type *t = &x->type;
+  int64_t d[2] = {1, t->dims[t->rank - 1]};
+  for (int i = 0; i < t->rank - 1; i++)
+    if (dim_mul(B->c, d[0], t->dims[i], &d[0]) != DIM_OK) return NULL;
+  return ib_reshape(B, x, 2, d);
+}
+
 bool vjp_matmul(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, BIN(OP_MATMUL, g, ib_mT(B, CJ(gc, X(1)))));
-  if (WANT(1)) ACC(1, BIN(OP_MATMUL, ib_mT(B, CJ(gc, X(0))), g));
+  if (!WANT(1)) return true;
+  /* a batched x with dynamic sizes times a matrix w: w's gradient as
+   * one matmul over the folded rows (x^T g summed over the batch), the
+   * form code generation takes */
+  Node *xr = NULL, *gr = NULL;
+  if (n->in[0]->type.rank > 2 && n->in[1]->type.rank == 2 &&
+      !type_is_static(&n->in[0]->type)) {
+    xr = as_rows(gc, X(0));
+    gr = xr ? as_rows(gc, g) : NULL;
+  }
+  if (gr) ACC(1, BIN(OP_MATMUL, ib_mT(B, CJ(gc, xr)), gr));
+  else ACC(1, BIN(OP_MATMUL, ib_mT(B, CJ(gc, X(0))), g));
   return true;
 }
 /* x = solve(a, b): db = solve(a^T, g), da = -db x^T */

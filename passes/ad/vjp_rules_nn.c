@@ -9,10 +9,26 @@
 
 /* ---- normalization layers ---- */
 
+/* With dynamic sizes, gamma's gradient is sum_but(g * norm(x, 1, 0))
+ * and beta's sum_but(g): ops whose emitters take dynamic rows (the
+ * parameter backward ops' kernels take static sizes). */
+static bool norm_params_dyn(GradCtx *gc, const Node *n, Node *g) {
+  int ax = ad_norm_axis(n);
+  if (WANT(1)) {
+    Node *in[3] = {X(0), ib_fill(B, n->in[1]->type, 1),
+                   ib_fill(B, n->in[2]->type, 0)};
+    Node *xhat = vjp_same_attrs(gc, n, n->op, in, 3);
+    ACC(1, ad_sum_but(B, MUL(g, xhat), ax));
+  }
+  if (WANT(2)) ACC(2, ad_sum_but(B, g, ax));
+  return true;
+}
+
 bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
   Node *in[3] = {X(0), X(1), g}, *gin[2] = {X(0), g};
   if (WANT(0))
     ACC(0, vjp_same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_INPUT, in, 3));
+  if (!type_is_static(&n->in[0]->type)) return norm_params_dyn(gc, n, g);
   if (WANT(1))
     ACC(1, vjp_same_attrs(gc, n, OP_LAYER_NORM_BACKWARD_GAMMA, gin, 2));
   if (WANT(2)) ACC(2, ad_sum_but(B, g, ad_norm_axis(n)));
@@ -21,9 +37,10 @@ bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
 /* (x, gamma, beta) -> the op's three backward ops on (x, gamma, beta, g) */
 static bool norm3(GradCtx *gc, const Node *n, Node *g, const Op *bwd) {
   Node *in[4] = {X(0), X(1), X(2), g};
-  for (int i = 0; i < 3; i++)
+  bool dyn = n->op == OP_RMS_NORM && !type_is_static(&n->in[0]->type);
+  for (int i = 0; i < (dyn ? 1 : 3); i++)
     if (WANT(i)) ACC(i, vjp_same_attrs(gc, n, bwd[i], in, 4));
-  return true;
+  return dyn ? norm_params_dyn(gc, n, g) : true;
 }
 bool vjp_rms_norm(GradCtx *gc, const Node *n, Node *g) {
   static const Op bwd[3] = {OP_RMS_NORM_BACKWARD_INPUT,

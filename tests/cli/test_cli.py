@@ -356,9 +356,11 @@ def test_dynamic(rlxc, tmp):
                   "the op takes static sizes only for now", ":11:8"))
     for name, text, want, where in [
             ("axis1", "graph g {\n  input %x: f32[4, ?h<=8]\n"
-             "  %y = relu(%x)\n  return %y\n}\n",
-             "codegen: op 'relu' of %y (f32[4, ?h]) with dynamic sizes: a "
-             "dynamic size outside axis 0", ":3:8"),
+             "  input %r: f32[?h<=8]\n"
+             "  %y = add(%x, %r)\n  return %y\n}\n",
+             "codegen: op 'add' of %y (f32[4, ?h]) with dynamic sizes: an "
+             "operand that neither fills nor broadcasts over the axes up to "
+             "the last dynamic one", ":4:8"),
             ("unbounded", "graph g {\n  input %x: f32[?b, 3]\n"
              "  %y = relu(%x)\n  return %y\n}\n",
              "%x has the dynamic type f32[?b, 3] without a bound on axis 0",

@@ -5,7 +5,8 @@
  * (NaN and infinities exactly); elements past the size must stay
  * untouched; sizes over the bound or negative must return RLX_ERR_SIZE
  * and write nothing. With and without a workspace, at 1 and 3 threads.
- * Exit 0: pass. */
+ * An input of a dynamic axis after the first comes once per size, dense
+ * at that size (kind bit 2 in the data file). Exit 0: pass. */
 #include "model.h"
 
 #ifndef ENTRY /* the entry under test (run_dynamic.py: the case's ENTRY) */
@@ -77,16 +78,23 @@ int main(int argc, char **argv) {
   int ns = (int)h[2];
   int64_t sizes[MAXS];
   rd(sizes, 8, (size_t)ns, f);
-  void *in[NIN];
+  void *in[MAXS][NIN];
+  bool per_size[NIN];
   for (int i = 0; i < NIN; i++) {
-    unsigned kind, n;
+    unsigned kind;
     rd(&kind, 4, 1, f);
-    double *a = get(f, &n);
-    in[i] = malloc(4 * (size_t)(n + 1));
-    for (unsigned k = 0; k < n; k++)
-      if (kind) ((int32_t *)in[i])[k] = (int32_t)a[k];
-      else ((float *)in[i])[k] = (float)a[k];
-    free(a);
+    per_size[i] = kind & 2;
+    for (int s = 0; s < (per_size[i] ? ns : 1); s++) {
+      unsigned n;
+      double *a = get(f, &n);
+      void *p = malloc(4 * (size_t)(n + 1));
+      for (unsigned k = 0; k < n; k++)
+        if (kind & 1) ((int32_t *)p)[k] = (int32_t)a[k];
+        else ((float *)p)[k] = (float)a[k];
+      free(a);
+      for (int t = per_size[i] ? s : 0; t < (per_size[i] ? s + 1 : ns); t++)
+        in[t][i] = p;
+    }
   }
   double *ref[MAXS][NOUT];
   unsigned nref[MAXS][NOUT], cap[NOUT];
@@ -116,7 +124,7 @@ int main(int argc, char **argv) {
         for (int o = 0; o < NOUT; o++)
           for (unsigned i = 0; i < cap[o]; i++) out[o][i] = -7.0f;
         int64_t b = sizes[s];
-        int r = ENTRY((const void *const *)in, (void *const *)out,
+        int r = ENTRY((const void *const *)in[s], (void *const *)out,
                       w ? ws : NULL, &b);
         if (r != 0) {
           printf("FAIL size %lld: returned %d\n", (long long)b, r);
@@ -130,7 +138,8 @@ int main(int argc, char **argv) {
   int64_t bad[] = {sizes[ns - 1] + 1, -1, INT64_MIN, INT64_MAX};
   for (int k = 0; k < 4; k++) {
     out[0][0] = -7.0f;
-    int r = ENTRY((const void *const *)in, (void *const *)out, ws, &bad[k]);
+    int r = ENTRY((const void *const *)in[ns - 1], (void *const *)out, ws,
+                  &bad[k]);
     if (r != RLX_ERR_SIZE || out[0][0] != -7.0f) {
       printf("FAIL size %lld: returned %d, want RLX_ERR_SIZE (%d)\n",
              (long long)bad[k], r, RLX_ERR_SIZE);
@@ -140,7 +149,8 @@ int main(int argc, char **argv) {
   printf("%s: %d sizes x 2 workspaces x 2 thread counts, %d failures\n",
          fails ? "FAIL" : "PASS", ns, fails);
   free(ws);
-  for (int i = 0; i < NIN; i++) free(in[i]);
+  for (int i = 0; i < NIN; i++)
+    for (int s = 0; s < (per_size[i] ? ns : 1); s++) free(in[s][i]);
   for (int o = 0; o < NOUT; o++) free(out[o]);
   for (int s = 0; s < ns; s++)
     for (int o = 0; o < NOUT; o++) free(ref[s][o]);

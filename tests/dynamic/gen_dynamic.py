@@ -3,8 +3,10 @@
 bound and, for every tested size, the outputs computed from the first
 `size` rows. data/CASE.bin, little-endian: u32 inputs, u32 outputs,
 u32 sizes, the sizes (i64); per input a u32 kind (0 f32, 1 i32), u32
-count and float64 values; per size and output a u32 count and float64
-values. Run: /usr/bin/python3 tests/dynamic/gen_dynamic.py"""
+count and float64 values (kind bit 2: one such count and values per
+size, the input dense at that size, for a dynamic axis after the
+first); per size and output a u32 count and float64 values.
+Run: /usr/bin/python3 tests/dynamic/gen_dynamic.py"""
 import os
 import struct
 
@@ -97,18 +99,143 @@ def norms(rng):
     return [x, gamma, beta], [0, 1, 5, 24], run
 
 
+class PerSize:
+    """An input given at each size (a dynamic axis after the first)."""
+    def __init__(self, full, cut):
+        self.full, self.cut = full, cut
+        self.dtype = full.dtype
+
+
+def attention(q, k, v, heads, mask="none", keep=None, bias=None,
+              window=0, scale=None, softcap=0.0):
+    """language.md's attention on [B, L, H*D] (heads given) or
+    [B, H, L, D] (heads None), float64."""
+    if heads:
+        b = q.shape[0]
+        split = lambda x: x.reshape(b, x.shape[1], heads,
+                                    x.shape[2] // heads).transpose(0, 2, 1, 3)
+        q, k, v = split(q), split(k), split(v)
+    lq, lk, d = q.shape[2], k.shape[2], q.shape[3]
+    s = q @ k.transpose(0, 1, 3, 2) * (scale or 1 / np.sqrt(d))
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    i = np.arange(lq)[:, None] + (lk - lq)
+    j = np.arange(lk)[None, :]
+    ok = np.ones((q.shape[0], 1, lq, lk), bool)
+    if mask in ("causal", "sliding_window"):
+        ok &= j <= i
+    if mask == "sliding_window":
+        ok &= j >= i - window
+    if mask == "custom":
+        ok &= (keep >= 0.5)[:, None, None, :]
+    if mask == "bias":
+        s = s + bias
+    s = np.where(ok, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True) if lk else np.zeros(s.shape[:-1] + (1,))
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    den = e.sum(axis=-1, keepdims=True)
+    o = (e / np.where(den > 0, den, 1)) @ v
+    if heads:
+        o = o.transpose(0, 2, 1, 3).reshape(b, lq, o.shape[1] * o.shape[3])
+    return o
+
+
+def rope(x, cos, sin, d, rot, neg=False):
+    """NeoX rope of [B, S, H*D] with n_rot rot; neg: rope_backward."""
+    b, s, e = x.shape
+    h = x.reshape(b, s, e // d, d).copy()  # heads of d
+    half = rot // 2
+    c, sn = cos[:s, None, :half], sin[:s, None, :half] * (-1 if neg else 1)
+    x1, x2 = h[..., :half].copy(), h[..., half:rot].copy()
+    h[..., :half] = x1 * c - x2 * sn
+    h[..., half:rot] = x2 * c + x1 * sn
+    return h.reshape(b, s, e)
+
+
+def seq(rng):
+    t_max = 21
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    q, k, v = f32(2, t_max, 16), f32(2, t_max, 16), f32(2, t_max, 16)
+    ang = rng.uniform(0, 6.3, (t_max, 3))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    keep = (rng.uniform(size=(2, t_max)) > 0.3).astype(np.float32)
+    bias = f32(2, 2, t_max, t_max)
+    q4 = f32(2, 2, t_max, 8)
+    gamma = (rng.standard_normal(16) + 1).astype(np.float32)
+    beta = (rng.standard_normal(16) * 0.1).astype(np.float32)
+    cut1 = lambda a, t: a[:, :t]
+    ids = rng.integers(0, 16, (2, t_max)).astype(np.int32)
+    ins = [PerSize(q, cut1), PerSize(k, cut1), PerSize(v, cut1), cos, sin,
+           PerSize(keep, cut1), PerSize(bias, lambda a, t: a[:, :, :t, :t]),
+           PerSize(q4, lambda a, t: a[:, :, :t]), PerSize(ids, cut1), gamma,
+           beta]
+
+    def norm(x, rms, eps):
+        mu = 0 if rms else x.mean(axis=-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * gamma + beta
+
+    def run(t):
+        Q, K, V = [a[:, :t].astype(F64) for a in (q, k, v)]
+        Q4 = q4[:, :, :t].astype(F64)
+        B4 = bias[:, :, :t, :t].astype(F64)
+        C, S = cos.astype(F64), sin.astype(F64)
+        qr, kr = rope(Q, C, S, 8, 6), rope(K, C, S, 8, 6, neg=True)
+        e = np.exp(K - K.max(axis=2, keepdims=True)) if t else K
+        ew = np.tanh(Q + beta) + K * V
+        lp = Q4 - (Q4.max(axis=-1, keepdims=True) if t else 0)
+        lp -= np.log(np.exp(lp).sum(axis=-1, keepdims=True))
+        return [qr, kr, attention(qr, kr, V, 2, "causal"),
+                attention(Q, K, V, 2, scale=0.5),
+                attention(Q, K, V, 2, "sliding_window", window=2),
+                attention(Q, K, V, 2, "custom", keep=keep[:, :t]),
+                attention(Q, K, V, 2, "bias", bias=B4, softcap=3.0),
+                attention(Q4, Q4, Q4, None, "causal"),
+                norm(V, False, 1e-5), norm(Q, True, 1e-5),
+                e / e.sum(axis=2, keepdims=True), lp, ew,
+                ew.sum(axis=(0, 1)), Q4.mean(axis=3, keepdims=True),
+                gamma[ids[:, :t]], Q[:, :, 4:12],
+                np.concatenate([Q[:, :, 4:12], K], axis=-1)]
+    return ins, [0, 1, 13, t_max], run
+
+
+def attnb(rng):
+    q = rng.standard_normal((5, 2, 7, 8)).astype(np.float32)
+    k = rng.standard_normal((5, 2, 7, 8)).astype(np.float32)
+    w = (rng.standard_normal((8, 8)) * 0.5).astype(np.float32)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        Q, K, W = q[:n].astype(F64), k[:n].astype(F64), w.astype(F64)
+        V = K @ W
+        d = 8
+        s = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(d)
+        s = np.where(np.tril(np.ones((7, 7), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True)) if n else s
+        p = p / p.sum(axis=-1, keepdims=True) if n else p
+        a = p @ V
+        # d loss / d w = sum over keys of k^T (p^T 2a)
+        dv = p.transpose(0, 1, 3, 2) @ (2 * a)
+        dw = K.reshape(-1, 8).T @ dv.reshape(-1, 8)
+        return [np.array([(a * a).sum()]), dw]
+    return [q, k, w, dout], [0, 1, 3, 5], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
-                       ("norms", norms)]:
+                       ("norms", norms), ("seq", seq), ("attnb", attnb)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
             f.write(struct.pack("<III", len(ins), len(outs[0]), len(sizes)))
             f.write(struct.pack("<%dq" % len(sizes), *sizes))
             for a in ins:
-                f.write(struct.pack("<I", 1 if a.dtype == np.int32 else 0))
-                put(f, a)
+                per = isinstance(a, PerSize)
+                f.write(struct.pack("<I", (a.dtype == np.int32) | 2 * per))
+                for x in [a.cut(a.full, n) for n in sizes] if per else [a]:
+                    put(f, x)
             for o in outs:
                 for a in o:
                     put(f, a)
