@@ -18,7 +18,9 @@
 #     gpt      rlxc --grad samples/gpt.rlx (a character-level GPT), then
 #              train it with AdamW on the GPL-3 text (samples/train_gpt.c,
 #              arguments [steps] [threads] [max_ratio]) and print a
-#              sample drawn by the compiled sample op (gpt_sample.rlx:
+#              sample (each byte's logits from gpt_gen.rlx, the forward
+#              over exactly the context's length, a dynamic dimension)
+#              drawn by the compiled sample op (gpt_sample.rlx:
 #              temperature 0.8, top-p 0.95); fails when the validation loss is not below 0.75x
 #              the unigram entropy
 #     gpt-gpu  the same GPT on an NVIDIA GPU: rlxc --train=adamw
@@ -134,9 +136,10 @@ cnn)
 gpt)
   "$rlxc" "$gpt_rlx" --grad -o "$out/gpt.o"
   "$rlxc" "$root/samples/gpt_sample.rlx" -o "$out/gpt_sample.o"
+  "$rlxc" "$root/samples/gpt_gen.rlx" -o "$out/gpt_gen.o"
   # -O3 -fno-math-errno: lets the compiler vectorize the AdamW loop
   $cc $cflags -O3 -fno-math-errno "$root/samples/train_gpt.c" \
-    "$out/gpt.o" "$out/gpt_sample.o" "$lib" -lm -lpthread \
+    "$out/gpt.o" "$out/gpt_sample.o" "$out/gpt_gen.o" "$lib" -lm -lpthread \
     -o "$out/train_gpt"
   unpack "$root/samples/data/gpl-3.txt.gz" "$out/gpl-3.txt"
   "$out/train_gpt" "$out/gpl-3.txt" "$@"

@@ -50,6 +50,9 @@
 
 #include "gpt.h"
 #include "gpt_sample.h"
+#ifndef GPU
+#include "gpt_gen.h"
+#endif
 #include "gpt_common.h"
 
 #if defined(GPU) && !defined(TRAIN_STEP)
@@ -78,6 +81,11 @@ _Static_assert(gpt_ARG_wte == P0 && S(_BYTES_tok) == B * T * 4 &&
                    gpt_sample_WORKSPACE_BYTES <= S(_WORKSPACE_BYTES) &&
                    gpt_sample_BYTES_logits == GEN * V * 4,
                "gpt.h does not match samples/gpt.rlx");
+#ifndef GPU
+_Static_assert(gpt_gen_ARG_wte == P0 && gpt_gen_ARG_lnfb == P0 + NP - 1 &&
+                   gpt_gen_WORKSPACE_BYTES <= S(_WORKSPACE_BYTES),
+               "gpt_gen.h does not match samples/gpt.rlx");
+#endif
 #ifndef TRAIN_STEP
 _Static_assert(gpt_grad_OUT_d_wte == P0 && gpt_grad_ARG_d_output == P0 + NP,
                "gpt.h does not match samples/gpt.rlx");
@@ -202,9 +210,41 @@ static double val_loss(const unsigned char *val, long nval, const void **in,
   return sum / NVAL;
 }
 
-/* Print the prompt and GEN sampled bytes; window 0 holds the context.
- * Byte i is drawn by the compiled sample op (samples/gpt_sample.rlx:
- * temperature 0.8, top-p 0.95) from row i of its logits. */
+/* Into row, the logits after the last of the len context tokens in
+ * tok[0..len). On the CPU one call of gpt_gen over exactly len positions
+ * (samples/gpt_gen.rlx: one compiled graph for any length up to T, the
+ * params of gpt in the same places); on the GPU, which takes static
+ * sizes only, gpt over the whole batch with the context in window 0. */
+static void next_logits(const void **in, void **out, int *tok, int *tgt,
+                        int len, void *ws, float *row)
+{
+  const float *logits = out[gpt_OUT_logits];
+#ifdef GPU
+  put_batch(in, tok, tgt);
+  run(gpt, in, out, ws);
+#else
+  static int pos[T];
+  const void *gin[gpt_gen_NUM_INPUTS];
+  void *gout[1] = {out[gpt_OUT_logits]};
+  int64_t size = len;
+  (void)tgt;
+  memcpy(gin, in, sizeof gin);
+  gin[gpt_gen_ARG_tok] = tok;
+  gin[gpt_gen_ARG_pos] = pos;
+  for (int t = 0; t < len; t++)
+    pos[t] = t;
+  int rc = gpt_gen(gin, gout, ws, &size);
+  if (rc) {
+    fprintf(stderr, "gpt_gen failed: %s\n", rlx_strerror(rc));
+    exit(2);
+  }
+#endif
+  get(row, logits + (size_t)(len - 1) * V, V * sizeof *row);
+}
+
+/* Print the prompt and GEN sampled bytes. Byte i is drawn by the
+ * compiled sample op (samples/gpt_sample.rlx: temperature 0.8, top-p
+ * 0.95) from row i of its logits. */
 static void generate(const unsigned char *prompt, int len, const void **in,
                      void **out, int *tok, int *tgt, void *ws)
 {
@@ -214,15 +254,12 @@ static void generate(const unsigned char *prompt, int len, const void **in,
   int64_t *m_ids = model_alloc(ids, sizeof ids);
   const void *sin[1] = {m_rows};
   void *sout[1] = {m_ids};
-  const float *logits = out[gpt_OUT_logits];
   fwrite(prompt, 1, (size_t)len, stdout);
   for (int t = 0; t < len; t++)
     tok[t] = prompt[t];
   for (int i = 0; i < GEN; i++) {
-    put_batch(in, tok, tgt);
-    run(gpt, in, out, ws);
-    float *row = rows + (size_t)i * V; /* the last position's logits */
-    get(row, logits + (size_t)(len - 1) * V, V * sizeof *rows);
+    float *row = rows + (size_t)i * V;
+    next_logits(in, out, tok, tgt, len, ws, row);
     put(m_rows + (size_t)i * V, row, V * sizeof *rows);
     run(gpt_sample, sin, sout, ws);
     get(&ids[i], &m_ids[i], sizeof *ids);
