@@ -2,7 +2,7 @@
  * docs/gpu.md).
  *
  * Every subgraph is compiled once, through the same plan as an entry
- * (cu_subgraph): its nodes' kernels go into the device module and a
+ * (cu->subgraph): its nodes' kernels go into the device module and a
  * private host function enqueues them, (in, out, ws, stream) like
  * NAME.enqueue. A control node becomes a host function of the same
  * signature, called in node order among the graph's launches (a
@@ -41,7 +41,7 @@ static Graph *sub(const Node *n, AttrId id) {
  * or -1 after a diagnostic. */
 static int64_t sub_ws(Cu *cu, Graph *g) {
   int64_t ws = 0;
-  if (!g || !cu_subgraph(cu, g, &ws)) return -1;
+  if (!g || !cu->subgraph(cu, g, &ws)) return -1;
   return cg_align(ws);
 }
 
@@ -172,7 +172,7 @@ static bool scan(Cu *cu, CgPlan *p, Node *n) {
   if (body->nret != 1 || body->nargs != n->nin)
     return cu_unsupported(cu, n, "body signature does not match");
   if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
-  LLVMValueRef enq = cu_subgraph(cu, body, &wsb);
+  LLVMValueRef enq = cu->subgraph(cu, body, &wsb);
   if (!enq) return false;
   if (L == 0) {
     if (!save && type_numel(&n->type)) copy_kernel(cu, p, n, K_INIT, 0);
@@ -203,8 +203,8 @@ static bool if_(Cu *cu, CgPlan *p, Node *n) {
   if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
   int64_t wt, we;
   cu->in_branch++;
-  LLVMValueRef et = cu_subgraph(cu, gt, &wt);
-  LLVMValueRef ee = et ? cu_subgraph(cu, ge, &we) : NULL;
+  LLVMValueRef et = cu->subgraph(cu, gt, &wt);
+  LLVMValueRef ee = et ? cu->subgraph(cu, ge, &we) : NULL;
   cu->in_branch--;
   if (!ee) return false;
   if (!type_numel(&n->type)) return true;
@@ -243,8 +243,8 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "--cuda-graph (while reads its condition "
                                  "back to the host every iteration)");
   int64_t w0, w1;
-  LLVMValueRef ce = cu_subgraph(cu, gc, &w0);
-  LLVMValueRef be = ce ? cu_subgraph(cu, gb, &w1) : NULL;
+  LLVMValueRef ce = cu->subgraph(cu, gc, &w0);
+  LLVMValueRef be = ce ? cu->subgraph(cu, gb, &w1) : NULL;
   if (!be) return false;
   CuLaunch cp = {0};
   if (type_numel(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0);
@@ -317,7 +317,7 @@ static bool custom_fn(Cu *cu, CgPlan *p, Node *n) {
                                  "one value");
   if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
   int64_t wsb;
-  LLVMValueRef enq = cu_subgraph(cu, g, &wsb);
+  LLVMValueRef enq = cu->subgraph(cu, g, &wsb);
   if (!enq) return false;
   Cg *cg = cu->host;
   CuHostFn h;

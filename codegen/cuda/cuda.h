@@ -11,7 +11,8 @@
  * the CPU layers' addressing (cg_buf, cg_load, fused trees) works inside
  * a kernel unchanged.
  *
- * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
+ * Files: entry.c (the unit, host entries, header), host.c (host
+ * functions: frame, kernel launches), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
@@ -50,7 +51,7 @@ typedef struct CuSub {
 } CuSub;
 
 #define CU_MAX_KERNELS 4096
-typedef struct {
+typedef struct Cu {
   Cg *dev;                  /* device module */
   Graph *g;                 /* graph being emitted */
   int nin, nout;            /* its argument / return counts (>= 1) */
@@ -67,6 +68,10 @@ typedef struct {
   CuSub *subs;              /* compiled subgraphs */
   int nsubs;
   int in_branch;            /* > 0 while compiling an if's branches */
+  /* The enqueue function of subgraph g (compiled once: its kernels and
+   * host code) and its workspace bytes; NULL after a diagnostic. A hook
+   * (entry.c installs it), so control.c calls downward only. */
+  LLVMValueRef (*subgraph)(struct Cu *cu, Graph *g, int64_t *ws_bytes);
 } Cu;
 
 /* A host function being built (entry.c): cg_fn_begin's, the stream
@@ -104,10 +109,7 @@ static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
   return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
 }
 
-/* ---- entry.c ---- */
-/* The enqueue function of subgraph g (compiled once: its kernels and
- * host code) and its workspace bytes; NULL after a diagnostic. */
-LLVMValueRef cu_subgraph(Cu *cu, Graph *g, int64_t *ws_bytes);
+/* ---- host.c ---- */
 /* Start a private host function NAME(in, out, ws, stream) -> i32 of the
  * host Cg, with the plan of the graph it belongs to (cg_buf, cg_alloca,
  * cg_fail_if_nonzero work); cu_host_end returns 0 and closes it. */

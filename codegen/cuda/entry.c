@@ -20,6 +20,10 @@
  * and its expansion into the graph's pointer arrays (cg_train_arrays:
  * state pieces, in-place returns pointing at the params), done here on
  * device pointers.
+ * Subgraphs of control nodes (control.c) are planned and emitted the
+ * same way through the cu->subgraph hook, once each, into a private
+ * enqueue function; a graph's steps are kernel launches or calls of
+ * control nodes' host functions (host.c).
  * The host object holds the PTX text (NUL-terminated), the kernel
  * names, the CUfunction cache and the static rlx_gpu_module.
  */
@@ -96,71 +100,6 @@ static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef rc) {
   LLVMPositionBuilderAtEnd(cg->b, bad);
   LLVMBuildRet(cg->b, rc);
   LLVMPositionBuilderAtEnd(cg->b, ok);
-}
-
-static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
-  for (int i = 0; i < 3; i++) {
-    LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(cg->b, cg_i32(cg, i ? 1 : (int32_t)x),
-                   LLVMBuildInBoundsGEP2(cg->b, cg->t_i32, a, &k, 1, ""));
-  }
-  return a;
-}
-
-LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
-                           const char *name) {
-  Cg *cg = cu->host;
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cu->t_enq);
-  LLVMSetLinkage(fn, LLVMPrivateLinkage);
-  cg_fn_attrs_baseline(cg, fn);
-  h->saved = cg->fn;
-  cg_fn_begin(cg, &h->f, fn, plan);
-  h->stream = LLVMGetParam(fn, 3);
-  h->grid = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "grid");
-  h->block = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "block");
-  return fn;
-}
-
-LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h) {
-  Cg *cg = cu->host;
-  cg_fn_finish(cg);
-  cg->fn = h->saved;
-  return h->f.fn;
-}
-
-LLVMValueRef cu_host_args(Cu *cu, LLVMValueRef in, LLVMValueRef out,
-                          LLVMValueRef ws) {
-  Cg *cg = cu->host;
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef args = cg_alloca(cg, LLVMArrayType2(cg->t_ptr, 3), "args");
-  LLVMValueRef wsp = cg_alloca(cg, cg->t_ptr, "wsp");
-  LLVMValueRef dummy = cg_alloca(cg, cg->t_ptr, "dummy");
-  LLVMBuildStore(b, LLVMConstNull(cg->t_ptr), dummy);
-  LLVMBuildStore(b, ws, wsp);
-  /* byval arrays of no element still take a pointer: a dummy one */
-  LLVMValueRef a3[3] = {
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, in, ""), dummy, in, ""),
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, out, ""), dummy, out, ""), wsp};
-  for (int i = 0; i < 3; i++) {
-    LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(b, a3[i],
-                   LLVMBuildInBoundsGEP2(b, cg->t_ptr, args, &k, 1, ""));
-  }
-  return args;
-}
-
-void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l,
-                    LLVMValueRef args) {
-  Cg *cg = cu->host;
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef k = cg_i64(cg, l->kernel);
-  LLVMValueRef kp = LLVMBuildLoad2(
-      b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, cu->ktab, &k, 1, ""),
-      "");
-  LLVMValueRef a[6] = {kp, dims3(cg, h->grid, l->grid),
-                       dims3(cg, h->block, l->block), cg_i32(cg, 0),
-                       h->stream, args};
-  cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
 }
 
 /* A graph's enqueue function NAME(in, out, ws, stream): its launches and
@@ -259,7 +198,8 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   return p;
 }
 
-LLVMValueRef cu_subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
+/* cu->subgraph (cuda.h): the enqueue of subgraph g, compiled once. */
+static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
   for (CuSub *s = cu->subs; s; s = s->next)
     if (s->g == g) {
       *ws_bytes = s->ws_bytes;
@@ -320,6 +260,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
   RLX_ASSERT(cu);
   cu->dev = dev;
   cu->host = host;
+  cu->subgraph = subgraph;
   LLVMTypeRef p[3] = {dev->t_ptr, dev->t_ptr, dev->t_ptr};
   cu->t_kernel = LLVMFunctionType(dev->t_void, p, 3, 0);
   Host h;
