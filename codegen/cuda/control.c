@@ -54,7 +54,9 @@ static int64_t carries_bytes(const Node *n) {
   return s;
 }
 
-int64_t cu_control_scratch(Cu *cu, const Node *n) {
+/* n's scratch before the copies of its module constants, or -1 after
+ * a diagnostic. */
+static int64_t core_scratch(Cu *cu, const Node *n) {
   int64_t a, b;
   switch (n->op) {
   case OP_SCAN:
@@ -77,24 +79,38 @@ int64_t cu_control_scratch(Cu *cu, const Node *n) {
     a = sub_ws(cu, sub(n, ATTR_FWD));
     b = 0;
   }
-  return a < 0 ? 0 : a + b + 64;
+  return a < 0 ? -1 : a + b + 64;
 }
 
-/* Has every value of n (result, operands) a device address the host
- * knows? A constant lives in the device module: refused. */
-static bool host_visible(Cu *cu, CgPlan *p, Node *n) {
-  for (int k = -1; k < n->nin; k++) {
-    CgSlot *s = cg_plan_slot(p, k < 0 ? n : n->in[k]);
-    while (s->kind == CG_SLOT_ALIAS) s = cg_plan_slot(p, s->alias);
-    if (s->kind == CG_SLOT_CONST || s->kind == CG_SLOT_FUSED)
-      return cu_unsupported(cu, n, "an operand that is a constant");
+/* Is operand v (through aliases) a non-splat constant? Those live in
+ * the device module, where host code has no address for them: the node
+ * copies them to the end of its scratch first (const_copies). */
+static bool module_const(const CgPlan *p, Node *v) {
+  const CgSlot *s = &p->slot[v->id];
+  while (s->kind == CG_SLOT_ALIAS) s = &p->slot[(v = s->alias)->id];
+  return v->op == OP_CONST && !v->splat;
+}
+
+int64_t cu_control_scratch(Cu *cu, const CgPlan *p, const Node *n) {
+  int64_t s = core_scratch(cu, n);
+  if (s < 0) return 0;
+  for (int k = 0; k < n->nin; k++)
+    if (module_const(p, n->in[k])) s += cg_align(type_bytes(&n->in[k]->type));
+  return s;
+}
+
+/* Device pointers (host code) of n's operands from..nin-1 into v[0..):
+ * a module constant's copy in n's scratch. */
+static void operands(Cu *cu, CgPlan *p, Node *n, int from, LLVMValueRef *v) {
+  Cg *cg = cu->host;
+  int64_t off = core_scratch(cu, n);
+  for (int k = 0; k < n->nin; k++) {
+    bool c = module_const(p, n->in[k]);
+    if (k >= from)
+      v[k - from] = c ? cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, off))
+                      : cg_buf(cg, n->in[k]);
+    if (c) off += cg_align(type_bytes(&n->in[k]->type));
   }
-  return true;
-}
-
-/* Device pointers (host code) of n's operands from..nin-1 into v[0..). */
-static void operands(Cu *cu, Node *n, int from, LLVMValueRef *v) {
-  for (int k = from; k < n->nin; k++) v[k - from] = cg_buf(cu->host, n->in[k]);
 }
 
 /* Enqueue subgraph function enq(ins[0..nin), outs[0..nout), ws). */
@@ -122,18 +138,19 @@ static bool host_end(Cu *cu, CuHostFn *h) {
 
 /* ---- copy kernels ---- */
 
-enum { K_INIT, K_SELECT, K_PTRS };
+enum { K_INIT, K_SELECT, K_PTRS, K_CONST };
 
-/* One thread per element of n's type: K_INIT out = operand 0 (a scan
- * of length 0); K_SELECT out = the then branch's result (scratch at
- * off) where the predicate holds (if); K_PTRS outputs[0] = inputs[0]
- * in a kernel of one input and one output, which host code launches
- * with its own pointers (while): its launch is returned, not recorded. */
+/* One thread per element of v's type (v is n but for K_CONST):
+ * K_INIT out = operand 0 (a scan of length 0); K_SELECT out = the then
+ * branch's result (scratch at off) where the predicate holds (if);
+ * K_PTRS outputs[0] = inputs[0] in a kernel of one input and one
+ * output, which host code launches with its own pointers (while): its
+ * launch is returned, not recorded; K_CONST n's scratch at off = v. */
 static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
-                            int64_t off) {
+                            int64_t off, Node *v) {
   Cg *cg = cu->dev;
-  int64_t N = type_numel(&n->type);
-  LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(n->type.dt));
+  int64_t N = type_numel(&v->type);
+  LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(v->type.dt));
   int nin = cu->nin, nout = cu->nout;
   if (mode == K_PTRS) cu->nin = cu->nout = 1;
   cu_kernel_begin(cu, p, mode == K_SELECT ? "if_select" : "ctl_copy");
@@ -148,13 +165,16 @@ static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
   } else if (mode == K_PTRS) {
     src = cg_arg_ptr(cg, cg->fn->in, 0);
     dst = cg_arg_ptr(cg, cg->fn->out, 0);
+  } else if (mode == K_CONST) {
+    src = cg_buf(cg, v);
+    dst = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
   } else {
     src = cg_buf(cg, n->in[0]);
     dst = cg_buf(cg, n);
   }
-  LLVMValueRef v = LLVMBuildLoad2(cg->b, et,
+  LLVMValueRef x = LLVMBuildLoad2(cg->b, et,
                                   LLVMBuildGEP2(cg->b, et, src, &i, 1, ""), "");
-  LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, et, dst, &i, 1, ""));
+  LLVMBuildStore(cg->b, x, LLVMBuildGEP2(cg->b, et, dst, &i, 1, ""));
   cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
   cu->nin = nin, cu->nout = nout;
   CuLaunch l = cu->launch[cu->nlaunch - 1];
@@ -175,7 +195,7 @@ static bool scan(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef enq = cu->subgraph(cu, body, &wsb);
   if (!enq) return false;
   if (L == 0) {
-    if (!save && type_numel(&n->type)) copy_kernel(cu, p, n, K_INIT, 0);
+    if (!save && type_numel(&n->type)) copy_kernel(cu, p, n, K_INIT, 0, n);
     return true;
   }
   Cg *cg = cu->host;
@@ -183,7 +203,7 @@ static bool scan(Cu *cu, CgPlan *p, Node *n) {
   host_begin(cu, &h, p, n);
   LLVMValueRef ins[MAX_OPS], a[MAX_OPS], dst;
   LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
-  operands(cu, n, 0, ins);
+  operands(cu, p, n, 0, ins);
   LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
@@ -213,12 +233,12 @@ static bool if_(Cu *cu, CgPlan *p, Node *n) {
   host_begin(cu, &h, p, n);
   int64_t off = max64(cg_align(wt), cg_align(we));
   LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n), ws = cg_scratch(cg, n);
-  operands(cu, n, 1, ins);
+  operands(cu, p, n, 1, ins);
   LLVMValueRef t = cg_gep(cg, ws, cg_i64(cg, off));
   call_sub(cu, &h, et, ins, n->nin - 1, &t, 1, ws);
   call_sub(cu, &h, ee, ins, n->nin - 1, &out, 1, ws);
   if (!host_end(cu, &h)) return false;
-  copy_kernel(cu, p, n, K_SELECT, off);
+  copy_kernel(cu, p, n, K_SELECT, off, n);
   return !cu->dev->failed;
 }
 
@@ -247,7 +267,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef be = ce ? cu->subgraph(cu, gb, &w1) : NULL;
   if (!be) return false;
   CuLaunch cp = {0};
-  if (type_numel(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0);
+  if (type_numel(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0, n);
   Cg *cg = cu->host;
   LLVMBuilderRef b = cg->b;
   CuHostFn h;
@@ -255,7 +275,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   DType fdt = gc->rets[0]->type.dt;
   LLVMValueRef init[MAX_OPS], set[2][MAX_OPS];
   LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
-  operands(cu, n, 0, init);
+  operands(cu, p, n, 0, init);
   int64_t off = max64(cg_align(w0), cg_align(w1));
   LLVMValueRef flag = cg_gep(cg, ws, cg_i64(cg, off));
   off += 64;
@@ -323,13 +343,25 @@ static bool custom_fn(Cu *cu, CgPlan *p, Node *n) {
   CuHostFn h;
   host_begin(cu, &h, p, n);
   LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n);
-  operands(cu, n, 0, ins);
+  operands(cu, p, n, 0, ins);
   call_sub(cu, &h, enq, ins, n->nin, &out, 1, cg_scratch(cg, n));
   return host_end(cu, &h);
 }
 
+/* Copy n's module constants into its scratch (kernels launched before
+ * n's host function), where operands() points. */
+static void const_copies(Cu *cu, CgPlan *p, Node *n) {
+  int64_t off = core_scratch(cu, n);
+  for (int k = 0; k < n->nin && off >= 0; k++)
+    if (module_const(p, n->in[k])) {
+      if (type_numel(&n->in[k]->type))
+        copy_kernel(cu, p, n, K_CONST, off, n->in[k]);
+      off += cg_align(type_bytes(&n->in[k]->type));
+    }
+}
+
 bool cu_control(Cu *cu, CgPlan *p, Node *n) {
-  if (!host_visible(cu, p, n)) return false;
+  const_copies(cu, p, n);
   switch (n->op) {
   case OP_SCAN: return scan(cu, p, n);
   case OP_IF: return if_(cu, p, n);

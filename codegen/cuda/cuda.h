@@ -127,9 +127,10 @@ void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l,
 /* ---- control.c ---- */
 /* scan, if, while, custom_fn: their subgraphs' kernels plus a host
  * function enqueueing them; cu_control_scratch: the node's scratch
- * (subgraph workspace first, then its own buffers). */
+ * (subgraph workspace first, then its own buffers, then copies of its
+ * non-splat constant operands). */
 bool cu_control(Cu *cu, CgPlan *plan, Node *n);
-int64_t cu_control_scratch(Cu *cu, const Node *n);
+int64_t cu_control_scratch(Cu *cu, const CgPlan *plan, const Node *n);
 
 /* ---- device.c ---- */
 /* The GPU target's refusal of n: `op 'NAME' is not supported by

@@ -438,7 +438,7 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
 int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   switch (n->op) {
   case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
-    return cu_control_scratch(cu, n);
+    return cu_control_scratch(cu, p, n);
   case OP_MATMUL:
     return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
