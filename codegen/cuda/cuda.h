@@ -11,15 +11,16 @@
  * the CPU layers' addressing (cg_buf, cg_load, fused trees) works inside
  * a kernel unchanged.
  *
- * Files: entry.c (the unit, host entries, header), kernels.c (one kernel
+ * Files: entry.c (the unit, host entries, header), host.c (host
+ * functions: frame, kernel launches), kernels.c (one kernel
  * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
  * pools), conv.c (conv2d and its backward ops), quant.c (q_conv2d,
- * grouped matmuls, dense solves, requantization),
- * device.c (thread ids, warp/block reductions, libclc math, PTX emission
- * and checks).
+ * grouped matmuls, dense solves, requantization), control.c (scan, if,
+ * while, custom_fn: subgraphs and host loops), device.c (thread ids,
+ * warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -34,14 +35,24 @@ Cg *cu_host_new(Unit *u);
  * signatures, PTX and module into host. False after a diagnostic. */
 bool cu_build_unit(Cg *host, Unit *u, CgEntry *e, int *ne);
 
-/* One kernel launch of a graph, in stream order. */
+/* One step of a graph, in stream order: a kernel launch, or a call of
+ * a host function (in, out, ws, stream) -> i32 (control.c). */
 typedef struct {
   int kernel;               /* index into the module's kernels */
   unsigned grid, block;     /* 1-D */
+  LLVMValueRef call;        /* or the host function to call */
 } CuLaunch;
 
+/* A subgraph compiled for the GPU: its enqueue function and workspace. */
+typedef struct CuSub {
+  Graph *g;
+  LLVMValueRef enq;
+  int64_t ws_bytes;
+  struct CuSub *next;
+} CuSub;
+
 #define CU_MAX_KERNELS 4096
-typedef struct {
+typedef struct Cu {
   Cg *dev;                  /* device module */
   Graph *g;                 /* graph being emitted */
   int nin, nout;            /* its argument / return counts (>= 1) */
@@ -52,7 +63,24 @@ typedef struct {
   int nlaunch, cap;
   CgFn fn;                  /* the kernel being built */
   LLVMBasicBlockRef exit_bb;
+  Cg *host;                 /* host module: enqueue and control functions */
+  LLVMTypeRef t_enq;        /* i32 (in, out, ws, stream) */
+  LLVMValueRef ktab;        /* host: the kernel table */
+  CuSub *subs;              /* compiled subgraphs */
+  int nsubs;
+  int in_branch;            /* > 0 while compiling an if's branches */
+  /* The enqueue function of subgraph g (compiled once: its kernels and
+   * host code) and its workspace bytes; NULL after a diagnostic. A hook
+   * (entry.c installs it), so control.c calls downward only. */
+  LLVMValueRef (*subgraph)(struct Cu *cu, Graph *g, int64_t *ws_bytes);
 } Cu;
+
+/* A host function being built (entry.c): cg_fn_begin's, the stream
+ * parameter and the launch's grid/block arrays. */
+typedef struct {
+  CgFn f, *saved;
+  LLVMValueRef stream, grid, block;
+} CuHostFn;
 
 #define EW_BLOCK 256 /* threads per block of one-thread-per-element kernels */
 
@@ -82,6 +110,29 @@ static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
   return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
 }
 
+/* ---- host.c ---- */
+/* Start a private host function NAME(in, out, ws, stream) -> i32 of the
+ * host Cg, with the plan of the graph it belongs to (cg_buf, cg_alloca,
+ * cg_fail_if_nonzero work); cu_host_end returns 0 and closes it. */
+LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
+                           const char *name);
+LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h);
+/* The kernel parameter array {in, out, &ws} of a launch. */
+LLVMValueRef cu_host_args(Cu *cu, LLVMValueRef in, LLVMValueRef out,
+                          LLVMValueRef ws);
+/* Launch l's kernel on h's stream with args (cu_host_args); a failure
+ * is returned. */
+void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l,
+                    LLVMValueRef args);
+
+/* ---- control.c ---- */
+/* scan, if, while, custom_fn: their subgraphs' kernels plus a host
+ * function enqueueing them; cu_control_scratch: the node's scratch
+ * (subgraph workspace first, then its own buffers, then copies of its
+ * non-splat constant operands). */
+bool cu_control(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_control_scratch(Cu *cu, const CgPlan *plan, const Node *n);
+
 /* ---- device.c ---- */
 /* The GPU target's refusal of n: `op 'NAME' is not supported by
  * --target=cuda yet[: why]`; cu_bad_dtype names the dtype. False. */
@@ -97,6 +148,8 @@ LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
  * launch of grid x block threads. */
 void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what);
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
+/* Append step l to the graph's steps. */
+void cu_add_step(Cu *cu, CuLaunch l);
 /* The module's shared-memory array `name` of n elements of et, made on
  * first use with `align`-byte alignment; a generic pointer to its
  * element i. */
@@ -128,7 +181,7 @@ char *cu_finish_module(Cu *cu);
 bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch node n's kernels need (split-K and split-k partial
  * sums, sample ranks, norm statistics, attention lse and D), or 0. */
-int64_t cu_scratch(const Cu *cu, const CgPlan *plan, const Node *n);
+int64_t cu_scratch(Cu *cu, const CgPlan *plan, const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 

@@ -115,15 +115,19 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);
   LLVMBuildBr(cg->b, LLVMGetNextBasicBlock(f->alloca_bb));
   LLVMMoveBasicBlockAfter(cu->exit_bb, LLVMGetLastBasicBlock(f->fn));
+  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL});
+  cg->fn = NULL;
+}
+
+void cu_add_step(Cu *cu, CuLaunch l) {
   if (cu->nlaunch == cu->cap) {
     cu->cap = cu->cap ? 2 * cu->cap : 64;
-    CuLaunch *l = arena_alloc(cg->ctx->arena, sizeof *l * (size_t)cu->cap);
-    if (cu->nlaunch) memcpy(l, cu->launch, sizeof *l * (size_t)cu->nlaunch);
-    cu->launch = l;
+    CuLaunch *a = arena_alloc(cu->dev->ctx->arena,
+                              sizeof *a * (size_t)cu->cap);
+    if (cu->nlaunch) memcpy(a, cu->launch, sizeof *a * (size_t)cu->nlaunch);
+    cu->launch = a;
   }
-  cu->launch[cu->nlaunch++] = (CuLaunch){cu->nkernels++, grid ? grid : 1,
-                                         block};
-  cg->fn = NULL;
+  cu->launch[cu->nlaunch++] = l;
 }
 
 void cu_guard(Cu *cu, LLVMValueRef cond) {

@@ -20,6 +20,10 @@
  * and its expansion into the graph's pointer arrays (cg_train_arrays:
  * state pieces, in-place returns pointing at the params), done here on
  * device pointers.
+ * Subgraphs of control nodes (control.c) are planned and emitted the
+ * same way through the cu->subgraph hook, once each, into a private
+ * enqueue function; a graph's steps are kernel launches or calls of
+ * control nodes' host functions (host.c).
  * The host object holds the PTX text (NUL-terminated), the kernel
  * names, the CUfunction cache and the static rlx_gpu_module.
  */
@@ -57,7 +61,7 @@ static Cg *device_new(Unit *u) {
 /* Host-side globals the entries refer to, given their values at the
  * end (the kernel count and PTX are known only then). */
 typedef struct {
-  LLVMTypeRef t_mod, t_entry;
+  LLVMTypeRef t_mod;
   LLVMValueRef mod, kernels; /* rlx_gpu_module, placeholder kernel table */
 } Host;
 
@@ -71,7 +75,8 @@ static LLVMValueRef private_global(Cg *cg, LLVMValueRef init, const char *nm,
   return g;
 }
 
-static void host_init(Cg *cg, Host *h) {
+static void host_init(Cu *cu, Host *h) {
+  Cg *cg = cu->host;
   LLVMTypeRef f[6] = {cg->t_ptr, cg->t_i32, cg->t_ptr,
                       cg->t_ptr, cg->t_ptr, cg->t_i32};
   h->t_mod = LLVMStructTypeInContext(cg->lc, f, 6, 0);
@@ -82,7 +87,8 @@ static void host_init(Cg *cg, Host *h) {
   LLVMSetLinkage(h->kernels, LLVMPrivateLinkage);
   LLVMSetInitializer(h->kernels, LLVMConstNull(z));
   LLVMTypeRef p[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr};
-  h->t_entry = LLVMFunctionType(cg->t_i32, p, 4, 0);
+  cu->t_enq = LLVMFunctionType(cg->t_i32, p, 4, 0);
+  cu->ktab = h->kernels;
 }
 
 /* if (rc != 0) return rc; */
@@ -96,58 +102,28 @@ static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef rc) {
   LLVMPositionBuilderAtEnd(cg->b, ok);
 }
 
-static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
-  for (int i = 0; i < 3; i++) {
-    LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(cg->b, cg_i32(cg, i ? 1 : (int32_t)x),
-                   LLVMBuildInBoundsGEP2(cg->b, cg->t_i32, a, &k, 1, ""));
-  }
-  return a;
-}
-
-/* NAME.enqueue(in, out, ws, stream): the launches in node order
- * (ENTRY_train: after expanding its state buffer, cg_train_arrays). */
-static LLVMValueRef build_enqueue(Cg *cg, Host *h, const Cu *cu,
+/* A graph's enqueue function NAME(in, out, ws, stream): its launches and
+ * control steps in node order (ENTRY_train: after expanding its state
+ * buffer, cg_train_arrays). */
+static LLVMValueRef build_enqueue(Cu *cu, const char *name,
                                   const CgEntry *x) {
-  char nm[300];
-  snprintf(nm, sizeof nm, "%s.enqueue", x->name);
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, nm, h->t_entry);
-  LLVMSetLinkage(fn, LLVMPrivateLinkage);
-  cg_fn_attrs_baseline(cg, fn);
-  LLVMBuilderRef b = cg->b;
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
-  LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
-  LLVMValueRef ws = LLVMGetParam(fn, 2), stream = LLVMGetParam(fn, 3);
-  LLVMValueRef args = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_ptr, 3), "");
-  LLVMValueRef wsp = LLVMBuildAlloca(b, cg->t_ptr, "");
-  LLVMValueRef dummy = LLVMBuildAlloca(b, cg->t_ptr, "");
-  LLVMValueRef grid = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
-  LLVMValueRef block = LLVMBuildAlloca(b, LLVMArrayType2(cg->t_i32, 3), "");
-  LLVMBuildStore(b, LLVMConstNull(cg->t_ptr), dummy);
-  if (x->train) cg_train_arrays(cg, x, &in, &out);
-  LLVMBuildStore(b, ws, wsp);
-  /* byval arrays of no element still take a pointer: a dummy one */
-  LLVMValueRef a3[3] = {
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, in, ""), dummy, in, ""),
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, out, ""), dummy, out, ""), wsp};
-  for (int i = 0; i < 3; i++) {
-    LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(b, a3[i],
-                   LLVMBuildInBoundsGEP2(b, cg->t_ptr, args, &k, 1, ""));
-  }
+  Cg *cg = cu->host;
+  CuHostFn h;
+  cu_host_begin(cu, &h, NULL, name);
+  LLVMValueRef in = h.f.in, out = h.f.out;
+  if (x && x->train) cg_train_arrays(cg, x, &in, &out);
+  LLVMValueRef args = cu_host_args(cu, in, out, h.f.ws);
   for (int i = 0; i < cu->nlaunch; i++) {
     const CuLaunch *l = &cu->launch[i];
-    LLVMValueRef k = cg_i64(cg, l->kernel);
-    LLVMValueRef kp = LLVMBuildLoad2(
-        b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, h->kernels, &k, 1,
-                                            ""), "");
-    LLVMValueRef a[6] = {kp, dims3(cg, grid, l->grid),
-                         dims3(cg, block, l->block), cg_i32(cg, 0), stream,
-                         args};
-    ret_if(cg, fn, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
+    if (!l->call) {
+      cu_host_launch(cu, &h, l, args);
+      continue;
+    }
+    LLVMValueRef a[4] = {in, out, h.f.ws, h.stream};
+    cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, l->call, a, 4,
+                                          ""));
   }
-  LLVMBuildRet(b, cg_i32(cg, 0));
-  return fn;
+  return cu_host_end(cu, &h);
 }
 
 /* The graph cache of a --cuda-graph entry (rlx_gpu_graph): key
@@ -165,10 +141,12 @@ static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x) {
 
 /* The exported entry: check ws, load the module, then enqueue the
  * launches, or with --cuda-graph replay (or capture) their graph. */
-static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
-                                const CgEntry *x) {
-  LLVMValueRef enq = build_enqueue(cg, h, cu, x);
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, x->name, h->t_entry);
+static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
+  Cg *cg = cu->host;
+  char nm[300];
+  snprintf(nm, sizeof nm, "%s.enqueue", x->name);
+  LLVMValueRef enq = build_enqueue(cu, nm, x);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, x->name, cu->t_enq);
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
@@ -181,7 +159,7 @@ static LLVMValueRef build_entry(Cg *cg, Host *h, const Cu *cu,
   }
   ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
   if (!cg->u->opt->cuda_graph) {
-    LLVMBuildRet(b, LLVMBuildCall2(b, h->t_entry, enq, p, 4, ""));
+    LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 4, ""));
     return fn;
   }
   LLVMValueRef a[6] = {graph_cache(cg, x), enq, p[0], p[1], p[2], p[3]};
@@ -200,7 +178,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));
   for (int i = 0; i < g->nnodes; i++)
     scratch[g->nodes[i]->id] = cu_scratch(cu, p, g->nodes[i]);
-  if (!cg_memplan(g, p, scratch)) return NULL;
+  if (cu->dev->failed || !cg_memplan(g, p, scratch)) return NULL;
   cu->g = g;
   cu->nin = g->nargs ? g->nargs : 1;
   cu->nout = g->nret ? g->nret : 1;
@@ -218,6 +196,35 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
       cu_copy_out(cu, p, g->rets[j], j);
   }
   return p;
+}
+
+/* cu->subgraph (cuda.h): the enqueue of subgraph g, compiled once. */
+static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
+  for (CuSub *s = cu->subs; s; s = s->next)
+    if (s->g == g) {
+      *ws_bytes = s->ws_bytes;
+      return s->enq;
+    }
+  /* the enclosing graph's state (planned, not emitted yet) */
+  Graph *sg = cu->g;
+  int nin = cu->nin, nout = cu->nout, nl = cu->nlaunch, cap = cu->cap;
+  CuLaunch *l = cu->launch;
+  cu->launch = NULL, cu->cap = 0;
+  CgPlan *p = emit_graph(cu, g);
+  LLVMValueRef enq = NULL;
+  if (p) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "rlx.sub.%s.%d.enqueue", g->name, cu->nsubs);
+    enq = build_enqueue(cu, nm, NULL);
+    CuSub *s = arena_alloc(cu->dev->ctx->arena, sizeof *s);
+    *s = (CuSub){g, enq, p->ws_bytes, cu->subs};
+    cu->subs = s;
+    cu->nsubs++;
+    *ws_bytes = p->ws_bytes;
+  }
+  cu->g = sg, cu->nin = nin, cu->nout = nout;
+  cu->launch = l, cu->nlaunch = nl, cu->cap = cap;
+  return enq;
 }
 
 /* The PTX, kernel names and cache, and the module's initializer. */
@@ -252,10 +259,12 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
   Cu *cu = calloc(1, sizeof *cu);
   RLX_ASSERT(cu);
   cu->dev = dev;
+  cu->host = host;
+  cu->subgraph = subgraph;
   LLVMTypeRef p[3] = {dev->t_ptr, dev->t_ptr, dev->t_ptr};
   cu->t_kernel = LLVMFunctionType(dev->t_void, p, 3, 0);
   Host h;
-  host_init(host, &h);
+  host_init(cu, &h);
   bool ok = true;
   *ne = 0;
   for (int i = 0; ok && i < CG_MAX_ENTRIES; i++) {
@@ -273,7 +282,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     *x = (CgEntry){g, nm, pl->ws_bytes, g->args, g->rets, g->nargs,
                    g->nret, NULL, NULL, 0, NULL};
     if (g == u->train) cg_train_args(u, x);
-    LLVMValueRef fn = build_entry(host, &h, cu, x);
+    LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
     host->subs = sub;

@@ -20,7 +20,7 @@
  *   random.c; the norm family: norm.c; attention, attention_backward:
  *   attention.c; rope and the pools: nn.c; conv2d and its backward
  *   ops: conv.c; q_conv2d, grouped_matmul and its weight gradient,
- *   dense solves: quant.c.
+ *   dense solves: quant.c; scan, if, while, custom_fn: control.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -437,8 +437,10 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
          cu_unsupported(cu, n, "non-splat constant in the workspace");
 }
 
-int64_t cu_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
+int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   switch (n->op) {
+  case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
+    return cu_control_scratch(cu, p, n);
   case OP_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
     return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
@@ -501,6 +503,8 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_Q_CONV2D: case OP_GROUPED_MATMUL:
   case OP_GROUPED_MATMUL_BACKWARD_WEIGHT:
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE: return cu_quant(cu, p, n);
+  case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
+    return cu_control(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }

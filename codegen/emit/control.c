@@ -37,7 +37,7 @@ static int64_t sub_ws(Cg *cg, Graph *g) {
 
 /* ---------------- scan ---------------- */
 
-static int64_t scan_len(Node *n) {
+int64_t cg_scan_len(Node *n) {
   int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0);
   int64_t L = ir_attr_int(n, ATTR_LENGTH, -1);
   if (L < 0 && n->nin > 1 + nb) L = n->in[1 + nb]->type.dims[0];
@@ -77,9 +77,32 @@ static LLVMValueRef pingpong(Cg *cg, LLVMValueRef t, int64_t L,
   return sel_ptr(cg, even, out, tmp);
 }
 
+void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
+                  LLVMValueRef *ins, LLVMValueRef out, LLVMValueRef tmp,
+                  LLVMValueRef *a, LLVMValueRef *dst) {
+  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0), L = cg_scan_len(n);
+  int64_t cb = type_bytes(&n->in[0]->type);
+  bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  bool rev = ir_attr_bool(n, ATTR_REVERSE, false);
+  LLVMValueRef im1 = LLVMBuildNSWSub(cg->b, i, cg_i64(cg, 1), "");
+  LLVMValueRef t = rev ? step_of(cg, i, L) : i;
+  LLVMValueRef tp = rev ? step_of(cg, im1, L) : im1; /* previous step */
+  LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, i, cg_i64(cg, 0), "");
+  LLVMValueRef prev = save ? byte_off(cg, out, tp, cb)
+                           : pingpong(cg, im1, L, out, tmp);
+  a[0] = sel_ptr(cg, first, init, prev);
+  for (int k = 1; k < n->nin; k++) {
+    a[k] = ins[k];
+    if (k > nb)
+      a[k] = byte_off(cg, ins[k], t,
+                      type_bytes(&n->in[k]->type) / n->in[k]->type.dims[0]);
+  }
+  *dst = save ? byte_off(cg, out, t, cb) : pingpong(cg, i, L, out, tmp);
+}
+
 static bool cg_emit_scan(Cg *cg, Node *n) {
   Graph *body = sub_graph(n, ATTR_BODY);
-  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0), L = scan_len(n), wsb;
+  int64_t L = cg_scan_len(n), wsb;
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
   if (!body || L < 0) return cg_unsupported(cg, n, "scan without a length");
   if (body->nret != 1 || body->nargs != n->nin)
@@ -97,26 +120,11 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
-  bool rev = ir_attr_bool(n, ATTR_REVERSE, false);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
                                  NULL, 0);
-  LLVMValueRef im1 = LLVMBuildNSWSub(cg->b, i, cg_i64(cg, 1), "");
-  LLVMValueRef t = rev ? step_of(cg, i, L) : i;
-  LLVMValueRef tp = rev ? step_of(cg, im1, L) : im1; /* previous step */
-  LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, i, cg_i64(cg, 0), "");
-  LLVMValueRef prev = save ? byte_off(cg, out, tp, cb)
-                           : pingpong(cg, im1, L, out, tmp);
-  LLVMValueRef a[64];
-  a[0] = sel_ptr(cg, first, init, prev);
-  for (int k = 1; k < n->nin; k++) {
-    a[k] = ins[k];
-    if (k > nb)
-      a[k] = byte_off(cg, ins[k], t,
-                      type_bytes(&n->in[k]->type) / n->in[k]->type.dims[0]);
-  }
-  LLVMValueRef dst = save ? byte_off(cg, out, t, cb)
-                          : pingpong(cg, i, L, out, tmp);
+  LLVMValueRef a[64], dst;
+  cg_scan_step(cg, n, i, init, ins, out, tmp, a, &dst);
   cg_call_graph_fn(cg, fn, a, n->nin, &dst, 1, ws);
   cg_loop_end(cg, &l, NULL);
   return true;

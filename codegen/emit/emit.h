@@ -94,6 +94,17 @@ bool cg_norm_op(Op op, int *kind, int *role);
 rlx_conv_geom cg_conv_geometry(const Node *n);
 LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g);
 
+/* ---- scan (control.c), also the GPU target's host loop ---- */
+/* The length of scan n (-1: none). */
+int64_t cg_scan_len(Node *n);
+/* Pointers of iteration i of scan n: a[0] the carry read (init at
+ * i = 0), a[k] operand k (row t of xs operands), *dst the carry
+ * written (row t of out with save_trajectory, else out or tmp
+ * alternately so that the last iteration writes out). */
+void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
+                  LLVMValueRef *ins, LLVMValueRef out, LLVMValueRef tmp,
+                  LLVMValueRef *a, LLVMValueRef *dst);
+
 /* ---- kernels shared by forward and backward ops ---- */
 /* cumsum kernel of node n (axis, exclusive attrs); rev: suffix sums
  * (cumsum_backward). reduce.c. */

@@ -209,6 +209,8 @@ bool cg_unsupported(Cg *cg, Node *n, const char *why);
 LLVMValueRef cg_graph_fn(Cg *cg, Graph *g, int64_t *ws_bytes);
 /* Call a graph function with arrays built from the given pointers;
  * a non-zero result branches to the current error exit. */
+/* An alloca'd array of the n pointers v (one slot when n is 0). */
+LLVMValueRef cg_ptr_array(Cg *cg, LLVMValueRef *v, int n);
 void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                       LLVMValueRef *outs, int nout, LLVMValueRef ws);
 

@@ -105,7 +105,7 @@ bool cg_unsupported(Cg *cg, Node *n, const char *why) {
                     op_name(n->op));
 }
 
-static LLVMValueRef ptr_array(Cg *cg, LLVMValueRef *v, int n) {
+LLVMValueRef cg_ptr_array(Cg *cg, LLVMValueRef *v, int n) {
   LLVMTypeRef at = LLVMArrayType(cg->t_ptr, (unsigned)(n ? n : 1));
   LLVMValueRef a = cg_alloca(cg, at, "args");
   for (int i = 0; i < n; i++) {
@@ -118,7 +118,7 @@ static LLVMValueRef ptr_array(Cg *cg, LLVMValueRef *v, int n) {
 
 void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                       LLVMValueRef *outs, int nout, LLVMValueRef ws) {
-  LLVMValueRef args[3] = {ptr_array(cg, ins, nin), ptr_array(cg, outs, nout),
+  LLVMValueRef args[3] = {cg_ptr_array(cg, ins, nin), cg_ptr_array(cg, outs, nout),
                           ws};
   cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cg->t_graph_fn, fn, args, 3,
                                         ""));

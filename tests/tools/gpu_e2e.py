@@ -121,8 +121,8 @@ def pack(build, out):
 
 def bits(build, out, files):
     """Pack graphs whose GPU outputs must equal the CPU path's bits: each
-    FILE (one graph of float inputs) compiled for the CPU and the GPU,
-    inputs uniform in [-3, 3) (fixed seed), the CPU's outputs
+    FILE (its last graph the entry, of float inputs) compiled for the
+    CPU and the GPU, inputs uniform in [-3, 3) (fixed seed), the CPU's outputs
     (rlx_run --write) as the goldens, compared at tolerance 0 (or a
     `// RLX-TOL: --rtol X --atol Y` line's). Adds to OUT's manifest."""
     import random
@@ -133,7 +133,7 @@ def bits(build, out, files):
     lines = []
     for f in files:
         text = open(f).read()
-        name = re.search(r"^graph (\w+)", text, re.M).group(1)
+        name = re.findall(r"^graph (\w+)", text, re.M)[-1]  # the entry
         tol = re.search(r"^// RLX-TOL:(.*)$", text, re.M)
         tol = tol.group(1).split() if tol else ["--rtol", "0", "--atol", "0"]
         cpu = os.path.join(out, name + "_cpu")
@@ -148,10 +148,11 @@ def bits(build, out, files):
         os.makedirs(gdir, exist_ok=True)
         rng = random.Random(1234)
         k = 0
-        for m in re.finditer(r"input %\w+: (f32|f64)\[([0-9, ]*)\]", text):
+        entry = text[text.rindex("graph " + name):]
+        for m in re.finditer(r"input %\w+: (f32|f64)\[([0-9, ]*)\]", entry):
             n = 1
             for d in m.group(2).split(","):
-                n *= int(d)
+                n *= int(d) if d.strip() else 1  # f32[]: a scalar
             fmt = "<%d%s" % (n, "f" if m.group(1) == "f32" else "d")
             vals = [rng.uniform(-3, 3) for _ in range(n)]
             with open(os.path.join(gdir, "in%d.bin" % k), "wb") as g:

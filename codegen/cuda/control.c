@@ -1,0 +1,371 @@
+/* control.c: scan, if, while and custom_fn on the GPU (cuda.h,
+ * docs/gpu.md).
+ *
+ * Every subgraph is compiled once, through the same plan as an entry
+ * (cu->subgraph): its nodes' kernels go into the device module and a
+ * private host function enqueues them, (in, out, ws, stream) like
+ * NAME.enqueue. A control node becomes a host function of the same
+ * signature, called in node order among the graph's launches (a
+ * CuLaunch with `call`): it passes device pointers to the subgraphs'
+ * enqueue functions, the subgraph's workspace being the front of the
+ * node's scratch (declared to the plan, as on the CPU: codegen/emit/
+ * control.c). Host code only does pointer arithmetic on device
+ * pointers:
+ * - scan: a host loop over t (the length is static) enqueues the body
+ *   with the CPU's pointers (cg_scan_step: rows of xs and of the
+ *   trajectory, carries ping-ponging between out and one scratch
+ *   buffer, reverse): the same kernels in the same order each step.
+ * - if: the predicate stays on the device. Both branches run, then
+ *   into a scratch buffer, else into the output, and a select kernel
+ *   copies the then result over the output where the predicate is
+ *   true: no host synchronization, capturable by --cuda-graph. A while
+ *   inside a branch is refused (it would run when not taken).
+ * - while: the condition is data dependent: each iteration enqueues
+ *   cond, copies its flag back and synchronizes the stream, then
+ *   enqueues the body (carries ping-pong between two scratch sets); a
+ *   copy kernel moves carry 0 to the output. With --cuda-graph a while
+ *   is refused (a graph cannot read back).
+ * - custom_fn: enqueues fwd.
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <stdio.h>
+
+#define MAX_OPS 64
+
+static Graph *sub(const Node *n, AttrId id) {
+  return ir_attr_graph((Node *)n, id);
+}
+
+/* Aligned workspace bytes of g's enqueue (compiled here if not yet),
+ * or -1 after a diagnostic. */
+static int64_t sub_ws(Cu *cu, Graph *g) {
+  int64_t ws = 0;
+  if (!g || !cu->subgraph(cu, g, &ws)) return -1;
+  return cg_align(ws);
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* while's scratch: [sub ws][64: cond flag][carry set A][carry set B] */
+static int64_t carries_bytes(const Node *n) {
+  int64_t s = 0;
+  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes(&n->in[k]->type));
+  return s;
+}
+
+/* n's scratch before the copies of its module constants, or -1 after
+ * a diagnostic. */
+static int64_t core_scratch(Cu *cu, const Node *n) {
+  int64_t a, b;
+  switch (n->op) {
+  case OP_SCAN:
+    a = sub_ws(cu, sub(n, ATTR_BODY));
+    b = ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
+            ? 0 : cg_align(type_bytes(&n->in[0]->type));
+    break;
+  case OP_IF: /* [sub ws][the then branch's result] */
+    cu->in_branch++;
+    a = max64(sub_ws(cu, sub(n, ATTR_THEN)), sub_ws(cu, sub(n, ATTR_ELSE)));
+    cu->in_branch--;
+    b = cg_align(type_bytes(&n->type));
+    break;
+  case OP_WHILE:
+    if (cu->in_branch) return 0; /* refused by cu_control */
+    a = max64(sub_ws(cu, sub(n, ATTR_COND)), sub_ws(cu, sub(n, ATTR_BODY)));
+    b = 64 + 2 * carries_bytes(n);
+    break;
+  default: /* custom_fn */
+    a = sub_ws(cu, sub(n, ATTR_FWD));
+    b = 0;
+  }
+  return a < 0 ? -1 : a + b + 64;
+}
+
+/* Is operand v (through aliases) a non-splat constant? Those live in
+ * the device module, where host code has no address for them: the node
+ * copies them to the end of its scratch first (const_copies). */
+static bool module_const(const CgPlan *p, Node *v) {
+  const CgSlot *s = &p->slot[v->id];
+  while (s->kind == CG_SLOT_ALIAS) s = &p->slot[(v = s->alias)->id];
+  return v->op == OP_CONST && !v->splat;
+}
+
+int64_t cu_control_scratch(Cu *cu, const CgPlan *p, const Node *n) {
+  int64_t s = core_scratch(cu, n);
+  if (s < 0) return 0;
+  for (int k = 0; k < n->nin; k++)
+    if (module_const(p, n->in[k])) s += cg_align(type_bytes(&n->in[k]->type));
+  return s;
+}
+
+/* Device pointers (host code) of n's operands from..nin-1 into v[0..):
+ * a module constant's copy in n's scratch. */
+static void operands(Cu *cu, CgPlan *p, Node *n, int from, LLVMValueRef *v) {
+  Cg *cg = cu->host;
+  int64_t off = core_scratch(cu, n);
+  for (int k = 0; k < n->nin; k++) {
+    bool c = module_const(p, n->in[k]);
+    if (k >= from)
+      v[k - from] = c ? cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, off))
+                      : cg_buf(cg, n->in[k]);
+    if (c) off += cg_align(type_bytes(&n->in[k]->type));
+  }
+}
+
+/* Enqueue subgraph function enq(ins[0..nin), outs[0..nout), ws). */
+static void call_sub(Cu *cu, CuHostFn *h, LLVMValueRef enq, LLVMValueRef *ins,
+                     int nin, LLVMValueRef *outs, int nout, LLVMValueRef ws) {
+  Cg *cg = cu->host;
+  LLVMValueRef a[4] = {cg_ptr_array(cg, ins, nin),
+                       cg_ptr_array(cg, outs, nout), ws, h->stream};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, enq, a, 4, ""));
+}
+
+/* Start n's host function (its name: op and node id). */
+static void host_begin(Cu *cu, CuHostFn *h, CgPlan *p, Node *n) {
+  char nm[96];
+  snprintf(nm, sizeof nm, "rlx.ctl.%s.%d", op_name(n->op), n->id);
+  cu_host_begin(cu, h, p, nm);
+}
+
+/* Close n's host function and add its call to the graph's steps. */
+static bool host_end(Cu *cu, CuHostFn *h) {
+  LLVMValueRef fn = cu_host_end(cu, h);
+  cu_add_step(cu, (CuLaunch){-1, 0, 0, fn});
+  return !cu->host->failed && !cu->dev->failed;
+}
+
+/* ---- copy kernels ---- */
+
+enum { K_INIT, K_SELECT, K_PTRS, K_CONST };
+
+/* One thread per element of v's type (v is n but for K_CONST):
+ * K_INIT out = operand 0 (a scan of length 0); K_SELECT out = the then
+ * branch's result (scratch at off) where the predicate holds (if);
+ * K_PTRS outputs[0] = inputs[0] in a kernel of one input and one
+ * output, which host code launches with its own pointers (while): its
+ * launch is returned, not recorded; K_CONST n's scratch at off = v. */
+static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
+                            int64_t off, Node *v) {
+  Cg *cg = cu->dev;
+  int64_t N = type_numel(&v->type);
+  LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(v->type.dt));
+  int nin = cu->nin, nout = cu->nout;
+  if (mode == K_PTRS) cu->nin = cu->nout = 1;
+  cu_kernel_begin(cu, p, mode == K_SELECT ? "if_select" : "ctl_copy");
+  LLVMValueRef i = cu_gid(cu), src, dst;
+  cu_guard(cu, ult(cu, i, N));
+  if (mode == K_SELECT) {
+    DType dt = n->in[0]->type.dt;
+    LLVMValueRef c = cg_load(cg, dt, cg_buf(cg, n->in[0]), i64(cu, 0));
+    cu_guard(cu, cg_convert(cg, c, dt, DT_BOOL));
+    src = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
+    dst = cg_buf(cg, n);
+  } else if (mode == K_PTRS) {
+    src = cg_arg_ptr(cg, cg->fn->in, 0);
+    dst = cg_arg_ptr(cg, cg->fn->out, 0);
+  } else if (mode == K_CONST) {
+    src = cg_buf(cg, v);
+    dst = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
+  } else {
+    src = cg_buf(cg, n->in[0]);
+    dst = cg_buf(cg, n);
+  }
+  LLVMValueRef x = LLVMBuildLoad2(cg->b, et,
+                                  LLVMBuildGEP2(cg->b, et, src, &i, 1, ""), "");
+  LLVMBuildStore(cg->b, x, LLVMBuildGEP2(cg->b, et, dst, &i, 1, ""));
+  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu->nin = nin, cu->nout = nout;
+  CuLaunch l = cu->launch[cu->nlaunch - 1];
+  if (mode == K_PTRS) cu->nlaunch--;
+  return l;
+}
+
+/* ---- scan ---- */
+
+static bool scan(Cu *cu, CgPlan *p, Node *n) {
+  Graph *body = sub(n, ATTR_BODY);
+  int64_t L = cg_scan_len(n), wsb;
+  bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  if (!body || L < 0) return cu_unsupported(cu, n, "scan without a length");
+  if (body->nret != 1 || body->nargs != n->nin)
+    return cu_unsupported(cu, n, "body signature does not match");
+  if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
+  LLVMValueRef enq = cu->subgraph(cu, body, &wsb);
+  if (!enq) return false;
+  if (L == 0) {
+    if (!save && type_numel(&n->type)) copy_kernel(cu, p, n, K_INIT, 0, n);
+    return true;
+  }
+  Cg *cg = cu->host;
+  CuHostFn h;
+  host_begin(cu, &h, p, n);
+  LLVMValueRef ins[MAX_OPS], a[MAX_OPS], dst;
+  LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  operands(cu, p, n, 0, ins);
+  LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
+  CgLoop l;
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
+                                 NULL, 0);
+  cg_scan_step(cg, n, i, ins[0], ins, out, tmp, a, &dst);
+  call_sub(cu, &h, enq, a, n->nin, &dst, 1, ws);
+  cg_loop_end(cg, &l, NULL);
+  return host_end(cu, &h);
+}
+
+/* ---- if ---- */
+
+static bool if_(Cu *cu, CgPlan *p, Node *n) {
+  Graph *gt = sub(n, ATTR_THEN), *ge = sub(n, ATTR_ELSE);
+  if (!gt || !ge || gt->nret != 1 || ge->nret != 1)
+    return cu_unsupported(cu, n, "branches must return one value");
+  if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
+  int64_t wt, we;
+  cu->in_branch++;
+  LLVMValueRef et = cu->subgraph(cu, gt, &wt);
+  LLVMValueRef ee = et ? cu->subgraph(cu, ge, &we) : NULL;
+  cu->in_branch--;
+  if (!ee) return false;
+  if (!type_numel(&n->type)) return true;
+  Cg *cg = cu->host;
+  CuHostFn h;
+  host_begin(cu, &h, p, n);
+  int64_t off = max64(cg_align(wt), cg_align(we));
+  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  operands(cu, p, n, 1, ins);
+  LLVMValueRef t = cg_gep(cg, ws, cg_i64(cg, off));
+  call_sub(cu, &h, et, ins, n->nin - 1, &t, 1, ws);
+  call_sub(cu, &h, ee, ins, n->nin - 1, &out, 1, ws);
+  if (!host_end(cu, &h)) return false;
+  copy_kernel(cu, p, n, K_SELECT, off, n);
+  return !cu->dev->failed;
+}
+
+/* ---- while ---- */
+
+/* i1: is the scalar at host address f (dtype dt) true? */
+static LLVMValueRef truth(Cg *cg, DType dt, LLVMValueRef f) {
+  return cg_convert(cg, cg_load(cg, dt, f, cg_i64(cg, 0)), dt, DT_BOOL);
+}
+
+static bool while_(Cu *cu, CgPlan *p, Node *n) {
+  Graph *gc = sub(n, ATTR_COND), *gb = sub(n, ATTR_BODY);
+  int nc = n->nin;
+  if (!gc || !gb || gc->nret != 1 || gb->nret != nc || gc->nargs != nc ||
+      gb->nargs != nc)
+    return cu_unsupported(cu, n, "cond/body signatures do not match");
+  if (nc > MAX_OPS) return cu_unsupported(cu, n, "more than 64 carries");
+  if (cu->in_branch)
+    return cu_unsupported(cu, n, "a while inside an if branch (the GPU "
+                                 "runs both branches)");
+  if (cu->dev->u && cu->dev->u->opt->cuda_graph)
+    return cu_unsupported(cu, n, "--cuda-graph (while reads its condition "
+                                 "back to the host every iteration)");
+  int64_t w0, w1;
+  LLVMValueRef ce = cu->subgraph(cu, gc, &w0);
+  LLVMValueRef be = ce ? cu->subgraph(cu, gb, &w1) : NULL;
+  if (!be) return false;
+  CuLaunch cp = {0};
+  if (type_numel(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0, n);
+  Cg *cg = cu->host;
+  LLVMBuilderRef b = cg->b;
+  CuHostFn h;
+  host_begin(cu, &h, p, n);
+  DType fdt = gc->rets[0]->type.dt;
+  LLVMValueRef init[MAX_OPS], set[2][MAX_OPS];
+  LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  operands(cu, p, n, 0, init);
+  int64_t off = max64(cg_align(w0), cg_align(w1));
+  LLVMValueRef flag = cg_gep(cg, ws, cg_i64(cg, off));
+  off += 64;
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < nc; k++) {
+      set[s][k] = cg_gep(cg, ws, cg_i64(cg, off));
+      off += cg_align(type_bytes(&n->in[k]->type));
+    }
+  /* cur: the carries' pointers (host array), first the operands */
+  LLVMValueRef cur = cg_ptr_array(cg, init, nc);
+  LLVMValueRef sets[2] = {cg_ptr_array(cg, set[0], nc),
+                          cg_ptr_array(cg, set[1], nc)};
+  LLVMValueRef fo = cg_ptr_array(cg, &flag, 1);
+  LLVMValueRef fh = cg_alloca(cg, LLVMArrayType2(cg->t_i8, 16), "flag");
+  int64_t max_it = ir_attr_int(n, ATTR_MAX_ITERS, -1);
+  LLVMValueRef itp = cg_alloca(cg, cg->t_i64, "it");
+  LLVMBuildStore(b, cg_i64(cg, 0), itp);
+  LLVMBasicBlockRef head = cg_block(cg, "while.head");
+  LLVMBasicBlockRef body = cg_block(cg, "while.body");
+  LLVMBasicBlockRef exit = cg_block(cg, "while.end");
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, head);
+  LLVMValueRef it = LLVMBuildLoad2(b, cg->t_i64, itp, "");
+  if (max_it >= 0) {
+    LLVMBasicBlockRef go = cg_block(cg, "while.cond");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, it,
+                                     cg_i64(cg, max_it), ""), go, exit);
+    LLVMPositionBuilderAtEnd(b, go);
+  }
+  LLVMValueRef a[4] = {cur, fo, ws, h.stream};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, ce, a, 4, ""));
+  LLVMValueRef c[4] = {fh, flag, cg_i64(cg, dt_size(fdt)), h.stream};
+  cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_copy_to_host", cg->t_i32, c,
+                                 4));
+  cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_stream_sync", cg->t_i32,
+                                 &h.stream, 1));
+  LLVMBuildCondBr(b, truth(cg, fdt, fh), body, exit);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef odd = LLVMBuildTrunc(b, it, LLVMInt1TypeInContext(cg->lc), "");
+  LLVMValueRef nxt = LLVMBuildSelect(b, odd, sets[1], sets[0], "");
+  LLVMValueRef a2[4] = {cur, nxt, ws, h.stream};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, be, a2, 4, ""));
+  cg_memcpy(cg, cur, nxt, 8 * (int64_t)nc);
+  LLVMBuildStore(b, LLVMBuildAdd(b, it, cg_i64(cg, 1), ""), itp);
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, exit);
+  if (type_numel(&n->type))
+    cu_host_launch(cu, &h, &cp,
+                   cu_host_args(cu, cur, cg_ptr_array(cg, &out, 1), ws));
+  return host_end(cu, &h);
+}
+
+/* ---- custom_fn ---- */
+
+static bool custom_fn(Cu *cu, CgPlan *p, Node *n) {
+  Graph *g = sub(n, ATTR_FWD);
+  if (!g || g->nret != 1 || g->nargs != n->nin)
+    return cu_unsupported(cu, n, "fwd must take the operands and return "
+                                 "one value");
+  if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
+  int64_t wsb;
+  LLVMValueRef enq = cu->subgraph(cu, g, &wsb);
+  if (!enq) return false;
+  Cg *cg = cu->host;
+  CuHostFn h;
+  host_begin(cu, &h, p, n);
+  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n);
+  operands(cu, p, n, 0, ins);
+  call_sub(cu, &h, enq, ins, n->nin, &out, 1, cg_scratch(cg, n));
+  return host_end(cu, &h);
+}
+
+/* Copy n's module constants into its scratch (kernels launched before
+ * n's host function), where operands() points. */
+static void const_copies(Cu *cu, CgPlan *p, Node *n) {
+  int64_t off = core_scratch(cu, n);
+  for (int k = 0; k < n->nin && off >= 0; k++)
+    if (module_const(p, n->in[k])) {
+      if (type_numel(&n->in[k]->type))
+        copy_kernel(cu, p, n, K_CONST, off, n->in[k]);
+      off += cg_align(type_bytes(&n->in[k]->type));
+    }
+}
+
+bool cu_control(Cu *cu, CgPlan *p, Node *n) {
+  const_copies(cu, p, n);
+  switch (n->op) {
+  case OP_SCAN: return scan(cu, p, n);
+  case OP_IF: return if_(cu, p, n);
+  case OP_WHILE: return while_(cu, p, n);
+  default: return custom_fn(cu, p, n);
+  }
+}
