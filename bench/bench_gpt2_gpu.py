@@ -22,9 +22,7 @@ second, and the peak GPU memory of each variant.
 """
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +30,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "samples"))
 from gpu_torch_interop import GpuEntry  # noqa: E402
+from gpu_rounds import header, time_rounds  # noqa: E402
 from bench_gpt_gpu_train import exp_avgs  # noqa: E402
 
 V, T, B, E, H, L = 50257, 1024, 16, 768, 12, 12
@@ -140,25 +139,8 @@ def main():
             print("%-14s first step: loss %.5f (eager %.5f), gradients "
                   "|diff|/|eager| %.4f: %s" % (name, lv, ref_loss, num / den,
                                                "ok" if good else "FAIL"))
-        for name, run in variants:  # warm-up
-            for _ in range(3):
-                run()
-        s.synchronize()
-        times = {name: [] for name, _ in variants}
-        for r in range(rounds):
-            k = r % len(variants)
-            for name, run in variants[k:] + variants[:k]:
-                s.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(iters):
-                    run()
-                s.synchronize()
-                times[name].append(1e3 * (time.perf_counter() - t0) / iters)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                          "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()
-    print("%s; torch %s; %s; %d rounds x %d steps" % (
-        smi, torch.__version__, time.strftime("%Y-%m-%d"), rounds, iters))
+        times = time_rounds(variants, s, rounds, iters, 3)
+    print(header(rounds, iters))
     eager = statistics.median(times["torch eager"])
     for name, t in times.items():
         med = statistics.median(t)

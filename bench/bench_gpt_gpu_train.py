@@ -25,9 +25,7 @@ with librlxrt.a; the entries are called through ctypes
 """
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +33,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "samples"))
 from gpu_torch_interop import GpuEntry  # noqa: E402
+from gpu_rounds import header, time_rounds  # noqa: E402
 
 V, T, B, E, H, L = 256, 64, 8, 128, 4, 4
 LR, BETAS, EPS = 1e-3, (0.9, 0.95), 1e-8
@@ -174,25 +173,8 @@ def main():
         for name, got in stepped:  # untouched by the later variants?
             ok = check(name + " again", got,
                        [ref_loss.detach()] + ref_new) and ok
-        for name, run in variants:  # warm-up (compilation, graph capture)
-            for _ in range(30):
-                run()
-        s.synchronize()
-        times = {name: [] for name, _ in variants}
-        for r in range(rounds):
-            k = r % len(variants)
-            for name, run in variants[k:] + variants[:k]:
-                s.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(iters):
-                    run()
-                s.synchronize()
-                times[name].append(1e3 * (time.perf_counter() - t0) / iters)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                          "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()
-    print("%s; torch %s; %s; %d rounds x %d steps" % (
-        smi, torch.__version__, time.strftime("%Y-%m-%d"), rounds, iters))
+        times = time_rounds(variants, s, rounds, iters, 30)
+    print(header(rounds, iters))
     eager = statistics.median(times["torch eager"])
     for name, t in times.items():
         med = statistics.median(t)

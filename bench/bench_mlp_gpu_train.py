@@ -21,9 +21,7 @@ entries are called through ctypes (samples/gpu_torch_interop.py).
 """
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -31,6 +29,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "samples"))
 from gpu_torch_interop import GpuEntry  # noqa: E402
+from gpu_rounds import header, time_rounds  # noqa: E402
 
 DIMS = [784, 1024, 1024, 1024, 10]
 LR = 0.01
@@ -151,25 +150,8 @@ def main():
         for name, got in stepped:  # untouched by the later variants?
             ok = check(name + " again", got,
                        [ref_loss.detach()] + ref_new) and ok
-        for name, run in variants:  # warm-up (compilation, graph capture)
-            for _ in range(30):
-                run()
-        s.synchronize()
-        times = {name: [] for name, _ in variants}
-        for r in range(rounds):
-            k = r % len(variants)
-            for name, run in variants[k:] + variants[:k]:
-                s.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(iters):
-                    run()
-                s.synchronize()
-                times[name].append(1e3 * (time.perf_counter() - t0) / iters)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                          "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()
-    print("%s; torch %s; %s; %d rounds x %d steps" % (
-        smi, torch.__version__, time.strftime("%Y-%m-%d"), rounds, iters))
+        times = time_rounds(variants, s, rounds, iters, 30)
+    print(header(rounds, iters))
     for name, t in times.items():
         print("%-14s median %.4f ms  min %.4f ms per step" % (
             name, statistics.median(t), min(t)))
