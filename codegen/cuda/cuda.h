@@ -16,7 +16,8 @@
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
- * pools), conv.c (conv2d and its backward ops), device.c (thread
+ * pools), conv.c (conv2d and its backward ops), seq.c (the SSM ops,
+ * log_mel), fft.c, device.c (thread
  * ids, warp/block reductions, libclc math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
@@ -176,5 +177,18 @@ bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch conv node n needs (split-k partial sums), or 0. */
 int64_t cu_conv_scratch(const Node *n);
+
+/* ---- seq.c ---- */
+/* selective_scan, gated_delta_net; log_mel, log_mel_backward. */
+bool cu_ssm(Cu *cu, CgPlan *plan, Node *n);
+bool cu_log_mel(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch of those nodes (SSM states, log_mel_backward's
+ * dy / z), or 0 for any other node. */
+int64_t cu_seq_scratch(const Node *n);
+
+/* ---- fft.c ---- */
+/* fft (c64); its workspace scratch (the n roots). */
+bool cu_fft(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_fft_scratch(const Node *n);
 
 #endif

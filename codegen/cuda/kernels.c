@@ -18,7 +18,8 @@
  * - cumsum, scatter_add, gather_backward, topk: index.c; rng_*, sample:
  *   random.c; the norm family: norm.c; attention, attention_backward:
  *   attention.c; rope and the pools: nn.c; conv2d and its backward
- *   ops: conv.c.
+ *   ops: conv.c; selective_scan, gated_delta_net, log_mel and its
+ *   backward: seq.c; fft: fft.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -443,6 +444,9 @@ int64_t cu_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:
+  case OP_LOG_MEL_BACKWARD: return cu_seq_scratch(n);
+  case OP_FFT: return cu_fft_scratch(n);
   default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
   }
 }
@@ -492,6 +496,9 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_AVG_POOL2D_BACKWARD: return cu_pool(cu, p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv(cu, p, n);
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET: return cu_ssm(cu, p, n);
+  case OP_LOG_MEL: case OP_LOG_MEL_BACKWARD: return cu_log_mel(cu, p, n);
+  case OP_FFT: return cu_fft(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }
