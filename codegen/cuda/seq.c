@@ -39,6 +39,20 @@ static void ssm_geometry(const Node *n, int64_t g[4]) {
   g[3] = n->op == OP_SELECTIVE_SCAN ? n->in[2]->type.dims[1] : x->dims[3];
 }
 
+/* sum_i a[ai + i] b[bi + i bs], i < cnt in order, from 0 */
+static LLVMValueRef dot(Cu *cu, DType dt, LLVMValueRef a, LLVMValueRef ai,
+                        LLVMValueRef b, LLVMValueRef bi, int64_t bs,
+                        int64_t cnt) {
+  Cg *cg = cu->dev;
+  LLVMValueRef acc = cg_const(cg, dt, 0);
+  CgLoop l;
+  LLVMValueRef i = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, cnt), &acc, 1);
+  acc = FA(acc, FM(cg_load(cg, dt, a, add(cu, ai, i)),
+                   cg_load(cg, dt, b, add(cu, bi, mul(cu, i, bs)))));
+  cg_loop_end(cg, &l, &acc);
+  return acc;
+}
+
 /* ---- selective_scan ---- */
 
 static bool scan_kernel(Cu *cu, CgPlan *p, Node *n) {
@@ -97,7 +111,7 @@ static bool gdn_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef col = add(cu, mul(cu, task, ns * ns), j);
   LLVMValueRef sb = cg_scratch(cg, n);
   LLVMValueRef rs = cg_const(cg, dt, 1 / sqrt((double)ns));
-  CgLoop l0, lt, lq, li, lu;
+  CgLoop l0, lt, li, lu;
   LLVMValueRef i = cg_loop_begin(cg, &l0, i64(cu, 0), i64(cu, ns), NULL, 0);
   cg_store(cg, dt, sb, add(cu, col, mul(cu, i, ns)), cg_const(cg, dt, 0));
   cg_loop_end(cg, &l0, NULL);
@@ -106,11 +120,7 @@ static bool gdn_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef rn = mul(cu, r, ns);
   LLVMValueRef eg = cg_ops_exp(cg, cg_load(cg, dt, gb, r));
   LLVMValueRef bet = cg_load(cg, dt, be, r);
-  LLVMValueRef kq = cg_const(cg, dt, 0);
-  LLVMValueRef jj = cg_loop_begin(cg, &lq, i64(cu, 0), i64(cu, ns), &kq, 1);
-  LLVMValueRef e = add(cu, rn, jj);
-  kq = FA(kq, FM(cg_load(cg, dt, kb, e), cg_load(cg, dt, q, e)));
-  cg_loop_end(cg, &lq, &kq);
+  LLVMValueRef kq = dot(cu, dt, kb, rn, q, rn, 1, ns);
   LLVMValueRef acc[2] = {cg_const(cg, dt, 0), cg_const(cg, dt, 0)};
   i = cg_loop_begin(cg, &li, i64(cu, 0), i64(cu, ns), acc, 2);
   LLVMValueRef si = add(cu, col, mul(cu, i, ns)), e2 = add(cu, rn, i);
@@ -152,20 +162,6 @@ static void mel_dims(const Node *n, int64_t *rows, int64_t *F, int64_t *M) {
   *rows = r;
 }
 
-/* z of spec row `row`, bin m: sum_f spec[row, f] filters[f, m] */
-static LLVMValueRef mel_z(Cu *cu, Node *n, DType dt, int64_t F, int64_t M,
-                          LLVMValueRef row, LLVMValueRef m) {
-  Cg *cg = cu->dev;
-  LLVMValueRef sp = cg_buf(cg, n->in[0]), fl = cg_buf(cg, n->in[1]);
-  LLVMValueRef z = cg_const(cg, dt, 0);
-  CgLoop l;
-  LLVMValueRef f = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, F), &z, 1);
-  z = FA(z, FM(cg_load(cg, dt, sp, add(cu, mul(cu, row, F), f)),
-               cg_load(cg, dt, fl, add(cu, mul(cu, f, M), m))));
-  cg_loop_end(cg, &l, &z);
-  return z;
-}
-
 bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -178,7 +174,9 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef z = mel_z(cu, n, dt, F, M, udiv(cu, i, M), urem(cu, i, M));
+  /* z = sum_f spec[row, f] filters[f, m] */
+  LLVMValueRef z = dot(cu, dt, cg_buf(cg, n->in[0]), mul(cu, udiv(cu, i, M), F),
+                       cg_buf(cg, n->in[1]), urem(cu, i, M), M, F);
   if (n->op == OP_LOG_MEL) {
     LLVMValueRef lo = LLVMBuildFCmp(cg->b, LLVMRealOLT, z, floor_, "");
     cg_store(cg, dt, cg_buf(cg, n), i,
@@ -197,14 +195,9 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   cu_kernel_begin(cu, p, "log_mel_backward_spec");
   i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef row = udiv(cu, i, F), f = urem(cu, i, F);
-  LLVMValueRef ws = cg_scratch(cg, n), fl = cg_buf(cg, n->in[1]);
-  LLVMValueRef acc = cg_const(cg, dt, 0);
-  CgLoop l;
-  LLVMValueRef m = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, M), &acc, 1);
-  acc = FA(acc, FM(cg_load(cg, dt, ws, add(cu, mul(cu, row, M), m)),
-                   cg_load(cg, dt, fl, add(cu, mul(cu, f, M), m))));
-  cg_loop_end(cg, &l, &acc);
+  LLVMValueRef acc = dot(cu, dt, cg_scratch(cg, n), mul(cu, udiv(cu, i, F), M),
+                         cg_buf(cg, n->in[1]), mul(cu, urem(cu, i, F), M),
+                         1, M);
   cg_store(cg, dt, cg_buf(cg, n), i, acc);
   cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
   return true;
