@@ -162,6 +162,33 @@ static void mel_dims(const Node *n, int64_t *rows, int64_t *F, int64_t *M) {
   *rows = r;
 }
 
+/* One thread per (row, bin): z = sum_f spec[row, f] filters[f, m], then
+ * log_mel's y = log(max(z, 1e-10)) or log_mel_backward's scratch
+ * w = z >= 1e-10 ? dy / z : 0. */
+static void mel_kernel(Cu *cu, CgPlan *p, Node *n, DType dt, int64_t rows,
+                       int64_t F, int64_t M) {
+  Cg *cg = cu->dev;
+  int64_t N = rows * M;
+  LLVMValueRef floor_ = cg_const(cg, dt, 1e-10);
+  cu_kernel_begin(cu, p, op_name(n->op));
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef z = dot(cu, dt, cg_buf(cg, n->in[0]), mul(cu, udiv(cu, i, M), F),
+                       cg_buf(cg, n->in[1]), urem(cu, i, M), M, F);
+  if (n->op == OP_LOG_MEL) {
+    LLVMValueRef lo = LLVMBuildFCmp(cg->b, LLVMRealOLT, z, floor_, "");
+    cg_store(cg, dt, cg_buf(cg, n), i,
+             cg_ops_log(cg, LLVMBuildSelect(cg->b, lo, floor_, z, "")));
+  } else {
+    LLVMValueRef ge = LLVMBuildFCmp(cg->b, LLVMRealOGE, z, floor_, "");
+    LLVMValueRef w = LLVMBuildFDiv(
+        cg->b, cg_load(cg, dt, cg_buf(cg, n->in[2]), i), z, "");
+    cg_store(cg, dt, cg_scratch(cg, n), i,
+             LLVMBuildSelect(cg->b, ge, w, cg_const(cg, dt, 0), ""));
+  }
+  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+}
+
 bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -169,35 +196,17 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   int64_t rows, F, M;
   mel_dims(n, &rows, &F, &M);
   if (type_numel(&n->type) == 0) return true;
-  int64_t N = rows * M;
-  LLVMValueRef floor_ = cg_const(cg, dt, 1e-10);
-  cu_kernel_begin(cu, p, op_name(n->op));
+  if (M) mel_kernel(cu, p, n, dt, rows, F, M);
+  if (n->op == OP_LOG_MEL) return true;
+  /* dspec[row, f] = sum_m w[row, m] filters[f, m] (0 without bins) */
+  int64_t N = rows * F;
+  cu_kernel_begin(cu, p, "log_mel_backward_spec");
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
-  /* z = sum_f spec[row, f] filters[f, m] */
-  LLVMValueRef z = dot(cu, dt, cg_buf(cg, n->in[0]), mul(cu, udiv(cu, i, M), F),
-                       cg_buf(cg, n->in[1]), urem(cu, i, M), M, F);
-  if (n->op == OP_LOG_MEL) {
-    LLVMValueRef lo = LLVMBuildFCmp(cg->b, LLVMRealOLT, z, floor_, "");
-    cg_store(cg, dt, cg_buf(cg, n), i,
-             cg_ops_log(cg, LLVMBuildSelect(cg->b, lo, floor_, z, "")));
-    cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
-    return true;
-  }
-  LLVMValueRef ge = LLVMBuildFCmp(cg->b, LLVMRealOGE, z, floor_, "");
-  LLVMValueRef w = LLVMBuildFDiv(cg->b, cg_load(cg, dt, cg_buf(cg, n->in[2]), i),
-                                 z, "");
-  cg_store(cg, dt, cg_scratch(cg, n), i,
-           LLVMBuildSelect(cg->b, ge, w, cg_const(cg, dt, 0), ""));
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
-  /* dspec[row, f] = sum_m w[row, m] filters[f, m] */
-  N = rows * F;
-  cu_kernel_begin(cu, p, "log_mel_backward_spec");
-  i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef acc = dot(cu, dt, cg_scratch(cg, n), mul(cu, udiv(cu, i, F), M),
-                         cg_buf(cg, n->in[1]), mul(cu, urem(cu, i, F), M),
-                         1, M);
+  LLVMValueRef acc = M ? dot(cu, dt, cg_scratch(cg, n),
+                             mul(cu, udiv(cu, i, F), M), cg_buf(cg, n->in[1]),
+                             mul(cu, urem(cu, i, F), M), 1, M)
+                       : cg_const(cg, dt, 0);
   cg_store(cg, dt, cg_buf(cg, n), i, acc);
   cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
   return true;
