@@ -19,8 +19,9 @@
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,
  * pools), conv.c (conv2d and its backward ops), quant.c (q_conv2d,
  * grouped matmuls, dense solves, requantization), control.c (scan, if,
- * while, custom_fn: subgraphs and host loops), device.c (thread ids,
- * warp/block reductions, libclc math, PTX emission and checks).
+ * while, custom_fn: subgraphs and host loops), seq.c (the SSM ops,
+ * log_mel), fft.c, device.c (thread ids, warp/block reductions, libclc
+ * math, PTX emission and checks).
  */
 #ifndef RLX_CG_CUDA_H
 #define RLX_CG_CUDA_H
@@ -250,5 +251,18 @@ bool cu_quant(Cu *cu, CgPlan *plan, Node *n);
 LLVMValueRef cu_q_requant(Cu *cu, Node *n, LLVMValueRef acc, LLVMValueRef c);
 /* Workspace scratch of a solve (the copies of A), 0 for other nodes. */
 int64_t cu_solve_scratch(const Node *n);
+
+/* ---- seq.c ---- */
+/* selective_scan, gated_delta_net; log_mel, log_mel_backward. */
+bool cu_ssm(Cu *cu, CgPlan *plan, Node *n);
+bool cu_log_mel(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch of those nodes (SSM states, log_mel_backward's
+ * dy / z), or 0 for any other node. */
+int64_t cu_seq_scratch(const Node *n);
+
+/* ---- fft.c ---- */
+/* fft (c64); its workspace scratch (the n roots). */
+bool cu_fft(Cu *cu, CgPlan *plan, Node *n);
+int64_t cu_fft_scratch(const Node *n);
 
 #endif

@@ -20,7 +20,9 @@
  *   random.c; the norm family: norm.c; attention, attention_backward:
  *   attention.c; rope and the pools: nn.c; conv2d and its backward
  *   ops: conv.c; q_conv2d, grouped_matmul and its weight gradient,
- *   dense solves: quant.c; scan, if, while, custom_fn: control.c.
+ *   dense solves: quant.c; scan, if, while, custom_fn: control.c;
+ *   selective_scan, gated_delta_net, log_mel and its backward: seq.c;
+ *   fft: fft.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
  * Index operands out of range make the thread skip its element (the
  * entry cannot report it without synchronizing).
@@ -449,6 +451,9 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
     return cu_solve_scratch(n);
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:
+  case OP_LOG_MEL_BACKWARD: return cu_seq_scratch(n);
+  case OP_FFT: return cu_fft_scratch(n);
   default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
   }
 }
@@ -505,6 +510,9 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE: return cu_quant(cu, p, n);
   case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
     return cu_control(cu, p, n);
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET: return cu_ssm(cu, p, n);
+  case OP_LOG_MEL: case OP_LOG_MEL_BACKWARD: return cu_log_mel(cu, p, n);
+  case OP_FFT: return cu_fft(cu, p, n);
   default: return cu_unsupported(cu, n, NULL);
   }
 }
