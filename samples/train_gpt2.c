@@ -167,11 +167,15 @@ int main(int argc, char **argv)
     put((void *)in[gpt2_train_ARG_tgt], tgt, (size_t)B * T * sizeof *tgt);
     hyper[0] = (float)lr_at(step, steps, peak);
     put(m_hyper, hyper, sizeof hyper);
+#ifdef GPU
+    gpu_ok(gpt2_train(in, out, ws STREAM), "gpt2_train");
+#else
     int rc = gpt2_train(in, out, ws STREAM);
     if (rc) {
       fprintf(stderr, "gpt2_train failed: %s\n", rlx_strerror(rc));
       return 2;
     }
+#endif
     get(&loss, out[gpt2_train_OUT_loss], sizeof loss);
     sum += loss;
     if (step > steps - every)
