@@ -14,9 +14,15 @@ stream of one process:
 TF32 off everywhere; AdamW lr 1e-3, betas 0.9/0.95, eps 1e-8, no weight
 decay. First one step of each from the same params is checked against
 a float64 PyTorch step (|got - ref| <= 1e-4 |ref| + 1e-5 max(1, max|ref|)
-per tensor): the loss and the updated params, and for rlxc also the
-optimizer state's exp_avg, which is (1 - beta1) * gradient after one
-step: every gradient at the bar. Then ROUNDS (15) rounds, each timing
+per tensor): the loss, and for rlxc also the optimizer state's exp_avg,
+which is (1 - beta1) * gradient after one step: every gradient at the
+bar. The updated params are compared too but not counted: AdamW's first
+step moves each param by lr * g / (|g| + eps), a quotient f32 cannot get
+to the bar where |g| is near eps, and no f32 implementation does (on
+the H100, 2026-12-06: rlxc 1.6, torch eager 2.7, torch.compile 2.1
+times the bar). After the first steps of all four, each variant's loss
+and params must still be bit-identical to what its own step wrote (a
+later variant writing over them fails). Then ROUNDS (15) rounds, each timing
 ITERS (100) steps of every variant (order rotated per round, stream
 synchronized before and after), and the median and minimum ms per step
 and tokens per second. The .so files are the objects linked -shared
@@ -163,16 +169,20 @@ def main():
             run()
             s.synchronize()
             lv = loss if torch.is_tensor(loss) else loss["loss"]
-            ok = check(name, [lv.reshape(())] + ps,
-                       [ref_loss.detach()] + ref_new) and ok
+            ok = check(name + " loss", [lv.reshape(())],
+                       [ref_loss.detach()]) and ok
+            check(name + " params (not counted)", ps, ref_new)
             if state is not None:
                 ok = check(name + " gradients", exp_avgs(state, init),
                            ref_m) and ok
             variants.append((name, run))
-            stepped.append((name, [lv.reshape(())] + ps))
-        for name, got in stepped:  # untouched by the later variants?
-            ok = check(name + " again", got,
-                       [ref_loss.detach()] + ref_new) and ok
+            got = [lv.reshape(())] + ps
+            stepped.append((name, got, [t.clone() for t in got]))
+        for name, got, snap in stepped:  # untouched by the later variants?
+            same = all(torch.equal(a, b) for a, b in zip(got, snap))
+            print("%-20s untouched by the later variants: %s" % (
+                name, "ok" if same else "FAIL"))
+            ok = ok and same
         times = time_rounds(variants, s, rounds, iters, 30)
     print(header(rounds, iters))
     eager = statistics.median(times["torch eager"])
