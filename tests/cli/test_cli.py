@@ -189,6 +189,27 @@ def test_targets(rlxc, tmp, good):
                                          "-o", o], 1, "unknown target")
 
 
+def test_gpu_params(rlxc, tmp):
+    """--target=cuda: every kernel takes its entry's argument and result
+    pointers (8 bytes each), so a graph with more than about 500 of them
+    needs PTX ISA 8.1 (32,764 bytes of kernel parameters), and one over
+    that limit is a diagnostic."""
+    s = os.path.join(tmp, "p.s")
+    for n, want in ((10, ".version 7.8"), (600, ".version 8.1"),
+                    (4100, None)):
+        g = os.path.join(tmp, "args%d.rlx" % n)
+        with open(g, "w") as f:
+            f.write("graph args {\n%s  %%s = add(%%a0, %%a1)\n"
+                    "  return %%s\n}\n" % "".join(
+                        "  input %%a%d: f32[2]\n" % i for i in range(n)))
+        if want is None:
+            case_status(rlxc, "gpu.params%d" % n, ["--target=cuda", g, "-o",
+                                                   s], 1, "32,764 bytes")
+            continue
+        rc, _, err = run(rlxc, ["--target=cuda", "--emit=asm", g, "-o", s])
+        expect("gpu.params%d" % n, rc == 0 and want in open(s).read(), err)
+
+
 FFT_GRAPH = """graph ffts {
   input %x: c64[2, 8]
   input %z: c64[1, 131072]
@@ -568,6 +589,7 @@ def main():
         test_inputs(a.rlxc, tmp, good)
         test_reserved_graphs(a.rlxc, tmp)
         test_targets(a.rlxc, tmp, good)
+        test_gpu_params(a.rlxc, tmp)
         test_fft_tables(a.rlxc, tmp)
         test_color(a.rlxc, tmp)
         test_dot(a.rlxc, tmp, good)
