@@ -31,18 +31,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "samples"))
 from gpu_torch_interop import GpuEntry  # noqa: E402
 from gpu_rounds import header, time_rounds  # noqa: E402
-from bench_gpt_gpu_train import exp_avgs  # noqa: E402
+from bench_gpt_gpu_train import exp_avgs, shapes  # noqa: E402
 
 V, T, B, E, H, L = 50257, 1024, 16, 768, 12, 12
 LR, BETAS, EPS = 6e-4, (0.9, 0.95), 1e-8
-
-
-def shapes():
-    s = [(V, E), (T, E)]
-    for _ in range(L):
-        s += [(E,), (E,), (E, 3 * E), (3 * E,), (E, E), (E,), (E,), (E,),
-              (E, 4 * E), (4 * E,), (4 * E, E), (E,)]
-    return s + [(E,), (E,)]
 
 
 def loss_fn(tok, tgt, ps):
@@ -105,7 +97,7 @@ def main():
     g = torch.Generator().manual_seed(0)
     init = [(torch.randn(sh, generator=g) * (0.02 if len(sh) == 2 else 0.1)
              + (1.0 if len(sh) == 1 and i % 2 == 0 else 0.0)).to(dev)
-            for i, sh in enumerate(shapes())]
+            for i, sh in enumerate(shapes(V, T, E, L))]
     tok = torch.randint(0, V, (B, T), generator=g).to(dev)
     tgt = torch.randint(0, V, (B * T,), generator=g).to(dev)
     s = torch.cuda.Stream()

@@ -45,7 +45,8 @@ V, T, B, E, H, L = 256, 64, 8, 128, 4, 4
 LR, BETAS, EPS = 1e-3, (0.9, 0.95), 1e-8
 
 
-def shapes():
+def shapes(V=V, T=T, E=E, L=L):
+    """The params' shapes in signature order (gpt.rlx, gen_gpt2.py)."""
     s = [(V, E), (T, E)]
     for _ in range(L):
         s += [(E,), (E,), (E, 3 * E), (3 * E,), (E, E), (E,), (E,), (E,),
