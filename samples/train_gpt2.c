@@ -87,8 +87,12 @@ int main(int argc, char **argv)
   if (!text)
     return 2;
   size_t n = bpe_encode(bpe, text, (size_t)nbytes, NULL, 0);
-  int32_t *ids = malloc((n + 1) * sizeof *ids);
-  if (!ids || steps < 1 || n < (size_t)T + 1) {
+  int32_t *ids = n == SIZE_MAX ? NULL : malloc((n + 1) * sizeof *ids);
+  if (!ids) {
+    fprintf(stderr, "out of memory\n");
+    return 2;
+  }
+  if (steps < 1 || n < (size_t)T + 1) {
     fprintf(stderr, "need steps >= 1 and at least %d tokens of text\n", T + 1);
     return 2;
   }
