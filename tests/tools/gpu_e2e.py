@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """gpu_e2e.py -- the e2e cases with rlxc --target=cuda (docs/gpu.md).
 
-  gpu_e2e.py check [--build DIR] [--every N]
+  gpu_e2e.py check [--build DIR] [--every N [--first K]]
       Without a GPU (CI): compile every case (tests/e2e/cases, rlxc
       arguments from golden/NAME/run.txt) with --target=cuda. Each must
       either compile (its PTX verified by LLVM, no `.extern .func`:
       rlxc checks both) or be refused with "op 'X' is not supported by
       --target=cuda yet". Any other outcome fails. --every N: only every
-      Nth case in name order (the sanitizer tree, where a compile takes
-      seconds).
+      Nth case in name order, from the Kth (0) (the sanitizer tree,
+      where a compile takes seconds; halves that ctest runs in
+      parallel).
   gpu_e2e.py pack [--build DIR] OUT
       Compile and link the supported cases into OUT (shared objects,
       their golden runs, rlx_run_gpu, a manifest): a folder to carry to
@@ -72,13 +73,13 @@ def select_suite(suite):
 MATCH = None  # --match: a compiled regex of the case names to keep
 
 
-def check(build, out=None, every=1):
+def check(build, out=None, every=1, first=0):
     rlxc = os.path.join(build, "rlxc")
     wdir = out or os.path.join(build, "gpu_e2e")
     os.makedirs(wdir, exist_ok=True)
     counts, fails, packed = {}, [], []
     names = [c for c in e2e.all_cases() if not MATCH or MATCH.search(c)]
-    for name in names[::every]:
+    for name in names[first::every]:
         spec, what, info = compile_case(rlxc, name, wdir)
         counts[what] = counts.get(what, 0) + 1
         if what == "fail":
@@ -216,6 +217,11 @@ def main():
         i = a.index("--every")
         every = int(a[i + 1])
         a = a[:i] + a[i + 2:]
+    first = 0
+    if "--first" in a:
+        i = a.index("--first")
+        first = int(a[i + 1])
+        a = a[:i] + a[i + 2:]
     if "--suite" in a:
         i = a.index("--suite")
         select_suite(a[i + 1])
@@ -226,7 +232,7 @@ def main():
         MATCH = re.compile(a[i + 1])
         a = a[:i] + a[i + 2:]
     if a[:1] == ["check"]:
-        return 1 if check(build, every=every)[0] else 0
+        return 1 if check(build, every=every, first=first)[0] else 0
     if a[:1] == ["pack"] and len(a) == 2:
         return pack(build, a[1])
     if a[:1] == ["bits"] and len(a) >= 3:
