@@ -18,7 +18,9 @@ state's exp_avg / (1 - beta1)) must be within 5% (relative norm of the
 difference) of eager's. Then ROUNDS (5) rounds, each timing ITERS (5)
 steps of every variant (order rotated per round, stream synchronized
 before and after): median and minimum ms per step and tokens per
-second, and the peak GPU memory of each variant.
+second, and the peak GPU memory of each variant. With RLX_PROFILE=1
+in the environment, each variant's kernels are timed first
+(gpu_rounds.kernel_profile: GPU time per op, rlxc's grouped by op).
 """
 import os
 import statistics
@@ -30,7 +32,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "samples"))
 from gpu_torch_interop import GpuEntry  # noqa: E402
-from gpu_rounds import header, time_rounds  # noqa: E402
+from gpu_rounds import header, kernel_profile, time_rounds  # noqa: E402
 from bench_gpt_gpu_train import exp_avgs, shapes  # noqa: E402
 
 V, T, B, E, H, L = 50257, 1024, 16, 768, 12, 12
@@ -131,6 +133,10 @@ def main():
             print("%-14s first step: loss %.5f (eager %.5f), gradients "
                   "|diff|/|eager| %.4f: %s" % (name, lv, ref_loss, num / den,
                                                "ok" if good else "FAIL"))
+        if os.environ.get("RLX_PROFILE"):
+            for name, run in variants:
+                print("== kernels of", name)
+                kernel_profile(run, s)
         times = time_rounds(variants, s, rounds, iters, 3)
     print(header(rounds, iters))
     eager = statistics.median(times["torch eager"])

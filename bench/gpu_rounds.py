@@ -36,3 +36,31 @@ def header(rounds, iters):
                          text=True).stdout.strip()
     return "%s; torch %s; %s; %d rounds x %d steps" % (
         smi, torch.__version__, time.strftime("%Y-%m-%d"), rounds, iters)
+
+
+def kernel_profile(run, s, steps=2, top=25):
+    """Time the kernels of `steps` calls of run() with torch's profiler
+    (CUPTI: it sees rlxc's driver-API launches and graph nodes too).
+    rlxc kernels are named rlx_k<N>_<op>: they are grouped by <op>,
+    others by name. Prints the `top` groups by total GPU time."""
+    import re
+    from torch.profiler import ProfilerActivity, profile
+    run()
+    s.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            run()
+        s.synchronize()
+    groups = {}
+    for ev in prof.events():
+        if ev.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        key = re.sub(r"^rlx_k\d+_", "rlx:", ev.name)[:60]
+        t, n = groups.get(key, (0.0, 0))
+        groups[key] = (t + ev.time_range.elapsed_us() / steps, n + 1)
+    total = sum(t for t, _ in groups.values())
+    print("kernel time per step: %.2f ms in %d launches" % (
+        total / 1e3, sum(n for _, n in groups.values()) // steps))
+    for key, (t, n) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]:
+        print("  %-60s %8.3f ms %5.1f%% %5d launches" % (
+            key, t / 1e3, 100 * t / total, n // steps))
