@@ -21,6 +21,7 @@ before and after): median and minimum ms per step and tokens per
 second, and the peak GPU memory of each variant. With RLX_PROFILE=1
 in the environment, each variant's kernels are timed first
 (gpu_rounds.kernel_profile: GPU time per op, rlxc's grouped by op).
+RLX_VARIANTS="rlxc,torch eager" runs only the variants it names.
 """
 import os
 import statistics
@@ -112,6 +113,8 @@ def main():
                 ("torch eager", lambda: torch_variant(tok, tgt, init, False)),
                 ("torch compile", lambda: torch_variant(tok, tgt, init,
                                                         True))):
+            if name not in os.environ.get("RLX_VARIANTS", name):
+                continue
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
             run, ps, loss, state = make()

@@ -424,3 +424,27 @@ def reduce_long(c, rng):
             "%cb = cumsum(%b, axis=0)",
             outs_str(outs), comment="reductions over long axes")
     c.run([a, b, s], outs)
+
+
+@case()
+def reduce_columns(c, rng):
+    """Reductions over leading axes with many kept columns (bias
+    gradients: the GPU's column kernels, one or several row segments),
+    and scatter_add with a long index list over several row tiles."""
+    a = T("f32", uni(rng, (600, 40)), "a")
+    b = T("f32", uni(rng, (4, 150, 33)), "b")
+    d = T("f64", uni(rng, (300, 64)), "d")
+    u = T("f32", uni(rng, (700, 5)), "u")
+    i = T("i32", rng.integers(0, 100, 700), "i")
+    su = np.zeros((100, 5))
+    np.add.at(su, i.v.astype(np.int64), u.v)
+    outs = [out("f32", a.v.sum(0), "sa"),
+            out("f32", b.v.mean((0, 1)), "mb"),
+            out("f64", d.v.max(0), "xd"), out("f64", d.v.min(0), "nd"),
+            out("f32", su, "su")]
+    c.graph([a, b, d, u, i], "%sa = reduce_sum(%a, axes=[0])\n"
+            "%mb = reduce_mean(%b, axes=[0, 1])\n"
+            "%xd = reduce_max(%d, axes=[0])\n%nd = reduce_min(%d, axes=[0])\n"
+            "%su = scatter_add(%u, %i, shape=[100, 5])",
+            outs_str(outs), comment="column reductions, a long scatter_add")
+    c.run([a, b, d, u, i], outs)
