@@ -461,41 +461,18 @@ static bool optimize(Cg *cg) {
   return false;
 }
 
-/* Kernel parameters over 4 KiB (a kernel taking over 511 pointers, or
- * an entry's whole array of them) need PTX ISA 8.1, which allows 32,764
- * bytes (drivers of CUDA 12.1 and later): the module moves to it. */
+/* PTX ISA 7.8 allows a kernel 4 KiB of parameters (8.1, which needs
+ * drivers of CUDA 12.1, 32,764 bytes). A kernel takes the pointers it
+ * loads (a fused group has at most 128 operands); only a byval array of
+ * an entry of over 511 arguments or results could exceed that, and no
+ * kernel passes its arrays on whole: a diagnostic, should one. */
 static bool param_space(Cu *cu) {
-  Cg *cg = cu->dev;
-  int at = 0;
-  for (int i = 1; i < cu->nkernels; i++)
-    if (cu->kernels[i].bytes > cu->kernels[at].bytes) at = i;
-  const CuKernel *k = &cu->kernels[at];
-  int64_t bytes = cu->nkernels ? k->bytes : 0;
-  if (bytes <= 4096) return true;
-  if (bytes > 32764)
-    return diag_error(cg->ctx, (Loc){0, 0}, "--target=cuda: kernel %s takes "
-                      "%lld bytes of parameters; the limit is 32,764",
-                      k->name, (long long)bytes);
-  LLVMTargetRef t;
-  char *err = NULL;
-  if (LLVMGetTargetFromTriple(cg->triple, &t, &err)) {
-    diag_error(cg->ctx, (Loc){0, 0}, "codegen: %s", err ? err : "no target");
-    LLVMDisposeMessage(err);
-    return false;
-  }
-  LLVMCodeGenOptLevel lvl = cg->opt_level == 0   ? LLVMCodeGenLevelNone
-                            : cg->opt_level == 1 ? LLVMCodeGenLevelLess
-                            : cg->opt_level == 2 ? LLVMCodeGenLevelDefault
-                                                 : LLVMCodeGenLevelAggressive;
-  LLVMDisposeTargetMachine(cg->tm);
-  cg->tm = LLVMCreateTargetMachine(t, cg->triple, cg->cpu, "+ptx81", lvl,
-                                   LLVMRelocPIC, LLVMCodeModelDefault);
-  LLVMAttributeRef a = LLVMCreateStringAttribute(cg->lc, "target-features",
-                                                 15, "+ptx81", 6);
-  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f;
-       f = LLVMGetNextFunction(f))
-    if (LLVMCountBasicBlocks(f))
-      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+  for (int i = 0; i < cu->nkernels; i++)
+    if (cu->kernels[i].bytes > 4096)
+      return diag_error(cu->dev->ctx, (Loc){0, 0}, "--target=cuda: kernel "
+                        "%s takes %lld bytes of parameters, over the 4 KiB "
+                        "of PTX ISA 7.8", cu->kernels[i].name,
+                        (long long)cu->kernels[i].bytes);
   return true;
 }
 

@@ -51,9 +51,8 @@ static Cg *cg_for(Unit *u, const char *triple, const char *cpu,
 
 Cg *cu_host_new(Unit *u) { return cg_for(u, NULL, NULL, NULL); }
 
-/* The device Cg. PTX ISA 7.8 covers sm_80 and sm_90, sm_90a needs 8.0;
- * a kernel whose parameters exceed 4 KiB moves the module to 8.1 when it
- * is finished (cu_finish_module). */
+/* The device Cg. PTX ISA 7.8 covers sm_80 and sm_90, sm_90a needs 8.0
+ * (kernel parameters: cu_finish_module). */
 static Cg *device_new(Unit *u) {
   const char *arch = u->opt->gpu_arch ? u->opt->gpu_arch : "sm_80";
   return cg_for(u, "nvptx64-nvidia-cuda", arch,
