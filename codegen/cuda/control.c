@@ -323,8 +323,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, exit);
   if (type_numel(&n->type))
-    cu_host_launch(cu, &h, &cp,
-                   cu_host_args(cu, cur, cg_ptr_array(cg, &out, 1), ws));
+    cu_host_launch(cu, &h, &cp, cur, cg_ptr_array(cg, &out, 1), ws);
   return host_end(cu, &h);
 }
 

@@ -5,11 +5,15 @@
  * CPU sm_XX) holds one kernel per planned node that emits code, and the
  * host module (host triple) holds the entry points, which enqueue those
  * kernels on the caller's stream through librlxrt (rlx_gpu_module_load,
- * rlx_gpu_launch), the PTX text and the rlx_gpu_module. Every kernel has
- * the parameters (inputs [nin x ptr] byval, outputs [nout x ptr] byval,
- * ptr ws): the launch passes the caller's pointer arrays as they are, so
- * the CPU layers' addressing (cg_buf, cg_load, fused trees) works inside
- * a kernel unchanged.
+ * rlx_gpu_launch), the PTX text and the rlx_gpu_module. A kernel's body
+ * is built as a function of the graph's pointer arrays (ptr in, ptr out,
+ * ptr ws), so the CPU layers' addressing (cg_buf, cg_load, fused trees)
+ * works inside it unchanged; the kernel itself takes only the pointers
+ * the body loads (its CuParam list: those elements of in, then of out,
+ * then ws; an array the body uses otherwise, byval on whole), rebuilds
+ * the arrays and calls the body, which is inlined. A launch passes the
+ * addresses of those elements of the caller's arrays as cuLaunchKernel's
+ * kernelParams: nothing is copied.
  *
  * Files: entry.c (the unit, host entries, header), host.c (host
  * functions: frame, kernel launches), kernels.c (one kernel
@@ -52,13 +56,29 @@ typedef struct CuSub {
   struct CuSub *next;
 } CuSub;
 
+/* A kernel parameter: element idx of the launch's input (CU_IN) or
+ * output (CU_OUT) pointer array, that whole array byval (idx -1), or the
+ * workspace pointer (CU_WS). */
+enum { CU_IN, CU_OUT, CU_WS };
+typedef struct {
+  int arr, idx;
+} CuParam;
+
+/* A kernel of the module: its name, parameters and their bytes. */
+typedef struct {
+  const char *name;
+  const CuParam *par;
+  int npar;
+  int64_t bytes;
+} CuKernel;
+
 #define CU_MAX_KERNELS 4096
 typedef struct Cu {
   Cg *dev;                  /* device module */
   Graph *g;                 /* graph being emitted */
   int nin, nout;            /* its argument / return counts (>= 1) */
-  LLVMTypeRef t_kernel;     /* void (ptr, ptr, ptr) */
-  const char *names[CU_MAX_KERNELS];
+  LLVMTypeRef t_kernel;     /* a kernel body: void (in, out, ws) */
+  CuKernel kernels[CU_MAX_KERNELS];
   int nkernels;
   CuLaunch *launch;         /* this graph's launches */
   int nlaunch, cap;
@@ -77,10 +97,12 @@ typedef struct Cu {
 } Cu;
 
 /* A host function being built (entry.c): cg_fn_begin's, the stream
- * parameter and the launch's grid/block arrays. */
+ * parameter, the launch's grid/block arrays, its kernelParams array
+ * (nargs long) and the slot holding ws. */
 typedef struct {
   CgFn f, *saved;
-  LLVMValueRef stream, grid, block;
+  LLVMValueRef stream, grid, block, args, wsp;
+  int nargs;
 } CuHostFn;
 
 #define EW_BLOCK 256 /* threads per block of one-thread-per-element kernels */
@@ -118,13 +140,11 @@ static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
 LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
                            const char *name);
 LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h);
-/* The kernel parameter array {in, out, &ws} of a launch. */
-LLVMValueRef cu_host_args(Cu *cu, LLVMValueRef in, LLVMValueRef out,
-                          LLVMValueRef ws);
-/* Launch l's kernel on h's stream with args (cu_host_args); a failure
- * is returned. */
-void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l,
-                    LLVMValueRef args);
+/* Launch l's kernel on h's stream with the pointer arrays in and out
+ * and workspace ws (its kernelParams point at the elements it takes);
+ * a failure is returned. */
+void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
+                    LLVMValueRef out, LLVMValueRef ws);
 
 /* ---- control.c ---- */
 /* scan, if, while, custom_fn: their subgraphs' kernels plus a host
@@ -144,9 +164,10 @@ unsigned cu_blocks_for(int64_t n, int b);
 /* Offset of flat index i (over dims[0..r), row-major) with strides. */
 LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
                       const int64_t *str, int r);
-/* Start kernel `name` (ptx_kernel, byval arrays), make it current in
- * cu->dev with the graph's plan; cu_kernel_end closes it and records a
- * launch of grid x block threads. */
+/* Start the body of kernel `name`, make it current in cu->dev with the
+ * graph's plan; cu_kernel_end closes it, makes the kernel (ptx_kernel,
+ * the parameters the body uses: header comment) and records a launch of
+ * grid x block threads. */
 void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what);
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
 /* Append step l to the graph's steps. */

@@ -78,17 +78,15 @@ void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what) {
   RLX_ASSERT(cu->nkernels < CU_MAX_KERNELS);
   char name[96];
   snprintf(name, sizeof name, "rlx_k%d_%s", cu->nkernels, what);
-  cu->names[cu->nkernels] = arena_strdup(cg->ctx->arena, name);
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, name, cu->t_kernel);
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  cu->kernels[cu->nkernels].name = arena_strdup(cg->ctx->arena, name);
+  /* the body; cu_kernel_end wraps it into the kernel */
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, "rlx.kernel.body",
+                                    cu->t_kernel);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
   cg_fn_attrs(cg, fn);
-  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
-  int cnt[2] = {cu->nin, cu->nout};
-  for (int i = 0; i < 2; i++) {
-    LLVMTypeRef at = LLVMArrayType2(cg->t_ptr, (uint64_t)cnt[i]);
-    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
-                            LLVMCreateTypeAttribute(cg->lc, byval, at));
-  }
+  unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(cg->lc, inl, 0));
   CgFn *f = &cu->fn;
   memset(f, 0, sizeof *f);
   f->fn = fn;
@@ -106,6 +104,102 @@ void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what) {
   cg->nfsrc = 0;
 }
 
+/* Is x a load of a pointer from p? */
+static bool ptr_load(LLVMValueRef x, LLVMValueRef p) {
+  return LLVMIsALoadInst(x) && LLVMGetOperand(x, 0) == p &&
+         LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMPointerTypeKind;
+}
+
+/* Mark in used[] the elements of the pointer array a (n of them) that
+ * the body loads (cg_arg_ptr: a constant-index GEP, then loads); false
+ * when a has another use (passed on whole, a variable index). */
+static bool loaded_elements(Cg *cg, LLVMValueRef a, int n, bool *used) {
+  for (LLVMUseRef u = LLVMGetFirstUse(a); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef x = LLVMGetUser(u);
+    int64_t i = 0;
+    if (LLVMIsAGetElementPtrInst(x)) {
+      LLVMValueRef k = LLVMGetNumOperands(x) == 2 ? LLVMGetOperand(x, 1)
+                                                  : NULL;
+      if (!k || LLVMGetOperand(x, 0) != a || !LLVMIsAConstantInt(k) ||
+          LLVMGetGEPSourceElementType(x) != cg->t_ptr)
+        return false;
+      i = LLVMConstIntGetSExtValue(k);
+      if (i < 0 || i >= n) return false;
+      for (LLVMUseRef v = LLVMGetFirstUse(x); v; v = LLVMGetNextUse(v))
+        if (!ptr_load(LLVMGetUser(v), x)) return false;
+    } else if (!ptr_load(x, a)) {
+      return false;
+    }
+    used[i] = true;
+  }
+  return true;
+}
+
+/* Kernel k of body: its parameters are the elements of the input and
+ * output pointer arrays the body loads (or an array on whole, byval,
+ * where it uses it otherwise), then ws if the body uses it; it rebuilds
+ * the arrays the body takes from them and calls it (inlined; SROA then
+ * turns the arrays back into the parameters). */
+static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
+  Cg *cg = cu->dev;
+  int cnt[2] = {cu->nin, cu->nout};
+  int most = cnt[0] > cnt[1] ? cnt[0] : cnt[1];
+  bool *used = malloc(sizeof *used * (size_t)most);
+  CuParam *par = arena_alloc(cg->ctx->arena, sizeof *par *
+                                                 (size_t)(cnt[0] + cnt[1] + 1));
+  int np = 0, top[2] = {-1, -1};
+  RLX_ASSERT(used);
+  k->bytes = 0;
+  for (int a = 0; a < 2; a++) {
+    memset(used, 0, sizeof *used * (size_t)most);
+    if (!loaded_elements(cg, LLVMGetParam(body, (unsigned)a), cnt[a], used))
+      par[np++] = (CuParam){a, -1}, k->bytes += 8 * (int64_t)cnt[a];
+    else
+      for (int i = 0; i < cnt[a]; i++)
+        if (used[i]) par[np++] = (CuParam){a, i}, top[a] = i, k->bytes += 8;
+  }
+  free(used);
+  if (LLVMGetFirstUse(LLVMGetParam(body, 2)))
+    par[np++] = (CuParam){CU_WS, 0}, k->bytes += 8;
+  LLVMTypeRef *t = malloc(sizeof *t * (size_t)(np + 1));
+  RLX_ASSERT(t);
+  for (int i = 0; i < np; i++) t[i] = cg->t_ptr;
+  LLVMValueRef fn = LLVMAddFunction(
+      cg->mod, k->name, LLVMFunctionType(cg->t_void, t, (unsigned)np, 0));
+  free(t);
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  cg_fn_attrs(cg, fn);
+  LLVMPositionBuilderAtEnd(cg->b,
+                           LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMValueRef arr[3] = {LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr),
+                         LLVMConstNull(cg->t_ptr)};
+  for (int a = 0; a < 2; a++)
+    if (top[a] >= 0)
+      arr[a] = LLVMBuildAlloca(
+          cg->b, LLVMArrayType2(cg->t_ptr, (uint64_t)top[a] + 1), "");
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+  for (int i = 0; i < np; i++) {
+    LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);
+    if (par[i].arr == CU_WS) {
+      arr[2] = p;
+    } else if (par[i].idx < 0) {
+      LLVMTypeRef at = LLVMArrayType2(cg->t_ptr, (uint64_t)cnt[par[i].arr]);
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                              LLVMCreateTypeAttribute(cg->lc, byval, at));
+      arr[par[i].arr] = p;
+    } else {
+      LLVMValueRef x = cg_i64(cg, par[i].idx);
+      LLVMBuildStore(cg->b, p, LLVMBuildInBoundsGEP2(
+                                   cg->b, cg->t_ptr, arr[par[i].arr], &x, 1,
+                                   ""));
+    }
+  }
+  LLVMBuildCall2(cg->b, cu->t_kernel, body, arr, 3, "");
+  LLVMBuildRetVoid(cg->b);
+  k->par = par;
+  k->npar = np;
+}
+
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   Cg *cg = cu->dev;
   CgFn *f = &cu->fn;
@@ -115,8 +209,9 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);
   LLVMBuildBr(cg->b, LLVMGetNextBasicBlock(f->alloca_bb));
   LLVMMoveBasicBlockAfter(cu->exit_bb, LLVMGetLastBasicBlock(f->fn));
-  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL});
   cg->fn = NULL;
+  kernel_wrap(cu, f->fn, &cu->kernels[cu->nkernels]);
+  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL});
 }
 
 void cu_add_step(Cu *cu, CuLaunch l) {
@@ -366,9 +461,24 @@ static bool optimize(Cg *cg) {
   return false;
 }
 
+/* PTX ISA 7.8 allows a kernel 4 KiB of parameters (8.1, which needs
+ * drivers of CUDA 12.1, 32,764 bytes). A kernel takes the pointers it
+ * loads (a fused group has at most 128 operands); only a byval array of
+ * an entry of over 511 arguments or results could exceed that, and no
+ * kernel passes its arrays on whole: a diagnostic, should one. */
+static bool param_space(Cu *cu) {
+  for (int i = 0; i < cu->nkernels; i++)
+    if (cu->kernels[i].bytes > 4096)
+      return diag_error(cu->dev->ctx, (Loc){0, 0}, "--target=cuda: kernel "
+                        "%s takes %lld bytes of parameters, over the 4 KiB "
+                        "of PTX ISA 7.8", cu->kernels[i].name,
+                        (long long)cu->kernels[i].bytes);
+  return true;
+}
+
 char *cu_finish_module(Cu *cu) {
   Cg *cg = cu->dev;
-  if (!known_intrinsics(cg)) return NULL;
+  if (!known_intrinsics(cg) || !param_space(cu)) return NULL;
   if (rename_math(cg) && !link_libclc(cg)) return NULL;
   if (!optimize(cg)) return NULL;
   LLVMMemoryBufferRef buf;

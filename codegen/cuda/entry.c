@@ -51,37 +51,12 @@ static Cg *cg_for(Unit *u, const char *triple, const char *cpu,
 
 Cg *cu_host_new(Unit *u) { return cg_for(u, NULL, NULL, NULL); }
 
-/* The bytes of kernel parameters u's kernels take: each gets its
- * entry's argument and result pointer arrays (byval) and ws; the
- * largest entry decides. */
-static int64_t param_bytes(const Unit *u) {
-  const Graph *g[] = {u->entry, u->grad, u->jvp, u->hvp, u->train};
-  int64_t most = 0;
-  for (size_t i = 0; i < sizeof g / sizeof *g; i++)
-    if (g[i]) {
-      int64_t n = (g[i]->nargs ? g[i]->nargs : 1) + (g[i]->nret ? g[i]->nret : 1);
-      most = n > most ? n : most;
-    }
-  return 8 * (most + 1);
-}
-
-/* The device Cg. PTX ISA 7.8 covers sm_80 and sm_90, sm_90a needs 8.0;
- * kernel parameters over 4 KiB (over about 500 arguments and results,
- * as a GPT-2 training step has) need 8.1, which allows 32,764 bytes
- * (drivers of CUDA 12.1 and later). */
+/* The device Cg. PTX ISA 7.8 covers sm_80 and sm_90, sm_90a needs 8.0
+ * (kernel parameters: cu_finish_module). */
 static Cg *device_new(Unit *u) {
   const char *arch = u->opt->gpu_arch ? u->opt->gpu_arch : "sm_80";
-  int64_t bytes = param_bytes(u);
-  if (bytes > 32764) {
-    diag_error(u->ctx, u->entry->loc, "--target=cuda: the entries take %lld "
-               "arguments and results; a kernel's parameters (8 bytes each) "
-               "are limited to 32,764 bytes", (long long)(bytes / 8 - 1));
-    return NULL;
-  }
   return cg_for(u, "nvptx64-nvidia-cuda", arch,
-                bytes > 4096               ? "+ptx81"
-                : strcmp(arch, "sm_90a")   ? "+ptx78"
-                                           : "+ptx80");
+                strcmp(arch, "sm_90a") ? "+ptx78" : "+ptx80");
 }
 
 /* Host-side globals the entries refer to, given their values at the
@@ -138,11 +113,10 @@ static LLVMValueRef build_enqueue(Cu *cu, const char *name,
   cu_host_begin(cu, &h, NULL, name);
   LLVMValueRef in = h.f.in, out = h.f.out;
   if (x && x->train) cg_train_arrays(cg, x, &in, &out);
-  LLVMValueRef args = cu_host_args(cu, in, out, h.f.ws);
   for (int i = 0; i < cu->nlaunch; i++) {
     const CuLaunch *l = &cu->launch[i];
     if (!l->call) {
-      cu_host_launch(cu, &h, l, args);
+      cu_host_launch(cu, &h, l, in, out, h.f.ws);
       continue;
     }
     LLVMValueRef a[4] = {in, out, h.f.ws, h.stream};
@@ -262,8 +236,8 @@ static void host_finish(Cg *cg, Host *h, const Cu *cu, const char *ptx) {
   LLVMValueRef *nm = calloc((size_t)nk + 1, sizeof *nm);
   for (int i = 0; i < nk; i++)
     nm[i] = private_global(cg, LLVMConstStringInContext(
-                                   cg->lc, cu->names[i],
-                                   (unsigned)strlen(cu->names[i]), 0),
+                                   cg->lc, cu->kernels[i].name,
+                                   (unsigned)strlen(cu->kernels[i].name), 0),
                            "rlx.gpu.name", true);
   LLVMValueRef names = private_global(
       cg, LLVMConstArray2(cg->t_ptr, nm, (uint64_t)nk), "rlx.gpu.names", true);

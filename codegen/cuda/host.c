@@ -26,6 +26,9 @@ LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
   h->stream = LLVMGetParam(fn, 3);
   h->grid = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "grid");
   h->block = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "block");
+  h->wsp = cg_alloca(cg, cg->t_ptr, "wsp");
+  h->args = NULL;
+  h->nargs = 0;
   return fn;
 }
 
@@ -36,38 +39,50 @@ LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h) {
   return h->f.fn;
 }
 
-LLVMValueRef cu_host_args(Cu *cu, LLVMValueRef in, LLVMValueRef out,
-                          LLVMValueRef ws) {
+/* The kernelParams entry of parameter p: the address of an element of
+ * in or out, of a whole array (a dummy one for a NULL array: a byval
+ * array of no element still takes a pointer), or of ws's slot. */
+static LLVMValueRef param_addr(Cu *cu, CuHostFn *h, CuParam p,
+                               LLVMValueRef in, LLVMValueRef out,
+                               LLVMValueRef ws) {
   Cg *cg = cu->host;
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef args = cg_alloca(cg, LLVMArrayType2(cg->t_ptr, 3), "args");
-  LLVMValueRef wsp = cg_alloca(cg, cg->t_ptr, "wsp");
+  LLVMValueRef a = p.arr == CU_IN ? in : out;
+  if (p.arr == CU_WS) {
+    LLVMBuildStore(b, ws, h->wsp);
+    return h->wsp;
+  }
+  if (p.idx >= 0) {
+    LLVMValueRef k = cg_i64(cg, p.idx);
+    return LLVMBuildInBoundsGEP2(b, cg->t_ptr, a, &k, 1, "");
+  }
   LLVMValueRef dummy = cg_alloca(cg, cg->t_ptr, "dummy");
   LLVMBuildStore(b, LLVMConstNull(cg->t_ptr), dummy);
-  LLVMBuildStore(b, ws, wsp);
-  /* byval arrays of no element still take a pointer: a dummy one */
-  LLVMValueRef a3[3] = {
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, in, ""), dummy, in, ""),
-      LLVMBuildSelect(b, LLVMBuildIsNull(b, out, ""), dummy, out, ""), wsp};
-  for (int i = 0; i < 3; i++) {
-    LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(b, a3[i],
-                   LLVMBuildInBoundsGEP2(b, cg->t_ptr, args, &k, 1, ""));
-  }
-  return args;
+  return LLVMBuildSelect(b, LLVMBuildIsNull(b, a, ""), dummy, a, "");
 }
 
-void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l,
-                    LLVMValueRef args) {
+void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
+                    LLVMValueRef out, LLVMValueRef ws) {
   Cg *cg = cu->host;
   LLVMBuilderRef b = cg->b;
+  const CuKernel *kn = &cu->kernels[l->kernel];
+  if (kn->npar > h->nargs) {
+    h->nargs = kn->npar;
+    h->args = cg_alloca(cg, LLVMArrayType2(cg->t_ptr, (uint64_t)h->nargs),
+                        "args");
+  }
+  for (int i = 0; i < kn->npar; i++) {
+    LLVMValueRef x = cg_i64(cg, i);
+    LLVMBuildStore(b, param_addr(cu, h, kn->par[i], in, out, ws),
+                   LLVMBuildInBoundsGEP2(b, cg->t_ptr, h->args, &x, 1, ""));
+  }
   LLVMValueRef k = cg_i64(cg, l->kernel);
   LLVMValueRef kp = LLVMBuildLoad2(
       b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, cu->ktab, &k, 1, ""),
       "");
   LLVMValueRef a[6] = {kp, dims3(cg, h->grid, l->grid),
                        dims3(cg, h->block, l->block), cg_i32(cg, 0),
-                       h->stream, args};
+                       h->stream,
+                       h->args ? h->args : LLVMConstNull(cg->t_ptr)};
   cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
 }
-

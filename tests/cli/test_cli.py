@@ -190,24 +190,21 @@ def test_targets(rlxc, tmp, good):
 
 
 def test_gpu_params(rlxc, tmp):
-    """--target=cuda: every kernel takes its entry's argument and result
-    pointers (8 bytes each), so a graph with more than about 500 of them
-    needs PTX ISA 8.1 (32,764 bytes of kernel parameters), and one over
-    that limit is a diagnostic."""
+    """--target=cuda: a kernel takes only the pointers it uses (8 bytes
+    each), not its entry's whole argument and result arrays, so a graph
+    of thousands of arguments stays within PTX ISA 7.8's 4 KiB of kernel
+    parameters: add(a0, a1) takes a0, a1 and its output."""
     s = os.path.join(tmp, "p.s")
-    for n, want in ((10, ".version 7.8"), (600, ".version 8.1"),
-                    (4100, None)):
+    for n in (10, 4100):
         g = os.path.join(tmp, "args%d.rlx" % n)
         with open(g, "w") as f:
             f.write("graph args {\n%s  %%s = add(%%a0, %%a1)\n"
                     "  return %%s\n}\n" % "".join(
                         "  input %%a%d: f32[2]\n" % i for i in range(n)))
-        if want is None:
-            case_status(rlxc, "gpu.params%d" % n, ["--target=cuda", g, "-o",
-                                                   s], 1, "32,764 bytes")
-            continue
         rc, _, err = run(rlxc, ["--target=cuda", "--emit=asm", g, "-o", s])
-        expect("gpu.params%d" % n, rc == 0 and want in open(s).read(), err)
+        asm = open(s).read() if rc == 0 else ""
+        expect("gpu.params%d" % n, rc == 0 and ".version 7.8" in asm and
+               "rlx_k0_add_param_2\\n)" in asm, err)
 
 
 FFT_GRAPH = """graph ffts {
