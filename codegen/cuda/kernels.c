@@ -289,11 +289,12 @@ static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
 /* ---- column reductions ---- */
 
 /* reduce_* whose reduced axes lead and kept axes follow views x as
- * [len, K]; with K >= 32 and len >= 256 (bias gradients: sums over the
- * batch and sequence) one block of CR_WARPS warps per (32 columns,
- * segment of rows): lane = column, warp w folds rows w, w + CR_WARPS,
- * ... of its segment in order (CR_UNROLL loads in flight), the warps
- * combine in order through shared memory. With S > 1 segments each
+ * [len, K]; with K >= 32 (bias gradients: sums over batch and
+ * sequence; a position table's over the batch) one block of CR_WARPS
+ * warps per (32 columns, segment of rows): lane = column, warp w folds
+ * rows w, w + CR_WARPS, ... of its segment in order (CR_UNROLL loads in
+ * flight), the warps combine in order through shared memory. With
+ * S > 1 segments (of at least 256 rows, about 512 blocks in all) each
  * writes its partials ([S, K], the partial dtype) to the node's scratch
  * and a second kernel combines them per column in segment order. Reads
  * are coalesced and the order fixed: the same bits every run. */
@@ -317,10 +318,11 @@ static bool col_view(const Node *n, ColRed *c) {
     if (red[i]) c->len *= t->dims[i];
     else c->K *= t->dims[i];
   }
-  if (c->K < 32 || c->len < 256) return false;
+  if (c->K < 32 || c->len < 2) return false;
   int64_t most = c->len / 256, ncg = (c->K + 31) / 32;
-  c->S = 512 / ncg < 1 ? 1 : 512 / ncg;
+  c->S = 512 / ncg;
   if (c->S > most) c->S = most;
+  if (c->S < 1) c->S = 1;
   c->seg = (c->len + c->S - 1) / c->S;
   c->S = (c->len + c->seg - 1) / c->seg;
   return true;

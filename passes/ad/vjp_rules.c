@@ -207,12 +207,12 @@ static Node *as_rows(GradCtx *gc, Node *x) {
 bool vjp_matmul(GradCtx *gc, const Node *n, Node *g) {
   if (WANT(0)) ACC(0, BIN(OP_MATMUL, g, ib_mT(B, CJ(gc, X(1)))));
   if (!WANT(1)) return true;
-  /* a batched x with dynamic sizes times a matrix w: w's gradient as
-   * one matmul over the folded rows (x^T g summed over the batch), the
-   * form code generation takes */
+  /* a batched x times a matrix w: w's gradient as one matmul over the
+   * folded rows (x^T g summed over the batch), not a batch of products
+   * summed afterwards (a [batch, K, N] temporary); dynamic sizes need
+   * this form */
   Node *xr = NULL, *gr = NULL;
-  if (n->in[0]->type.rank > 2 && n->in[1]->type.rank == 2 &&
-      !type_is_static(&n->in[0]->type)) {
+  if (n->in[0]->type.rank > 2 && n->in[1]->type.rank == 2) {
     xr = as_rows(gc, X(0));
     gr = xr ? as_rows(gc, g) : NULL;
   }
