@@ -24,7 +24,7 @@
  * elements in local memory; tensor cores can later replace the dot
  * loops inside the same tiles.
  */
-#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/mma.h"
 
 #include <math.h>
 #include <string.h>
@@ -200,15 +200,14 @@ static LLVMValueRef allowed(At *a, LLVMValueRef i, LLVMValueRef j) {
   return ok;
 }
 
-/* The final score of query i (x: its row) and key j (y: its row); sx:
- * x still needs the scale. *f (if f) gets ds/d(q.k): scale, or
+/* The final score of query i and key j from s = (q * scale) . k:
+ * softcap, mask, bias. *f (if f) gets ds/d(q.k): scale, or
  * scale (1 - tanh^2) with softcap. */
-static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
-                          LLVMValueRef i, LLVMValueRef j, LLVMValueRef *f) {
+static LLVMValueRef finish_score(At *a, LLVMValueRef s, LLVMValueRef i,
+                                 LLVMValueRef j, LLVMValueRef *f) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   const rlx_attn_geom *g = &a->g;
-  LLVMValueRef s = dot(a, x, y, sx);
   if (f) *f = cst(a, g->scale);
   if (g->softcap > 0) {
     LLVMValueRef t = cg_ops_tanh(cg, LLVMBuildFDiv(cg->b, s,
@@ -224,6 +223,13 @@ static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
     s = at_add(a, s, cg_load(cg, a->dt, cg_buf(cg, a->n->in[a->mi]), bi));
   }
   return s;
+}
+
+/* The final score of query i (x: its row) and key j (y: its row); sx:
+ * x still needs the scale; *f as finish_score's. */
+static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
+                          LLVMValueRef i, LLVMValueRef j, LLVMValueRef *f) {
+  return finish_score(a, dot(a, x, y, sx), i, j, f);
 }
 
 /* Keys [lo, hi) the queries [i0, i0 + nq) may see; queries that keys
@@ -272,9 +278,9 @@ static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
   return true;
 }
 
-static void at_end(At *a, int64_t L) {
+static void at_end(At *a, int64_t L, unsigned threads) {
   cu_kernel_end(a->cu, (unsigned)(a->g.b * a->g.h *
-                                  ((L + AT_NT - 1) / AT_NT)), AT_NT);
+                                  ((L + AT_NT - 1) / AT_NT)), threads);
 }
 
 /* This thread's row t0 + tid, clamped to L - 1 (*valid: inside). */
@@ -410,7 +416,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
     lset(a, scr, add(cu, r, I(a, rows)), dd);
   }
   end_if(a, j);
-  at_end(a, a->g.lq);
+  at_end(a, a->g.lq, AT_NT);
 }
 
 /* lse of row r from the scratch, +inf for a row without allowed keys
@@ -470,7 +476,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
     cg_loop_end(cg, &jl, NULL);
     end_if(a, jn);
   }
-  at_end(a, a->g.lq);
+  at_end(a, a->g.lq, AT_NT);
 }
 
 /* ---- backward: key rows (dk, dv) ---- */
@@ -546,7 +552,293 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
   cg_loop_end(cg, &il, NULL);
   end_if(a, jn);
-  at_end(a, a->g.lk);
+  at_end(a, a->g.lk, AT_NT);
+}
+
+/* ---- forward on the tensor cores (bf16, f16) ----
+ * One block of 4 warps per (batch, head, tile of 64 query rows), warp w
+ * the 16 rows from 16 w: its Q rows as mma A fragments in registers.
+ * Key tiles of 64 rows: K and V staged in shared memory [key][d] by
+ * cp.async (16-byte chunks XOR-swizzled by row, rows past Lk zero),
+ * S = Q K^T by mma (K fragments by ldmatrix), each accumulator element
+ * (row g + 8 h, key 2 t + e of its n8 tile) scaled and finished by
+ * finish_score, online softmax per row (max over the quad of lanes that
+ * hold the row), P rounded to the dtype reused as the A fragment of
+ * O += P V (V fragments by ldmatrix.trans); o = O / l at the end. */
+
+enum { TC_THREADS = 128, TC_KEYS = 64 };
+
+static bool tc_fwd_ok(const At *a) {
+  return (a->dt == DT_BF16 || a->dt == DT_F16) && a->g.d > 0 &&
+         a->g.d % 16 == 0 && a->g.d <= 128 && AT_NT == 64;
+}
+
+typedef struct {
+  LLVMValueRef smem, lane, rr, jh, jl; /* lane & 7, lane >> 4, (lane >> 3) & 1 */
+  int64_t cpr;                      /* 16-byte chunks per row: d / 8 */
+  int sm;                           /* swizzle mask */
+} Tc;
+
+static LLVMValueRef i32v(At *a, int64_t v) { return cg_i32(dev(a), (int)v); }
+
+/* Shared pointer to chunk c of row r (i32) of the K (v = 0) or V tile. */
+static LLVMValueRef tc_chunk(At *a, const Tc *t, int v, LLVMValueRef r,
+                             LLVMValueRef c) {
+  LLVMBuilderRef b = dev(a)->b;
+  LLVMValueRef x = LLVMBuildXor(b, c, LLVMBuildAnd(b, r, i32v(a, t->sm), ""),
+                                "");
+  LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i32v(a, t->cpr), ""), x,
+                                "");
+  o = LLVMBuildAdd(b, LLVMBuildMul(b, o, i32v(a, 16), ""),
+                   i32v(a, v * TC_KEYS * t->cpr * 16), "");
+  return LLVMBuildGEP2(b, dev(a)->t_i8, t->smem, &o, 1, "");
+}
+
+/* Stage key rows j0 .. j0 + 63 of K and V (zero past Lk): cp.async if
+ * the buffer is 16-byte aligned, else element loads. */
+static void tc_stage(At *a, const Tc *t, LLVMValueRef j0) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
+  for (int v = 0; v < 2; v++) {
+    Node *src = a->n->in[1 + v];
+    LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, src), cg->t_i64, "");
+    LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, pi, I(a, 15),
+                                    ""), I(a, 0), "");
+    for (int64_t q = 0; q < TC_KEYS * t->cpr / TC_THREADS; q++) {
+      LLVMValueRef e = LLVMBuildAdd(b, tid, i32v(a, q * TC_THREADS), "");
+      LLVMValueRef r = LLVMBuildUDiv(b, e, i32v(a, t->cpr), "");
+      LLVMValueRef c = LLVMBuildURem(b, e, i32v(a, t->cpr), "");
+      LLVMValueRef dst = tc_chunk(a, t, v, r, c);
+      LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
+      LLVMValueRef in = ult(cu, j, a->g.lk);
+      LLVMValueRef off = add(cu, row_off(a, false, smin(a, j, I(a, a->g.lk - 1))),
+                             mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
+      LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
+      LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
+      LLVMBasicBlockRef sb = cg_block(cg, "tc.sync");
+      LLVMBasicBlockRef done = cg_block(cg, "tc.staged");
+      LLVMBuildCondBr(b, al, ab, sb);
+      LLVMPositionBuilderAtEnd(b, ab);
+      cu_cp_async16(cg, dst, ptr, in);
+      LLVMBuildBr(b, done);
+      LLVMPositionBuilderAtEnd(b, sb);
+      LLVMValueRef vec = LLVMConstNull(LLVMVectorType(h, 8));
+      for (int k = 0; k < 8; k++) {
+        LLVMValueRef ki = i64(cu, k);
+        LLVMValueRef x = LLVMBuildLoad2(b, h, LLVMBuildGEP2(b, h, ptr, &ki, 1,
+                                                            ""), "");
+        vec = LLVMBuildInsertElement(b, vec, LLVMBuildSelect(
+            b, in, x, LLVMConstNull(h), ""), i32v(a, k), "");
+      }
+      LLVMSetAlignment(LLVMBuildStore(b, vec, dst), 16);
+      LLVMBuildBr(b, done);
+      LLVMPositionBuilderAtEnd(b, done);
+    }
+  }
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+}
+
+/* Two compute values rounded to the dtype, packed in an i32 (x low). */
+static LLVMValueRef tc_pack(At *a, LLVMValueRef x, LLVMValueRef y) {
+  Cg *cg = dev(a);
+  LLVMValueRef p = cg_alloca(cg, cg->t_i32, "pk");
+  cg_store(cg, a->dt, p, I(a, 0), x);
+  cg_store(cg, a->dt, p, I(a, 1), y);
+  return LLVMBuildLoad2(cg->b, cg->t_i32, p, "");
+}
+
+/* The i32 holding elements c, c + 1 of row i (zero past Lq) of q. */
+static LLVMValueRef tc_q_pair(At *a, LLVMValueRef i, LLVMValueRef c) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  LLVMValueRef in = ult(cu, i, a->g.lq);
+  LLVMValueRef off = add(cu, row_off(a, true, smin(a, i, I(a, a->g.lq - 1))),
+                         c);
+  LLVMValueRef r = NULL;
+  for (int k = 0; k < 2; k++) {
+    LLVMValueRef o = add(cu, off, I(a, k));
+    LLVMValueRef x = LLVMBuildZExt(b, LLVMBuildLoad2(b, h, LLVMBuildGEP2(
+        b, h, cg_buf(cg, a->n->in[0]), &o, 1, ""), ""), cg->t_i32, "");
+    x = LLVMBuildShl(b, x, i32v(a, 16 * k), "");
+    r = r ? LLVMBuildOr(b, r, x, "") : x;
+  }
+  return LLVMBuildSelect(b, in, r, i32v(a, 0), "");
+}
+
+/* v combined with lanes lane ^ 1 and lane ^ 2 (the quad): max or sum. */
+static LLVMValueRef tc_quad(At *a, LLVMValueRef v, bool max) {
+  Cg *cg = dev(a);
+  for (int m = 1; m <= 2; m *= 2) {
+    LLVMValueRef args[4] = {cg_i32(cg, -1),
+                            LLVMBuildBitCast(cg->b, v, cg->t_i32, ""),
+                            cg_i32(cg, m), cg_i32(cg, 31)};
+    LLVMValueRef o = LLVMBuildBitCast(
+        cg->b, cg_intrinsic_n(cg, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
+                              args, 4), cg->t_f32, "");
+    v = max ? sel(a, LLVMBuildFCmp(cg->b, LLVMRealOGT, o, v, ""), o, v)
+            : at_add(a, v, o);
+  }
+  return v;
+}
+
+/* Element k of the f32 alloca array p. */
+static LLVMValueRef tc_at(At *a, LLVMValueRef p, int k) {
+  LLVMValueRef ix = i32v(a, k);
+  return LLVMBuildGEP2(dev(a)->b, dev(a)->t_f32, p, &ix, 1, "");
+}
+static LLVMValueRef tc_get(At *a, LLVMValueRef p, int k) {
+  return LLVMBuildLoad2(dev(a)->b, dev(a)->t_f32, tc_at(a, p, k), "");
+}
+
+static void tc_fwd_kernel(At *a, CgPlan *p) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  int64_t d = a->g.d, nd = d / 8; /* n8 tiles of O */
+  Tc t = {.cpr = d / 8};
+  t.sm = (int)((t.cpr & -t.cpr) < 8 ? (t.cpr & -t.cpr) : 8) - 1;
+  t.smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, 2 * TC_KEYS * 128 * 2, 128);
+  if (!at_begin(a, p, "attention_mma", a->g.lq)) return;
+  LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
+  t.lane = LLVMBuildAnd(b, tid, i32v(a, 31), "");
+  t.rr = LLVMBuildAnd(b, t.lane, i32v(a, 7), "");
+  t.jh = LLVMBuildLShr(b, t.lane, i32v(a, 4), "");
+  t.jl = LLVMBuildAnd(b, LLVMBuildLShr(b, t.lane, i32v(a, 3), ""), i32v(a, 1),
+                      "");
+  LLVMValueRef g = LLVMBuildZExt(b, LLVMBuildLShr(b, t.lane, i32v(a, 2), ""),
+                                 cg->t_i64, "");
+  LLVMValueRef t2 = LLVMBuildZExt(b, LLVMBuildShl(b, LLVMBuildAnd(
+      b, t.lane, i32v(a, 3), ""), i32v(a, 1), ""), cg->t_i64, "");
+  /* this thread's rows: rows[0] = g and rows[1] = g + 8 of its warp's */
+  LLVMValueRef r0 = add(cu, add(cu, a->t0, mul(cu, udiv(cu, a->tid, 32), 16)),
+                        g);
+  LLVMValueRef rows[2] = {r0, add(cu, r0, I(a, 8))};
+  LLVMValueRef qa[8][4];
+  for (int ks = 0; ks < d / 16; ks++)
+    for (int i = 0; i < 4; i++)
+      qa[ks][i] = tc_q_pair(a, rows[i & 1],
+                            add(cu, t2, I(a, 16 * ks + 8 * (i >> 1))));
+  /* state: m[2], l[2] (this thread's partial sums), O[nd][4] */
+  LLVMValueRef st = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 4 + 4 * nd),
+                              "st");
+  for (int k = 0; k < 4 + 4 * nd; k++)
+    LLVMBuildStore(b, cst(a, k < 2 ? -INFINITY : 0), tc_at(a, st, k));
+  LLVMValueRef sc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 32), "s");
+  LLVMValueRef lo, hi;
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  CgLoop tl;
+  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, TC_KEYS),
+                                  udiv(cu, add(cu, hi, I(a, TC_KEYS - 1)),
+                                       TC_KEYS), NULL, 0);
+  LLVMValueRef j0 = mul(cu, kt, TC_KEYS);
+  barrier(a);
+  tc_stage(a, &t, j0);
+  barrier(a);
+  /* S = Q K^T: n8 tiles of keys 8 n; ldmatrix of keys 16 np + 8 jh + rr,
+   * dims 16 ks + 8 jl gives the B fragments of tiles 2 np, 2 np + 1 */
+  for (int np = 0; np < TC_KEYS / 16; np++) {
+    LLVMValueRef c0[4], c1[4];
+    for (int i = 0; i < 4; i++) c0[i] = c1[i] = cst(a, 0);
+    for (int ks = 0; ks < d / 16; ks++) {
+      LLVMValueRef r[4];
+      LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * np),
+                                      t.rr, ""), LLVMBuildShl(b, t.jh,
+                                      i32v(a, 3), ""), "");
+      cu_ldmatrix4(cg, tc_chunk(a, &t, 0, row, LLVMBuildAdd(
+                   b, i32v(a, 2 * ks), t.jl, "")), false, r);
+      cu_mma(cg, a->dt, qa[ks], r, c0);
+      cu_mma(cg, a->dt, qa[ks], r + 2, c1);
+    }
+    for (int i = 0; i < 4; i++) {
+      LLVMBuildStore(b, c0[i], tc_at(a, sc, 8 * np + i));
+      LLVMBuildStore(b, c1[i], tc_at(a, sc, 8 * np + 4 + i));
+    }
+  }
+  /* scores and the online softmax of rows[h] (elements 2 h, 2 h + 1) */
+  LLVMValueRef mu[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1)), mx = tc_get(a, st, h);
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef j = add(cu, add(cu, j0, t2), I(a, 8 * nt + e));
+        LLVMValueRef jc = smin(a, j, I(a, a->g.lk - 1));
+        LLVMValueRef s = finish_score(a, at_mul(a, tc_get(a, sc, k),
+                                      cst(a, a->g.scale)), i, jc, NULL);
+        s = sel(a, ult(cu, j, a->g.lk), s, cst(a, -INFINITY));
+        LLVMBuildStore(b, s, tc_at(a, sc, k));
+        mx = sel(a, LLVMBuildFCmp(b, LLVMRealOGT, s, mx, ""), s, mx);
+      }
+    mx = tc_quad(a, mx, true);
+    mu[h] = sel(a, LLVMBuildFCmp(b, LLVMRealOEQ, mx, cst(a, -INFINITY), ""),
+                cst(a, 0), mx);
+    LLVMValueRef alpha = cg_ops_exp(cg, at_sub(a, tc_get(a, st, h), mu[h]));
+    LLVMValueRef sum = at_mul(a, tc_get(a, st, 2 + h), alpha);
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef pj = cg_ops_exp(cg, at_sub(a, tc_get(a, sc, k), mu[h]));
+        LLVMBuildStore(b, pj, tc_at(a, sc, k));
+        sum = at_add(a, sum, pj);
+      }
+    LLVMBuildStore(b, mx, tc_at(a, st, h));
+    LLVMBuildStore(b, sum, tc_at(a, st, 2 + h));
+    for (int n = 0; n < nd; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef q = tc_at(a, st, 4 + 4 * n + 2 * h + e);
+        LLVMBuildStore(b, at_mul(a, LLVMBuildLoad2(b, cg->t_f32, q, ""),
+                                 alpha), q);
+      }
+  }
+  /* O += P V: P's A fragment for keys 16 kk from S tiles 2 kk, 2 kk + 1;
+   * ldmatrix.trans of keys 16 kk + 8 jl + rr, dims 16 dn + 8 jh gives
+   * the B fragments of O tiles 2 dn, 2 dn + 1 */
+  for (int kk = 0; kk < TC_KEYS / 16; kk++) {
+    LLVMValueRef pa[4];
+    for (int i = 0; i < 4; i++) {
+      int k = 8 * kk + 4 * (i >> 1) + 2 * (i & 1);
+      pa[i] = tc_pack(a, tc_get(a, sc, k), tc_get(a, sc, k + 1));
+    }
+    LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * kk),
+                                    t.rr, ""), LLVMBuildShl(b, t.jl,
+                                    i32v(a, 3), ""), "");
+    for (int dn = 0; dn < nd / 2; dn++) {
+      LLVMValueRef r[4];
+      cu_ldmatrix4(cg, tc_chunk(a, &t, 1, row, LLVMBuildAdd(
+                   b, i32v(a, 2 * dn), t.jh, "")), true, r);
+      for (int x = 0; x < 2; x++) {
+        LLVMValueRef c[4];
+        for (int i = 0; i < 4; i++) c[i] = tc_get(a, st, 4 + 4 * (2 * dn + x) + i);
+        cu_mma(cg, a->dt, pa, r + 2 * x, c);
+        for (int i = 0; i < 4; i++)
+          LLVMBuildStore(b, c[i], tc_at(a, st, 4 + 4 * (2 * dn + x) + i));
+      }
+    }
+  }
+  cg_loop_end(cg, &tl, NULL);
+  /* o = O / l (0 for a row without allowed keys) */
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef l = tc_quad(a, tc_get(a, st, 2 + h), false);
+    LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, l, cst(a, 0), "");
+    LLVMBasicBlockRef jn = begin_if(a, ult(cu, rows[h], a->g.lq));
+    LLVMValueRef base = row_off(a, true, rows[h]);
+    for (int n = 0; n < nd; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef o = LLVMBuildFDiv(b, tc_get(a, st, 4 + 4 * n + 2 * h + e),
+                                       l, "");
+        cg_store(cg, a->dt, cg_buf(cg, a->n),
+                 add(cu, base, add(cu, t2, I(a, 8 * n + e))),
+                 sel(a, pos, o, cst(a, 0)));
+      }
+    end_if(a, jn);
+  }
+  at_end(a, a->g.lq, TC_THREADS);
 }
 
 int64_t cu_attention_scratch(const Node *n) {
@@ -575,7 +867,8 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   a.bt = w == 1 || w == 2 ? q_tile_rows(a.g.d, a.es)
                           : k_tile_rows(a.g.d, a.es);
   if (!bwd) {
-    fwd_kernel(&a, p, false);
+    if (tc_fwd_ok(&a)) tc_fwd_kernel(&a, p);
+    else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
   }
   if (a.g.lq > 0) { /* the pre-pass tiles key rows by k_tile_rows */
