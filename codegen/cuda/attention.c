@@ -21,8 +21,11 @@
  *   scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
  *   tiles, dv += P dO, dk += dS f q.
  * Per-thread rows (q, dO, accumulators) are arrays of head_dim
- * elements in local memory; tensor cores can later replace the dot
- * loops inside the same tiles.
+ * elements in local memory.
+ * bf16/f16 attention (forward) with head_dim a multiple of 16 up to 128
+ * runs on the tensor cores instead (tc_fwd_kernel, "forward on the
+ * tensor cores" below: mma.sync, ldmatrix, cp.async from mma.h); the
+ * backward and the other dtypes and head dims use the kernels above.
  */
 #include "codegen/cuda/mma.h"
 
@@ -570,6 +573,7 @@ enum { TC_THREADS = 128, TC_KEYS = 64 };
 
 static bool tc_fwd_ok(const At *a) {
   return (a->dt == DT_BF16 || a->dt == DT_F16) && a->g.d > 0 &&
+         a->g.lk > 0 &&
          a->g.d % 16 == 0 && a->g.d <= 128 && AT_NT == 64;
 }
 
@@ -581,65 +585,80 @@ typedef struct {
 
 static LLVMValueRef i32v(At *a, int64_t v) { return cg_i32(dev(a), (int)v); }
 
-/* Shared pointer to chunk c of row r (i32) of the K (v = 0) or V tile. */
-static LLVMValueRef tc_chunk(At *a, const Tc *t, int v, LLVMValueRef r,
-                             LLVMValueRef c) {
+/* Shared pointer to chunk c of row r (i32) of tile buffer buf (i32:
+ * 0, 1 K, 2 V). */
+static LLVMValueRef tc_chunk(At *a, const Tc *t, LLVMValueRef buf,
+                             LLVMValueRef r, LLVMValueRef c) {
   LLVMBuilderRef b = dev(a)->b;
   LLVMValueRef x = LLVMBuildXor(b, c, LLVMBuildAnd(b, r, i32v(a, t->sm), ""),
                                 "");
   LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i32v(a, t->cpr), ""), x,
                                 "");
   o = LLVMBuildAdd(b, LLVMBuildMul(b, o, i32v(a, 16), ""),
-                   i32v(a, v * TC_KEYS * t->cpr * 16), "");
+                   LLVMBuildMul(b, buf, i32v(a, TC_KEYS * t->cpr * 16), ""),
+                   "");
   return LLVMBuildGEP2(b, dev(a)->t_i8, t->smem, &o, 1, "");
 }
 
-/* Stage key rows j0 .. j0 + 63 of K and V (zero past Lk): cp.async if
- * the buffer is 16-byte aligned, else element loads. */
-static void tc_stage(At *a, const Tc *t, LLVMValueRef j0) {
+/* Issue the copies of key rows j0 .. j0 + 63 of K (v = 0) or V
+ * (v = 1) into shared buffer buf (zero past Lk) as one commit group:
+ * cp.async if the buffer is 16-byte aligned, else element loads. */
+static void tc_issue(At *a, const Tc *t, int v, LLVMValueRef buf,
+                     LLVMValueRef j0) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef h = cg_ops_bits_type(cg, 2);
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
-  for (int v = 0; v < 2; v++) {
-    Node *src = a->n->in[1 + v];
-    LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, src), cg->t_i64, "");
-    LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, pi, I(a, 15),
-                                    ""), I(a, 0), "");
-    for (int64_t q = 0; q < TC_KEYS * t->cpr / TC_THREADS; q++) {
-      LLVMValueRef e = LLVMBuildAdd(b, tid, i32v(a, q * TC_THREADS), "");
-      LLVMValueRef r = LLVMBuildUDiv(b, e, i32v(a, t->cpr), "");
-      LLVMValueRef c = LLVMBuildURem(b, e, i32v(a, t->cpr), "");
-      LLVMValueRef dst = tc_chunk(a, t, v, r, c);
-      LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
-      LLVMValueRef in = ult(cu, j, a->g.lk);
-      LLVMValueRef off = add(cu, row_off(a, false, smin(a, j, I(a, a->g.lk - 1))),
-                             mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
-      LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
-      LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
-      LLVMBasicBlockRef sb = cg_block(cg, "tc.sync");
-      LLVMBasicBlockRef done = cg_block(cg, "tc.staged");
-      LLVMBuildCondBr(b, al, ab, sb);
-      LLVMPositionBuilderAtEnd(b, ab);
-      cu_cp_async16(cg, dst, ptr, in);
-      LLVMBuildBr(b, done);
-      LLVMPositionBuilderAtEnd(b, sb);
-      LLVMValueRef vec = LLVMConstNull(LLVMVectorType(h, 8));
-      for (int k = 0; k < 8; k++) {
-        LLVMValueRef ki = i64(cu, k);
-        LLVMValueRef x = LLVMBuildLoad2(b, h, LLVMBuildGEP2(b, h, ptr, &ki, 1,
-                                                            ""), "");
-        vec = LLVMBuildInsertElement(b, vec, LLVMBuildSelect(
-            b, in, x, LLVMConstNull(h), ""), i32v(a, k), "");
-      }
-      LLVMSetAlignment(LLVMBuildStore(b, vec, dst), 16);
-      LLVMBuildBr(b, done);
-      LLVMPositionBuilderAtEnd(b, done);
+  Node *src = a->n->in[1 + v];
+  LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, src), cg->t_i64, "");
+  LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, pi, I(a, 15),
+                                  ""), I(a, 0), "");
+  for (int64_t q = 0; q < TC_KEYS * t->cpr / TC_THREADS; q++) {
+    LLVMValueRef e = LLVMBuildAdd(b, tid, i32v(a, q * TC_THREADS), "");
+    LLVMValueRef r = LLVMBuildUDiv(b, e, i32v(a, t->cpr), "");
+    LLVMValueRef c = LLVMBuildURem(b, e, i32v(a, t->cpr), "");
+    LLVMValueRef dst = tc_chunk(a, t, buf, r, c);
+    LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
+    LLVMValueRef in = ult(cu, j, a->g.lk);
+    LLVMValueRef off = add(cu, row_off(a, false, smin(a, j, I(a, a->g.lk - 1))),
+                           mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
+    LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
+    LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
+    LLVMBasicBlockRef sb = cg_block(cg, "tc.sync");
+    LLVMBasicBlockRef done = cg_block(cg, "tc.staged");
+    LLVMBuildCondBr(b, al, ab, sb);
+    LLVMPositionBuilderAtEnd(b, ab);
+    cu_cp_async16(cg, dst, ptr, in);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, sb);
+    LLVMValueRef vec = LLVMConstNull(LLVMVectorType(h, 8));
+    for (int k = 0; k < 8; k++) {
+      LLVMValueRef ki = i64(cu, k);
+      LLVMValueRef x = LLVMBuildLoad2(b, h, LLVMBuildGEP2(b, h, ptr, &ki, 1,
+                                                          ""), "");
+      vec = LLVMBuildInsertElement(b, vec, LLVMBuildSelect(
+          b, in, x, LLVMConstNull(h), ""), i32v(a, k), "");
     }
+    LLVMSetAlignment(LLVMBuildStore(b, vec, dst), 16);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
   }
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+}
+
+/* Wait until at most one commit group of this thread is in flight,
+ * then for every thread (barrier). */
+static void tc_wait(At *a) {
+  LLVMValueRef one = i32v(a, 1);
+  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+  barrier(a);
+}
+
+/* exp(x) as ex2.approx(x log2 e) (exp(-inf) = 0). */
+static LLVMValueRef tc_exp(At *a, LLVMValueRef x) {
+  x = at_mul(a, x, cst(a, 1.4426950408889634));
+  return cg_intrinsic_n(dev(a), "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &x, 1);
 }
 
 /* Two compute values rounded to the dtype, packed in an i32 (x low). */
@@ -703,7 +722,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
   int64_t d = a->g.d, nd = d / 8; /* n8 tiles of O */
   Tc t = {.cpr = d / 8};
   t.sm = (int)((t.cpr & -t.cpr) < 8 ? (t.cpr & -t.cpr) : 8) - 1;
-  t.smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, 2 * TC_KEYS * 128 * 2, 128);
+  t.smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, 3 * TC_KEYS * 128 * 2, 128);
   if (!at_begin(a, p, "attention_mma", a->g.lq)) return;
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
   t.lane = LLVMBuildAnd(b, tid, i32v(a, 31), "");
@@ -732,14 +751,20 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
   LLVMValueRef sc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 32), "s");
   LLVMValueRef lo, hi;
   krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  /* pipeline: K of tile kt + 1 (other K buffer) loads while tile kt's
+   * softmax and P V run; V of tile kt + 1 while its S does */
+  LLVMValueRef kt0 = udiv(cu, lo, TC_KEYS);
+  tc_issue(a, &t, 0, LLVMBuildTrunc(b, LLVMBuildAnd(b, kt0, I(a, 1), ""),
+                                   cg->t_i32, ""), mul(cu, kt0, TC_KEYS));
+  tc_issue(a, &t, 1, i32v(a, 2), mul(cu, kt0, TC_KEYS));
   CgLoop tl;
-  LLVMValueRef kt = cg_loop_begin(cg, &tl, udiv(cu, lo, TC_KEYS),
+  LLVMValueRef kt = cg_loop_begin(cg, &tl, kt0,
                                   udiv(cu, add(cu, hi, I(a, TC_KEYS - 1)),
                                        TC_KEYS), NULL, 0);
   LLVMValueRef j0 = mul(cu, kt, TC_KEYS);
-  barrier(a);
-  tc_stage(a, &t, j0);
-  barrier(a);
+  LLVMValueRef kb = LLVMBuildTrunc(b, LLVMBuildAnd(b, kt, I(a, 1), ""),
+                                   cg->t_i32, "");
+  tc_wait(a); /* K of this tile has landed */
   /* S = Q K^T: n8 tiles of keys 8 n; ldmatrix of keys 16 np + 8 jh + rr,
    * dims 16 ks + 8 jl gives the B fragments of tiles 2 np, 2 np + 1 */
   for (int np = 0; np < TC_KEYS / 16; np++) {
@@ -750,7 +775,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
       LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * np),
                                       t.rr, ""), LLVMBuildShl(b, t.jh,
                                       i32v(a, 3), ""), "");
-      cu_ldmatrix4(cg, tc_chunk(a, &t, 0, row, LLVMBuildAdd(
+      cu_ldmatrix4(cg, tc_chunk(a, &t, kb, row, LLVMBuildAdd(
                    b, i32v(a, 2 * ks), t.jl, "")), false, r);
       cu_mma(cg, a->dt, qa[ks], r, c0);
       cu_mma(cg, a->dt, qa[ks], r + 2, c1);
@@ -760,6 +785,8 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
       LLVMBuildStore(b, c1[i], tc_at(a, sc, 8 * np + 4 + i));
     }
   }
+  tc_issue(a, &t, 0, LLVMBuildXor(b, kb, i32v(a, 1), ""),
+           add(cu, j0, I(a, TC_KEYS)));
   /* scores and the online softmax of rows[h] (elements 2 h, 2 h + 1) */
   LLVMValueRef mu[2];
   for (int h = 0; h < 2; h++) {
@@ -778,12 +805,12 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
     mx = tc_quad(a, mx, true);
     mu[h] = sel(a, LLVMBuildFCmp(b, LLVMRealOEQ, mx, cst(a, -INFINITY), ""),
                 cst(a, 0), mx);
-    LLVMValueRef alpha = cg_ops_exp(cg, at_sub(a, tc_get(a, st, h), mu[h]));
+    LLVMValueRef alpha = tc_exp(a, at_sub(a, tc_get(a, st, h), mu[h]));
     LLVMValueRef sum = at_mul(a, tc_get(a, st, 2 + h), alpha);
     for (int nt = 0; nt < TC_KEYS / 8; nt++)
       for (int e = 0; e < 2; e++) {
         int k = 4 * nt + 2 * h + e;
-        LLVMValueRef pj = cg_ops_exp(cg, at_sub(a, tc_get(a, sc, k), mu[h]));
+        LLVMValueRef pj = tc_exp(a, at_sub(a, tc_get(a, sc, k), mu[h]));
         LLVMBuildStore(b, pj, tc_at(a, sc, k));
         sum = at_add(a, sum, pj);
       }
@@ -799,6 +826,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
   /* O += P V: P's A fragment for keys 16 kk from S tiles 2 kk, 2 kk + 1;
    * ldmatrix.trans of keys 16 kk + 8 jl + rr, dims 16 dn + 8 jh gives
    * the B fragments of O tiles 2 dn, 2 dn + 1 */
+  tc_wait(a); /* V of this tile has landed */
   for (int kk = 0; kk < TC_KEYS / 16; kk++) {
     LLVMValueRef pa[4];
     for (int i = 0; i < 4; i++) {
@@ -810,7 +838,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
                                     i32v(a, 3), ""), "");
     for (int dn = 0; dn < nd / 2; dn++) {
       LLVMValueRef r[4];
-      cu_ldmatrix4(cg, tc_chunk(a, &t, 1, row, LLVMBuildAdd(
+      cu_ldmatrix4(cg, tc_chunk(a, &t, i32v(a, 2), row, LLVMBuildAdd(
                    b, i32v(a, 2 * dn), t.jh, "")), true, r);
       for (int x = 0; x < 2; x++) {
         LLVMValueRef c[4];
@@ -821,7 +849,10 @@ static void tc_fwd_kernel(At *a, CgPlan *p) {
       }
     }
   }
+  barrier(a); /* every warp is done with V */
+  tc_issue(a, &t, 1, i32v(a, 2), add(cu, j0, I(a, TC_KEYS)));
   cg_loop_end(cg, &tl, NULL);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
   /* o = O / l (0 for a row without allowed keys) */
   for (int h = 0; h < 2; h++) {
     LLVMValueRef l = tc_quad(a, tc_get(a, st, 2 + h), false);

@@ -404,6 +404,44 @@ def attention_huge_logits(c, rng):
                            "--atol", "2e-3"])
 
 
+@case()
+def attention_half_mma(c, rng):
+    """bf16 and f16 attention with head dims 16..128 (the GPU's
+    tensor-core kernel, docs/gpu.md): lengths that are not multiples of
+    its 64-row tiles, every mask, softcap, scale, Lq != Lk both ways,
+    fully masked rows (causal with Lq > Lk; a custom mask's masked
+    batch). NumPy float64 references of the rounded inputs; outputs cast
+    to f32 in the graph, compared at bf16's tolerance."""
+    forms = [("bf16", (4, 1, 2, 70, 70, 64, "none", {})),
+             ("bf16", (3, 1, 1, 65, 65, 128, "causal", {"heads": 1})),
+             ("bf16", (4, 1, 1, 40, 100, 64, "sliding_window",
+                       {"window": 20})),
+             ("bf16", (4, 2, 1, 33, 20, 32, "causal", {})),
+             ("bf16", (4, 1, 2, 20, 70, 64, "bias",
+                       {"scale": 0.2, "softcap": 2.0})),
+             ("bf16", (3, 2, 2, 17, 80, 16, "custom", {"heads": 2})),
+             ("f16", (4, 1, 1, 70, 70, 64, "causal", {"softcap": 5.0}))]
+    ins, body, outs = [], [], []
+    for f, (dt, form) in enumerate(forms):
+        kind, attrs = form[6], form[7]
+        qkv, m = _form_inputs(dt, f, form, rng)
+        ins += qkv + ([m] if m is not None else [])
+        a = dict(attrs, mask=kind)
+        y = attention("attention", [t.v for t in qkv] +
+                      ([m.v] if m is not None else []), a)
+        mk = ", %%m%d" % f if m is not None else ""
+        body.append("%%y%d = cast(attention(%%q%d, %%k%d, %%v%d%s, %s), "
+                    "to=f32)" % (f, f, f, f, mk, _attrs(kind, attrs)))
+        outs.append(out("f32", y, "y%d" % f))
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="bf16/f16 attention, head_dim 16..128, every mask "
+            "(the GPU runs it on tensor cores)")
+    # bf16 output rounding (2^-9 relative) plus P rounded to the dtype
+    # before P V: well inside 1e-2; a wrong tile or row is off by ~0.1
+    c.run(ins, outs, args=["--threads", "1,2", "--rtol", "1e-2",
+                           "--atol", "4e-3"])
+
+
 # ---- --grad through attention ----
 
 def _train_runs(c, name, dt, ins, fo, gr, wrt):
