@@ -30,10 +30,11 @@ LENS = (1024, 2048, 4096, 8192)
 
 
 def cases():
-    for d in DIMS:
+    """Forwards first, then forward + backward, short to long."""
+    for mode in ("fwd", "fb"):
         for L in LENS:
-            for causal in (False, True):
-                for mode in ("fwd", "fb"):
+            for d in DIMS:
+                for causal in (False, True):
                     name = "attn_%s_d%d_L%d%s" % (mode, d, L,
                                                   "_causal" if causal else "")
                     yield name, d, L, causal, mode
