@@ -442,6 +442,42 @@ def attention_half_mma(c, rng):
                            "--atol", "4e-3"])
 
 
+@case()
+def attention_half_mma_bwd(c, rng):
+    """attention_backward in bf16 / f16 (the GPU's tensor-core pre-pass
+    and dq / dbias kernels; dk, dv read the pre-pass's lse and D): the
+    forms of attention_half_mma, references from torch float64
+    autograd of the rounded inputs, outputs cast to f32."""
+    forms = [("bf16", (4, 1, 2, 70, 70, 64, "none", {})),
+             ("bf16", (3, 1, 1, 40, 40, 128, "causal", {"heads": 1})),
+             ("bf16", (4, 2, 1, 33, 20, 32, "causal", {})),
+             ("bf16", (4, 1, 2, 20, 70, 64, "bias",
+                       {"scale": 0.2, "softcap": 2.0})),
+             ("bf16", (3, 2, 2, 17, 80, 16, "custom", {"heads": 2})),
+             ("f16", (4, 1, 1, 70, 40, 64, "sliding_window",
+                      {"window": 9}))]
+    ins, body, outs = [], [], []
+    for f, (dt, form) in enumerate(forms):
+        kind, attrs = form[6], form[7]
+        qkv, m = _form_inputs(dt, f, form, rng)
+        dy = T(dt, uni(rng, qkv[0].shape), "g%d" % f)
+        ins += qkv + ([m] if m is not None else []) + [dy]
+        _, grads = _refs(qkv, m, dy, form)
+        ops = "%%q%d, %%k%d, %%v%d, %%g%d" % (f, f, f, f)
+        mk = ", %%m%d" % f if m is not None else ""
+        for w, g in zip(("q", "k", "v", "bias"), grads):
+            body.append("%%d%s%d = cast(attention_backward(%s%s, wrt=%s, "
+                        "%s), to=f32)" % (w, f, ops, mk, w,
+                                          _attrs(kind, attrs)))
+            outs.append(out("f32", g, "d%s%d" % (w, f)))
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="bf16/f16 attention_backward, head_dim 16..128, every "
+            "mask (the GPU's tensor-core pre-pass, dq and dbias)")
+    # dS rounded to the dtype before dS K, sums of up to 80 terms
+    c.run(ins, outs, args=["--threads", "1,2", "--rtol", "2e-2",
+                           "--atol", "1e-2"])
+
+
 # ---- --grad through attention ----
 
 def _train_runs(c, name, dt, ins, fo, gr, wrt):
