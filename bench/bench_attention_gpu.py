@@ -10,7 +10,7 @@ Cases: head dim 64 and 128, L = 1024, 2048, 4096, 8192 (Lq = Lk), causal
 and not, B = 16384 / L sequences of H = 2048 / d heads ([B, H, L, d],
 bf16), the forward alone (`fwd`: o) and forward + backward (`fb`: o,
 dq, dk, dv from dO as attention_backward nodes, what a training step
-runs). Check first, per case: o (and dq, dk, dv) against torch's flash
+runs; each backward node runs its own pre-pass today, docs/gpu.md). Check first, per case: o (and dq, dk, dv) against torch's flash
 kernels on the same inputs, max |err| / max |ref| (both bf16 results of
 f32-accumulated sums: a few 1e-3 expected). Timing: rlxc and torch
 alternated (bench/gpu_rounds.py), ROUNDS (5) rounds of enough calls
