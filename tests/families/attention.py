@@ -16,7 +16,9 @@ and bias; the forward's saved log-sum-exp) is what runs; the direct
 cases also run backward nodes without a forward. Reference: torch
 float64 autograd of a plain attention (full score matrix, -inf masking,
 fully masked rows set to zero) on the rounded inputs. Gradients are also
-checked by finite differences in tests/gradcheck/. Last, a whole GPT
+checked by finite differences in tests/gradcheck/. bf16 and f16 forms
+with head dims 16..128 (attention_half_mma, attention_half_mma_bwd)
+exercise the GPU's tensor-core kernels. Last, a whole GPT
 block (embedding gather, layer_norm, causal attention, gelu_tanh MLP,
 residuals, tied head, cross-entropy) trained one step, against
 torch.autograd.
