@@ -21,10 +21,15 @@
  *   scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
  *   tiles, dv += P dO, dk += dS f q.
  * Per-thread rows (q, dO, accumulators) are arrays of head_dim
- * elements in local memory; tensor cores can later replace the dot
- * loops inside the same tiles.
+ * elements in local memory.
+ * bf16/f16 attention and attention_backward with head_dim a multiple
+ * of 16 up to 128 run on the tensor cores instead ("on the tensor
+ * cores" below: mma.sync, ldmatrix, cp.async from mma.h): the forward,
+ * the pre-pass, dq / dbias over key tiles and dk / dv over query tiles
+ * with the same structure; other dtypes and head dims use the kernels
+ * above.
  */
-#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/mma.h"
 
 #include <math.h>
 #include <string.h>
@@ -200,15 +205,14 @@ static LLVMValueRef allowed(At *a, LLVMValueRef i, LLVMValueRef j) {
   return ok;
 }
 
-/* The final score of query i (x: its row) and key j (y: its row); sx:
- * x still needs the scale. *f (if f) gets ds/d(q.k): scale, or
+/* The final score of query i and key j from s = (q * scale) . k:
+ * softcap, mask, bias. *f (if f) gets ds/d(q.k): scale, or
  * scale (1 - tanh^2) with softcap. */
-static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
-                          LLVMValueRef i, LLVMValueRef j, LLVMValueRef *f) {
+static LLVMValueRef finish_score(At *a, LLVMValueRef s, LLVMValueRef i,
+                                 LLVMValueRef j, LLVMValueRef *f) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   const rlx_attn_geom *g = &a->g;
-  LLVMValueRef s = dot(a, x, y, sx);
   if (f) *f = cst(a, g->scale);
   if (g->softcap > 0) {
     LLVMValueRef t = cg_ops_tanh(cg, LLVMBuildFDiv(cg->b, s,
@@ -224,6 +228,13 @@ static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
     s = at_add(a, s, cg_load(cg, a->dt, cg_buf(cg, a->n->in[a->mi]), bi));
   }
   return s;
+}
+
+/* The final score of query i (x: its row) and key j (y: its row); sx:
+ * x still needs the scale; *f as finish_score's. */
+static LLVMValueRef score(At *a, LLVMValueRef x, LLVMValueRef y, bool sx,
+                          LLVMValueRef i, LLVMValueRef j, LLVMValueRef *f) {
+  return finish_score(a, dot(a, x, y, sx), i, j, f);
 }
 
 /* Keys [lo, hi) the queries [i0, i0 + nq) may see; queries that keys
@@ -272,9 +283,9 @@ static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
   return true;
 }
 
-static void at_end(At *a, int64_t L) {
+static void at_end(At *a, int64_t L, unsigned threads) {
   cu_kernel_end(a->cu, (unsigned)(a->g.b * a->g.h *
-                                  ((L + AT_NT - 1) / AT_NT)), AT_NT);
+                                  ((L + AT_NT - 1) / AT_NT)), threads);
 }
 
 /* This thread's row t0 + tid, clamped to L - 1 (*valid: inside). */
@@ -377,6 +388,21 @@ static LLVMValueRef out_elem(At *a, LLVMValueRef acc, LLVMValueRef c,
              cst(a, 0));
 }
 
+/* Row i's lse = m + log l (-inf for l = 0: no allowed key) and D into
+ * the node's scratch ([b][h][lq] each). */
+static void put_lse_d(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l,
+                      LLVMValueRef dd) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMValueRef r = add(cu, mul(cu, a->bh, a->g.lq), i);
+  LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
+  LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
+                         cst(a, -INFINITY));
+  LLVMValueRef scr = cg_scratch(cg, a->n);
+  lset(a, scr, r, lse);
+  lset(a, scr, add(cu, r, I(a, a->g.b * a->g.h * a->g.lq)), dd);
+}
+
 /* attention: o rows; pre (backward pre-pass): lse and D = dO . O of
  * each row into the node's scratch ([b][h][lq] each). */
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
@@ -399,18 +425,9 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   else
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
-  if (pre) {
-    int64_t rows = a->g.b * a->g.h * a->g.lq;
-    LLVMValueRef r = add(cu, mul(cu, a->bh, a->g.lq), i);
-    LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
-    LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
-                           cst(a, -INFINITY));
-    LLVMValueRef scr = cg_scratch(cg, a->n);
-    lset(a, scr, r, lse);
-    lset(a, scr, add(cu, r, I(a, rows)), dd);
-  }
+  if (pre) put_lse_d(a, i, m, l, dd);
   end_if(a, j);
-  at_end(a, a->g.lq);
+  at_end(a, a->g.lq, AT_NT);
 }
 
 /* lse of row r from the scratch, +inf for a row without allowed keys
@@ -470,7 +487,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
     cg_loop_end(cg, &jl, NULL);
     end_if(a, jn);
   }
-  at_end(a, a->g.lq);
+  at_end(a, a->g.lq, AT_NT);
 }
 
 /* ---- backward: key rows (dk, dv) ---- */
@@ -546,7 +563,541 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
   cg_loop_end(cg, &il, NULL);
   end_if(a, jn);
-  at_end(a, a->g.lk);
+  at_end(a, a->g.lk, AT_NT);
+}
+
+/* ---- on the tensor cores (bf16, f16) ----
+ * One block of 4 warps per (batch, head, tile of 64 query rows), warp w
+ * the 16 rows from 16 w: its Q rows as mma A fragments in registers.
+ * Key tiles of 64 rows: K and V staged in shared memory [key][d] by
+ * cp.async (16-byte chunks XOR-swizzled by row, rows past Lk zero),
+ * S = Q K^T by mma (K fragments by ldmatrix), each accumulator element
+ * (row g + 8 h, key 2 t + e of its n8 tile) scaled and finished by
+ * finish_score, online softmax per row (max over the quad of lanes that
+ * hold the row), P rounded to the dtype reused as the A fragment of
+ * O += P V (V fragments by ldmatrix.trans); o = O / l at the end. */
+
+enum { TC_THREADS = 128, TC_KEYS = 64 };
+
+static bool tc_ok(const At *a) {
+  return (a->dt == DT_BF16 || a->dt == DT_F16) && a->g.d > 0 &&
+         a->g.lk > 0 &&
+         a->g.d % 16 == 0 && a->g.d <= 128 && AT_NT == 64;
+}
+
+typedef struct {
+  LLVMValueRef smem, lane, rr, jh, jl; /* lane & 7, lane >> 4, (lane >> 3) & 1 */
+  int64_t cpr;                      /* 16-byte chunks per row: d / 8 */
+  int sm;                           /* swizzle mask */
+} Tc;
+
+static LLVMValueRef i32v(At *a, int64_t v) { return cg_i32(dev(a), (int)v); }
+
+/* Shared pointer to chunk c of row r (i32) of tile buffer buf (i32:
+ * 0, 1 K, 2 V). */
+static LLVMValueRef tc_chunk(At *a, const Tc *t, LLVMValueRef buf,
+                             LLVMValueRef r, LLVMValueRef c) {
+  LLVMBuilderRef b = dev(a)->b;
+  LLVMValueRef x = LLVMBuildXor(b, c, LLVMBuildAnd(b, r, i32v(a, t->sm), ""),
+                                "");
+  LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i32v(a, t->cpr), ""), x,
+                                "");
+  o = LLVMBuildAdd(b, LLVMBuildMul(b, o, i32v(a, 16), ""),
+                   LLVMBuildMul(b, buf, i32v(a, TC_KEYS * t->cpr * 16), ""),
+                   "");
+  return LLVMBuildGEP2(b, dev(a)->t_i8, t->smem, &o, 1, "");
+}
+
+/* Issue the copies of rows j0 .. j0 + 63 of operand src (k-like: K, V;
+ * q-like: Q, dO) into shared buffer buf (zero past its length) as one
+ * commit group: cp.async if the buffer is 16-byte aligned, else element
+ * loads. */
+static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
+                     LLVMValueRef buf, LLVMValueRef j0) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
+  int64_t L = qlike ? a->g.lq : a->g.lk;
+  LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, src), cg->t_i64, "");
+  LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, pi, I(a, 15),
+                                  ""), I(a, 0), "");
+  for (int64_t q = 0; q < TC_KEYS * t->cpr / TC_THREADS; q++) {
+    LLVMValueRef e = LLVMBuildAdd(b, tid, i32v(a, q * TC_THREADS), "");
+    LLVMValueRef r = LLVMBuildUDiv(b, e, i32v(a, t->cpr), "");
+    LLVMValueRef c = LLVMBuildURem(b, e, i32v(a, t->cpr), "");
+    LLVMValueRef dst = tc_chunk(a, t, buf, r, c);
+    LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
+    LLVMValueRef in = ult(cu, j, L);
+    LLVMValueRef off = add(cu, row_off(a, qlike, smin(a, j, I(a, L - 1))),
+                           mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
+    LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
+    LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
+    LLVMBasicBlockRef sb = cg_block(cg, "tc.sync");
+    LLVMBasicBlockRef done = cg_block(cg, "tc.staged");
+    LLVMBuildCondBr(b, al, ab, sb);
+    LLVMPositionBuilderAtEnd(b, ab);
+    cu_cp_async16(cg, dst, ptr, in);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, sb);
+    LLVMValueRef vec = LLVMConstNull(LLVMVectorType(h, 8));
+    for (int k = 0; k < 8; k++) {
+      LLVMValueRef ki = i64(cu, k);
+      LLVMValueRef x = LLVMBuildLoad2(b, h, LLVMBuildGEP2(b, h, ptr, &ki, 1,
+                                                          ""), "");
+      vec = LLVMBuildInsertElement(b, vec, LLVMBuildSelect(
+          b, in, x, LLVMConstNull(h), ""), i32v(a, k), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(b, vec, dst), 16);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+  }
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+}
+
+/* Wait until at most one commit group of this thread is in flight,
+ * then for every thread (barrier). */
+static void tc_wait(At *a) {
+  LLVMValueRef one = i32v(a, 1);
+  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+  barrier(a);
+}
+
+/* exp(x) as ex2.approx(x log2 e) (exp(-inf) = 0). */
+static LLVMValueRef tc_exp(At *a, LLVMValueRef x) {
+  x = at_mul(a, x, cst(a, 1.4426950408889634));
+  return cg_intrinsic_n(dev(a), "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &x, 1);
+}
+
+/* Two compute values rounded to the dtype, packed in an i32 (x low). */
+static LLVMValueRef tc_pack(At *a, LLVMValueRef x, LLVMValueRef y) {
+  Cg *cg = dev(a);
+  LLVMValueRef p = cg_alloca(cg, cg->t_i32, "pk");
+  cg_store(cg, a->dt, p, I(a, 0), x);
+  cg_store(cg, a->dt, p, I(a, 1), y);
+  return LLVMBuildLoad2(cg->b, cg->t_i32, p, "");
+}
+
+/* The i32 holding elements c, c + 1 of row i (zero past its length)
+ * of x (q-like or k-like). */
+static LLVMValueRef tc_q_pair(At *a, Node *x, bool qlike, LLVMValueRef i,
+                              LLVMValueRef c) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  int64_t L = qlike ? a->g.lq : a->g.lk;
+  LLVMValueRef in = ult(cu, i, L);
+  LLVMValueRef off = add(cu, row_off(a, qlike, smin(a, i, I(a, L - 1))), c);
+  LLVMValueRef r = NULL;
+  for (int k = 0; k < 2; k++) {
+    LLVMValueRef o = add(cu, off, I(a, k));
+    LLVMValueRef v = LLVMBuildZExt(b, LLVMBuildLoad2(b, h, LLVMBuildGEP2(
+        b, h, cg_buf(cg, x), &o, 1, ""), ""), cg->t_i32, "");
+    v = LLVMBuildShl(b, v, i32v(a, 16 * k), "");
+    r = r ? LLVMBuildOr(b, r, v, "") : v;
+  }
+  return LLVMBuildSelect(b, in, r, i32v(a, 0), "");
+}
+
+/* v combined with lanes lane ^ 1 and lane ^ 2 (the quad): max or sum. */
+static LLVMValueRef tc_quad(At *a, LLVMValueRef v, bool max) {
+  Cg *cg = dev(a);
+  for (int m = 1; m <= 2; m *= 2) {
+    LLVMValueRef args[4] = {cg_i32(cg, -1),
+                            LLVMBuildBitCast(cg->b, v, cg->t_i32, ""),
+                            cg_i32(cg, m), cg_i32(cg, 31)};
+    LLVMValueRef o = LLVMBuildBitCast(
+        cg->b, cg_intrinsic_n(cg, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
+                              args, 4), cg->t_f32, "");
+    v = max ? sel(a, LLVMBuildFCmp(cg->b, LLVMRealOGT, o, v, ""), o, v)
+            : at_add(a, v, o);
+  }
+  return v;
+}
+
+/* Element k of the f32 alloca array p. */
+static LLVMValueRef tc_at(At *a, LLVMValueRef p, int k) {
+  LLVMValueRef ix = i32v(a, k);
+  return LLVMBuildGEP2(dev(a)->b, dev(a)->t_f32, p, &ix, 1, "");
+}
+static LLVMValueRef tc_get(At *a, LLVMValueRef p, int k) {
+  return LLVMBuildLoad2(dev(a)->b, dev(a)->t_f32, tc_at(a, p, k), "");
+}
+
+/* Start a kernel over tiles of 64 rows of length L (4 warps of 16
+ * rows) and its per-thread frame: shared tiles, lane pieces, its rows
+ * rows[0] = g and rows[1] = g + 8 of its warp's 16, t2 = 2 (lane & 3)
+ * (its first column in an n8 tile). false if there is no block. */
+static bool tc_begin(At *a, CgPlan *p, const char *what, int64_t L, Tc *t,
+                     LLVMValueRef rows[2], LLVMValueRef *t2) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  *t = (Tc){.cpr = a->g.d / 8};
+  t->sm = (int)((t->cpr & -t->cpr) < 8 ? (t->cpr & -t->cpr) : 8) - 1;
+  t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, 3 * TC_KEYS * 128 * 2,
+                      128);
+  if (!at_begin(a, p, what, L)) return false;
+  LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
+  t->lane = LLVMBuildAnd(b, tid, i32v(a, 31), "");
+  t->rr = LLVMBuildAnd(b, t->lane, i32v(a, 7), "");
+  t->jh = LLVMBuildLShr(b, t->lane, i32v(a, 4), "");
+  t->jl = LLVMBuildAnd(b, LLVMBuildLShr(b, t->lane, i32v(a, 3), ""),
+                       i32v(a, 1), "");
+  LLVMValueRef g = LLVMBuildZExt(b, LLVMBuildLShr(b, t->lane, i32v(a, 2), ""),
+                                 cg->t_i64, "");
+  *t2 = LLVMBuildZExt(b, LLVMBuildShl(b, LLVMBuildAnd(
+      b, t->lane, i32v(a, 3), ""), i32v(a, 1), ""), cg->t_i64, "");
+  rows[0] = add(cu, add(cu, a->t0, mul(cu, udiv(cu, a->tid, 32), 16)), g);
+  rows[1] = add(cu, rows[0], I(a, 8));
+  return true;
+}
+
+/* fr[ks][0..4): the A fragments of rows[] of x (q-like or k-like), columns
+ * 16 ks .. 16 ks + 15. */
+static void tc_frags(At *a, Node *x, bool qlike, LLVMValueRef rows[2],
+                     LLVMValueRef t2, LLVMValueRef fr[8][4]) {
+  for (int ks = 0; ks < a->g.d / 16; ks++)
+    for (int i = 0; i < 4; i++)
+      fr[ks][i] = tc_q_pair(a, x, qlike, rows[i & 1],
+                            add(a->cu, t2, I(a, 16 * ks + 8 * (i >> 1))));
+}
+
+/* sc[32] = X Y^T for this warp's 16 rows and the 64 keys of tile buffer
+ * buf (X: A fragments fr; Y [key][d]): n8 tile nt at sc[4 nt ..];
+ * ldmatrix of keys 16 np + 8 jh + rr, columns 16 ks + 8 jl gives the B
+ * fragments of tiles 2 np, 2 np + 1. */
+static void tc_xyt(At *a, const Tc *t, LLVMValueRef fr[8][4],
+                   LLVMValueRef buf, LLVMValueRef sc) {
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  for (int np = 0; np < TC_KEYS / 16; np++) {
+    LLVMValueRef c0[4], c1[4];
+    for (int i = 0; i < 4; i++) c0[i] = c1[i] = cst(a, 0);
+    for (int ks = 0; ks < a->g.d / 16; ks++) {
+      LLVMValueRef r[4];
+      LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * np),
+                                      t->rr, ""), LLVMBuildShl(b, t->jh,
+                                      i32v(a, 3), ""), "");
+      cu_ldmatrix4(cg, tc_chunk(a, t, buf, row, LLVMBuildAdd(
+                   b, i32v(a, 2 * ks), t->jl, "")), false, r);
+      cu_mma(cg, a->dt, fr[ks], r, c0);
+      cu_mma(cg, a->dt, fr[ks], r + 2, c1);
+    }
+    for (int i = 0; i < 4; i++) {
+      LLVMBuildStore(b, c0[i], tc_at(a, sc, 8 * np + i));
+      LLVMBuildStore(b, c1[i], tc_at(a, sc, 8 * np + 4 + i));
+    }
+  }
+}
+
+/* acc[4 n ..] += W Y for n8 column tiles n < d / 8: W = sc (this warp's
+ * 16 rows by the tile's 64 keys) rounded to the dtype as A fragments
+ * (keys 16 kk from S tiles 2 kk, 2 kk + 1), Y the [key][d] tile buffer
+ * buf; ldmatrix.trans of keys 16 kk + 8 jl + rr, columns 16 dn + 8 jh
+ * gives the B fragments of tiles 2 dn, 2 dn + 1. */
+static void tc_wy(At *a, const Tc *t, LLVMValueRef sc, LLVMValueRef buf,
+                  LLVMValueRef acc) {
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  for (int kk = 0; kk < TC_KEYS / 16; kk++) {
+    LLVMValueRef pa[4];
+    for (int i = 0; i < 4; i++) {
+      int k = 8 * kk + 4 * (i >> 1) + 2 * (i & 1);
+      pa[i] = tc_pack(a, tc_get(a, sc, k), tc_get(a, sc, k + 1));
+    }
+    LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * kk),
+                                    t->rr, ""), LLVMBuildShl(b, t->jl,
+                                    i32v(a, 3), ""), "");
+    for (int dn = 0; dn < a->g.d / 16; dn++) {
+      LLVMValueRef r[4];
+      cu_ldmatrix4(cg, tc_chunk(a, t, buf, row, LLVMBuildAdd(
+                   b, i32v(a, 2 * dn), t->jh, "")), true, r);
+      for (int x = 0; x < 2; x++) {
+        LLVMValueRef c[4];
+        for (int i = 0; i < 4; i++) c[i] = tc_get(a, acc, 4 * (2 * dn + x) + i);
+        cu_mma(cg, a->dt, pa, r + 2 * x, c);
+        for (int i = 0; i < 4; i++)
+          LLVMBuildStore(b, c[i], tc_at(a, acc, 4 * (2 * dn + x) + i));
+      }
+    }
+  }
+}
+
+/* Key j of element e (0, 1) of n8 tile nt of the tile from j0. */
+static LLVMValueRef tc_key(At *a, LLVMValueRef j0, LLVMValueRef t2, int nt,
+                           int e) {
+  return add(a->cu, add(a->cu, j0, t2), I(a, 8 * nt + e));
+}
+
+/* The final score of sc element k for query i and key j (clamped to
+ * the lengths; -inf where !ok). */
+static LLVMValueRef tc_score(At *a, LLVMValueRef sc, int k, LLVMValueRef i,
+                             LLVMValueRef j, LLVMValueRef ok,
+                             LLVMValueRef *f) {
+  LLVMValueRef s = finish_score(
+      a, at_mul(a, tc_get(a, sc, k), cst(a, a->g.scale)),
+      smin(a, i, I(a, a->g.lq - 1)), smin(a, j, I(a, a->g.lk - 1)), f);
+  return sel(a, ok, s, cst(a, -INFINITY));
+}
+
+/* attention (o) or the backward's pre-pass (pre: lse and D = dO . o of
+ * each row into the node's scratch, as fwd_kernel). */
+static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  int64_t nd = a->g.d / 8; /* n8 tiles of O */
+  Tc t;
+  LLVMValueRef rows[2], t2, qa[8][4];
+  if (!tc_begin(a, p, pre ? "attention_mma_lse" : "attention_mma", a->g.lq,
+                &t, rows, &t2))
+    return;
+  tc_frags(a, a->n->in[0], true, rows, t2, qa);
+  /* state: m[2], l[2] (this thread's partial sums), O[nd][4] */
+  LLVMValueRef st = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 4 + 4 * nd),
+                              "st");
+  for (int k = 0; k < 4 + 4 * nd; k++)
+    LLVMBuildStore(b, cst(a, k < 2 ? -INFINITY : 0), tc_at(a, st, k));
+  LLVMValueRef acc = tc_at(a, st, 4);
+  LLVMValueRef sc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 32), "s");
+  LLVMValueRef lo, hi;
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  /* pipeline: K of tile kt + 1 (other K buffer) loads while tile kt's
+   * softmax and P V run; V of tile kt + 1 while its S does */
+  LLVMValueRef kt0 = udiv(cu, lo, TC_KEYS);
+  Node *kn = a->n->in[1], *vn = a->n->in[2];
+  tc_issue(a, &t, kn, false, LLVMBuildTrunc(b, LLVMBuildAnd(b, kt0, I(a, 1),
+                                            ""), cg->t_i32, ""),
+           mul(cu, kt0, TC_KEYS));
+  tc_issue(a, &t, vn, false, i32v(a, 2), mul(cu, kt0, TC_KEYS));
+  CgLoop tl;
+  LLVMValueRef kt = cg_loop_begin(cg, &tl, kt0,
+                                  udiv(cu, add(cu, hi, I(a, TC_KEYS - 1)),
+                                       TC_KEYS), NULL, 0);
+  LLVMValueRef j0 = mul(cu, kt, TC_KEYS);
+  LLVMValueRef kb = LLVMBuildTrunc(b, LLVMBuildAnd(b, kt, I(a, 1), ""),
+                                   cg->t_i32, "");
+  tc_wait(a); /* K of this tile has landed */
+  tc_xyt(a, &t, qa, kb, sc);
+  tc_issue(a, &t, kn, false, LLVMBuildXor(b, kb, i32v(a, 1), ""),
+           add(cu, j0, I(a, TC_KEYS)));
+  /* scores and the online softmax of rows[h] (elements 2 h, 2 h + 1) */
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1)), mx = tc_get(a, st, h);
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef j = tc_key(a, j0, t2, nt, e);
+        LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), NULL);
+        LLVMBuildStore(b, s, tc_at(a, sc, k));
+        mx = sel(a, LLVMBuildFCmp(b, LLVMRealOGT, s, mx, ""), s, mx);
+      }
+    mx = tc_quad(a, mx, true);
+    LLVMValueRef mu = sel(a, LLVMBuildFCmp(b, LLVMRealOEQ, mx,
+                                           cst(a, -INFINITY), ""),
+                          cst(a, 0), mx);
+    LLVMValueRef alpha = tc_exp(a, at_sub(a, tc_get(a, st, h), mu));
+    LLVMValueRef sum = at_mul(a, tc_get(a, st, 2 + h), alpha);
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef pj = tc_exp(a, at_sub(a, tc_get(a, sc, k), mu));
+        LLVMBuildStore(b, pj, tc_at(a, sc, k));
+        sum = at_add(a, sum, pj);
+      }
+    LLVMBuildStore(b, mx, tc_at(a, st, h));
+    LLVMBuildStore(b, sum, tc_at(a, st, 2 + h));
+    for (int n = 0; n < nd; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef q = tc_at(a, acc, 4 * n + 2 * h + e);
+        LLVMBuildStore(b, at_mul(a, LLVMBuildLoad2(b, cg->t_f32, q, ""),
+                                 alpha), q);
+      }
+  }
+  tc_wait(a); /* V of this tile has landed */
+  tc_wy(a, &t, sc, i32v(a, 2), acc);
+  barrier(a); /* every warp is done with V */
+  tc_issue(a, &t, vn, false, i32v(a, 2), add(cu, j0, I(a, TC_KEYS)));
+  cg_loop_end(cg, &tl, NULL);
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  /* o = O / l (0 for a row without allowed keys); the pre-pass: lse and
+   * D (the quad's partial dot products summed) */
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef l = tc_quad(a, tc_get(a, st, 2 + h), false);
+    LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, l, cst(a, 0), "");
+    LLVMValueRef valid = ult(cu, rows[h], a->g.lq);
+    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
+    LLVMValueRef base = row_off(a, true, i), dd = cst(a, 0);
+    for (int n = 0; n < nd; n++)
+      for (int e = 0; e < 2; e++) {
+        LLVMValueRef o = sel(a, pos, LLVMBuildFDiv(
+            b, tc_get(a, acc, 4 * n + 2 * h + e), l, ""), cst(a, 0));
+        LLVMValueRef off = add(cu, base, add(cu, t2, I(a, 8 * n + e)));
+        if (pre) {
+          dd = at_add(a, dd, at_mul(a, cg_load(cg, a->dt, cg_buf(
+              cg, a->n->in[3]), off), o));
+        } else {
+          LLVMBasicBlockRef jn = begin_if(a, valid);
+          cg_store(cg, a->dt, cg_buf(cg, a->n), off, o);
+          end_if(a, jn);
+        }
+      }
+    if (!pre) continue;
+    dd = tc_quad(a, dd, false);
+    LLVMBasicBlockRef jn = begin_if(a, valid);
+    put_lse_d(a, i, tc_get(a, st, h), l, dd);
+    end_if(a, jn);
+  }
+  at_end(a, a->g.lq, TC_THREADS);
+}
+
+/* A zeroed f32 array of n (registers once promoted). */
+static LLVMValueRef tc_zeros(At *a, int64_t n, const char *nm) {
+  LLVMValueRef p = cg_alloca(dev(a), LLVMArrayType2(dev(a)->t_f32,
+                                                    (uint64_t)n), nm);
+  for (int k = 0; k < n; k++)
+    LLVMBuildStore(dev(a)->b, cst(a, 0), tc_at(a, p, k));
+  return p;
+}
+
+/* Open the loop over the 64-row tiles covering [lo, hi) of the other
+ * side (x0, x2: its q-like or k-like operands): stage x0's tile in
+ * buffer 0 and x2's in buffer 2 between barriers (not pipelined); the
+ * tile's first row. */
+static LLVMValueRef tc_tiles_begin(At *a, const Tc *t, CgLoop *tl,
+                                   LLVMValueRef lo, LLVMValueRef hi,
+                                   Node *x0, Node *x2, bool qlike) {
+  Cu *cu = a->cu;
+  LLVMValueRef it = cg_loop_begin(dev(a), tl, udiv(cu, lo, TC_KEYS),
+                                  udiv(cu, add(cu, hi, I(a, TC_KEYS - 1)),
+                                       TC_KEYS), NULL, 0);
+  LLVMValueRef r0 = mul(cu, it, TC_KEYS);
+  barrier(a); /* every warp is done with the previous tile */
+  tc_issue(a, t, x0, qlike, i32v(a, 0), r0);
+  tc_issue(a, t, x2, qlike, i32v(a, 2), r0);
+  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  barrier(a);
+  return r0;
+}
+
+/* Store the d / 8 n8 tiles of acc as rows[] (inside the length) of the
+ * output (q-like or k-like). */
+static void tc_store_rows(At *a, LLVMValueRef rows[2], LLVMValueRef t2,
+                          LLVMValueRef acc, bool qlike) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  for (int h = 0; h < 2; h++) {
+    LLVMBasicBlockRef jn = begin_if(a, ult(cu, rows[h],
+                                           qlike ? a->g.lq : a->g.lk));
+    LLVMValueRef base = row_off(a, qlike, rows[h]);
+    for (int n = 0; n < a->g.d / 8; n++)
+      for (int e = 0; e < 2; e++)
+        cg_store(cg, a->dt, cg_buf(cg, a->n),
+                 add(cu, base, add(cu, t2, I(a, 8 * n + e))),
+                 tc_get(a, acc, 4 * n + 2 * h + e));
+    end_if(a, jn);
+  }
+}
+
+/* attention_backward wrt=q (dq) or wrt=bias (dbias): per key tile S =
+ * Q K^T and dP = dO V^T by mma, P = exp(s - lse), dS = P (dP - D);
+ * dbias = dS stored, or dq += (dS f) K by mma (f: finish_score's). */
+static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  int64_t nd = a->g.d / 8;
+  Tc t;
+  LLVMValueRef rows[2], t2, qa[8][4], ya[8][4], ls[2], dd[2];
+  if (!tc_begin(a, p, dbias ? "attention_mma_dbias" : "attention_mma_dq",
+                a->g.lq, &t, rows, &t2))
+    return;
+  tc_frags(a, a->n->in[0], true, rows, t2, qa);
+  tc_frags(a, a->n->in[3], true, rows, t2, ya);
+  for (int h = 0; h < 2; h++)
+    lse_d(a, smin(a, rows[h], I(a, a->g.lq - 1)), &ls[h], &dd[h]);
+  LLVMValueRef acc = tc_zeros(a, 4 * nd, "dq"), sc = tc_zeros(a, 32, "s");
+  LLVMValueRef dp = tc_zeros(a, 32, "dp"), lo, hi;
+  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  CgLoop tl;
+  LLVMValueRef j0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[1],
+                                   a->n->in[2], false);
+  tc_xyt(a, &t, qa, i32v(a, 0), sc);
+  tc_xyt(a, &t, ya, i32v(a, 2), dp);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
+    LLVMValueRef in = ult(cu, rows[h], a->g.lq);
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef j = tc_key(a, j0, t2, nt, e), f;
+        LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), &f);
+        LLVMValueRef pj = tc_exp(a, at_sub(a, s, ls[h]));
+        LLVMValueRef ds = at_mul(a, pj, at_sub(a, tc_get(a, dp, k), dd[h]));
+        if (!dbias) {
+          LLVMBuildStore(b, at_mul(a, ds, f), tc_at(a, sc, k));
+          continue;
+        }
+        LLVMBasicBlockRef jn = begin_if(a, LLVMBuildAnd(
+            b, in, ult(cu, j, a->g.lk), ""));
+        LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq),
+                                              i), a->g.lk), j);
+        cg_store(cg, a->dt, cg_buf(cg, a->n), bi, ds);
+        end_if(a, jn);
+      }
+  }
+  if (!dbias) tc_wy(a, &t, sc, i32v(a, 0), acc);
+  cg_loop_end(cg, &tl, NULL);
+  if (!dbias) tc_store_rows(a, rows, t2, acc, true);
+  at_end(a, a->g.lq, TC_THREADS);
+}
+
+/* attention_backward wrt=k (dk) or wrt=v (dv): 64 key rows a block,
+ * over the query tiles that may see them (Q and dO tiles staged):
+ * S^T = K Q^T by mma, P^T = exp(s - lse_i) (lse and D of the query
+ * columns from the pre-pass's scratch); dv += P^T dO, or dP^T = V dO^T,
+ * dS^T = P^T (dP^T - D), dk += (dS^T f) Q, by mma. */
+static void tc_dkv_kernel(At *a, CgPlan *p, bool dv) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  int64_t nd = a->g.d / 8;
+  Tc t;
+  LLVMValueRef rows[2], t2, ka[8][4], va[8][4];
+  if (!tc_begin(a, p, dv ? "attention_mma_dv" : "attention_mma_dk", a->g.lk,
+                &t, rows, &t2))
+    return;
+  tc_frags(a, a->n->in[1], false, rows, t2, ka);
+  if (!dv) tc_frags(a, a->n->in[2], false, rows, t2, va);
+  LLVMValueRef acc = tc_zeros(a, 4 * nd, "dkv"), sc = tc_zeros(a, 32, "s");
+  LLVMValueRef dp = tc_zeros(a, 32, "dp"), lo, hi;
+  qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
+  CgLoop tl;
+  LLVMValueRef i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
+                                   a->n->in[3], true);
+  tc_xyt(a, &t, ka, i32v(a, 0), sc);
+  if (!dv) tc_xyt(a, &t, va, i32v(a, 2), dp);
+  for (int nt = 0; nt < TC_KEYS / 8; nt++)
+    for (int e = 0; e < 2; e++) {
+      LLVMValueRef i = tc_key(a, i0, t2, nt, e), ls, dd;
+      lse_d(a, smin(a, i, I(a, a->g.lq - 1)), &ls, &dd);
+      for (int h = 0; h < 2; h++) {
+        int k = 4 * nt + 2 * h + e;
+        LLVMValueRef f, s = tc_score(a, sc, k, i, rows[h],
+                                     ult(cu, i, a->g.lq), &f);
+        LLVMValueRef pj = tc_exp(a, at_sub(a, s, ls));
+        if (!dv)
+          pj = at_mul(a, at_mul(a, pj, at_sub(a, tc_get(a, dp, k), dd)), f);
+        LLVMBuildStore(b, pj, tc_at(a, sc, k));
+      }
+    }
+  tc_wy(a, &t, sc, i32v(a, dv ? 2 : 0), acc);
+  cg_loop_end(cg, &tl, NULL);
+  tc_store_rows(a, rows, t2, acc, false);
+  at_end(a, a->g.lk, TC_THREADS);
 }
 
 int64_t cu_attention_scratch(const Node *n) {
@@ -574,17 +1125,23 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "head_dim too large for the shared tiles");
   a.bt = w == 1 || w == 2 ? q_tile_rows(a.g.d, a.es)
                           : k_tile_rows(a.g.d, a.es);
+  bool tc = tc_ok(&a);
   if (!bwd) {
-    fwd_kernel(&a, p, false);
+    if (tc) tc_fwd_kernel(&a, p, false);
+    else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
   }
-  if (a.g.lq > 0) { /* the pre-pass tiles key rows by k_tile_rows */
+  if (tc) {
+    tc_fwd_kernel(&a, p, true);
+  } else if (a.g.lq > 0) { /* the pre-pass tiles key rows by k_tile_rows */
     int64_t bt = a.bt;
     a.bt = k_tile_rows(a.g.d, a.es);
     fwd_kernel(&a, p, true);
     a.bt = bt;
   }
-  if (w == 0 || w == 3) dq_kernel(&a, p, w == 3);
+  if (tc && (w == 0 || w == 3)) tc_dq_kernel(&a, p, w == 3);
+  else if (tc) tc_dkv_kernel(&a, p, w == 2);
+  else if (w == 0 || w == 3) dq_kernel(&a, p, w == 3);
   else dkv_kernel(&a, p, w == 2);
   return !cu->dev->failed;
 }

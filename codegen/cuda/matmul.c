@@ -11,7 +11,7 @@
  * q_matmul: i32 tiles of x - x_zp and w - w_zp, i32 sums (exact), the
  * CPU's requantization on store (cu_q_requant).
  */
-#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/mma.h"
 
 #include <stdio.h>
 
@@ -514,13 +514,8 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
       LLVMBuildCondBr(b, x->aligned, ab, sync);
       LLVMPositionBuilderAtEnd(b, ab);
       /* whole chunk in or out: the contiguous extent is a multiple of ve */
-      LLVMValueRef in, src = LLVMBuildAddrSpaceCast(
-          b, mma_at(cu, m, x, ou, kk, &in),
-          LLVMPointerTypeInContext(cg->lc, 1), "");
-      LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(b, in, i32c(cu, 16),
-                                                         i32c(cu, 0), "")};
-      cg_intrinsic_n(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0,
-                     args, 3);
+      LLVMValueRef in, src = mma_at(cu, m, x, ou, kk, &in);
+      cu_cp_async16(cg, dst, src, in);
       LLVMBuildBr(b, done);
     } else {
       LLVMBuildBr(b, sync);
@@ -578,13 +573,8 @@ static void ldm(Cu *cu, const Mma *m, const MmaOp *x, bool a_side,
     c = LLVMBuildAdd(b, LLVMBuildLShr(b, o0, i32c(cu, 3), ""), ohalf, "");
   }
   LLVMValueRef p = smem_at(cu, m, stage, swz(cu, x, row, c));
-  LLVMTypeRef ty = LLVMTypeOf(p);
-  LLVMValueRef v = cg_intrinsic_n(
-      cg, x->kmajor ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
-                    : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16",
-      &ty, 1, &p, 1);
+  cu_ldmatrix4(cg, p, !x->kmajor, r);
   for (int i = 0; i < 4; i++) {
-    r[i] = LLVMBuildExtractValue(b, v, (unsigned)i, "");
     if (m->dt == DT_F32) {
       LLVMValueRef f = LLVMBuildBitCast(b, r[i], cg->t_f32, "");
       r[i] = cg_intrinsic_n(cg, "llvm.nvvm.f2tf32.rna", NULL, 0, &f, 1);
@@ -592,28 +582,58 @@ static void ldm(Cu *cu, const Mma *m, const MmaOp *x, bool a_side,
   }
 }
 
+void cu_cp_async16(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                   LLVMValueRef in) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef args[3] = {
+      dst, LLVMBuildAddrSpaceCast(b, src, LLVMPointerTypeInContext(cg->lc, 1),
+                                  ""),
+      LLVMBuildSelect(b, in, cg_i32(cg, 16), cg_i32(cg, 0), "")};
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0,
+                 args, 3);
+}
+
+void cu_ldmatrix4(Cg *cg, LLVMValueRef p, bool trans, LLVMValueRef r[4]) {
+  LLVMTypeRef ty = LLVMTypeOf(p);
+  LLVMValueRef v = cg_intrinsic_n(
+      cg, trans ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+                : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
+      &ty, 1, &p, 1);
+  for (int i = 0; i < 4; i++)
+    r[i] = LLVMBuildExtractValue(cg->b, v, (unsigned)i, "");
+}
+
+void cu_mma(Cg *cg, DType dt, LLVMValueRef a[4], LLVMValueRef bf[2],
+            LLVMValueRef c[4]) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef args[10];
+  LLVMTypeRef h2 = LLVMVectorType(cg->t_f16, 2);
+  for (int i = 0; i < 6; i++) {
+    LLVMValueRef v = i < 4 ? a[i] : bf[i - 4];
+    args[i] = dt == DT_F16 ? LLVMBuildBitCast(b, v, h2, "") : v;
+  }
+  for (int i = 0; i < 4; i++) args[6 + i] = c[i];
+  const char *nm = dt == DT_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                   : dt == DT_F16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+                                  : "llvm.nvvm.mma.m16n8k8.row.col.tf32";
+  LLVMValueRef d = cg_intrinsic_n(cg, nm, NULL, 0, args, 10);
+  for (int i = 0; i < 4; i++)
+    c[i] = LLVMBuildExtractValue(b, d, (unsigned)i, "");
+}
+
 /* acc[0..4) = mma(a[4], bf[2], acc[0..4)) in m->dt's instruction. */
 static void mma_op(Cu *cu, const Mma *m, LLVMValueRef *a, LLVMValueRef *bf,
                    LLVMValueRef acc) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef args[10], p[4];
-  LLVMTypeRef h2 = LLVMVectorType(cg->t_f16, 2);
-  for (int i = 0; i < 6; i++) {
-    LLVMValueRef v = i < 4 ? a[i] : bf[i - 4];
-    args[i] = m->dt == DT_F16 ? LLVMBuildBitCast(b, v, h2, "") : v;
-  }
+  LLVMValueRef c[4], p[4];
   for (int i = 0; i < 4; i++) {
     LLVMValueRef ix = i32c(cu, i);
     p[i] = LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, "");
-    args[6 + i] = LLVMBuildLoad2(b, cg->t_f32, p[i], "");
+    c[i] = LLVMBuildLoad2(b, cg->t_f32, p[i], "");
   }
-  const char *nm = m->dt == DT_BF16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-                   : m->dt == DT_F16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
-                                     : "llvm.nvvm.mma.m16n8k8.row.col.tf32";
-  LLVMValueRef d = cg_intrinsic_n(cg, nm, NULL, 0, args, 10);
-  for (int i = 0; i < 4; i++)
-    LLVMBuildStore(b, LLVMBuildExtractValue(b, d, (unsigned)i, ""), p[i]);
+  cu_mma(cg, m->dt, a, bf, c);
+  for (int i = 0; i < 4; i++) LLVMBuildStore(b, c[i], p[i]);
 }
 
 static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,

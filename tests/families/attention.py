@@ -16,7 +16,9 @@ and bias; the forward's saved log-sum-exp) is what runs; the direct
 cases also run backward nodes without a forward. Reference: torch
 float64 autograd of a plain attention (full score matrix, -inf masking,
 fully masked rows set to zero) on the rounded inputs. Gradients are also
-checked by finite differences in tests/gradcheck/. Last, a whole GPT
+checked by finite differences in tests/gradcheck/. bf16 and f16 forms
+with head dims 16..128 (attention_half_mma, attention_half_mma_bwd)
+exercise the GPU's tensor-core kernels. Last, a whole GPT
 block (embedding gather, layer_norm, causal attention, gelu_tanh MLP,
 residuals, tied head, cross-entropy) trained one step, against
 torch.autograd.
@@ -402,6 +404,80 @@ def attention_huge_logits(c, rng):
     # is the problem's conditioning, not the kernel's.
     c.run(ins, outs, args=["--threads", "1,2,3", "--rtol", "2e-3",
                            "--atol", "2e-3"])
+
+
+@case()
+def attention_half_mma(c, rng):
+    """bf16 and f16 attention with head dims 16..128 (the GPU's
+    tensor-core kernel, docs/gpu.md): lengths that are not multiples of
+    its 64-row tiles, every mask, softcap, scale, Lq != Lk both ways,
+    fully masked rows (causal with Lq > Lk; a custom mask's masked
+    batch). NumPy float64 references of the rounded inputs; outputs cast
+    to f32 in the graph, compared at bf16's tolerance."""
+    forms = [("bf16", (4, 1, 2, 70, 70, 64, "none", {})),
+             ("bf16", (3, 1, 1, 65, 65, 128, "causal", {"heads": 1})),
+             ("bf16", (4, 1, 1, 40, 100, 64, "sliding_window",
+                       {"window": 20})),
+             ("bf16", (4, 2, 1, 33, 20, 32, "causal", {})),
+             ("bf16", (4, 1, 2, 20, 70, 64, "bias",
+                       {"scale": 0.2, "softcap": 2.0})),
+             ("bf16", (3, 2, 2, 17, 80, 16, "custom", {"heads": 2})),
+             ("f16", (4, 1, 1, 70, 70, 64, "causal", {"softcap": 5.0}))]
+    ins, body, outs = [], [], []
+    for f, (dt, form) in enumerate(forms):
+        kind, attrs = form[6], form[7]
+        qkv, m = _form_inputs(dt, f, form, rng)
+        ins += qkv + ([m] if m is not None else [])
+        a = dict(attrs, mask=kind)
+        y = attention("attention", [t.v for t in qkv] +
+                      ([m.v] if m is not None else []), a)
+        mk = ", %%m%d" % f if m is not None else ""
+        body.append("%%y%d = cast(attention(%%q%d, %%k%d, %%v%d%s, %s), "
+                    "to=f32)" % (f, f, f, f, mk, _attrs(kind, attrs)))
+        outs.append(out("f32", y, "y%d" % f))
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="bf16/f16 attention, head_dim 16..128, every mask "
+            "(the GPU runs it on tensor cores)")
+    # bf16 output rounding (2^-9 relative) plus P rounded to the dtype
+    # before P V: well inside 1e-2; a wrong tile or row is off by ~0.1
+    c.run(ins, outs, args=["--threads", "1,2", "--rtol", "1e-2",
+                           "--atol", "4e-3"])
+
+
+@case()
+def attention_half_mma_bwd(c, rng):
+    """attention_backward in bf16 / f16 (the GPU's tensor-core pre-pass
+    and dq / dbias kernels; dk, dv read the pre-pass's lse and D): the
+    forms of attention_half_mma, references from torch float64
+    autograd of the rounded inputs, outputs cast to f32."""
+    forms = [("bf16", (4, 1, 2, 70, 70, 64, "none", {})),
+             ("bf16", (3, 1, 1, 40, 40, 128, "causal", {"heads": 1})),
+             ("bf16", (4, 2, 1, 33, 20, 32, "causal", {})),
+             ("bf16", (4, 1, 2, 20, 70, 64, "bias",
+                       {"scale": 0.2, "softcap": 2.0})),
+             ("bf16", (3, 2, 2, 17, 80, 16, "custom", {"heads": 2})),
+             ("f16", (4, 1, 1, 70, 40, 64, "sliding_window",
+                      {"window": 9}))]
+    ins, body, outs = [], [], []
+    for f, (dt, form) in enumerate(forms):
+        kind, attrs = form[6], form[7]
+        qkv, m = _form_inputs(dt, f, form, rng)
+        dy = T(dt, uni(rng, qkv[0].shape), "g%d" % f)
+        ins += qkv + ([m] if m is not None else []) + [dy]
+        _, grads = _refs(qkv, m, dy, form)
+        ops = "%%q%d, %%k%d, %%v%d, %%g%d" % (f, f, f, f)
+        mk = ", %%m%d" % f if m is not None else ""
+        for w, g in zip(("q", "k", "v", "bias"), grads):
+            body.append("%%d%s%d = cast(attention_backward(%s%s, wrt=%s, "
+                        "%s), to=f32)" % (w, f, ops, mk, w,
+                                          _attrs(kind, attrs)))
+            outs.append(out("f32", g, "d%s%d" % (w, f)))
+    c.graph(ins, "\n".join(body), outs_str(outs),
+            comment="bf16/f16 attention_backward, head_dim 16..128, every "
+            "mask (the GPU's tensor-core pre-pass, dq and dbias)")
+    # dS rounded to the dtype before dS K, sums of up to 80 terms
+    c.run(ins, outs, args=["--threads", "1,2", "--rtol", "2e-2",
+                           "--atol", "1e-2"])
 
 
 # ---- --grad through attention ----
