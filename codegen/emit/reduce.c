@@ -641,17 +641,26 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
 typedef struct {
   DType dt;
   bool excl, rev;
-  int64_t n, inner;
+  int64_t n, inner; /* n: a size (dynamic: read at run time) */
 } Cum;
+
+/* The row of step j: n - 1 - j for the reverse (suffix) sums. */
+static LLVMValueRef cum_step(Cg *cg, const Cum *C, LLVMValueRef j) {
+  if (!C->rev) return j;
+  LLVMValueRef last = dim_is_static(C->n)
+      ? cg_i64(cg, C->n - 1)
+      : LLVMBuildNSWSub(cg->b, cg_dim(cg, C->n), cg_i64(cg, 1), "");
+  return LLVMBuildNSWSub(cg->b, last, j, "");
+}
 
 static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
                      LLVMValueRef *vals, void *ctx) {
   Cum *C = ctx;
   LLVMValueRef acc = cg_ops_splat(cg, cg_const(cg, C->dt, 0), lanes);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, C->n),
                                  &acc, 1);
-  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
+  j = cum_step(cg, C, j);
   LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
   LLVMValueRef x = cg_ops_vload(cg, C->dt, vals[1], idx, lanes);
   LLVMValueRef nxt = cg_ops_combine(cg, C->dt, CG_RED_SUM, acc, x);
@@ -704,8 +713,7 @@ static void cum_row(Cg *cg, CumRow *R, int64_t cnt) {
 
 static LLVMValueRef cum_row_off(Cg *cg, Cum *C, LLVMValueRef base,
                                 LLVMValueRef j) {
-  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
-  return add64(cg, base, mulc(cg, j, C->inner));
+  return add64(cg, base, mulc(cg, cum_step(cg, C, j), C->inner));
 }
 
 static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
@@ -714,7 +722,7 @@ static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
   R->row = cum_row_off(cg, C, base, cg_i64(cg, 0));
   cum_row(cg, R, cnt);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 1), cg_i64(cg, C->n),
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 1), cg_dim(cg, C->n),
                                  NULL, 0);
   R->row = cum_row_off(cg, C, base, j);
   R->prev = cum_row_off(cg, C, base,
@@ -723,17 +731,29 @@ static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
   cg_loop_end(cg, &l, NULL);
 }
 
+/* outer: a size; a unit writes its first row unconditionally, so a
+ * dynamic n runs no unit when it is 0. */
 static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
   int64_t nb = (C->inner + CUM_CB - 1) / CUM_CB, tail = C->inner % CUM_CB;
-  int64_t units = outer * nb;
+  int64_t units, n_inner;
+  DimStatus st = dim_mul(cg->ctx, outer, nb, &units);
+  if (st == DIM_OK) st = dim_mul(cg->ctx, C->n, C->inner, &n_inner);
+  RLX_ASSERT(st == DIM_OK);
+  LLVMValueRef nu = cg_dim(cg, units);
+  if (!dim_is_static(C->n))
+    nu = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT,
+                                              cg_dim(cg, C->n),
+                                              cg_i64(cg, 0), ""),
+                         nu, cg_i64(cg, 0), "");
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, C->n * CUM_CB), vals, 2,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, nu,
+                                cg_grain(dim_bound(units),
+                                         dim_bound(C->n) * CUM_CB),
+                                vals, 2, true);
   CumRow R = {C, vals[0], vals[1], NULL, NULL};
   LLVMValueRef o = LLVMBuildSDiv(cg->b, u, cg_i64(cg, nb), "");
   LLVMValueRef blk = LLVMBuildSRem(cg->b, u, cg_i64(cg, nb), "");
-  LLVMValueRef base = add64(cg, mulc(cg, o, C->n * C->inner),
+  LLVMValueRef base = add64(cg, cg_mul_dim(cg, o, n_inner),
                             mulc(cg, blk, CUM_CB));
   if (tail == 0) {
     cum_unit(cg, &R, base, CUM_CB);
@@ -757,13 +777,13 @@ static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
   if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
-  int64_t outer, len, inner;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
-                    &inner);
-  if (type_numel(&n->type) == 0) return true;
+  int64_t outer, len, inner; /* sizes; inner static (cum_dyn) */
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (outer == 0 || len == 0 || inner == 0) return true;
   Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (inner > 1 && dt != DT_F16 && dt != DT_BF16 && len > 0)
+  if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
     cum_rows(cg, &C, outer, vals);
   else /* rows, or f16/bf16: carry each column in f32 */
     cg_ops_cols(cg, dt, outer, len, inner, 1, vals, 2, cum_body, &C);
@@ -857,7 +877,18 @@ static const char *smx_dyn(const Node *n) {
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
                                       smx_dyn};
-const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, NULL};
+/* Dynamic sizes: the cumsum axis and those before it (run-time trip
+ * counts); the later axes static (the row segments). */
+const char *cg_cum_dyn(const Node *n) {
+  const Type *t = &n->type;
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  for (int d = (int)(ax < 0 ? ax + t->rank : ax) + 1; d < t->rank; d++)
+    if (!dim_is_static(t->dims[d]))
+      return "a dynamic axis after the cumsum axis";
+  return NULL;
+}
+
+const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, cg_cum_dyn};
 static const char *xent_dyn(const Node *n) {
   return cg_dyn_leading(&n->in[0]->type) ? NULL
                                          : "a dynamic number of classes";

@@ -222,10 +222,30 @@ def attnb(rng):
     return [q, k, w, dout], [0, 1, 3, 5], run
 
 
+def cum(rng):
+    t_max = 21
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, s = f32(2, t_max, 16), f32(t_max, 3), f32(2, t_max)
+    cut1 = lambda a, t: a[:, :t]
+
+    def suffix(a, axis, exclusive=False):
+        c = np.flip(np.cumsum(np.flip(a, axis), axis), axis)
+        return c - a if exclusive else c
+
+    def run(t):
+        X, R, S = x[:, :t].astype(F64), r[:t].astype(F64), s[:, :t].astype(F64)
+        a = np.cumsum(X, axis=1)
+        return [a, a - X, np.cumsum(X, axis=2), suffix(X, 1),
+                np.cumsum(R, axis=0), suffix(R, 0, True), np.cumsum(S, axis=1),
+                suffix(S, 1)]
+    return [PerSize(x, cut1), r, PerSize(s, cut1)], [0, 1, 13, t_max], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
-                       ("norms", norms), ("seq", seq), ("attnb", attnb)]:
+                       ("norms", norms), ("seq", seq), ("attnb", attnb),
+                       ("cum", cum)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
