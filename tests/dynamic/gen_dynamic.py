@@ -226,7 +226,15 @@ def cum(rng):
     t_max = 21
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     x, r, s = f32(2, t_max, 16), f32(t_max, 3), f32(2, t_max)
+    h0, xs, w = f32(2, 4), f32(t_max, 2, 4), f32(4, 4) * 0.5
     cut1 = lambda a, t: a[:, :t]
+
+    def scan(t, reverse=False):
+        h, W, hs = h0.astype(F64), w.astype(F64), []
+        for k in reversed(range(t)) if reverse else range(t):
+            h = np.tanh(h @ W + xs[k])
+            hs.append(h)
+        return np.array(hs).reshape(t, 2, 4), h
 
     def suffix(a, axis, exclusive=False):
         c = np.flip(np.cumsum(np.flip(a, axis), axis), axis)
@@ -237,8 +245,9 @@ def cum(rng):
         a = np.cumsum(X, axis=1)
         return [a, a - X, np.cumsum(X, axis=2), suffix(X, 1),
                 np.cumsum(R, axis=0), suffix(R, 0, True), np.cumsum(S, axis=1),
-                suffix(S, 1)]
-    return [PerSize(x, cut1), r, PerSize(s, cut1)], [0, 1, 13, t_max], run
+                suffix(S, 1), scan(t)[0], scan(t, True)[1]]
+    return ([PerSize(x, cut1), r, PerSize(s, cut1), h0, xs, w],
+            [0, 1, 13, t_max], run)
 
 
 def main():
