@@ -46,6 +46,10 @@ typedef struct {
   Node *leaf[MAX_LEAVES];
   Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
+  /* a leaf filling part of a dynamic view's axis 0 (dyn_view): its row
+   * of row r is (r / div) % mod (sizes; 1: no division, 0: no modulo) */
+  int64_t div[MAX_LEAVES], mod[MAX_LEAVES];
+  bool part; /* some leaf has one: the view's axis 0 stays alone */
   LLVMValueRef ptr[MAX_LEAVES];
   EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
   unsigned gen;          /* memo entries of this element have it */
@@ -90,6 +94,15 @@ static bool collect(Ew *e, Node *n) {
   return cg_ew_check(e->cg, n);
 }
 
+/* Leaf l's row of the loop's axis 0 (e->div, e->mod). */
+static LLVMValueRef part_row(Ew *e, int l) {
+  Cg *cg = e->cg;
+  LLVMValueRef r = e->idx[0];
+  if (e->div[l] != 1) r = LLVMBuildSDiv(cg->b, r, cg_dim(cg, e->div[l]), "");
+  if (e->mod[l]) r = LLVMBuildSRem(cg->b, r, cg_dim(cg, e->mod[l]), "");
+  return r;
+}
+
 static LLVMValueRef value(Ew *e, Node *n) {
   Cg *cg = e->cg;
   EwEntry *t = entry(e, n);
@@ -108,7 +121,8 @@ static LLVMValueRef value(Ew *e, Node *n) {
     for (int d = 0; !(e->flat && e->full[l]) && d < e->ndim; d++)
       if (e->stride[l][d])
         off = LLVMBuildNSWAdd(cg->b, off,
-                              LLVMBuildNSWMul(cg->b, e->idx[d],
+                              LLVMBuildNSWMul(cg->b, d ? e->idx[d]
+                                                       : part_row(e, l),
                                               cg_i64(cg, e->stride[l][d]),
                                               ""),
                               "");
@@ -128,33 +142,52 @@ static void ew_init(Ew *e, Cg *cg, Node *root) {
 /* ---- dynamic sizes after axis 0 ----
  * With L the last dynamic axis of the result t, axes 0..L act as one
  * axis of their product's size: the view of t has rank t->rank - L.
- * Each operand u either fills those axes (t's sizes there) or
- * broadcasts over all of them (size 1 or absent); then every stride of
- * the views is static. */
+ * Each operand u either broadcasts over all of them (size 1 or absent)
+ * or has t's sizes on one run j0..j1 of them and 1 around it: then row
+ * r of the view reads u's row (r / div) % mod, with div the product of
+ * t's sizes after j1 and mod that of the run (`[?t, C] + [?b, ?t, C]`:
+ * r % ?t; `[?b, 1, C]`: r / ?t); it fills them when the run covers
+ * every axis of t above 1. Every stride of the views is static. */
 static int last_dynamic(const Type *t) {
   int l = t->rank - 1;
   while (l >= 0 && dim_is_static(t->dims[l])) l--;
   return l;
 }
 
-/* u's view against t's (false: u neither fills nor broadcasts over
- * t's axes 0..L); c NULL: only that check, v's size 0 left unset.
- * Operands are checked by ew_dyn before emission. */
-static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L,
-                     Type *v) {
-  int off = t->rank - u->rank;
-  bool fill = true, bcast = true;
-  int64_t rows = 1;
+/* u's view against t's, and u's div and mod (false: u is not one run
+ * of t's axes 0..L, above); c NULL: only that check, v's size 0, div
+ * and mod left unset. Operands are checked by ew_dyn before emission. */
+static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L, Type *v,
+                     int64_t *div, int64_t *mod) {
+  int off = t->rank - u->rank, j0 = -1, j1 = -1;
+  bool ended = false;
   for (int j = 0; j <= L; j++) {
     int64_t d = j < off ? 1 : u->dims[j - off];
-    fill &= d == t->dims[j];
-    bcast &= d == 1;
-    if (fill && c && dim_mul(c, rows, d, &rows) != DIM_OK) return false;
+    if (t->dims[j] == 1) continue;
+    if (d == 1) {
+      ended = j0 >= 0;
+      continue;
+    }
+    if (d != t->dims[j] || ended) return false;
+    if (j0 < 0) j0 = j;
+    j1 = j;
   }
-  if (!fill && !bcast) return false;
   *v = *u;
   v->rank = t->rank - L;
-  v->dims[0] = fill ? rows : 1;
+  if (c) {
+    int64_t before = 1, run = 1, after = 1, rows;
+    for (int j = 0; j <= L; j++) {
+      int64_t *p = j < j0 ? &before : j <= j1 ? &run : &after;
+      DimStatus st = dim_mul(c, *p, t->dims[j], p);
+      RLX_ASSERT(st == DIM_OK);
+    }
+    DimStatus st = dim_mul(c, before, run, &rows);
+    if (st == DIM_OK) st = dim_mul(c, rows, after, &rows);
+    RLX_ASSERT(st == DIM_OK);
+    *div = j0 < 0 ? 1 : after;
+    *mod = j0 < 0 || before == 1 ? 0 : run;
+    v->dims[0] = j0 < 0 ? 1 : rows; /* a row stride as if u filled t */
+  }
   for (int i = 1; i < v->rank; i++)
     v->dims[i] = L + i < off ? 1 : u->dims[L + i - off];
   return true;
@@ -168,13 +201,17 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   for (int l = 0; l < e->nleaf; l++) lt[l] = &e->leaf[l]->type;
   Type view[MAX_LEAVES + 1];
   int L = last_dynamic(t);
+  for (int l = 0; l < e->nleaf; l++) e->div[l] = 1, e->mod[l] = 0;
   if (L > 0) { /* the views (ew_dyn checked that they exist) */
     for (int l = 0; l < e->nleaf; l++) {
-      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1]);
+      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1], &e->div[l],
+                         &e->mod[l]);
       RLX_ASSERT(ok);
+      e->part |= e->div[l] != 1 || e->mod[l];
       lt[l] = &view[l + 1];
     }
-    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0]);
+    int64_t div, mod;
+    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0], &div, &mod);
     RLX_ASSERT(ok);
     t = &view[0];
   }
@@ -183,7 +220,7 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   int k = 0;
   for (int d = 0; d < t->rank; d++) {
     if (t->dims[d] == 1) continue;
-    bool merge = k > 0;
+    bool merge = k > 0 && !(k == 1 && e->part);
     for (int l = 0; merge && l <= e->nleaf; l++) {
       int64_t *prev = l ? e->stride[l - 1] : ostr;
       if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
@@ -241,7 +278,7 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
  * once. A root with leaves beyond the body's arguments is not cached
  * (the body would address them through the plan). */
 #define EW_KEY_MAX \
-  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (3 + RLX_MAX_RANK) + \
+  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (5 + RLX_MAX_RANK) + \
    CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
 
 typedef struct {
@@ -265,6 +302,7 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
     bool sp = splat_leaf(e->leaf[l]);
     if (map[l] < 0 && !sp) return false;
     key[m++] = map[l], key[m++] = e->leaf[l]->type.dt, key[m++] = sp;
+    key[m++] = e->div[l], key[m++] = e->mod[l];
     for (int d = 0; d < k; d++) key[m++] = e->stride[l][d];
     if (sp) q->cmp[c++] = e->leaf[l];
   }
@@ -422,8 +460,9 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
 /* Dynamic sizes: in axis 0 of n and of operands of n's rank, so every
  * stride is static and the loop's outer trip count (the first coalesced
  * dim, which absorbs axis 0) is the one run-time size; or in later axes
- * too, where every operand fills or broadcasts over n's axes up to the
- * last dynamic one (dyn_view: [?b, ?t, C] + [C], not + [?t, C]). */
+ * too, where every operand broadcasts over n's axes up to the last
+ * dynamic one or has n's sizes on one run of them (dyn_view: [?b, ?t,
+ * C] + [C], + [?t, C] or + [?b, 1, C]; not [?b, 1, ?s] + [?b, ?t, ?s]). */
 static const char *ew_dyn(const Node *n) {
   const Type *t = &n->type;
   int L = last_dynamic(t);
@@ -432,11 +471,12 @@ static const char *ew_dyn(const Node *n) {
     Type v;
     if (L <= 0 ? !cg_dyn_leading(u) ||
                      (!type_is_static(u) && u->rank != t->rank)
-               : !dyn_view(NULL, u, t, L, &v))
+               : !dyn_view(NULL, u, t, L, &v, NULL, NULL))
       return L <= 0 ? "an operand with a dynamic size outside its "
                       "result's axis 0"
-                    : "an operand that neither fills nor broadcasts over "
-                      "the axes up to the last dynamic one";
+                    : "an operand whose sizes up to the result's last "
+                      "dynamic axis are not one run of the result's with "
+                      "1s around it";
   }
   return NULL;
 }

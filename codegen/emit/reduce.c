@@ -60,9 +60,9 @@ typedef struct {
   LLVMValueRef y, x;  /* output, input (body copies) */
 } Red;
 
-/* Dynamic sizes (red_dyn): the dynamic axes are in group 0 (the axes
- * up to the last dynamic one are all reduced or all kept), so only
- * group 0 is dynamic and the strides stay static. */
+/* Sizes and strides are sizes (dim_mul): with dynamic axes, any group
+ * and the strides of the groups before the last dynamic one may be
+ * dynamic (read at run time). */
 static void rshape(Ctx *c, const Node *n, RShape *s) {
   const Type *t = &n->in[0]->type;
   bool red[RLX_MAX_RANK] = {false};
@@ -97,9 +97,9 @@ static void rshape(Ctx *c, const Node *n, RShape *s) {
     s->istr[i] = is;
     s->ostr[i] = s->red[i] ? 0 : os;
     s->nred += s->red[i];
-    if (i == 0) break; /* group 0's size may be dynamic */
-    is *= s->size[i];
-    if (!s->red[i]) os *= s->size[i];
+    DimStatus st = dim_mul(c, is, s->size[i], &is);
+    if (st == DIM_OK && !s->red[i]) st = dim_mul(c, os, s->size[i], &os);
+    RLX_ASSERT(st == DIM_OK); /* factors of the element counts */
   }
 }
 
@@ -140,7 +140,7 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   RShape *s = &R->s;
   bool last = d == s->nd - 1;
   if (last && s->red[d] && !dim_is_static(s->size[d])) {
-    /* a dynamic row (only when it is the one group): in order, scalar */
+    /* a dynamic row: in order, scalar */
     LLVMValueRef acc = cg_ops_red_init(cg, R->dt, R->r);
     CgLoop l;
     LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0),
@@ -164,8 +164,8 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   }
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, b, e, NULL, 0);
-  LLVMValueRef ii = add64(cg, ioff, mulc(cg, j, s->istr[d]));
-  LLVMValueRef oi = add64(cg, ooff, mulc(cg, j, s->ostr[d]));
+  LLVMValueRef ii = add64(cg, ioff, cg_mul_dim(cg, j, s->istr[d]));
+  LLVMValueRef oi = add64(cg, ooff, cg_mul_dim(cg, j, s->ostr[d]));
   if (last) {
     LLVMValueRef v = cg_ops_combine(cg, R->dt, R->r,
                                     cg_load(cg, R->dt, R->y, oi),
@@ -196,7 +196,8 @@ static int red_key(const Red *R, int64_t *key, int kind, int64_t aux) {
 #define RED_KEY_MAX (10 + 4 * RLX_MAX_RANK)
 
 /* y[i] = v(i) for the whole output (serial, vectorizable), in a body of
- * its own so that the graph function stays free of loops (graph_fn.c). */
+ * its own so that the graph function stays free of loops (graph_fn.c).
+ * numel: a size. */
 static void red_fill(Red *R, int64_t numel, bool divide) {
   Cg *cg = R->cg;
   LLVMValueRef y = R->y;
@@ -206,7 +207,7 @@ static void red_fill(Red *R, int64_t numel, bool divide) {
   CgPar par;
   cg_par_begin(cg, &par, cg_i64(cg, 1), 0, &y, 1, true);
   CgLoop l;
-  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, numel),
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, numel),
                                  NULL, 0);
   LLVMValueRef v = divide ? div_count(R, cg_load(cg, R->dt, y, i))
                           : cg_ops_red_init(cg, R->dt, R->r);
@@ -295,10 +296,9 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
   cg_par_end(cg, &par);
 }
 
-/* Dynamic sizes (red_dyn): group 0 holds the dynamic axes, kept or
- * reduced; the count of a mean is then a run-time value. Fills and the
- * mean's division cover the output, which is static when group 0 is
- * reduced and otherwise walked by the reduction itself. */
+/* Dynamic sizes (red_dyn): in any group, kept or reduced; the count of
+ * a mean may then be a run-time value, and so may the output's size
+ * that fills and the mean's division cover. */
 static bool red_dyn_emit(Red *R, Node *n) {
   Cg *cg = R->cg;
   RShape *s = &R->s;
@@ -316,40 +316,20 @@ static bool red_dyn_emit(Red *R, Node *n) {
   if (dim_is_static(cnt)) R->count = (double)cnt;
   else R->dcount = cnt;
   int64_t in_bound = type_bytes_bound(&n->in[0]->type) / dt_size(R->dt);
-  bool kept0 = !s->red[0];
-  RLX_ASSERT(R->direct || !kept0); /* red_dyn: a kept dynamic group 0 is
-                                      followed by reduced groups only */
-  if (!R->direct) red_fill(R, type_numel(&n->type), false);
+  int64_t out;
+  DimStatus st = type_numel_dim(cg->ctx, &n->type, &out);
+  RLX_ASSERT(st == DIM_OK);
+  if (!R->direct) red_fill(R, out, false);
   red_parallel(R, in_bound);
-  if (!R->direct && R->mean) red_fill(R, type_numel(&n->type), true);
+  if (!R->direct && R->mean) red_fill(R, out, true);
   return true;
 }
 
+/* Dynamic sizes: any axes, reduced or kept; not f16/bf16 (red_scalar
+ * decodes static kept sizes). */
 static const char *red_dyn(const Node *n) {
-  const Type *t = &n->in[0]->type;
   DType dt = n->type.dt;
-  if (dt == DT_F16 || dt == DT_BF16) return "f16/bf16 values";
-  int last = t->rank - 1; /* the last dynamic axis */
-  while (last > 0 && dim_is_static(t->dims[last])) last--;
-  int k;
-  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
-  bool red0 = ax == NULL, all_rest = true, some_rest = false, seen = false;
-  for (int d = 0; d < t->rank; d++) {
-    bool r = ax == NULL;
-    for (int i = 0; ax && i < k; i++)
-      r |= (ax[i] < 0 ? ax[i] + t->rank : ax[i]) == d;
-    if (d <= last) { /* one group 0 (rshape): all reduced or all kept */
-      if (t->dims[d] == 1 && d > 0) continue;
-      if (seen && r != red0)
-        return "the axes up to the last dynamic one partly reduced";
-      red0 = r, seen = true;
-    } else if (t->dims[d] != 1) {
-      all_rest &= r, some_rest |= r;
-    }
-  }
-  if (!red0 && !(all_rest && some_rest))
-    return "the dynamic axes kept, but not every later axis reduced";
-  return NULL;
+  return dt == DT_F16 || dt == DT_BF16 ? "f16/bf16 values" : NULL;
 }
 
 static bool cg_emit_reduce(Cg *cg, Node *n) {

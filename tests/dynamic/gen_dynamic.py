@@ -250,11 +250,32 @@ def cum(rng):
             [0, 1, 13, t_max], run)
 
 
+def bcast(rng):
+    t_max = 21
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, p, s = f32(2, t_max, 16), f32(t_max, 16), f32(2, t_max, t_max)
+    r, c = f32(2, t_max, 1), f32(t_max, 1)
+    cut1 = lambda a, t: a[:, :t]
+
+    def run(t):
+        X, P, S = x[:, :t].astype(F64), p[:t].astype(F64), s[:, :t, :t]
+        R, C = r[:, :t].astype(F64), c[:t].astype(F64)
+        y = X + P
+        z = (S.astype(F64) - R) * C
+        with np.errstate(invalid="ignore"):
+            gm = S.astype(F64).mean(axis=1) if t else np.zeros((2, 0))
+        gk = z.max(axis=0, keepdims=True) if t else np.zeros((1, 0, 0))
+        return [y, z, np.broadcast_to(P, (2, t, 16)), y.sum(axis=0),
+                z.sum(axis=(0, 2)), gm, gk]
+    return ([PerSize(x, cut1), p, PerSize(s, lambda a, t: a[:, :t, :t]),
+             PerSize(r, cut1), c], [0, 1, 13, t_max], run)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
-                       ("cum", cum)]:
+                       ("cum", cum), ("bcast", bcast)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
