@@ -137,6 +137,7 @@ static void ew_init(Ew *e, Cg *cg, Node *root) {
   e->cg = cg;
   e->root = root;
   e->gen = 1;
+  for (int l = 0; l < MAX_LEAVES; l++) e->div[l] = 1; /* mod: 0 */
 }
 
 /* ---- dynamic sizes after axis 0 ----
@@ -201,7 +202,6 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   for (int l = 0; l < e->nleaf; l++) lt[l] = &e->leaf[l]->type;
   Type view[MAX_LEAVES + 1];
   int L = last_dynamic(t);
-  for (int l = 0; l < e->nleaf; l++) e->div[l] = 1, e->mod[l] = 0;
   if (L > 0) { /* the views (ew_dyn checked that they exist) */
     for (int l = 0; l < e->nleaf; l++) {
       bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1], &e->div[l],
