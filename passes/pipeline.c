@@ -199,20 +199,19 @@ static bool ad_dynamic_op(Op op) {
   }
 }
 
-/* Attention's forward-mode and second-order rules expand it through
- * Lq x Lk matrices built with static sizes: with dynamic sizes --jvp
- * and --hvp refuse it (reverse mode emits attention_backward). */
-static bool ad_dynamic_forward_op(Op op) {
-  return ad_dynamic_op(op) && op != OP_ATTENTION &&
-         op != OP_ATTENTION_BACKWARD;
-}
-
 /* The op, and for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape). */
+ * gather_backward into zeros of the table's shape). Attention's
+ * forward-mode and second-order rules expand it through Lq x Lk
+ * matrices (ad_attention_expand): with dynamic sizes --jvp and --hvp
+ * take it in the heads layout [B, H, L, D] only, whose expansion needs
+ * no transpose but of the last two axes (reverse mode emits
+ * attention_backward, any layout). */
 static bool ad_dynamic_node(const Node *n, bool fwd) {
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
-  return fwd ? ad_dynamic_forward_op(n->op) : ad_dynamic_op(n->op);
+  if (fwd && (n->op == OP_ATTENTION || n->op == OP_ATTENTION_BACKWARD))
+    return n->in[0]->type.rank == 4;
+  return ad_dynamic_op(n->op);
 }
 
 /* True: stop the pipeline (after a diagnostic). */

@@ -438,6 +438,37 @@ static void smx_rows(Cg *cg, Smx *S, int64_t outer, int64_t n,
   cg_par_end(cg, &par);
 }
 
+/* Rows of a dynamic length n (a size): scalar passes in order (max,
+ * sum of exp, write); outer: a size. */
+static void smx_rows_dyn(Cg *cg, Smx *S, int64_t outer, int64_t n,
+                         LLVMValueRef *vals) {
+  CgPar par;
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_dim(cg, outer),
+                                cg_grain(dim_bound(outer), 3 * dim_bound(n)),
+                                vals, 2, true);
+  S->y = vals[0];
+  LLVMValueRef x = vals[1], len = cg_dim(cg, n);
+  LLVMValueRef off = LLVMBuildNSWMul(cg->b, o, len, ""), zero = cg_i64(cg, 0);
+  LLVMValueRef acc[2] = {cg_ops_red_init(cg, S->dt, CG_RED_MAX),
+                         cg_const(cg, S->dt, 0)};
+  for (int pass = 0; pass < 3; pass++) {
+    CgLoop l;
+    LLVMValueRef j = cg_loop_begin(cg, &l, zero, len,
+                                   pass < 2 ? &acc[pass] : NULL, pass < 2);
+    LLVMValueRef at = add64(cg, off, j), v = cg_load(cg, S->dt, x, at);
+    if (pass == 0)
+      acc[0] = cg_ops_combine(cg, S->dt, CG_RED_MAX, acc[0], v);
+    else if (pass == 1)
+      acc[1] = LLVMBuildFAdd(cg->b, acc[1], smx_exp(cg, v, at, 1, S), "");
+    else
+      cg_store(cg, S->dt, S->y, at, smx_out(cg, v, at, 1, S));
+    cg_loop_end(cg, &l, pass < 2 ? &acc[pass] : NULL);
+    if (pass == 0) S->m = acc[0];
+    if (pass == 1) S->s = acc[1];
+  }
+  cg_par_end(cg, &par);
+}
+
 /* ---- softmax over an outer axis: row passes with per-unit scratch ----
  * A unit is (o, block of SMX_CB columns); its running max m[] and sum
  * s[] live in the node's scratch (compute dtype), so every pass streams
@@ -598,7 +629,10 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
       DimStatus st = dim_mul(cg->ctx, outer, t->dims[d], &outer);
       RLX_ASSERT(st == DIM_OK);
     }
-    if (t->dims[ax] > 0) smx_rows(cg, &S, outer, t->dims[ax], vals);
+    if (!dim_is_static(t->dims[ax]))
+      smx_rows_dyn(cg, &S, outer, t->dims[ax], vals);
+    else if (t->dims[ax] > 0)
+      smx_rows(cg, &S, outer, t->dims[ax], vals);
     return true;
   }
   cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
@@ -849,10 +883,18 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
-/* Dynamic sizes: rows (the axis and every later one static, the later
- * ones of size 1) under dynamic axes before it. */
+/* Dynamic sizes: rows (every axis after the softmax axis of size 1)
+ * under dynamic axes before it; the row itself dynamic too (f32, f64:
+ * smx_rows_dyn). */
 static const char *smx_dyn(const Node *n) {
-  return cg_dyn_rows(n, &n->type);
+  const Type *t = &n->type;
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  ax += ax < 0 ? t->rank : 0;
+  if (dim_is_static(t->dims[ax]) || (t->dt != DT_F32 && t->dt != DT_F64))
+    return cg_dyn_rows(n, t);
+  for (int64_t d = ax + 1; d < t->rank; d++)
+    if (t->dims[d] != 1) return "an axis other than the last";
+  return NULL;
 }
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,

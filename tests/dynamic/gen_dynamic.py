@@ -258,15 +258,19 @@ def bcast(rng):
     cut1 = lambda a, t: a[:, :t]
 
     def run(t):
-        X, P, S = x[:, :t].astype(F64), p[:t].astype(F64), s[:, :t, :t]
+        X, P = x[:, :t].astype(F64), p[:t].astype(F64)
+        S = s[:, :t, :t].astype(F64)
         R, C = r[:, :t].astype(F64), c[:t].astype(F64)
         y = X + P
-        z = (S.astype(F64) - R) * C
+        z = (S - R) * C
         with np.errstate(invalid="ignore"):
-            gm = S.astype(F64).mean(axis=1) if t else np.zeros((2, 0))
+            gm = S.mean(axis=1) if t else np.zeros((2, 0))
         gk = z.max(axis=0, keepdims=True) if t else np.zeros((1, 0, 0))
+        e = np.exp(S - S.max(axis=-1, keepdims=True)) if t else S
+        sm = e / e.sum(axis=-1, keepdims=True) if t else S
         return [y, z, np.broadcast_to(P, (2, t, 16)), y.sum(axis=0),
-                z.sum(axis=(0, 2)), gm, gk]
+                z.sum(axis=(0, 2)), gm, gk, sm, sm @ X,
+                X @ X.transpose(0, 2, 1)]
     return ([PerSize(x, cut1), p, PerSize(s, lambda a, t: a[:, :t, :t]),
              PerSize(r, cut1), c], [0, 1, 13, t_max], run)
 
