@@ -33,6 +33,14 @@
  * over EW_SLOTS > 2 * (CG_MAX_GROUP_NODES + MAX_LEAVES) entries: a
  * tree's tables cost its size, not the graph's. */
 #define EW_SLOTS 512
+
+/* A leaf's row of row r of a dynamic view (dyn_view): the sum over its
+ * n runs of ((r / div) % mod) * mul (sizes; mod 0: no modulo); n = 0:
+ * r itself. */
+typedef struct {
+  int n;
+  int64_t div[RLX_MAX_RANK], mod[RLX_MAX_RANK], mul[RLX_MAX_RANK];
+} EwRuns;
 typedef struct {
   int id, leaf, pos; /* pos: inner node's place in Ew.inner */
   unsigned gen;
@@ -46,10 +54,8 @@ typedef struct {
   Node *leaf[MAX_LEAVES];
   Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
-  /* a leaf filling part of a dynamic view's axis 0 (dyn_view): its row
-   * of row r is (r / div) % mod (sizes; 1: no division, 0: no modulo) */
-  int64_t div[MAX_LEAVES], mod[MAX_LEAVES];
-  bool part; /* some leaf has one: the view's axis 0 stays alone */
+  EwRuns runs[MAX_LEAVES]; /* dyn_view: each leaf's row of view row r */
+  bool part; /* some leaf has runs: the view's axis 0 stays alone */
   LLVMValueRef ptr[MAX_LEAVES];
   EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
   unsigned gen;          /* memo entries of this element have it */
@@ -94,13 +100,21 @@ static bool collect(Ew *e, Node *n) {
   return cg_ew_check(e->cg, n);
 }
 
-/* Leaf l's row of the loop's axis 0 (e->div, e->mod). */
+/* Leaf l's row of the loop's axis 0 (e->runs). */
 static LLVMValueRef part_row(Ew *e, int l) {
   Cg *cg = e->cg;
-  LLVMValueRef r = e->idx[0];
-  if (e->div[l] != 1) r = LLVMBuildSDiv(cg->b, r, cg_dim(cg, e->div[l]), "");
-  if (e->mod[l]) r = LLVMBuildSRem(cg->b, r, cg_dim(cg, e->mod[l]), "");
-  return r;
+  const EwRuns *rs = &e->runs[l];
+  LLVMValueRef row = rs->n ? NULL : e->idx[0];
+  for (int k = 0; k < rs->n; k++) {
+    LLVMValueRef r = e->idx[0];
+    if (rs->div[k] != 1)
+      r = LLVMBuildSDiv(cg->b, r, cg_dim(cg, rs->div[k]), "");
+    if (rs->mod[k])
+      r = LLVMBuildSRem(cg->b, r, cg_dim(cg, rs->mod[k]), "");
+    r = cg_mul_dim(cg, r, rs->mul[k]);
+    row = row ? LLVMBuildNSWAdd(cg->b, row, r, "") : r;
+  }
+  return row;
 }
 
 static LLVMValueRef value(Ew *e, Node *n) {
@@ -137,57 +151,66 @@ static void ew_init(Ew *e, Cg *cg, Node *root) {
   e->cg = cg;
   e->root = root;
   e->gen = 1;
-  for (int l = 0; l < MAX_LEAVES; l++) e->div[l] = 1; /* mod: 0 */
 }
 
 /* ---- dynamic sizes after axis 0 ----
  * With L the last dynamic axis of the result t, axes 0..L act as one
  * axis of their product's size: the view of t has rank t->rank - L.
- * Each operand u either broadcasts over all of them (size 1 or absent)
- * or has t's sizes on one run j0..j1 of them and 1 around it: then row
- * r of the view reads u's row (r / div) % mod, with div the product of
- * t's sizes after j1 and mod that of the run (`[?t, C] + [?b, ?t, C]`:
- * r % ?t; `[?b, 1, C]`: r / ?t); it fills them when the run covers
- * every axis of t above 1. Every stride of the views is static. */
+ * An operand u that broadcasts over all of them (size 1 or absent)
+ * reads row 0 of its view; one with t's sizes on all of them reads row
+ * r at view row r; otherwise its sizes there form runs of t's with 1s
+ * between them, and row r reads u's row sum((r / div) % mod * mul) over
+ * the runs, div the product of t's sizes after the run, mod that of the
+ * run and mul that of u's sizes after it (`[?t, C] + [?b, ?t, C]`:
+ * r % ?t; `[?b, 1, C]`: r / ?t; a mask `[b, 1, 1, ?k]` against `[b, h,
+ * ?q, ?k]`: (r / (h ?q ?k)) ?k + r % ?k). Every stride of the views is
+ * static. */
 static int last_dynamic(const Type *t) {
   int l = t->rank - 1;
   while (l >= 0 && dim_is_static(t->dims[l])) l--;
   return l;
 }
 
-/* u's view against t's, and u's div and mod (false: u is not one run
- * of t's axes 0..L, above); c NULL: only that check, v's size 0, div
- * and mod left unset. Operands are checked by ew_dyn before emission. */
+static void mul_dim(Ctx *c, int64_t *p, int64_t d) {
+  DimStatus st = dim_mul(c, *p, d, p);
+  RLX_ASSERT(st == DIM_OK); /* factors of t's element count */
+}
+
+/* u's view against t's, and u's runs (false: u does not broadcast to
+ * t); c NULL: only that check, v's size 0 and the runs left unset.
+ * Operands are checked by ew_dyn before emission. */
 static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L, Type *v,
-                     int64_t *div, int64_t *mod) {
-  int off = t->rank - u->rank, j0 = -1, j1 = -1;
-  bool ended = false;
+                     EwRuns *rs) {
+  int off = t->rank - u->rank;
+  bool filled = false;
   for (int j = 0; j <= L; j++) {
     int64_t d = j < off ? 1 : u->dims[j - off];
-    if (t->dims[j] == 1) continue;
-    if (d == 1) {
-      ended = j0 >= 0;
-      continue;
-    }
-    if (d != t->dims[j] || ended) return false;
-    if (j0 < 0) j0 = j;
-    j1 = j;
+    if (d != 1 && d != t->dims[j]) return false;
+    filled |= d != 1;
   }
   *v = *u;
   v->rank = t->rank - L;
-  if (c) {
-    int64_t before = 1, run = 1, after = 1, rows;
-    for (int j = 0; j <= L; j++) {
-      int64_t *p = j < j0 ? &before : j <= j1 ? &run : &after;
-      DimStatus st = dim_mul(c, *p, t->dims[j], p);
-      RLX_ASSERT(st == DIM_OK);
+  if (c) { /* the runs from the last axis up; tn, un: sizes after j */
+    int64_t tn = 1, un = 1;
+    bool open = false;
+    rs->n = 0;
+    for (int j = L; j >= 0; j--) {
+      int64_t d = j < off ? 1 : u->dims[j - off];
+      if (t->dims[j] == 1) continue;
+      if (d != 1 && !open) {
+        int k = rs->n++;
+        rs->div[k] = tn, rs->mod[k] = 1, rs->mul[k] = un;
+      }
+      open = d != 1;
+      if (open) mul_dim(c, &rs->mod[rs->n - 1], d), mul_dim(c, &un, d);
+      mul_dim(c, &tn, t->dims[j]);
     }
-    DimStatus st = dim_mul(c, before, run, &rows);
-    if (st == DIM_OK) st = dim_mul(c, rows, after, &rows);
-    RLX_ASSERT(st == DIM_OK);
-    *div = j0 < 0 ? 1 : after;
-    *mod = j0 < 0 || before == 1 ? 0 : run;
-    v->dims[0] = j0 < 0 ? 1 : rows; /* a row stride as if u filled t */
+    int64_t top = 1; /* the outermost run needs no modulo */
+    if (rs->n) mul_dim(c, &top, rs->div[rs->n - 1]);
+    if (rs->n) mul_dim(c, &top, rs->mod[rs->n - 1]);
+    if (rs->n && top == tn) rs->mod[rs->n - 1] = 0;
+    if (rs->n == 1 && rs->div[0] == 1 && !rs->mod[0]) rs->n = 0; /* fills */
+    v->dims[0] = filled ? tn : 1; /* a row stride as if u filled t */
   }
   for (int i = 1; i < v->rank; i++)
     v->dims[i] = L + i < off ? 1 : u->dims[L + i - off];
@@ -204,14 +227,14 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   int L = last_dynamic(t);
   if (L > 0) { /* the views (ew_dyn checked that they exist) */
     for (int l = 0; l < e->nleaf; l++) {
-      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1], &e->div[l],
-                         &e->mod[l]);
+      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1],
+                         &e->runs[l]);
       RLX_ASSERT(ok);
-      e->part |= e->div[l] != 1 || e->mod[l];
+      e->part |= e->runs[l].n > 0;
       lt[l] = &view[l + 1];
     }
-    int64_t div, mod;
-    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0], &div, &mod);
+    EwRuns self;
+    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0], &self);
     RLX_ASSERT(ok);
     t = &view[0];
   }
@@ -278,7 +301,7 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
  * once. A root with leaves beyond the body's arguments is not cached
  * (the body would address them through the plan). */
 #define EW_KEY_MAX \
-  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (5 + RLX_MAX_RANK) + \
+  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (4 + 4 * RLX_MAX_RANK) + \
    CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
 
 typedef struct {
@@ -302,7 +325,10 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
     bool sp = splat_leaf(e->leaf[l]);
     if (map[l] < 0 && !sp) return false;
     key[m++] = map[l], key[m++] = e->leaf[l]->type.dt, key[m++] = sp;
-    key[m++] = e->div[l], key[m++] = e->mod[l];
+    const EwRuns *rs = &e->runs[l];
+    key[m++] = rs->n;
+    for (int k = 0; k < rs->n; k++)
+      key[m++] = rs->div[k], key[m++] = rs->mod[k], key[m++] = rs->mul[k];
     for (int d = 0; d < k; d++) key[m++] = e->stride[l][d];
     if (sp) q->cmp[c++] = e->leaf[l];
   }
@@ -460,9 +486,9 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
 /* Dynamic sizes: in axis 0 of n and of operands of n's rank, so every
  * stride is static and the loop's outer trip count (the first coalesced
  * dim, which absorbs axis 0) is the one run-time size; or in later axes
- * too, where every operand broadcasts over n's axes up to the last
- * dynamic one or has n's sizes on one run of them (dyn_view: [?b, ?t,
- * C] + [C], + [?t, C] or + [?b, 1, C]; not [?b, 1, ?s] + [?b, ?t, ?s]). */
+ * too, through views whose rows each operand reads at the run-time
+ * row of its runs (dyn_view: [?b, ?t, C] + [C], + [?t, C] or + [?b, 1,
+ * C]); any operand that broadcasts to n. */
 static const char *ew_dyn(const Node *n) {
   const Type *t = &n->type;
   int L = last_dynamic(t);
@@ -471,12 +497,10 @@ static const char *ew_dyn(const Node *n) {
     Type v;
     if (L <= 0 ? !cg_dyn_leading(u) ||
                      (!type_is_static(u) && u->rank != t->rank)
-               : !dyn_view(NULL, u, t, L, &v, NULL, NULL))
+               : !dyn_view(NULL, u, t, L, &v, NULL))
       return L <= 0 ? "an operand with a dynamic size outside its "
                       "result's axis 0"
-                    : "an operand whose sizes up to the result's last "
-                      "dynamic axis are not one run of the result's with "
-                      "1s around it";
+                    : "an operand that does not broadcast to the result";
   }
   return NULL;
 }

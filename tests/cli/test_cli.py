@@ -376,12 +376,6 @@ def test_dynamic(rlxc, tmp):
                   "codegen: op 'scan' of %s (f32[?b, 4]) with dynamic sizes: "
                   "a dynamic carry (the body takes static sizes)", ":11:8"))
     for name, text, want, where in [
-            ("axis1", "graph g {\n  input %x: f32[?a<=4, ?b<=4, ?c<=4]\n"
-             "  input %r: f32[?a<=4, 1, ?c<=4]\n"
-             "  %y = add(%x, %r)\n  return %y\n}\n",
-             "codegen: op 'add' of %y (f32[?a, ?b, ?c]) with dynamic sizes: "
-             "an operand whose sizes up to the result's last dynamic axis "
-             "are not one run of the result's with 1s around it", ":4:8"),
             ("cumsum", "graph g {\n  input %x: f32[?h<=8, ?w<=8]\n"
              "  %y = cumsum(%x, axis=0)\n  return %y\n}\n",
              "codegen: op 'cumsum' of %y (f32[?h, ?w]) with dynamic sizes: "

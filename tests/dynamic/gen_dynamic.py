@@ -254,7 +254,7 @@ def bcast(rng):
     t_max = 21
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     x, p, s = f32(2, t_max, 16), f32(t_max, 16), f32(2, t_max, t_max)
-    r, c = f32(2, t_max, 1), f32(t_max, 1)
+    r, c, k = f32(2, t_max, 1), f32(t_max, 1), f32(2, 1, t_max)
     cut1 = lambda a, t: a[:, :t]
 
     def run(t):
@@ -270,9 +270,10 @@ def bcast(rng):
         sm = e / e.sum(axis=-1, keepdims=True) if t else S
         return [y, z, np.broadcast_to(P, (2, t, 16)), y.sum(axis=0),
                 z.sum(axis=(0, 2)), gm, gk, sm, sm @ X,
-                X @ X.transpose(0, 2, 1)]
+                X @ X.transpose(0, 2, 1), S - k[:, :, :t]]
     return ([PerSize(x, cut1), p, PerSize(s, lambda a, t: a[:, :t, :t]),
-             PerSize(r, cut1), c], [0, 1, 13, t_max], run)
+             PerSize(r, cut1), c, PerSize(k, lambda a, t: a[:, :, :t])],
+            [0, 1, 13, t_max], run)
 
 
 def main():
