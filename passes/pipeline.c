@@ -200,17 +200,10 @@ static bool ad_dynamic_op(Op op) {
 }
 
 /* The op, and for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape). Attention's
- * forward-mode and second-order rules expand it through Lq x Lk
- * matrices (ad_attention_expand): with dynamic sizes --jvp and --hvp
- * take it in the heads layout [B, H, L, D] only, whose expansion needs
- * no transpose but of the last two axes (reverse mode emits
- * attention_backward, any layout). */
-static bool ad_dynamic_node(const Node *n, bool fwd) {
+ * gather_backward into zeros of the table's shape). */
+static bool ad_dynamic_node(const Node *n) {
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
-  if (fwd && (n->op == OP_ATTENTION || n->op == OP_ATTENTION_BACKWARD))
-    return n->in[0]->type.rank == 4;
   return ad_dynamic_op(n->op);
 }
 
@@ -229,10 +222,7 @@ static bool dynamic_stop(Unit *u) {
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
       if (!node_dynamic(n)) continue;
-      bool fwd = o->jvp || o->hvp;
-      if (!gpu && ad_dynamic_node(n, fwd)) continue;
-      if (!gpu && fwd && ad_dynamic_op(n->op))
-        what = o->jvp ? "--jvp" : "--hvp";
+      if (!gpu && ad_dynamic_node(n)) continue;
       char ts[160];
       if (gpu)
         diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "

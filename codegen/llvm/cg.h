@@ -127,6 +127,8 @@ LLVMValueRef cg_mul_dim(Cg *cg, LLVMValueRef v, int64_t d);
  * (products of dynamic ones are size expressions). */
 void cg_split_axis_dim(Cg *cg, const Type *t, int64_t axis, int64_t *outer,
                        int64_t *n, int64_t *inner);
+/* cg_strides for any sizes: the strides of dense t as sizes. */
+void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides);
 /* Is every dynamic size of t in axis 0? */
 bool cg_dyn_leading(const Type *t);
 /* Why rows of n's `axis` attribute over t cannot take t's dynamic sizes
@@ -418,7 +420,9 @@ bool cg_ops_index_dtype_ok(DType dt);
 /* Strided copy: dst[sum i_d*dst_str[d]] = src[sum i_d*src_str[d]] for
  * every multi-index below dims (element strides, offsets in elements),
  * elements of esize bytes. Dims are canonicalized (size-1 dims dropped,
- * contiguous neighbours merged) and the outer loop runs in parallel. */
+ * contiguous neighbours merged) and the outer loop runs in parallel.
+ * Dims and strides may be dynamic sizes (read at run time; then neither
+ * canonicalized nor tiled). */
 typedef struct {
   int rank;
   int64_t dims[RLX_MAX_RANK];

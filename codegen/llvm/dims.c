@@ -72,6 +72,15 @@ void cg_split_axis_dim(Cg *cg, const Type *t, int64_t axis, int64_t *outer,
   }
 }
 
+void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    DimStatus st = dim_mul(cg->ctx, s, t->dims[i], &s);
+    RLX_ASSERT(st == DIM_OK); /* a factor of t's element count */
+  }
+}
+
 bool cg_dyn_leading(const Type *t) {
   for (int i = 1; i < t->rank; i++)
     if (!dim_is_static(t->dims[i])) return false;

@@ -270,7 +270,8 @@ def bcast(rng):
         sm = e / e.sum(axis=-1, keepdims=True) if t else S
         return [y, z, np.broadcast_to(P, (2, t, 16)), y.sum(axis=0),
                 z.sum(axis=(0, 2)), gm, gk, sm, sm @ X,
-                X @ X.transpose(0, 2, 1), S - k[:, :, :t]]
+                X @ X.transpose(0, 2, 1), S - k[:, :, :t],
+                X.transpose(1, 0, 2), S.transpose(2, 0, 1)]
     return ([PerSize(x, cut1), p, PerSize(s, lambda a, t: a[:, :t, :t]),
              PerSize(r, cut1), c, PerSize(k, lambda a, t: a[:, :, :t])],
             [0, 1, 13, t_max], run)
