@@ -277,11 +277,41 @@ def bcast(rng):
             [0, 1, 13, t_max], run)
 
 
+def conv2d(x, w, stride=1, pad=0, groups=1):
+    """NCHW cross-correlation (language.md's conv2d), float64."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, co, oh, ow))
+    per = co // groups
+    for o in range(co):
+        g = o // per
+        xs = x[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i:i + stride * oh:stride,
+                           j:j + stride * ow:stride]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    return y
+
+
+def cnn(rng):
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, w, wg, bias = f32(9, 2, 7, 6), f32(4, 2, 3, 3), f32(4, 1, 3, 3), f32(4, 1, 1)
+
+    def run(n):
+        X = x[:n].astype(F64)
+        c = np.maximum(conv2d(X, w.astype(F64), pad=1) + bias, 0)
+        return [c, conv2d(X, wg.astype(F64), stride=2, groups=2)]
+    return [x, w, wg, bias], [0, 1, 5, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
-                       ("cum", cum), ("bcast", bcast)]:
+                       ("cum", cum), ("bcast", bcast), ("cnn", cnn)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
