@@ -110,7 +110,8 @@ _Static_assert(sizeof(rlx_conv_geom) == 16 * sizeof(int64_t) &&
 /* The geometry as a private constant global of 16 i64 (the struct's
  * field order). */
 LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g) {
-  const int64_t f[16] = {dim_is_static(g->n) ? g->n : 0, g->c,  g->h,  g->w,  g->co, g->kh,
+  int64_t n = dim_is_static(g->n) ? g->n : 0; /* dynamic: set at run time */
+  const int64_t f[16] = {n,     g->c,  g->h,  g->w,  g->co, g->kh,
                          g->kw, g->oh, g->ow, g->sh, g->sw, g->ph,
                          g->pw, g->dh, g->dw, g->groups};
   LLVMValueRef v[16];
