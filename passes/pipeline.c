@@ -199,20 +199,12 @@ static bool ad_dynamic_op(Op op) {
   }
 }
 
-/* Attention's forward-mode and second-order rules expand it through
- * Lq x Lk matrices built with static sizes: with dynamic sizes --jvp
- * and --hvp refuse it (reverse mode emits attention_backward). */
-static bool ad_dynamic_forward_op(Op op) {
-  return ad_dynamic_op(op) && op != OP_ATTENTION &&
-         op != OP_ATTENTION_BACKWARD;
-}
-
 /* The op, and for a gather a static table (its gradient is a
  * gather_backward into zeros of the table's shape). */
-static bool ad_dynamic_node(const Node *n, bool fwd) {
+static bool ad_dynamic_node(const Node *n) {
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
-  return fwd ? ad_dynamic_forward_op(n->op) : ad_dynamic_op(n->op);
+  return ad_dynamic_op(n->op);
 }
 
 /* True: stop the pipeline (after a diagnostic). */
@@ -230,10 +222,7 @@ static bool dynamic_stop(Unit *u) {
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
       if (!node_dynamic(n)) continue;
-      bool fwd = o->jvp || o->hvp;
-      if (!gpu && ad_dynamic_node(n, fwd)) continue;
-      if (!gpu && fwd && ad_dynamic_op(n->op))
-        what = o->jvp ? "--jvp" : "--hvp";
+      if (!gpu && ad_dynamic_node(n)) continue;
       char ts[160];
       if (gpu)
         diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "

@@ -361,7 +361,8 @@ const CgEmitter cg_emitter_relu_backward = {cg_emit_relu_backward, NULL,
                                             act_dyn};
 const CgEmitter cg_emitter_activation_backward = {cg_emit_activation_backward,
                                                   NULL, act_dyn};
-const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL, NULL};
+const CgEmitter cg_emitter_cumsum_backward = {cg_emit_cumsum_backward, NULL,
+                                                cg_cum_dyn};
 static const char *gather_bwd_dyn(const Node *n) {
   return cg_emitter_gather.dyn(n);
 }

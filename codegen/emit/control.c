@@ -61,16 +61,22 @@ static LLVMValueRef byte_off(Cg *cg, LLVMValueRef p, LLVMValueRef t,
   return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, t, cg_i64(cg, bytes), ""));
 }
 
+/* L - 1 for a length L (a size: dynamic ones are read at run time). */
+static LLVMValueRef last_step(Cg *cg, int64_t L) {
+  if (dim_is_static(L)) return cg_i64(cg, L - 1);
+  return LLVMBuildNSWSub(cg->b, cg_dim(cg, L), cg_i64(cg, 1), "");
+}
+
 /* The step run by iteration i of a reverse scan: L-1-i. */
 static LLVMValueRef step_of(Cg *cg, LLVMValueRef i, int64_t L) {
-  return LLVMBuildNSWSub(cg->b, cg_i64(cg, L - 1), i, "");
+  return LLVMBuildNSWSub(cg->b, last_step(cg, L), i, "");
 }
 
 /* Pointer written by iteration t (without trajectory): the output when
  * L-1-t is even, else the scratch carry. */
 static LLVMValueRef pingpong(Cg *cg, LLVMValueRef t, int64_t L,
                              LLVMValueRef out, LLVMValueRef tmp) {
-  LLVMValueRef k = LLVMBuildNSWSub(cg->b, cg_i64(cg, L - 1), t, "");
+  LLVMValueRef k = LLVMBuildNSWSub(cg->b, last_step(cg, L), t, "");
   LLVMValueRef even = LLVMBuildICmp(
       cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, k, cg_i64(cg, 1), ""),
       cg_i64(cg, 0), "");
@@ -93,9 +99,12 @@ void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
   a[0] = sel_ptr(cg, first, init, prev);
   for (int k = 1; k < n->nin; k++) {
     a[k] = ins[k];
-    if (k > nb)
-      a[k] = byte_off(cg, ins[k], t,
-                      type_bytes(&n->in[k]->type) / n->in[k]->type.dims[0]);
+    if (k > nb) { /* a step's slice: static (scan_dyn) */
+      const Type *x = &n->in[k]->type;
+      int64_t sb = dt_size(x->dt);
+      for (int d = 1; d < x->rank; d++) sb *= x->dims[d];
+      a[k] = byte_off(cg, ins[k], t, sb);
+    }
   }
   *dst = save ? byte_off(cg, out, t, cb) : pingpong(cg, i, L, out, tmp);
 }
@@ -104,7 +113,8 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
   Graph *body = sub_graph(n, ATTR_BODY);
   int64_t L = cg_scan_len(n), wsb;
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
-  if (!body || L < 0) return cg_unsupported(cg, n, "scan without a length");
+  if (!body || !dim_valid(L))
+    return cg_unsupported(cg, n, "scan without a length");
   if (body->nret != 1 || body->nargs != n->nin)
     return cg_unsupported(cg, n, "body signature does not match");
   LLVMValueRef fn = cg_graph_fn(cg, body, &wsb);
@@ -115,13 +125,23 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     if (!save) cg_memcpy(cg, out, init, cb);
     return true;
   }
+  if (!dim_is_static(L) && !save) { /* a run-time length 0: out = init */
+    LLVMBasicBlockRef empty = cg_block(cg, "scan.empty");
+    LLVMBasicBlockRef run = cg_block(cg, "scan.run");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg_dim(cg, L),
+                                         cg_i64(cg, 0), ""), empty, run);
+    LLVMPositionBuilderAtEnd(cg->b, empty);
+    cg_memcpy(cg, out, init, cb);
+    LLVMBuildBr(cg->b, run);
+    LLVMPositionBuilderAtEnd(cg->b, run);
+  }
   LLVMValueRef ws = cg_scratch(cg, n);
   LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
   CgLoop l;
-  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, L),
                                  NULL, 0);
   LLVMValueRef a[64], dst;
   cg_scan_step(cg, n, i, init, ins, out, tmp, a, &dst);
@@ -307,7 +327,25 @@ static bool cg_emit_custom_fn(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, NULL};
+/* Dynamic sizes: the length (the xs' axis 0, a run-time trip count);
+ * the body's values static: the carry, the broadcast operands and a
+ * step's slice of each xs. */
+static const char *scan_dyn(const Node *n) {
+  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0);
+  for (int k = 0; k < n->nin; k++) {
+    const Type *t = &n->in[k]->type;
+    for (int d = k > nb ? 1 : 0; d < t->rank; d++)
+      if (!dim_is_static(t->dims[d]))
+        return k == 0 ? "a dynamic carry (the body takes static sizes)"
+               : k <= nb ? "a dynamic broadcast operand (the body takes "
+                           "static sizes)"
+                         : "a dynamic axis of xs after the length (the "
+                           "body takes static sizes)";
+  }
+  return NULL;
+}
+
+const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, scan_dyn};
 const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if, NULL};
 const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while, NULL};
 const CgEmitter cg_emitter_custom_fn = {cg_emit_custom_fn,

@@ -67,12 +67,22 @@ rlx_conv_geom cg_conv_geometry(const Node *n) {
       .groups = ir_attr_int(n, ATTR_GROUPS, 1)};
 }
 
-/* Bytes of the routine's workspace for n (f16/bf16: the f32 one). */
+/* Bytes of the routine's workspace for n (f16/bf16: the f32 one). A
+ * dynamic batch (conv_dyn) takes the largest over every batch up to
+ * its bound, tried up to 4096, and the bound's (the workspace need not
+ * grow with the batch: fewer images may split other axes). */
 static int64_t routine_bytes(const Node *n) {
   rlx_conv_geom g = cg_conv_geometry(n);
   DType dt = n->type.dt;
-  return rlx_conv2d_scratch_bytes(&g, conv_kind(n->op),
-                                  half(dt) ? 4 : dt_size(dt));
+  int op = conv_kind(n->op), es = half(dt) ? 4 : dt_size(dt);
+  if (dim_is_static(g.n)) return rlx_conv2d_scratch_bytes(&g, op, es);
+  int64_t top = dim_bound(g.n), most = 0;
+  for (int64_t b = 0; b <= top; b = b < 4096 ? b + 1 : top + (b == top)) {
+    g.n = b;
+    int64_t s = rlx_conv2d_scratch_bytes(&g, op, es);
+    most = s > most ? s : most;
+  }
+  return most;
 }
 
 static int64_t cg_scratch_conv(Cg *cg, Node *n) {
@@ -100,7 +110,8 @@ _Static_assert(sizeof(rlx_conv_geom) == 16 * sizeof(int64_t) &&
 /* The geometry as a private constant global of 16 i64 (the struct's
  * field order). */
 LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g) {
-  const int64_t f[16] = {g->n,  g->c,  g->h,  g->w,  g->co, g->kh,
+  int64_t n = dim_is_static(g->n) ? g->n : 0; /* dynamic: set at run time */
+  const int64_t f[16] = {n,     g->c,  g->h,  g->w,  g->co, g->kh,
                          g->kw, g->oh, g->ow, g->sh, g->sw, g->ph,
                          g->pw, g->dh, g->dw, g->groups};
   LLVMValueRef v[16];
@@ -118,7 +129,7 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
     snprintf(why, sizeof why, "dtype %s", dt_name(dt));
     return cg_unsupported(cg, n, why);
   }
-  if (type_numel(&n->type) == 0) return true;
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   for (int i = 0; i < 2; i++) { /* fuse.c folds nothing into a conv */
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
@@ -128,7 +139,15 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
-  LLVMValueRef a[5] = {cg_conv_geometry_global(cg, &g),
+  LLVMValueRef geom = cg_conv_geometry_global(cg, &g);
+  if (!dim_is_static(g.n)) { /* a copy on the stack, n read at run time */
+    LLVMTypeRef gt = LLVMArrayType(cg->t_i64, 16);
+    LLVMValueRef p = cg_alloca(cg, gt, "conv.geom");
+    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, gt, geom, ""), p);
+    LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, g.n), p), 8);
+    geom = p;
+  }
+  LLVMValueRef a[5] = {geom,
                        cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                        cg_buf(cg, n),
                        rb ? s : LLVMConstPointerNull(cg->t_ptr)};
@@ -152,4 +171,10 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv, NULL};
+/* Dynamic sizes: the batch (the shape rule keeps the others static),
+ * f32 and f64 (f16/bf16 copy their operands by static counts). */
+static const char *conv_dyn(const Node *n) {
+  return half(n->type.dt) ? "f16/bf16 conv takes static sizes" : NULL;
+}
+
+const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv, conv_dyn};

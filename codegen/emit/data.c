@@ -22,11 +22,11 @@ static int norm_axis(int64_t axis, int rank) {
   return (int)(axis < 0 ? axis + rank : axis);
 }
 
-static void copy_init(CgCopy *c, const Type *out) {
+static void copy_init(Cg *cg, CgCopy *c, const Type *out) {
   c->rank = out->rank;
   c->dst_off = c->src_off = 0;
   for (int i = 0; i < out->rank; i++) c->dims[i] = out->dims[i];
-  cg_strides(out, c->dst_str);
+  cg_strides_dim(cg, out, c->dst_str);
 }
 
 static bool cg_emit_transpose(Cg *cg, Node *n) {
@@ -36,9 +36,9 @@ static bool cg_emit_transpose(Cg *cg, Node *n) {
   if (!perm || k != in->rank)
     return cg_unsupported(cg, n, "perm does not match the rank");
   CgCopy c;
-  copy_init(&c, &n->type);
+  copy_init(cg, &c, &n->type);
   int64_t s[RLX_MAX_RANK];
-  cg_strides(in, s);
+  cg_strides_dim(cg, in, s); /* sizes: dynamic ones read at run time */
   for (int i = 0; i < k; i++) c.src_str[i] = s[norm_axis(perm[i], k)];
   cg_ops_copy(cg, &c, cg_buf(cg, n), cg_buf(cg, n->in[0]),
               dt_size(n->type.dt));
@@ -49,7 +49,7 @@ static bool cg_emit_expand(Cg *cg, Node *n) {
   if (!type_is_static(&n->type)) /* a broadcast loop, like a fused one */
     return cg_emitter_elementwise.emit(cg, n);
   CgCopy c;
-  copy_init(&c, &n->type);
+  copy_init(cg, &c, &n->type);
   cg_bcast_strides(&n->in[0]->type, &n->type, c.src_str);
   cg_ops_copy(cg, &c, cg_buf(cg, n), cg_buf(cg, n->in[0]),
               dt_size(n->type.dt));
@@ -293,7 +293,16 @@ static bool cg_emit_scatter_add(Cg *cg, Node *n) {
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], 1, t->dims[0], b);
 }
 
-const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL, NULL};
+/* Dynamic sizes: any (a copy with strides read at run time; a swap of
+ * the last two axes read only by matmuls is folded into them instead,
+ * fuse.c). */
+static const char *transpose_dyn(const Node *n) {
+  (void)n;
+  return NULL;
+}
+
+const CgEmitter cg_emitter_transpose = {cg_emit_transpose, NULL,
+                                        transpose_dyn};
 static const char *expand_dyn(const Node *n) {
   return cg_emitter_elementwise.dyn(n);
 }

@@ -33,6 +33,14 @@
  * over EW_SLOTS > 2 * (CG_MAX_GROUP_NODES + MAX_LEAVES) entries: a
  * tree's tables cost its size, not the graph's. */
 #define EW_SLOTS 512
+
+/* A leaf's row of row r of a dynamic view (dyn_view): the sum over its
+ * n runs of ((r / div) % mod) * mul (sizes; mod 0: no modulo); n = 0:
+ * r itself. */
+typedef struct {
+  int n;
+  int64_t div[RLX_MAX_RANK], mod[RLX_MAX_RANK], mul[RLX_MAX_RANK];
+} EwRuns;
 typedef struct {
   int id, leaf, pos; /* pos: inner node's place in Ew.inner */
   unsigned gen;
@@ -46,6 +54,8 @@ typedef struct {
   Node *leaf[MAX_LEAVES];
   Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
+  EwRuns runs[MAX_LEAVES]; /* dyn_view: each leaf's row of view row r */
+  bool part; /* some leaf has runs: the view's axis 0 stays alone */
   LLVMValueRef ptr[MAX_LEAVES];
   EwEntry tab[EW_SLOTS]; /* per node of the tree: leaf index, memo */
   unsigned gen;          /* memo entries of this element have it */
@@ -90,6 +100,23 @@ static bool collect(Ew *e, Node *n) {
   return cg_ew_check(e->cg, n);
 }
 
+/* Leaf l's row of the loop's axis 0 (e->runs). */
+static LLVMValueRef part_row(Ew *e, int l) {
+  Cg *cg = e->cg;
+  const EwRuns *rs = &e->runs[l];
+  LLVMValueRef row = rs->n ? NULL : e->idx[0];
+  for (int k = 0; k < rs->n; k++) {
+    LLVMValueRef r = e->idx[0];
+    if (rs->div[k] != 1)
+      r = LLVMBuildSDiv(cg->b, r, cg_dim(cg, rs->div[k]), "");
+    if (rs->mod[k])
+      r = LLVMBuildSRem(cg->b, r, cg_dim(cg, rs->mod[k]), "");
+    r = cg_mul_dim(cg, r, rs->mul[k]);
+    row = row ? LLVMBuildNSWAdd(cg->b, row, r, "") : r;
+  }
+  return row;
+}
+
 static LLVMValueRef value(Ew *e, Node *n) {
   Cg *cg = e->cg;
   EwEntry *t = entry(e, n);
@@ -108,7 +135,8 @@ static LLVMValueRef value(Ew *e, Node *n) {
     for (int d = 0; !(e->flat && e->full[l]) && d < e->ndim; d++)
       if (e->stride[l][d])
         off = LLVMBuildNSWAdd(cg->b, off,
-                              LLVMBuildNSWMul(cg->b, e->idx[d],
+                              LLVMBuildNSWMul(cg->b, d ? e->idx[d]
+                                                       : part_row(e, l),
                                               cg_i64(cg, e->stride[l][d]),
                                               ""),
                               "");
@@ -128,33 +156,62 @@ static void ew_init(Ew *e, Cg *cg, Node *root) {
 /* ---- dynamic sizes after axis 0 ----
  * With L the last dynamic axis of the result t, axes 0..L act as one
  * axis of their product's size: the view of t has rank t->rank - L.
- * Each operand u either fills those axes (t's sizes there) or
- * broadcasts over all of them (size 1 or absent); then every stride of
- * the views is static. */
+ * An operand u that broadcasts over all of them (size 1 or absent)
+ * reads row 0 of its view; one with t's sizes on all of them reads row
+ * r at view row r; otherwise its sizes there form runs of t's with 1s
+ * between them, and row r reads u's row sum((r / div) % mod * mul) over
+ * the runs, div the product of t's sizes after the run, mod that of the
+ * run and mul that of u's sizes after it (`[?t, C] + [?b, ?t, C]`:
+ * r % ?t; `[?b, 1, C]`: r / ?t; a mask `[b, 1, 1, ?k]` against `[b, h,
+ * ?q, ?k]`: (r / (h ?q ?k)) ?k + r % ?k). Every stride of the views is
+ * static. */
 static int last_dynamic(const Type *t) {
   int l = t->rank - 1;
   while (l >= 0 && dim_is_static(t->dims[l])) l--;
   return l;
 }
 
-/* u's view against t's (false: u neither fills nor broadcasts over
- * t's axes 0..L); c NULL: only that check, v's size 0 left unset.
+static void mul_dim(Ctx *c, int64_t *p, int64_t d) {
+  DimStatus st = dim_mul(c, *p, d, p);
+  RLX_ASSERT(st == DIM_OK); /* factors of t's element count */
+}
+
+/* u's view against t's, and u's runs (false: u does not broadcast to
+ * t); c NULL: only that check, v's size 0 and the runs left unset.
  * Operands are checked by ew_dyn before emission. */
-static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L,
-                     Type *v) {
+static bool dyn_view(Ctx *c, const Type *u, const Type *t, int L, Type *v,
+                     EwRuns *rs) {
   int off = t->rank - u->rank;
-  bool fill = true, bcast = true;
-  int64_t rows = 1;
+  bool filled = false;
   for (int j = 0; j <= L; j++) {
     int64_t d = j < off ? 1 : u->dims[j - off];
-    fill &= d == t->dims[j];
-    bcast &= d == 1;
-    if (fill && c && dim_mul(c, rows, d, &rows) != DIM_OK) return false;
+    if (d != 1 && d != t->dims[j]) return false;
+    filled |= d != 1;
   }
-  if (!fill && !bcast) return false;
   *v = *u;
   v->rank = t->rank - L;
-  v->dims[0] = fill ? rows : 1;
+  if (c) { /* the runs from the last axis up; tn, un: sizes after j */
+    int64_t tn = 1, un = 1;
+    bool open = false;
+    rs->n = 0;
+    for (int j = L; j >= 0; j--) {
+      int64_t d = j < off ? 1 : u->dims[j - off];
+      if (t->dims[j] == 1) continue;
+      if (d != 1 && !open) {
+        int k = rs->n++;
+        rs->div[k] = tn, rs->mod[k] = 1, rs->mul[k] = un;
+      }
+      open = d != 1;
+      if (open) mul_dim(c, &rs->mod[rs->n - 1], d), mul_dim(c, &un, d);
+      mul_dim(c, &tn, t->dims[j]);
+    }
+    int64_t top = 1; /* the outermost run needs no modulo */
+    if (rs->n) mul_dim(c, &top, rs->div[rs->n - 1]);
+    if (rs->n) mul_dim(c, &top, rs->mod[rs->n - 1]);
+    if (rs->n && top == tn) rs->mod[rs->n - 1] = 0;
+    if (rs->n == 1 && rs->div[0] == 1 && !rs->mod[0]) rs->n = 0; /* fills */
+    v->dims[0] = filled ? tn : 1; /* a row stride as if u filled t */
+  }
   for (int i = 1; i < v->rank; i++)
     v->dims[i] = L + i < off ? 1 : u->dims[L + i - off];
   return true;
@@ -170,11 +227,14 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   int L = last_dynamic(t);
   if (L > 0) { /* the views (ew_dyn checked that they exist) */
     for (int l = 0; l < e->nleaf; l++) {
-      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1]);
+      bool ok = dyn_view(e->cg->ctx, lt[l], t, L, &view[l + 1],
+                         &e->runs[l]);
       RLX_ASSERT(ok);
+      e->part |= e->runs[l].n > 0;
       lt[l] = &view[l + 1];
     }
-    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0]);
+    EwRuns self;
+    bool ok = dyn_view(e->cg->ctx, t, t, L, &view[0], &self);
     RLX_ASSERT(ok);
     t = &view[0];
   }
@@ -183,7 +243,7 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   int k = 0;
   for (int d = 0; d < t->rank; d++) {
     if (t->dims[d] == 1) continue;
-    bool merge = k > 0;
+    bool merge = k > 0 && !(k == 1 && e->part);
     for (int l = 0; merge && l <= e->nleaf; l++) {
       int64_t *prev = l ? e->stride[l - 1] : ostr;
       if (prev[k - 1] != full[l][d] * t->dims[d]) merge = false;
@@ -241,7 +301,7 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
  * once. A root with leaves beyond the body's arguments is not cached
  * (the body would address them through the plan). */
 #define EW_KEY_MAX \
-  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (3 + RLX_MAX_RANK) + \
+  (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (4 + 4 * RLX_MAX_RANK) + \
    CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
 
 typedef struct {
@@ -265,6 +325,10 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
     bool sp = splat_leaf(e->leaf[l]);
     if (map[l] < 0 && !sp) return false;
     key[m++] = map[l], key[m++] = e->leaf[l]->type.dt, key[m++] = sp;
+    const EwRuns *rs = &e->runs[l];
+    key[m++] = rs->n;
+    for (int k = 0; k < rs->n; k++)
+      key[m++] = rs->div[k], key[m++] = rs->mod[k], key[m++] = rs->mul[k];
     for (int d = 0; d < k; d++) key[m++] = e->stride[l][d];
     if (sp) q->cmp[c++] = e->leaf[l];
   }
@@ -422,8 +486,9 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
 /* Dynamic sizes: in axis 0 of n and of operands of n's rank, so every
  * stride is static and the loop's outer trip count (the first coalesced
  * dim, which absorbs axis 0) is the one run-time size; or in later axes
- * too, where every operand fills or broadcasts over n's axes up to the
- * last dynamic one (dyn_view: [?b, ?t, C] + [C], not + [?t, C]). */
+ * too, through views whose rows each operand reads at the run-time
+ * row of its runs (dyn_view: [?b, ?t, C] + [C], + [?t, C] or + [?b, 1,
+ * C]); any operand that broadcasts to n. */
 static const char *ew_dyn(const Node *n) {
   const Type *t = &n->type;
   int L = last_dynamic(t);
@@ -432,11 +497,10 @@ static const char *ew_dyn(const Node *n) {
     Type v;
     if (L <= 0 ? !cg_dyn_leading(u) ||
                      (!type_is_static(u) && u->rank != t->rank)
-               : !dyn_view(NULL, u, t, L, &v))
+               : !dyn_view(NULL, u, t, L, &v, NULL))
       return L <= 0 ? "an operand with a dynamic size outside its "
                       "result's axis 0"
-                    : "an operand that neither fills nor broadcasts over "
-                      "the axes up to the last dynamic one";
+                    : "an operand that does not broadcast to the result";
   }
   return NULL;
 }

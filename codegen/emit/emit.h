@@ -109,6 +109,8 @@ void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
 /* cumsum kernel of node n (axis, exclusive attrs); rev: suffix sums
  * (cumsum_backward). reduce.c. */
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev);
+/* The dynamic sizes cumsum(_backward) takes (CgEmitter.dyn). reduce.c. */
+const char *cg_cum_dyn(const Node *n);
 /* Per row r of logits [N, C] (n->in[0]; labels n->in[1]); vals are
  * {out, logits, labels} body pointers: label (checked), row offset,
  * max m and sum s of exp(x - m). reduce.c. */

@@ -144,27 +144,42 @@ static void dyn_strides(Cg *cg, Node *x, LLVMValueRef *rs, LLVMValueRef *cs) {
 
 /* With dynamic sizes (mm_dyn): one GEMM of M = the product of a's
  * leading dims (a [..., M, K] contiguous, b [K, N]) or of two matrices,
- * sizes read at run time. */
+ * or one strided batch over the leading dims that a and b share (each
+ * matrix dense, or a folded transpose of one), sizes read at run time. */
 static void gemm_dyn(Cg *cg, Node *n, const char *fn, LLVMValueRef pa,
                      LLVMValueRef pb, LLVMValueRef pc) {
   const Type *t = &n->type, *ta = &n->in[0]->type;
-  LLVMValueRef M = cg_i64(cg, 1);
-  for (int d = 0; d + 1 < ta->rank; d++)
-    M = LLVMBuildNSWMul(cg->b, M, cg_dim(cg, ta->dims[d]), "");
+  int nbatch = n->in[1]->type.rank > 2 ? ta->rank - 2 : 0;
+  LLVMValueRef B = cg_i64(cg, 1), M = cg_i64(cg, 1);
+  for (int d = 0; d + 1 < ta->rank; d++) {
+    LLVMValueRef *p = d < nbatch ? &B : &M;
+    *p = LLVMBuildNSWMul(cg->b, *p, cg_dim(cg, ta->dims[d]), "");
+  }
   LLVMValueRef N = cg_dim(cg, t->dims[t->rank - 1]);
   LLVMValueRef K = cg_dim(cg, ta->dims[ta->rank - 1]);
   LLVMValueRef ars, acs, brs, bcs, z = cg_i64(cg, 0);
   dyn_strides(cg, n->in[0], &ars, &acs);
   dyn_strides(cg, n->in[1], &brs, &bcs);
-  LLVMValueRef args[16] = {cg_i64(cg, 1), M, N, K, pa, z, ars, acs,
-                           pb, z, brs, bcs, pc, z, N, cg_i32(cg, 0)};
+  LLVMValueRef abs = z, bbs = z, cbs = z;
+  if (nbatch) { /* each operand's matrices are dense */
+    abs = LLVMBuildNSWMul(cg->b, M, K, "");
+    bbs = LLVMBuildNSWMul(cg->b, K, N, "");
+    cbs = LLVMBuildNSWMul(cg->b, M, N, "");
+  }
+  LLVMValueRef args[16] = {B, M, N, K, pa, abs, ars, acs,
+                           pb, bbs, brs, bcs, pc, cbs, N, cg_i32(cg, 0)};
   cg_call(cg, fn, cg->t_void, args, 16);
 }
 
 static const char *mm_dyn(const Node *n) {
   const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
   if (half(n->type.dt)) return "f16/bf16 operands";
-  if (b->rank != 2) return "a batched right operand";
+  if (b->rank > 2) { /* one strided batch (gemm_dyn) */
+    if (a->rank != b->rank) return "a batched right operand of another rank";
+    for (int d = 0; d + 2 < a->rank; d++)
+      if (a->dims[d] != b->dims[d]) return "batch axes that broadcast";
+    return NULL;
+  }
   if (a->rank > 2 && (n->in[0]->op == OP_TRANSPOSE || !type_is_static(b)))
     return "a batched left operand that is not a contiguous [..., K] with "
            "a static right operand";

@@ -60,9 +60,9 @@ typedef struct {
   LLVMValueRef y, x;  /* output, input (body copies) */
 } Red;
 
-/* Dynamic sizes (red_dyn): the dynamic axes are in group 0 (the axes
- * up to the last dynamic one are all reduced or all kept), so only
- * group 0 is dynamic and the strides stay static. */
+/* Sizes and strides are sizes (dim_mul): with dynamic axes, any group
+ * and the strides of the groups before the last dynamic one may be
+ * dynamic (read at run time). */
 static void rshape(Ctx *c, const Node *n, RShape *s) {
   const Type *t = &n->in[0]->type;
   bool red[RLX_MAX_RANK] = {false};
@@ -97,9 +97,9 @@ static void rshape(Ctx *c, const Node *n, RShape *s) {
     s->istr[i] = is;
     s->ostr[i] = s->red[i] ? 0 : os;
     s->nred += s->red[i];
-    if (i == 0) break; /* group 0's size may be dynamic */
-    is *= s->size[i];
-    if (!s->red[i]) os *= s->size[i];
+    DimStatus st = dim_mul(c, is, s->size[i], &is);
+    if (st == DIM_OK && !s->red[i]) st = dim_mul(c, os, s->size[i], &os);
+    RLX_ASSERT(st == DIM_OK); /* factors of the element counts */
   }
 }
 
@@ -140,7 +140,7 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   RShape *s = &R->s;
   bool last = d == s->nd - 1;
   if (last && s->red[d] && !dim_is_static(s->size[d])) {
-    /* a dynamic row (only when it is the one group): in order, scalar */
+    /* a dynamic row: in order, scalar */
     LLVMValueRef acc = cg_ops_red_init(cg, R->dt, R->r);
     CgLoop l;
     LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0),
@@ -164,8 +164,8 @@ static void red_nest(Red *R, int d, LLVMValueRef ioff, LLVMValueRef ooff,
   }
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, b, e, NULL, 0);
-  LLVMValueRef ii = add64(cg, ioff, mulc(cg, j, s->istr[d]));
-  LLVMValueRef oi = add64(cg, ooff, mulc(cg, j, s->ostr[d]));
+  LLVMValueRef ii = add64(cg, ioff, cg_mul_dim(cg, j, s->istr[d]));
+  LLVMValueRef oi = add64(cg, ooff, cg_mul_dim(cg, j, s->ostr[d]));
   if (last) {
     LLVMValueRef v = cg_ops_combine(cg, R->dt, R->r,
                                     cg_load(cg, R->dt, R->y, oi),
@@ -196,7 +196,8 @@ static int red_key(const Red *R, int64_t *key, int kind, int64_t aux) {
 #define RED_KEY_MAX (10 + 4 * RLX_MAX_RANK)
 
 /* y[i] = v(i) for the whole output (serial, vectorizable), in a body of
- * its own so that the graph function stays free of loops (graph_fn.c). */
+ * its own so that the graph function stays free of loops (graph_fn.c).
+ * numel: a size. */
 static void red_fill(Red *R, int64_t numel, bool divide) {
   Cg *cg = R->cg;
   LLVMValueRef y = R->y;
@@ -206,7 +207,7 @@ static void red_fill(Red *R, int64_t numel, bool divide) {
   CgPar par;
   cg_par_begin(cg, &par, cg_i64(cg, 1), 0, &y, 1, true);
   CgLoop l;
-  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, numel),
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, numel),
                                  NULL, 0);
   LLVMValueRef v = divide ? div_count(R, cg_load(cg, R->dt, y, i))
                           : cg_ops_red_init(cg, R->dt, R->r);
@@ -295,10 +296,9 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
   cg_par_end(cg, &par);
 }
 
-/* Dynamic sizes (red_dyn): group 0 holds the dynamic axes, kept or
- * reduced; the count of a mean is then a run-time value. Fills and the
- * mean's division cover the output, which is static when group 0 is
- * reduced and otherwise walked by the reduction itself. */
+/* Dynamic sizes (red_dyn): in any group, kept or reduced; the count of
+ * a mean may then be a run-time value, and so may the output's size
+ * that fills and the mean's division cover. */
 static bool red_dyn_emit(Red *R, Node *n) {
   Cg *cg = R->cg;
   RShape *s = &R->s;
@@ -316,40 +316,20 @@ static bool red_dyn_emit(Red *R, Node *n) {
   if (dim_is_static(cnt)) R->count = (double)cnt;
   else R->dcount = cnt;
   int64_t in_bound = type_bytes_bound(&n->in[0]->type) / dt_size(R->dt);
-  bool kept0 = !s->red[0];
-  RLX_ASSERT(R->direct || !kept0); /* red_dyn: a kept dynamic group 0 is
-                                      followed by reduced groups only */
-  if (!R->direct) red_fill(R, type_numel(&n->type), false);
+  int64_t out;
+  DimStatus st = type_numel_dim(cg->ctx, &n->type, &out);
+  RLX_ASSERT(st == DIM_OK);
+  if (!R->direct) red_fill(R, out, false);
   red_parallel(R, in_bound);
-  if (!R->direct && R->mean) red_fill(R, type_numel(&n->type), true);
+  if (!R->direct && R->mean) red_fill(R, out, true);
   return true;
 }
 
+/* Dynamic sizes: any axes, reduced or kept; not f16/bf16 (red_scalar
+ * decodes static kept sizes). */
 static const char *red_dyn(const Node *n) {
-  const Type *t = &n->in[0]->type;
   DType dt = n->type.dt;
-  if (dt == DT_F16 || dt == DT_BF16) return "f16/bf16 values";
-  int last = t->rank - 1; /* the last dynamic axis */
-  while (last > 0 && dim_is_static(t->dims[last])) last--;
-  int k;
-  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
-  bool red0 = ax == NULL, all_rest = true, some_rest = false, seen = false;
-  for (int d = 0; d < t->rank; d++) {
-    bool r = ax == NULL;
-    for (int i = 0; ax && i < k; i++)
-      r |= (ax[i] < 0 ? ax[i] + t->rank : ax[i]) == d;
-    if (d <= last) { /* one group 0 (rshape): all reduced or all kept */
-      if (t->dims[d] == 1 && d > 0) continue;
-      if (seen && r != red0)
-        return "the axes up to the last dynamic one partly reduced";
-      red0 = r, seen = true;
-    } else if (t->dims[d] != 1) {
-      all_rest &= r, some_rest |= r;
-    }
-  }
-  if (!red0 && !(all_rest && some_rest))
-    return "the dynamic axes kept, but not every later axis reduced";
-  return NULL;
+  return dt == DT_F16 || dt == DT_BF16 ? "f16/bf16 values" : NULL;
 }
 
 static bool cg_emit_reduce(Cg *cg, Node *n) {
@@ -455,6 +435,37 @@ static void smx_rows(Cg *cg, Smx *S, int64_t outer, int64_t n,
     cg_ops_row_map(cg, S->dt, S->y, S->y, off, n, smx_scale, S);
   else
     cg_ops_row_map(cg, S->dt, S->y, x, off, n, smx_out, S);
+  cg_par_end(cg, &par);
+}
+
+/* Rows of a dynamic length n (a size): scalar passes in order (max,
+ * sum of exp, write); outer: a size. */
+static void smx_rows_dyn(Cg *cg, Smx *S, int64_t outer, int64_t n,
+                         LLVMValueRef *vals) {
+  CgPar par;
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_dim(cg, outer),
+                                cg_grain(dim_bound(outer), 3 * dim_bound(n)),
+                                vals, 2, true);
+  S->y = vals[0];
+  LLVMValueRef x = vals[1], len = cg_dim(cg, n);
+  LLVMValueRef off = LLVMBuildNSWMul(cg->b, o, len, ""), zero = cg_i64(cg, 0);
+  LLVMValueRef acc[2] = {cg_ops_red_init(cg, S->dt, CG_RED_MAX),
+                         cg_const(cg, S->dt, 0)};
+  for (int pass = 0; pass < 3; pass++) {
+    CgLoop l;
+    LLVMValueRef j = cg_loop_begin(cg, &l, zero, len,
+                                   pass < 2 ? &acc[pass] : NULL, pass < 2);
+    LLVMValueRef at = add64(cg, off, j), v = cg_load(cg, S->dt, x, at);
+    if (pass == 0)
+      acc[0] = cg_ops_combine(cg, S->dt, CG_RED_MAX, acc[0], v);
+    else if (pass == 1)
+      acc[1] = LLVMBuildFAdd(cg->b, acc[1], smx_exp(cg, v, at, 1, S), "");
+    else
+      cg_store(cg, S->dt, S->y, at, smx_out(cg, v, at, 1, S));
+    cg_loop_end(cg, &l, pass < 2 ? &acc[pass] : NULL);
+    if (pass == 0) S->m = acc[0];
+    if (pass == 1) S->s = acc[1];
+  }
   cg_par_end(cg, &par);
 }
 
@@ -618,7 +629,10 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
       DimStatus st = dim_mul(cg->ctx, outer, t->dims[d], &outer);
       RLX_ASSERT(st == DIM_OK);
     }
-    if (t->dims[ax] > 0) smx_rows(cg, &S, outer, t->dims[ax], vals);
+    if (!dim_is_static(t->dims[ax]))
+      smx_rows_dyn(cg, &S, outer, t->dims[ax], vals);
+    else if (t->dims[ax] > 0)
+      smx_rows(cg, &S, outer, t->dims[ax], vals);
     return true;
   }
   cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
@@ -641,17 +655,26 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
 typedef struct {
   DType dt;
   bool excl, rev;
-  int64_t n, inner;
+  int64_t n, inner; /* n: a size (dynamic: read at run time) */
 } Cum;
+
+/* The row of step j: n - 1 - j for the reverse (suffix) sums. */
+static LLVMValueRef cum_step(Cg *cg, const Cum *C, LLVMValueRef j) {
+  if (!C->rev) return j;
+  LLVMValueRef last = dim_is_static(C->n)
+      ? cg_i64(cg, C->n - 1)
+      : LLVMBuildNSWSub(cg->b, cg_dim(cg, C->n), cg_i64(cg, 1), "");
+  return LLVMBuildNSWSub(cg->b, last, j, "");
+}
 
 static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
                      LLVMValueRef *vals, void *ctx) {
   Cum *C = ctx;
   LLVMValueRef acc = cg_ops_splat(cg, cg_const(cg, C->dt, 0), lanes);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, C->n),
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, C->n),
                                  &acc, 1);
-  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
+  j = cum_step(cg, C, j);
   LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
   LLVMValueRef x = cg_ops_vload(cg, C->dt, vals[1], idx, lanes);
   LLVMValueRef nxt = cg_ops_combine(cg, C->dt, CG_RED_SUM, acc, x);
@@ -704,8 +727,7 @@ static void cum_row(Cg *cg, CumRow *R, int64_t cnt) {
 
 static LLVMValueRef cum_row_off(Cg *cg, Cum *C, LLVMValueRef base,
                                 LLVMValueRef j) {
-  if (C->rev) j = LLVMBuildNSWSub(cg->b, cg_i64(cg, C->n - 1), j, "");
-  return add64(cg, base, mulc(cg, j, C->inner));
+  return add64(cg, base, mulc(cg, cum_step(cg, C, j), C->inner));
 }
 
 static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
@@ -714,7 +736,7 @@ static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
   R->row = cum_row_off(cg, C, base, cg_i64(cg, 0));
   cum_row(cg, R, cnt);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 1), cg_i64(cg, C->n),
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 1), cg_dim(cg, C->n),
                                  NULL, 0);
   R->row = cum_row_off(cg, C, base, j);
   R->prev = cum_row_off(cg, C, base,
@@ -723,17 +745,29 @@ static void cum_unit(Cg *cg, CumRow *R, LLVMValueRef base, int64_t cnt) {
   cg_loop_end(cg, &l, NULL);
 }
 
+/* outer: a size; a unit writes its first row unconditionally, so a
+ * dynamic n runs no unit when it is 0. */
 static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
   int64_t nb = (C->inner + CUM_CB - 1) / CUM_CB, tail = C->inner % CUM_CB;
-  int64_t units = outer * nb;
+  int64_t units, n_inner;
+  DimStatus st = dim_mul(cg->ctx, outer, nb, &units);
+  if (st == DIM_OK) st = dim_mul(cg->ctx, C->n, C->inner, &n_inner);
+  RLX_ASSERT(st == DIM_OK);
+  LLVMValueRef nu = cg_dim(cg, units);
+  if (!dim_is_static(C->n))
+    nu = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT,
+                                              cg_dim(cg, C->n),
+                                              cg_i64(cg, 0), ""),
+                         nu, cg_i64(cg, 0), "");
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, C->n * CUM_CB), vals, 2,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, nu,
+                                cg_grain(dim_bound(units),
+                                         dim_bound(C->n) * CUM_CB),
+                                vals, 2, true);
   CumRow R = {C, vals[0], vals[1], NULL, NULL};
   LLVMValueRef o = LLVMBuildSDiv(cg->b, u, cg_i64(cg, nb), "");
   LLVMValueRef blk = LLVMBuildSRem(cg->b, u, cg_i64(cg, nb), "");
-  LLVMValueRef base = add64(cg, mulc(cg, o, C->n * C->inner),
+  LLVMValueRef base = add64(cg, cg_mul_dim(cg, o, n_inner),
                             mulc(cg, blk, CUM_CB));
   if (tail == 0) {
     cum_unit(cg, &R, base, CUM_CB);
@@ -757,13 +791,13 @@ static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
   if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
-  int64_t outer, len, inner;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
-                    &inner);
-  if (type_numel(&n->type) == 0) return true;
+  int64_t outer, len, inner; /* sizes; inner static (cum_dyn) */
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (outer == 0 || len == 0 || inner == 0) return true;
   Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (inner > 1 && dt != DT_F16 && dt != DT_BF16 && len > 0)
+  if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
     cum_rows(cg, &C, outer, vals);
   else /* rows, or f16/bf16: carry each column in f32 */
     cg_ops_cols(cg, dt, outer, len, inner, 1, vals, 2, cum_body, &C);
@@ -849,15 +883,34 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
-/* Dynamic sizes: rows (the axis and every later one static, the later
- * ones of size 1) under dynamic axes before it. */
+/* Dynamic sizes: rows (every axis after the softmax axis of size 1)
+ * under dynamic axes before it; the row itself dynamic too (f32, f64:
+ * smx_rows_dyn). */
 static const char *smx_dyn(const Node *n) {
-  return cg_dyn_rows(n, &n->type);
+  const Type *t = &n->type;
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  ax += ax < 0 ? t->rank : 0;
+  if (dim_is_static(t->dims[ax]) || (t->dt != DT_F32 && t->dt != DT_F64))
+    return cg_dyn_rows(n, t);
+  for (int64_t d = ax + 1; d < t->rank; d++)
+    if (t->dims[d] != 1) return "an axis other than the last";
+  return NULL;
 }
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
                                       smx_dyn};
-const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, NULL};
+/* Dynamic sizes: the cumsum axis and those before it (run-time trip
+ * counts); the later axes static (the row segments). */
+const char *cg_cum_dyn(const Node *n) {
+  const Type *t = &n->type;
+  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
+  for (int d = (int)(ax < 0 ? ax + t->rank : ax) + 1; d < t->rank; d++)
+    if (!dim_is_static(t->dims[d]))
+      return "a dynamic axis after the cumsum axis";
+  return NULL;
+}
+
+const CgEmitter cg_emitter_cumsum = {cg_emit_cumsum, NULL, cg_cum_dyn};
 static const char *xent_dyn(const Node *n) {
   return cg_dyn_leading(&n->in[0]->type) ? NULL
                                          : "a dynamic number of classes";

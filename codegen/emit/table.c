@@ -51,38 +51,6 @@ bool cg_emit_node(Cg *cg, Node *n) {
   return ok;
 }
 
-/* A transpose of a dynamic value compiles only folded into a matmul
- * (fuse.c: swaps the last two dims, read only by matmuls, not
- * returned); the copy emitter takes static sizes. mm_only[id]: every
- * reader of node id is a matmul, and there is one. */
-static const char *transpose_dyn(const Node *n, const bool *mm_only) {
-  int k;
-  const int64_t *p = ir_attr_ints(n, ATTR_PERM, &k);
-  bool swap = k >= 2 && p[k - 2] == k - 1 && p[k - 1] == k - 2;
-  for (int i = 0; swap && i < k - 2; i++) swap = p[i] == i;
-  return swap && mm_only[n->id]
-             ? NULL : "only a swap of the last two axes read by matmuls";
-}
-
-/* mm_only (above) for every node id of g; returned values are read by
- * the caller, which is no matmul. */
-static bool *matmul_readers(Cg *cg, Graph *g) {
-  size_t ids = (size_t)g->next_id + 1;
-  bool *mm = arena_alloc(cg->ctx->arena, ids), *other = arena_alloc(
-      cg->ctx->arena, ids);
-  memset(mm, 0, ids);
-  memset(other, 0, ids);
-  for (int i = 0; i < g->nnodes; i++)
-    for (int j = 0; j < g->nodes[i]->nin; j++) {
-      int id = g->nodes[i]->in[j]->id;
-      if (g->nodes[i]->op == OP_MATMUL) mm[id] = true;
-      else other[id] = true;
-    }
-  for (int i = 0; i < g->nret; i++) other[g->rets[i]->id] = true;
-  for (size_t i = 0; i < ids; i++) mm[i] &= !other[i];
-  return mm;
-}
-
 /* A symbol of t that is not among g's arguments' (seen), or -1. */
 static int unknown_sym(const Type *t, const bool *seen) {
   for (int d = 0; d < t->rank; d++) {
@@ -103,7 +71,6 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
       int sy[DIM_MAX_SYMS], k = dim_syms(g->args[i]->type.dims[d], sy);
       for (int j = 0; j < k; j++) seen[sy[j]] = true;
     }
-  bool *mm_only = matmul_readers(cg, g);
   for (int i = 0; i < g->nargs; i++) {
     const Node *a = g->args[i];
     for (int d = 0; d < a->type.rank; d++) {
@@ -127,7 +94,6 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
       snprintf(ub, sizeof ub, "?%s is no argument's size, so no call can "
                "give it", dim_sym_name_at(unk));
     const char *why = unk >= 0 ? ub
-                      : n->op == OP_TRANSPOSE ? transpose_dyn(n, mm_only)
                       : e->dyn ? e->dyn(n)
                                : "the op takes static sizes only for now";
     if (!why) continue;

@@ -121,6 +121,14 @@ typedef struct Cg {
 LLVMValueRef cg_dim(Cg *cg, int64_t d);
 LLVMValueRef cg_numel(Cg *cg, const Type *t);
 LLVMValueRef cg_bytes(Cg *cg, const Type *t);
+/* v * d for a size d (static: cg_mul_c). */
+LLVMValueRef cg_mul_dim(Cg *cg, LLVMValueRef v, int64_t d);
+/* cg_ops_split_axis for any sizes: outer, n and inner as sizes
+ * (products of dynamic ones are size expressions). */
+void cg_split_axis_dim(Cg *cg, const Type *t, int64_t axis, int64_t *outer,
+                       int64_t *n, int64_t *inner);
+/* cg_strides for any sizes: the strides of dense t as sizes. */
+void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides);
 /* Is every dynamic size of t in axis 0? */
 bool cg_dyn_leading(const Type *t);
 /* Why rows of n's `axis` attribute over t cannot take t's dynamic sizes
@@ -378,7 +386,8 @@ void cg_ops_split_axis(const Type *t, int64_t axis, int64_t *outer,
  * whose rows are longer contiguous reads with independent accumulators),
  * then cg_ops_lanes(dt), the rest scalar. Runs in parallel over
  * independent (o, group) units. vals (pointers) are passed to the
- * outlined body and replaced by its copies, as in cg_par_begin. */
+ * outlined body and replaced by its copies, as in cg_par_begin.
+ * outer and n are sizes (dynamic ones read at run time); inner static. */
 typedef void (*CgOpsColFn)(Cg *cg, int lanes, LLVMValueRef base,
                            LLVMValueRef *vals, void *ctx);
 void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
@@ -411,7 +420,9 @@ bool cg_ops_index_dtype_ok(DType dt);
 /* Strided copy: dst[sum i_d*dst_str[d]] = src[sum i_d*src_str[d]] for
  * every multi-index below dims (element strides, offsets in elements),
  * elements of esize bytes. Dims are canonicalized (size-1 dims dropped,
- * contiguous neighbours merged) and the outer loop runs in parallel. */
+ * contiguous neighbours merged) and the outer loop runs in parallel.
+ * Dims and strides may be dynamic sizes (read at run time; then neither
+ * canonicalized nor tiled). */
 typedef struct {
   int rank;
   int64_t dims[RLX_MAX_RANK];

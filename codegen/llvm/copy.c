@@ -39,9 +39,10 @@ static void copy_nest(Cg *cg, const CgCopy *c, int d, LLVMValueRef doff,
   }
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0),
-                                 cg_i64(cg, c->dims[d]), NULL, 0);
-  copy_nest(cg, c, d + 1, cg_add_i64(cg, doff, cg_mul_c(cg, i, c->dst_str[d])),
-            cg_add_i64(cg, soff, cg_mul_c(cg, i, c->src_str[d])), p, et);
+                                 cg_dim(cg, c->dims[d]), NULL, 0);
+  copy_nest(cg, c, d + 1,
+            cg_add_i64(cg, doff, cg_mul_dim(cg, i, c->dst_str[d])),
+            cg_add_i64(cg, soff, cg_mul_dim(cg, i, c->src_str[d])), p, et);
   cg_loop_end(cg, &l, NULL);
 }
 
@@ -135,10 +136,14 @@ static void copy_tiled(Cg *cg, const CgCopy *c, int k, LLVMValueRef *p,
 
 void cg_ops_copy(Cg *cg, const CgCopy *in, LLVMValueRef dst,
                  LLVMValueRef src, int esize) {
-  for (int d = 0; d < in->rank; d++)
+  bool dyn = false;
+  for (int d = 0; d < in->rank; d++) {
     if (in->dims[d] == 0) return;
-  CgCopy c;
-  copy_canon(in, &c);
+    dyn |= !dim_is_static(in->dims[d]) || !dim_is_static(in->dst_str[d]) ||
+           !dim_is_static(in->src_str[d]);
+  }
+  CgCopy c = *in;
+  if (!dyn) copy_canon(in, &c);
   LLVMTypeRef et = cg_ops_bits_type(cg, esize);
   LLVMValueRef p[2] = {dst, src};
   if (c.rank == 0) {
@@ -146,20 +151,21 @@ void cg_ops_copy(Cg *cg, const CgCopy *in, LLVMValueRef dst,
               et);
     return;
   }
-  int k = tiled_dim(&c);
+  int k = dyn ? -1 : tiled_dim(&c);
   if (k >= 0) {
     copy_tiled(cg, &c, k, p, et);
     return;
   }
   int64_t per = 1;
-  for (int d = 1; d < c.rank; d++) per *= c.dims[d];
+  for (int d = 1; d < c.rank; d++) per *= dim_bound(c.dims[d]);
   CgPar par;
-  LLVMValueRef i = cg_par_begin(cg, &par, cg_i64(cg, c.dims[0]),
-                                cg_grain(c.dims[0], per), p, 2, true);
+  LLVMValueRef i = cg_par_begin(cg, &par, cg_dim(cg, c.dims[0]),
+                                cg_grain(dim_bound(c.dims[0]), per), p, 2,
+                                true);
   LLVMValueRef doff = cg_add_i64(cg, cg_i64(cg, c.dst_off),
-                              cg_mul_c(cg, i, c.dst_str[0]));
+                              cg_mul_dim(cg, i, c.dst_str[0]));
   LLVMValueRef soff = cg_add_i64(cg, cg_i64(cg, c.src_off),
-                              cg_mul_c(cg, i, c.src_str[0]));
+                              cg_mul_dim(cg, i, c.src_str[0]));
   copy_nest(cg, &c, 1, doff, soff, p, et);
   cg_par_end(cg, &par);
 }

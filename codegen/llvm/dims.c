@@ -55,6 +55,32 @@ LLVMValueRef cg_bytes(Cg *cg, const Type *t) {
                          "");
 }
 
+LLVMValueRef cg_mul_dim(Cg *cg, LLVMValueRef v, int64_t d) {
+  if (dim_is_static(d)) return cg_mul_c(cg, v, d);
+  return LLVMBuildNSWMul(cg->b, v, cg_dim(cg, d), "");
+}
+
+void cg_split_axis_dim(Cg *cg, const Type *t, int64_t axis, int64_t *outer,
+                       int64_t *n, int64_t *inner) {
+  *outer = *n = *inner = 1;
+  if (t->rank == 0) return;
+  if (axis < 0) axis += t->rank;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t *p = i < axis ? outer : i == axis ? n : inner;
+    DimStatus st = dim_mul(cg->ctx, *p, t->dims[i], p);
+    RLX_ASSERT(st == DIM_OK); /* a factor of the type's element count */
+  }
+}
+
+void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    DimStatus st = dim_mul(cg->ctx, s, t->dims[i], &s);
+    RLX_ASSERT(st == DIM_OK); /* a factor of t's element count */
+  }
+}
+
 bool cg_dyn_leading(const Type *t) {
   for (int i = 1; i < t->rank; i++)
     if (!dim_is_static(t->dims[i])) return false;

@@ -225,9 +225,9 @@ void cg_ops_split_axis(const Type *t, int64_t axis, int64_t *outer,
 
 /* Body of one column unit: full vector group or one scalar column. */
 static void cols_unit(Cg *cg, int lanes, LLVMValueRef o, LLVMValueRef i0,
-                      int64_t n, int64_t inner, LLVMValueRef *vals,
-                      CgOpsColFn body, void *ctx) {
-  LLVMValueRef base = cg_add_i64(cg, cg_mul_c(cg, o, n * inner), i0);
+                      int64_t n_inner, LLVMValueRef *vals, CgOpsColFn body,
+                      void *ctx) {
+  LLVMValueRef base = cg_add_i64(cg, cg_mul_dim(cg, o, n_inner), i0);
   body(cg, lanes, base, vals, ctx);
 }
 
@@ -244,11 +244,15 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
     first[k] = nb, col0[k] = c0;
     nb += cnt[k], c0 += cnt[k] * lanes[k], left -= cnt[k] * lanes[k];
   }
-  int64_t units = outer * nb, maxl = cnt[0] ? lanes[0] : cnt[1] ? L : 1;
+  int64_t units, n_inner, maxl = cnt[0] ? lanes[0] : cnt[1] ? L : 1;
+  DimStatus st = dim_mul(cg->ctx, outer, nb, &units);
+  if (st == DIM_OK) st = dim_mul(cg->ctx, n, inner, &n_inner);
+  RLX_ASSERT(st == DIM_OK);
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, n * maxl + 1), vals, nv,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_dim(cg, units),
+                                cg_grain(dim_bound(units),
+                                         dim_bound(n) * maxl + 1),
+                                vals, nv, true);
   LLVMValueRef nbv = cg_i64(cg, nb);
   LLVMValueRef o = LLVMBuildSDiv(cg->b, u, nbv, "");
   LLVMValueRef g = LLVMBuildSRem(cg->b, u, nbv, "");
@@ -265,7 +269,7 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
         cg, cg_mul_c(cg, LLVMBuildNSWSub(cg->b, g, cg_i64(cg, first[k]), ""),
                   lanes[k]),
         cg_i64(cg, col0[k]));
-    cols_unit(cg, lanes[k], o, i0, n, inner, vals, body, ctx);
+    cols_unit(cg, lanes[k], o, i0, n_inner, vals, body, ctx);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, next);
   }

@@ -49,6 +49,18 @@ static Node *iota(IrBuilder *b, int64_t n, int rank, const int64_t *shape) {
   return ib_reshape(b, ib_i64s(b, v, n), rank, shape);
 }
 
+/* n-1-i along `axis` of an i64 `shape` ([n, 1] or [1, n]): the
+ * reverse index, a suffix count of ones, so that a dynamic n needs no
+ * constant of n elements. */
+static Node *rev_iota(IrBuilder *b, const int64_t *shape, int axis) {
+  Type t = {.dt = DT_I64, .rank = 2, .dims = {shape[0], shape[1]}};
+  Node *one = ib_fill(b, t, 1);
+  Node *r = ib_op(b, OP_CUMSUM_BACKWARD, &one, 1);
+  ir_attr_set_int(b->c, r, ATTR_AXIS, axis);
+  ir_attr_set_bool(b->c, r, ATTR_EXCLUSIVE, true);
+  return ib_finish(b, r);
+}
+
 /* Allowed keys (bool, broadcasting to [B, H, Lq, Lk]), NULL: all.
  * mask: the custom mask operand (with mask=custom); s: the scores with
  * the bias added (with mask=bias). A key whose biased score is -inf is
@@ -68,6 +80,15 @@ static Node *allowed(IrBuilder *b, const Node *n, Node *mask, Node *s,
   }
   if (strcmp(m, "causal") && strcmp(m, "sliding_window")) return NULL;
   int64_t col[2] = {lq, 1}, row[2] = {1, lk};
+  if (!dim_is_static(lq) || !dim_is_static(lk)) {
+    /* with the reverse indices ir = lq-1-i, jr = lk-1-j: j <= i + lk -
+     * lq is jr >= ir, and j >= i + lk - lq - window is jr <= ir + window */
+    Node *ir = rev_iota(b, col, 0), *jr = rev_iota(b, row, 1);
+    Node *ok = EB(OP_GE, jr, ir);
+    if (strcmp(m, "sliding_window")) return ok;
+    Node *w = ib_scalar(b, DT_I64, (double)ir_attr_int(n, ATTR_WINDOW, 0));
+    return ib_where(b, ok, EB(OP_LE, jr, EB(OP_ADD, ir, w)), no);
+  }
   Node *i = iota(b, lq, 2, col), *j = iota(b, lk, 2, row);
   Node *hi = EB(OP_ADD, i, ib_scalar(b, DT_I64, (double)(lk - lq)));
   Node *ok = EB(OP_LE, j, hi);

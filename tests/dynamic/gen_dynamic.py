@@ -222,10 +222,96 @@ def attnb(rng):
     return [q, k, w, dout], [0, 1, 3, 5], run
 
 
+def cum(rng):
+    t_max = 21
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, s = f32(2, t_max, 16), f32(t_max, 3), f32(2, t_max)
+    h0, xs, w = f32(2, 4), f32(t_max, 2, 4), f32(4, 4) * 0.5
+    cut1 = lambda a, t: a[:, :t]
+
+    def scan(t, reverse=False):
+        h, W, hs = h0.astype(F64), w.astype(F64), []
+        for k in reversed(range(t)) if reverse else range(t):
+            h = np.tanh(h @ W + xs[k])
+            hs.append(h)
+        return np.array(hs).reshape(t, 2, 4), h
+
+    def suffix(a, axis, exclusive=False):
+        c = np.flip(np.cumsum(np.flip(a, axis), axis), axis)
+        return c - a if exclusive else c
+
+    def run(t):
+        X, R, S = x[:, :t].astype(F64), r[:t].astype(F64), s[:, :t].astype(F64)
+        a = np.cumsum(X, axis=1)
+        return [a, a - X, np.cumsum(X, axis=2), suffix(X, 1),
+                np.cumsum(R, axis=0), suffix(R, 0, True), np.cumsum(S, axis=1),
+                suffix(S, 1), scan(t)[0], scan(t, True)[1]]
+    return ([PerSize(x, cut1), r, PerSize(s, cut1), h0, xs, w],
+            [0, 1, 13, t_max], run)
+
+
+def bcast(rng):
+    t_max = 21
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, p, s = f32(2, t_max, 16), f32(t_max, 16), f32(2, t_max, t_max)
+    r, c, k = f32(2, t_max, 1), f32(t_max, 1), f32(2, 1, t_max)
+    cut1 = lambda a, t: a[:, :t]
+
+    def run(t):
+        X, P = x[:, :t].astype(F64), p[:t].astype(F64)
+        S = s[:, :t, :t].astype(F64)
+        R, C = r[:, :t].astype(F64), c[:t].astype(F64)
+        y = X + P
+        z = (S - R) * C
+        with np.errstate(invalid="ignore"):
+            gm = S.mean(axis=1) if t else np.zeros((2, 0))
+        gk = z.max(axis=0, keepdims=True) if t else np.zeros((1, 0, 0))
+        e = np.exp(S - S.max(axis=-1, keepdims=True)) if t else S
+        sm = e / e.sum(axis=-1, keepdims=True) if t else S
+        return [y, z, np.broadcast_to(P, (2, t, 16)), y.sum(axis=0),
+                z.sum(axis=(0, 2)), gm, gk, sm, sm @ X,
+                X @ X.transpose(0, 2, 1), S - k[:, :, :t],
+                X.transpose(1, 0, 2), S.transpose(2, 0, 1)]
+    return ([PerSize(x, cut1), p, PerSize(s, lambda a, t: a[:, :t, :t]),
+             PerSize(r, cut1), c, PerSize(k, lambda a, t: a[:, :, :t])],
+            [0, 1, 13, t_max], run)
+
+
+def conv2d(x, w, stride=1, pad=0, groups=1):
+    """NCHW cross-correlation (language.md's conv2d), float64."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, co, oh, ow))
+    per = co // groups
+    for o in range(co):
+        g = o // per
+        xs = x[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i:i + stride * oh:stride,
+                           j:j + stride * ow:stride]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    return y
+
+
+def cnn(rng):
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, w, wg, bias = f32(9, 2, 7, 6), f32(4, 2, 3, 3), f32(4, 1, 3, 3), f32(4, 1, 1)
+
+    def run(n):
+        X = x[:n].astype(F64)
+        c = np.maximum(conv2d(X, w.astype(F64), pad=1) + bias, 0)
+        return [c, conv2d(X, wg.astype(F64), stride=2, groups=2)]
+    return [x, w, wg, bias], [0, 1, 5, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
-                       ("norms", norms), ("seq", seq), ("attnb", attnb)]:
+                       ("norms", norms), ("seq", seq), ("attnb", attnb),
+                       ("cum", cum), ("bcast", bcast), ("cnn", cnn)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
