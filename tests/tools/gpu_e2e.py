@@ -27,7 +27,8 @@ Runs that need what the GPU driver does not do (--fd, --gen, --expect,
 Options before the command: --suite gradcheck takes the cases and
 goldens of tests/gradcheck (the same run.txt format; its runs are the
 reverse-mode gradient `_grad` and the forward-mode `_jvp` entries
-against torch goldens) instead of tests/e2e; --match REGEX keeps the
+against torch goldens) instead of tests/e2e, --suite hvp those of
+tests/hvp (`_grad`, `_jvp` and `_hvp` entries); --match REGEX keeps the
 cases whose name it matches (re.search).
 """
 import os
@@ -62,9 +63,9 @@ def compile_case(rlxc, name, wdir):
 
 
 def select_suite(suite):
-    """Point e2e's CASES / GOLDEN at tests/SUITE (e2e or gradcheck)."""
-    if suite not in ("e2e", "gradcheck"):
-        sys.exit("gpu_e2e: --suite e2e or gradcheck")
+    """Point e2e's CASES / GOLDEN at tests/SUITE (e2e, gradcheck, hvp)."""
+    if suite not in ("e2e", "gradcheck", "hvp"):
+        sys.exit("gpu_e2e: --suite e2e, gradcheck or hvp")
     root = os.path.join(e2e.SRC, "tests", suite)
     e2e.CASES = os.path.join(root, "cases")
     e2e.GOLDEN = os.path.join(root, "golden")
