@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_gpt2_gpu.py GPT2.so [ROUNDS] [ITERS] -- the AdamW training step
+"""bench_gpt2_gpu.py GPT2.so[,OTHER.so...] [ROUNDS] [ITERS] -- the AdamW training step
 of GPT-2 small (samples/gpt2.rlx: 12 layers, 12 heads, width 768,
 context 1024, vocabulary 50,257, batch 16; bf16 compute, f32 params)
 on the GPU, in three variants on one stream of one process:
@@ -21,7 +21,9 @@ before and after): median and minimum ms per step and tokens per
 second, and the peak GPU memory of each variant. With RLX_PROFILE=1
 in the environment, each variant's kernels are timed first
 (gpu_rounds.kernel_profile: GPU time per op, rlxc's grouped by op).
-RLX_VARIANTS="rlxc,torch eager" runs only the variants it names.
+RLX_VARIANTS="rlxc,torch eager" runs only the variants it names. More
+than one object (comma-separated) times each as a variant (named
+rlxc:FILE after the first): an A/B of two builds in one run.
 """
 import os
 import statistics
@@ -108,12 +110,16 @@ def main():
     peak = {}
     with torch.cuda.stream(s):
         variants, first = [], {}
-        for name, make in (
-                ("rlxc", lambda: rlxc_variant(so, tok, tgt, init, s)),
+        sos = so.split(",")
+        for name, make in [
+                ("rlxc" + ("" if i == 0 else ":" + os.path.basename(f)),
+                 lambda f=f: rlxc_variant(f, tok, tgt, init, s))
+                for i, f in enumerate(sos)] + [
                 ("torch eager", lambda: torch_variant(tok, tgt, init, False)),
                 ("torch compile", lambda: torch_variant(tok, tgt, init,
-                                                        True))):
-            if name not in os.environ.get("RLX_VARIANTS", name):
+                                                        True))]:
+            if name.split(":")[0] not in os.environ.get("RLX_VARIANTS",
+                                                        name):
                 continue
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()

@@ -31,6 +31,7 @@ against torch goldens) instead of tests/e2e, --suite hvp those of
 tests/hvp (`_grad`, `_jvp` and `_hvp` entries); --match REGEX keeps the
 cases whose name it matches (re.search).
 """
+import concurrent.futures
 import os
 import re
 import shutil
@@ -178,31 +179,36 @@ def bits(build, out, files):
 
 
 def run(out, only):
+    """Run the packed runs, 8 processes at a time (each its own context on
+    the one GPU); failures are listed in manifest order."""
     out = os.path.abspath(out)
-    npass, failed, skipped = 0, [], 0
+    todo, skipped = [], 0
     for line in open(os.path.join(out, "manifest.txt")):
         w = line.split()
         if not w or (only and w[1] not in only):
             continue
         if w[0] == "skip":
             skipped += 1
-            continue
+        else:
+            todo.append(w)
+
+    def one(w):
         name, entry, sub, rargs = w[1], w[2], w[3], w[4:]
         cmd = [os.path.join(out, "rlx_run_gpu"), "--so",
                os.path.join(out, "cases", name + ".so"), "--entry", entry]
         cmd += rargs + [os.path.join(out, "golden", name, sub)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if p.returncode == 0:
-            npass += 1
-        else:
-            msg = (p.stderr + p.stdout).strip().splitlines()
-            failed.append("%s %s: %s" % (name, entry,
-                                         " | ".join(msg[:3]) or
-                                         "exit %d" % p.returncode))
+            return None
+        msg = (p.stderr + p.stdout).strip().splitlines()
+        return "%s %s: %s" % (name, entry, " | ".join(msg[:3]) or
+                              "exit %d" % p.returncode)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        failed = [f for f in pool.map(one, todo) if f]
     for f in failed:
         print("FAIL " + f)
     print("GPU e2e: %d passed, %d failed, %d skipped" %
-          (npass, len(failed), skipped))
+          (len(todo) - len(failed), len(failed), skipped))
     return 1 if failed else 0
 
 
