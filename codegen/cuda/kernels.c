@@ -35,17 +35,37 @@
 
 /* ---- one thread per output element ---- */
 
+/* Elementwise groups: each thread takes EW_UNROLL elements a block
+ * apart (i = (ctaid EW_UNROLL + u) EW_BLOCK + tid: every load and store
+ * instruction of a warp is coalesced), evaluates all of them (loads in
+ * flight together, out-of-range ones on element 0), then stores those
+ * inside. Each element's code and bits are unchanged. */
+enum { EW_UNROLL = 4 };
+
 static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t N = type_numel(&n->type);
   if (N == 0) return true;
   Cg *cg = cu->dev;
   cu_kernel_begin(cu, p, op_name(n->op));
-  LLVMValueRef i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef v = cg_fused_load(cg, n, i, 1);
-  if (cg->failed) return false;
-  cg_store(cg, n->type.dt, cg_buf(cg, n), i, v);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  LLVMValueRef i0 = add(cu, mul(cu, cu_ctaid(cu), EW_UNROLL * EW_BLOCK),
+                        cu_tid(cu));
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], v[EW_UNROLL];
+  for (int u = 0; u < EW_UNROLL; u++) {
+    i[u] = add(cu, i0, i64(cu, u * EW_BLOCK));
+    in[u] = ult(cu, i[u], N);
+    v[u] = cg_fused_load(cg, n, LLVMBuildSelect(cg->b, in[u], i[u],
+                                                i64(cu, 0), ""), 1);
+    if (cg->failed) return false;
+  }
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMBasicBlockRef st = cg_block(cg, "ew.st"), next = cg_block(cg, "ew.next");
+    LLVMBuildCondBr(cg->b, in[u], st, next);
+    LLVMPositionBuilderAtEnd(cg->b, st);
+    cg_store(cg, n->type.dt, cg_buf(cg, n), i[u], v[u]);
+    LLVMBuildBr(cg->b, next);
+    LLVMPositionBuilderAtEnd(cg->b, next);
+  }
+  cu_kernel_end(cu, cu_blocks_for(N, EW_UNROLL * EW_BLOCK), EW_BLOCK);
   return !cg->failed;
 }
 
@@ -225,7 +245,10 @@ void cu_copy_out(Cu *cu, CgPlan *p, Node *src, int j) {
 /* ---- one block per row ---- */
 
 /* Fold f(x_j) over a row: thread t takes j = t, t + B, ... in order,
- * then the block combines (cu_block_reduce). x_j at base + j * step. */
+ * then the block combines (cu_block_reduce). x_j at base + j * step.
+ * ROW_UNROLL loads are issued before they are combined (more bytes in
+ * flight); the order of the fold is the same. */
+enum { ROW_UNROLL = 4 };
 typedef LLVMValueRef (*RowMap)(Cu *cu, LLVMValueRef x, LLVMValueRef j,
                                void *ctx);
 typedef struct {
@@ -244,22 +267,40 @@ static LLVMValueRef row_off(Cu *cu, const Row *r, LLVMValueRef j) {
   return add(cu, r->base, mul(cu, j, r->step));
 }
 
+/* The loop over a row's ROW_UNROLL-element steps of thread t: iteration
+ * it loads x[u] = element j[u] = (it ROW_UNROLL + u) B + t (in[u]: j[u]
+ * < len; outside, element 0 is loaded) and f of it. */
+static LLVMValueRef row_loads(Cu *cu, const Row *r, CgLoop *l,
+                              LLVMValueRef *carry, int ncarry, RowMap f,
+                              void *ctx, LLVMValueRef *x, LLVMValueRef *j,
+                              LLVMValueRef *in) {
+  Cg *cg = cu->dev;
+  int64_t per = (r->len + r->block - 1) / r->block;
+  LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
+  LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
+                                  i64(cu, (per + ROW_UNROLL - 1) / ROW_UNROLL),
+                                  carry, ncarry);
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    LLVMValueRef k = add(cu, mul(cu, it, ROW_UNROLL), i64(cu, u));
+    j[u] = add(cu, mul(cu, k, r->block), tid);
+    in[u] = ult(cu, j[u], r->len);
+    j[u] = LLVMBuildSelect(cg->b, in[u], j[u], i64(cu, 0), "");
+    x[u] = cg_load(cg, r->dt, src, row_off(cu, r, j[u]));
+  }
+  for (int u = 0; f && u < ROW_UNROLL; u++) x[u] = f(cu, x[u], j[u], ctx);
+  return it;
+}
+
 static LLVMValueRef row_fold(Cu *cu, const Row *r, CgRed red, RowMap f,
                              void *ctx) {
   Cg *cg = cu->dev;
   LLVMValueRef acc = cg_ops_red_init(cg, r->dt, red);
-  LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
+  LLVMValueRef x[ROW_UNROLL], j[ROW_UNROLL], in[ROW_UNROLL];
   CgLoop l;
-  LLVMValueRef it = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (r->len + r->block - 1) / r->block),
-                                  &acc, 1);
-  LLVMValueRef j = add(cu, mul(cu, it, r->block), tid);
-  LLVMValueRef in = ult(cu, j, r->len);
-  LLVMValueRef jc = LLVMBuildSelect(cg->b, in, j, i64(cu, 0), "");
-  LLVMValueRef x = cg_load(cg, r->dt, src, row_off(cu, r, jc));
-  if (f) x = f(cu, x, jc, ctx);
-  LLVMValueRef nx = cg_ops_combine(cg, r->dt, red, acc, x);
-  acc = LLVMBuildSelect(cg->b, in, nx, acc, "");
+  row_loads(cu, r, &l, &acc, 1, f, ctx, x, j, in);
+  for (int u = 0; u < ROW_UNROLL; u++)
+    acc = LLVMBuildSelect(cg->b, in[u],
+                          cg_ops_combine(cg, r->dt, red, acc, x[u]), acc, "");
   cg_loop_end(cg, &l, &acc);
   return cu_block_reduce(cu, r->dt, red, acc, (int)r->block);
 }
@@ -499,8 +540,54 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
+/* exp(a - b), 1 where a == b (two -inf maxima: no NaN). */
+static LLVMValueRef rescale(Cu *cu, DType dt, LLVMValueRef a, LLVMValueRef b) {
+  Cg *cg = cu->dev;
+  return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOEQ, a, b, ""),
+                         cg_const(cg, dt, 1),
+                         cg_ops_exp(cg, LLVMBuildFSub(cg->b, a, b, "")), "");
+}
+
+/* max m and sum s of exp(x - m) over row r in one pass (online):
+ * each thread keeps its running max and its sum scaled to it, rescaled
+ * when the max grows; the block takes the max M, then the sum of the
+ * threads' sums scaled to M. The order is fixed (same bits every run);
+ * the sum's rounding differs from row_lse's two passes. */
+static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
+                           LLVMValueRef *s) {
+  Cg *cg = cu->dev;
+  DType dt = r->dt;
+  LLVMValueRef ninf = cg_ops_red_init(cg, dt, CG_RED_MAX);
+  LLVMValueRef zero = cg_ops_red_init(cg, dt, CG_RED_SUM);
+  LLVMValueRef acc[2] = {ninf, zero}, x[ROW_UNROLL], j[ROW_UNROLL];
+  LLVMValueRef in[ROW_UNROLL];
+  CgLoop l;
+  row_loads(cu, r, &l, acc, 2, NULL, NULL, x, j, in);
+  LLVMValueRef mn = acc[0];
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    x[u] = LLVMBuildSelect(cg->b, in[u], x[u], ninf, "");
+    mn = cg_ops_combine(cg, dt, CG_RED_MAX, mn, x[u]);
+  }
+  LLVMValueRef sum = LLVMBuildFMul(cg->b, acc[1], rescale(cu, dt, acc[0], mn),
+                                   "");
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], mn, ""));
+    sum = LLVMBuildFAdd(cg->b, sum,
+                        LLVMBuildSelect(cg->b, in[u], e, zero, ""), "");
+  }
+  acc[0] = mn, acc[1] = sum;
+  cg_loop_end(cg, &l, acc);
+  *m = cu_block_reduce(cu, dt, CG_RED_MAX, acc[0], (int)r->block);
+  *s = cu_block_reduce(cu, dt, CG_RED_SUM, LLVMBuildFMul(
+                           cg->b, acc[1], rescale(cu, dt, acc[0], *m), ""),
+                       (int)r->block);
+}
+
 /* softmax_cross_entropy (bwd false): out[r] = (m - x[lab]) + log s;
- * backward: out[r, j] = (softmax - onehot) * dloss[r]. */
+ * backward: out[r, j] = (softmax - onehot) * dloss[r]. One block per
+ * row (512 threads for rows of 4096 or more), m and s in one pass
+ * (row_lse_online); the backward then reads the row once more,
+ * ROW_UNROLL loads before their stores. */
 static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -509,14 +596,14 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
     return cu_unsupported(cu, n, "labels must be i32, i64 or f32");
   int64_t rows = n->in[0]->type.dims[0], c = n->in[0]->type.dims[1];
   if (rows == 0 || c == 0) return true;
-  int block = cu_block_for(c);
+  int block = c >= 4096 ? 512 : cu_block_for(c);
   cu_kernel_begin(cu, p, bwd ? "xent_backward" : "xent");
   LLVMValueRef o = cu_ctaid(cu);
   LLVMValueRef lab = cg_ops_index(cg, n->in[1]->type.dt, cg_buf(cg, n->in[1]),
                                   o, c);
   Row r = {n->in[0], dt, c, block, NULL, NULL, 0, mul(cu, o, c), 1};
   LLVMValueRef m, s;
-  row_lse(cu, &r, &m, &s);
+  row_lse_online(cu, &r, &m, &s);
   if (!bwd) {
     cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
     LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]),
@@ -526,19 +613,26 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
              LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, s), ""));
   } else {
     LLVMValueRef g = cg_load(cg, dt, cg_buf(cg, n->in[2]), o);
+    LLVMValueRef x[ROW_UNROLL], j[ROW_UNROLL], in[ROW_UNROLL];
     CgLoop l;
-    LLVMBasicBlockRef skip;
-    LLVMValueRef j = row_each_begin(cu, &r, &l, &skip);
-    LLVMValueRef off = row_off(cu, &r, j);
-    LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), off);
-    LLVMValueRef pr = LLVMBuildFDiv(
-        cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x, m, "")), s, "");
-    LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j, lab, "");
-    pr = LLVMBuildSelect(cg->b, hot,
-                         LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),
-                         pr, "");
-    cg_store(cg, dt, cg_buf(cg, n), off, LLVMBuildFMul(cg->b, pr, g, ""));
-    row_each_end(cu, &l, skip);
+    row_loads(cu, &r, &l, NULL, 0, NULL, NULL, x, j, in);
+    for (int u = 0; u < ROW_UNROLL; u++) {
+      LLVMValueRef pr = LLVMBuildFDiv(
+          cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], m, "")), s, "");
+      LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j[u], lab, "");
+      pr = LLVMBuildSelect(cg->b, hot,
+                           LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),
+                           pr, "");
+      LLVMBasicBlockRef st = cg_block(cg, "xent.st");
+      LLVMBasicBlockRef next = cg_block(cg, "xent.next");
+      LLVMBuildCondBr(cg->b, in[u], st, next);
+      LLVMPositionBuilderAtEnd(cg->b, st);
+      cg_store(cg, dt, cg_buf(cg, n), add(cu, r.base, j[u]),
+               LLVMBuildFMul(cg->b, pr, g, ""));
+      LLVMBuildBr(cg->b, next);
+      LLVMPositionBuilderAtEnd(cg->b, next);
+    }
+    cg_loop_end(cg, &l, NULL);
   }
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
   return true;
