@@ -329,43 +329,25 @@ static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
 
 /* ---- column reductions ---- */
 
-/* reduce_* whose reduced axes lead and kept axes follow views x as
- * [len, K]; with K >= 32 (bias gradients: sums over batch and
- * sequence; a position table's over the batch) one block of CR_WARPS
- * warps per (32 columns, segment of rows): lane = column, warp w folds
- * rows w, w + CR_WARPS, ... of its segment in order (CR_UNROLL loads in
- * flight), the warps combine in order through shared memory. With
- * S > 1 segments (of at least 256 rows, about 512 blocks in all) each
- * writes its partials ([S, K], the partial dtype) to the node's scratch
- * and a second kernel combines them per column in segment order. Reads
- * are coalesced and the order fixed: the same bits every run. */
+/* cu_col_reduce (cuda.h): one block of CR_WARPS warps per (32 columns,
+ * segment of rows): lane = column, warp w folds rows w, w + CR_WARPS,
+ * ... of its segment in order (CR_UNROLL loads in flight), the warps
+ * combine in order through shared memory. With S > 1 segments (of at
+ * least 256 rows, about 512 blocks in all) each writes its partials
+ * ([S, K], the partial dtype) to the node's scratch and a second kernel
+ * combines them per column in segment order. Reads are coalesced and
+ * the order fixed: the same bits every run. */
 enum { CR_WARPS = 8, CR_UNROLL = 4 };
 
-typedef struct {
-  int64_t len, K, S, seg;  /* rows, columns, segments, rows a segment */
-} ColRed;
-
-static bool col_view(const Node *n, ColRed *c) {
-  const Type *t = &n->in[0]->type;
-  if (t->dt == DT_C64 || t->dt == DT_BOOL) return false;
-  bool red[RLX_MAX_RANK] = {false};
-  int k;
-  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
-  if (!ax) return false;
-  for (int i = 0; i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
-  c->len = c->K = 1;
-  for (int i = 0; i < t->rank; i++) {
-    if (red[i] && c->K > 1) return false; /* a reduced axis after a kept one */
-    if (red[i]) c->len *= t->dims[i];
-    else c->K *= t->dims[i];
-  }
-  if (c->K < 32 || c->len < 2) return false;
-  int64_t most = c->len / 256, ncg = (c->K + 31) / 32;
+bool cu_col_plan(CuCol *c, int64_t len, int64_t K) {
+  c->len = len, c->K = K;
+  if (K < 32 || len < 2) return false;
+  int64_t most = len / 256, ncg = (K + 31) / 32;
   c->S = 512 / ncg;
   if (c->S > most) c->S = most;
   if (c->S < 1) c->S = 1;
-  c->seg = (c->len + c->S - 1) / c->S;
-  c->S = (c->len + c->seg - 1) / c->seg;
+  c->seg = (len + c->S - 1) / c->S;
+  c->S = (len + c->seg - 1) / c->seg;
   return true;
 }
 
@@ -373,29 +355,31 @@ static DType col_part_dt(DType dt) {
   return dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt;
 }
 
-/* The column's result v (mean: / len) to the output. */
-static void col_finish(Cu *cu, Node *n, const ColRed *c, LLVMValueRef col,
-                       LLVMValueRef v) {
-  Cg *cg = cu->dev;
-  if (n->op == OP_REDUCE_MEAN)
-    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, n->in[0]->type.dt,
-                                         (double)c->len), "");
-  cg_store(cg, n->type.dt, cg_buf(cg, n), col, v);
+int64_t cu_col_scratch(const CuCol *c) {
+  return c->S > 1 ? c->S * c->K * 8 : 0;
 }
 
-static bool col_reduce(Cu *cu, CgPlan *p, Node *n, const ColRed *c) {
+/* The partials' array in the node's scratch. */
+static LLVMValueRef col_parts(Cu *cu, const CuCol *c) {
+  Cg *cg = cu->dev;
+  LLVMValueRef off = i64(cu, c->part_off);
+  return LLVMBuildGEP2(cg->b, cg->t_i8, cg_scratch(cg, c->n), &off, 1, "");
+}
+
+void cu_col_reduce(Cu *cu, CgPlan *p, CuCol *c, const char *what) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
-  DType dt = n->in[0]->type.dt, pt = col_part_dt(dt);
-  CgRed kind = cg_red_kind(n->op);
+  DType dt = c->dt, pt = col_part_dt(dt);
+  CgRed kind = c->kind;
   int64_t ncg = (c->K + 31) / 32;
-  cu_kernel_begin(cu, p, op_name(n->op));
+  cu_kernel_begin(cu, p, what);
+  if (c->bind) c->bind(cu, c);
   LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
   LLVMValueRef lane = urem(cu, tid, 32), w = udiv(cu, tid, 32);
   LLVMValueRef col = add(cu, mul(cu, urem(cu, bid, ncg), 32), lane);
   LLVMValueRef seg = udiv(cu, bid, ncg), cin = ult(cu, col, c->K);
   LLVMValueRef colc = LLVMBuildSelect(b, cin, col, i64(cu, 0), "");
-  LLVMValueRef r0 = mul(cu, seg, c->seg), src = cg_buf(cg, n->in[0]);
+  LLVMValueRef r0 = mul(cu, seg, c->seg);
   LLVMValueRef end = add(cu, r0, i64(cu, c->seg));
   end = LLVMBuildSelect(b, ult(cu, end, c->len), end, i64(cu, c->len), "");
   LLVMValueRef acc = cg_ops_red_init(cg, dt, kind);
@@ -409,7 +393,7 @@ static bool col_reduce(Cu *cu, CgPlan *p, Node *n, const ColRed *c) {
                          add(cu, w, i64(cu, u * CR_WARPS)));
     in[u] = LLVMBuildICmp(b, LLVMIntULT, r, end, "");
     r = LLVMBuildSelect(b, in[u], r, i64(cu, 0), "");
-    x[u] = cg_load(cg, dt, src, add(cu, mul(cu, r, c->K), colc));
+    x[u] = c->elem(cu, c, r, colc);
   }
   for (int u = 0; u < CR_UNROLL; u++)
     acc = LLVMBuildSelect(b, in[u], cg_ops_combine(cg, dt, kind, acc, x[u]),
@@ -428,22 +412,59 @@ static bool col_reduce(Cu *cu, CgPlan *p, Node *n, const ColRed *c) {
                                                add(cu, lane, i64(cu, 32 * q))),
                            ""));
   if (c->S == 1)
-    col_finish(cu, n, c, col, v);
+    c->finish(cu, c, col, v);
   else
-    cg_store(cg, pt, cg_scratch(cg, n), add(cu, mul(cu, seg, c->K), col), v);
+    cg_store(cg, pt, col_parts(cu, c), add(cu, mul(cu, seg, c->K), col), v);
   cu_kernel_end(cu, (unsigned)(ncg * c->S), CR_WARPS * 32);
-  if (c->S == 1) return true;
-  cu_kernel_begin(cu, p, op_name(n->op));
+  if (c->S == 1) return;
+  cu_kernel_begin(cu, p, what);
+  if (c->bind) c->bind(cu, c);
   col = cu_gid(cu);
   cu_guard(cu, ult(cu, col, c->K));
-  LLVMValueRef part = cg_scratch(cg, n);
+  LLVMValueRef part = col_parts(cu, c);
   v = cg_load(cg, pt, part, col);
   for (int64_t s = 1; s < c->S; s++)
     v = cg_ops_combine(cg, pt, kind, v, cg_load(cg, pt, part,
                                                 add(cu, col, i64(cu, s * c->K))));
-  col_finish(cu, n, c, col, v);
+  c->finish(cu, c, col, v);
   cu_kernel_end(cu, cu_blocks_for(c->K, EW_BLOCK), EW_BLOCK);
-  return true;
+}
+
+/* reduce_* whose reduced axes lead and kept axes follow views x as
+ * [len, K]: a column reduction when K >= 32 (bias gradients: sums over
+ * batch and sequence; a position table's over the batch). */
+static bool col_view(const Node *n, CuCol *c) {
+  const Type *t = &n->in[0]->type;
+  if (t->dt == DT_C64 || t->dt == DT_BOOL) return false;
+  bool red[RLX_MAX_RANK] = {false};
+  int k;
+  const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
+  if (!ax) return false;
+  for (int i = 0; i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
+  int64_t len = 1, K = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (red[i] && K > 1) return false; /* a reduced axis after a kept one */
+    if (red[i]) len *= t->dims[i];
+    else K *= t->dims[i];
+  }
+  *c = (CuCol){.n = (Node *)n, .dt = t->dt, .kind = cg_red_kind(n->op)};
+  return cu_col_plan(c, len, K);
+}
+
+/* x[row, col] of a reduce node. */
+static LLVMValueRef col_elem(Cu *cu, CuCol *c, LLVMValueRef row,
+                             LLVMValueRef col) {
+  Cg *cg = cu->dev;
+  return cg_load(cg, c->dt, cg_buf(cg, c->n->in[0]),
+                 add(cu, mul(cu, row, c->K), col));
+}
+
+/* The column's result v (mean: / len) to the output. */
+static void col_finish(Cu *cu, CuCol *c, LLVMValueRef col, LLVMValueRef v) {
+  Cg *cg = cu->dev;
+  if (c->n->op == OP_REDUCE_MEAN)
+    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, c->dt, (double)c->len), "");
+  cg_store(cg, c->n->type.dt, cg_buf(cg, c->n), col, v);
 }
 
 static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
@@ -469,8 +490,12 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
     else kd[nk] = t->dims[i], ks[nk++] = s[i], rows *= t->dims[i];
   }
   if (rows == 0) return true;
-  ColRed cr;
-  if (col_view(n, &cr)) return col_reduce(cu, p, n, &cr);
+  CuCol cr;
+  if (col_view(n, &cr)) {
+    cr.elem = col_elem, cr.finish = col_finish;
+    cu_col_reduce(cu, p, &cr, op_name(n->op));
+    return true;
+  }
   int block = cu_block_for(len);
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_ctaid(cu);
@@ -671,8 +696,8 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_FFT: return cu_fft_scratch(n);
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: {
-    ColRed c;
-    return col_view(n, &c) && c.S > 1 ? c.S * c.K * 8 : 0;
+    CuCol c;
+    return col_view(n, &c) ? cu_col_scratch(&c) : 0;
   }
   default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
   }
