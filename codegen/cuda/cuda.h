@@ -193,20 +193,9 @@ LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
                              int block);
 /* A block size for rows of n elements: 32..256, a multiple of 32. */
 int cu_block_for(int64_t n);
-/* Calls to llvm.exp/log/... and libm names -> libclc; link libclc; run
- * the O2 pipeline; PTX text (malloc'd) or NULL after a diagnostic (an
- * `.extern .func` in the PTX is one). */
-char *cu_finish_module(Cu *cu);
-
-/* ---- kernels.c ---- */
-/* Emit node n's kernels (a diagnostic naming op and target if none). */
-bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
-/* Workspace scratch node n's kernels need (split-K and split-k partial
- * sums, sample ranks, norm statistics, attention lse and D), or 0. */
-int64_t cu_scratch(Cu *cu, const CgPlan *plan, const Node *n);
 /* A deterministic column reduction of a [len, K] view (bias and norm
  * parameter gradients): column col's fold with kind of elem(row, col)
- * over rows 0..len in a fixed order, coalesced (kernels.c). elem gives
+ * over rows 0..len in a fixed order, coalesced. elem gives
  * values of dt's compute type; finish stores a column's result; bind
  * (optional) runs at each kernel's start. With S > 1 row segments the
  * partials go to n's scratch at byte part_off (cu_col_scratch bytes). */
@@ -227,6 +216,17 @@ typedef struct CuCol {
 bool cu_col_plan(CuCol *c, int64_t len, int64_t K);
 int64_t cu_col_scratch(const CuCol *c);
 void cu_col_reduce(Cu *cu, CgPlan *p, CuCol *c, const char *what);
+/* Calls to llvm.exp/log/... and libm names -> libclc; link libclc; run
+ * the O2 pipeline; PTX text (malloc'd) or NULL after a diagnostic (an
+ * `.extern .func` in the PTX is one). */
+char *cu_finish_module(Cu *cu);
+
+/* ---- kernels.c ---- */
+/* Emit node n's kernels (a diagnostic naming op and target if none). */
+bool cu_emit_node(Cu *cu, CgPlan *plan, Node *n);
+/* Workspace scratch node n's kernels need (split-K and split-k partial
+ * sums, sample ranks, norm statistics, attention lse and D), or 0. */
+int64_t cu_scratch(Cu *cu, const CgPlan *plan, const Node *n);
 /* dst (a returned value's output j) = src's bytes. */
 void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 
