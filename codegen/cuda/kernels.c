@@ -35,37 +35,61 @@
 
 /* ---- one thread per output element ---- */
 
-/* Elementwise groups: each thread takes EW_UNROLL elements a block
- * apart (i = (ctaid EW_UNROLL + u) EW_BLOCK + tid: every load and store
- * instruction of a warp is coalesced), evaluates all of them (loads in
- * flight together, out-of-range ones on element 0), then stores those
- * inside. Each element's code and bits are unchanged. */
+/* Elementwise groups and copies: each thread takes EW_UNROLL elements
+ * a block apart (i = (ctaid EW_UNROLL + u) EW_BLOCK + tid: every load
+ * and store instruction of a warp is coalesced), loads all of them
+ * (in flight together; out-of-range ones load element 0), then stores
+ * those inside. Each element's code and bits are unchanged. */
 enum { EW_UNROLL = 4 };
+
+/* The thread's flat indices i[u], whether each is below N, and each
+ * clamped to 0 where not. */
+static void ew_indices(Cu *cu, int64_t N, LLVMValueRef *i, LLVMValueRef *in,
+                       LLVMValueRef *ic) {
+  LLVMValueRef i0 = add(cu, mul(cu, cu_ctaid(cu), EW_UNROLL * EW_BLOCK),
+                        cu_tid(cu));
+  for (int u = 0; u < EW_UNROLL; u++) {
+    i[u] = add(cu, i0, i64(cu, u * EW_BLOCK));
+    in[u] = ult(cu, i[u], N);
+    ic[u] = LLVMBuildSelect(cu->dev->b, in[u], i[u], i64(cu, 0), "");
+  }
+}
+
+/* Code after ew_if runs where in holds, up to ew_join(its result). */
+static LLVMBasicBlockRef ew_if(Cu *cu, LLVMValueRef in) {
+  Cg *cg = cu->dev;
+  LLVMBasicBlockRef st = cg_block(cg, "ew.st"), next = cg_block(cg, "ew.next");
+  LLVMBuildCondBr(cg->b, in, st, next);
+  LLVMPositionBuilderAtEnd(cg->b, st);
+  return next;
+}
+
+static void ew_join(Cu *cu, LLVMBasicBlockRef next) {
+  LLVMBuildBr(cu->dev->b, next);
+  LLVMPositionBuilderAtEnd(cu->dev->b, next);
+}
+
+static unsigned ew_grid(int64_t N) {
+  return cu_blocks_for(N, EW_UNROLL * EW_BLOCK);
+}
 
 static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t N = type_numel(&n->type);
   if (N == 0) return true;
   Cg *cg = cu->dev;
   cu_kernel_begin(cu, p, op_name(n->op));
-  LLVMValueRef i0 = add(cu, mul(cu, cu_ctaid(cu), EW_UNROLL * EW_BLOCK),
-                        cu_tid(cu));
-  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], v[EW_UNROLL];
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+  ew_indices(cu, N, i, in, ic);
   for (int u = 0; u < EW_UNROLL; u++) {
-    i[u] = add(cu, i0, i64(cu, u * EW_BLOCK));
-    in[u] = ult(cu, i[u], N);
-    v[u] = cg_fused_load(cg, n, LLVMBuildSelect(cg->b, in[u], i[u],
-                                                i64(cu, 0), ""), 1);
+    v[u] = cg_fused_load(cg, n, ic[u], 1);
     if (cg->failed) return false;
   }
   for (int u = 0; u < EW_UNROLL; u++) {
-    LLVMBasicBlockRef st = cg_block(cg, "ew.st"), next = cg_block(cg, "ew.next");
-    LLVMBuildCondBr(cg->b, in[u], st, next);
-    LLVMPositionBuilderAtEnd(cg->b, st);
+    LLVMBasicBlockRef next = ew_if(cu, in[u]);
     cg_store(cg, n->type.dt, cg_buf(cg, n), i[u], v[u]);
-    LLVMBuildBr(cg->b, next);
-    LLVMPositionBuilderAtEnd(cg->b, next);
+    ew_join(cu, next);
   }
-  cu_kernel_end(cu, cu_blocks_for(N, EW_UNROLL * EW_BLOCK), EW_BLOCK);
+  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
   return !cg->failed;
 }
 
@@ -122,7 +146,8 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
 }
 
 /* Element copy dst[i] = src[f(i)] of n's type, f given by strides over
- * n's dims (in elements) plus a base offset. */
+ * n's dims (in elements) plus a base offset; EW_UNROLL elements a
+ * thread (ew_indices). */
 static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
                         Node *), Node *src, const int64_t *sstr,
                         int64_t soff, const char *what) {
@@ -132,14 +157,21 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
   int es = dt_size(n->type.dt);
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   cu_kernel_begin(cu, p, what);
-  LLVMValueRef i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef si = add(cu, cu_remap(cu, i, n->type.dims, sstr, n->type.rank),
-                        i64(cu, soff));
-  LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
-  LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, dst(cu, n), &i, 1, "");
-  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+  ew_indices(cu, N, i, in, ic);
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMValueRef si = add(cu, cu_remap(cu, ic[u], n->type.dims, sstr,
+                                       n->type.rank), i64(cu, soff));
+    LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
+    v[u] = LLVMBuildLoad2(cg->b, et, sp, "");
+  }
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMBasicBlockRef next = ew_if(cu, in[u]);
+    LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, dst(cu, n), &i[u], 1, "");
+    LLVMBuildStore(cg->b, v[u], dp);
+    ew_join(cu, next);
+  }
+  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
 }
 
 static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
@@ -169,7 +201,8 @@ static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-/* concat: one kernel per operand, writing its slab of the output. */
+/* concat: one kernel per operand, writing its slab of the output
+ * (EW_UNROLL elements a thread, ew_indices). */
 
 static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
@@ -183,14 +216,23 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
     int64_t N = type_numel(&x->type);
     if (N) {
       cu_kernel_begin(cu, p, "concat");
-      LLVMValueRef i = cu_gid(cu);
-      cu_guard(cu, ult(cu, i, N));
-      LLVMValueRef di = add(cu, cu_remap(cu, i, x->type.dims, os, x->type.rank),
-                            i64(cu, off * os[axis]));
-      LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, x), &i, 1, "");
-      LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
-      LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-      cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+      LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+      ew_indices(cu, N, i, in, ic);
+      for (int u = 0; u < EW_UNROLL; u++) {
+        LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, x), &ic[u], 1,
+                                        "");
+        v[u] = LLVMBuildLoad2(cg->b, et, sp, "");
+      }
+      for (int u = 0; u < EW_UNROLL; u++) {
+        LLVMBasicBlockRef next = ew_if(cu, in[u]);
+        LLVMValueRef di = add(cu, cu_remap(cu, i[u], x->type.dims, os,
+                                           x->type.rank),
+                              i64(cu, off * os[axis]));
+        LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
+        LLVMBuildStore(cg->b, v[u], dp);
+        ew_join(cu, next);
+      }
+      cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
     }
     off += x->type.dims[axis];
   }
