@@ -193,6 +193,29 @@ LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
                              int block);
 /* A block size for rows of n elements: 32..256, a multiple of 32. */
 int cu_block_for(int64_t n);
+/* A deterministic column reduction of a [len, K] view (bias and norm
+ * parameter gradients): column col's fold with kind of elem(row, col)
+ * over rows 0..len in a fixed order, coalesced. elem gives
+ * values of dt's compute type; finish stores a column's result; bind
+ * (optional) runs at each kernel's start. With S > 1 row segments the
+ * partials go to n's scratch at byte part_off (cu_col_scratch bytes). */
+typedef struct CuCol {
+  int64_t len, K, S, seg;   /* rows, columns, segments, rows a segment */
+  DType dt;
+  CgRed kind;
+  Node *n;
+  int64_t part_off;
+  LLVMValueRef (*elem)(Cu *cu, struct CuCol *c, LLVMValueRef row,
+                       LLVMValueRef col);
+  void (*finish)(Cu *cu, struct CuCol *c, LLVMValueRef col, LLVMValueRef v);
+  void (*bind)(Cu *cu, struct CuCol *c);
+  void *ctx;
+} CuCol;
+/* Segments for len rows of K columns; false when K < 32 or len < 2 (no
+ * column kernel then). */
+bool cu_col_plan(CuCol *c, int64_t len, int64_t K);
+int64_t cu_col_scratch(const CuCol *c);
+void cu_col_reduce(Cu *cu, CgPlan *p, CuCol *c, const char *what);
 /* Calls to llvm.exp/log/... and libm names -> libclc; link libclc; run
  * the O2 pipeline; PTX text (malloc'd) or NULL after a diagnostic (an
  * `.extern .func` in the PTX is one). */

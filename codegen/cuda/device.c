@@ -1,6 +1,7 @@
 /* device.c: building blocks of the device module (cuda.h): kernels and
- * their launches, thread indices, warp and block reductions in a fixed
- * order, the math library and the PTX text.
+ * their launches, thread indices, warp and block reductions and the
+ * column reductions (cu_col_reduce) in a fixed order, the math library
+ * and the PTX text.
  *
  * Math: LLVM 19 cannot select llvm.exp/log/sin/cos/pow (nor libm calls)
  * for NVPTX, so after the kernels are built every such call is renamed
@@ -508,4 +509,107 @@ char *cu_finish_module(Cu *cu) {
     return NULL;
   }
   return ptx;
+}
+
+/* ---- column reductions ---- */
+
+/* cu_col_reduce (cuda.h): one block of CR_WARPS warps per (32 columns,
+ * segment of rows): lane = column, warp w folds rows w, w + CR_WARPS,
+ * ... of its segment in order (CR_UNROLL loads in flight), the warps
+ * combine in order through shared memory. With S > 1 segments (of at
+ * least 256 rows, about 512 blocks in all) each writes its partials
+ * ([S, K], the partial dtype) to the node's scratch and a second kernel
+ * combines them per column in segment order. Reads are coalesced and
+ * the order fixed: the same bits every run. */
+enum { CR_WARPS = 8, CR_UNROLL = 4 };
+
+bool cu_col_plan(CuCol *c, int64_t len, int64_t K) {
+  c->len = len, c->K = K;
+  if (K < 32 || len < 2) return false;
+  int64_t most = len / 256, ncg = (K + 31) / 32;
+  c->S = 512 / ncg;
+  if (c->S > most) c->S = most;
+  if (c->S < 1) c->S = 1;
+  c->seg = (len + c->S - 1) / c->S;
+  c->S = (len + c->seg - 1) / c->seg;
+  return true;
+}
+
+static DType col_part_dt(DType dt) {
+  return dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt;
+}
+
+int64_t cu_col_scratch(const CuCol *c) {
+  return c->S > 1 ? c->S * c->K * 8 : 0;
+}
+
+/* The partials' array in the node's scratch. */
+static LLVMValueRef col_parts(Cu *cu, const CuCol *c) {
+  Cg *cg = cu->dev;
+  LLVMValueRef off = i64(cu, c->part_off);
+  return LLVMBuildGEP2(cg->b, cg->t_i8, cg_scratch(cg, c->n), &off, 1, "");
+}
+
+void cu_col_reduce(Cu *cu, CgPlan *p, CuCol *c, const char *what) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  DType dt = c->dt, pt = col_part_dt(dt);
+  CgRed kind = c->kind;
+  int64_t ncg = (c->K + 31) / 32;
+  cu_kernel_begin(cu, p, what);
+  if (c->bind) c->bind(cu, c);
+  LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
+  LLVMValueRef lane = urem(cu, tid, 32), w = udiv(cu, tid, 32);
+  LLVMValueRef col = add(cu, mul(cu, urem(cu, bid, ncg), 32), lane);
+  LLVMValueRef seg = udiv(cu, bid, ncg), cin = ult(cu, col, c->K);
+  LLVMValueRef colc = LLVMBuildSelect(b, cin, col, i64(cu, 0), "");
+  LLVMValueRef r0 = mul(cu, seg, c->seg);
+  LLVMValueRef end = add(cu, r0, i64(cu, c->seg));
+  end = LLVMBuildSelect(b, ult(cu, end, c->len), end, i64(cu, c->len), "");
+  LLVMValueRef acc = cg_ops_red_init(cg, dt, kind);
+  int64_t step = CR_WARPS * CR_UNROLL;
+  CgLoop l;
+  LLVMValueRef it = cg_loop_begin(cg, &l, i64(cu, 0),
+                                  i64(cu, (c->seg + step - 1) / step), &acc, 1);
+  LLVMValueRef x[CR_UNROLL], in[CR_UNROLL];
+  for (int u = 0; u < CR_UNROLL; u++) {
+    LLVMValueRef r = add(cu, add(cu, r0, mul(cu, it, step)),
+                         add(cu, w, i64(cu, u * CR_WARPS)));
+    in[u] = LLVMBuildICmp(b, LLVMIntULT, r, end, "");
+    r = LLVMBuildSelect(b, in[u], r, i64(cu, 0), "");
+    x[u] = c->elem(cu, c, r, colc);
+  }
+  for (int u = 0; u < CR_UNROLL; u++)
+    acc = LLVMBuildSelect(b, in[u], cg_ops_combine(cg, dt, kind, acc, x[u]),
+                          acc, "");
+  cg_loop_end(cg, &l, &acc);
+  LLVMTypeRef ct = LLVMTypeOf(acc);
+  LLVMValueRef sm = cu_shared(cg, "rlx.colred", cg->t_i8, CR_WARPS * 32 * 8,
+                              16);
+  LLVMBuildStore(b, acc, cu_shared_at(cg, sm, ct, tid));
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  cu_guard(cu, LLVMBuildAnd(b, cin, ult(cu, tid, 32), ""));
+  LLVMValueRef v = LLVMBuildLoad2(b, ct, cu_shared_at(cg, sm, ct, lane), "");
+  for (int q = 1; q < CR_WARPS; q++)
+    v = cg_ops_combine(cg, dt, kind, v, LLVMBuildLoad2(
+                           b, ct, cu_shared_at(cg, sm, ct,
+                                               add(cu, lane, i64(cu, 32 * q))),
+                           ""));
+  if (c->S == 1)
+    c->finish(cu, c, col, v);
+  else
+    cg_store(cg, pt, col_parts(cu, c), add(cu, mul(cu, seg, c->K), col), v);
+  cu_kernel_end(cu, (unsigned)(ncg * c->S), CR_WARPS * 32);
+  if (c->S == 1) return;
+  cu_kernel_begin(cu, p, what);
+  if (c->bind) c->bind(cu, c);
+  col = cu_gid(cu);
+  cu_guard(cu, ult(cu, col, c->K));
+  LLVMValueRef part = col_parts(cu, c);
+  v = cg_load(cg, pt, part, col);
+  for (int64_t s = 1; s < c->S; s++)
+    v = cg_ops_combine(cg, pt, kind, v, cg_load(cg, pt, part,
+                                                add(cu, col, i64(cu, s * c->K))));
+  c->finish(cu, c, col, v);
+  cu_kernel_end(cu, cu_blocks_for(c->K, EW_BLOCK), EW_BLOCK);
 }

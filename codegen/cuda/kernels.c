@@ -35,17 +35,61 @@
 
 /* ---- one thread per output element ---- */
 
+/* Elementwise groups and copies: each thread takes EW_UNROLL elements
+ * a block apart (i = (ctaid EW_UNROLL + u) EW_BLOCK + tid: every load
+ * and store instruction of a warp is coalesced), loads all of them
+ * (in flight together; out-of-range ones load element 0), then stores
+ * those inside. Each element's code and bits are unchanged. */
+enum { EW_UNROLL = 4 };
+
+/* The thread's flat indices i[u], whether each is below N, and each
+ * clamped to 0 where not. */
+static void ew_indices(Cu *cu, int64_t N, LLVMValueRef *i, LLVMValueRef *in,
+                       LLVMValueRef *ic) {
+  LLVMValueRef i0 = add(cu, mul(cu, cu_ctaid(cu), EW_UNROLL * EW_BLOCK),
+                        cu_tid(cu));
+  for (int u = 0; u < EW_UNROLL; u++) {
+    i[u] = add(cu, i0, i64(cu, u * EW_BLOCK));
+    in[u] = ult(cu, i[u], N);
+    ic[u] = LLVMBuildSelect(cu->dev->b, in[u], i[u], i64(cu, 0), "");
+  }
+}
+
+/* Code after ew_if runs where in holds, up to ew_join(its result). */
+static LLVMBasicBlockRef ew_if(Cu *cu, LLVMValueRef in) {
+  Cg *cg = cu->dev;
+  LLVMBasicBlockRef st = cg_block(cg, "ew.st"), next = cg_block(cg, "ew.next");
+  LLVMBuildCondBr(cg->b, in, st, next);
+  LLVMPositionBuilderAtEnd(cg->b, st);
+  return next;
+}
+
+static void ew_join(Cu *cu, LLVMBasicBlockRef next) {
+  LLVMBuildBr(cu->dev->b, next);
+  LLVMPositionBuilderAtEnd(cu->dev->b, next);
+}
+
+static unsigned ew_grid(int64_t N) {
+  return cu_blocks_for(N, EW_UNROLL * EW_BLOCK);
+}
+
 static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t N = type_numel(&n->type);
   if (N == 0) return true;
   Cg *cg = cu->dev;
   cu_kernel_begin(cu, p, op_name(n->op));
-  LLVMValueRef i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef v = cg_fused_load(cg, n, i, 1);
-  if (cg->failed) return false;
-  cg_store(cg, n->type.dt, cg_buf(cg, n), i, v);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+  ew_indices(cu, N, i, in, ic);
+  for (int u = 0; u < EW_UNROLL; u++) {
+    v[u] = cg_fused_load(cg, n, ic[u], 1);
+    if (cg->failed) return false;
+  }
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMBasicBlockRef next = ew_if(cu, in[u]);
+    cg_store(cg, n->type.dt, cg_buf(cg, n), i[u], v[u]);
+    ew_join(cu, next);
+  }
+  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
   return !cg->failed;
 }
 
@@ -102,7 +146,8 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
 }
 
 /* Element copy dst[i] = src[f(i)] of n's type, f given by strides over
- * n's dims (in elements) plus a base offset. */
+ * n's dims (in elements) plus a base offset; EW_UNROLL elements a
+ * thread (ew_indices). */
 static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
                         Node *), Node *src, const int64_t *sstr,
                         int64_t soff, const char *what) {
@@ -112,14 +157,21 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
   int es = dt_size(n->type.dt);
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   cu_kernel_begin(cu, p, what);
-  LLVMValueRef i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef si = add(cu, cu_remap(cu, i, n->type.dims, sstr, n->type.rank),
-                        i64(cu, soff));
-  LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
-  LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, dst(cu, n), &i, 1, "");
-  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+  ew_indices(cu, N, i, in, ic);
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMValueRef si = add(cu, cu_remap(cu, ic[u], n->type.dims, sstr,
+                                       n->type.rank), i64(cu, soff));
+    LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
+    v[u] = LLVMBuildLoad2(cg->b, et, sp, "");
+  }
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMBasicBlockRef next = ew_if(cu, in[u]);
+    LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, dst(cu, n), &i[u], 1, "");
+    LLVMBuildStore(cg->b, v[u], dp);
+    ew_join(cu, next);
+  }
+  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
 }
 
 static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
@@ -149,7 +201,8 @@ static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-/* concat: one kernel per operand, writing its slab of the output. */
+/* concat: one kernel per operand, writing its slab of the output
+ * (EW_UNROLL elements a thread, ew_indices). */
 
 static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
@@ -163,14 +216,23 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
     int64_t N = type_numel(&x->type);
     if (N) {
       cu_kernel_begin(cu, p, "concat");
-      LLVMValueRef i = cu_gid(cu);
-      cu_guard(cu, ult(cu, i, N));
-      LLVMValueRef di = add(cu, cu_remap(cu, i, x->type.dims, os, x->type.rank),
-                            i64(cu, off * os[axis]));
-      LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, x), &i, 1, "");
-      LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
-      LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-      cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+      LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+      ew_indices(cu, N, i, in, ic);
+      for (int u = 0; u < EW_UNROLL; u++) {
+        LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, x), &ic[u], 1,
+                                        "");
+        v[u] = LLVMBuildLoad2(cg->b, et, sp, "");
+      }
+      for (int u = 0; u < EW_UNROLL; u++) {
+        LLVMBasicBlockRef next = ew_if(cu, in[u]);
+        LLVMValueRef di = add(cu, cu_remap(cu, i[u], x->type.dims, os,
+                                           x->type.rank),
+                              i64(cu, off * os[axis]));
+        LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
+        LLVMBuildStore(cg->b, v[u], dp);
+        ew_join(cu, next);
+      }
+      cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
     }
     off += x->type.dims[axis];
   }
@@ -225,7 +287,10 @@ void cu_copy_out(Cu *cu, CgPlan *p, Node *src, int j) {
 /* ---- one block per row ---- */
 
 /* Fold f(x_j) over a row: thread t takes j = t, t + B, ... in order,
- * then the block combines (cu_block_reduce). x_j at base + j * step. */
+ * then the block combines (cu_block_reduce). x_j at base + j * step.
+ * ROW_UNROLL loads are issued before they are combined (more bytes in
+ * flight); the order of the fold is the same. */
+enum { ROW_UNROLL = 4 };
 typedef LLVMValueRef (*RowMap)(Cu *cu, LLVMValueRef x, LLVMValueRef j,
                                void *ctx);
 typedef struct {
@@ -244,22 +309,40 @@ static LLVMValueRef row_off(Cu *cu, const Row *r, LLVMValueRef j) {
   return add(cu, r->base, mul(cu, j, r->step));
 }
 
+/* The loop over a row's ROW_UNROLL-element steps of thread t: iteration
+ * it loads x[u] = element j[u] = (it ROW_UNROLL + u) B + t (in[u]: j[u]
+ * < len; outside, element 0 is loaded) and f of it. */
+static LLVMValueRef row_loads(Cu *cu, const Row *r, CgLoop *l,
+                              LLVMValueRef *carry, int ncarry, RowMap f,
+                              void *ctx, LLVMValueRef *x, LLVMValueRef *j,
+                              LLVMValueRef *in) {
+  Cg *cg = cu->dev;
+  int64_t per = (r->len + r->block - 1) / r->block;
+  LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
+  LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
+                                  i64(cu, (per + ROW_UNROLL - 1) / ROW_UNROLL),
+                                  carry, ncarry);
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    LLVMValueRef k = add(cu, mul(cu, it, ROW_UNROLL), i64(cu, u));
+    j[u] = add(cu, mul(cu, k, r->block), tid);
+    in[u] = ult(cu, j[u], r->len);
+    j[u] = LLVMBuildSelect(cg->b, in[u], j[u], i64(cu, 0), "");
+    x[u] = cg_load(cg, r->dt, src, row_off(cu, r, j[u]));
+  }
+  for (int u = 0; f && u < ROW_UNROLL; u++) x[u] = f(cu, x[u], j[u], ctx);
+  return it;
+}
+
 static LLVMValueRef row_fold(Cu *cu, const Row *r, CgRed red, RowMap f,
                              void *ctx) {
   Cg *cg = cu->dev;
   LLVMValueRef acc = cg_ops_red_init(cg, r->dt, red);
-  LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
+  LLVMValueRef x[ROW_UNROLL], j[ROW_UNROLL], in[ROW_UNROLL];
   CgLoop l;
-  LLVMValueRef it = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (r->len + r->block - 1) / r->block),
-                                  &acc, 1);
-  LLVMValueRef j = add(cu, mul(cu, it, r->block), tid);
-  LLVMValueRef in = ult(cu, j, r->len);
-  LLVMValueRef jc = LLVMBuildSelect(cg->b, in, j, i64(cu, 0), "");
-  LLVMValueRef x = cg_load(cg, r->dt, src, row_off(cu, r, jc));
-  if (f) x = f(cu, x, jc, ctx);
-  LLVMValueRef nx = cg_ops_combine(cg, r->dt, red, acc, x);
-  acc = LLVMBuildSelect(cg->b, in, nx, acc, "");
+  row_loads(cu, r, &l, &acc, 1, f, ctx, x, j, in);
+  for (int u = 0; u < ROW_UNROLL; u++)
+    acc = LLVMBuildSelect(cg->b, in[u],
+                          cg_ops_combine(cg, r->dt, red, acc, x[u]), acc, "");
   cg_loop_end(cg, &l, &acc);
   return cu_block_reduce(cu, r->dt, red, acc, (int)r->block);
 }
@@ -289,22 +372,9 @@ static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
 /* ---- column reductions ---- */
 
 /* reduce_* whose reduced axes lead and kept axes follow views x as
- * [len, K]; with K >= 32 (bias gradients: sums over batch and
- * sequence; a position table's over the batch) one block of CR_WARPS
- * warps per (32 columns, segment of rows): lane = column, warp w folds
- * rows w, w + CR_WARPS, ... of its segment in order (CR_UNROLL loads in
- * flight), the warps combine in order through shared memory. With
- * S > 1 segments (of at least 256 rows, about 512 blocks in all) each
- * writes its partials ([S, K], the partial dtype) to the node's scratch
- * and a second kernel combines them per column in segment order. Reads
- * are coalesced and the order fixed: the same bits every run. */
-enum { CR_WARPS = 8, CR_UNROLL = 4 };
-
-typedef struct {
-  int64_t len, K, S, seg;  /* rows, columns, segments, rows a segment */
-} ColRed;
-
-static bool col_view(const Node *n, ColRed *c) {
+ * [len, K]: a column reduction when K >= 32 (bias gradients: sums over
+ * batch and sequence; a position table's over the batch). */
+static bool col_view(const Node *n, CuCol *c) {
   const Type *t = &n->in[0]->type;
   if (t->dt == DT_C64 || t->dt == DT_BOOL) return false;
   bool red[RLX_MAX_RANK] = {false};
@@ -312,97 +382,30 @@ static bool col_view(const Node *n, ColRed *c) {
   const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
   if (!ax) return false;
   for (int i = 0; i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
-  c->len = c->K = 1;
+  int64_t len = 1, K = 1;
   for (int i = 0; i < t->rank; i++) {
-    if (red[i] && c->K > 1) return false; /* a reduced axis after a kept one */
-    if (red[i]) c->len *= t->dims[i];
-    else c->K *= t->dims[i];
+    if (red[i] && K > 1) return false; /* a reduced axis after a kept one */
+    if (red[i]) len *= t->dims[i];
+    else K *= t->dims[i];
   }
-  if (c->K < 32 || c->len < 2) return false;
-  int64_t most = c->len / 256, ncg = (c->K + 31) / 32;
-  c->S = 512 / ncg;
-  if (c->S > most) c->S = most;
-  if (c->S < 1) c->S = 1;
-  c->seg = (c->len + c->S - 1) / c->S;
-  c->S = (c->len + c->seg - 1) / c->seg;
-  return true;
+  *c = (CuCol){.n = (Node *)n, .dt = t->dt, .kind = cg_red_kind(n->op)};
+  return cu_col_plan(c, len, K);
 }
 
-static DType col_part_dt(DType dt) {
-  return dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt;
+/* x[row, col] of a reduce node. */
+static LLVMValueRef col_elem(Cu *cu, CuCol *c, LLVMValueRef row,
+                             LLVMValueRef col) {
+  Cg *cg = cu->dev;
+  return cg_load(cg, c->dt, cg_buf(cg, c->n->in[0]),
+                 add(cu, mul(cu, row, c->K), col));
 }
 
 /* The column's result v (mean: / len) to the output. */
-static void col_finish(Cu *cu, Node *n, const ColRed *c, LLVMValueRef col,
-                       LLVMValueRef v) {
+static void col_finish(Cu *cu, CuCol *c, LLVMValueRef col, LLVMValueRef v) {
   Cg *cg = cu->dev;
-  if (n->op == OP_REDUCE_MEAN)
-    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, n->in[0]->type.dt,
-                                         (double)c->len), "");
-  cg_store(cg, n->type.dt, cg_buf(cg, n), col, v);
-}
-
-static bool col_reduce(Cu *cu, CgPlan *p, Node *n, const ColRed *c) {
-  Cg *cg = cu->dev;
-  LLVMBuilderRef b = cg->b;
-  DType dt = n->in[0]->type.dt, pt = col_part_dt(dt);
-  CgRed kind = cg_red_kind(n->op);
-  int64_t ncg = (c->K + 31) / 32;
-  cu_kernel_begin(cu, p, op_name(n->op));
-  LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
-  LLVMValueRef lane = urem(cu, tid, 32), w = udiv(cu, tid, 32);
-  LLVMValueRef col = add(cu, mul(cu, urem(cu, bid, ncg), 32), lane);
-  LLVMValueRef seg = udiv(cu, bid, ncg), cin = ult(cu, col, c->K);
-  LLVMValueRef colc = LLVMBuildSelect(b, cin, col, i64(cu, 0), "");
-  LLVMValueRef r0 = mul(cu, seg, c->seg), src = cg_buf(cg, n->in[0]);
-  LLVMValueRef end = add(cu, r0, i64(cu, c->seg));
-  end = LLVMBuildSelect(b, ult(cu, end, c->len), end, i64(cu, c->len), "");
-  LLVMValueRef acc = cg_ops_red_init(cg, dt, kind);
-  int64_t step = CR_WARPS * CR_UNROLL;
-  CgLoop l;
-  LLVMValueRef it = cg_loop_begin(cg, &l, i64(cu, 0),
-                                  i64(cu, (c->seg + step - 1) / step), &acc, 1);
-  LLVMValueRef x[CR_UNROLL], in[CR_UNROLL];
-  for (int u = 0; u < CR_UNROLL; u++) {
-    LLVMValueRef r = add(cu, add(cu, r0, mul(cu, it, step)),
-                         add(cu, w, i64(cu, u * CR_WARPS)));
-    in[u] = LLVMBuildICmp(b, LLVMIntULT, r, end, "");
-    r = LLVMBuildSelect(b, in[u], r, i64(cu, 0), "");
-    x[u] = cg_load(cg, dt, src, add(cu, mul(cu, r, c->K), colc));
-  }
-  for (int u = 0; u < CR_UNROLL; u++)
-    acc = LLVMBuildSelect(b, in[u], cg_ops_combine(cg, dt, kind, acc, x[u]),
-                          acc, "");
-  cg_loop_end(cg, &l, &acc);
-  LLVMTypeRef ct = LLVMTypeOf(acc);
-  LLVMValueRef sm = cu_shared(cg, "rlx.colred", cg->t_i8, CR_WARPS * 32 * 8,
-                              16);
-  LLVMBuildStore(b, acc, cu_shared_at(cg, sm, ct, tid));
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cu_guard(cu, LLVMBuildAnd(b, cin, ult(cu, tid, 32), ""));
-  LLVMValueRef v = LLVMBuildLoad2(b, ct, cu_shared_at(cg, sm, ct, lane), "");
-  for (int q = 1; q < CR_WARPS; q++)
-    v = cg_ops_combine(cg, dt, kind, v, LLVMBuildLoad2(
-                           b, ct, cu_shared_at(cg, sm, ct,
-                                               add(cu, lane, i64(cu, 32 * q))),
-                           ""));
-  if (c->S == 1)
-    col_finish(cu, n, c, col, v);
-  else
-    cg_store(cg, pt, cg_scratch(cg, n), add(cu, mul(cu, seg, c->K), col), v);
-  cu_kernel_end(cu, (unsigned)(ncg * c->S), CR_WARPS * 32);
-  if (c->S == 1) return true;
-  cu_kernel_begin(cu, p, op_name(n->op));
-  col = cu_gid(cu);
-  cu_guard(cu, ult(cu, col, c->K));
-  LLVMValueRef part = cg_scratch(cg, n);
-  v = cg_load(cg, pt, part, col);
-  for (int64_t s = 1; s < c->S; s++)
-    v = cg_ops_combine(cg, pt, kind, v, cg_load(cg, pt, part,
-                                                add(cu, col, i64(cu, s * c->K))));
-  col_finish(cu, n, c, col, v);
-  cu_kernel_end(cu, cu_blocks_for(c->K, EW_BLOCK), EW_BLOCK);
-  return true;
+  if (c->n->op == OP_REDUCE_MEAN)
+    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, c->dt, (double)c->len), "");
+  cg_store(cg, c->n->type.dt, cg_buf(cg, c->n), col, v);
 }
 
 static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
@@ -428,8 +431,12 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
     else kd[nk] = t->dims[i], ks[nk++] = s[i], rows *= t->dims[i];
   }
   if (rows == 0) return true;
-  ColRed cr;
-  if (col_view(n, &cr)) return col_reduce(cu, p, n, &cr);
+  CuCol cr;
+  if (col_view(n, &cr)) {
+    cr.elem = col_elem, cr.finish = col_finish;
+    cu_col_reduce(cu, p, &cr, op_name(n->op));
+    return true;
+  }
   int block = cu_block_for(len);
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_ctaid(cu);
@@ -499,8 +506,54 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
+/* exp(a - b), 1 where a == b (two -inf maxima: no NaN). */
+static LLVMValueRef rescale(Cu *cu, DType dt, LLVMValueRef a, LLVMValueRef b) {
+  Cg *cg = cu->dev;
+  return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOEQ, a, b, ""),
+                         cg_const(cg, dt, 1),
+                         cg_ops_exp(cg, LLVMBuildFSub(cg->b, a, b, "")), "");
+}
+
+/* max m and sum s of exp(x - m) over row r in one pass (online):
+ * each thread keeps its running max and its sum scaled to it, rescaled
+ * when the max grows; the block takes the max M, then the sum of the
+ * threads' sums scaled to M. The order is fixed (same bits every run);
+ * the sum's rounding differs from row_lse's two passes. */
+static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
+                           LLVMValueRef *s) {
+  Cg *cg = cu->dev;
+  DType dt = r->dt;
+  LLVMValueRef ninf = cg_ops_red_init(cg, dt, CG_RED_MAX);
+  LLVMValueRef zero = cg_ops_red_init(cg, dt, CG_RED_SUM);
+  LLVMValueRef acc[2] = {ninf, zero}, x[ROW_UNROLL], j[ROW_UNROLL];
+  LLVMValueRef in[ROW_UNROLL];
+  CgLoop l;
+  row_loads(cu, r, &l, acc, 2, NULL, NULL, x, j, in);
+  LLVMValueRef mn = acc[0];
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    x[u] = LLVMBuildSelect(cg->b, in[u], x[u], ninf, "");
+    mn = cg_ops_combine(cg, dt, CG_RED_MAX, mn, x[u]);
+  }
+  LLVMValueRef sum = LLVMBuildFMul(cg->b, acc[1], rescale(cu, dt, acc[0], mn),
+                                   "");
+  for (int u = 0; u < ROW_UNROLL; u++) {
+    LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], mn, ""));
+    sum = LLVMBuildFAdd(cg->b, sum,
+                        LLVMBuildSelect(cg->b, in[u], e, zero, ""), "");
+  }
+  acc[0] = mn, acc[1] = sum;
+  cg_loop_end(cg, &l, acc);
+  *m = cu_block_reduce(cu, dt, CG_RED_MAX, acc[0], (int)r->block);
+  *s = cu_block_reduce(cu, dt, CG_RED_SUM, LLVMBuildFMul(
+                           cg->b, acc[1], rescale(cu, dt, acc[0], *m), ""),
+                       (int)r->block);
+}
+
 /* softmax_cross_entropy (bwd false): out[r] = (m - x[lab]) + log s;
- * backward: out[r, j] = (softmax - onehot) * dloss[r]. */
+ * backward: out[r, j] = (softmax - onehot) * dloss[r]. One block per
+ * row (512 threads for rows of 4096 or more), m and s in one pass
+ * (row_lse_online); the backward then reads the row once more,
+ * ROW_UNROLL loads before their stores. */
 static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -509,14 +562,14 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
     return cu_unsupported(cu, n, "labels must be i32, i64 or f32");
   int64_t rows = n->in[0]->type.dims[0], c = n->in[0]->type.dims[1];
   if (rows == 0 || c == 0) return true;
-  int block = cu_block_for(c);
+  int block = c >= 4096 ? 512 : cu_block_for(c);
   cu_kernel_begin(cu, p, bwd ? "xent_backward" : "xent");
   LLVMValueRef o = cu_ctaid(cu);
   LLVMValueRef lab = cg_ops_index(cg, n->in[1]->type.dt, cg_buf(cg, n->in[1]),
                                   o, c);
   Row r = {n->in[0], dt, c, block, NULL, NULL, 0, mul(cu, o, c), 1};
   LLVMValueRef m, s;
-  row_lse(cu, &r, &m, &s);
+  row_lse_online(cu, &r, &m, &s);
   if (!bwd) {
     cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
     LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]),
@@ -526,19 +579,26 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
              LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, s), ""));
   } else {
     LLVMValueRef g = cg_load(cg, dt, cg_buf(cg, n->in[2]), o);
+    LLVMValueRef x[ROW_UNROLL], j[ROW_UNROLL], in[ROW_UNROLL];
     CgLoop l;
-    LLVMBasicBlockRef skip;
-    LLVMValueRef j = row_each_begin(cu, &r, &l, &skip);
-    LLVMValueRef off = row_off(cu, &r, j);
-    LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), off);
-    LLVMValueRef pr = LLVMBuildFDiv(
-        cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x, m, "")), s, "");
-    LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j, lab, "");
-    pr = LLVMBuildSelect(cg->b, hot,
-                         LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),
-                         pr, "");
-    cg_store(cg, dt, cg_buf(cg, n), off, LLVMBuildFMul(cg->b, pr, g, ""));
-    row_each_end(cu, &l, skip);
+    row_loads(cu, &r, &l, NULL, 0, NULL, NULL, x, j, in);
+    for (int u = 0; u < ROW_UNROLL; u++) {
+      LLVMValueRef pr = LLVMBuildFDiv(
+          cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], m, "")), s, "");
+      LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j[u], lab, "");
+      pr = LLVMBuildSelect(cg->b, hot,
+                           LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),
+                           pr, "");
+      LLVMBasicBlockRef st = cg_block(cg, "xent.st");
+      LLVMBasicBlockRef next = cg_block(cg, "xent.next");
+      LLVMBuildCondBr(cg->b, in[u], st, next);
+      LLVMPositionBuilderAtEnd(cg->b, st);
+      cg_store(cg, dt, cg_buf(cg, n), add(cu, r.base, j[u]),
+               LLVMBuildFMul(cg->b, pr, g, ""));
+      LLVMBuildBr(cg->b, next);
+      LLVMPositionBuilderAtEnd(cg->b, next);
+    }
+    cg_loop_end(cg, &l, NULL);
   }
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
   return true;
@@ -577,8 +637,8 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_FFT: return cu_fft_scratch(n);
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: {
-    ColRed c;
-    return col_view(n, &c) && c.S > 1 ? c.S * c.K * 8 : 0;
+    CuCol c;
+    return col_view(n, &c) ? cu_col_scratch(&c) : 0;
   }
   default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
   }

@@ -18,13 +18,15 @@
  *   cu_block_reduce (a fixed order: the same bits every run).
  * - batch_norm_inference and its _backward_input: elementwise (the
  *   statistics are operands), one thread per element.
- * - _gamma, _beta: one block per channel c folds its outer * inner
- *   (layer, rms) or N * HW (group, batch) elements in the same fixed
- *   order; no atomics. layer/rms/group _gamma first run a stage-1
- *   kernel (one block per unit) that stores (mu, r, x0) of every unit
- *   in the node's workspace scratch (cu_norm_scratch). Cost: one block
- *   per channel walks the whole tensor's column of that channel, so
- *   few channels over many rows use few SMs.
+ * - _gamma, _beta: layer/rms over rows of >= 32 contiguous channels
+ *   (inner 1, outer >= 2): a column reduction (cu_col_reduce: coalesced
+ *   reads, about 512 blocks, fixed order, partials after the statistics
+ *   in scratch). Otherwise one block per channel c folds its outer *
+ *   inner (layer, rms) or N * HW (group, batch) elements in a fixed
+ *   order (few channels over many rows use few SMs). No atomics.
+ *   layer/rms/group _gamma first run a stage-1 kernel (one block per
+ *   unit) that stores (mu, r, x0) of every unit in the node's workspace
+ *   scratch (cu_norm_scratch).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -62,6 +64,13 @@ static bool nm_init(Nm *S, Node *n) {
   S->U = S->kind == CG_NORM_GROUP ? S->outer * S->G : S->outer * S->inner;
   S->len = S->kind == CG_NORM_GROUP ? S->cpu * S->inner : S->C;
   return true;
+}
+
+/* Bytes of a _gamma op's unit statistics [mu | r | x0] in scratch
+ * (rounded up to 8), 0 for other roles and batch norm. */
+static int64_t nm_stats_bytes(const Nm *S) {
+  if (S->role != CG_NORM_GAMMA || S->kind == CG_NORM_BATCH) return 0;
+  return (3 * S->U * dt_size(S->cdt) + 7) / 8 * 8;
 }
 
 /* The operand pointers (x first, dy last; scratch) in the kernel. */
@@ -287,7 +296,7 @@ static bool bn_kernel(Cu *cu, CgPlan *p, Nm *S) {
   return true;
 }
 
-/* ---- parameter gradients: one block per channel ---- */
+/* ---- parameter gradients: columns, or one block per channel ---- */
 
 /* Channel S->ch's element k of outer * inner: dy (beta) or dy xh (gamma),
  * the unit's statistics from scratch (batch: mean[c], r[c] in S->mu,
@@ -312,6 +321,30 @@ static LLVMValueRef e_param(Cu *cu, Nm *S, LLVMValueRef k) {
   return FM(dy, FM(FS(x, mu), r));
 }
 
+/* layer/rms _gamma and _beta over rows of C >= 32 contiguous channels
+ * (inner 1, outer >= 2) as a column reduction (cu_col_reduce): coalesced
+ * [outer, C] reads spread over about 512 blocks; the partials follow the
+ * statistics in scratch. */
+static bool nm_col(const Nm *S, CuCol *c) {
+  *c = (CuCol){.n = S->n, .dt = S->dt, .kind = CG_RED_SUM,
+               .part_off = nm_stats_bytes(S)};
+  return (S->kind == CG_NORM_LAYER || S->kind == CG_NORM_RMS) &&
+         S->inner == 1 && cu_col_plan(c, S->outer, S->C);
+}
+
+static void col_bind(Cu *cu, CuCol *c) { nm_bind(cu, c->ctx); }
+
+static LLVMValueRef col_e(Cu *cu, CuCol *c, LLVMValueRef row,
+                          LLVMValueRef col) {
+  Nm *S = c->ctx;
+  S->ch = col;
+  return e_param(cu, S, row);
+}
+
+static void col_out(Cu *cu, CuCol *c, LLVMValueRef col, LLVMValueRef v) {
+  cg_store(cu->dev, c->dt, cg_buf(cu->dev, c->n), col, v);
+}
+
 static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
   Cg *cg = cu->dev;
   int64_t cnt = S->outer * S->inner;
@@ -320,6 +353,13 @@ static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
   if (cnt > 0 && S->len > 0 && S->role == CG_NORM_GAMMA && S->kind != CG_NORM_BATCH &&
       !unit_kernel(cu, p, S))
     return false;
+  CuCol c;
+  if (cnt > 0 && nm_col(S, &c)) {
+    S->mu = S->r = NULL;
+    c.elem = col_e, c.finish = col_out, c.bind = col_bind, c.ctx = S;
+    cu_col_reduce(cu, p, &c, op_name(S->n->op));
+    return true;
+  }
   int block = cu_block_for(cnt);
   cu_kernel_begin(cu, p, op_name(S->n->op));
   nm_bind(cu, S);
@@ -349,7 +389,11 @@ bool cu_norm(Cu *cu, CgPlan *p, Node *n) {
 
 int64_t cu_norm_scratch(const Node *n) {
   Nm S;
-  if (!nm_init(&S, (Node *)n) || S.role != CG_NORM_GAMMA || S.kind == CG_NORM_BATCH)
+  CuCol c;
+  if (!nm_init(&S, (Node *)n) ||
+      (S.role != CG_NORM_GAMMA && S.role != CG_NORM_BETA))
     return 0;
-  return 3 * S.U * dt_size(S.cdt);
+  int64_t st = nm_stats_bytes(&S);
+  return S.outer * S.inner > 0 && nm_col(&S, &c) ? st + cu_col_scratch(&c)
+                                                 : st;
 }
