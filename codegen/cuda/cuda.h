@@ -185,6 +185,13 @@ LLVMValueRef cu_tid(Cu *cu);    /* i64 */
 LLVMValueRef cu_ctaid(Cu *cu);  /* i64 */
 /* Code after this runs only where cond (i1) holds: else the thread exits. */
 void cu_guard(Cu *cu, LLVMValueRef cond);
+/* Errors a kernel finds (docs/gpu.md): the CPU layers' checks
+ * (cg_fail_if, cg_ops_index) inside a kernel body record their RLX_ERR_*
+ * code in the module's error word `rlx_err` and the thread exits. Every
+ * check of one kernel records the same code. cu_err_take adds the
+ * kernel rlx_err_take (last in the table, launched by rlx_gpu_status)
+ * when the module has the word. */
+void cu_err_take(Cu *cu);
 /* Reduce v (compute type of dt) over the block of `block` threads
  * (multiple of 32, <= 1024) with r: warp butterfly shuffles, then the
  * warps' partials in warp order. Every thread gets the result; the order
