@@ -218,8 +218,8 @@ static LLVMValueRef err_word(Cg *cg) {
  * (compare-and-swap from 0; a kernel's checks all record one code, so
  * the result does not depend on thread order), then the thread exits.
  * A body without checks has no exit of this kind and no atomic. An if
- * branch's kernels record nothing (cu->in_branch: the branch may not be
- * taken). */
+ * branch's kernels record in the branch's word (cu->err): the branch
+ * may not be taken. */
 static void err_exit(Cu *cu) {
   Cg *cg = cu->dev;
   LLVMBasicBlockRef bb = cu->fn.err_bb;
@@ -228,13 +228,10 @@ static void err_exit(Cu *cu) {
     return;
   }
   LLVMPositionBuilderAtEnd(cg->b, bb);
-  if (!cu->in_branch) {
-    LLVMValueRef code = LLVMBuildLoad2(cg->b, cg->t_i32, cu->fn.status, "");
-    LLVMValueRef x = LLVMBuildAtomicCmpXchg(
-        cg->b, err_word(cg), cg_i32(cg, 0), code,
-        LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
-    (void)x;
-  }
+  LLVMValueRef code = LLVMBuildLoad2(cg->b, cg->t_i32, cu->fn.status, "");
+  LLVMBuildAtomicCmpXchg(cg->b, cu->err ? cu->err : err_word(cg),
+                         cg_i32(cg, 0), code, LLVMAtomicOrderingMonotonic,
+                         LLVMAtomicOrderingMonotonic, 0);
   LLVMBuildBr(cg->b, cu->exit_bb);
 }
 

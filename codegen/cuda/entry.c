@@ -203,7 +203,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
 /* cu->subgraph (cuda.h): the enqueue of subgraph g, compiled once. */
 static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
   for (CuSub *s = cu->subs; s; s = s->next)
-    if (s->g == g) {
+    if (s->g == g && s->err == cu->err) {
       *ws_bytes = s->ws_bytes;
       return s->enq;
     }
@@ -219,7 +219,7 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
     snprintf(nm, sizeof nm, "rlx.sub.%s.%d.enqueue", g->name, cu->nsubs);
     enq = build_enqueue(cu, nm, NULL);
     CuSub *s = arena_alloc(cu->dev->ctx->arena, sizeof *s);
-    *s = (CuSub){g, enq, p->ws_bytes, cu->subs};
+    *s = (CuSub){g, cu->err, enq, p->ws_bytes, cu->subs};
     cu->subs = s;
     cu->nsubs++;
     *ws_bytes = p->ws_bytes;
