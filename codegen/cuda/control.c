@@ -182,13 +182,15 @@ enum { K_INIT, K_SELECT, K_PTRS, K_CONST };
 static void select_err(Cu *cu, Node *n, LLVMValueRef i, LLVMValueRef pred) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
+  LLVMValueRef p[2] = {branch_word(cu, sub(n, ATTR_THEN)),
+                       branch_word(cu, sub(n, ATTR_ELSE))};
+  if (!LLVMGetFirstUse(p[0]) && !LLVMGetFirstUse(p[1]))
+    return; /* no kernel of either branch records */
   LLVMBasicBlockRef take = cg_block(cg, "err.take");
   LLVMBasicBlockRef go = cg_block(cg, "err.go");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, i, i64(cu, 0), ""), take,
                   go);
   LLVMPositionBuilderAtEnd(b, take);
-  LLVMValueRef p[2] = {branch_word(cu, sub(n, ATTR_THEN)),
-                       branch_word(cu, sub(n, ATTR_ELSE))};
   LLVMValueRef code = LLVMBuildSelect(
       b, pred, LLVMBuildLoad2(b, cg->t_i32, p[0], ""),
       LLVMBuildLoad2(b, cg->t_i32, p[1], ""), "");
