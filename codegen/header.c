@@ -211,6 +211,16 @@ bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne) {
                "stream); an entry enqueues\n * its kernels and returns without "
                "synchronizing. A NULL workspace is\n * RLX_ERR_INVALID when "
                "E_WORKSPACE_BYTES > 0. */\n\n");
+  if (gpu)
+    fprintf(f, "/* Errors found by the kernels (an index out of range, a NaN "
+               "logit of\n * sample, a singular solve): an entry returns "
+               "before its kernels run,\n * so they are recorded on the "
+               "device. The function below\n * synchronizes stream and "
+               "returns the first RLX_ERR_* code any kernel of\n * this "
+               "object recorded, on any stream, since the last call (and "
+               "clears\n * it), 0 if none, or RLX_ERR_GPU (rlx_gpu_error()) "
+               "when the driver\n * failed. */\nint %s_gpu_status(void "
+               "*stream);\n\n", u->cname);
   for (int i = 0; i < ne; i++) entry_text(f, &e[i], u->ctx->arena, gpu);
   fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   return !ferror(f);

@@ -566,7 +566,10 @@ void rlx_gated_delta_net_f64(int64_t b, int64_t s, int64_t heads,
    static data, the rest starts zeroed; rlx_gpu_module_load compiles the
    PTX once per process (thread-safe) and fills `kernels`.  shmem: NULL,
    or each kernel's dynamic shared memory in bytes (above 48 KiB needs
-   the driver's opt-in, done here). */
+   the driver's opt-in, done here).  err: 1 when the module has the
+   error word `rlx_err` (docs/gpu.md, "Errors found by kernels") and its
+   last kernel is rlx_err_take; errp: that word's device address, set
+   by the load. */
 typedef struct {
   const char *ptx;
   int nkernels;
@@ -574,8 +577,19 @@ typedef struct {
   const unsigned *shmem;
   void **kernels;
   int state;
+  int err;
+  void *errp;
 } rlx_gpu_module;
 int rlx_gpu_module_load(rlx_gpu_module *m);
+/* The errors m's kernels found (NAME_gpu_status of a generated header):
+   synchronizes stream, then takes m's error word, which holds the first
+   RLX_ERR_* code a kernel of m recorded since the last take, and clears
+   it (an atomic exchange, by a one-thread kernel on stream).  Returns
+   that code, RLX_OK, or RLX_ERR_GPU (rlx_gpu_error()) when the driver
+   failed (a kernel's illegal address included) or is missing.  A module
+   not loaded yet, or without the word, only synchronizes.  Not while
+   stream is being captured. */
+int rlx_gpu_status(rlx_gpu_module *m, void *stream);
 /* Enqueue kernel on stream with the given grid and block sizes, dynamic
    shared memory bytes and argument pointers (cuLaunchKernel's). */
 int rlx_gpu_launch(void *kernel, const unsigned grid[3],

@@ -57,6 +57,23 @@ class GpuEntry:
         sig.restype = ctypes.POINTER(Signature)
         self.sig = sig().contents
         self.ws = None
+        unit = name  # UNIT_gpu_status: the object's, for every entry
+        for suffix in ("_grad", "_jvp", "_hvp", "_train"):
+            if not hasattr(self.lib, unit + "_gpu_status") and \
+                    name.endswith(suffix):
+                unit = name[:-len(suffix)]
+        self.status_fn = getattr(self.lib, unit + "_gpu_status")
+        self.status_fn.restype = ctypes.c_int
+        self.status_fn.argtypes = [ctypes.c_void_p]
+
+    def status(self, stream=None):
+        """The errors the kernels of the object found (an index out of
+        range, a NaN logit of sample, a singular solve: docs/gpu.md):
+        synchronizes the stream, returns 0 or the first RLX_ERR_* code
+        recorded since the last call, and clears it."""
+        if stream is None:
+            stream = torch.cuda.current_stream().cuda_stream
+        return self.status_fn(stream)
 
     @staticmethod
     def _desc(d):
@@ -134,6 +151,9 @@ def main():
         else:
             ins.append(torch.randn(shape, dtype=dt, device=dev) * 0.3)
     loss, logits = f(*ins)
+    if f.status():
+        print("FAIL: the kernels found an error (%d)" % f.status())
+        return 1
     x, y, w1, b1, w2, b2 = ins
     ref_logits = torch.relu(x @ w1 + b1) @ w2 + b2
     ref_loss = torch.nn.functional.cross_entropy(ref_logits, y.long())

@@ -19,7 +19,9 @@
  *   into a scratch buffer, else into the output, and a select kernel
  *   copies the then result over the output where the predicate is
  *   true: no host synchronization, capturable by --cuda-graph. A while
- *   inside a branch is refused (it would run when not taken).
+ *   inside a branch is refused (it would run when not taken). Each
+ *   branch's kernels record errors in a word of their own, and the
+ *   select kernel passes on the taken branch's (branch_word).
  * - while: the condition is data dependent: each iteration enqueues
  *   cond, copies its flag back and synchronizes the stream, then
  *   enqueues the body (carries ping-pong between two scratch sets); a
@@ -54,6 +56,41 @@ static int64_t carries_bytes(const Node *n) {
   return s;
 }
 
+/* The error word of branch g (a private i32 global of the device
+ * module, made on first use): the kernels of g run as a branch record
+ * in it, the select kernel of each if running g reads and clears it
+ * (in stream order, so ifs sharing a branch graph do not mix). */
+static LLVMValueRef branch_word(Cu *cu, const Graph *g) {
+  Cg *cg = cu->dev;
+  CuIfErr *e = cu->iferr;
+  while (e && e->g != g) e = e->next;
+  if (!e) {
+    e = arena_alloc(cg->ctx->arena, sizeof *e);
+    *e = (CuIfErr){g, LLVMAddGlobalInAddressSpace(cg->mod, cg->t_i32,
+                                                  "rlx.err.if", 1),
+                   cu->iferr};
+    LLVMSetInitializer(e->w, cg_i32(cg, 0));
+    LLVMSetLinkage(e->w, LLVMInternalLinkage);
+    LLVMSetAlignment(e->w, 4);
+    cu->iferr = e;
+  }
+  return e->w;
+}
+
+/* The enqueue function of branch k (0 then, 1 else) of if n, compiled
+ * once: its kernels record errors in the branch's word. */
+static LLVMValueRef branch(Cu *cu, const Node *n, int k, int64_t *ws) {
+  Graph *g = sub(n, k ? ATTR_ELSE : ATTR_THEN);
+  if (!g) return NULL;
+  LLVMValueRef saved = cu->err, e;
+  cu->in_branch++;
+  cu->err = branch_word(cu, g);
+  e = cu->subgraph(cu, g, ws);
+  cu->err = saved;
+  cu->in_branch--;
+  return e;
+}
+
 /* n's scratch before the copies of its module constants, or -1 after
  * a diagnostic. */
 static int64_t core_scratch(Cu *cu, const Node *n) {
@@ -65,9 +102,8 @@ static int64_t core_scratch(Cu *cu, const Node *n) {
             ? 0 : cg_align(type_bytes(&n->in[0]->type));
     break;
   case OP_IF: /* [sub ws][the then branch's result] */
-    cu->in_branch++;
-    a = max64(sub_ws(cu, sub(n, ATTR_THEN)), sub_ws(cu, sub(n, ATTR_ELSE)));
-    cu->in_branch--;
+    if (!branch(cu, n, 0, &a) || !branch(cu, n, 1, &b)) return -1;
+    a = max64(cg_align(a), cg_align(b));
     b = cg_align(type_bytes(&n->type));
     break;
   case OP_WHILE:
@@ -140,9 +176,36 @@ static bool host_end(Cu *cu, CuHostFn *h) {
 
 enum { K_INIT, K_SELECT, K_PTRS, K_CONST };
 
+/* Thread 0 of if n's select kernel: the taken branch's error word,
+ * recorded where the kernel records (the enclosing word); both branch
+ * words cleared for the next run. */
+static void select_err(Cu *cu, Node *n, LLVMValueRef i, LLVMValueRef pred) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef p[2] = {branch_word(cu, sub(n, ATTR_THEN)),
+                       branch_word(cu, sub(n, ATTR_ELSE))};
+  if (!LLVMGetFirstUse(p[0]) && !LLVMGetFirstUse(p[1]))
+    return; /* no kernel of either branch records */
+  LLVMBasicBlockRef take = cg_block(cg, "err.take");
+  LLVMBasicBlockRef go = cg_block(cg, "err.go");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, i, i64(cu, 0), ""), take,
+                  go);
+  LLVMPositionBuilderAtEnd(b, take);
+  LLVMValueRef code = LLVMBuildSelect(
+      b, pred, LLVMBuildLoad2(b, cg->t_i32, p[0], ""),
+      LLVMBuildLoad2(b, cg->t_i32, p[1], ""), "");
+  LLVMBuildStore(b, cg_i32(cg, 0), p[0]);
+  LLVMBuildStore(b, cg_i32(cg, 0), p[1]);
+  LLVMBuildStore(b, code, cg->fn->status);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, code, cg_i32(cg, 0), ""),
+                  cg->fn->err_bb, go);
+  LLVMPositionBuilderAtEnd(b, go);
+}
+
 /* One thread per element of v's type (v is n but for K_CONST):
  * K_INIT out = operand 0 (a scan of length 0); K_SELECT out = the then
- * branch's result (scratch at off) where the predicate holds (if);
+ * branch's result (scratch at off) where the predicate holds (if),
+ * and thread 0 passes on the taken branch's errors (select_err);
  * K_PTRS outputs[0] = inputs[0] in a kernel of one input and one
  * output, which host code launches with its own pointers (while): its
  * launch is returned, not recorded; K_CONST n's scratch at off = v. */
@@ -154,12 +217,16 @@ static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
   int nin = cu->nin, nout = cu->nout;
   if (mode == K_PTRS) cu->nin = cu->nout = 1;
   cu_kernel_begin(cu, p, mode == K_SELECT ? "if_select" : "ctl_copy");
-  LLVMValueRef i = cu_gid(cu), src, dst;
-  cu_guard(cu, ult(cu, i, N));
+  LLVMValueRef i = cu_gid(cu), src, dst, c = NULL;
   if (mode == K_SELECT) {
     DType dt = n->in[0]->type.dt;
-    LLVMValueRef c = cg_load(cg, dt, cg_buf(cg, n->in[0]), i64(cu, 0));
-    cu_guard(cu, cg_convert(cg, c, dt, DT_BOOL));
+    c = cg_convert(cg, cg_load(cg, dt, cg_buf(cg, n->in[0]), i64(cu, 0)), dt,
+                   DT_BOOL);
+    select_err(cu, n, i, c);
+  }
+  cu_guard(cu, ult(cu, i, N));
+  if (mode == K_SELECT) {
+    cu_guard(cu, c);
     src = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
     dst = cg_buf(cg, n);
   } else if (mode == K_PTRS) {
@@ -222,10 +289,8 @@ static bool if_(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "branches must return one value");
   if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
   int64_t wt, we;
-  cu->in_branch++;
-  LLVMValueRef et = cu->subgraph(cu, gt, &wt);
-  LLVMValueRef ee = et ? cu->subgraph(cu, ge, &we) : NULL;
-  cu->in_branch--;
+  LLVMValueRef et = branch(cu, n, 0, &wt);
+  LLVMValueRef ee = et ? branch(cu, n, 1, &we) : NULL;
   if (!ee) return false;
   if (!type_numel(&n->type)) return true;
   Cg *cg = cu->host;

@@ -48,9 +48,19 @@ typedef struct {
   LLVMValueRef call;        /* or the host function to call */
 } CuLaunch;
 
-/* A subgraph compiled for the GPU: its enqueue function and workspace. */
+/* The error word of a graph run as an if branch (control.c). */
+typedef struct CuIfErr {
+  const Graph *g;
+  LLVMValueRef w;           /* an i32 global of the device module */
+  struct CuIfErr *next;
+} CuIfErr;
+
+/* A subgraph compiled for the GPU: its enqueue function and workspace;
+ * err: the error word its kernels record in (cu->err when compiled: a
+ * graph run both as an if branch and otherwise is compiled twice). */
 typedef struct CuSub {
   Graph *g;
+  LLVMValueRef err;
   LLVMValueRef enq;
   int64_t ws_bytes;
   struct CuSub *next;
@@ -90,6 +100,10 @@ typedef struct Cu {
   CuSub *subs;              /* compiled subgraphs */
   int nsubs;
   int in_branch;            /* > 0 while compiling an if's branches */
+  LLVMValueRef err;         /* the error word kernels record in: NULL
+                               the module's (device.c), or an if
+                               branch's (control.c) */
+  struct CuIfErr *iferr;    /* the if branches' error words */
   /* The enqueue function of subgraph g (compiled once: its kernels and
    * host code) and its workspace bytes; NULL after a diagnostic. A hook
    * (entry.c installs it), so control.c calls downward only. */
@@ -185,6 +199,15 @@ LLVMValueRef cu_tid(Cu *cu);    /* i64 */
 LLVMValueRef cu_ctaid(Cu *cu);  /* i64 */
 /* Code after this runs only where cond (i1) holds: else the thread exits. */
 void cu_guard(Cu *cu, LLVMValueRef cond);
+/* Errors a kernel finds (docs/gpu.md): the CPU layers' checks
+ * (cg_fail_if, cg_ops_index) inside a kernel body record their RLX_ERR_*
+ * code in the module's error word `rlx_err` and the thread exits. Every
+ * check of one kernel records the same code; kernels of an if branch
+ * record in the branch's word instead (cu->err), which the if's select
+ * kernel passes on when the branch is taken. cu_err_take adds the
+ * kernel rlx_err_take (last in the table, launched by rlx_gpu_status)
+ * when the module has the word. */
+void cu_err_take(Cu *cu);
 /* Reduce v (compute type of dt) over the block of `block` threads
  * (multiple of 32, <= 1024) with r: warp butterfly shuffles, then the
  * warps' partials in warp order. Every thread gets the result; the order

@@ -97,7 +97,8 @@ void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what) {
   f->ws = LLVMGetParam(fn, 2);
   f->alloca_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->lc, fn, "body");
-  cu->exit_bb = f->err_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "exit");
+  f->err_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "err");
+  cu->exit_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "exit");
   LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);
   f->status = LLVMBuildAlloca(cg->b, cg->t_i32, "status");
   LLVMPositionBuilderAtEnd(cg->b, body);
@@ -201,10 +202,67 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
   k->npar = np;
 }
 
+/* The module's error word rlx_err (docs/gpu.md): [0] the first RLX_ERR_*
+ * code a kernel recorded, [1] the last code rlx_err_take took. */
+static LLVMValueRef err_word(Cg *cg) {
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "rlx_err");
+  if (g) return g;
+  LLVMTypeRef t = LLVMArrayType2(cg->t_i32, 2);
+  g = LLVMAddGlobalInAddressSpace(cg->mod, t, "rlx_err", 1);
+  LLVMSetInitializer(g, LLVMConstNull(t));
+  LLVMSetAlignment(g, 4);
+  return g;
+}
+
+/* The body's error exit (cg_fail_if: its checks store an RLX_ERR_* code
+ * in status): the code goes to the error word if the word holds none
+ * (compare-and-swap from 0; a kernel's checks all record one code, so
+ * the result does not depend on thread order), then the thread exits.
+ * A body without checks has no exit of this kind and no atomic. An if
+ * branch's kernels record in the branch's word (cu->err): the branch
+ * may not be taken. */
+static void err_exit(Cu *cu) {
+  Cg *cg = cu->dev;
+  LLVMBasicBlockRef bb = cu->fn.err_bb;
+  if (!LLVMGetFirstUse(LLVMBasicBlockAsValue(bb))) {
+    LLVMDeleteBasicBlock(bb);
+    return;
+  }
+  LLVMPositionBuilderAtEnd(cg->b, bb);
+  LLVMValueRef code = LLVMBuildLoad2(cg->b, cg->t_i32, cu->fn.status, "");
+  LLVMBuildAtomicCmpXchg(cg->b, cu->err ? cu->err : err_word(cg),
+                         cg_i32(cg, 0), code, LLVMAtomicOrderingMonotonic,
+                         LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildBr(cg->b, cu->exit_bb);
+}
+
+void cu_err_take(Cu *cu) {
+  Cg *cg = cu->dev;
+  LLVMValueRef w = LLVMGetNamedGlobal(cg->mod, "rlx_err");
+  if (!w) return;
+  RLX_ASSERT(cu->nkernels < CU_MAX_KERNELS);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, "rlx_err_take",
+                                    LLVMFunctionType(cg->t_void, NULL, 0, 0));
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  cg_fn_attrs(cg, fn);
+  LLVMPositionBuilderAtEnd(cg->b,
+                           LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMValueRef old = LLVMBuildAtomicRMW(cg->b, LLVMAtomicRMWBinOpXchg, w,
+                                        cg_i32(cg, 0),
+                                        LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef k[2] = {cg_i64(cg, 0), cg_i64(cg, 1)};
+  LLVMBuildStore(cg->b, old, LLVMBuildInBoundsGEP2(
+                                 cg->b, LLVMGlobalGetValueType(w), w, k, 2,
+                                 ""));
+  LLVMBuildRetVoid(cg->b);
+  cu->kernels[cu->nkernels++] = (CuKernel){"rlx_err_take", NULL, 0, 0};
+}
+
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   Cg *cg = cu->dev;
   CgFn *f = &cu->fn;
   LLVMBuildBr(cg->b, cu->exit_bb);
+  err_exit(cu);
   LLVMPositionBuilderAtEnd(cg->b, cu->exit_bb);
   LLVMBuildRetVoid(cg->b);
   LLVMPositionBuilderAtEnd(cg->b, f->alloca_bb);

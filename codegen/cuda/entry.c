@@ -25,7 +25,9 @@
  * enqueue function; a graph's steps are kernel launches or calls of
  * control nodes' host functions (host.c).
  * The host object holds the PTX text (NUL-terminated), the kernel
- * names, the CUfunction cache and the static rlx_gpu_module.
+ * names, the CUfunction cache and the static rlx_gpu_module, and
+ * exports NAME_gpu_status(stream): rlx_gpu_status of that module, which
+ * reports the errors the kernels recorded (device.c's error word).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -78,9 +80,9 @@ static LLVMValueRef private_global(Cg *cg, LLVMValueRef init, const char *nm,
 
 static void host_init(Cu *cu, Host *h) {
   Cg *cg = cu->host;
-  LLVMTypeRef f[6] = {cg->t_ptr, cg->t_i32, cg->t_ptr,
-                      cg->t_ptr, cg->t_ptr, cg->t_i32};
-  h->t_mod = LLVMStructTypeInContext(cg->lc, f, 6, 0);
+  LLVMTypeRef f[8] = {cg->t_ptr, cg->t_i32, cg->t_ptr, cg->t_ptr,
+                      cg->t_ptr, cg->t_i32, cg->t_i32, cg->t_ptr};
+  h->t_mod = LLVMStructTypeInContext(cg->lc, f, 8, 0);
   h->mod = LLVMAddGlobal(cg->mod, h->t_mod, "rlx.gpu.module");
   LLVMSetLinkage(h->mod, LLVMPrivateLinkage);
   LLVMTypeRef z = LLVMArrayType2(cg->t_ptr, 0);
@@ -201,7 +203,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
 /* cu->subgraph (cuda.h): the enqueue of subgraph g, compiled once. */
 static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
   for (CuSub *s = cu->subs; s; s = s->next)
-    if (s->g == g) {
+    if (s->g == g && s->err == cu->err) {
       *ws_bytes = s->ws_bytes;
       return s->enq;
     }
@@ -217,7 +219,7 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
     snprintf(nm, sizeof nm, "rlx.sub.%s.%d.enqueue", g->name, cu->nsubs);
     enq = build_enqueue(cu, nm, NULL);
     CuSub *s = arena_alloc(cu->dev->ctx->arena, sizeof *s);
-    *s = (CuSub){g, enq, p->ws_bytes, cu->subs};
+    *s = (CuSub){g, cu->err, enq, p->ws_bytes, cu->subs};
     cu->subs = s;
     cu->nsubs++;
     *ws_bytes = p->ws_bytes;
@@ -247,9 +249,27 @@ static void host_finish(Cg *cg, Host *h, const Cu *cu, const char *ptx) {
                                         "rlx.gpu.kernels", false);
   LLVMReplaceAllUsesWith(h->kernels, kernels);
   LLVMDeleteGlobal(h->kernels);
-  LLVMValueRef f[6] = {text, cg_i32(cg, nk), names, LLVMConstNull(cg->t_ptr),
-                       kernels, cg_i32(cg, 0)};
-  LLVMSetInitializer(h->mod, LLVMConstStructInContext(cg->lc, f, 6, 0));
+  bool err = nk && !strcmp(cu->kernels[nk - 1].name, "rlx_err_take");
+  LLVMValueRef f[8] = {text, cg_i32(cg, nk), names, LLVMConstNull(cg->t_ptr),
+                       kernels, cg_i32(cg, 0), cg_i32(cg, err),
+                       LLVMConstNull(cg->t_ptr)};
+  LLVMSetInitializer(h->mod, LLVMConstStructInContext(cg->lc, f, 8, 0));
+}
+
+/* The unit's status function: int NAME_gpu_status(void *stream), the
+ * module's rlx_gpu_status (docs/gpu.md, errors found by kernels). */
+static void build_status(Cu *cu, Host *h) {
+  Cg *cg = cu->host;
+  char nm[300];
+  snprintf(nm, sizeof nm, "%s_gpu_status", cg->u->cname);
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, nm,
+                                    LLVMFunctionType(cg->t_i32, &cg->t_ptr, 1,
+                                                     0));
+  cg_fn_attrs_baseline(cg, fn);
+  LLVMPositionBuilderAtEnd(cg->b,
+                           LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
+  LLVMValueRef a[2] = {h->mod, LLVMGetParam(fn, 0)};
+  LLVMBuildRet(cg->b, cg_call(cg, "rlx_gpu_status", cg->t_i32, a, 2));
 }
 
 static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
@@ -287,6 +307,10 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
     host->subs = sub;
     cg_entry_signature(host, x);
+  }
+  if (ok) {
+    cu_err_take(cu);
+    build_status(cu, &h);
   }
   char *ptx = ok ? cu_finish_module(cu) : NULL;
   if (ptx) host_finish(host, &h, cu, ptx);

@@ -17,7 +17,8 @@
  *   the smaller index, as runtime/linalg/topk.c) and, when the rank is
  *   below k, writes its index to out[row][rank]. O(len^2) per row.
  * Index operands are checked as on the CPU (cg_ops_index); a thread
- * that meets a bad index skips its element (docs/gpu.md).
+ * that meets a bad index skips its element and records RLX_ERR_INDEX
+ * (docs/gpu.md, errors found by kernels).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -97,7 +98,7 @@ static LLVMValueRef warp_op(Cu *cu, const char *nm, LLVMValueRef a,
  * those updates in lane order. Every output sums its updates in index
  * order: the CPU's bits, no atomics. Work: O(NI T / rows) index checks
  * (32 a step) and O(NI B) adds. A bad index anywhere makes every warp
- * stop and the block skip its outputs (the entry cannot report it). */
+ * stop, the block skip its outputs and record RLX_ERR_INDEX. */
 bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
@@ -146,7 +147,8 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef bad = warp_op(cu, "llvm.nvvm.vote.ballot.sync",
                              LLVMBuildAnd(b, iin, LLVMBuildNot(b, ok, ""), ""),
                              NULL);
-  cu_guard(cu, LLVMBuildICmp(b, LLVMIntEQ, bad, cg_i32(cg, 0), ""));
+  cg_fail_if(cg, LLVMBuildICmp(b, LLVMIntNE, bad, cg_i32(cg, 0), ""),
+             RLX_ERR_INDEX);
   LLVMValueRef r = LLVMBuildSub(b, k, t0, "");
   LLVMValueRef hit = LLVMBuildAnd(b, iin, ult(cu, r, rows), "");
   LLVMValueRef mask = warp_op(cu, "llvm.nvvm.vote.ballot.sync", hit, NULL);

@@ -24,8 +24,8 @@
  *   selective_scan, gated_delta_net, log_mel and its backward: seq.c;
  *   fft: fft.c.
  * Anything else: `op 'NAME' is not supported by --target=cuda yet`.
- * Index operands out of range make the thread skip its element (the
- * entry cannot report it without synchronizing).
+ * Index operands out of range make the thread skip its element and
+ * record RLX_ERR_INDEX in the module's error word (device.c).
  */
 #include "codegen/cuda/cuda.h"
 

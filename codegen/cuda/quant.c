@@ -16,7 +16,7 @@
  *   grouped_matmul_backward_weight: dw[e, k, j] = sum of x[t, k] dy[t, j]
  *   over the rows t routed to expert e, in row order (an expert without
  *   rows gets 0). A bad expert id makes the thread skip its element
- *   (docs/gpu.md, "Errors found by kernels").
+ *   and record RLX_ERR_INDEX (docs/gpu.md, "Errors found by kernels").
  * - dense_solve, batched_dense_solve: one block per system, the CPU's
  *   elimination (runtime/linalg/solve.c) on a copy of A in the node's
  *   workspace scratch: per column every thread finds the same pivot (the
@@ -24,7 +24,8 @@
  *   thread eliminates whole rows; back substitution, one thread per
  *   right-hand column. Each element sees the CPU's operations in the
  *   CPU's order (separate mul and sub): the CPU's bits. A singular
- *   system (an exactly zero pivot) gets NaN in all of its x.
+ *   system (an exactly zero pivot) gets NaN in all of its x and records
+ *   RLX_ERR_SINGULAR.
  */
 #include "codegen/cuda/cuda.h"
 
@@ -410,6 +411,7 @@ static bool dense_solve(Cu *cu, CgPlan *p, Node *n) {
   sv_fill(cu, &s, s.x, NULL, N * K);
   LLVMBuildBr(b, done);
   LLVMPositionBuilderAtEnd(b, done);
+  cg_fail_if(cg, bad, RLX_ERR_SINGULAR);
   cu_kernel_end(cu, (unsigned)B, (unsigned)s.block);
   return true;
 }

@@ -14,8 +14,8 @@
  *   sequential walk: exp(s - max) in rank order, the top-p prefix, the
  *   pick. exp is libclc's f64 exp (the CPU's is libm's; both within an
  *   ulp, so a pick can differ only when u lands within an ulp of a
- *   class boundary). A NaN logit makes the ranking thread skip (the CPU
- *   returns RLX_ERR_INVALID; docs/gpu.md).
+ *   class boundary). A NaN logit makes the row's thread skip it and
+ *   record RLX_ERR_INVALID, the CPU's code (docs/gpu.md).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -273,14 +273,14 @@ static void smp_row(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   LLVMValueRef r = cu_gid(cu);
   cu_guard(cu, ult(cu, r, S->rows));
   LLVMValueRef base = mul(cu, r, S->C);
-  /* a NaN logit: the CPU returns RLX_ERR_INVALID; the row is skipped */
+  /* a NaN logit: the row is skipped, RLX_ERR_INVALID as on the CPU */
   LLVMValueRef nan = LLVMConstNull(LLVMInt1TypeInContext(cg->lc));
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, S->C), &nan, 1);
   LLVMValueRef x = smp_s(cu, S, n, add(cu, base, j));
   nan = LLVMBuildOr(b, nan, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), "");
   cg_loop_end(cg, &l, &nan);
-  cu_guard(cu, LLVMBuildNot(b, nan, ""));
+  cg_fail_if(cg, nan, RLX_ERR_INVALID);
   LLVMValueRef ip = LLVMBuildGEP2(b, cg->t_i64, cg_scratch(cg, n), &base, 1,
                                   "");
   LLVMValueRef pb = add(cu, base, i64(cu, S->rows * S->C));

@@ -11,7 +11,9 @@
  * Errors: every function returns RLX_OK or an RLX_ERR_* code; a driver
  * failure, a missing driver or no device give RLX_ERR_GPU and a message
  * (the driver's own name and text when it gave one) that
- * rlx_gpu_error() returns on the same thread.
+ * rlx_gpu_error() returns on the same thread.  Errors kernels find (a
+ * bad index, a singular system) are recorded in the module's error word
+ * and read by rlx_gpu_status (docs/gpu.md).
  *
  * Modules: generated objects embed their kernels as PTX and hand an
  * rlx_gpu_module (static storage, zero-initialized but for the PTX and
@@ -68,6 +70,8 @@ typedef unsigned long long CUdeviceptr;
   X(cuModuleLoadDataEx, (void **mod, const void *image, unsigned n,        \
                          int *options, void **values))                     \
   X(cuModuleGetFunction, (void **fn, void *mod, const char *name))         \
+  X(cuModuleGetGlobal_v2,                                                  \
+    (CUdeviceptr * p, size_t *bytes, void *mod, const char *name))         \
   X(cuFuncSetAttribute, (void *fn, int attr, int value))                   \
   X(cuLaunchKernel,                                                        \
     (void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,         \
@@ -309,6 +313,13 @@ static int load_module(rlx_gpu_module *m)
                      (int)m->shmem[i]),
                  "cuFuncSetAttribute");
   }
+  if (rc == RLX_OK && m->err) {
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    rc = check(cu.cuModuleGetGlobal_v2(&p, &bytes, mod, "rlx_err"),
+               "cuModuleGetGlobal(rlx_err)");
+    m->errp = (void *)(uintptr_t)p;
+  }
   return rc;
 }
 
@@ -336,6 +347,31 @@ int rlx_gpu_launch(void *kernel, const unsigned grid[3],
                                  block[0], block[1], block[2], shmem,
                                  stream, args, NULL),
                "cuLaunchKernel");
+}
+
+/* One take at a time: the taken code passes through rlx_err[1]. */
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int rlx_gpu_status(rlx_gpu_module *m, void *stream)
+{
+  static const unsigned one[3] = {1, 1, 1};
+  unsigned code = 0;
+  int rc;
+  READY();
+  if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 1 || !m->err)
+    return rlx_gpu_stream_sync(stream);
+  pthread_mutex_lock(&status_lock);
+  rc = rlx_gpu_launch(m->kernels[m->nkernels - 1], one, one, 0, stream,
+                      NULL);
+  if (rc == RLX_OK)
+    rc = check(cu.cuMemcpyDtoHAsync_v2(&code,
+                                       (CUdeviceptr)(uintptr_t)m->errp + 4,
+                                       4, stream),
+               "cuMemcpyDtoHAsync(rlx_err)");
+  if (rc == RLX_OK)
+    rc = rlx_gpu_stream_sync(stream);
+  pthread_mutex_unlock(&status_lock);
+  return rc != RLX_OK ? rc : (int)code;
 }
 
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -625,3 +625,43 @@ def index_error_in_scan(c, rng):
             "%r", pre=NEST_PRE, comment="index error inside a scan body")
     c.run(ins, [out("f32", tab.v[[0, 4, 2]].sum(0), "r")], sub="ok")
     c.run([c0, tab, bad], [], sub="bad", args=["--expect", "1"])
+
+
+IF_GATHER_PRE = """
+graph gthen {
+  input %tab: f32[5, 2]
+  input %i: i32[3]
+  input %j: i32[3]
+  %g = gather(%tab, %i)
+  return %g
+}
+
+graph gelse {
+  input %tab: f32[5, 2]
+  input %i: i32[3]
+  input %j: i32[3]
+  %g = gather(%tab, %j)
+  return %g
+}
+"""
+
+
+@case()
+def index_error_in_if(c, rng):
+    """An out-of-range gather index in the branch an if takes makes the
+    entry return RLX_ERR_INDEX; in the branch not taken it is no error
+    (the GPU runs both branches: docs/gpu.md)."""
+    tab = T("f32", uni(rng, (5, 2)), "tab")
+    ok, bad = T("i32", [0, 4, 2], "i"), T("i32", [0, 5, 2], "i")
+    j = T("i32", [1, 1, 3], "j")
+    body = "%r = if(%p, %tab, %i, %j, then=@gthen, else=@gelse)"
+    for sub, p, i, want in (("ok", 1, ok, tab.v[[0, 4, 2]]),
+                            ("untaken", 0, bad, tab.v[[1, 1, 3]]),
+                            ("taken", 1, bad, None)):
+        ins = [T("bool", p, "p"), tab, i, j]
+        c.graph(ins, body, "%r", pre=IF_GATHER_PRE,
+                comment="index error inside an if branch")
+        if want is None:
+            c.run(ins, [], sub=sub, args=["--expect", "1"])
+        else:
+            c.run(ins, [out("f32", want, "r")], sub=sub)

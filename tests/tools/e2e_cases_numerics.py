@@ -161,3 +161,19 @@ _xent_grad_case("xent_large_grad_fd", "f64",
                  [-1e9, -1e9 + 3, -1e9 + 1, -1e9],
                  [1e7 + 0.25, 1e7, 1e7 - 1, 1e7 + 2]],
                 [1, 3, 0, 2], False)
+
+
+@case()
+def dense_solve_singular(c, rng):
+    """A singular system (an exactly zero pivot) makes the entry return
+    RLX_ERR_SINGULAR, in dense_solve and in one system of a batch."""
+    sing, reg = [[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]
+    rhs = T("f32", [1.0, 1.0], "b")
+    rhsb = T("f32", [[1.0, 1.0], [0.5, 2.0]], "bb")
+    for sub, a, ab in (("single", sing, [reg, reg]),
+                       ("batched", reg, [reg, sing])):
+        ins = [T("f32", a, "a"), rhs, T("f32", ab, "ab"), rhsb]
+        c.graph(ins, "%x = dense_solve(%a, %b)\n"
+                "%xb = batched_dense_solve(%ab, %bb)", "%x, %xb",
+                comment="a singular system: RLX_ERR_SINGULAR")
+        c.run(ins, [], sub=sub, args=["--expect", "2"])

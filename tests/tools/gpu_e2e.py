@@ -21,8 +21,9 @@
   gpu_e2e.py run OUT [CASE...]
       On the GPU host: run every packed run with rlx_run_gpu against
       the CPU goldens at the same tolerances; print pass counts.
-Runs that need what the GPU driver does not do (--fd, --gen, --expect,
---grad-entry, --env, --write) are packed as skipped.
+Runs that need what the GPU driver does not do (--fd, --gen,
+--grad-entry, --env, --write) are packed as skipped. --expect RC runs
+check the code through the object's NAME_gpu_status (rlx_run_gpu).
 
 Options before the command: --suite gradcheck takes the cases and
 goldens of tests/gradcheck (the same run.txt format; its runs are the
@@ -42,8 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (read_spec, all_cases, CASES, GOLDEN)
 
 UNSUPPORTED = "is not supported by --target=cuda yet"
-SKIP_OPTS = ("--fd", "--gen", "--expect", "--grad-entry", "--env",
-             "--write")
+SKIP_OPTS = ("--fd", "--gen", "--grad-entry", "--env", "--write")
 
 
 def compile_case(rlxc, name, wdir):

@@ -10,7 +10,10 @@ keeps the workspace alive after the caller drops the GpuEntry: on
 2026-12-05 it did not, so bench_mlp_gpu_train.py's rlxc steps wrote
 their scratch into PyTorch tensors allocated later in the freed
 workspace. Also checks that a wrong number of inputs or outputs is
-refused. The entry is never called (no driver here). Exit 0 on success.
+refused. The entry is never called (no driver here). The header
+declares k_gpu_status, and GpuEntry.status() (k_gpu_status: the errors
+the kernels found) returns RLX_ERR_GPU without a driver. Exit 0 on
+success.
 """
 import gc
 import itertools
@@ -88,9 +91,18 @@ def main():
         open(src, "w").write(GRAPH)
         subprocess.run([rlxc, src, "--target=cuda", "--train=sgd", "-o",
                         obj], check=True)
+        decl = "int k_gpu_status(void *stream);"
+        if decl not in open(os.path.join(d, "k.h")).read():
+            print("FAIL: k.h does not declare %s" % decl)
+            return 1
         subprocess.run([cc, "-shared", obj, rt, "-lm", "-lpthread", "-ldl",
                         "-o", so], check=True)
         e = GpuEntry(so, "k_train")
+        os.environ["RLX_CUDA_LIBRARY"] = os.path.join(d, "no-libcuda.so")
+        rc = e.status(0)
+        print("%s: k_gpu_status without a driver gave %d (RLX_ERR_GPU is 8)"
+              % ("ok" if rc == 8 else "FAIL", rc))
+        ok = rc == 8
         ws_bytes = e.sig.workspace_bytes
         assert ws_bytes > 0, "the test needs an entry with a workspace"
         dev = torch.device("cuda")
@@ -98,7 +110,6 @@ def main():
                e.inputs()]
         outs = [torch.empty(s, dtype=dt, device=dev) for _, dt, s in
                 e.outputs()]
-        ok = True
         for what, a, b in (("one input too few", ins[:-1], outs),
                            ("one output too many", ins, outs + outs[:1])):
             try:

@@ -3,7 +3,8 @@
  * over host memory.  "Device" pointers are malloc'ed, streams are
  * counters, a module is any image that starts with "//" (PTX does) and
  * its one kernel, rlx_test_axpy, runs on the host with cuLaunchKernel's
- * argument convention.  FAKE_CUDA_NO_DEVICE=1 makes cuInit fail the way
+ * argument convention, and so does rlx_err_take, the taker of the
+ * module's error word rlx_err.  FAKE_CUDA_NO_DEVICE=1 makes cuInit fail the way
  * a machine with a driver but no GPU does.  Stream capture records the
  * launches on the capturing stream (the kernel's arguments copied, as
  * the driver does) into a graph that cuGraphLaunch runs.
@@ -115,11 +116,32 @@ static void axpy(void **args)
     y[i] = fmaf(a, x[i], y[i]); /* as the PTX: fma.rn.f32 */
 }
 
+/* The module's error word and its taker (generated modules have both
+   when a kernel checks for errors: docs/gpu.md). */
+static unsigned rlx_err[2];
+static void err_take(void **args)
+{
+  rlx_err[1] = __atomic_exchange_n(&rlx_err[0], 0, __ATOMIC_RELAXED);
+}
+
 int cuModuleGetFunction(void **f, void *m, const char *name)
 {
-  if (strcmp(name, "rlx_test_axpy") != 0)
+  if (!strcmp(name, "rlx_err_take"))
+    *f = (void *)err_take;
+  else if (!strcmp(name, "rlx_test_axpy"))
+    *f = (void *)axpy;
+  else
     return NOT_FOUND;
-  *f = (void *)axpy;
+  return OK;
+}
+
+int cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, void *m,
+                         const char *name)
+{
+  if (strcmp(name, "rlx_err") != 0)
+    return NOT_FOUND;
+  *p = (CUdeviceptr)(uintptr_t)rlx_err;
+  *bytes = sizeof rlx_err;
   return OK;
 }
 
