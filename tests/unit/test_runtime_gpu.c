@@ -196,7 +196,8 @@ static int status(void *stream)
   static void *kernels[2];
   static rlx_gpu_module mod = {axpy_err_ptx, 2, names, NULL, kernels, 0,
                                1, NULL};
-  static rlx_gpu_module plain = {axpy_ptx, 1, names, NULL, kernels, 0};
+  static rlx_gpu_module plain = {axpy_ptx, 1, names, NULL, kernels, 0, 0,
+                                 NULL};
   unsigned code = RLX_ERR_INDEX;
   EXPECT(rlx_gpu_status(&mod, stream) == RLX_OK); /* not loaded */
   EXPECT(rlx_gpu_module_load(&mod) == RLX_OK && mod.errp);
@@ -215,8 +216,9 @@ static int working(void)
   enum { N = 1000 };
   static const char *names[] = {"rlx_test_axpy"};
   static void *kernels[1];
-  static rlx_gpu_module mod = {axpy_ptx, 1, names, NULL, kernels, 0};
-  static rlx_gpu_module bad = {"garbage", 1, names, NULL, kernels, 0};
+  static rlx_gpu_module mod = {axpy_ptx, 1, names, NULL, kernels, 0, 0, NULL};
+  static rlx_gpu_module bad = {"garbage", 1, names, NULL, kernels, 0, 0,
+                               NULL};
   float x[N], y[N], got[N], a = 1.5f;
   void *dx, *dy, *stream, *zero;
   int n = N;
