@@ -75,8 +75,11 @@ for l in range(L):
           % (l + 1, r, linear("%%h%d" % l, "wpr%d" % l, "bpr%d" % l))]
 o += ["  %%f = reshape(%s, shape=[%d, %d])"
       % (bf("layer_norm(%%x%d, %%lnfg, %%lnfb)" % L), B * T, E),
-      "  %%logits = cast(matmul(%%f, %s), to=f32)"
-      % bf("transpose(%wte, perm=[1, 0])"),
+      # cast, then transpose: the transpose folds into the matmul, which
+      # reads wte's aligned rows (a transposed copy's rows of V elements
+      # are not 16-byte aligned)
+      "  %%logits = cast(matmul(%%f, transpose(%s, perm=[1, 0])), to=f32)"
+      % bf("%wte"),
       "  %loss = reduce_mean(softmax_cross_entropy(%logits, %tgt))",
       "  return %loss", "}"]
 print("\n".join(o))
