@@ -11,9 +11,10 @@
 
 /* With dynamic sizes, gamma's gradient is sum_but(g * norm(x, 1, 0))
  * and beta's sum_but(g): ops whose emitters take dynamic rows (the
- * parameter backward ops' kernels take static sizes). */
+ * parameter backward ops' kernels take static sizes). group_norm's
+ * channels are axis 1. */
 static bool norm_params_dyn(GradCtx *gc, const Node *n, Node *g) {
-  int ax = ad_norm_axis(n);
+  int ax = n->op == OP_GROUP_NORM ? 1 : ad_norm_axis(n);
   if (WANT(1)) {
     Node *in[3] = {X(0), ib_fill(B, n->in[1]->type, 1),
                    ib_fill(B, n->in[2]->type, 0)};
@@ -37,7 +38,7 @@ bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
 /* (x, gamma, beta) -> the op's three backward ops on (x, gamma, beta, g) */
 static bool norm3(GradCtx *gc, const Node *n, Node *g, const Op *bwd) {
   Node *in[4] = {X(0), X(1), X(2), g};
-  bool dyn = n->op == OP_RMS_NORM && !type_is_static(&n->in[0]->type);
+  bool dyn = !type_is_static(&n->in[0]->type); /* rms_norm, group_norm */
   for (int i = 0; i < (dyn ? 1 : 3); i++)
     if (WANT(i)) ACC(i, vjp_same_attrs(gc, n, bwd[i], in, 4));
   return dyn ? norm_params_dyn(gc, n, g) : true;
