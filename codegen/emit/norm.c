@@ -650,7 +650,8 @@ static const char *norm_dyn(const Node *n) {
   }
   if (op != OP_LAYER_NORM && op != OP_RMS_NORM &&
       op != OP_LAYER_NORM_BACKWARD_INPUT && op != OP_RMS_NORM_BACKWARD_INPUT)
-    return "group and batch norms take static sizes only for now";
+    return "batch norm and the norms' parameter gradients take static "
+           "sizes only for now";
   for (int i = 0; i < n->nin; i++)
     if (i && !type_is_static(&n->in[i]->type) &&
         !type_eq(&n->in[i]->type, t))

@@ -655,7 +655,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
 typedef struct {
   DType dt;
   bool excl, rev;
-  int64_t n, inner; /* n: a size (dynamic: read at run time) */
+  int64_t n, inner; /* sizes (dynamic: read at run time) */
 } Cum;
 
 /* The row of step j: n - 1 - j for the reverse (suffix) sums. */
@@ -675,7 +675,9 @@ static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
   LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, C->n),
                                  &acc, 1);
   j = cum_step(cg, C, j);
-  LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
+  LLVMValueRef idx = add64(cg, base, dim_is_static(C->inner)
+                                         ? mulc(cg, j, C->inner)
+                                         : cg_mul_dim(cg, j, C->inner));
   LLVMValueRef x = cg_ops_vload(cg, C->dt, vals[1], idx, lanes);
   LLVMValueRef nxt = cg_ops_combine(cg, C->dt, CG_RED_SUM, acc, x);
   cg_ops_vstore(cg, C->dt, vals[0], idx, C->excl ? acc : nxt, lanes);
@@ -788,16 +790,37 @@ static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
   cg_par_end(cg, &par);
 }
 
+/* A dynamic inner (a dynamic axis after the cumsum axis): one scalar
+ * scan per column (o, i), strided by the run-time inner, in parallel
+ * over the outer * inner columns. */
+static void cum_cols_dyn(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
+  int64_t cols, n_inner;
+  DimStatus st = dim_mul(cg->ctx, outer, C->inner, &cols);
+  if (st == DIM_OK) st = dim_mul(cg->ctx, C->n, C->inner, &n_inner);
+  RLX_ASSERT(st == DIM_OK);
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_dim(cg, cols),
+                                cg_grain(dim_bound(cols), dim_bound(C->n)),
+                                vals, 2, true);
+  LLVMValueRef in = cg_dim(cg, C->inner);
+  LLVMValueRef o = LLVMBuildSDiv(cg->b, u, in, "");
+  LLVMValueRef i = LLVMBuildSRem(cg->b, u, in, "");
+  cum_body(cg, 1, add64(cg, cg_mul_dim(cg, o, n_inner), i), vals, C);
+  cg_par_end(cg, &par);
+}
+
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
   if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
-  int64_t outer, len, inner; /* sizes; inner static (cum_dyn) */
+  int64_t outer, len, inner; /* sizes */
   cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
                     &len, &inner);
   if (outer == 0 || len == 0 || inner == 0) return true;
   Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
+  if (!dim_is_static(inner))
+    cum_cols_dyn(cg, &C, outer, vals);
+  else if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
     cum_rows(cg, &C, outer, vals);
   else /* rows, or f16/bf16: carry each column in f32 */
     cg_ops_cols(cg, dt, outer, len, inner, 1, vals, 2, cum_body, &C);
@@ -899,14 +922,10 @@ static const char *smx_dyn(const Node *n) {
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
                                       smx_dyn};
-/* Dynamic sizes: the cumsum axis and those before it (run-time trip
- * counts); the later axes static (the row segments). */
+/* Dynamic sizes: any (run-time trip counts; a dynamic axis after the
+ * cumsum axis scans each column on its own: cum_cols_dyn). */
 const char *cg_cum_dyn(const Node *n) {
-  const Type *t = &n->type;
-  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-  for (int d = (int)(ax < 0 ? ax + t->rank : ax) + 1; d < t->rank; d++)
-    if (!dim_is_static(t->dims[d]))
-      return "a dynamic axis after the cumsum axis";
+  (void)n;
   return NULL;
 }
 

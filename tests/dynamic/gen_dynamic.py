@@ -245,7 +245,8 @@ def cum(rng):
         a = np.cumsum(X, axis=1)
         return [a, a - X, np.cumsum(X, axis=2), suffix(X, 1),
                 np.cumsum(R, axis=0), suffix(R, 0, True), np.cumsum(S, axis=1),
-                suffix(S, 1), scan(t)[0], scan(t, True)[1]]
+                suffix(S, 1), scan(t)[0], scan(t, True)[1],
+                np.cumsum(S, axis=0), suffix(X, 0, True)]
     return ([PerSize(x, cut1), r, PerSize(s, cut1), h0, xs, w],
             [0, 1, 13, t_max], run)
 
