@@ -416,7 +416,8 @@ static void init_nchw(Ctx *c, Nrm *S, Node *n) {
     if (S->inner > 1) {
       S->cpu = 1;
       S->hw = S->n = S->inner;
-      S->nunit = S->outer * S->len;
+      DimStatus st = dim_mul(c, S->outer, S->len, &S->nunit); /* N C */
+      RLX_ASSERT(st == DIM_OK);
     }
     S->nu = 0;
     S->pe = S->hw == 1;
@@ -441,7 +442,7 @@ static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
   S->bn = kind == CG_NORM_BATCH;
   bool nchw = S->nchw = kind == CG_NORM_GROUP || kind == CG_NORM_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->rms ? 1e-6 : 1e-5);
-  if (!type_is_static(xt) && nchw) { /* group_norm: a dynamic N */
+  if (!type_is_static(xt) && nchw) { /* a dynamic N (norm_dyn) */
     S->outer = xt->dims[0];
     S->len = xt->dims[1];
     S->inner = 1;
@@ -639,19 +640,20 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
 /* Dynamic sizes: layer_norm and rms_norm (and their input gradients)
  * over rows: the normalized axis and the later ones static (size 1),
  * the rows under dynamic axes before it; group_norm (and its input
- * gradient) over a dynamic batch N, the other axes static. */
+ * gradient) and batch_norm_inference over a dynamic batch N, the other
+ * axes static. */
 static const char *norm_dyn(const Node *n) {
   const Type *t = &n->in[0]->type;
   Op op = n->op;
-  if (op == OP_GROUP_NORM || op == OP_GROUP_NORM_BACKWARD_INPUT) {
+  if (op == OP_GROUP_NORM || op == OP_GROUP_NORM_BACKWARD_INPUT ||
+      op == OP_BATCH_NORM_INFERENCE) {
     for (int d = 1; d < t->rank; d++)
       if (!dim_is_static(t->dims[d])) return "a dynamic axis other than N";
     return NULL;
   }
   if (op != OP_LAYER_NORM && op != OP_RMS_NORM &&
       op != OP_LAYER_NORM_BACKWARD_INPUT && op != OP_RMS_NORM_BACKWARD_INPUT)
-    return "batch norm and the norms' parameter gradients take static "
-           "sizes only for now";
+    return "the op takes static sizes only for now";
   for (int i = 0; i < n->nin; i++)
     if (i && !type_is_static(&n->in[i]->type) &&
         !type_eq(&n->in[i]->type, t))

@@ -373,13 +373,10 @@ def test_dynamic(rlxc, tmp):
                   "codegen: op 'scan' of %s (f32[?b, 4]) with dynamic sizes: "
                   "a dynamic carry (the body takes static sizes)", ":11:8"))
     for name, text, want, where in [
-            ("bnorm", "graph g {\n  input %x: f32[?b<=8, 4]\n"
-             "  param %p: f32[4]\n"
-             "  %y = batch_norm_inference(%x, %p, %p, %p, %p)\n"
-             "  return %y\n}\n",
-             "codegen: op 'batch_norm_inference' of %y (f32[?b, 4]) with "
-             "dynamic sizes: batch norm and the norms' parameter gradients "
-             "take static sizes only for now", ":4:8"),
+            ("topk", "graph g {\n  input %x: f32[?b<=8, 5]\n"
+             "  %y = topk(%x, k=2)\n  return %y\n}\n",
+             "codegen: op 'topk' of %y (i64[?b, 2]) with dynamic sizes: "
+             "the op takes static sizes only for now", ":3:8"),
             ("unbounded", "graph g {\n  input %x: f32[?b, 3]\n"
              "  %y = relu(%x)\n  return %y\n}\n",
              "%x has the dynamic type f32[?b, 3] without a bound on axis 0",

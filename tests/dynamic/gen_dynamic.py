@@ -340,15 +340,23 @@ def cnn(rng):
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     x, w, wg, bias = f32(9, 2, 7, 6), f32(4, 2, 3, 3), f32(4, 1, 3, 3), f32(4, 1, 1)
     dy, gam, bet = f32(9, 4, 7, 6), f32(4), f32(4)
+    z, mu, var = f32(9, 4), f32(4), np.abs(f32(4)) + np.float32(0.5)
+    g64, b64, m64, v64 = (a.astype(F64) for a in (gam, bet, mu, var))
+
+    def bnorm(a):  # batch_norm_inference, eps 1e-5, channels axis 1
+        sh = (-1,) + (1,) * (a.ndim - 2)
+        return (a - m64.reshape(sh)) / np.sqrt(v64.reshape(sh) + 1e-5) * \
+            g64.reshape(sh) + b64.reshape(sh)
 
     def run(n):
         X, DY, W = x[:n].astype(F64), dy[:n].astype(F64), w.astype(F64)
         c = np.maximum(conv2d(X, W, pad=1) + bias, 0)
         dx, dw = conv2d_bwd(X, W, DY, pad=1)
-        gn = group_norm(DY, gam.astype(F64), bet.astype(F64), 2)
+        gn = group_norm(DY, g64, b64, 2)
         return [c, conv2d(X, wg.astype(F64), stride=2, groups=2), dx, dw, gn,
-                pool2d(gn, 2, 2, 0, "max"), pool2d(gn, 3, 2, 1, "avg")]
-    return [x, dy, w, wg, bias, gam, bet], [0, 1, 5, 9], run
+                pool2d(gn, 2, 2, 0, "max"), pool2d(gn, 3, 2, 1, "avg"),
+                bnorm(DY), bnorm(z[:n].astype(F64))]
+    return [x, dy, z, w, wg, bias, gam, bet, mu, var], [0, 1, 5, 9], run
 
 
 def main():
