@@ -212,7 +212,9 @@ def case_symbolic(env, name):
     dynamic dimension ?batch<=N (--shape batch<=N, N the reference's
     batch) and compiled once, run by tests/dynamic's driver (dyn_run.c)
     at batch 0, 1 and N against the first rows of the PyTorch reference
-    (the models here map rows independently)."""
+    (the models here map rows independently); and torch's flatten
+    x.view(x.size(0), -1) of a symbolic batch converts to a reshape
+    that carries it."""
     ref = np.load(os.path.join(DATA, name + "_ref.npz"))
     src = env.path(name + "_sym.onnx")
     n = dynamic_batch(os.path.join(DATA, name + ".onnx"), src)
@@ -248,6 +250,28 @@ def case_symbolic(env, name):
         os.path.join(SRC, "tests", "dynamic", "dyn_run.c"), obj, env.runtime,
         "-o", exe, "-lm", "-lpthread"])
     print(sh([exe, data])[1].strip())
+    # torch's x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat
+    # fold to the sizes [?N, -1], which Reshape carries
+    F = TensorProto.FLOAT
+    view = model([helper.make_node("Shape", ["x"], ["s"]),
+                  helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+                  helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+                  helper.make_node("Concat", ["b1", "m1"], ["shp"], axis=0),
+                  helper.make_node("Reshape", ["x", "shp"], ["y"])],
+                 [vi("x", F, ["N", 3, 4])], [vi("y", F, ["N", 12])],
+                 [init("i0", np.array(0, np.int64)),
+                  init("ax0", np.array([0], np.int64)),
+                  init("m1", np.array([-1], np.int64))])
+    path = env.path("view_sym.onnx")
+    onnx.save(view, path)
+    rlx, _ = env.convert(path, "view_sym", ["--shape", "N<=8"])
+    text = open(rlx).read()
+    for want in ("input %x: f32[?N<=8, 3, 4]",
+                 "reshape(%x, shape=[?N, 12]) : f32[?N, 12]"):
+        if want not in text:
+            raise Fail("view_sym: %r not in:\n%s" % (want, text))
+    sh([env.rlxc, rlx, "--check"])
+    print("  ok view_sym: reshape(%x, shape=[?N, 12])")
 
 
 def mlp_grad_setup(env):
