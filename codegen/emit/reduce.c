@@ -563,30 +563,36 @@ static void seg_unit(Cg *cg, SmxSeg *S, int64_t cnt) {
   }
 }
 
-static int64_t smx_units(Node *n, int64_t *inner, int64_t *len) {
-  int64_t outer;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, len,
-                    inner);
-  return outer * ((*inner + SMX_CB - 1) / SMX_CB);
+/* Units of the segments of outer rows of a static inner (a size:
+ * dynamic axes before the softmax axis, smx_dyn). */
+static int64_t smx_units(Cg *cg, int64_t outer, int64_t inner) {
+  int64_t units;
+  DimStatus st = dim_mul(cg->ctx, outer, (inner + SMX_CB - 1) / SMX_CB,
+                         &units);
+  RLX_ASSERT(st == DIM_OK && dim_is_static(inner));
+  return units;
 }
 
 static int64_t cg_scratch_softmax(Cg *cg, Node *n) {
-  if (!type_is_static(&n->type)) return 0; /* rows only (smx_dyn) */
-  int64_t inner, len, units = smx_units(n, &inner, &len);
+  int64_t outer, len, inner;
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (!dim_is_static(len) || !dim_is_static(inner)) return 0; /* rows */
   if (inner == 1 || !dt_is_float(n->type.dt)) return 0;
-  int csz = n->type.dt == DT_F64 ? 8 : 4;
-  return units * 2 * SMX_CB * csz;
+  int csz = n->type.dt == DT_F64 ? 8 : 4; /* dynamic: the bound's units */
+  return dim_bound(smx_units(cg, outer, inner)) * 2 * SMX_CB * csz;
 }
 
+/* units: a size (dynamic: read at run time). */
 static void smx_outer_axis(Cg *cg, Node *n, SmxSeg *S, int64_t units) {
   int64_t tail = S->inner % SMX_CB, nb = S->nb;
   int csz = dt_size(S->cdt);
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_scratch(cg, n)};
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, 3 * S->n * SMX_CB), vals, 3,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_dim(cg, units),
+                                cg_grain(dim_bound(units), 3 * S->n * SMX_CB),
+                                vals, 3, true);
   S->y = vals[0];
   S->x = vals[1];
   S->m = cg_gep(cg, vals[2], mulc(cg, u, 2 * SMX_CB * csz));
@@ -620,24 +626,16 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
   int64_t outer, len, inner;
   Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (!type_is_static(&n->type)) { /* rows under dynamic axes */
-    const Type *t = &n->type;
-    int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-    ax += ax < 0 ? t->rank : 0;
-    outer = 1;
-    for (int d = 0; d < ax; d++) {
-      DimStatus st = dim_mul(cg->ctx, outer, t->dims[d], &outer);
-      RLX_ASSERT(st == DIM_OK);
-    }
-    if (!dim_is_static(t->dims[ax]))
-      smx_rows_dyn(cg, &S, outer, t->dims[ax], vals);
-    else if (t->dims[ax] > 0)
-      smx_rows(cg, &S, outer, t->dims[ax], vals);
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (!type_is_static(&n->type) && inner == 1) { /* rows, dynamic axes */
+    if (!dim_is_static(len))
+      smx_rows_dyn(cg, &S, outer, len, vals);
+    else if (len > 0)
+      smx_rows(cg, &S, outer, len, vals);
     return true;
   }
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
-                    &inner);
-  if (type_numel(&n->type) == 0) return true;
+  if (outer == 0 || len == 0 || inner == 0) return true;
   if (inner == 1) {
     smx_rows(cg, &S, outer, len, vals);
     return true;
@@ -646,7 +644,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
               .log = S.log, .n = len, .inner = inner,
               .nb = (inner + SMX_CB - 1) / SMX_CB};
   G.store = !G.log && (dt == DT_F32 || dt == DT_F64);
-  smx_outer_axis(cg, n, &G, outer * G.nb);
+  smx_outer_axis(cg, n, &G, smx_units(cg, outer, inner));
   return true;
 }
 
@@ -906,13 +904,16 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
-/* Dynamic sizes: rows (every axis after the softmax axis of size 1)
- * under dynamic axes before it; the row itself dynamic too (f32, f64:
- * smx_rows_dyn). */
+/* Dynamic sizes: any axes before the softmax axis (rows, or segments
+ * of the later static axes: smx_outer_axis); the row itself dynamic too
+ * (f32, f64: smx_rows_dyn) when every later axis has size 1. */
 static const char *smx_dyn(const Node *n) {
   const Type *t = &n->type;
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   ax += ax < 0 ? t->rank : 0;
+  bool later = true; /* the softmax axis and those after it static */
+  for (int64_t d = ax; d < t->rank; d++) later &= dim_is_static(t->dims[d]);
+  if (later) return NULL;
   if (dim_is_static(t->dims[ax]) || (t->dt != DT_F32 && t->dt != DT_F64))
     return cg_dyn_rows(n, t);
   for (int64_t d = ax + 1; d < t->rank; d++)
