@@ -639,14 +639,15 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
 
 /* Dynamic sizes: layer_norm and rms_norm (and their input gradients)
  * over rows: the normalized axis and the later ones static (size 1),
- * the rows under dynamic axes before it; group_norm (and its input
- * gradient) and batch_norm_inference over a dynamic batch N, the other
- * axes static. */
+ * the rows under dynamic axes before it; group_norm and
+ * batch_norm_inference (and their input gradients) over a dynamic batch
+ * N, the other axes static. */
 static const char *norm_dyn(const Node *n) {
   const Type *t = &n->in[0]->type;
   Op op = n->op;
   if (op == OP_GROUP_NORM || op == OP_GROUP_NORM_BACKWARD_INPUT ||
-      op == OP_BATCH_NORM_INFERENCE) {
+      op == OP_BATCH_NORM_INFERENCE ||
+      op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT) {
     for (int d = 1; d < t->rank; d++)
       if (!dim_is_static(t->dims[d])) return "a dynamic axis other than N";
     return NULL;

@@ -207,6 +207,8 @@ SH_TEST(t_rules) {
   Node *gb = MK(GROUP_NORM_BACKWARD_INPUT, img, v4, v4, img);
   INT(gb, GROUPS, 2);
   OK(gb, "f32[?b, 4, 3, 3]");
+  Node *bb = MK(BATCH_NORM_INFERENCE_BACKWARD_INPUT, img, v4, v4, v4, v4, img);
+  OK(bb, "f32[?b, 4, 3, 3]");
   gb = MK(GROUP_NORM_BACKWARD_GAMMA, img, v4, v4, img);
   INT(gb, GROUPS, 2);
   BAD(gb, "group_norm_backward_gamma: axis 0 of operand 0 is dynamic (?b)");
