@@ -249,6 +249,18 @@ static bool out_size(Ctx *c, const Node *n, const char *which, int64_t in,
   return true;
 }
 
+/* Axis `axis` of t static: t is an operand of n (sh_static) or the
+ * type of n's `shape` attribute (a backward op's x or w). */
+static bool static_axis(Ctx *c, const Node *n, const Type *t, int axis,
+                        const char *why) {
+  for (int i = 0; i < n->nin; i++)
+    if (IN(n, i) == t) return sh_static(c, n, i, axis, why);
+  if (dim_is_static(t->dims[axis])) return true;
+  return sh_err(c, n, "axis %d of shape is dynamic (%s); %s needs a static "
+                "size there (%s)", axis, DS(t->dims[axis]), op_name(n->op),
+                why);
+}
+
 bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
                    Type *out) {
   static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
@@ -265,11 +277,11 @@ bool sh_conv2d_out(Ctx *c, const Node *n, const Type *x, const Type *w,
       !sh_int_attr(c, n, ATTR_GROUPS, 1, big, &g))
     return false;
   for (int i = 1; i < 4; i++)
-    if (!sh_static(c, n, 0, i, i == 1 ? "the channels are split into "
-                   "groups" : "the output size is computed from it"))
+    if (!static_axis(c, n, x, i, i == 1 ? "the channels are split into "
+                     "groups" : "the output size is computed from it"))
       return false;
-  if (!sh_static_type(c, n, 1, "the kernel's sizes"))
-    return false;
+  for (int i = 0; i < 4; i++)
+    if (!static_axis(c, n, w, i, "the kernel's sizes")) return false;
   if (x->dims[1] % g || w->dims[0] % g)
     return sh_err(c, n, "groups %lld must divide input channels %lld and "
                   "output channels %lld", (long long)g,
@@ -301,7 +313,7 @@ bool sh_pool2d_out(Ctx *c, const Node *n, const Type *x, Type *out) {
       !sh_ints_attr(c, n, ATTR_PADDING, 2, 0, big, zero, p))
     return false;
   for (int i = 2; i < 4; i++)
-    if (!sh_static(c, n, 0, i, "the output size is computed from it"))
+    if (!static_axis(c, n, x, i, "the output size is computed from it"))
       return false;
   for (int i = 0; i < 2; i++)
     if (p[i] > k[i] / 2)

@@ -12,6 +12,7 @@
  *   max_pool2d_backward (x, dy [pool output]) -> x's type.
  * conv2d_backward_input (dy, w, shape = x's shape) -> dy.dtype[shape];
  * conv2d_backward_weight (x, dy, shape = w's shape) -> dy.dtype[shape].
+ * Dynamic sizes: the batch N only (of x, dy and the `shape` attribute).
  */
 #include "ir/shape_internal.h"
 
@@ -30,7 +31,9 @@ bool shape_pool2d(Ctx *c, Node *n) {
   return sh_pool2d_out(c, n, IN(n, 0), &n->type);
 }
 
-/* The `shape` attribute as a type of dtype dt (dims >= 0). */
+/* The `shape` attribute as a type of dtype dt (dims >= 0, or dynamic
+ * sizes: the AD rules write x's type, sh_conv2d_out / sh_pool2d_out
+ * keep all but the batch static). */
 static bool shape_of_attr(Ctx *c, const Node *n, DType dt, Type *t) {
   int k;
   const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
@@ -39,7 +42,8 @@ static bool shape_of_attr(Ctx *c, const Node *n, DType dt, Type *t) {
                   RLX_MAX_RANK);
   *t = (Type){.dt = dt, .rank = k};
   for (int i = 0; i < k; i++) {
-    if (v[i] < 0 || v[i] > RLX_MAX_ELEMS)
+    bool dyn = v[i] < -1 && dim_valid(v[i]); /* ?b */
+    if (!dyn && (v[i] < 0 || v[i] > RLX_MAX_ELEMS))
       return sh_err(c, n, "shape[%d] = %lld is not a valid dimension", i,
                     (long long)v[i]);
     t->dims[i] = v[i];

@@ -167,12 +167,15 @@ bool shape_norm_bwd(Ctx *c, Node *n) {
   static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
   int64_t ch;
   /* dynamic sizes: those of layer_norm and rms_norm (shape_layer_norm:
-   * any axis); group and batch norms' backward ops take static ones */
+   * any axis) and of group and batch norms' input gradients (all but
+   * C); their other backward ops take static ones */
   const char *nm = op_name(n->op);
-  bool rows = !strncmp(nm, "layer_norm", 10) || !strncmp(nm, "rms_norm", 8);
+  bool rows = !strncmp(nm, "layer_norm", 10) || !strncmp(nm, "rms_norm", 8) ||
+              n->op == OP_GROUP_NORM_BACKWARD_INPUT ||
+              n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT;
   for (int i = 0; !rows && i < n->nin; i++)
-    if (!sh_static_type(c, n, i, "group and batch norms' backward ops "
-                        "take static sizes"))
+    if (!sh_static_type(c, n, i, "group and batch norms' parameter "
+                        "backward ops take static sizes"))
       return false;
   if (!norm_channels(c, n, &ch)) return false;
   int last = n->nin - 1;

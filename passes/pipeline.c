@@ -193,6 +193,10 @@ static bool ad_dynamic_op(Op op) {
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_ROPE:
   case OP_ROPE_BACKWARD: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
   case OP_LAYER_NORM: case OP_RMS_NORM: case OP_NARROW: case OP_CONCAT:
+  case OP_GROUP_NORM: case OP_BATCH_NORM_INFERENCE:
+  case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: case OP_MAX_POOL2D: case OP_AVG_POOL2D:
+  case OP_MAX_POOL2D_BACKWARD: case OP_AVG_POOL2D_BACKWARD:
     return true;
   default:
     return false;

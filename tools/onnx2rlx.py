@@ -11,7 +11,7 @@ path with .safetensors), which the runtime's rlx_load_params reads.
 Graph inputs become `input`s, graph outputs the `return`. Integer
 initializers and Constant nodes become `const` values; shape
 computations on constants (Shape, Gather, Unsqueeze, Concat, ...) are
-folded, since every shape is static.
+folded (dynamic sizes kept as symbols).
 
 Every ONNX node maps to rlx ops by its exact ONNX semantics (docs/onnx.md
 lists the ops and what is rejected). A node whose op has no mapping is
@@ -31,11 +31,14 @@ reduce_mean(softmax_cross_entropy(OUT, labels)) for the first output OUT
 [N, C] (logits or log-probabilities: softmax_cross_entropy of a
 log_softmax output is the same NLL loss), then the graph's outputs.
 --params prints the initializer -> param name table.
---shape NAME=N gives the symbolic dimension NAME of the graph inputs
-(ONNX `dim_param`, what torch.onnx.export's dynamic_axes writes) the
-size N; a dynamic input dimension without one is an error naming it
-(rlx's dynamic dimensions do not reach code generation yet,
-docs/dynamic-dims.md), and so is a NAME no input uses.
+A symbolic dimension NAME of the graph inputs (ONNX `dim_param`, what
+torch.onnx.export's dynamic_axes writes) becomes rlx's dynamic
+dimension ?NAME (docs/dynamic-dims.md); --shape NAME<=N gives it the
+bound N that code generation needs, --shape NAME=N fixes it to the
+size N instead. A NAME no input uses is an error. Dynamic sizes are
+copied through the ops (and a Reshape's 0, -1 or folded Shape entries);
+a size computed from one (a product with a static factor, Shape's
+value used as data) is an error naming it.
 
 Uses only the standard library, NumPy and onnx (Debian: python3-onnx).
 """
@@ -90,8 +93,76 @@ def rlx_dtype_of(elem_type, what):
     return DTYPES[elem_type][0]
 
 
-def type_str(dt, shape):
-    return "%s[%s]" % (dt, ", ".join(str(int(d)) for d in shape))
+class Sym:
+    """A dynamic dimension: ONNX dim_param `onnx` as rlx's ?NAME
+    (docs/dynamic-dims.md). Sizes holding one are only copied and
+    compared; any arithmetic on it (a product, int(), an order) raises
+    ConvertError naming it, never a wrong static size."""
+    __slots__ = ("name", "onnx")
+
+    def __init__(self, name, onnx_name):
+        self.name, self.onnx = name, onnx_name
+
+    def __eq__(self, o):
+        return isinstance(o, Sym) and o.name == self.name
+
+    def __ne__(self, o):
+        return not self == o
+
+    def __hash__(self):
+        return hash(("?", self.name))
+
+    def __str__(self):
+        return "?" + self.name
+
+    __repr__ = __str__
+
+    def _no(self, *_):
+        raise ConvertError(
+            "the dynamic dimension %s (dim_param '%s') reaches a size "
+            "computation the converter does not carry symbolically; fix it "
+            "with --shape %s=N" % (self, self.onnx, self.onnx))
+
+    __int__ = __index__ = __float__ = __neg__ = _no
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = _no
+    __lt__ = __le__ = __gt__ = __ge__ = _no
+
+
+def split_size(dims):
+    """The product of dims as (its symbols' names sorted, the static
+    factor)."""
+    syms = sorted(d.name for d in dims if isinstance(d, Sym))
+    return syms, int(np.prod([int(d) for d in dims if not isinstance(d, Sym)]))
+
+
+def size_str(syms, p):
+    return "*".join(["?" + x for x in syms] + ([str(p)] if p != 1 or not syms
+                                               else []))
+
+
+def size_prod(dims):
+    """The product of dims as one dimension: an int, or a single Sym
+    (rlx sizes like ?b*4 are not carried here)."""
+    syms, p = split_size(dims)
+    if not syms or p == 0:
+        return p
+    if len(syms) == 1 and p == 1:
+        return next(d for d in dims if isinstance(d, Sym))
+    raise ConvertError("the size %s (a product with a dynamic dimension) is "
+                       "not carried by the converter; fix the dimension "
+                       "with --shape NAME=N" % size_str(syms, p))
+
+
+def dim_str(d, bounds=None):
+    if isinstance(d, Sym):
+        b = (bounds or {}).get(d.onnx)
+        return "?%s<=%d" % (d.name, b) if b is not None else str(d)
+    return str(int(d))
+
+
+def type_str(dt, shape, bounds=None):
+    return "%s[%s]" % (dt, ", ".join(dim_str(d, bounds) for d in shape))
 
 
 def fmt_float(v):
@@ -135,9 +206,11 @@ def bcast(s1, s2):
 
 
 class Converter:
-    def __init__(self, model, src_name, sizes=None):
+    def __init__(self, model, src_name, sizes=None, bounds=None):
         self.model = model
-        self.sizes = dict(sizes or {})  # --shape: dim_param -> size
+        self.sizes = dict(sizes or {})  # --shape NAME=N: dim_param -> size
+        self.bounds = dict(bounds or {})  # --shape NAME<=N: -> bound
+        self.syms = {}  # rlx symbol name -> dim_param
         self.sizes_used = set()
         self.graph = model.graph
         self.src_name = src_name
@@ -201,6 +274,12 @@ class Converter:
             return "%" + self.rlx[name]
         if name in self.consts:
             v = self.consts[name]
+            if v.dtype == object:
+                raise ConvertError(
+                    "value '%s' holds the dynamic dimension %s (from Shape) "
+                    "as data: rlx has no op that reads a size at run time; "
+                    "fix it with --shape NAME=N" % (name, next(
+                        x for x in v.reshape(-1) if isinstance(x, Sym))))
             dt = NP2RLX[v.dtype]
             rn = self.fresh(name)
             flat = v.reshape(-1)
@@ -242,6 +321,10 @@ class Converter:
 
     def set_const(self, out, value):
         value = np.asarray(value)
+        if value.dtype == object:  # sizes from Shape with dynamic ones
+            self.consts[out] = value
+            self.types[out] = ("i64", list(value.shape))
+            return
         if value.dtype not in NP2RLX:
             raise ConvertError("folded constant '%s' has dtype %s"
                                % (out, value.dtype))
@@ -285,7 +368,8 @@ class Converter:
         for sub in ("sparse_initializer",):
             if len(getattr(g, sub, [])):
                 raise ConvertError("sparse initializers are not supported")
-        unused = sorted(set(self.sizes) - self.sizes_used)
+        unused = sorted((set(self.sizes) | set(self.bounds)) -
+                        self.sizes_used)
         if unused:
             raise ConvertError("--shape %s=...: no graph input has the "
                                "dimension '%s'" % (unused[0], unused[0]))
@@ -298,12 +382,15 @@ class Converter:
         if d.dim_param and d.dim_param in self.sizes:
             self.sizes_used.add(d.dim_param)
             return self.sizes[d.dim_param]
-        if d.dim_param:
-            raise ConvertError(
-                "graph input '%s' has the dynamic dimension %d '%s'; give "
-                "it a size with --shape %s=N (rlx's dynamic dimensions do "
-                "not reach code generation yet)"
-                % (name, i, d.dim_param, d.dim_param))
+        if d.dim_param:  # a dynamic dimension, ?NAME (a C identifier)
+            self.sizes_used.add(d.dim_param)
+            rn = re.sub(r"[^A-Za-z0-9_]", "_", d.dim_param)
+            rn = "d" + rn if rn[0].isdigit() else rn
+            if self.syms.setdefault(rn, d.dim_param) != d.dim_param:
+                raise ConvertError(
+                    "the dynamic dimensions '%s' and '%s' both become ?%s"
+                    % (self.syms[rn], d.dim_param, rn))
+            return Sym(rn, d.dim_param)
         raise ConvertError(
             "graph input '%s' has a dimension %d of unknown size; rlx "
             "needs static shapes: export with fixed sizes" % (name, i))
@@ -415,10 +502,11 @@ class Converter:
         for name in self.inputs:
             dt, shp = self.types[name]
             lines.append("  input %%%s: %s" % (self.rlx[name],
-                                               type_str(dt, shp)))
+                                               type_str(dt, shp,
+                                                        self.bounds)))
         if getattr(self, "labels_shape", None) is not None:
             lines.append("  input %%labels: %s"
-                         % type_str("i64", self.labels_shape))
+                         % type_str("i64", self.labels_shape, self.bounds))
         for init in self.graph.initializer:
             if init.name in self.used_params:
                 dt, shp = self.types[init.name]
@@ -627,8 +715,10 @@ def op_shape(cv, n):
     (x,) = cv.n_inputs(n, 1, 1)
     shp = cv.shape(x)
     start, end = at["start"], at["end"]
-    cv.set_const(cv.one_output(n), np.array(
-        shp[start:end] if end is not None else shp[start:], dtype=np.int64))
+    shp = shp[start:end] if end is not None else shp[start:]
+    dyn = any(isinstance(d, Sym) for d in shp)  # kept as sizes (set_const)
+    cv.set_const(cv.one_output(n), np.array(shp, dtype=object if dyn
+                                            else np.int64))
 
 
 @op("Cast")
@@ -740,8 +830,8 @@ def op_softmax(cv, n):
         cv.define(out, "%s(%s, axis=%d)" % (fn, cv.val(x), ax), dt, shp)
         return
     # opset < 13: over the flattened dims [axis, rank).
-    two = [int(np.prod(shp[:ax])), int(np.prod(shp[ax:]))]
-    t = cv.tmp("reshape(%s, shape=[%d, %d])" % (cv.val(x), two[0], two[1]),
+    two = [size_prod(shp[:ax]), size_prod(shp[ax:])]
+    t = cv.tmp("reshape(%s, shape=[%s, %s])" % (cv.val(x), two[0], two[1]),
                dt, two, "sm2d")
     t = cv.tmp("%s(%s, axis=1)" % (fn, t), dt, two, "sm")
     cv.define(out, "reshape(%s, shape=[%s])" % (t, ", ".join(map(str, shp))),
@@ -896,9 +986,12 @@ def op_pad(cv, n):
             elif cnt:
                 ps = cshp[:ax] + [cnt] + cshp[ax + 1:]
                 rn = cv.fresh("pad_value")
+                st = [1 if isinstance(d, Sym) else d for d in ps]
                 cv.body.append("  %%%s = const %s %s" % (
-                    rn, type_str(dt, ps), fmt_elem(value, dt)))
-                parts.append("%" + rn)
+                    rn, type_str(dt, st), fmt_elem(value, dt)))
+                parts.append("%" + rn if st == ps else  # constants: static
+                             "expand(%%%s, shape=[%s])"
+                             % (rn, ", ".join(map(str, ps))))
         cshp[ax] += b + e
         expr = "concat(%s, axis=%d)" % (", ".join(parts), ax)
         if ax == axes[-1]:
@@ -978,9 +1071,15 @@ def op_layernorm(cv, n):
 
 # ----- data movement
 def reshape_target(shape_in, target, allowzero):
+    """The ONNX Reshape target as sizes; a dynamic size (a Sym: copied by
+    a 0 entry, an entry from a folded Shape, or the -1 of a product whose
+    other factors cancel) is carried."""
     out, infer = [], -1
-    for i, d in enumerate(int(v) for v in target):
-        if d == 0 and not allowzero:
+    for i, d in enumerate(v if isinstance(v, Sym) else int(v)
+                          for v in target):
+        if isinstance(d, Sym):
+            pass
+        elif d == 0 and not allowzero:
             if i >= len(shape_in):
                 raise ConvertError("shape[%d] = 0 copies a dimension the "
                                    "input does not have" % i)
@@ -992,14 +1091,21 @@ def reshape_target(shape_in, target, allowzero):
         elif d < 0:
             raise ConvertError("invalid shape entry %d" % d)
         out.append(d)
-    total = int(np.prod(shape_in))
+    syms, total = split_size(shape_in)
     if infer >= 0:
-        rest = int(np.prod([d for j, d in enumerate(out) if j != infer]))
-        if rest == 0 or total % rest:
-            raise ConvertError("cannot infer -1 in %s for %d elements"
-                               % (list(target), total))
-        out[infer] = total // rest
-    if int(np.prod(out)) != total:
+        rs, rest = split_size([d for j, d in enumerate(out) if j != infer])
+        left = list(syms)
+        for x in rs:
+            if x in left:
+                left.remove(x)
+        if rest == 0 or total % rest or len(left) > 1 or \
+                len(left) + len(rs) != len(syms) or \
+                (left and total != rest):
+            raise ConvertError("cannot infer -1 in %s for %s elements"
+                               % (list(target), size_str(syms, total)))
+        out[infer] = next(d for d in shape_in if isinstance(d, Sym)
+                          and d.name == left[0]) if left else total // rest
+    if split_size(out) != (syms, total):
         raise ConvertError("cannot reshape %s to %s" % (shape_in, out))
     return out
 
@@ -1042,7 +1148,7 @@ def op_flatten(cv, n):
         raise ConvertError("axis %d out of range" % ax)
     ax = ax + len(shp) if ax < 0 else ax
     emit_reshape(cv, cv.one_output(n), x,
-                 [int(np.prod(shp[:ax])), int(np.prod(shp[ax:]))])
+                 [size_prod(shp[:ax]), size_prod(shp[ax:])])
 
 
 def squeeze_axes(cv, n):
@@ -1601,19 +1707,22 @@ def parse_args(argv):
                     help="add input %%labels and return a mean "
                     "cross-entropy loss of the first output first")
     ap.add_argument("--shape", action="append", default=[],
-                    metavar="NAME=N", type=shape_arg,
+                    metavar="NAME=N|NAME<=N", type=shape_arg,
                     help="size N for the symbolic input dimension NAME "
-                    "(ONNX dim_param, e.g. from dynamic_axes)")
+                    "(ONNX dim_param, e.g. from dynamic_axes), or with <= "
+                    "its bound: it stays the dynamic dimension ?NAME<=N")
     return ap.parse_args(argv)
 
 
 def shape_arg(text):
-    """--shape NAME=N as (NAME, N)."""
-    name, eq, n = text.partition("=")
+    """--shape NAME=N as (NAME, N, False), --shape NAME<=N (a bound) as
+    (NAME, N, True)."""
+    le = "<=" in text
+    name, eq, n = text.partition("<=" if le else "=")
     if not (name and eq and n.isdigit()):
-        raise argparse.ArgumentTypeError("want NAME=N (N a size >= 0), "
-                                         "not '%s'" % text)
-    return name, int(n)
+        raise argparse.ArgumentTypeError("want NAME=N or NAME<=N (N a size "
+                                         ">= 0), not '%s'" % text)
+    return name, int(n), le
 
 
 def load_model(path):
@@ -1645,7 +1754,9 @@ def convert(args):
     check_output_paths(args.output, weights, args.model)
     model = load_model(args.model)
     notes = [note, check_model(model, args.model)]
-    cv = Converter(model, os.path.basename(args.model), dict(args.shape))
+    cv = Converter(model, os.path.basename(args.model),
+                   {k: n for k, n, le in args.shape if not le},
+                   {k: n for k, n, le in args.shape if le})
     text = cv.convert(name, args.loss)
     table = cv.param_table()
     st = safetensors_bytes([(rn, arr) for rn, _, arr in table],

@@ -411,12 +411,13 @@ bool cg_norm_op(Op op, int *kind, int *role) {
 /* Unit geometry of group_norm (cpu = C/G channels of HW elements per
  * (n, group)) and batch_norm_inference ((n, c) planes, or [C] rows
  * when HW == 1). */
-static void init_nchw(Nrm *S, Node *n) {
+static void init_nchw(Ctx *c, Nrm *S, Node *n) {
   if (S->bn) {
     if (S->inner > 1) {
       S->cpu = 1;
       S->hw = S->n = S->inner;
-      S->nunit = S->outer * S->len;
+      DimStatus st = dim_mul(c, S->outer, S->len, &S->nunit); /* N C */
+      RLX_ASSERT(st == DIM_OK);
     }
     S->nu = 0;
     S->pe = S->hw == 1;
@@ -426,7 +427,9 @@ static void init_nchw(Nrm *S, Node *n) {
   S->cpu = S->len / g;
   S->hw = S->inner;
   S->n = S->cpu * S->inner;
-  S->nunit = S->nu = S->outer * g;
+  DimStatus st = dim_mul(c, S->outer, g, &S->nunit); /* dynamic: N G */
+  RLX_ASSERT(st == DIM_OK);
+  S->nu = dim_is_static(S->nunit) ? S->nunit : 0;
 }
 
 static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
@@ -439,7 +442,12 @@ static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
   S->bn = kind == CG_NORM_BATCH;
   bool nchw = S->nchw = kind == CG_NORM_GROUP || kind == CG_NORM_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->rms ? 1e-6 : 1e-5);
-  if (!type_is_static(xt)) { /* rows under dynamic axes (norm_dyn) */
+  if (!type_is_static(xt) && nchw) { /* a dynamic N (norm_dyn) */
+    S->outer = xt->dims[0];
+    S->len = xt->dims[1];
+    S->inner = 1;
+    for (int d = 2; d < xt->rank; d++) S->inner *= xt->dims[d];
+  } else if (!type_is_static(xt)) { /* rows under dynamic axes (norm_dyn) */
     int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
     ax += ax < 0 ? xt->rank : 0;
     S->outer = 1;
@@ -458,7 +466,7 @@ static void init(Ctx *c, Nrm *S, Node *n, const Type *xt) {
   S->hw = 1;
   S->nunit = S->outer;
   S->nu = type_is_static(xt) ? S->outer * S->inner : 0;
-  if (nchw) init_nchw(S, n);
+  if (nchw) init_nchw(c, S, n);
 }
 
 /* v: out, operands, scratch (or out again) */
@@ -631,13 +639,22 @@ static bool cg_emit_norm_param(Cg *cg, Node *n) {
 
 /* Dynamic sizes: layer_norm and rms_norm (and their input gradients)
  * over rows: the normalized axis and the later ones static (size 1),
- * the rows under dynamic axes before it. */
+ * the rows under dynamic axes before it; group_norm and
+ * batch_norm_inference (and their input gradients) over a dynamic batch
+ * N, the other axes static. */
 static const char *norm_dyn(const Node *n) {
   const Type *t = &n->in[0]->type;
   Op op = n->op;
+  if (op == OP_GROUP_NORM || op == OP_GROUP_NORM_BACKWARD_INPUT ||
+      op == OP_BATCH_NORM_INFERENCE ||
+      op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT) {
+    for (int d = 1; d < t->rank; d++)
+      if (!dim_is_static(t->dims[d])) return "a dynamic axis other than N";
+    return NULL;
+  }
   if (op != OP_LAYER_NORM && op != OP_RMS_NORM &&
       op != OP_LAYER_NORM_BACKWARD_INPUT && op != OP_RMS_NORM_BACKWARD_INPUT)
-    return "group and batch norms take static sizes only for now";
+    return "the op takes static sizes only for now";
   for (int i = 0; i < n->nin; i++)
     if (i && !type_is_static(&n->in[i]->type) &&
         !type_eq(&n->in[i]->type, t))

@@ -19,7 +19,8 @@
  * avg_pool2d_backward gathers, per input element, dy over the windows
  * covering it (fixed order), times 1/(kh*kw). f16/bf16 compute in f32
  * and round on store (max_pool2d_backward's overlapping windows round
- * each partial sum).
+ * each partial sum). A dynamic batch N only changes the outer trip
+ * count (read at run time).
  */
 #include "codegen/emit/emit.h"
 
@@ -340,15 +341,25 @@ static void fwd_row(Cg *cg, Pool *P, bool max, LLVMValueRef row) {
   }
 }
 
+/* N * per for t [N, ...]: a size expression when the batch N is
+ * dynamic (pool_dyn), read at run time with cg_dim. */
+static int64_t batch_times(Cg *cg, const Type *t, int64_t per) {
+  int64_t d;
+  DimStatus st = dim_mul(cg->ctx, t->dims[0], per, &d);
+  RLX_ASSERT(st == DIM_OK);
+  return d;
+}
+
 static bool emit_fwd(Cg *cg, Node *n) {
   Pool P;
   init(&P, n, &n->in[0]->type, &n->type);
-  int64_t rows = type_numel(&n->type) / P.ow;
+  int64_t rows = batch_times(cg, &n->type, n->type.dims[1] * P.oh);
   if (rows == 0 || P.ow == 0) return true;
   LLVMValueRef v[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
   CgPar par;
-  LLVMValueRef row = cg_par_begin(cg, &par, I64(rows),
-                                  cg_grain(rows, P.ow * P.kh * P.kw), v, 2,
+  LLVMValueRef row = cg_par_begin(cg, &par, cg_dim(cg, rows),
+                                  cg_grain(dim_bound(rows),
+                                           P.ow * P.kh * P.kw), v, 2,
                                   true);
   P.y = v[0];
   P.x = v[1];
@@ -419,14 +430,15 @@ static void max_bwd_plane(Cg *cg, Pool *P, LLVMValueRef dy,
 static bool emit_max_bwd(Cg *cg, Node *n) {
   Pool P;
   init(&P, n, &n->in[0]->type, &n->in[1]->type);
-  int64_t planes = n->type.dims[0] * n->type.dims[1];
+  int64_t planes = batch_times(cg, &n->type, n->type.dims[1]);
   if (planes == 0 || P.h * P.w == 0) return true;
   LLVMValueRef v[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                        cg_buf(cg, n->in[1])};
   CgPar par;
   int64_t work = P.h * P.w + P.oh * P.ow * P.kh * P.kw;
-  LLVMValueRef pl = cg_par_begin(cg, &par, I64(planes),
-                                 cg_grain(planes, work), v, 3, true);
+  LLVMValueRef pl = cg_par_begin(cg, &par, cg_dim(cg, planes),
+                                 cg_grain(dim_bound(planes), work), v, 3,
+                                 true);
   P.y = v[0];
   P.x = v[1];
   max_bwd_plane(cg, &P, v[2], pl);
@@ -463,13 +475,14 @@ static void avg_bwd_row(Cg *cg, Pool *P, LLVMValueRef row) {
 static bool emit_avg_bwd(Cg *cg, Node *n) {
   Pool P;
   init(&P, n, &n->type, &n->in[0]->type);
-  int64_t rows = type_numel(&n->type) / (P.w ? P.w : 1);
+  int64_t rows = batch_times(cg, &n->type, n->type.dims[1] * P.h);
   if (rows == 0 || P.w == 0) return true;
   LLVMValueRef v[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
   CgPar par;
   int64_t work = P.w * (P.kh / P.sh + 1) * (P.kw / P.sw + 1);
-  LLVMValueRef row = cg_par_begin(cg, &par, I64(rows),
-                                  cg_grain(rows, work), v, 2, true);
+  LLVMValueRef row = cg_par_begin(cg, &par, cg_dim(cg, rows),
+                                  cg_grain(dim_bound(rows), work), v, 2,
+                                  true);
   P.y = v[0];
   P.x = v[1];
   avg_bwd_row(cg, &P, row);
@@ -485,4 +498,11 @@ static bool cg_emit_pool(Cg *cg, Node *n) {
   }
 }
 
-const CgEmitter cg_emitter_pool = {cg_emit_pool, NULL, NULL};
+/* Dynamic sizes: the batch N (the shape rules keep C, H and W static),
+ * an outer trip count read at run time. */
+static const char *pool_dyn(const Node *n) {
+  (void)n;
+  return NULL;
+}
+
+const CgEmitter cg_emitter_pool = {cg_emit_pool, NULL, pool_dyn};

@@ -563,30 +563,36 @@ static void seg_unit(Cg *cg, SmxSeg *S, int64_t cnt) {
   }
 }
 
-static int64_t smx_units(Node *n, int64_t *inner, int64_t *len) {
-  int64_t outer;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, len,
-                    inner);
-  return outer * ((*inner + SMX_CB - 1) / SMX_CB);
+/* Units of the segments of outer rows of a static inner (a size:
+ * dynamic axes before the softmax axis, smx_dyn). */
+static int64_t smx_units(Cg *cg, int64_t outer, int64_t inner) {
+  int64_t units;
+  DimStatus st = dim_mul(cg->ctx, outer, (inner + SMX_CB - 1) / SMX_CB,
+                         &units);
+  RLX_ASSERT(st == DIM_OK && dim_is_static(inner));
+  return units;
 }
 
 static int64_t cg_scratch_softmax(Cg *cg, Node *n) {
-  if (!type_is_static(&n->type)) return 0; /* rows only (smx_dyn) */
-  int64_t inner, len, units = smx_units(n, &inner, &len);
+  int64_t outer, len, inner;
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (!dim_is_static(len) || !dim_is_static(inner)) return 0; /* rows */
   if (inner == 1 || !dt_is_float(n->type.dt)) return 0;
-  int csz = n->type.dt == DT_F64 ? 8 : 4;
-  return units * 2 * SMX_CB * csz;
+  int csz = n->type.dt == DT_F64 ? 8 : 4; /* dynamic: the bound's units */
+  return dim_bound(smx_units(cg, outer, inner)) * 2 * SMX_CB * csz;
 }
 
+/* units: a size (dynamic: read at run time). */
 static void smx_outer_axis(Cg *cg, Node *n, SmxSeg *S, int64_t units) {
   int64_t tail = S->inner % SMX_CB, nb = S->nb;
   int csz = dt_size(S->cdt);
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_scratch(cg, n)};
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, 3 * S->n * SMX_CB), vals, 3,
-                                true);
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_dim(cg, units),
+                                cg_grain(dim_bound(units), 3 * S->n * SMX_CB),
+                                vals, 3, true);
   S->y = vals[0];
   S->x = vals[1];
   S->m = cg_gep(cg, vals[2], mulc(cg, u, 2 * SMX_CB * csz));
@@ -620,24 +626,16 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
   int64_t outer, len, inner;
   Smx S = {.dt = dt, .log = n->op == OP_LOG_SOFTMAX};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (!type_is_static(&n->type)) { /* rows under dynamic axes */
-    const Type *t = &n->type;
-    int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-    ax += ax < 0 ? t->rank : 0;
-    outer = 1;
-    for (int d = 0; d < ax; d++) {
-      DimStatus st = dim_mul(cg->ctx, outer, t->dims[d], &outer);
-      RLX_ASSERT(st == DIM_OK);
-    }
-    if (!dim_is_static(t->dims[ax]))
-      smx_rows_dyn(cg, &S, outer, t->dims[ax], vals);
-    else if (t->dims[ax] > 0)
-      smx_rows(cg, &S, outer, t->dims[ax], vals);
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  if (!type_is_static(&n->type) && inner == 1) { /* rows, dynamic axes */
+    if (!dim_is_static(len))
+      smx_rows_dyn(cg, &S, outer, len, vals);
+    else if (len > 0)
+      smx_rows(cg, &S, outer, len, vals);
     return true;
   }
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
-                    &inner);
-  if (type_numel(&n->type) == 0) return true;
+  if (outer == 0 || len == 0 || inner == 0) return true;
   if (inner == 1) {
     smx_rows(cg, &S, outer, len, vals);
     return true;
@@ -646,7 +644,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
               .log = S.log, .n = len, .inner = inner,
               .nb = (inner + SMX_CB - 1) / SMX_CB};
   G.store = !G.log && (dt == DT_F32 || dt == DT_F64);
-  smx_outer_axis(cg, n, &G, outer * G.nb);
+  smx_outer_axis(cg, n, &G, smx_units(cg, outer, inner));
   return true;
 }
 
@@ -655,7 +653,7 @@ static bool cg_emit_softmax(Cg *cg, Node *n) {
 typedef struct {
   DType dt;
   bool excl, rev;
-  int64_t n, inner; /* n: a size (dynamic: read at run time) */
+  int64_t n, inner; /* sizes (dynamic: read at run time) */
 } Cum;
 
 /* The row of step j: n - 1 - j for the reverse (suffix) sums. */
@@ -675,7 +673,9 @@ static void cum_body(Cg *cg, int lanes, LLVMValueRef base,
   LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, C->n),
                                  &acc, 1);
   j = cum_step(cg, C, j);
-  LLVMValueRef idx = add64(cg, base, mulc(cg, j, C->inner));
+  LLVMValueRef idx = add64(cg, base, dim_is_static(C->inner)
+                                         ? mulc(cg, j, C->inner)
+                                         : cg_mul_dim(cg, j, C->inner));
   LLVMValueRef x = cg_ops_vload(cg, C->dt, vals[1], idx, lanes);
   LLVMValueRef nxt = cg_ops_combine(cg, C->dt, CG_RED_SUM, acc, x);
   cg_ops_vstore(cg, C->dt, vals[0], idx, C->excl ? acc : nxt, lanes);
@@ -788,16 +788,37 @@ static void cum_rows(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
   cg_par_end(cg, &par);
 }
 
+/* A dynamic inner (a dynamic axis after the cumsum axis): one scalar
+ * scan per column (o, i), strided by the run-time inner, in parallel
+ * over the outer * inner columns. */
+static void cum_cols_dyn(Cg *cg, Cum *C, int64_t outer, LLVMValueRef *vals) {
+  int64_t cols, n_inner;
+  DimStatus st = dim_mul(cg->ctx, outer, C->inner, &cols);
+  if (st == DIM_OK) st = dim_mul(cg->ctx, C->n, C->inner, &n_inner);
+  RLX_ASSERT(st == DIM_OK);
+  CgPar par;
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_dim(cg, cols),
+                                cg_grain(dim_bound(cols), dim_bound(C->n)),
+                                vals, 2, true);
+  LLVMValueRef in = cg_dim(cg, C->inner);
+  LLVMValueRef o = LLVMBuildSDiv(cg->b, u, in, "");
+  LLVMValueRef i = LLVMBuildSRem(cg->b, u, in, "");
+  cum_body(cg, 1, add64(cg, cg_mul_dim(cg, o, n_inner), i), vals, C);
+  cg_par_end(cg, &par);
+}
+
 bool cg_ops_cumsum(Cg *cg, Node *n, bool rev) {
   DType dt = n->type.dt;
   if (dt == DT_BOOL) return cg_unsupported(cg, n, "dtype bool");
-  int64_t outer, len, inner; /* sizes; inner static (cum_dyn) */
+  int64_t outer, len, inner; /* sizes */
   cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
                     &len, &inner);
   if (outer == 0 || len == 0 || inner == 0) return true;
   Cum C = {dt, ir_attr_bool(n, ATTR_EXCLUSIVE, false), rev, len, inner};
   LLVMValueRef vals[2] = {cg_buf(cg, n), cg_buf(cg, n->in[0])};
-  if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
+  if (!dim_is_static(inner))
+    cum_cols_dyn(cg, &C, outer, vals);
+  else if (inner > 1 && dt != DT_F16 && dt != DT_BF16)
     cum_rows(cg, &C, outer, vals);
   else /* rows, or f16/bf16: carry each column in f32 */
     cg_ops_cols(cg, dt, outer, len, inner, 1, vals, 2, cum_body, &C);
@@ -883,13 +904,16 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
 }
 
 const CgEmitter cg_emitter_reduce = {cg_emit_reduce, NULL, red_dyn};
-/* Dynamic sizes: rows (every axis after the softmax axis of size 1)
- * under dynamic axes before it; the row itself dynamic too (f32, f64:
- * smx_rows_dyn). */
+/* Dynamic sizes: any axes before the softmax axis (rows, or segments
+ * of the later static axes: smx_outer_axis); the row itself dynamic too
+ * (f32, f64: smx_rows_dyn) when every later axis has size 1. */
 static const char *smx_dyn(const Node *n) {
   const Type *t = &n->type;
   int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
   ax += ax < 0 ? t->rank : 0;
+  bool later = true; /* the softmax axis and those after it static */
+  for (int64_t d = ax; d < t->rank; d++) later &= dim_is_static(t->dims[d]);
+  if (later) return NULL;
   if (dim_is_static(t->dims[ax]) || (t->dt != DT_F32 && t->dt != DT_F64))
     return cg_dyn_rows(n, t);
   for (int64_t d = ax + 1; d < t->rank; d++)
@@ -899,14 +923,10 @@ static const char *smx_dyn(const Node *n) {
 
 const CgEmitter cg_emitter_softmax = {cg_emit_softmax, cg_scratch_softmax,
                                       smx_dyn};
-/* Dynamic sizes: the cumsum axis and those before it (run-time trip
- * counts); the later axes static (the row segments). */
+/* Dynamic sizes: any (run-time trip counts; a dynamic axis after the
+ * cumsum axis scans each column on its own: cum_cols_dyn). */
 const char *cg_cum_dyn(const Node *n) {
-  const Type *t = &n->type;
-  int64_t ax = ir_attr_int(n, ATTR_AXIS, -1);
-  for (int d = (int)(ax < 0 ? ax + t->rank : ax) + 1; d < t->rank; d++)
-    if (!dim_is_static(t->dims[d]))
-      return "a dynamic axis after the cumsum axis";
+  (void)n;
   return NULL;
 }
 

@@ -11,9 +11,10 @@
 
 /* With dynamic sizes, gamma's gradient is sum_but(g * norm(x, 1, 0))
  * and beta's sum_but(g): ops whose emitters take dynamic rows (the
- * parameter backward ops' kernels take static sizes). */
+ * parameter backward ops' kernels take static sizes). group_norm's
+ * channels are axis 1. */
 static bool norm_params_dyn(GradCtx *gc, const Node *n, Node *g) {
-  int ax = ad_norm_axis(n);
+  int ax = n->op == OP_GROUP_NORM ? 1 : ad_norm_axis(n);
   if (WANT(1)) {
     Node *in[3] = {X(0), ib_fill(B, n->in[1]->type, 1),
                    ib_fill(B, n->in[2]->type, 0)};
@@ -37,7 +38,7 @@ bool vjp_layer_norm(GradCtx *gc, const Node *n, Node *g) {
 /* (x, gamma, beta) -> the op's three backward ops on (x, gamma, beta, g) */
 static bool norm3(GradCtx *gc, const Node *n, Node *g, const Op *bwd) {
   Node *in[4] = {X(0), X(1), X(2), g};
-  bool dyn = n->op == OP_RMS_NORM && !type_is_static(&n->in[0]->type);
+  bool dyn = !type_is_static(&n->in[0]->type); /* rms_norm, group_norm */
   for (int i = 0; i < (dyn ? 1 : 3); i++)
     if (WANT(i)) ACC(i, vjp_same_attrs(gc, n, bwd[i], in, 4));
   return dyn ? norm_params_dyn(gc, n, g) : true;
@@ -56,15 +57,30 @@ bool vjp_group_norm(GradCtx *gc, const Node *n, Node *g) {
 }
 /* x, gamma, beta: the backward ops on (x, gamma, beta, mean, var, g);
  * mean and var from the same per-channel sums, with r = 1/sqrt(var +
- * eps): dmean = -gamma r sum(g), dvar = -gamma r^2 sum(g xhat) / 2. */
+ * eps): dmean = -gamma r sum(g), dvar = -gamma r^2 sum(g xhat) / 2.
+ * With dynamic sizes the per-channel sums are sum_but(g xhat, 1) and
+ * sum_but(g, 1), xhat = batch_norm_inference(x, 1, 0, mean, var), as
+ * for the other norms (norm_params_dyn). */
 bool vjp_batch_norm(GradCtx *gc, const Node *n, Node *g) {
   static const Op bwd[3] = {OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT,
                             OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA,
                             OP_BATCH_NORM_INFERENCE_BACKWARD_BETA};
   Node *in[6] = {X(0), X(1), X(2), X(3), X(4), g}, *s[3] = {NULL};
-  for (int i = 0; i < 3; i++) /* dgamma for var, dbeta for mean */
-    if (WANT(i) || (i && WANT(5 - i)))
+  bool dyn = !type_is_static(&n->in[0]->type);
+  for (int i = 0; i < 3; i++) { /* dgamma for var, dbeta for mean */
+    if (!WANT(i) && !(i && WANT(5 - i))) continue;
+    if (!dyn || i == 0) {
       s[i] = vjp_same_attrs(gc, n, bwd[i], in, 6);
+      continue;
+    }
+    Node *h = g;
+    if (i == 1) {
+      Node *u[5] = {X(0), ib_fill(B, n->in[1]->type, 1),
+                    ib_fill(B, n->in[2]->type, 0), X(3), X(4)};
+      h = MUL(g, vjp_same_attrs(gc, n, n->op, u, 5));
+    }
+    s[i] = ad_sum_but(B, h, 1);
+  }
   for (int i = 0; i < 3; i++)
     if (WANT(i)) ACC(i, s[i]);
   if (!WANT(3) && !WANT(4)) return true;

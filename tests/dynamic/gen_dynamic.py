@@ -245,7 +245,8 @@ def cum(rng):
         a = np.cumsum(X, axis=1)
         return [a, a - X, np.cumsum(X, axis=2), suffix(X, 1),
                 np.cumsum(R, axis=0), suffix(R, 0, True), np.cumsum(S, axis=1),
-                suffix(S, 1), scan(t)[0], scan(t, True)[1]]
+                suffix(S, 1), scan(t)[0], scan(t, True)[1],
+                np.cumsum(S, axis=0), suffix(X, 0, True)]
     return ([PerSize(x, cut1), r, PerSize(s, cut1), h0, xs, w],
             [0, 1, 13, t_max], run)
 
@@ -296,15 +297,68 @@ def conv2d(x, w, stride=1, pad=0, groups=1):
     return y
 
 
+def conv2d_bwd(x, w, dy, pad=0):
+    """conv2d's backward ops (stride 1, groups 1), float64: dx, the
+    adjoint of conv2d(., w) applied to dy, and dw, summed over the
+    batch."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    _, _, oh, ow = dy.shape
+    for o in range(w.shape[0]):
+        for i in range(w.shape[2]):
+            for j in range(w.shape[3]):
+                patch = xp[:, :, i:i + oh, j:j + ow]
+                dw[o, :, i, j] = np.einsum("nchw,nhw->c", patch, dy[:, o])
+                dxp[:, :, i:i + oh, j:j + ow] += np.einsum(
+                    "nhw,c->nchw", dy[:, o], w[o, :, i, j])
+    return dxp[:, :, pad:pad + x.shape[2], pad:pad + x.shape[3]], dw
+
+
+def group_norm(x, gamma, beta, groups, eps=1e-5):
+    n, c = x.shape[:2]
+    v = x.reshape(n, groups, int(np.prod(x.shape[1:])) // groups)
+    h = (v - v.mean(axis=2, keepdims=True)) / np.sqrt(
+        v.var(axis=2, keepdims=True) + eps)
+    return h.reshape(x.shape) * gamma[:, None, None] + beta[:, None, None]
+
+
+def pool2d(x, k, stride, pad, op):
+    """NCHW max (padding never wins) or average (padding counts as
+    zeros) pooling, float64."""
+    fill = -np.inf if op == "max" else 0
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)),
+                constant_values=fill)
+    oh = (x.shape[2] + 2 * pad - k) // stride + 1
+    ow = (x.shape[3] + 2 * pad - k) // stride + 1
+    win = np.stack([xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                    for i in range(k) for j in range(k)])
+    return win.max(axis=0) if op == "max" else win.sum(axis=0) / (k * k)
+
+
 def cnn(rng):
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     x, w, wg, bias = f32(9, 2, 7, 6), f32(4, 2, 3, 3), f32(4, 1, 3, 3), f32(4, 1, 1)
+    dy, gam, bet = f32(9, 4, 7, 6), f32(4), f32(4)
+    z, mu, var = f32(9, 4), f32(4), np.abs(f32(4)) + np.float32(0.5)
+    g64, b64, m64, v64 = (a.astype(F64) for a in (gam, bet, mu, var))
+
+    def bnorm(a):  # batch_norm_inference, eps 1e-5, channels axis 1
+        sh = (-1,) + (1,) * (a.ndim - 2)
+        return (a - m64.reshape(sh)) / np.sqrt(v64.reshape(sh) + 1e-5) * \
+            g64.reshape(sh) + b64.reshape(sh)
 
     def run(n):
-        X = x[:n].astype(F64)
-        c = np.maximum(conv2d(X, w.astype(F64), pad=1) + bias, 0)
-        return [c, conv2d(X, wg.astype(F64), stride=2, groups=2)]
-    return [x, w, wg, bias], [0, 1, 5, 9], run
+        X, DY, W = x[:n].astype(F64), dy[:n].astype(F64), w.astype(F64)
+        c = np.maximum(conv2d(X, W, pad=1) + bias, 0)
+        dx, dw = conv2d_bwd(X, W, DY, pad=1)
+        gn = group_norm(DY, g64, b64, 2)
+        e = DY - DY.max(axis=1, keepdims=True) if n else DY
+        lsm = e - np.log(np.exp(e).sum(axis=1, keepdims=True))
+        return [c, conv2d(X, wg.astype(F64), stride=2, groups=2), dx, dw, gn,
+                pool2d(gn, 2, 2, 0, "max"), pool2d(gn, 3, 2, 1, "avg"),
+                bnorm(DY), bnorm(z[:n].astype(F64)), np.exp(lsm), lsm]
+    return [x, dy, z, w, wg, bias, gam, bet, mu, var], [0, 1, 5, 9], run
 
 
 def main():

@@ -207,6 +207,73 @@ def case_forward(env, name, dynamic=False):
               ref["out:%d" % j])
 
 
+def case_symbolic(env, name):
+    """name's model exported with a symbolic batch, converted to the
+    dynamic dimension ?batch<=N (--shape batch<=N, N the reference's
+    batch) and compiled once, run by tests/dynamic's driver (dyn_run.c)
+    at batch 0, 1 and N against the first rows of the PyTorch reference
+    (the models here map rows independently); and torch's flatten
+    x.view(x.size(0), -1) of a symbolic batch converts to a reshape
+    that carries it."""
+    ref = np.load(os.path.join(DATA, name + "_ref.npz"))
+    src = env.path(name + "_sym.onnx")
+    n = dynamic_batch(os.path.join(DATA, name + ".onnx"), src)
+    rlx, st = env.convert(src, name + "_sym", ["--shape", "batch<=%d" % n])
+    text = open(rlx).read()
+    if "[?batch<=%d, " % n not in text:
+        raise Fail("no input of the dynamic size ?batch<=%d in %s" % (n, rlx))
+    d = env.path(name + "_sym_run")
+    os.makedirs(d, exist_ok=True)
+    obj = os.path.join(d, "model.o")
+    sh([env.rlxc, rlx, "--name=model", "-o", obj])
+    params, _ = read_safetensors(st)
+    ins, rets = rlx_signature(rlx)
+    arrays = [ref["in:%d" % i] for i in range(len(ins))] + \
+        [params[p] for p in re.findall(r"^\s*param %(\w+):", text, re.M)]
+    sizes = [0, 1, n]
+    data = os.path.join(d, "data.bin")  # gen_dynamic.py's format
+    with open(data, "wb") as f:
+        f.write(struct.pack("<III", len(arrays), len(rets), len(sizes)))
+        f.write(struct.pack("<%dq" % len(sizes), *sizes))
+        blobs = [(0, a) for a in arrays] + \
+            [(None, ref["out:%d" % j][:k]) for k in sizes
+             for j in range(len(rets))]
+        for kind, a in blobs:
+            a = np.ascontiguousarray(a, dtype=np.float64).ravel()
+            if kind is not None:
+                f.write(struct.pack("<I", kind))
+            f.write(struct.pack("<I", a.size) + a.astype("<f8").tobytes())
+    exe = os.path.join(d, "dyn_run")
+    sh(env.cc + env.cflags + [
+        "-O1", "-std=c11", "-DENTRY=model", "-I", d,
+        "-I", os.path.join(SRC, "runtime"),
+        os.path.join(SRC, "tests", "dynamic", "dyn_run.c"), obj, env.runtime,
+        "-o", exe, "-lm", "-lpthread"])
+    print(sh([exe, data])[1].strip())
+    # torch's x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat
+    # fold to the sizes [?N, -1], which Reshape carries
+    F = TensorProto.FLOAT
+    view = model([helper.make_node("Shape", ["x"], ["s"]),
+                  helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+                  helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+                  helper.make_node("Concat", ["b1", "m1"], ["shp"], axis=0),
+                  helper.make_node("Reshape", ["x", "shp"], ["y"])],
+                 [vi("x", F, ["N", 3, 4])], [vi("y", F, ["N", 12])],
+                 [init("i0", np.array(0, np.int64)),
+                  init("ax0", np.array([0], np.int64)),
+                  init("m1", np.array([-1], np.int64))])
+    path = env.path("view_sym.onnx")
+    onnx.save(view, path)
+    rlx, _ = env.convert(path, "view_sym", ["--shape", "N<=8"])
+    text = open(rlx).read()
+    for want in ("input %x: f32[?N<=8, 3, 4]",
+                 "reshape(%x, shape=[?N, 12]) : f32[?N, 12]"):
+        if want not in text:
+            raise Fail("view_sym: %r not in:\n%s" % (want, text))
+    sh([env.rlxc, rlx, "--check"])
+    print("  ok view_sym: reshape(%x, shape=[?N, 12])")
+
+
 def mlp_grad_setup(env):
     ref = np.load(os.path.join(DATA, "mlp_ref.npz"))
     rlx, st = env.convert(os.path.join(DATA, "mlp.onnx"), "mlpx",
@@ -537,9 +604,19 @@ def case_rejects(env):
         expect_error(env, m, name, pats)
     dyn = model([helper.make_node("Relu", ["x"], ["y"])],
                 [vi("x", F, ["batch", 3])], [vi("y", F, ["batch", 3])])
-    expect_error(env, dyn, "dynamic_dim", ["graph input 'x'",
-                                           "dynamic dimension 0 'batch'",
-                                           "--shape batch=N"])
+    # a dynamic dimension (dim_param) is carried, not computed with
+    flat = model([helper.make_node("Flatten", ["x"], ["y"], axis=0,
+                                   name="flat")],
+                 [vi("x", F, ["batch", 3])], [vi("y", F, [1, "n"])])
+    expect_error(env, flat, "dynamic_product", [
+        "node 'flat' (Flatten)", "the size ?batch*3", "--shape NAME=N"])
+    shp = model([helper.make_node("Shape", ["x"], ["s"]),
+                 helper.make_node("Identity", ["s"], ["y"], name="id")],
+                [vi("x", F, ["batch", 3])],
+                [vi("y", TensorProto.INT64, [2])])
+    expect_error(env, shp, "dynamic_shape_data", [
+        "value 'y' holds the dynamic dimension ?batch (from Shape)",
+        "--shape NAME=N"])
     unknown = model([helper.make_node("Relu", ["x"], ["y"])],
                     [vi("x", F, [None, 3])], [vi("y", F, [None, 3])])
     expect_error(env, unknown, "unknown_dim", ["graph input 'x'",
@@ -715,6 +792,7 @@ def case_names(env):
 CASES = {"mlp": lambda e: case_forward(e, "mlp"),
          "mlp_dynamic": lambda e: case_forward(e, "mlp", dynamic=True),
          "cnn": lambda e: case_forward(e, "cnn"),
+         "cnn_symbolic": lambda e: case_symbolic(e, "cnn"),
          "misc": lambda e: case_forward(e, "misc"),
          "mlp_grad": case_mlp_grad, "mlp_train": case_mlp_train,
          "semantics": case_semantics, "unsupported": case_unsupported,

@@ -181,6 +181,37 @@ SH_TEST(t_rules) {
   INT(gn, GROUPS, 2);
   BAD(gn, "group_norm: axis 1 of operand 0 is dynamic (?n); group_norm "
       "needs a static size there (the channels are split into groups)");
+  /* conv2d's and the pools' backward ops: the batch only */
+  Node *w3 = DIN(F32, 4, 4, 3, 3), *dy = DIN(F32, b, 4, 1, 1);
+  Node *bi = MK(CONV2D_BACKWARD_INPUT, dy, w3);
+  INTS(bi, SHAPE, b, 4, 3, 3);
+  OK(bi, "f32[?b, 4, 3, 3]");
+  bi = MK(CONV2D_BACKWARD_INPUT, dy, w3);
+  INTS(bi, SHAPE, b, n, 3, 3);
+  BAD(bi, "conv2d_backward_input: axis 1 of shape is dynamic (?n); "
+      "conv2d_backward_input needs a static size there (the channels are "
+      "split into groups)");
+  Node *bw = MK(CONV2D_BACKWARD_WEIGHT, img, dy);
+  INTS(bw, SHAPE, 4, 4, 3, 3);
+  OK(bw, "f32[4, 4, 3, 3]");
+  Node *mp = MK(MAX_POOL2D, img);
+  INTS(mp, KERNEL, 3, 3);
+  OK(mp, "f32[?b, 4, 1, 1]");
+  Node *mb = MK(MAX_POOL2D_BACKWARD, img, dy);
+  INTS(mb, KERNEL, 3, 3);
+  OK(mb, "f32[?b, 4, 3, 3]");
+  Node *ab = MK(AVG_POOL2D_BACKWARD, dy);
+  INTS(ab, SHAPE, b, 4, 3, 3);
+  INTS(ab, KERNEL, 3, 3);
+  OK(ab, "f32[?b, 4, 3, 3]");
+  Node *gb = MK(GROUP_NORM_BACKWARD_INPUT, img, v4, v4, img);
+  INT(gb, GROUPS, 2);
+  OK(gb, "f32[?b, 4, 3, 3]");
+  Node *bb = MK(BATCH_NORM_INFERENCE_BACKWARD_INPUT, img, v4, v4, v4, v4, img);
+  OK(bb, "f32[?b, 4, 3, 3]");
+  gb = MK(GROUP_NORM_BACKWARD_GAMMA, img, v4, v4, img);
+  INT(gb, GROUPS, 2);
+  BAD(gb, "group_norm_backward_gamma: axis 0 of operand 0 is dynamic (?b)");
   Node *nw = MK(NARROW, x);
   INT(nw, AXIS, 0);
   INT(nw, START, 0);
