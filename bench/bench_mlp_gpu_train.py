@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""bench_mlp_gpu_train.py PLAIN.so GRAPH.so [ROUNDS] [ITERS] -- the SGD
-training step of bench_mlp_gpu.rlx on the GPU (docs/gpu.md, "Training
-step"): MLP 784-1024-1024-1024-10, batch 128, f32, forward, mean
-cross-entropy, backward and the update p -= lr * grad of all eight
-params, in four variants on one stream of one process:
-  rlxc          bench_mlp_gpu_train (rlxc --train=sgd --target=cuda)
+"""bench_mlp_gpu_train.py [--cnn] PLAIN.so GRAPH.so [ROUNDS] [ITERS] --
+the SGD training step of bench_mlp_gpu.rlx on the GPU (docs/gpu.md,
+"Training step"): MLP 784-1024-1024-1024-10, batch 128, f32, forward,
+mean cross-entropy, backward and the update p -= lr * grad of all eight
+params; with --cnn, of bench_cnn.rlx (the CPU benchmark's small CNN,
+batch 64: two 3x3 convolutions with bias, ReLU and 2x2 max pooling, a
+linear layer; six params). Four variants on one stream of one process:
+  rlxc          NAME_train (rlxc --train=sgd --target=cuda)
   rlxc graph    the same compiled with --cuda-graph
   torch eager   torch.optim.SGD(foreach=True), backward()
   torch compile forward + loss and the optimizer step each under
@@ -35,7 +37,7 @@ DIMS = [784, 1024, 1024, 1024, 10]
 LR = 0.01
 
 
-def forward(x, ps):
+def mlp_forward(x, ps):
     h = x
     for i in range(4):
         h = h @ ps[2 * i] + ps[2 * i + 1]
@@ -44,8 +46,38 @@ def forward(x, ps):
     return h
 
 
+def cnn_forward(x, ps):
+    w1, b1, w2, b2, w3, b3 = ps
+    h = F.max_pool2d(torch.relu(F.conv2d(x, w1, padding=1) + b1), 2)
+    h = F.max_pool2d(torch.relu(F.conv2d(h, w2, padding=1) + b2), 2)
+    return h.reshape(x.shape[0], -1) @ w3 + b3
+
+
+# name: entry, x shape, param shapes (fan-in: the product of all but
+# the first dim of a conv weight, the first dim of a matrix)
+MODELS = {
+    "mlp": ("bench_mlp_gpu_train", mlp_forward, [128, 784],
+            [s for i in range(4) for s in ([DIMS[i], DIMS[i + 1]],
+                                           [DIMS[i + 1]])]),
+    "cnn": ("bench_cnn_train", cnn_forward, [64, 1, 28, 28],
+            [[16, 1, 3, 3], [16, 1, 1], [32, 16, 3, 3], [32, 1, 1],
+             [1568, 10], [10]]),
+}
+MODEL = "cnn" if "--cnn" in sys.argv else "mlp"
+ENTRY, forward, XSHAPE, PSHAPES = MODELS[MODEL]
+
+
+def fan_in(i):
+    """The fan-in of param i: its weight's (a bias follows its weight)."""
+    w = PSHAPES[i - i % 2]
+    n = 1
+    for d in (w[1:] if len(w) == 4 else w[:1]):
+        n *= d
+    return n
+
+
 def rlxc_variant(so, x, y, init, s):
-    f = GpuEntry(so, "bench_mlp_gpu_train")
+    f = GpuEntry(so, ENTRY)
     ps = [p.clone() for p in init]
     dev = x.device
     lr = torch.tensor(LR, dtype=torch.float32, device=dev)
@@ -109,22 +141,18 @@ def check(name, got, ref):
 
 
 def main():
-    plain, graph = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 15
-    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    a = [v for v in sys.argv[1:] if v != "--cnn"]
+    plain, graph = a[0], a[1]
+    rounds = int(a[2]) if len(a) > 2 else 15
+    iters = int(a[3]) if len(a) > 3 else 100
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(128, 784, generator=g).to(dev)
-    y = torch.randint(0, 10, (128,), generator=g).to(dev)
-    init = []
-    for i in range(4):
-        bound = DIMS[i] ** -0.5
-        init.append(((torch.rand(DIMS[i], DIMS[i + 1], generator=g) * 2 - 1)
-                     * bound).to(dev))
-        init.append(((torch.rand(DIMS[i + 1], generator=g) * 2 - 1)
-                     * bound).to(dev))
+    x = torch.randn(*XSHAPE, generator=g).to(dev)
+    y = torch.randint(0, 10, (XSHAPE[0],), generator=g).to(dev)
+    init = [((torch.rand(*sh, generator=g) * 2 - 1) * fan_in(i) ** -0.5)
+            .to(dev) for i, sh in enumerate(PSHAPES)]
     # the float64 reference step
     ref = [p.double().requires_grad_() for p in init]
     ref_loss = F.cross_entropy(forward(x.double(), ref), y)
@@ -151,7 +179,7 @@ def main():
             ok = check(name + " again", got,
                        [ref_loss.detach()] + ref_new) and ok
         times = time_rounds(variants, s, rounds, iters, 30)
-    print(header(rounds, iters))
+    print(header(rounds, iters) + " (%s)" % MODEL)
     for name, t in times.items():
         print("%-14s median %.4f ms  min %.4f ms per step" % (
             name, statistics.median(t), min(t)))
