@@ -261,7 +261,7 @@ bool cu_dequant_matmul(Cu *cu, CgPlan *plan, Node *n);
 bool cu_q_matmul(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch matmul, dequant_matmul or q_matmul n needs (split-K
  * partial sums), or 0. */
-int64_t cu_matmul_scratch(const Cu *cu, const Node *n);
+int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n);
 
 /* ---- index.c ---- */
 /* cumsum, cumsum_backward; scatter_add, gather_backward; topk. */

@@ -625,7 +625,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
     return cu_control_scratch(cu, p, n);
   case OP_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
-    return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, n) : 0;
+    return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, p, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:

@@ -231,8 +231,10 @@ static DType mm_acc_dt(const Node *n) {
 static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                      const MmOp *b);
 
-int64_t cu_matmul_scratch(const Cu *cu, const Node *n) {
-  if (mm_on_mma(cu, n)) return 0;
+static int64_t mma_scratch(const CgPlan *p, const Node *n);
+
+int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
+  if (mm_on_mma(cu, n)) return mma_scratch(p, n);
   MmGeom g = mm_geom(n);
   return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(mm_acc_dt(n)) : 0;
 }
@@ -399,8 +401,12 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
  * Each operand's stage is 512 chunks of 16 bytes, XOR-swizzled by row so
  * that the 8 rows one ldmatrix reads fall in distinct banks. Chunks past
  * the edges of M, N or K are zero-filled (cp.async's source size 0), so
- * any shape works; operands whose rows are not 16-byte aligned are
- * staged with masked element loads instead. Every output is the mma
+ * any shape works. An operand whose rows are not 16-byte aligned (an
+ * odd row length: GPT-2's vocabulary of 50,257) cannot be copied in
+ * 16-byte chunks: in a product of at least MMA_PAD_MACS a first kernel
+ * copies it into the node's scratch with rows padded to 16 bytes
+ * (zeros past the row: a chunk straddling the edge reads them), small
+ * ones are staged with masked element loads. Every output is the mma
  * chain over k slices in increasing order from 0: deterministic, no
  * split. */
 
@@ -413,6 +419,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
 #define MMA_STAGEB (2 * MMA_OPB)
 #define MMA_MI 4                              /* m16 tiles per warp */
 #define MMA_NI 4                              /* n8 tiles per warp */
+#define MMA_PAD_MACS (1LL << 24) /* smallest product padding an operand */
 
 /* One operand of the tensor-core product. Its tile is `outer` (M or N)
  * by k; kmajor: shared rows are the 128 outer indices (4 chunks of k
@@ -427,9 +434,11 @@ typedef struct {
   LLVMValueRef o0;          /* this block's first outer index, i64 */
   LLVMValueRef aligned;     /* i1: the buffer is 16-byte aligned */
   int soff;                 /* byte offset of its part of a stage */
+  int64_t pad;              /* padded copy at this scratch byte offset, or -1 */
 } MmaOp;
 
 typedef struct {
+  Node *n;
   DType dt;
   int es, ve;               /* element bytes, elements per 16-byte chunk */
   int64_t K;
@@ -462,6 +471,13 @@ static LLVMValueRef smem_at(Cu *cu, const Mma *m, LLVMValueRef stage,
   return LLVMBuildGEP2(cg->b, cg->t_i8, m->smem, &o, 1, "");
 }
 
+/* Operand x's storage: its buffer, or its padded copy in scratch. */
+static LLVMValueRef mma_buf(Cu *cu, const Mma *m, const MmaOp *x) {
+  Cg *cg = cu->dev;
+  return x->pad < 0 ? cg_buf(cg, x->o->st)
+                    : cg_gep(cg, cg_scratch(cg, m->n), i64(cu, x->pad));
+}
+
 /* Pointer to element (ou, kk) of operand x, or to its first element
  * when that is outside the operand (*in: whether it is inside). */
 static LLVMValueRef mma_at(Cu *cu, const Mma *m, const MmaOp *x,
@@ -473,7 +489,7 @@ static LLVMValueRef mma_at(Cu *cu, const Mma *m, const MmaOp *x,
   LLVMValueRef off = add(cu, x->base, add(cu, mul(cu, ou, x->os),
                                           mul(cu, kk, x->ks)));
   off = LLVMBuildSelect(b, *in, off, i64(cu, 0), "");
-  return LLVMBuildGEP2(b, cg_ops_bits_type(cg, m->es), cg_buf(cg, x->o->st),
+  return LLVMBuildGEP2(b, cg_ops_bits_type(cg, m->es), mma_buf(cu, m, x),
                        &off, 1, "");
 }
 
@@ -513,7 +529,8 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
       LLVMBasicBlockRef ab = cg_block(cg, "mma.async");
       LLVMBuildCondBr(b, x->aligned, ab, sync);
       LLVMPositionBuilderAtEnd(b, ab);
-      /* whole chunk in or out: the contiguous extent is a multiple of ve */
+      /* whole chunk in or out: the contiguous extent is a multiple of ve,
+       * or the row is padded with zeros */
       LLVMValueRef in, src = mma_at(cu, m, x, ou, kk, &in);
       cu_cp_async16(cg, dst, src, in);
       LLVMBuildBr(b, done);
@@ -687,22 +704,97 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
       }
 }
 
+/* Pad operand x (o: its strides, changed here) when cp.async cannot
+ * stage it only because its rows (the storage's last dimension C, the
+ * unit stride) are not a multiple of 16 bytes: the copy's rows are Cp,
+ * C rounded up to a chunk, so every other stride s becomes s / C * Cp.
+ * The copy goes to scratch byte *off, which advances. */
+static void mma_pad(Mma *m, MmaOp *x, MmOp *o, int64_t macs, int64_t *off) {
+  const Type *t = &o->st->type;
+  int64_t C = t->dims[t->rank - 1], Cp = (C + m->ve - 1) / m->ve * m->ve;
+  int64_t *st[2 + RLX_MAX_RANK] = {&x->os, &x->ks};
+  for (int d = 0; d < RLX_MAX_RANK; d++) st[2 + d] = &o->bstr[d];
+  x->pad = -1;
+  if (x->async || (x->kmajor ? x->ks : x->os) != 1 || C < 2 ||
+      macs < MMA_PAD_MACS)
+    return;
+  for (int i = 0; i < 2 + RLX_MAX_RANK; i++)
+    if (*st[i] != 1 && *st[i] % C) return;
+  for (int i = 0; i < 2 + RLX_MAX_RANK; i++)
+    if (*st[i] != 1) *st[i] = *st[i] / C * Cp;
+  x->async = true;
+  x->pad = *off;
+  *off += cg_align(type_numel(t) / C * Cp * m->es);
+}
+
+/* The product's operands (oa, ob: their strides), tiles and padded
+ * copies; returns the scratch bytes of the copies. */
+static int64_t mma_setup(CgPlan *p, Node *n, Mma *m, MmOp *oa, MmOp *ob) {
+  const Type *t = &n->type;
+  mm_operand(p, n->in[0], t, oa);
+  mm_operand(p, n->in[1], t, ob);
+  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
+  *m = (Mma){.n = n, .dt = n->in[0]->type.dt,
+             .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
+  m->es = dt_size(m->dt);
+  m->ve = 16 / m->es;
+  mma_operand(m, &m->a, oa, true, M);
+  mma_operand(m, &m->b, ob, false, N);
+  int64_t off = 0, macs = type_numel(t) * m->K;
+  mma_pad(m, &m->a, oa, macs, &off);
+  mma_pad(m, &m->b, ob, macs, &off);
+  return off;
+}
+
+static int64_t mma_scratch(const CgPlan *p, const Node *n) {
+  Mma m;
+  MmOp oa = {0}, ob = {0};
+  return mma_setup((CgPlan *)p, (Node *)n, &m, &oa, &ob);
+}
+
+/* Copy operand x into its padded scratch copy: a row of C elements to
+ * Cp, zeros past C; one 16-byte chunk a thread. */
+static void mma_pad_copy(Cu *cu, CgPlan *p, const Mma *m, const MmaOp *x) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  const Type *t = &x->o->st->type;
+  int64_t C = t->dims[t->rank - 1], cpr = (C + m->ve - 1) / m->ve;
+  int64_t chunks = type_numel(t) / C * cpr;
+  cu_kernel_begin(cu, p, "matmul_pad");
+  LLVMValueRef i = cu_gid(cu);
+  cu_guard(cu, ult(cu, i, chunks));
+  LLVMValueRef r = udiv(cu, i, cpr), c0 = mul(cu, urem(cu, i, cpr), m->ve);
+  LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
+  LLVMValueRef src = cg_buf(cg, x->o->st);
+  LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, (unsigned)m->ve));
+  for (int j = 0; j < m->ve; j++) {
+    LLVMValueRef c = add(cu, c0, i64(cu, j)), in = ult(cu, c, C);
+    LLVMValueRef off = LLVMBuildSelect(b, in, add(cu, mul(cu, r, C), c),
+                                       i64(cu, 0), "");
+    LLVMValueRef e = LLVMBuildLoad2(b, et, LLVMBuildGEP2(b, et, src, &off,
+                                                         1, ""), "");
+    v = LLVMBuildInsertElement(b, v, LLVMBuildSelect(b, in, e,
+                                                     LLVMConstNull(et), ""),
+                               i32c(cu, j), "");
+  }
+  LLVMValueRef dst = LLVMBuildGEP2(b, et, mma_buf(cu, m, x),
+                                   (LLVMValueRef[]){mul(cu, i, m->ve)}, 1, "");
+  LLVMSetAlignment(LLVMBuildStore(b, v, dst), 16);
+  cu_kernel_end(cu, cu_blocks_for(chunks, EW_BLOCK), EW_BLOCK);
+}
+
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   const Type *t = &n->type;
   MmOp oa = {0}, ob = {0};
-  mm_operand(p, n->in[0], t, &oa);
-  mm_operand(p, n->in[1], t, &ob);
-  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
-  int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
+  Mma m;
+  mma_setup(p, n, &m, &oa, &ob);
+  int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1], K = m.K;
   int64_t batch = type_numel(t) / (M * N);
   int64_t tm = (M + MMA_BM - 1) / MMA_BM, tn = (N + MMA_BN - 1) / MMA_BN;
-  Mma m = {.dt = n->in[0]->type.dt, .K = K};
-  m.es = dt_size(m.dt);
-  m.ve = 16 / m.es;
-  mma_operand(&m, &m.a, &oa, true, M);
-  mma_operand(&m, &m.b, &ob, false, N);
+  if (m.a.pad >= 0) mma_pad_copy(cu, p, &m, &m.a);
+  if (m.b.pad >= 0) mma_pad_copy(cu, p, &m, &m.b);
   m.smem = cu_shared(cg, "rlx.mma.smem", cg->t_i8, MMA_STAGES * MMA_STAGEB,
                      128);
   cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32" : "matmul_mma");
@@ -720,7 +812,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.b.base = cu_remap(cu, bb, t->dims, ob.bstr, t->rank - 2);
   MmaOp *ops[2] = {&m.a, &m.b};
   for (int i = 0; i < 2; i++) {
-    LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, ops[i]->o->st),
+    LLVMValueRef pi = LLVMBuildPtrToInt(b, mma_buf(cu, &m, ops[i]),
                                         cg->t_i64, "");
     ops[i]->aligned = LLVMBuildICmp(
         b, LLVMIntEQ, LLVMBuildAnd(b, pi, i64(cu, 15), ""), i64(cu, 0), "");
