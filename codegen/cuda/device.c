@@ -282,6 +282,21 @@ LLVMValueRef cu_shared(Cg *cg, const char *name, LLVMTypeRef et, int64_t n,
   return g;
 }
 
+LLVMValueRef cu_dyn_shared(Cg *cg) {
+  const char *name = "rlx_dyn_smem";
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
+  if (g) return g;
+  g = LLVMAddGlobalInAddressSpace(cg->mod, LLVMArrayType2(cg->t_i8, 0), name,
+                                  3);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+  LLVMSetAlignment(g, 128);
+  return g;
+}
+
+void cu_kernel_dyn_shared(Cu *cu, unsigned bytes) {
+  cu->kernels[cu->nkernels - 1].shmem = bytes;
+}
+
 LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,
                           LLVMValueRef i) {
   LLVMValueRef p = LLVMBuildGEP2(cg->b, et, g, &i, 1, "");
