@@ -347,7 +347,7 @@ static bool check_outputs(Ctx *c, const Options *o) {
  * separated f32rR (the largest R of the CUDA-core matmul tiles: 1, 2, 4
  * or 8) and BMxBNxBKsS (the tensor-core tile: BM, BN in 64, 128, 256;
  * BK 32 or 64 16-bit elements; S stages of cp.async, 2..8, at most
- * 227 KiB of shared memory; BM = 64 needs BN = 128 or 256). */
+ * 227 KiB of shared memory; BM BN from 8192 to 32768). */
 static bool parse_gpu_mm(Options *o, const char *v) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", v);
@@ -362,7 +362,7 @@ static bool parse_gpu_mm(Options *o, const char *v) {
               !t[len];
     ok = ok && (bm == 64 || bm == 128 || bm == 256) &&
          (bn == 64 || bn == 128 || bn == 256) && (bk == 32 || bk == 64) &&
-         st >= 2 && st <= 8 && (bm > 64 || bn >= 128) &&
+         st >= 2 && st <= 8 && bm * bn >= 8192 && bm * bn <= 32768 &&
          st * (bm + bn) * bk * 2 <= 227 * 1024;
     if (!ok)
       return cli_err("RLX_CUDA_MM: expected f32rR (R = 1, 2, 4, 8) or "
