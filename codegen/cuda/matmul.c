@@ -483,12 +483,17 @@ typedef struct {
   int bm, bn, rowb, stages, wm, ni;
 } MmaCfg;
 
-/* The tile of the unit (RLX_CUDA_MM's BMxBNxBKsS, else 128x256x32s4). */
-static MmaCfg mma_cfg(const Cu *cu) {
+/* The tile of a batch x M x N product: the unit's (RLX_CUDA_MM's
+ * BMxBNxBKsS, else 128x256x32s4), or 128 x 128 when a larger tile
+ * gives fewer blocks than SMs (the bits are the same). */
+static MmaCfg mma_cfg(const Cu *cu, int64_t batch, int64_t M, int64_t N) {
   const Unit *u = cu->dev->u;
   const int *o = u && u->opt && u->opt->gpu_mma[0] ? u->opt->gpu_mma : NULL;
   MmaCfg c = {o ? o[0] : 128, o ? o[1] : 256, o ? 2 * o[2] : 64,
               o ? o[3] : 4, 0, 0};
+  if (c.bm * c.bn > 128 * 128 &&
+      batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
+    c.bm = c.bn = 128;
   c.wm = c.bm / 64;
   c.ni = c.bn / (8 / c.wm) / 8;
   return c;
@@ -801,7 +806,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
   int64_t K = n->in[0]->type.dims[n->in[0]->type.rank - 1];
   int64_t batch = type_numel(t) / (M * N);
-  Mma m = {.c = mma_cfg(cu), .dt = n->in[0]->type.dt, .K = K};
+  Mma m = {.c = mma_cfg(cu, batch, M, N), .dt = n->in[0]->type.dt, .K = K};
   const MmaCfg *c = &m.c;
   int64_t tm = (M + c->bm - 1) / c->bm, tn = (N + c->bn - 1) / c->bn;
   m.stageb = (c->bm + c->bn) * c->rowb;
