@@ -343,6 +343,36 @@ static bool check_outputs(Ctx *c, const Options *o) {
   return true;
 }
 
+/* RLX_CUDA_MM (docs/gpu.md, a tuning knob for --target=cuda): comma-
+ * separated f32rR (the largest R of the CUDA-core matmul tiles: 1, 2, 4
+ * or 8) and BMxBNxBKsS (the tensor-core tile: BM, BN in 64, 128, 256;
+ * BK 32 or 64 16-bit elements; S stages of cp.async, 2..8, at most
+ * 227 KiB of shared memory; BM BN from 8192 to 32768). */
+static bool parse_gpu_mm(Options *o, const char *v) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+    int r, bm, bn, bk, st, len = 0;
+    if (sscanf(t, "f32r%d%n", &r, &len) == 1 && !t[len] &&
+        (r == 1 || r == 2 || r == 4 || r == 8)) {
+      o->gpu_mm_r = r;
+      continue;
+    }
+    bool ok = sscanf(t, "%dx%dx%ds%d%n", &bm, &bn, &bk, &st, &len) == 4 &&
+              !t[len];
+    ok = ok && (bm == 64 || bm == 128 || bm == 256) &&
+         (bn == 64 || bn == 128 || bn == 256) && (bk == 32 || bk == 64) &&
+         st >= 2 && st <= 8 && bm * bn >= 8192 && bm * bn <= 32768 &&
+         st * (bm + bn) * bk * 2 <= 227 * 1024;
+    if (!ok)
+      return cli_err("RLX_CUDA_MM: expected f32rR (R = 1, 2, 4, 8) or "
+                     "BMxBNxBKsS (docs/gpu.md), got '%s'", t);
+    o->gpu_mma[0] = bm, o->gpu_mma[1] = bn, o->gpu_mma[2] = bk;
+    o->gpu_mma[3] = st;
+  }
+  return true;
+}
+
 static bool parse_args(Cli *c, int argc, char **argv) {
   bool only_files = false;
   c->o.emit = EMIT_OBJ | EMIT_HEADER;
@@ -375,6 +405,8 @@ static bool parse_args(Cli *c, int argc, char **argv) {
                    "with --wrt");
   if (c->o.cuda_graph && !(c->o.target && !strcmp(c->o.target, "cuda")))
     return cli_err("--cuda-graph needs --target=cuda");
+  const char *mm = getenv("RLX_CUDA_MM");
+  if (mm && *mm && !parse_gpu_mm(&c->o, mm)) return false;
   char why[512];
   const char *bad = c->o.name ? cname_problem(&c->o, c->o.name, why,
                                               sizeof why) : NULL;

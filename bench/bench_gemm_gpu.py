@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """bench_gemm_gpu.py: matmul with --target=cuda against torch.matmul.
 
-  bench_gemm_gpu.py build RLXC LIBRLXRT OUT   (here: compile every case
-                                                to OUT/NAME.so)
+  bench_gemm_gpu.py build RLXC LIBRLXRT OUT [--mm SPEC] [--cases REGEX]
+        (here: compile every case, or those matching REGEX, to OUT/NAME.so
+        with RLX_CUDA_MM=SPEC, docs/gpu.md, if given)
   bench_gemm_gpu.py run OUT                   (GPU host: check, then time)
   bench_gemm_gpu.py check OUT                 (the checks alone, e.g. under
                                                 compute-sanitizer)
+OUT may instead hold variants, one build each in OUT/VARIANT/: run and
+check then go over every variant in name order, and run ends with one
+table of every variant's timings (the tile choices of RLX_CUDA_MM side
+by side, each against torch.matmul timed alternately with it).
 
 Checks (fresh random inputs, output poisoned with NaN first, three calls
 that must give the same bits):
@@ -18,9 +23,13 @@ that must give the same bits):
   to tf32 the way cvt.rna does (nearest, ties away from zero); bound =
   the project's f32 bar, 1e-4 |ref| + 1e-5 max(1, max|ref|).
 - f32 exact (CUDA cores): the f32 bar against the float64 product.
-Timing: 4096^3 GEMMs, rlxc and torch.matmul alternated, CUDA events
-around 20 calls, 7 rounds each, medians; TF32 against torch with
-allow_tf32 and exact f32 against torch with it off.
+Timing: the bench_* GEMMs (4096^3; bf16 logits of GPT-2's shape,
+16384 x 768 times the transposed 50257 x 768 embedding, and its
+unaligned input gradient 16384 x 50257 times 50257 x 768), rlxc and
+torch.matmul alternated, CUDA events around 20 calls (5 for the
+logits), 7 rounds each,
+medians; TF32 against torch with allow_tf32 and exact f32 against torch
+with it off.
 """
 import ctypes
 import json
@@ -51,11 +60,19 @@ CASES = {
     "tf32_bt_100x72x40": ("f32", [100, 40], [72, 40], True, False,
                           ["--gpu-tf32"], False),
     "f32_17x33x65": ("f32", [17, 65], [65, 33], False, False, [], False),
+    "f32_1040x2000x40": ("f32", [1040, 40], [40, 2000], False, False, [],
+                         False),
+    "f32_t_1040x2000x40": ("f32", [40, 1040], [2000, 40], True, True, [],
+                           False),
     "bench_bf16": ("bf16", [4096, 4096], [4096, 4096], False, False, [],
                    False),
     "bench_f32": ("f32", [4096, 4096], [4096, 4096], False, False, [], False),
     "bench_tf32": ("f32", [4096, 4096], [4096, 4096], False, False,
                    ["--gpu-tf32"], False),
+    "bench_logits": ("bf16", [16384, 768], [50257, 768], True, False, [],
+                     False),
+    "bench_logits_dx": ("bf16", [16384, 50257], [50257, 768], False, False,
+                        [], False),
 }
 
 
@@ -86,15 +103,25 @@ def graph(name, c):
     return "\n".join(lines)
 
 
-def build(rlxc, rt, out):
+def build(rlxc, rt, out, *opts):
     os.makedirs(out, exist_ok=True)
+    env, pick = dict(os.environ), ".*"
+    for i in range(0, len(opts), 2):
+        if opts[i] == "--mm":
+            env["RLX_CUDA_MM"] = opts[i + 1]
+        elif opts[i] == "--cases":
+            pick = opts[i + 1]
+        else:
+            sys.exit("build: unknown option %s" % opts[i])
     meta = {}
     for name, c in CASES.items():
+        if not re.search(pick, name):
+            continue
         src = os.path.join(out, name + ".rlx")
         open(src, "w").write(graph(name, c))
         obj = os.path.join(out, name + ".o")
         subprocess.run([rlxc, src, "--target=cuda", "-o", obj] + c[5],
-                       check=True)
+                       check=True, env=env)
         hdr = open(os.path.join(out, name + ".h")).read()
         ws = int(re.search(r"%s_WORKSPACE_BYTES (\d+)" % name, hdr).group(1))
         subprocess.run(["cc", "-shared", "-o", os.path.join(out, name + ".so"),
@@ -105,7 +132,33 @@ def build(rlxc, rt, out):
     json.dump(meta, open(os.path.join(out, "cases.json"), "w"))
 
 
+def variants(out):
+    """(label, dir) of every build under out: out itself or its subdirs."""
+    if os.path.exists(os.path.join(out, "cases.json")):
+        return [("", out)]
+    return [(d, os.path.join(out, d)) for d in sorted(os.listdir(out))
+            if os.path.exists(os.path.join(out, d, "cases.json"))]
+
+
 def run(out, bench=True):
+    fails, table = 0, []
+    for label, d in variants(out):
+        if label:
+            print("== variant %s" % label, flush=True)
+        f, rows = run_one(d, bench)
+        fails += f
+        table += [(label,) + r for r in rows]
+    if table:
+        print("%-22s %-16s %9s %8s %9s %8s %6s %9s" % (
+            "variant", "gemm", "rlxc ms", "TFLOP/s", "torch ms", "TFLOP/s",
+            "ratio", "rel diff"))
+        for r in table:
+            print("%-22s %-16s %9.3f %8.1f %9.3f %8.1f %6.2f %9.2e" % r)
+    print("checks: %d failed" % fails)
+    return 1 if fails else 0
+
+
+def run_one(out, bench):
     import torch
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
@@ -137,7 +190,7 @@ def run(out, bench=True):
 
     fails = 0
     for name, c in CASES.items():
-        if name.startswith("bench"):
+        if name.startswith("bench") or name not in meta:
             continue
         dt, sa, sb, bt, at, args, cast = c
         f, ws = load(name)
@@ -176,7 +229,7 @@ def run(out, bench=True):
         fails += not ok
 
     if not bench:
-        return 1 if fails else 0
+        return fails, []
     print("GPU:", torch.cuda.get_device_name(), "torch", torch.__version__)
     print(subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                           "--format=csv,noheader"], capture_output=True,
@@ -191,41 +244,38 @@ def run(out, bench=True):
         torch.cuda.synchronize()
         return s.elapsed_time(e) / iters
 
-    n = 4096
-    flop = 2.0 * n ** 3
     rows = []
-    for name, dt, allow in (("bench_bf16", "bf16", False),
-                            ("bench_f32", "f32", False),
-                            ("bench_tf32", "f32", True)):
+    for name, c in CASES.items():
+        if not name.startswith("bench") or name not in meta:
+            continue
+        dt, sa, sb, bt, at, args, _ = c
         f, ws = load(name)
-        a = torch.randn(n, n, device=dev).to(tdt[dt])
-        b = torch.randn(n, n, device=dev).to(tdt[dt])
-        o = torch.empty(n, n, device=dev, dtype=tdt[dt])
-        torch.backends.cuda.matmul.allow_tf32 = allow
+        a = torch.randn(sa, device=dev).to(tdt[dt])
+        b = torch.randn(sb, device=dev).to(tdt[dt])
+        ma, mb = mat(a, at), mat(b, bt)
+        flop = 2.0 * ma.shape[0] * ma.shape[1] * mb.shape[1]
+        o = torch.empty(ma.shape[0], mb.shape[1], device=dev, dtype=tdt[dt])
+        torch.backends.cuda.matmul.allow_tf32 = "--gpu-tf32" in args
         ot = torch.empty_like(o)
         ours = lambda: call(f, ws, [a, b], [o])
-        theirs = lambda: torch.matmul(a, b, out=ot)
+        theirs = lambda: torch.matmul(ma, mb, out=ot)
         ours(), theirs()
         torch.cuda.synchronize()
-        t1, t2 = [], []
+        t1, t2, it = [], [], 20 if flop < 2e11 else 5
         for _ in range(7):
-            t1.append(timed(ours))
-            t2.append(timed(theirs))
+            t1.append(timed(ours, it))
+            t2.append(timed(theirs, it))
         m1, m2 = sorted(t1)[3], sorted(t2)[3]
         d = (o.double() - ot.double()).norm() / ot.double().norm()
         rows.append((name, m1, flop / m1 / 1e9, m2, flop / m2 / 1e9,
                      m2 / m1, d.item()))
-    print("%-11s %9s %8s %9s %8s %6s %9s" % ("gemm 4096^3", "rlxc ms",
-                                             "TFLOP/s", "torch ms",
-                                             "TFLOP/s", "ratio",
-                                             "rel diff"))
-    for r in rows:
-        print("%-11s %9.3f %8.1f %9.3f %8.1f %6.2f %9.2e" % r)
-    return 1 if fails else 0
+        del a, b, o, ot
+        torch.cuda.empty_cache()
+    return fails, rows
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "build":
-        build(*sys.argv[2:5])
+        build(*sys.argv[2:])
     else:
         sys.exit(run(sys.argv[2], sys.argv[1] == "run"))

@@ -80,6 +80,7 @@ typedef struct {
   const CuParam *par;
   int npar;
   int64_t bytes;
+  unsigned shmem;           /* dynamic shared memory bytes per block */
 } CuKernel;
 
 #define CU_MAX_KERNELS 4096
@@ -193,6 +194,11 @@ LLVMValueRef cu_shared(Cg *cg, const char *name, LLVMTypeRef et, int64_t n,
                        unsigned align);
 LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,
                           LLVMValueRef i);
+/* The block's dynamic shared memory (bytes, 128-byte aligned), whose
+ * size the last kernel's launches give with cu_kernel_dyn_shared
+ * (more than 48 KiB: the runtime raises the kernel's limit at load). */
+LLVMValueRef cu_dyn_shared(Cg *cg);
+void cu_kernel_dyn_shared(Cu *cu, unsigned bytes);
 /* Global thread index (i64): ctaid.x * ntid.x + tid.x; and the pieces. */
 LLVMValueRef cu_gid(Cu *cu);
 LLVMValueRef cu_tid(Cu *cu);    /* i64 */

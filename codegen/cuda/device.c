@@ -255,7 +255,7 @@ void cu_err_take(Cu *cu) {
                                  cg->b, LLVMGlobalGetValueType(w), w, k, 2,
                                  ""));
   LLVMBuildRetVoid(cg->b);
-  cu->kernels[cu->nkernels++] = (CuKernel){"rlx_err_take", NULL, 0, 0};
+  cu->kernels[cu->nkernels++] = (CuKernel){"rlx_err_take", NULL, 0, 0, 0};
 }
 
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
@@ -339,6 +339,21 @@ LLVMValueRef cu_shared(Cg *cg, const char *name, LLVMTypeRef et, int64_t n,
   LLVMSetLinkage(g, LLVMInternalLinkage);
   LLVMSetAlignment(g, align);
   return g;
+}
+
+LLVMValueRef cu_dyn_shared(Cg *cg) {
+  const char *name = "rlx_dyn_smem";
+  LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, name);
+  if (g) return g;
+  g = LLVMAddGlobalInAddressSpace(cg->mod, LLVMArrayType2(cg->t_i8, 0), name,
+                                  3);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+  LLVMSetAlignment(g, 128);
+  return g;
+}
+
+void cu_kernel_dyn_shared(Cu *cu, unsigned bytes) {
+  cu->kernels[cu->nkernels - 1].shmem = bytes;
 }
 
 LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,

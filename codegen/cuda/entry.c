@@ -249,9 +249,21 @@ static void host_finish(Cg *cg, Host *h, const Cu *cu, const char *ptx) {
                                         "rlx.gpu.kernels", false);
   LLVMReplaceAllUsesWith(h->kernels, kernels);
   LLVMDeleteGlobal(h->kernels);
+  /* dynamic shared memory bytes per kernel, if any kernel has some */
+  LLVMValueRef shmem = LLVMConstNull(cg->t_ptr);
+  LLVMValueRef *sh = calloc((size_t)nk + 1, sizeof *sh);
+  bool any = false;
+  for (int i = 0; i < nk; i++) {
+    sh[i] = cg_i32(cg, (int32_t)cu->kernels[i].shmem);
+    any |= cu->kernels[i].shmem > 0;
+  }
+  if (any)
+    shmem = private_global(cg, LLVMConstArray2(cg->t_i32, sh, (uint64_t)nk),
+                           "rlx.gpu.shmem", true);
+  free(sh);
   bool err = nk && !strcmp(cu->kernels[nk - 1].name, "rlx_err_take");
-  LLVMValueRef f[8] = {text, cg_i32(cg, nk), names, LLVMConstNull(cg->t_ptr),
-                       kernels, cg_i32(cg, 0), cg_i32(cg, err),
+  LLVMValueRef f[8] = {text, cg_i32(cg, nk), names, shmem, kernels,
+                       cg_i32(cg, 0), cg_i32(cg, err),
                        LLVMConstNull(cg->t_ptr)};
   LLVMSetInitializer(h->mod, LLVMConstStructInContext(cg->lc, f, 8, 0));
 }

@@ -81,7 +81,8 @@ void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
       b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, cu->ktab, &k, 1, ""),
       "");
   LLVMValueRef a[6] = {kp, dims3(cg, h->grid, l->grid),
-                       dims3(cg, h->block, l->block), cg_i32(cg, 0),
+                       dims3(cg, h->block, l->block),
+                       cg_i32(cg, (int32_t)kn->shmem),
                        h->stream,
                        h->args ? h->args : LLVMConstNull(cg->t_ptr)};
   cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));

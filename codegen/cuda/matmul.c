@@ -19,12 +19,17 @@
 
 /* ---- matmul ----
  * C[b] = A[b] B[b]: a block of 16x16 threads computes a tile of
- * 16R x 16R outputs, thread (tx, ty) the outputs (ty + 16i, tx + 16j),
- * i, j < R, from 16-deep slices of A and B staged in shared memory
- * (k-major, so the inner loop reads one A and one B value per output
- * row / column). R (4, 2 or 1) is the largest that still gives about
- * one block per SM. Every output is fma(a_k, b_k, acc) over k = 0, 1,
- * ... in order from 0, whatever R: the same bits for any tile size. */
+ * 16R x 16R outputs, R x R per thread, from 16-deep slices of A and B
+ * staged in shared memory (k-major, rows padded by 4 elements so that
+ * the stores of k-contiguous operands spread over the banks). Thread
+ * (tx, ty) owns rows ty V + v + 16 V h and columns tx V + v + 16 V h
+ * (V = min(R, 4) consecutive ones, h < R / V), read with V-wide vector
+ * shared loads. Two shared buffers: the next slice is fetched into
+ * registers while the current one is multiplied, then stored into the
+ * other buffer; one barrier per slice. R (8 for 4-byte elements, else
+ * 4, then 2 or 1) is the largest that still gives about one block per
+ * SM. Every output is fma(a_k, b_k, acc) over k = 0, 1, ... in order
+ * from 0, whatever R: the same bits for any tile size. */
 
 typedef struct {
   Node *st;                 /* storage node */
@@ -36,10 +41,10 @@ typedef struct {
   int64_t zp;
 } MmOp;
 
-#define MM_R_MAX 4
+#define MM_R_MAX 8
+#define MM_PAD 4 /* elements after each shared row */
 #define MM_SMS 120 /* aim for at least this many blocks */
 #define MM_SPLIT_K 128 /* shortest K slice of a split product */
-
 static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   bool folded = cg_plan_slot(p, x)->kind == CG_SLOT_FOLDED;
   o->st = folded ? x->in[0] : x;
@@ -89,50 +94,72 @@ static LLVMValueRef mm_load(Cu *cu, DType dt, LLVMValueRef base,
 typedef struct {
   DType dt;
   LLVMTypeRef et;
-  int R;                       /* outputs per thread: R x R */
+  int R, V;                    /* outputs per thread: R x R; V-wide loads */
   int64_t M, N, K;
   LLVMValueRef kend;           /* this block's k range ends here */
   MmOp a, b;
-  LLVMValueRef As, Bs;         /* shared tiles [TS][TS R], k-major */
+  LLVMValueRef As, Bs;         /* shared tiles [2][TS][16 R + MM_PAD] */
   LLVMValueRef abase, bbase, row0, col0, tx, ty, tid;
 } Mm;
 
+/* Elements of one shared row, and of one of the two buffers. */
+static int64_t mm_w(const Mm *m) { return TS * m->R + MM_PAD; }
+static int64_t mm_buf(const Mm *m) { return TS * mm_w(m); }
+
+/* Does x's fetch run along k (its k stride is 1), else along the outer
+ * index? Consecutive threads then read consecutive elements. */
+static bool mm_kfast(const MmOp *x, bool a_side) {
+  return (a_side ? x->cs : x->rs) == 1;
+}
+
+/* Thread element e (0 <= e < 256 R) of a 16 R x TS operand slice ->
+ * its outer index o and k index kk. */
+static void mm_split(Cu *cu, const Mm *m, const MmOp *x, bool a_side,
+                     LLVMValueRef e, LLVMValueRef *o, LLVMValueRef *kk) {
+  bool kf = mm_kfast(x, a_side);
+  int64_t w = TS * m->R;
+  *o = kf ? udiv(cu, e, TS) : urem(cu, e, w);
+  *kk = kf ? urem(cu, e, TS) : udiv(cu, e, w);
+}
+
 /* The k0 slice, R elements of A and of B per thread, into registers
- * pa[], pb[] (allocas LLVM promotes): A(row0 + r, k0 + kk) and
- * B(k0 + kk, col0 + c) for e = tid + 256 q. Past K they are 0, so the
- * slice after the last is fetched harmlessly. */
+ * pa[], pb[] (allocas LLVM promotes): A(row0 + o, k0 + kk) and
+ * B(k0 + kk, col0 + o) for e = tid + 256 q (mm_split). Past K they are
+ * 0, so the slice after the last is fetched harmlessly. */
 static void mm_fetch(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef pa,
                      LLVMValueRef pb) {
   Cg *cg = cu->dev;
-  int w = TS * m->R;
   for (int q = 0; q < m->R; q++) {
     LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
-    LLVMValueRef qi = cg_i32(cg, q);
-    LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a,
-                             add(cu, m->row0, udiv(cu, e, TS)), i64(cu, m->M),
-                             add(cu, k0, urem(cu, e, TS)), m->kend);
+    LLVMValueRef qi = cg_i32(cg, q), o, kk;
+    mm_split(cu, m, &m->a, true, e, &o, &kk);
+    LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a, add(cu, m->row0, o),
+                             i64(cu, m->M), add(cu, k0, kk), m->kend);
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""));
-    v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, udiv(cu, e, w)),
-                m->kend, add(cu, m->col0, urem(cu, e, w)), i64(cu, m->N));
+    mm_split(cu, m, &m->b, false, e, &o, &kk);
+    v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, kk), m->kend,
+                add(cu, m->col0, o), i64(cu, m->N));
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""));
   }
 }
 
-/* Registers to the shared tiles (k-major): As[kk][r], Bs[kk][c]. */
-static void mm_put(Cu *cu, const Mm *m, LLVMValueRef pa, LLVMValueRef pb) {
+/* Registers to buffer buf of the shared tiles (k-major): As[buf][kk][o],
+ * Bs[buf][kk][o]. */
+static void mm_put(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef pa,
+                   LLVMValueRef pb) {
   Cg *cg = cu->dev;
-  int w = TS * m->R;
+  LLVMValueRef b0 = mul(cu, buf, mm_buf(m));
   for (int q = 0; q < m->R; q++) {
     LLVMValueRef e = add(cu, m->tid, i64(cu, q * TS * TS));
-    LLVMValueRef qi = cg_i32(cg, q);
-    LLVMValueRef ai = add(cu, mul(cu, urem(cu, e, TS), w), udiv(cu, e, TS));
-    LLVMValueRef bi = add(cu, mul(cu, udiv(cu, e, w), w), urem(cu, e, w));
-    LLVMValueRef v = LLVMBuildLoad2(
-        cg->b, m->et, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""), "");
-    LLVMBuildStore(cg->b, v, cu_shared_at(cg, m->As, m->et, ai));
-    v = LLVMBuildLoad2(cg->b, m->et,
-                       LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""), "");
-    LLVMBuildStore(cg->b, v, cu_shared_at(cg, m->Bs, m->et, bi));
+    LLVMValueRef qi = cg_i32(cg, q), o, kk;
+    for (int s = 0; s < 2; s++) {
+      mm_split(cu, m, s ? &m->b : &m->a, !s, e, &o, &kk);
+      LLVMValueRef v = LLVMBuildLoad2(
+          cg->b, m->et, LLVMBuildGEP2(cg->b, m->et, s ? pb : pa, &qi, 1, ""),
+          "");
+      LLVMValueRef i = add(cu, b0, add(cu, mul(cu, kk, mm_w(m)), o));
+      LLVMBuildStore(cg->b, v, cu_shared_at(cg, s ? m->Bs : m->As, m->et, i));
+    }
   }
 }
 
@@ -150,17 +177,41 @@ static LLVMValueRef mm_fma(Cg *cg, DType dt, LLVMValueRef a, LLVMValueRef b,
   return cg_intrinsic(cg, "llvm.fma", LLVMTypeOf(acc), f, 3);
 }
 
-/* acc[i][j] = fma(As[k][ty + 16i], Bs[k][tx + 16j], acc) for k < TS. */
-static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef acc) {
+/* V consecutive elements of shared tile t from index i into v[]: one
+ * vector load (c64: V scalar loads). */
+static void mm_lds(Cu *cu, const Mm *m, LLVMValueRef t, LLVMValueRef i,
+                   LLVMValueRef *v) {
   Cg *cg = cu->dev;
-  int R = m->R, w = TS * R;
+  if (m->V == 1 || m->dt == DT_C64) {
+    for (int j = 0; j < m->V; j++)
+      v[j] = LLVMBuildLoad2(cg->b, m->et, cu_shared_at(cg, t, m->et,
+                            add(cu, i, i64(cu, j))), "");
+    return;
+  }
+  LLVMTypeRef vt = LLVMVectorType(m->et, (unsigned)m->V);
+  unsigned bytes = (unsigned)(m->V * dt_size(m->dt));
+  LLVMValueRef x = LLVMBuildLoad2(cg->b, vt, cu_shared_at(cg, t, m->et, i),
+                                  "");
+  LLVMSetAlignment(x, bytes < 16 ? bytes : 16);
+  for (int j = 0; j < m->V; j++)
+    v[j] = LLVMBuildExtractElement(cg->b, x, cg_i32(cg, j), "");
+}
+
+/* acc[i][j] = fma(A(row i, k), B(k, col j), acc) for the k < TS of
+ * buffer buf; row i = ty V + v + 16 V h for i = h V + v (columns
+ * alike with tx). */
+static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  int R = m->R, V = m->V;
+  LLVMValueRef b0 = mul(cu, buf, mm_buf(m));
+  LLVMValueRef ao = add(cu, b0, mul(cu, m->ty, V));
+  LLVMValueRef bo = add(cu, b0, mul(cu, m->tx, V));
   for (int k = 0; k < TS; k++) {
     LLVMValueRef av[MM_R_MAX], bv[MM_R_MAX];
-    for (int i = 0; i < R; i++) {
-      av[i] = LLVMBuildLoad2(cg->b, m->et, cu_shared_at(cg, m->As, m->et,
-                             add(cu, m->ty, i64(cu, k * w + TS * i))), "");
-      bv[i] = LLVMBuildLoad2(cg->b, m->et, cu_shared_at(cg, m->Bs, m->et,
-                             add(cu, m->tx, i64(cu, k * w + TS * i))), "");
+    for (int h = 0; h < R / V; h++) {
+      int64_t d = k * mm_w(m) + TS * V * h;
+      mm_lds(cu, m, m->As, add(cu, ao, i64(cu, d)), av + h * V);
+      mm_lds(cu, m, m->Bs, add(cu, bo, i64(cu, d)), bv + h * V);
     }
     for (int i = 0; i < R; i++)
       for (int j = 0; j < R; j++) {
@@ -182,7 +233,17 @@ typedef struct {
   int R, S;
 } MmGeom;
 
-static MmGeom mm_geom(const Node *n) {
+/* The largest R of n's tiles: 8 for 4-byte sums (f32, i32; RLX_CUDA_MM's
+ * f32rR can lower it), else 4 (the shared tiles stay under 48 KiB). */
+static int mm_rmax(const Cu *cu, DType dt) {
+  const Unit *u = cu->dev->u;
+  int r = u && u->opt && u->opt->gpu_mm_r ? u->opt->gpu_mm_r : MM_R_MAX;
+  return dt_size(dt) == 4 ? r : MM_R_MAX / 2;
+}
+
+static DType mm_acc_dt(const Node *n);
+
+static MmGeom mm_geom(const Cu *cu, const Node *n) {
   const Type *t = &n->type;
   MmGeom g = {.M = t->dims[t->rank - 2], .N = t->dims[t->rank - 1],
               .K = n->in[0]->type.dims[n->in[0]->type.rank - 1], .R = 1,
@@ -193,7 +254,7 @@ static MmGeom mm_geom(const Node *n) {
     g.M = g.N ? type_numel(t) / g.N : 0;
   }
   g.batch = g.M && g.N ? type_numel(t) / (g.M * g.N) : 0;
-  for (int R = MM_R_MAX; R >= 1; R /= 2) {
+  for (int R = mm_rmax(cu, mm_acc_dt(n)); R >= 1; R /= 2) {
     g.R = R;
     g.tm = (g.M + TS * R - 1) / (TS * R);
     g.tn = (g.N + TS * R - 1) / (TS * R);
@@ -231,11 +292,11 @@ static DType mm_acc_dt(const Node *n) {
 static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                      const MmOp *b);
 
-static int64_t mma_scratch(const CgPlan *p, const Node *n);
+static int64_t mma_scratch(const Cu *cu, const CgPlan *p, const Node *n);
 
 int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
-  if (mm_on_mma(cu, n)) return mma_scratch(p, n);
-  MmGeom g = mm_geom(n);
+  if (mm_on_mma(cu, n)) return mma_scratch(cu, p, n);
+  MmGeom g = mm_geom(cu, n);
   return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(mm_acc_dt(n)) : 0;
 }
 
@@ -317,15 +378,16 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   Cg *cg = cu->dev;
   DType dt = mm_acc_dt(n);
   const Type *t = &n->type;
-  MmGeom g = mm_geom(n);
+  MmGeom g = mm_geom(cu, n);
   Mm m = {.dt = dt, .et = cg_ctype(cg, dt), .M = g.M, .N = g.N, .K = g.K,
           .R = g.R, .a = *a, .b = *b};
   int64_t batch = g.batch, tm = g.tm, tn = g.tn;
-  char a_name[24], b_name[24];
-  snprintf(a_name, sizeof a_name, "rlx.mm.a.%s", dt_name(dt));
-  snprintf(b_name, sizeof b_name, "rlx.mm.b.%s", dt_name(dt));
-  m.As = cu_shared(cg, a_name, m.et, TS * TS * MM_R_MAX, 16);
-  m.Bs = cu_shared(cg, b_name, m.et, TS * TS * MM_R_MAX, 16);
+  m.V = m.R < 4 ? m.R : 4;
+  char a_name[32], b_name[32];
+  snprintf(a_name, sizeof a_name, "rlx.mm.a.%s.r%d", dt_name(dt), m.R);
+  snprintf(b_name, sizeof b_name, "rlx.mm.b.%s.r%d", dt_name(dt), m.R);
+  m.As = cu_shared(cg, a_name, m.et, 2 * mm_buf(&m), 16);
+  m.Bs = cu_shared(cg, b_name, m.et, 2 * mm_buf(&m), 16);
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
@@ -348,17 +410,20 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                    LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""));
   }
   /* software pipeline: the next slice's loads are in flight while
-   * this one is multiplied */
+   * this one is multiplied, then stored into the other buffer (last
+   * read before the previous barrier) */
   LLVMTypeRef rt = LLVMArrayType2(m.et, MM_R_MAX);
   LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
   mm_fetch(cu, &m, k0, pa, pb);
+  mm_put(cu, &m, i64(cu, 0), pa, pb);
+  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   CgLoop l;
   LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
                                   NULL, 0);
-  mm_put(cu, &m, pa, pb);
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  mm_fetch(cu, &m, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
-  mm_slice(cu, &m, acc);
+  LLVMValueRef nxt = add(cu, kt, i64(cu, 1));
+  mm_fetch(cu, &m, add(cu, k0, mul(cu, nxt, TS)), pa, pb);
+  mm_slice(cu, &m, urem(cu, kt, 2), acc);
+  mm_put(cu, &m, urem(cu, nxt, 2), pa, pb);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
   /* a split product writes slice s's partial sums to scratch[s] */
@@ -366,8 +431,12 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                            mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
   for (int i = 0; i < m.R; i++)
     for (int j = 0; j < m.R; j++) {
-      LLVMValueRef r = add(cu, m.row0, add(cu, m.ty, i64(cu, TS * i)));
-      LLVMValueRef c = add(cu, m.col0, add(cu, m.tx, i64(cu, TS * j)));
+      int64_t di = i % m.V + TS * m.V * (i / m.V);
+      int64_t dj = j % m.V + TS * m.V * (j / m.V);
+      LLVMValueRef r = add(cu, m.row0, add(cu, mul(cu, m.ty, m.V),
+                                           i64(cu, di)));
+      LLVMValueRef c = add(cu, m.col0, add(cu, mul(cu, m.tx, m.V),
+                                           i64(cu, dj)));
       LLVMBasicBlockRef st = cg_block(cg, "mm.store");
       LLVMBasicBlockRef nx = cg_block(cg, "mm.next");
       LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ult(cu, r, m.M),
@@ -391,35 +460,51 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
 /* ---- tensor cores ----
  * bf16 and f16 (mma.m16n8k16, f32 accumulators) and, with --gpu-tf32,
  * f32 (mma.m16n8k8.tf32, operands rounded to tf32 with cvt.rna). A
- * block of 8 warps computes a 128 x 128 output tile: warp w the 64 x 32
- * sub-tile at rows 64 (w & 1), columns 32 (w >> 1), as 4 x 4 mma tiles.
- * K advances in slices of 64 bytes of each row (32 bf16 / 16 f32
- * elements), staged in shared memory in MMA_STAGES buffers: the copies
- * of slice k + 2 are in flight (cp.async, one commit group per slice)
- * while slice k is multiplied. Fragments come from shared memory with
- * ldmatrix (.trans where the operand's contiguous dimension is M or N).
- * Each operand's stage is 512 chunks of 16 bytes, XOR-swizzled by row so
- * that the 8 rows one ldmatrix reads fall in distinct banks. Chunks past
- * the edges of M, N or K are zero-filled (cp.async's source size 0), so
- * any shape works. An operand whose rows are not 16-byte aligned (an
- * odd row length: GPT-2's vocabulary of 50,257) cannot be copied in
- * 16-byte chunks: in a product of at least MMA_PAD_MACS a first kernel
- * copies it into the node's scratch with rows padded to 16 bytes
- * (zeros past the row: a chunk straddling the edge reads them), small
- * ones are staged with masked element loads. Every output is the mma
- * chain over k slices in increasing order from 0: deterministic, no
- * split. */
+ * block of 8 warps computes a BM x BN output tile (MmaCfg; 128 x 256 by
+ * default, RLX_CUDA_MM chooses another): warp w the 64 x BN / WN
+ * sub-tile at rows 64 (w % WM), WM = BM / 64 warps along M, as 4 x NI
+ * mma tiles. K advances in slices of ROWB bytes of each row (BK 16-bit
+ * elements, BK / 2 f32), staged in dynamic shared memory in S buffers:
+ * the copies of slices k + 1 .. k + S - 1 are in flight (cp.async, one
+ * commit group per slice) while slice k is multiplied; one barrier per
+ * slice. Fragments come from shared memory with ldmatrix (.trans where
+ * the operand's contiguous dimension is M or N), those of the next
+ * 16-deep step loaded before the current step's mma. Each operand's
+ * stage is rows of 16-byte chunks, XOR-swizzled by row so that the 8
+ * rows one ldmatrix reads fall in distinct banks. Chunks past the edges
+ * of M, N or K are zero-filled (cp.async's source size 0), so any shape
+ * works. An operand whose rows are not 16-byte aligned (an odd row
+ * length: GPT-2's vocabulary of 50,257) cannot be copied in 16-byte
+ * chunks: in a product of at least MMA_PAD_MACS a first kernel copies
+ * it into the node's scratch with rows padded to 16 bytes (zeros past
+ * the row: a chunk straddling the edge reads them), small ones are
+ * staged with masked element loads. Every output is the mma chain over
+ * k slices in increasing order from 0: deterministic, no split. */
 
-#define MMA_BM 128
-#define MMA_BN 128
 #define MMA_THREADS 256
-#define MMA_STAGES 3
-#define MMA_ROWB 64                           /* bytes of k per stage row */
-#define MMA_OPB (MMA_BM * MMA_ROWB)           /* one operand's stage: 8 KiB */
-#define MMA_STAGEB (2 * MMA_OPB)
-#define MMA_MI 4                              /* m16 tiles per warp */
-#define MMA_NI 4                              /* n8 tiles per warp */
 #define MMA_PAD_MACS (1LL << 24) /* smallest product padding an operand */
+
+/* The tile: BM x BN outputs, ROWB bytes of k per stage row, S stages;
+ * WM warps along M, NI n8 tiles per warp (4 m16 tiles each). */
+typedef struct {
+  int bm, bn, rowb, stages, wm, ni;
+} MmaCfg;
+
+/* The tile of a batch x M x N product: the unit's (RLX_CUDA_MM's
+ * BMxBNxBKsS, else 128x256x32s4), or 128 x 128 when a larger tile
+ * gives fewer blocks than SMs (the bits are the same). */
+static MmaCfg mma_cfg(const Cu *cu, int64_t batch, int64_t M, int64_t N) {
+  const Unit *u = cu->dev->u;
+  const int *o = u && u->opt && u->opt->gpu_mma[0] ? u->opt->gpu_mma : NULL;
+  MmaCfg c = {o ? o[0] : 128, o ? o[1] : 256, o ? 2 * o[2] : 64,
+              o ? o[3] : 4, 0, 0};
+  if (c.bm * c.bn > 128 * 128 &&
+      batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
+    c.bm = c.bn = 128;
+  c.wm = c.bm / 64;
+  c.ni = c.bn / (8 / c.wm) / 8;
+  return c;
+}
 
 /* One operand of the tensor-core product. Its tile is `outer` (M or N)
  * by k; kmajor: shared rows are the 128 outer indices (4 chunks of k
@@ -430,6 +515,8 @@ typedef struct {
   int64_t os, ks;           /* element strides along outer and k */
   int64_t outer;            /* M or N */
   bool kmajor, async;       /* async: cp.async (16-byte chunks) allowed */
+  int tile;                 /* BM or BN */
+  int cpr;                  /* 16-byte chunks per shared row */
   LLVMValueRef base;        /* batch offset (elements), i64 */
   LLVMValueRef o0;          /* this block's first outer index, i64 */
   LLVMValueRef aligned;     /* i1: the buffer is 16-byte aligned */
@@ -439,6 +526,8 @@ typedef struct {
 
 typedef struct {
   Node *n;
+  MmaCfg c;
+  int stageb;               /* bytes of one stage (both operands) */
   DType dt;
   int es, ve;               /* element bytes, elements per 16-byte chunk */
   int64_t K;
@@ -452,8 +541,8 @@ static LLVMValueRef i32c(Cu *cu, int v) { return cg_i32(cu->dev, v); }
 static LLVMValueRef swz(Cu *cu, const MmaOp *x, LLVMValueRef row,
                         LLVMValueRef c) {
   LLVMBuilderRef b = cu->dev->b;
-  int cpr = x->kmajor ? 4 : 16;
-  LLVMValueRef s = x->kmajor
+  int cpr = x->cpr; /* 4 (two rows a bank line) or a multiple of 8 */
+  LLVMValueRef s = cpr == 4
       ? LLVMBuildAnd(b, LLVMBuildLShr(b, row, i32c(cu, 1), ""),
                      i32c(cu, 3), "")
       : LLVMBuildAnd(b, row, i32c(cu, 7), "");
@@ -467,7 +556,7 @@ static LLVMValueRef smem_at(Cu *cu, const Mma *m, LLVMValueRef stage,
                             LLVMValueRef off) {
   Cg *cg = cu->dev;
   LLVMValueRef o = LLVMBuildAdd(
-      cg->b, LLVMBuildMul(cg->b, stage, i32c(cu, MMA_STAGEB), ""), off, "");
+      cg->b, LLVMBuildMul(cg->b, stage, i32c(cu, m->stageb), ""), off, "");
   return LLVMBuildGEP2(cg->b, cg->t_i8, m->smem, &o, 1, "");
 }
 
@@ -511,9 +600,9 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
                          LLVMValueRef stage, LLVMValueRef k0) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
-  int cpr = x->kmajor ? 4 : 16;
+  int cpr = x->cpr;
   LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
-  for (int q = 0; q < 2; q++) {
+  for (int q = 0; q < x->tile * m->c.rowb / 16 / MMA_THREADS; q++) {
     LLVMValueRef e = LLVMBuildAdd(b, m->tid, i32c(cu, q * MMA_THREADS), "");
     LLVMValueRef row = LLVMBuildUDiv(b, e, i32c(cu, cpr), "");
     LLVMValueRef c = LLVMBuildURem(b, e, i32c(cu, cpr), "");
@@ -551,13 +640,13 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
   }
 }
 
-/* Stage the k slice kt (i64) into buffer kt % MMA_STAGES; one commit
+/* Stage the k slice kt (i64) into buffer kt % S; one commit
  * group (all chunks zero past K). */
 static void mma_stage(Cu *cu, const Mma *m, LLVMValueRef kt) {
   Cg *cg = cu->dev;
-  LLVMValueRef stage = LLVMBuildTrunc(cg->b, urem(cu, kt, MMA_STAGES),
+  LLVMValueRef stage = LLVMBuildTrunc(cg->b, urem(cu, kt, m->c.stages),
                                       cg->t_i32, "");
-  LLVMValueRef k0 = mul(cu, kt, MMA_ROWB / m->es);
+  LLVMValueRef k0 = mul(cu, kt, m->c.rowb / m->es);
   mma_stage_op(cu, m, &m->a, stage, k0);
   mma_stage_op(cu, m, &m->b, stage, k0);
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
@@ -660,7 +749,9 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
   x->ks = a_side ? o->cs : o->rs;
   x->outer = outer;
   x->kmajor = !(x->os == 1 && x->ks != 1 && m->es == 2);
-  x->soff = a_side ? 0 : MMA_OPB;
+  x->tile = a_side ? m->c.bm : m->c.bn;
+  x->soff = a_side ? 0 : m->c.bm * m->c.rowb;
+  x->cpr = x->kmajor ? m->c.rowb / 16 : x->tile * m->es / 16;
   /* cp.async: 16-byte chunks along the unit-stride dimension, whose
    * extent, other stride and batch strides are multiples of a chunk */
   int64_t ext = x->kmajor ? m->K : outer, other = x->kmajor ? x->os : x->ks;
@@ -670,7 +761,7 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
     if (o->bstr[d] % m->ve) x->async = false;
 }
 
-/* The 128 x 128 tile of C[bb] at (bm, bn), in n's dtype. */
+/* The warp's outputs of C[bb] from (row0, col0), in n's dtype. */
 static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
                       LLVMValueRef bb, LLVMValueRef row0, LLVMValueRef col0,
                       int64_t M, int64_t N) {
@@ -682,8 +773,8 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
       b, LLVMBuildShl(b, LLVMBuildAnd(b, m->lane, i32c(cu, 3), ""),
                       i32c(cu, 1), ""), cg->t_i64, "");
   LLVMValueRef base = mul(cu, bb, M * N);
-  for (int mi = 0; mi < MMA_MI; mi++)
-    for (int ni = 0; ni < MMA_NI; ni++)
+  for (int mi = 0; mi < 4; mi++)
+    for (int ni = 0; ni < m->c.ni; ni++)
       for (int i = 0; i < 4; i++) {
         LLVMValueRef r = add(cu, row0, add(cu, g, i64(cu, 16 * mi +
                                                           8 * (i >> 1))));
@@ -694,7 +785,7 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
         LLVMBuildCondBr(b, LLVMBuildAnd(b, ult(cu, r, M), ult(cu, c, N), ""),
                         st, nx);
         LLVMPositionBuilderAtEnd(b, st);
-        LLVMValueRef ix = i32c(cu, (mi * MMA_NI + ni) * 4 + i);
+        LLVMValueRef ix = i32c(cu, (mi * m->c.ni + ni) * 4 + i);
         LLVMValueRef v = LLVMBuildLoad2(
             b, cg->t_f32, LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""), "");
         cg_store(cg, n->type.dt, cg_buf(cg, n),
@@ -729,13 +820,16 @@ static void mma_pad(Mma *m, MmaOp *x, MmOp *o, int64_t macs, int64_t *off) {
 
 /* The product's operands (oa, ob: their strides), tiles and padded
  * copies; returns the scratch bytes of the copies. */
-static int64_t mma_setup(CgPlan *p, Node *n, Mma *m, MmOp *oa, MmOp *ob) {
+static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
+                         MmOp *oa, MmOp *ob) {
   const Type *t = &n->type;
   mm_operand(p, n->in[0], t, oa);
   mm_operand(p, n->in[1], t, ob);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
-  *m = (Mma){.n = n, .dt = n->in[0]->type.dt,
+  int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
+  *m = (Mma){.n = n, .c = mma_cfg(cu, batch, M, N), .dt = n->in[0]->type.dt,
              .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
+  m->stageb = (m->c.bm + m->c.bn) * m->c.rowb;
   m->es = dt_size(m->dt);
   m->ve = 16 / m->es;
   mma_operand(m, &m->a, oa, true, M);
@@ -746,10 +840,10 @@ static int64_t mma_setup(CgPlan *p, Node *n, Mma *m, MmOp *oa, MmOp *ob) {
   return off;
 }
 
-static int64_t mma_scratch(const CgPlan *p, const Node *n) {
+static int64_t mma_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
   Mma m;
   MmOp oa = {0}, ob = {0};
-  return mma_setup((CgPlan *)p, (Node *)n, &m, &oa, &ob);
+  return mma_setup(cu, (CgPlan *)p, (Node *)n, &m, &oa, &ob);
 }
 
 /* Copy operand x into its padded scratch copy: a row of C elements to
@@ -783,31 +877,50 @@ static void mma_pad_copy(Cu *cu, CgPlan *p, const Mma *m, const MmaOp *x) {
   cu_kernel_end(cu, cu_blocks_for(chunks, EW_BLOCK), EW_BLOCK);
 }
 
+/* Fragments of 16-deep k step ks of the stage: af[mi] (A, 4 regs) and
+ * bf[ni] (B, 2 regs) of the warp's tiles from rows wm, columns wn. */
+static void mma_frags(Cu *cu, const Mma *m, LLVMValueRef stage,
+                      LLVMValueRef wm, LLVMValueRef wn, int ks,
+                      LLVMValueRef af[4][4], LLVMValueRef (*bf)[2]) {
+  LLVMBuilderRef b = cu->dev->b;
+  LLVMValueRef r[4];
+  for (int mi = 0; mi < 4; mi++)
+    ldm(cu, m, &m->a, true, stage, LLVMBuildAdd(b, wm, i32c(cu, 16 * mi), ""),
+        ks, af[mi]);
+  for (int nj = 0; nj < m->c.ni / 2; nj++) {
+    ldm(cu, m, &m->b, false, stage,
+        LLVMBuildAdd(b, wn, i32c(cu, 16 * nj), ""), ks, r);
+    bf[2 * nj][0] = r[0], bf[2 * nj][1] = r[1];
+    bf[2 * nj + 1][0] = r[2], bf[2 * nj + 1][1] = r[3];
+  }
+}
+
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   const Type *t = &n->type;
   MmOp oa = {0}, ob = {0};
   Mma m;
-  mma_setup(p, n, &m, &oa, &ob);
+  mma_setup(cu, p, n, &m, &oa, &ob);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1], K = m.K;
   int64_t batch = type_numel(t) / (M * N);
-  int64_t tm = (M + MMA_BM - 1) / MMA_BM, tn = (N + MMA_BN - 1) / MMA_BN;
+  const MmaCfg *c = &m.c;
+  int64_t tm = (M + c->bm - 1) / c->bm, tn = (N + c->bn - 1) / c->bn;
   if (m.a.pad >= 0) mma_pad_copy(cu, p, &m, &m.a);
   if (m.b.pad >= 0) mma_pad_copy(cu, p, &m, &m.b);
-  m.smem = cu_shared(cg, "rlx.mma.smem", cg->t_i8, MMA_STAGES * MMA_STAGEB,
-                     128);
+  m.smem = cu_dyn_shared(cg);
   cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32" : "matmul_mma");
-  LLVMValueRef acc = cg_alloca(
-      cg, LLVMArrayType2(cg->t_f32, MMA_MI * MMA_NI * 4), "acc");
+  int nacc = 4 * c->ni * 4;
+  LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, (uint64_t)nacc),
+                               "acc");
   LLVMValueRef bid = cu_ctaid(cu);
   m.tid = LLVMBuildTrunc(b, cu_tid(cu), cg->t_i32, "");
   m.lane = LLVMBuildAnd(b, m.tid, i32c(cu, 31), "");
   m.warp = LLVMBuildLShr(b, m.tid, i32c(cu, 5), "");
   LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
   LLVMValueRef bb = udiv(cu, bid, tn * tm);
-  m.a.o0 = mul(cu, bm, MMA_BM);
-  m.b.o0 = mul(cu, bn, MMA_BN);
+  m.a.o0 = mul(cu, bm, c->bm);
+  m.b.o0 = mul(cu, bn, c->bn);
   m.a.base = cu_remap(cu, bb, t->dims, oa.bstr, t->rank - 2);
   m.b.base = cu_remap(cu, bb, t->dims, ob.bstr, t->rank - 2);
   MmaOp *ops[2] = {&m.a, &m.b};
@@ -817,43 +930,41 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
     ops[i]->aligned = LLVMBuildICmp(
         b, LLVMIntEQ, LLVMBuildAnd(b, pi, i64(cu, 15), ""), i64(cu, 0), "");
   }
-  for (int i = 0; i < MMA_MI * MMA_NI * 4; i++) {
+  for (int i = 0; i < nacc; i++) {
     LLVMValueRef ix = i32c(cu, i);
     LLVMBuildStore(b, LLVMConstReal(cg->t_f32, 0),
                    LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
   }
-  int64_t kel = MMA_ROWB / m.es, nk = (K + kel - 1) / kel;
-  for (int s = 0; s < MMA_STAGES - 1; s++) mma_stage(cu, &m, i64(cu, s));
-  /* warp w: rows 64 (w & 1), columns 32 (w >> 1) of the tile */
-  LLVMValueRef wm = LLVMBuildShl(b, LLVMBuildAnd(b, m.warp, i32c(cu, 1), ""),
-                                 i32c(cu, 6), "");
-  LLVMValueRef wn = LLVMBuildShl(b, LLVMBuildLShr(b, m.warp, i32c(cu, 1), ""),
-                                 i32c(cu, 5), "");
+  int64_t kel = c->rowb / m.es, nk = (K + kel - 1) / kel;
+  for (int s = 0; s < c->stages - 1; s++) mma_stage(cu, &m, i64(cu, s));
+  /* warp w: rows 64 (w % WM), columns BN / WN (w / WM) of the tile */
+  int wcols = c->ni * 8;
+  LLVMValueRef wm = LLVMBuildShl(
+      b, LLVMBuildURem(b, m.warp, i32c(cu, c->wm), ""), i32c(cu, 6), "");
+  LLVMValueRef wn = LLVMBuildMul(
+      b, LLVMBuildUDiv(b, m.warp, i32c(cu, c->wm), ""), i32c(cu, wcols), "");
   CgLoop l;
   LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
   /* slice kt has landed (for this thread; the barrier: for all), and
    * every warp is done with slice kt - 1, whose buffer is refilled */
-  LLVMValueRef wg = i32c(cu, MMA_STAGES - 2);
+  LLVMValueRef wg = i32c(cu, c->stages - 2);
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wg, 1);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  mma_stage(cu, &m, add(cu, kt, i64(cu, MMA_STAGES - 1)));
-  LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, MMA_STAGES),
+  mma_stage(cu, &m, add(cu, kt, i64(cu, c->stages - 1)));
+  LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, c->stages),
                                       cg->t_i32, "");
-  for (int ks = 0; ks < MMA_ROWB / 32; ks++) {
-    LLVMValueRef af[MMA_MI][4], bf[MMA_NI][2], r[4];
-    for (int mi = 0; mi < MMA_MI; mi++)
-      ldm(cu, &m, &m.a, true, stage,
-          LLVMBuildAdd(b, wm, i32c(cu, 16 * mi), ""), ks, af[mi]);
-    for (int nj = 0; nj < MMA_NI / 2; nj++) {
-      ldm(cu, &m, &m.b, false, stage,
-          LLVMBuildAdd(b, wn, i32c(cu, 16 * nj), ""), ks, r);
-      bf[2 * nj][0] = r[0], bf[2 * nj][1] = r[1];
-      bf[2 * nj + 1][0] = r[2], bf[2 * nj + 1][1] = r[3];
-    }
-    for (int mi = 0; mi < MMA_MI; mi++)
-      for (int ni = 0; ni < MMA_NI; ni++) {
-        LLVMValueRef ix = i32c(cu, (mi * MMA_NI + ni) * 4);
-        mma_op(cu, &m, af[mi], bf[ni],
+  /* register double buffering: step ks + 1's fragments are loaded
+   * before step ks's mma */
+  LLVMValueRef af[2][4][4], bf[2][16][2];
+  mma_frags(cu, &m, stage, wm, wn, 0, af[0], bf[0]);
+  for (int ks = 0; ks < c->rowb / 32; ks++) {
+    int cur = ks & 1;
+    if (ks + 1 < c->rowb / 32)
+      mma_frags(cu, &m, stage, wm, wn, ks + 1, af[!cur], bf[!cur]);
+    for (int mi = 0; mi < 4; mi++)
+      for (int ni = 0; ni < c->ni; ni++) {
+        LLVMValueRef ix = i32c(cu, (mi * c->ni + ni) * 4);
+        mma_op(cu, &m, af[cur][mi], bf[cur][ni],
                LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
       }
   }
@@ -863,5 +974,6 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
             add(cu, m.a.o0, LLVMBuildZExt(b, wm, cg->t_i64, "")),
             add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N);
   cu_kernel_end(cu, (unsigned)(batch * tm * tn), MMA_THREADS);
+  cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb));
   return true;
 }
