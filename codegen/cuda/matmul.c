@@ -460,7 +460,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
 /* ---- tensor cores ----
  * bf16 and f16 (mma.m16n8k16, f32 accumulators) and, with --gpu-tf32,
  * f32 (mma.m16n8k8.tf32, operands rounded to tf32 with cvt.rna). A
- * block of 8 warps computes a BM x BN output tile (MmaCfg; 128 x 256 by
+ * block of 8 warps computes a BM x BN output tile (MmaCfg; 128 x 128 by
  * default, RLX_CUDA_MM chooses another): warp w the 64 x BN / WN
  * sub-tile at rows 64 (w % WM), WM = BM / 64 warps along M, as 4 x NI
  * mma tiles. K advances in slices of ROWB bytes of each row (BK 16-bit
@@ -491,12 +491,12 @@ typedef struct {
 } MmaCfg;
 
 /* The tile of a batch x M x N product: the unit's (RLX_CUDA_MM's
- * BMxBNxBKsS, else 128x256x32s4), or 128 x 128 when a larger tile
+ * BMxBNxBKsS, else 128x128x32s4), or 128 x 128 when a larger tile
  * gives fewer blocks than SMs (the bits are the same). */
 static MmaCfg mma_cfg(const Cu *cu, int64_t batch, int64_t M, int64_t N) {
   const Unit *u = cu->dev->u;
   const int *o = u && u->opt && u->opt->gpu_mma[0] ? u->opt->gpu_mma : NULL;
-  MmaCfg c = {o ? o[0] : 128, o ? o[1] : 256, o ? 2 * o[2] : 64,
+  MmaCfg c = {o ? o[0] : 128, o ? o[1] : 128, o ? 2 * o[2] : 64,
               o ? o[3] : 4, 0, 0};
   if (c.bm * c.bn > 128 * 128 &&
       batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
