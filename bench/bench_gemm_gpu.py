@@ -31,7 +31,6 @@ logits), 7 rounds each,
 medians; TF32 against torch with allow_tf32 and exact f32 against torch
 with it off.
 """
-import ctypes
 import json
 import os
 import re
@@ -160,26 +159,11 @@ def run(out, bench=True):
 
 def run_one(out, bench):
     import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_rounds import load_case
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-
-    def load(name):
-        lib = ctypes.CDLL(os.path.join(out, name + ".so"))
-        f = getattr(lib, name)
-        f.argtypes = [ctypes.c_void_p] * 4
-        f.restype = ctypes.c_int
-        ws = torch.empty(max(meta[name]["ws"], 1), dtype=torch.uint8,
-                         device=dev)
-        return f, ws
-
-    def call(f, ws, ins, outs):
-        pi = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])
-        po = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
-        rc = f(pi, po, ctypes.c_void_p(ws.data_ptr()),
-               ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        if rc:
-            sys.exit("call failed: rc %d" % rc)
 
     def tf32(x):
         i = x.contiguous().view(torch.int32)
@@ -193,7 +177,7 @@ def run_one(out, bench):
         if name.startswith("bench") or name not in meta:
             continue
         dt, sa, sb, bt, at, args, cast = c
-        f, ws = load(name)
+        call = load_case(out, name, meta[name]["ws"])
         a = torch.randn(sa, device=dev).to(tdt[dt])
         b = torch.randn(sb, device=dev).to(tdt[dt])
         ea, eb = mat(a, at).double(), mat(b, bt).double()
@@ -205,7 +189,7 @@ def run_one(out, bench):
         bits = []
         for _ in range(3):
             o.fill_(float("nan"))
-            call(f, ws, [a, b], [o])
+            call([a, b], [o])
             torch.cuda.synchronize()
             bits.append(o.clone())
         same = all(torch.equal(x.view(torch.int16 if x.element_size() == 2
@@ -249,7 +233,7 @@ def run_one(out, bench):
         if not name.startswith("bench") or name not in meta:
             continue
         dt, sa, sb, bt, at, args, _ = c
-        f, ws = load(name)
+        call = load_case(out, name, meta[name]["ws"])
         a = torch.randn(sa, device=dev).to(tdt[dt])
         b = torch.randn(sb, device=dev).to(tdt[dt])
         ma, mb = mat(a, at), mat(b, bt)
@@ -257,7 +241,7 @@ def run_one(out, bench):
         o = torch.empty(ma.shape[0], mb.shape[1], device=dev, dtype=tdt[dt])
         torch.backends.cuda.matmul.allow_tf32 = "--gpu-tf32" in args
         ot = torch.empty_like(o)
-        ours = lambda: call(f, ws, [a, b], [o])
+        ours = lambda: call([a, b], [o])
         theirs = lambda: torch.matmul(ma, mb, out=ot)
         ours(), theirs()
         torch.cuda.synchronize()

@@ -18,7 +18,6 @@ torch, medians. GB/s counts the bytes the op must read and write once
 (its ideal traffic), so GB/s / 3,350 (H100 SXM HBM3) is the fraction of
 peak; "ideal ms" is those bytes at 3 TB/s.
 """
-import ctypes
 import json
 import os
 import re
@@ -84,27 +83,12 @@ def build(rlxc, rt, out):
 
 def run(out, bench=True):
     import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_rounds import load_case
     import torch.nn.functional as F
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
     tdt = {"bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32}
-
-    def load(name):
-        lib = ctypes.CDLL(os.path.join(out, name + ".so"))
-        f = getattr(lib, name)
-        f.argtypes = [ctypes.c_void_p] * 4
-        f.restype = ctypes.c_int
-        ws = torch.empty(max(meta[name]["ws"], 1), dtype=torch.uint8,
-                         device=dev)
-        return f, ws
-
-    def call(f, ws, ins, outs):
-        pi = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])
-        po = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
-        rc = f(pi, po, ctypes.c_void_p(ws.data_ptr()),
-               ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        if rc:
-            sys.exit("call failed: rc %d" % rc)
 
     def inputs(name):
         ins = []
@@ -160,14 +144,14 @@ def run(out, bench=True):
 
     fails = 0
     for name in CASES:
-        f, ws = load(name)
+        call = load_case(out, name, meta[name]["ws"])
         ins = inputs(name)
         prepare(name, ins)
         outs = outputs(name, ins)
         bits = []
         for _ in range(2):
             outs[0].fill_(float("nan"))
-            call(f, ws, ins, outs)
+            call(ins, outs)
             torch.cuda.synchronize()
             bits.append(outs[0].clone())
         same = torch.equal(bits[0].view(torch.uint8),
@@ -211,11 +195,11 @@ def run(out, bench=True):
                                              "torch ms", "GB/s", "ideal ms",
                                              "ratio"))
     for name, c in CASES.items():
-        f, ws = load(name)
+        call = load_case(out, name, meta[name]["ws"])
         ins = inputs(name)
         prepare(name, ins)
         outs = outputs(name, ins)
-        ours = lambda: call(f, ws, ins, outs)
+        ours = lambda: call(ins, outs)
         theirs = lambda: torch_op(name, ins)
         ours(), theirs()
         torch.cuda.synchronize()

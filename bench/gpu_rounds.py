@@ -1,6 +1,11 @@
 """gpu_rounds.py -- the timing loop the GPU training benchmarks share
-(bench_mlp_gpu_train.py, bench_gpt_gpu_train.py, bench_gpt2_gpu.py)."""
+(bench_mlp_gpu_train.py, bench_gpt_gpu_train.py, bench_gpt2_gpu.py), and
+the loader of single-entry objects (bench_gemm_gpu.py,
+bench_gpu_membound.py)."""
+import ctypes
+import os
 import subprocess
+import sys
 import time
 
 import torch
@@ -64,3 +69,24 @@ def kernel_profile(run, s, steps=2, top=25):
     for key, (t, n) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]:
         print("  %-60s %8.3f ms %5.1f%% %5d launches" % (
             key, t / 1e3, 100 * t / total, n // steps))
+
+
+def load_case(out, name, ws_bytes):
+    """Entry `name` of OUT/name.so (a --target=cuda object linked -shared
+    with librlxrt) with a device workspace of ws_bytes: returns
+    call(ins, outs), which enqueues it on the current stream on the
+    tensors' device pointers (and exits on a nonzero return)."""
+    lib = ctypes.CDLL(os.path.join(out, name + ".so"))
+    f = getattr(lib, name)
+    f.argtypes = [ctypes.c_void_p] * 4
+    f.restype = ctypes.c_int
+    ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
+
+    def call(ins, outs):
+        pi = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])
+        po = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
+        rc = f(pi, po, ctypes.c_void_p(ws.data_ptr()),
+               ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc:
+            sys.exit("call failed: rc %d" % rc)
+    return call
