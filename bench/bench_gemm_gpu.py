@@ -160,7 +160,7 @@ def run(out, bench=True):
 def run_one(out, bench):
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from gpu_rounds import load_case
+    from gpu_rounds import load_case, timed
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -218,15 +218,6 @@ def run_one(out, bench):
     print(subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                           "--format=csv,noheader"], capture_output=True,
                          text=True).stdout.strip())
-
-    def timed(fn, iters=20):
-        s, e = torch.cuda.Event(True), torch.cuda.Event(True)
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        return s.elapsed_time(e) / iters
 
     rows = []
     for name, c in CASES.items():

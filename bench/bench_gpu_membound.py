@@ -84,7 +84,7 @@ def build(rlxc, rt, out):
 def run(out, bench=True):
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from gpu_rounds import load_case
+    from gpu_rounds import load_case, timed
     import torch.nn.functional as F
     dev = torch.device("cuda")
     meta = json.load(open(os.path.join(out, "cases.json")))
@@ -181,15 +181,6 @@ def run(out, bench=True):
                                     "--format=csv,noheader"],
                                    capture_output=True, text=True)
           .stdout.strip())
-
-    def timed(fn, iters=20):
-        s, e = torch.cuda.Event(True), torch.cuda.Event(True)
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        return s.elapsed_time(e) / iters
 
     print("%-14s %9s %8s %9s %8s %9s %6s" % ("kernel", "rlxc ms", "GB/s",
                                              "torch ms", "GB/s", "ideal ms",

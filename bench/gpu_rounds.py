@@ -1,7 +1,7 @@
 """gpu_rounds.py -- the timing loop the GPU training benchmarks share
 (bench_mlp_gpu_train.py, bench_gpt_gpu_train.py, bench_gpt2_gpu.py), and
-the loader of single-entry objects (bench_gemm_gpu.py,
-bench_gpu_membound.py)."""
+the loader of single-entry objects and the event timer of
+bench_gemm_gpu.py and bench_gpu_membound.py."""
 import ctypes
 import os
 import subprocess
@@ -70,6 +70,18 @@ def kernel_profile(run, s, steps=2, top=25):
         print("  %-60s %8.3f ms %5.1f%% %5d launches" % (
             key, t / 1e3, 100 * t / total, n // steps))
 
+
+
+def timed(fn, iters=20):
+    """Mean ms of fn() over iters calls, CUDA events around them on the
+    current stream."""
+    s, e = torch.cuda.Event(True), torch.cuda.Event(True)
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / iters
 
 def load_case(out, name, ws_bytes):
     """Entry `name` of OUT/name.so (a --target=cuda object linked -shared
