@@ -347,15 +347,23 @@ static bool check_outputs(Ctx *c, const Options *o) {
  * separated f32rR (the largest R of the CUDA-core matmul tiles: 1, 2, 4
  * or 8) and BMxBNxBKsS (the tensor-core tile: BM, BN in 64, 128, 256;
  * BK 32 or 64 16-bit elements; S stages of cp.async, 2..8, at most
- * 227 KiB of shared memory; BM BN from 8192 to 32768). */
+ * 227 KiB of shared memory; BM BN from 8192 to 32768), each optionally
+ * followed by bB: the blocks per SM its kernels ask ptxas to fit (1..4:
+ * a register cap). */
 static bool parse_gpu_mm(Options *o, const char *v) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", v);
   for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-    int r, bm, bn, bk, st, len = 0;
+    int r, bm, bn, bk, st, b = 0, len = 0, len2 = 0;
+    char *end = strchr(t, 'b');
+    if (end && end != t && sscanf(end, "b%d%n", &b, &len2) == 1 &&
+        !end[len2] && b >= 1 && b <= 4)
+      *end = 0;
+    else
+      b = 0;
     if (sscanf(t, "f32r%d%n", &r, &len) == 1 && !t[len] &&
         (r == 1 || r == 2 || r == 4 || r == 8)) {
-      o->gpu_mm_r = r;
+      o->gpu_mm_r = r, o->gpu_mm_b = b;
       continue;
     }
     bool ok = sscanf(t, "%dx%dx%ds%d%n", &bm, &bn, &bk, &st, &len) == 4 &&
@@ -366,9 +374,10 @@ static bool parse_gpu_mm(Options *o, const char *v) {
          st * (bm + bn) * bk * 2 <= 227 * 1024;
     if (!ok)
       return cli_err("RLX_CUDA_MM: expected f32rR (R = 1, 2, 4, 8) or "
-                     "BMxBNxBKsS (docs/gpu.md), got '%s'", t);
+                     "BMxBNxBKsS, each optionally followed by bB (B = 1 "
+                     "to 4; docs/gpu.md), got '%s'", t);
     o->gpu_mma[0] = bm, o->gpu_mma[1] = bn, o->gpu_mma[2] = bk;
-    o->gpu_mma[3] = st;
+    o->gpu_mma[3] = st, o->gpu_mma[4] = b;
   }
   return true;
 }

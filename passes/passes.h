@@ -38,8 +38,9 @@ typedef struct {
   const char *mattr;      /* NULL: none; "+f,-g" added to the features */
   const char *gpu_arch;   /* --target=cuda: sm_80 (default), sm_90, sm_90a */
   bool gpu_tf32;          /* --gpu-tf32: f32 matmul on tensor cores (tf32) */
-  int gpu_mm_r;           /* RLX_CUDA_MM f32rR: largest f32 matmul R; 0 */
-  int gpu_mma[4];         /* its BMxBNxBKsS tensor-core tile; 0: default */
+  int gpu_mm_r;           /* RLX_CUDA_MM f32rR[bB]: largest f32 matmul R; 0 */
+  int gpu_mm_b;           /* its B: blocks per SM the tiles ask for; 0 */
+  int gpu_mma[5];         /* its BMxBNxBKsS[bB] tensor-core tile; 0: default */
   bool cuda_graph;        /* --cuda-graph: entries replay a CUDA graph */
   bool check;             /* --check: write nothing */
   int train;              /* --train: TRAIN_NONE or an optimizer */

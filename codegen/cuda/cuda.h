@@ -199,6 +199,9 @@ LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,
  * (more than 48 KiB: the runtime raises the kernel's limit at load). */
 LLVMValueRef cu_dyn_shared(Cg *cg);
 void cu_kernel_dyn_shared(Cu *cu, unsigned bytes);
+/* The last kernel should fit n blocks per SM (.minnctapersm: ptxas caps
+ * its registers at 64K / (n * block)); n <= 1: no cap. */
+void cu_kernel_min_blocks(Cu *cu, unsigned n);
 /* Global thread index (i64): ctaid.x * ntid.x + tid.x; and the pieces. */
 LLVMValueRef cu_gid(Cu *cu);
 LLVMValueRef cu_tid(Cu *cu);    /* i64 */

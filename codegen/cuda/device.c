@@ -258,6 +258,20 @@ void cu_err_take(Cu *cu) {
   cu->kernels[cu->nkernels++] = (CuKernel){"rlx_err_take", NULL, 0, 0, 0};
 }
 
+/* nvvm.annotations entry (key, v) of kernel `name`: ptxas's
+ * .maxntid (maxntidx), .minnctapersm (minctasm). */
+static void annotate(Cg *cg, const char *name, const char *key, unsigned v) {
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(LLVMGetNamedFunction(cg->mod, name)),
+      LLVMMDStringInContext2(cg->lc, key, strlen(key)),
+      LLVMValueAsMetadata(cg_i32(cg, (int32_t)v))};
+  LLVMAddNamedMetadataOperand(
+      cg->mod, "nvvm.annotations",
+      LLVMMetadataAsValue(cg->lc, LLVMMDNodeInContext2(cg->lc, md, 3)));
+}
+
+/* Every kernel is launched with `block` threads, so it declares them
+ * (.maxntid): ptxas then knows its register budget. */
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   Cg *cg = cu->dev;
   CgFn *f = &cu->fn;
@@ -270,6 +284,7 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   LLVMMoveBasicBlockAfter(cu->exit_bb, LLVMGetLastBasicBlock(f->fn));
   cg->fn = NULL;
   kernel_wrap(cu, f->fn, &cu->kernels[cu->nkernels]);
+  annotate(cg, cu->kernels[cu->nkernels].name, "maxntidx", block);
   cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL});
 }
 
@@ -354,6 +369,11 @@ LLVMValueRef cu_dyn_shared(Cg *cg) {
 
 void cu_kernel_dyn_shared(Cu *cu, unsigned bytes) {
   cu->kernels[cu->nkernels - 1].shmem = bytes;
+}
+
+void cu_kernel_min_blocks(Cu *cu, unsigned n) {
+  if (n > 1)
+    annotate(cu->dev, cu->kernels[cu->nkernels - 1].name, "minctasm", n);
 }
 
 LLVMValueRef cu_shared_at(Cg *cg, LLVMValueRef g, LLVMTypeRef et,

@@ -43,6 +43,7 @@ typedef struct {
 
 #define MM_R_MAX 8
 #define MM_PAD 4 /* elements after each shared row */
+#define MM_STAGES 3 /* shared buffers of the cp.async pipeline */
 #define MM_SMS 120 /* aim for at least this many blocks */
 #define MM_SPLIT_K 128 /* shortest K slice of a split product */
 static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
@@ -161,6 +162,55 @@ static void mm_put(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef pa,
       LLVMBuildStore(cg->b, v, cu_shared_at(cg, s ? m->Bs : m->As, m->et, i));
     }
   }
+}
+
+/* cp.async of the k0 slice into stage st (i64) of the shared tiles:
+ * mm_fetch's elements, each copied straight to its k-major place and
+ * zero-filled (source size 0) past the edges. Element q of a thread
+ * is its element 0 moved by a constant along o (k-fast operand) or k:
+ * addresses are one per operand plus immediates. */
+static void mm_issue(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef st) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  int es = dt_size(m->dt);
+  char nm[48];
+  snprintf(nm, sizeof nm, "llvm.nvvm.cp.async.ca.shared.global.%d.s", es);
+  for (int s = 0; s < 2; s++) {
+    const MmOp *x = s ? &m->b : &m->a;
+    bool kf = mm_kfast(x, !s);
+    LLVMValueRef o, kk;
+    mm_split(cu, m, x, !s, m->tid, &o, &kk);
+    LLVMValueRef ko = add(cu, k0, kk);
+    LLVMValueRef oo = add(cu, s ? m->col0 : m->row0, o);
+    LLVMValueRef r = s ? ko : oo, c = s ? oo : ko;
+    LLVMValueRef R = s ? m->kend : i64(cu, m->M);
+    LLVMValueRef C = s ? i64(cu, m->N) : m->kend;
+    LLVMValueRef buf = cg_buf(cg, x->st);
+    LLVMValueRef off = add(cu, s ? m->bbase : m->abase,
+                           add(cu, mul(cu, r, x->rs), mul(cu, c, x->cs)));
+    LLVMValueRef p0 = LLVMBuildGEP2(b, m->et, buf, &off, 1, "");
+    LLVMValueRef d = add(cu, mul(cu, st, mm_buf(m)),
+                         add(cu, mul(cu, kk, mm_w(m)), o));
+    LLVMValueRef d0 = LLVMBuildGEP2(b, m->et, s ? m->Bs : m->As, &d, 1, "");
+    for (int q = 0; q < m->R; q++) {
+      int64_t dout = kf ? TS * q : 0, dk = kf ? 0 : TS * TS / (TS * m->R) * q;
+      int64_t dr = s ? dk : dout, dc = s ? dout : dk;
+      LLVMValueRef in = LLVMBuildAnd(
+          b, LLVMBuildICmp(b, LLVMIntULT, add(cu, r, i64(cu, dr)), R, ""),
+          LLVMBuildICmp(b, LLVMIntULT, add(cu, c, i64(cu, dc)), C, ""), "");
+      LLVMValueRef so = i64(cu, dr * x->rs + dc * x->cs);
+      LLVMValueRef dd = i64(cu, dk * mm_w(m) + dout);
+      LLVMValueRef src = LLVMBuildSelect(
+          b, in, LLVMBuildGEP2(b, m->et, p0, &so, 1, ""), buf, "");
+      LLVMValueRef args[3] = {
+          LLVMBuildGEP2(b, m->et, d0, &dd, 1, ""),
+          LLVMBuildAddrSpaceCast(b, src, LLVMPointerTypeInContext(cg->lc, 1),
+                                 ""),
+          LLVMBuildSelect(b, in, cg_i32(cg, es), cg_i32(cg, 0), "")};
+      cg_intrinsic_n(cg, nm, NULL, 0, args, 3);
+    }
+  }
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 }
 
 /* acc + a b: fma; i32 multiply-add (wrapping); for c64 (<2 x float>)
@@ -386,8 +436,17 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   char a_name[32], b_name[32];
   snprintf(a_name, sizeof a_name, "rlx.mm.a.%s.r%d", dt_name(dt), m.R);
   snprintf(b_name, sizeof b_name, "rlx.mm.b.%s.r%d", dt_name(dt), m.R);
-  m.As = cu_shared(cg, a_name, m.et, 2 * mm_buf(&m), 16);
-  m.Bs = cu_shared(cg, b_name, m.et, 2 * mm_buf(&m), 16);
+  /* plain loads (not dequant_matmul's or q_matmul's): cp.async into
+   * MM_STAGES buffers of dynamic shared memory */
+  bool async = !a->scale && !a->q && !b->scale && !b->q;
+  if (async) {
+    LLVMValueRef i = i64(cu, MM_STAGES * mm_buf(&m));
+    m.As = cu_dyn_shared(cg);
+    m.Bs = LLVMConstInBoundsGEP2(m.et, m.As, &i, 1);
+  } else {
+    m.As = cu_shared(cg, a_name, m.et, 2 * mm_buf(&m), 16);
+    m.Bs = cu_shared(cg, b_name, m.et, 2 * mm_buf(&m), 16);
+  }
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(m.et, MM_R_MAX * MM_R_MAX),
                                "acc");
@@ -409,23 +468,40 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
     LLVMBuildStore(cg->b, cg_const(cg, dt, 0),
                    LLVMBuildGEP2(cg->b, m.et, acc, &ix, 1, ""));
   }
-  /* software pipeline: the next slice's loads are in flight while
-   * this one is multiplied, then stored into the other buffer (last
-   * read before the previous barrier) */
-  LLVMTypeRef rt = LLVMArrayType2(m.et, MM_R_MAX);
-  LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
-  mm_fetch(cu, &m, k0, pa, pb);
-  mm_put(cu, &m, i64(cu, 0), pa, pb);
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   CgLoop l;
-  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
-                                  NULL, 0);
-  LLVMValueRef nxt = add(cu, kt, i64(cu, 1));
-  mm_fetch(cu, &m, add(cu, k0, mul(cu, nxt, TS)), pa, pb);
-  mm_slice(cu, &m, urem(cu, kt, 2), acc);
-  mm_put(cu, &m, urem(cu, nxt, 2), pa, pb);
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cg_loop_end(cg, &l, NULL);
+  if (async) {
+    /* slices kt + 1 and kt + 2 in flight while kt is multiplied; the
+     * barrier after slice kt landed also ends every thread's reads of
+     * kt - 1, whose buffer kt + 2 then fills */
+    mm_issue(cu, &m, k0, i64(cu, 0));
+    mm_issue(cu, &m, add(cu, k0, i64(cu, TS)), i64(cu, 1));
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
+                                    NULL, 0);
+    LLVMValueRef one = cg_i32(cg, 1), nxt = add(cu, kt, i64(cu, 2));
+    cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    mm_issue(cu, &m, add(cu, k0, mul(cu, nxt, TS)), urem(cu, nxt, MM_STAGES));
+    mm_slice(cu, &m, urem(cu, kt, MM_STAGES), acc);
+    cg_loop_end(cg, &l, NULL);
+    cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  } else {
+    /* software pipeline: the next slice's loads are in flight while
+     * this one is multiplied, then stored into the other buffer (last
+     * read before the previous barrier) */
+    LLVMTypeRef rt = LLVMArrayType2(m.et, MM_R_MAX);
+    LLVMValueRef pa = cg_alloca(cg, rt, "pa"), pb = cg_alloca(cg, rt, "pb");
+    mm_fetch(cu, &m, k0, pa, pb);
+    mm_put(cu, &m, i64(cu, 0), pa, pb);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
+                                    NULL, 0);
+    LLVMValueRef nxt = add(cu, kt, i64(cu, 1));
+    mm_fetch(cu, &m, add(cu, k0, mul(cu, nxt, TS)), pa, pb);
+    mm_slice(cu, &m, urem(cu, kt, 2), acc);
+    mm_put(cu, &m, urem(cu, nxt, 2), pa, pb);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    cg_loop_end(cg, &l, NULL);
+  }
   /* a split product writes slice s's partial sums to scratch[s] */
   LLVMValueRef obase = add(cu, mul(cu, bb, m.M * m.N),
                            mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
@@ -454,6 +530,11 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
   cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
+  if (async)
+    cu_kernel_dyn_shared(cu, (unsigned)(2 * MM_STAGES * mm_buf(&m) *
+                                        dt_size(dt)));
+  const Unit *u = cg->u;
+  cu_kernel_min_blocks(cu, u && u->opt ? (unsigned)u->opt->gpu_mm_b : 0);
   if (g.S > 1) mm_reduce(cu, p, n, g.S);
 }
 
@@ -488,6 +569,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
  * WM warps along M, NI n8 tiles per warp (4 m16 tiles each). */
 typedef struct {
   int bm, bn, rowb, stages, wm, ni;
+  int minb;                 /* blocks per SM asked of ptxas (0: no cap) */
 } MmaCfg;
 
 /* The tile of a batch x M x N product: the unit's (RLX_CUDA_MM's
@@ -497,7 +579,7 @@ static MmaCfg mma_cfg(const Cu *cu, int64_t batch, int64_t M, int64_t N) {
   const Unit *u = cu->dev->u;
   const int *o = u && u->opt && u->opt->gpu_mma[0] ? u->opt->gpu_mma : NULL;
   MmaCfg c = {o ? o[0] : 128, o ? o[1] : 128, o ? 2 * o[2] : 64,
-              o ? o[3] : 4, 0, 0};
+              o ? o[3] : 4, 0, 0, o ? o[4] : 0};
   if (c.bm * c.bn > 128 * 128 &&
       batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
     c.bm = c.bn = 128;
@@ -975,5 +1057,6 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
             add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N);
   cu_kernel_end(cu, (unsigned)(batch * tm * tn), MMA_THREADS);
   cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb));
+  cu_kernel_min_blocks(cu, (unsigned)c->minb);
   return true;
 }
