@@ -347,9 +347,11 @@ static bool check_outputs(Ctx *c, const Options *o) {
  * separated f32rR (the largest R of the CUDA-core matmul tiles: 1, 2, 4
  * or 8) and BMxBNxBKsS (the tensor-core tile: BM, BN in 64, 128, 256;
  * BK 32 or 64 16-bit elements; S stages of cp.async, 2..8, at most
- * 227 KiB of shared memory; BM BN from 8192 to 32768), each optionally
- * followed by bB: the blocks per SM its kernels ask ptxas to fit (1..4:
- * a register cap). */
+ * 227 KiB of shared memory; BM BN from 8192 to 32768; wW: W = 4 or 8
+ * warps, default 8), each optionally followed by bB: the blocks per SM
+ * its kernels ask ptxas to fit (1..4: a register cap); wgBMxBNsS (the
+ * sm_90a wgmma tile: BM 64 or 128, BN 64, 128 or 256, S stages of
+ * 64-deep slices) or nowg (sm_90a 16-bit products on mma.sync too). */
 static bool parse_gpu_mm(Options *o, const char *v) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", v);
@@ -361,23 +363,39 @@ static bool parse_gpu_mm(Options *o, const char *v) {
       *end = 0;
     else
       b = 0;
+    if (!strcmp(t, "nowg")) {
+      o->gpu_wg[0] = -1;
+      continue;
+    }
+    if (sscanf(t, "wg%dx%ds%d%n", &bm, &bn, &st, &len) == 3 && !t[len] &&
+        (bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256) &&
+        st >= 2 && st <= 8 && st * (bm + bn) * 128 + 1024 <= 227 * 1024) {
+      o->gpu_wg[0] = bm, o->gpu_wg[1] = bn, o->gpu_wg[2] = st;
+      continue;
+    }
     if (sscanf(t, "f32r%d%n", &r, &len) == 1 && !t[len] &&
         (r == 1 || r == 2 || r == 4 || r == 8)) {
       o->gpu_mm_r = r, o->gpu_mm_b = b;
       continue;
     }
-    bool ok = sscanf(t, "%dx%dx%ds%d%n", &bm, &bn, &bk, &st, &len) == 4 &&
-              !t[len];
-    ok = ok && (bm == 64 || bm == 128 || bm == 256) &&
+    int w = 8;
+    bool ok = sscanf(t, "%dx%dx%ds%d%n", &bm, &bn, &bk, &st, &len) == 4;
+    if (ok && t[len] == 'w')
+      ok = sscanf(t + len, "w%d%n", &w, &len2) == 1 && (len += len2, true);
+    ok = ok && !t[len] && (w == 4 || w == 8) &&
+         (bm == 64 || bm == 128 || bm == 256) &&
          (bn == 64 || bn == 128 || bn == 256) && (bk == 32 || bk == 64) &&
          st >= 2 && st <= 8 && bm * bn >= 8192 && bm * bn <= 32768 &&
-         st * (bm + bn) * bk * 2 <= 227 * 1024;
+         st * (bm + bn) * bk * 2 <= 227 * 1024 && bm / 64 <= w &&
+         bn / (w / (bm / 64)) >= 16 && bn / (w / (bm / 64)) <= 128;
     if (!ok)
       return cli_err("RLX_CUDA_MM: expected f32rR (R = 1, 2, 4, 8) or "
-                     "BMxBNxBKsS, each optionally followed by bB (B = 1 "
-                     "to 4; docs/gpu.md), got '%s'", t);
+                     "BMxBNxBKsS[wW] (W = 4 or 8 warps), each optionally "
+                     "followed by bB (B = 1 to 4), wgBMxBNsS or nowg "
+                     "(docs/gpu.md), got '%s'",
+                     t);
     o->gpu_mma[0] = bm, o->gpu_mma[1] = bn, o->gpu_mma[2] = bk;
-    o->gpu_mma[3] = st, o->gpu_mma[4] = b;
+    o->gpu_mma[3] = st, o->gpu_mma[4] = b, o->gpu_mma[5] = w;
   }
   return true;
 }

@@ -2,8 +2,9 @@
 """bench_gemm_gpu.py: matmul with --target=cuda against torch.matmul.
 
   bench_gemm_gpu.py build RLXC LIBRLXRT OUT [--mm SPEC] [--cases REGEX]
+                        [--arch SM]
         (here: compile every case, or those matching REGEX, to OUT/NAME.so
-        with RLX_CUDA_MM=SPEC, docs/gpu.md, if given)
+        with RLX_CUDA_MM=SPEC, docs/gpu.md, and --gpu-arch=SM if given)
   bench_gemm_gpu.py run OUT                   (GPU host: check, then time)
   bench_gemm_gpu.py check OUT                 (the checks alone, e.g. under
                                                 compute-sanitizer)
@@ -104,10 +105,12 @@ def graph(name, c):
 
 def build(rlxc, rt, out, *opts):
     os.makedirs(out, exist_ok=True)
-    env, pick = dict(os.environ), ".*"
+    env, pick, extra = dict(os.environ), ".*", []
     for i in range(0, len(opts), 2):
         if opts[i] == "--mm":
             env["RLX_CUDA_MM"] = opts[i + 1]
+        elif opts[i] == "--arch":
+            extra = ["--gpu-arch=" + opts[i + 1]]
         elif opts[i] == "--cases":
             pick = opts[i + 1]
         else:
@@ -119,8 +122,8 @@ def build(rlxc, rt, out, *opts):
         src = os.path.join(out, name + ".rlx")
         open(src, "w").write(graph(name, c))
         obj = os.path.join(out, name + ".o")
-        subprocess.run([rlxc, src, "--target=cuda", "-o", obj] + c[5],
-                       check=True, env=env)
+        subprocess.run([rlxc, src, "--target=cuda", "-o", obj] + c[5] +
+                       extra, check=True, env=env)
         hdr = open(os.path.join(out, name + ".h")).read()
         ws = int(re.search(r"%s_WORKSPACE_BYTES (\d+)" % name, hdr).group(1))
         subprocess.run(["cc", "-shared", "-o", os.path.join(out, name + ".so"),

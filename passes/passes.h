@@ -40,7 +40,10 @@ typedef struct {
   bool gpu_tf32;          /* --gpu-tf32: f32 matmul on tensor cores (tf32) */
   int gpu_mm_r;           /* RLX_CUDA_MM f32rR[bB]: largest f32 matmul R; 0 */
   int gpu_mm_b;           /* its B: blocks per SM the tiles ask for; 0 */
-  int gpu_mma[5];         /* its BMxBNxBKsS[bB] tensor-core tile; 0: default */
+  int gpu_mma[6];         /* its BMxBNxBKsS[wW][bB] tensor-core tile (W
+                             warps, B blocks per SM); 0: default */
+  int gpu_wg[3];          /* RLX_CUDA_MM wgBMxBNsS (sm_90a wgmma tile);
+                             0: default, -1 (nowg): mma.sync */
   bool cuda_graph;        /* --cuda-graph: entries replay a CUDA graph */
   bool check;             /* --check: write nothing */
   int train;              /* --train: TRAIN_NONE or an optimizer */

@@ -14,6 +14,8 @@
 #include "codegen/cuda/mma.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define TS 16 /* matmul tile */
 
@@ -562,29 +564,48 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
  * staged with masked element loads. Every output is the mma chain over
  * k slices in increasing order from 0: deterministic, no split. */
 
-#define MMA_THREADS 256
 #define MMA_PAD_MACS (1LL << 24) /* smallest product padding an operand */
+#define WG_LBO 8192 /* wgmma MN-major: bytes between 64-wide outer blocks
+                       (64 k rows of 128 bytes) */
 
 /* The tile: BM x BN outputs, ROWB bytes of k per stage row, S stages;
  * WM warps along M, NI n8 tiles per warp (4 m16 tiles each). */
 typedef struct {
   int bm, bn, rowb, stages, wm, ni;
   int minb;                 /* blocks per SM asked of ptxas (0: no cap) */
+  int threads;              /* 32 per warp: 128 or 256 */
+  bool wg;                  /* wgmma (sm_90a): a warpgroup per 64 rows */
 } MmaCfg;
 
-/* The tile of a batch x M x N product: the unit's (RLX_CUDA_MM's
+/* The tile of a batch x M x N product of dt: the unit's (RLX_CUDA_MM's
  * BMxBNxBKsS, else 128x128x32s4), or 128 x 128 when a larger tile
- * gives fewer blocks than SMs (the bits are the same). */
-static MmaCfg mma_cfg(const Cu *cu, int64_t batch, int64_t M, int64_t N) {
+ * gives fewer blocks than SMs (the bits are the same). For sm_90a,
+ * 16-bit products use wgmma (RLX_CUDA_MM's wgBMxBNsS, else
+ * wg128x256s4; the mma chain differs from mma.sync's only in how the
+ * hardware orders its sums: results within the same bounds). */
+static MmaCfg mma_cfg(const Cu *cu, DType dt, int64_t batch, int64_t M,
+                      int64_t N) {
   const Unit *u = cu->dev->u;
-  const int *o = u && u->opt && u->opt->gpu_mma[0] ? u->opt->gpu_mma : NULL;
+  const Options *op = u ? u->opt : NULL;
+  const int *o = op && op->gpu_mma[0] ? op->gpu_mma : NULL;
   MmaCfg c = {o ? o[0] : 128, o ? o[1] : 128, o ? 2 * o[2] : 64,
-              o ? o[3] : 4, 0, 0, o ? o[4] : 0};
+              o ? o[3] : 4, 0, 0, o ? o[4] : 0, o && o[5] ? 32 * o[5] : 256,
+              false};
+  if (op && op->gpu_arch && !strcmp(op->gpu_arch, "sm_90a") &&
+      dt_size(dt) == 2 && op->gpu_wg[0] >= 0) {
+    const int *w = op->gpu_wg;
+    c = (MmaCfg){w[0] ? w[0] : 128, w[0] ? w[1] : 256, 128,
+                 w[0] ? w[2] : 4, 0, 0, 0, 0, true};
+  }
   if (c.bm * c.bn > 128 * 128 &&
       batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
     c.bm = c.bn = 128;
+  if (c.wg) { /* BM / 64 warpgroups, each 64 x BN */
+    c.threads = 2 * c.bm, c.wm = c.bm / 64, c.ni = c.bn / 8;
+    return c;
+  }
   c.wm = c.bm / 64;
-  c.ni = c.bn / (8 / c.wm) / 8;
+  c.ni = c.bn / (c.threads / 32 / c.wm) / 8;
   return c;
 }
 
@@ -597,6 +618,7 @@ typedef struct {
   int64_t os, ks;           /* element strides along outer and k */
   int64_t outer;            /* M or N */
   bool kmajor, async;       /* async: cp.async (16-byte chunks) allowed */
+  bool wgmn;                /* wgmma's MN-major layout (swz) */
   int tile;                 /* BM or BN */
   int cpr;                  /* 16-byte chunks per shared row */
   LLVMValueRef base;        /* batch offset (elements), i64 */
@@ -624,6 +646,21 @@ static LLVMValueRef swz(Cu *cu, const MmaOp *x, LLVMValueRef row,
                         LLVMValueRef c) {
   LLVMBuilderRef b = cu->dev->b;
   int cpr = x->cpr; /* 4 (two rows a bank line) or a multiple of 8 */
+  if (x->wgmn) {
+    /* wgmma's MN-major 128-byte swizzle: 64 outer indices (8 chunks)
+     * of 8 k rows make a 1024-byte atom, chunk c ^ (row & 7); atoms
+     * along k are adjacent, those along the outer index WG_LBO apart */
+    LLVMValueRef r7 = LLVMBuildAnd(b, row, i32c(cu, 7), "");
+    LLVMValueRef o = LLVMBuildAdd(
+        b, LLVMBuildMul(b, LLVMBuildLShr(b, c, i32c(cu, 3), ""),
+                        i32c(cu, WG_LBO), ""),
+        LLVMBuildMul(b, row, i32c(cu, 128), ""), "");
+    LLVMValueRef cc = LLVMBuildXor(b, LLVMBuildAnd(b, c, i32c(cu, 7), ""),
+                                   r7, "");
+    return LLVMBuildAdd(b, LLVMBuildAdd(b, o, LLVMBuildMul(b, cc, i32c(cu, 16),
+                                                           ""), ""),
+                        i32c(cu, x->soff), "");
+  }
   LLVMValueRef s = cpr == 4
       ? LLVMBuildAnd(b, LLVMBuildLShr(b, row, i32c(cu, 1), ""),
                      i32c(cu, 3), "")
@@ -684,8 +721,9 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
   LLVMBuilderRef b = cg->b;
   int cpr = x->cpr;
   LLVMTypeRef et = cg_ops_bits_type(cg, m->es);
-  for (int q = 0; q < x->tile * m->c.rowb / 16 / MMA_THREADS; q++) {
-    LLVMValueRef e = LLVMBuildAdd(b, m->tid, i32c(cu, q * MMA_THREADS), "");
+  int nt = m->c.threads;
+  for (int q = 0; q < x->tile * m->c.rowb / 16 / nt; q++) {
+    LLVMValueRef e = LLVMBuildAdd(b, m->tid, i32c(cu, q * nt), "");
     LLVMValueRef row = LLVMBuildUDiv(b, e, i32c(cu, cpr), "");
     LLVMValueRef c = LLVMBuildURem(b, e, i32c(cu, cpr), "");
     LLVMValueRef dst = smem_at(cu, m, stage, swz(cu, x, row, c));
@@ -834,6 +872,7 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
   x->tile = a_side ? m->c.bm : m->c.bn;
   x->soff = a_side ? 0 : m->c.bm * m->c.rowb;
   x->cpr = x->kmajor ? m->c.rowb / 16 : x->tile * m->es / 16;
+  x->wgmn = m->c.wg && !x->kmajor;
   /* cp.async: 16-byte chunks along the unit-stride dimension, whose
    * extent, other stride and batch strides are multiples of a chunk */
   int64_t ext = x->kmajor ? m->K : outer, other = x->kmajor ? x->os : x->ks;
@@ -843,10 +882,11 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
     if (o->bstr[d] % m->ve) x->async = false;
 }
 
-/* The warp's outputs of C[bb] from (row0, col0), in n's dtype. */
+/* The warp's outputs of C[bb] from (row0, col0), mt x NI tiles of
+ * m16n8 accumulators, in n's dtype. */
 static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
-                      LLVMValueRef bb, LLVMValueRef row0, LLVMValueRef col0,
-                      int64_t M, int64_t N) {
+                      LLVMValueRef bb, int mt, LLVMValueRef row0,
+                      LLVMValueRef col0, int64_t M, int64_t N) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   LLVMValueRef g = LLVMBuildZExt(b, LLVMBuildLShr(b, m->lane, i32c(cu, 2),
@@ -855,7 +895,7 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
       b, LLVMBuildShl(b, LLVMBuildAnd(b, m->lane, i32c(cu, 3), ""),
                       i32c(cu, 1), ""), cg->t_i64, "");
   LLVMValueRef base = mul(cu, bb, M * N);
-  for (int mi = 0; mi < 4; mi++)
+  for (int mi = 0; mi < mt; mi++)
     for (int ni = 0; ni < m->c.ni; ni++)
       for (int i = 0; i < 4; i++) {
         LLVMValueRef r = add(cu, row0, add(cu, g, i64(cu, 16 * mi +
@@ -909,7 +949,8 @@ static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
   mm_operand(p, n->in[1], t, ob);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
   int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
-  *m = (Mma){.n = n, .c = mma_cfg(cu, batch, M, N), .dt = n->in[0]->type.dt,
+  *m = (Mma){.n = n, .c = mma_cfg(cu, n->in[0]->type.dt, batch, M, N),
+             .dt = n->in[0]->type.dt,
              .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
   m->stageb = (m->c.bm + m->c.bn) * m->c.rowb;
   m->es = dt_size(m->dt);
@@ -977,6 +1018,101 @@ static void mma_frags(Cu *cu, const Mma *m, LLVMValueRef stage,
   }
 }
 
+/* ---- wgmma (sm_90a) ----
+ * Inline PTX (LLVM 19 has no wgmma intrinsics). A stage holds A's and
+ * B's 64-deep k slices in the 128-byte-swizzle layouts wgmma reads
+ * (K-major: rows of 128 bytes of k, 8 rows a 1024-byte atom, the same
+ * chunk swizzle as the mma.sync stages; MN-major: swz's wgmn layout);
+ * stages start on 1024-byte boundaries. Warpgroup g multiplies rows
+ * 64 g .. 64 g + 63 of the tile by all BN columns. */
+
+static void wg_asm(Cg *cg, const char *s) {
+  LLVMTypeRef ft = LLVMFunctionType(cg->t_void, NULL, 0, 0);
+  LLVMValueRef f = LLVMGetInlineAsm(ft, s, strlen(s), "~{memory}", 9, 1, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(cg->b, ft, f, NULL, 0, "");
+}
+
+/* The descriptor of operand x's 16-deep k step ks in the stage at
+ * shared byte address sa (i64), for the outer block from row o0. */
+static LLVMValueRef wg_desc(Cu *cu, const MmaOp *x, LLVMValueRef sa, int o0,
+                            int ks) {
+  int64_t off = x->soff + (x->wgmn ? (int64_t)o0 / 64 * WG_LBO + ks * 2048
+                                   : (int64_t)o0 * 128 + ks * 32);
+  int64_t lbo = x->wgmn ? WG_LBO : 16, sbo = 1024;
+  LLVMValueRef a = add(cu, sa, i64(cu, off));
+  a = LLVMBuildLShr(cu->dev->b, LLVMBuildAnd(cu->dev->b, a,
+                                             i64(cu, 0x3FFFF), ""),
+                    i64(cu, 4), "");
+  return LLVMBuildOr(cu->dev->b, a,
+                     i64(cu, (lbo >> 4) << 16 | (sbo >> 4) << 32 |
+                             (int64_t)1 << 62), "");
+}
+
+/* acc (BN / 2 f32 per thread) += the stage's A rows of warpgroup g
+ * times B: fence, the k steps' wgmma, commit, wait (one asm block, so
+ * no compiler move of an accumulator falls between them). */
+static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
+                     LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  int na = m->c.bn / 2, nk = m->c.rowb / 32;
+  char *s = malloc(4096 + (size_t)nk * (64 + (size_t)na * 6));
+  RLX_ASSERT(s);
+  const char *ty = m->dt == DT_BF16 ? "bf16" : "f16";
+  int len = sprintf(s, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+                       "wgmma.fence.sync.aligned;\n", na + 2 * nk);
+  for (int ks = 0; ks < nk; ks++) {
+    len += sprintf(s + len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "
+                   "{", m->c.bn, ty, ty);
+    for (int i = 0; i < na; i++)
+      len += sprintf(s + len, "%s$%d", i ? ", " : "", i);
+    len += sprintf(s + len, "}, $%d, $%d, p, 1, 1, %d, %d;\n", na + ks,
+                   na + nk + ks, m->a.wgmn, m->b.wgmn);
+  }
+  len += sprintf(s + len, "wgmma.commit_group.sync.aligned;\n"
+                          "wgmma.wait_group.sync.aligned 0;\n}");
+  char *con = malloc((size_t)na * 8 + (size_t)nk * 4 + 16);
+  RLX_ASSERT(con);
+  int cl = 0;
+  for (int i = 0; i < na; i++) cl += sprintf(con + cl, "=f,");
+  for (int i = 0; i < 2 * nk; i++) cl += sprintf(con + cl, "l,");
+  cl += sprintf(con + cl, "r");
+  for (int i = 0; i < na; i++) cl += sprintf(con + cl, ",%d", i);
+  int nargs = 2 * nk + 1 + na;
+  LLVMTypeRef *at = malloc(sizeof *at * (size_t)nargs);
+  LLVMTypeRef *rt = malloc(sizeof *rt * (size_t)na);
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)nargs);
+  RLX_ASSERT(at && rt && args);
+  for (int i = 0; i < na; i++) rt[i] = cg->t_f32;
+  for (int ks = 0; ks < nk; ks++) {
+    /* A: the warpgroup's 64 rows (g is 0 or 1: select the offset) */
+    LLVMValueRef d0 = wg_desc(cu, &m->a, sa, 0, ks);
+    LLVMValueRef d1 = m->c.wm > 1 ? wg_desc(cu, &m->a, sa, 64, ks) : d0;
+    args[ks] = m->c.wm > 1 ? LLVMBuildSelect(
+        b, LLVMBuildICmp(b, LLVMIntEQ, g, i32c(cu, 0), ""), d0, d1, "") : d0;
+    args[nk + ks] = wg_desc(cu, &m->b, sa, 0, ks);
+  }
+  args[2 * nk] = i32c(cu, 1);
+  for (int i = 0; i < na; i++) {
+    LLVMValueRef ix = i32c(cu, i);
+    args[2 * nk + 1 + i] = LLVMBuildLoad2(
+        b, cg->t_f32, LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""), "");
+  }
+  for (int i = 0; i < nargs; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef st = LLVMStructTypeInContext(cg->lc, rt, (unsigned)na, 0);
+  LLVMTypeRef ft = LLVMFunctionType(st, at, (unsigned)nargs, 0);
+  LLVMValueRef f = LLVMGetInlineAsm(ft, s, (size_t)len, con, (size_t)cl, 1, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef r = LLVMBuildCall2(b, ft, f, args, (unsigned)nargs, "");
+  for (int i = 0; i < na; i++) {
+    LLVMValueRef ix = i32c(cu, i);
+    LLVMBuildStore(b, LLVMBuildExtractValue(b, r, (unsigned)i, ""),
+                   LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
+  }
+  free(s), free(con), free(at), free(rt), free(args);
+}
+
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
@@ -990,9 +1126,16 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   int64_t tm = (M + c->bm - 1) / c->bm, tn = (N + c->bn - 1) / c->bn;
   if (m.a.pad >= 0) mma_pad_copy(cu, p, &m, &m.a);
   if (m.b.pad >= 0) mma_pad_copy(cu, p, &m, &m.b);
+  cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32"
+                         : c->wg ? "matmul_wgmma" : "matmul_mma");
   m.smem = cu_dyn_shared(cg);
-  cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32" : "matmul_mma");
-  int nacc = 4 * c->ni * 4;
+  if (c->wg) { /* stages on 1024-byte boundaries (the swizzle atoms) */
+    LLVMValueRef a = LLVMBuildPtrToInt(b, m.smem, cg->t_i64, "");
+    LLVMValueRef pad = LLVMBuildAnd(
+        b, LLVMBuildSub(b, i64(cu, 0), a, ""), i64(cu, 1023), "");
+    m.smem = LLVMBuildGEP2(b, cg->t_i8, m.smem, &pad, 1, "");
+  }
+  int mt = c->wg ? 1 : 4, nacc = mt * c->ni * 4; /* m16 tiles per warp */
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, (uint64_t)nacc),
                                "acc");
   LLVMValueRef bid = cu_ctaid(cu);
@@ -1019,6 +1162,33 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   }
   int64_t kel = c->rowb / m.es, nk = (K + kel - 1) / kel;
   for (int s = 0; s < c->stages - 1; s++) mma_stage(cu, &m, i64(cu, s));
+  if (c->wg) {
+    /* warpgroup g: rows 64 g; warp w of it: rows 16 (w % 4) */
+    LLVMValueRef g = LLVMBuildLShr(b, m.warp, i32c(cu, 2), "");
+    CgLoop l;
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
+    LLVMValueRef wg = i32c(cu, c->stages - 2);
+    cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wg, 1);
+    wg_asm(cg, "fence.proxy.async.shared::cta;");
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    mma_stage(cu, &m, add(cu, kt, i64(cu, c->stages - 1)));
+    LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, c->stages),
+                                        cg->t_i32, "");
+    wg_slice(cu, &m, LLVMBuildPtrToInt(b, smem_at(cu, &m, stage, i32c(cu, 0)),
+                                       cg->t_i64, ""), g, acc);
+    cg_loop_end(cg, &l, NULL);
+    cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+    LLVMValueRef r0 = LLVMBuildAdd(
+        b, LLVMBuildShl(b, g, i32c(cu, 6), ""),
+        LLVMBuildShl(b, LLVMBuildAnd(b, m.warp, i32c(cu, 3), ""),
+                     i32c(cu, 4), ""), "");
+    mma_store(cu, n, &m, acc, bb, 1,
+              add(cu, m.a.o0, LLVMBuildZExt(b, r0, cg->t_i64, "")), m.b.o0,
+              M, N);
+    cu_kernel_end(cu, (unsigned)(batch * tm * tn), (unsigned)c->threads);
+    cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb + 1024));
+    return true;
+  }
   /* warp w: rows 64 (w % WM), columns BN / WN (w / WM) of the tile */
   int wcols = c->ni * 8;
   LLVMValueRef wm = LLVMBuildShl(
@@ -1052,10 +1222,10 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   }
   cg_loop_end(cg, &l, NULL);
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
-  mma_store(cu, n, &m, acc, bb,
+  mma_store(cu, n, &m, acc, bb, 4,
             add(cu, m.a.o0, LLVMBuildZExt(b, wm, cg->t_i64, "")),
             add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N);
-  cu_kernel_end(cu, (unsigned)(batch * tm * tn), MMA_THREADS);
+  cu_kernel_end(cu, (unsigned)(batch * tm * tn), (unsigned)c->threads);
   cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb));
   cu_kernel_min_blocks(cu, (unsigned)c->minb);
   return true;

@@ -25,7 +25,8 @@ Runs that need what the GPU driver does not do (--fd, --gen,
 --grad-entry, --env, --write) are packed as skipped. --expect RC runs
 check the code through the object's NAME_gpu_status (rlx_run_gpu).
 
-Options before the command: --suite gradcheck takes the cases and
+Options before the command: --arch SM compiles with --gpu-arch=SM
+(e.g. sm_90a: the wgmma GEMM); --suite gradcheck takes the cases and
 goldens of tests/gradcheck (the same run.txt format; its runs are the
 reverse-mode gradient `_grad` and the forward-mode `_jvp` entries
 against torch goldens) instead of tests/e2e, --suite hvp those of
@@ -52,7 +53,7 @@ def compile_case(rlxc, name, wdir):
         return spec, "diag", ""
     obj = os.path.join(wdir, name + ".o")
     cmd = [rlxc, os.path.join(e2e.CASES, name + ".rlx"), "-o", obj,
-           "--target=cuda"] + spec["rlxc"]
+           "--target=cuda"] + spec["rlxc"] + ARCH
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode == 0 and os.path.exists(obj):
         return spec, "ok", obj
@@ -73,6 +74,7 @@ def select_suite(suite):
 
 
 MATCH = None  # --match: a compiled regex of the case names to keep
+ARCH = []  # --arch SM: ["--gpu-arch=SM"]
 
 
 def check(build, out=None, every=1, first=0):
@@ -232,6 +234,10 @@ def main():
     if "--suite" in a:
         i = a.index("--suite")
         select_suite(a[i + 1])
+        a = a[:i] + a[i + 2:]
+    if "--arch" in a:
+        i = a.index("--arch")
+        ARCH.append("--gpu-arch=" + a[i + 1])
         a = a[:i] + a[i + 2:]
     if "--match" in a:
         global MATCH
