@@ -406,13 +406,34 @@ def conv_half(dt):
     return case
 
 
+def convgrad(rng):
+    """convgrad.rlx's loss and weight gradients: each cast rounds as the
+    graph does, each half conv once on its result."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, wb, wh = f32(9, 2, 7, 6), f32(9, 4, 7, 6), f32(4, 2, 3, 3), f32(4, 2, 3, 3)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        loss, grads = 0.0, []
+        for dt, w in (("bf16", wb), ("f16", wh)):
+            X, R = round_half(dt, x[:n]).astype(F64), r[:n].astype(F64)
+            W = round_half(dt, w).astype(F64)
+            y = round_half(dt, conv2d(X, W, pad=1)).astype(F64)
+            loss += (y * R).sum()
+            dw = conv2d_bwd(X, W, round_half(dt, R).astype(F64), pad=1)[1]
+            grads.append(round_half(dt, dw))
+        return [np.array([loss])] + grads
+    return [x, r, wb, wh, dout], [0, 1, 5, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
                        ("cum", cum), ("bcast", bcast), ("cnn", cnn),
                        ("topk", topk), ("convf16", conv_half("f16")),
-                       ("convbf16", conv_half("bf16"))]:
+                       ("convbf16", conv_half("bf16")),
+                       ("convgrad", convgrad)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
