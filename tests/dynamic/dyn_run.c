@@ -3,9 +3,9 @@
  * and checks each output element against the float64 reference with
  * the project's bar |got - ref| <= 1e-4 |ref| + 1e-5 max(1, max |ref|)
  * (NaN and infinities exactly; a case of f16/bf16 results gives TOL,
- * the e2e goldens' bar for its dtype, for both terms); elements past the size must stay
- * untouched; sizes over the bound or negative must return RLX_ERR_SIZE
- * and write nothing. With and without a workspace, at 1 and 3 threads.
+ * the e2e goldens' bar for its dtype, for both terms); elements past
+ * the size must stay untouched; sizes over the bound or negative must
+ * return RLX_ERR_SIZE and write nothing. With and without a workspace, at 1 and 3 threads.
  * An input of a dynamic axis after the first comes once per size, dense
  * at that size (kind bit 2 in the data file). Exit 0: pass. */
 #include "model.h"

@@ -393,7 +393,8 @@ def conv_half(dt):
     result."""
     def case(rng):
         f = lambda *s: round_half(dt, rng.standard_normal(s))
-        x, dy, w, wg = f(9, 2, 7, 6), f(9, 4, 7, 6), f(4, 2, 3, 3), f(4, 1, 3, 3)
+        x, dy = f(9, 2, 7, 6), f(9, 4, 7, 6)
+        w, wg = f(4, 2, 3, 3), f(4, 1, 3, 3)
 
         def run(n):
             X, DY = x[:n].astype(F64), dy[:n].astype(F64)
@@ -410,7 +411,8 @@ def convgrad(rng):
     """convgrad.rlx's loss and weight gradients: each cast rounds as the
     graph does, each half conv once on its result."""
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
-    x, r, wb, wh = f32(9, 2, 7, 6), f32(9, 4, 7, 6), f32(4, 2, 3, 3), f32(4, 2, 3, 3)
+    x, r = f32(9, 2, 7, 6), f32(9, 4, 7, 6)
+    wb, wh = f32(4, 2, 3, 3), f32(4, 2, 3, 3)
     dout = np.ones((), np.float32)
 
     def run(n):
