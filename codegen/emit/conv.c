@@ -16,7 +16,9 @@
  * f32 and f64 call the routine of their type. f16/bf16 operands are
  * widened to f32 copies in the scratch area (after the routine's
  * workspace), the f32 routine runs into a third f32 copy, which is
- * rounded once to the dtype (nearest even), as matmul does. Other
+ * rounded once to the dtype (nearest even), as matmul does; with a
+ * dynamic batch the copies are laid out at the bound and the loops
+ * convert the run-time batch's elements. Other
  * dtypes are diagnosed (the shape rules admit only floats).
  *
  * Operands always have storage of their own: fusion computes nodes
@@ -85,13 +87,18 @@ static int64_t routine_bytes(const Node *n) {
   return most;
 }
 
+/* Bytes of an f32 copy of t at its bounds (a dynamic batch: the
+ * bound's, as the plan lays values out). */
+static int64_t f32_bytes(const Type *t) {
+  return cg_align(type_bytes_bound(t) / dt_size(t->dt) * 4);
+}
+
 static int64_t cg_scratch_conv(Cg *cg, Node *n) {
   (void)cg;
   int64_t bytes = cg_align(routine_bytes(n));
   if (!half(n->type.dt)) return bytes;
-  return bytes + cg_align(type_numel(&n->in[0]->type) * 4) +
-         cg_align(type_numel(&n->in[1]->type) * 4) +
-         cg_align(type_numel(&n->type) * 4);
+  return bytes + f32_bytes(&n->in[0]->type) + f32_bytes(&n->in[1]->type) +
+         f32_bytes(&n->type);
 }
 
 static const char *routine(int kind, DType dt) {
@@ -155,16 +162,19 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
     cg_call(cg, fn, cg->t_void, a, 5);
     return true;
   }
-  /* f32 copies of operand 0, operand 1 and the result */
-  int64_t cnt[3] = {type_numel(&n->in[0]->type),
-                    type_numel(&n->in[1]->type), type_numel(&n->type)};
+  /* f32 copies of operand 0, operand 1 and the result, laid out at the
+   * bounds; the loops convert the elements of the run-time batch only
+   * (the counts are sizes: ?b*C*H*W) */
+  const Type *ts[3] = {&n->in[0]->type, &n->in[1]->type, &n->type};
   LLVMValueRef out = a[3];
-  int64_t off = rb;
+  int64_t off = rb, cnt[3];
   for (int i = 0; i < 3; i++) {
+    DimStatus st = type_numel_dim(cg->ctx, ts[i], &cnt[i]);
+    RLX_ASSERT(st == DIM_OK); /* ?b times static sizes */
     LLVMValueRef f = cg_gep(cg, s, cg_i64(cg, off));
     if (i < 2) cg_convert_loop(cg, f, DT_F32, a[i + 1], dt, cnt[i]);
     a[i + 1] = f;
-    off += cg_align(cnt[i] * 4);
+    off += f32_bytes(ts[i]);
   }
   cg_call(cg, fn, cg->t_void, a, 5);
   cg_convert_loop(cg, out, dt, a[3], DT_F32, cnt[2]);
@@ -172,9 +182,10 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
 }
 
 /* Dynamic sizes: the batch (the shape rule keeps the others static),
- * f32 and f64 (f16/bf16 copy their operands by static counts). */
+ * every dtype (f16/bf16 convert the run-time batch's elements). */
 static const char *conv_dyn(const Node *n) {
-  return half(n->type.dt) ? "f16/bf16 conv takes static sizes" : NULL;
+  (void)n;
+  return NULL;
 }
 
 const CgEmitter cg_emitter_conv = {cg_emit_conv, cg_scratch_conv, conv_dyn};

@@ -891,11 +891,14 @@ static bool cg_emit_topk(Cg *cg, Node *n) {
   const char *fn = topk_fn(dt);
   if (!fn) return cg_unsupported(cg, n, "topk of a bool or c64 operand");
   if (t->rank < 1) return cg_unsupported(cg, n, "rank-0 operand");
+  /* The row length is static (shape rule); the leading axes may be
+   * dynamic, so the row count is read at run time (0 rows: no work). */
+  Type lead = *t;
   int64_t len = t->dims[t->rank - 1];
-  int64_t rows = len ? type_numel(t) / len : 0;
+  lead.dims[t->rank - 1] = 1;
   int64_t k = n->type.dims[n->type.rank - 1];
-  if (type_numel(&n->type) == 0) return true;
-  LLVMValueRef args[5] = {cg_buf(cg, n->in[0]), cg_i64(cg, rows),
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
+  LLVMValueRef args[5] = {cg_buf(cg, n->in[0]), cg_numel(cg, &lead),
                           cg_i64(cg, len), cg_i64(cg, k), cg_buf(cg, n)};
   LLVMValueRef rc = cg_call(cg, fn, cg->t_i32, args, 5);
   cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
@@ -938,4 +941,12 @@ static const char *xent_dyn(const Node *n) {
 
 const CgEmitter cg_emitter_softmax_xent = {cg_emit_softmax_xent, NULL,
                                            xent_dyn};
-const CgEmitter cg_emitter_topk = {cg_emit_topk, NULL, NULL};
+/* Dynamic sizes: every axis before the last (the row count is read at
+ * run time); the shape rule keeps the topk axis static. */
+static const char *topk_dyn(const Node *n) {
+  const Type *t = &n->in[0]->type;
+  return dim_is_static(t->dims[t->rank - 1]) ? NULL
+                                             : "a dynamic topk axis";
+}
+
+const CgEmitter cg_emitter_topk = {cg_emit_topk, NULL, topk_dyn};

@@ -433,7 +433,8 @@ void cg_ops_copy(Cg *cg, const CgCopy *c, LLVMValueRef dst,
                  LLVMValueRef src, int esize);
 /* dst[i] = convert(src[i]) for i < count, an outlined parallel loop:
  * the f32 copies of f16/bf16 operands and results around a runtime
- * call (matmul, conv, attention). */
+ * call (matmul, conv, attention). count is a size: a static one, or a
+ * size expression read at run time (conv's dynamic batch). */
 void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
                      DType sdt, int64_t count);
 

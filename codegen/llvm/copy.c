@@ -174,8 +174,8 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
                      DType sdt, int64_t count) {
   LLVMValueRef v[2] = {dst, src};
   CgPar p;
-  LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, count),
-                                cg_grain(count, 1), v, 2, true);
+  LLVMValueRef i = cg_par_begin(cg, &p, cg_dim(cg, count),
+                                cg_grain(dim_bound(count), 1), v, 2, true);
   LLVMValueRef x = cg_load(cg, sdt, v[1], i);
   cg_store(cg, ddt, v[0], i, cg_convert(cg, x, sdt, ddt));
   cg_par_end(cg, &p);

@@ -361,11 +361,81 @@ def cnn(rng):
     return [x, dy, z, w, wg, bias, gam, bet, mu, var], [0, 1, 5, 9], run
 
 
+def topk(rng):
+    """topk's indices (descending, ties to the smaller index: a stable
+    sort of the negated rows), from small integers, so rows have ties."""
+    ints = lambda *s: rng.integers(-4, 5, s)
+    x, n = ints(16, 11).astype(np.float32), ints(16, 11).astype(np.int32)
+    h = (ints(16, 3, 7) / 2).astype(np.float32)  # exact in f16
+    m = ints(2, 16, 5).astype(np.float32)
+    top = lambda a, k: np.argsort(-a.astype(F64), axis=-1,
+                                  kind="stable")[..., :k]
+
+    def run(b):
+        return [top(x[:b], 3), top(n[:b], 11), top(h[:b], 2),
+                top(m[:, :b], 1)]
+    return [x, n, h, PerSize(m, lambda a, b: a[:, :b])], [0, 1, 5, 16], run
+
+
+def round_half(dt, a):
+    """Values of a rounded to f16 or bf16 (nearest even), as float32."""
+    a = np.asarray(a, np.float32)
+    if dt == "f16":
+        return a.astype(np.float16).astype(np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def conv_half(dt):
+    """cnn's convolutions in f16 or bf16: inputs exact in dt, references
+    in float64 rounded once to dt, as conv.c rounds the f32 routine's
+    result."""
+    def case(rng):
+        f = lambda *s: round_half(dt, rng.standard_normal(s))
+        x, dy = f(9, 2, 7, 6), f(9, 4, 7, 6)
+        w, wg = f(4, 2, 3, 3), f(4, 1, 3, 3)
+
+        def run(n):
+            X, DY = x[:n].astype(F64), dy[:n].astype(F64)
+            W, WG = w.astype(F64), wg.astype(F64)
+            dx, dw = conv2d_bwd(X, W, DY, pad=1)
+            return [round_half(dt, a) for a in (
+                conv2d(X, W, pad=1), conv2d(X, WG, stride=2, groups=2),
+                dx, dw)]
+        return [x, dy, w, wg], [0, 1, 5, 9], run
+    return case
+
+
+def convgrad(rng):
+    """convgrad.rlx's loss and weight gradients: each cast rounds as the
+    graph does, each half conv once on its result."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r = f32(9, 2, 7, 6), f32(9, 4, 7, 6)
+    wb, wh = f32(4, 2, 3, 3), f32(4, 2, 3, 3)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        loss, grads = 0.0, []
+        for dt, w in (("bf16", wb), ("f16", wh)):
+            X, R = round_half(dt, x[:n]).astype(F64), r[:n].astype(F64)
+            W = round_half(dt, w).astype(F64)
+            y = round_half(dt, conv2d(X, W, pad=1)).astype(F64)
+            loss += (y * R).sum()
+            dw = conv2d_bwd(X, W, round_half(dt, R).astype(F64), pad=1)[1]
+            grads.append(round_half(dt, dw))
+        return [np.array([loss])] + grads
+    return [x, r, wb, wh, dout], [0, 1, 5, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
-                       ("cum", cum), ("bcast", bcast), ("cnn", cnn)]:
+                       ("cum", cum), ("bcast", bcast), ("cnn", cnn),
+                       ("topk", topk), ("convf16", conv_half("f16")),
+                       ("convbf16", conv_half("bf16")),
+                       ("convgrad", convgrad)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:

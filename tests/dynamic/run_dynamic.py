@@ -3,9 +3,10 @@
 once with rlxc, link dyn_run.c (which includes the generated header),
 and run it over data/CASE.bin (NumPy goldens from gen_dynamic.py).
 A case's first lines may give rlxc flags (`// RLXC: --grad`), the
-entry to test (`// ENTRY: model_grad`) and another driver (`// DRIVER:
-dyn_fd.c`, which needs no data file). Needs only python3 and a C
-compiler.
+entry to test (`// ENTRY: model_grad`), another driver (`// DRIVER:
+dyn_fd.c`, which needs no data file) and dyn_run.c's tolerance for
+half-precision results (`// TOL: 2e-2`, both the relative and the
+absolute term). Needs only python3 and a C compiler.
 usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
 import argparse
 import glob
@@ -40,7 +41,8 @@ def main():
     src = os.path.join(HERE, a.case + ".rlx")
     spec = {}
     for line in open(src):
-        if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER"):
+        if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER",
+                                  "// TOL"):
             k, v = line[3:].split(":", 1)
             spec[k] = v.split()
     obj = os.path.join(work, "model.o")
@@ -49,6 +51,7 @@ def main():
     cc = os.environ.get("CC", "cc").split()
     sh(cc + a.cflags.split() + [
         "-O1", "-std=c11", "-DENTRY=" + spec.get("ENTRY", ["model"])[0],
+    ] + ["-DTOL=" + t for t in spec.get("TOL", [])] + [
         "-I", work, "-I", os.path.join(SRC, "runtime"),
         os.path.join(HERE, spec.get("DRIVER", ["dyn_run.c"])[0]), obj, rt[0],
         "-o", exe, "-lm", "-lpthread"])
