@@ -22,7 +22,9 @@
  * (RLX_ATTN_BWD_RECOMPUTE).
  *
  * f16/bf16: operands widened to f32 copies in the scratch area, the f32
- * routine writes f32 results there, each rounded once to the dtype.
+ * routine writes f32 results there, each rounded once to the dtype;
+ * with dynamic sizes the copies are laid out at the bounds and the
+ * loops convert the run-time elements (dense at the actual sizes).
  */
 #include "codegen/emit/emit.h"
 
@@ -88,15 +90,14 @@ static int64_t keep_bytes(const Node *n) {
 }
 
 /* f16/bf16: f32 copies of the float operands (all but a custom mask),
- * then of the results (o, or one per float operand but dy). */
-static int64_t f32_bytes(const Type *t) { return cg_align(type_numel(t) * 4); }
-
+ * then of the results (o, or one per float operand but dy), laid out
+ * at the bounds. */
 static int64_t copy_bytes(const Node *n) {
   if (!half(n->type.dt)) return 0;
   int64_t b = 0;
   for (int i = 0; i < n->nin; i++)
     if (i != mask_i(n) || cg_attn_mask_kind(n) == RLX_ATTN_BIAS)
-      b += 2 * f32_bytes(&n->in[i]->type);
+      b += 2 * cg_f32_copy_bytes(&n->in[i]->type);
   return b;
 }
 
@@ -142,9 +143,11 @@ static LLVMValueRef geometry(Cg *cg, const Node *n) {
 }
 
 /* Dynamic b, lq and lk (any mask; the shape rule keeps the head sizes
- * static) in f32 and f64; f16/bf16 copy operands by static counts. */
+ * static), every dtype: f16/bf16 convert the run-time elements of
+ * their operands and results. */
 static const char *attention_dyn(const Node *n) {
-  return half(n->type.dt) ? "f16/bf16 attention takes static sizes" : NULL;
+  (void)n;
+  return NULL;
 }
 
 /* keep[i] = !(mask[i] < 0.5) for a non-bool custom mask. */
@@ -206,16 +209,16 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
     if (g.mask == RLX_ATTN_BIAS) srcs[ns++] = n->in[mask_i(n)];
     for (int i = 0; i < ns; i++) {
       LLVMValueRef c = cg_gep(cg, sc, cg_i64(cg, off));
-      cg_convert_loop(cg, c, DT_F32, cg_buf(cg, srcs[i]), dt,
-                      type_numel(&srcs[i]->type));
-      off += f32_bytes(&srcs[i]->type);
+      cg_convert_type(cg, c, DT_F32, cg_buf(cg, srcs[i]), dt,
+                      &srcs[i]->type);
+      off += cg_f32_copy_bytes(&srcs[i]->type);
       if (i < nf) in[i] = c;
       else mask = c;
     }
     for (int i = 0; i < nres; i++)
       if (res[i]) {
         f32_out[i] = cg_gep(cg, sc, cg_i64(cg, off));
-        off += f32_bytes(&res[i]->type);
+        off += cg_f32_copy_bytes(&res[i]->type);
       }
   }
   LLVMValueRef geom = geometry(cg, n);
@@ -242,8 +245,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   if (half(dt))
     for (int i = 0; i < nres; i++)
       if (res[i])
-        cg_convert_loop(cg, out[i], dt, f32_out[i], DT_F32,
-                        type_numel(&res[i]->type));
+        cg_convert_type(cg, out[i], dt, f32_out[i], DT_F32, &res[i]->type);
   return true;
 }
 

@@ -87,18 +87,12 @@ static int64_t routine_bytes(const Node *n) {
   return most;
 }
 
-/* Bytes of an f32 copy of t at its bounds (a dynamic batch: the
- * bound's, as the plan lays values out). */
-static int64_t f32_bytes(const Type *t) {
-  return cg_align(type_bytes_bound(t) / dt_size(t->dt) * 4);
-}
-
 static int64_t cg_scratch_conv(Cg *cg, Node *n) {
   (void)cg;
   int64_t bytes = cg_align(routine_bytes(n));
   if (!half(n->type.dt)) return bytes;
-  return bytes + f32_bytes(&n->in[0]->type) + f32_bytes(&n->in[1]->type) +
-         f32_bytes(&n->type);
+  return bytes + cg_f32_copy_bytes(&n->in[0]->type) +
+         cg_f32_copy_bytes(&n->in[1]->type) + cg_f32_copy_bytes(&n->type);
 }
 
 static const char *routine(int kind, DType dt) {
@@ -164,20 +158,18 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   }
   /* f32 copies of operand 0, operand 1 and the result, laid out at the
    * bounds; the loops convert the elements of the run-time batch only
-   * (the counts are sizes: ?b*C*H*W) */
+   * (?b*C*H*W) */
   const Type *ts[3] = {&n->in[0]->type, &n->in[1]->type, &n->type};
   LLVMValueRef out = a[3];
-  int64_t off = rb, cnt[3];
+  int64_t off = rb;
   for (int i = 0; i < 3; i++) {
-    DimStatus st = type_numel_dim(cg->ctx, ts[i], &cnt[i]);
-    RLX_ASSERT(st == DIM_OK); /* ?b times static sizes */
     LLVMValueRef f = cg_gep(cg, s, cg_i64(cg, off));
-    if (i < 2) cg_convert_loop(cg, f, DT_F32, a[i + 1], dt, cnt[i]);
+    if (i < 2) cg_convert_type(cg, f, DT_F32, a[i + 1], dt, ts[i]);
     a[i + 1] = f;
-    off += f32_bytes(ts[i]);
+    off += cg_f32_copy_bytes(ts[i]);
   }
   cg_call(cg, fn, cg->t_void, a, 5);
-  cg_convert_loop(cg, out, dt, a[3], DT_F32, cnt[2]);
+  cg_convert_type(cg, out, dt, a[3], DT_F32, ts[2]);
   return true;
 }
 

@@ -434,8 +434,16 @@ void cg_ops_copy(Cg *cg, const CgCopy *c, LLVMValueRef dst,
 /* dst[i] = convert(src[i]) for i < count, an outlined parallel loop:
  * the f32 copies of f16/bf16 operands and results around a runtime
  * call (matmul, conv, attention). count is a size: a static one, or a
- * size expression read at run time (conv's dynamic batch). */
+ * size expression read at run time. */
 void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
                      DType sdt, int64_t count);
+/* cg_convert_loop over as many elements as a value of type t has,
+ * counted at run time when t is dynamic (a value is dense at its
+ * actual sizes, so its f32 copy is too). cg_f32_copy_bytes: the
+ * scratch bytes of an f32 copy of t, at its bounds (aligned). The
+ * f16/bf16 paths of conv and attention. */
+void cg_convert_type(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                     DType sdt, const Type *t);
+int64_t cg_f32_copy_bytes(const Type *t);
 
 #endif

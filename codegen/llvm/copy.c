@@ -4,7 +4,8 @@
  * neighbours merged), tiles transposing copies and runs the outer loop
  * in parallel over independent rows. cg_convert_loop converts a
  * contiguous buffer between dtypes in an outlined parallel loop (the
- * f32 copies of f16/bf16 operands and results around runtime calls).
+ * f32 copies of f16/bf16 operands and results around runtime calls),
+ * cg_convert_type the run-time elements of a value.
  */
 #include "codegen/llvm/cg.h"
 
@@ -170,13 +171,30 @@ void cg_ops_copy(Cg *cg, const CgCopy *in, LLVMValueRef dst,
   cg_par_end(cg, &par);
 }
 
-void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
-                     DType sdt, int64_t count) {
+/* The loop of cg_convert_loop over count elements (bound: the most,
+ * for the grain). */
+static void convert_n(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                      DType sdt, LLVMValueRef count, int64_t bound) {
   LLVMValueRef v[2] = {dst, src};
   CgPar p;
-  LLVMValueRef i = cg_par_begin(cg, &p, cg_dim(cg, count),
-                                cg_grain(dim_bound(count), 1), v, 2, true);
+  LLVMValueRef i = cg_par_begin(cg, &p, count, cg_grain(bound, 1), v, 2,
+                                true);
   LLVMValueRef x = cg_load(cg, sdt, v[1], i);
   cg_store(cg, ddt, v[0], i, cg_convert(cg, x, sdt, ddt));
   cg_par_end(cg, &p);
+}
+
+void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                     DType sdt, int64_t count) {
+  convert_n(cg, dst, ddt, src, sdt, cg_dim(cg, count), dim_bound(count));
+}
+
+void cg_convert_type(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
+                     DType sdt, const Type *t) {
+  convert_n(cg, dst, ddt, src, sdt, cg_numel(cg, t),
+            type_bytes_bound(t) / dt_size(t->dt));
+}
+
+int64_t cg_f32_copy_bytes(const Type *t) {
+  return cg_align(type_bytes_bound(t) / dt_size(t->dt) * 4);
 }

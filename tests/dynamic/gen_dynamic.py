@@ -428,6 +428,69 @@ def convgrad(rng):
     return [x, r, wb, wh, dout], [0, 1, 5, 9], run
 
 
+def att_half(dt):
+    """seq's causal, custom-mask and biased attention in f16 or bf16:
+    inputs exact in dt, references in float64 rounded once to dt, as
+    attention.c rounds the f32 routine's result."""
+    def case(rng):
+        t_max = 21
+        f = lambda *s: round_half(dt, rng.standard_normal(s))
+        q, k, v, q4 = f(2, t_max, 16), f(2, t_max, 16), f(2, t_max, 16), \
+            f(2, 2, t_max, 8)
+        keep = (rng.uniform(size=(2, t_max)) > 0.3).astype(np.float32)
+        bias = f(2, 2, t_max, t_max)
+        cut1 = lambda a, t: a[:, :t]
+        ins = [PerSize(q, cut1), PerSize(k, cut1), PerSize(v, cut1),
+               PerSize(keep, cut1), PerSize(q4, lambda a, t: a[:, :, :t]),
+               PerSize(bias, lambda a, t: a[:, :, :t, :t])]
+
+        def run(t):
+            Q, K, V = [a[:, :t].astype(F64) for a in (q, k, v)]
+            Q4 = q4[:, :, :t].astype(F64)
+            B4 = bias[:, :, :t, :t].astype(F64)
+            return [round_half(dt, a) for a in (
+                attention(Q, K, V, 2, "causal"),
+                attention(Q, K, V, 2, "custom", keep=keep[:, :t]),
+                attention(Q4, Q4, Q4, None, "bias", bias=B4))]
+        return ins, [0, 1, 13, t_max], run
+    return case
+
+
+def causal_bwd(q, k, v, dy):
+    """dq, dk, dv of causal attention on [B, H, L, D], float64."""
+    lq = q.shape[2]
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[3])
+    s = np.where(np.tril(np.ones((lq, lq), bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    dp = dy @ v.transpose(0, 1, 3, 2)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) / np.sqrt(q.shape[3])
+    return ds @ k, ds.transpose(0, 1, 3, 2) @ q, p.transpose(0, 1, 3, 2) @ dy
+
+
+def attgrad(rng):
+    """attgrad.rlx's loss and parameter gradients: each cast rounds as
+    the graph does, each half attention (forward, and dq, dk, dv) once
+    on its result."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r = f32(9, 2, 7, 8), round_half("bf16", f32(9, 2, 7, 8))
+    ps = [f32(2, 7, 8) for _ in range(6)]
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        loss, grads = 0.0, []
+        R = r[:n].astype(F64)
+        for dt, (pq, pk, pv) in (("bf16", ps[:3]), ("f16", ps[3:])):
+            Q, K, V = [round_half(dt, x[:n] + p).astype(F64)
+                       for p in (pq, pk, pv)]
+            y = round_half(dt, attention(Q, K, V, None, "causal"))
+            loss += (y.astype(F64) * R).sum()
+            grads += [round_half(dt, g).astype(F64).sum(axis=0)
+                      for g in causal_bwd(Q, K, V, R)]
+        return [np.array([loss])] + grads
+    return [x, r] + ps + [dout], [0, 1, 5, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -435,7 +498,10 @@ def main():
                        ("cum", cum), ("bcast", bcast), ("cnn", cnn),
                        ("topk", topk), ("convf16", conv_half("f16")),
                        ("convbf16", conv_half("bf16")),
-                       ("convgrad", convgrad)]:
+                       ("convgrad", convgrad),
+                       ("attf16", att_half("f16")),
+                       ("attbf16", att_half("bf16")),
+                       ("attgrad", attgrad)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
