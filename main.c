@@ -367,10 +367,13 @@ static bool parse_gpu_mm(Options *o, const char *v) {
       o->gpu_wg[0] = -1;
       continue;
     }
-    if (sscanf(t, "wg%dx%ds%d%n", &bm, &bn, &st, &len) == 3 && !t[len] &&
+    if (sscanf(t, "wg%dx%ds%d%n", &bm, &bn, &st, &len) == 3 &&
+        (!t[len] || !strcmp(t + len, "p")) &&
         (bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256) &&
-        st >= 2 && st <= 8 && st * (bm + bn) * 128 + 1024 <= 227 * 1024) {
+        st >= 2 + (t[len] == 'p') && st <= 8 &&
+        st * (bm + bn) * 128 + 1024 <= 227 * 1024) {
       o->gpu_wg[0] = bm, o->gpu_wg[1] = bn, o->gpu_wg[2] = st;
+      o->gpu_wg[3] = t[len] == 'p';
       continue;
     }
     if (sscanf(t, "f32r%d%n", &r, &len) == 1 && !t[len] &&

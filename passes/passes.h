@@ -42,8 +42,9 @@ typedef struct {
   int gpu_mm_b;           /* its B: blocks per SM the tiles ask for; 0 */
   int gpu_mma[6];         /* its BMxBNxBKsS[wW][bB] tensor-core tile (W
                              warps, B blocks per SM); 0: default */
-  int gpu_wg[3];          /* RLX_CUDA_MM wgBMxBNsS (sm_90a wgmma tile);
-                             0: default, -1 (nowg): mma.sync */
+  int gpu_wg[4];          /* RLX_CUDA_MM wgBMxBNsS[p] (sm_90a wgmma tile,
+                             p: pipelined); 0: default, -1 (nowg):
+                             mma.sync */
   bool cuda_graph;        /* --cuda-graph: entries replay a CUDA graph */
   bool check;             /* --check: write nothing */
   int train;              /* --train: TRAIN_NONE or an optimizer */

@@ -575,13 +575,15 @@ typedef struct {
   int minb;                 /* blocks per SM asked of ptxas (0: no cap) */
   int threads;              /* 32 per warp: 128 or 256 */
   bool wg;                  /* wgmma (sm_90a): a warpgroup per 64 rows */
+  int wgp;                  /* 1: a slice's wgmma overlaps the next's
+                               copies (one group left pending) */
 } MmaCfg;
 
 /* The tile of a batch x M x N product of dt: the unit's (RLX_CUDA_MM's
  * BMxBNxBKsS, else 128x128x32s4), or 128 x 128 when a larger tile
  * gives fewer blocks than SMs (the bits are the same). For sm_90a,
- * 16-bit products use wgmma (RLX_CUDA_MM's wgBMxBNsS, else
- * wg128x256s4; the mma chain differs from mma.sync's only in how the
+ * 16-bit products use wgmma (RLX_CUDA_MM's wgBMxBNsS[p], else
+ * wg128x256s4p; the mma chain differs from mma.sync's only in how the
  * hardware orders its sums: results within the same bounds). */
 static MmaCfg mma_cfg(const Cu *cu, DType dt, int64_t batch, int64_t M,
                       int64_t N) {
@@ -590,12 +592,12 @@ static MmaCfg mma_cfg(const Cu *cu, DType dt, int64_t batch, int64_t M,
   const int *o = op && op->gpu_mma[0] ? op->gpu_mma : NULL;
   MmaCfg c = {o ? o[0] : 128, o ? o[1] : 128, o ? 2 * o[2] : 64,
               o ? o[3] : 4, 0, 0, o ? o[4] : 0, o && o[5] ? 32 * o[5] : 256,
-              false};
+              false, 0};
   if (op && op->gpu_arch && !strcmp(op->gpu_arch, "sm_90a") &&
       dt_size(dt) == 2 && op->gpu_wg[0] >= 0) {
     const int *w = op->gpu_wg;
     c = (MmaCfg){w[0] ? w[0] : 128, w[0] ? w[1] : 256, 128,
-                 w[0] ? w[2] : 4, 0, 0, 0, 0, true};
+                 w[0] ? w[2] : 4, 0, 0, 0, 0, true, w[0] ? w[3] : 1};
   }
   if (c.bm * c.bn > 128 * 128 &&
       batch * ((M + c.bm - 1) / c.bm) * ((N + c.bn - 1) / c.bn) < MM_SMS)
@@ -1050,18 +1052,20 @@ static LLVMValueRef wg_desc(Cu *cu, const MmaOp *x, LLVMValueRef sa, int o0,
 }
 
 /* acc (BN / 2 f32 per thread) += the stage's A rows of warpgroup g
- * times B: fence, the k steps' wgmma, commit, wait (one asm block, so
- * no compiler move of an accumulator falls between them). */
+ * times B: fence, the k steps' wgmma, commit, then wait until at most
+ * `wait` groups are pending (one asm block whose operands are the
+ * accumulators, so no compiler move of one falls between them; sa NULL:
+ * the wait alone). */
 static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
-                     LLVMValueRef acc) {
+                     LLVMValueRef acc, int wait) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
-  int na = m->c.bn / 2, nk = m->c.rowb / 32;
+  int na = m->c.bn / 2, nk = sa ? m->c.rowb / 32 : 0;
   char *s = malloc(4096 + (size_t)nk * (64 + (size_t)na * 6));
   RLX_ASSERT(s);
   const char *ty = m->dt == DT_BF16 ? "bf16" : "f16";
-  int len = sprintf(s, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-                       "wgmma.fence.sync.aligned;\n", na + 2 * nk);
+  int len = sprintf(s, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s",
+                    na + 2 * nk, nk ? "wgmma.fence.sync.aligned;\n" : "");
   for (int ks = 0; ks < nk; ks++) {
     len += sprintf(s + len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "
                    "{", m->c.bn, ty, ty);
@@ -1070,8 +1074,8 @@ static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
     len += sprintf(s + len, "}, $%d, $%d, p, 1, 1, %d, %d;\n", na + ks,
                    na + nk + ks, m->a.wgmn, m->b.wgmn);
   }
-  len += sprintf(s + len, "wgmma.commit_group.sync.aligned;\n"
-                          "wgmma.wait_group.sync.aligned 0;\n}");
+  len += sprintf(s + len, "%swgmma.wait_group.sync.aligned %d;\n}",
+                 nk ? "wgmma.commit_group.sync.aligned;\n" : "", wait);
   char *con = malloc((size_t)na * 8 + (size_t)nk * 4 + 16);
   RLX_ASSERT(con);
   int cl = 0;
@@ -1161,22 +1165,27 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
                    LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
   }
   int64_t kel = c->rowb / m.es, nk = (K + kel - 1) / kel;
-  for (int s = 0; s < c->stages - 1; s++) mma_stage(cu, &m, i64(cu, s));
+  for (int s = 0; s < c->stages - 1 - c->wgp; s++)
+    mma_stage(cu, &m, i64(cu, s));
   if (c->wg) {
     /* warpgroup g: rows 64 g; warp w of it: rows 16 (w % 4) */
     LLVMValueRef g = LLVMBuildLShr(b, m.warp, i32c(cu, 2), "");
     CgLoop l;
     LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
-    LLVMValueRef wg = i32c(cu, c->stages - 2);
+    /* pipelined (wgp): slice kt - 1's wgmma may still run, so the copies
+     * refill slice kt - 2's buffer: S - 2 slices ahead, not S - 1 */
+    int ahead = c->stages - 1 - c->wgp;
+    LLVMValueRef wg = i32c(cu, ahead - 1);
     cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wg, 1);
     wg_asm(cg, "fence.proxy.async.shared::cta;");
     cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-    mma_stage(cu, &m, add(cu, kt, i64(cu, c->stages - 1)));
+    mma_stage(cu, &m, add(cu, kt, i64(cu, ahead)));
     LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, c->stages),
                                         cg->t_i32, "");
     wg_slice(cu, &m, LLVMBuildPtrToInt(b, smem_at(cu, &m, stage, i32c(cu, 0)),
-                                       cg->t_i64, ""), g, acc);
+                                       cg->t_i64, ""), g, acc, c->wgp);
     cg_loop_end(cg, &l, NULL);
+    if (c->wgp) wg_slice(cu, &m, NULL, g, acc, 0);
     cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
     LLVMValueRef r0 = LLVMBuildAdd(
         b, LLVMBuildShl(b, g, i32c(cu, 6), ""),
