@@ -349,9 +349,10 @@ static bool check_outputs(Ctx *c, const Options *o) {
  * BK 32 or 64 16-bit elements; S stages of cp.async, 2..8, at most
  * 227 KiB of shared memory; BM BN from 8192 to 32768; wW: W = 4 or 8
  * warps, default 8), each optionally followed by bB: the blocks per SM
- * its kernels ask ptxas to fit (1..4: a register cap); wgBMxBNsS (the
- * sm_90a wgmma tile: BM 64 or 128, BN 64, 128 or 256, S stages of
- * 64-deep slices) or nowg (sm_90a 16-bit products on mma.sync too). */
+ * its kernels ask ptxas to fit (1..4: a register cap); wgBMxBNsS[p]
+ * (the sm_90a wgmma tile: BM 64 or 128, BN 64, 128 or 256, S stages of
+ * 64-deep slices, p: pipelined) or nowg (sm_90a 16-bit products on
+ * mma.sync too). */
 static bool parse_gpu_mm(Options *o, const char *v) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", v);
@@ -367,7 +368,7 @@ static bool parse_gpu_mm(Options *o, const char *v) {
       o->gpu_wg[0] = -1;
       continue;
     }
-    if (sscanf(t, "wg%dx%ds%d%n", &bm, &bn, &st, &len) == 3 &&
+    if (sscanf(t, "wg%dx%ds%d%n", &bm, &bn, &st, &len) == 3 && !b &&
         (!t[len] || !strcmp(t + len, "p")) &&
         (bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256) &&
         st >= 2 + (t[len] == 'p') && st <= 8 &&
@@ -394,9 +395,8 @@ static bool parse_gpu_mm(Options *o, const char *v) {
     if (!ok)
       return cli_err("RLX_CUDA_MM: expected f32rR (R = 1, 2, 4, 8) or "
                      "BMxBNxBKsS[wW] (W = 4 or 8 warps), each optionally "
-                     "followed by bB (B = 1 to 4), wgBMxBNsS or nowg "
-                     "(docs/gpu.md), got '%s'",
-                     t);
+                     "followed by bB (B = 1 to 4), wgBMxBNsS[p] or nowg "
+                     "(docs/gpu.md), got '%s'", v);
     o->gpu_mma[0] = bm, o->gpu_mma[1] = bn, o->gpu_mma[2] = bk;
     o->gpu_mma[3] = st, o->gpu_mma[4] = b, o->gpu_mma[5] = w;
   }

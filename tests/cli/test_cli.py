@@ -189,6 +189,34 @@ def test_targets(rlxc, tmp, good):
                                          "-o", o], 1, "unknown target")
 
 
+def test_cuda_mm(rlxc, tmp, good):
+    """RLX_CUDA_MM (docs/gpu.md): tile choices accepted, bad ones a
+    command-line error (exit 2) naming the variable and the value."""
+    o = os.path.join(tmp, "mm.o")
+    cases = [("ok.tiles", "128x128x32s4w4b2,f32r8b2", 0),
+             ("ok.wg", "wg128x256s4p,nowg", 0), ("ok.wg3", "wg64x128s3", 0),
+             ("bad.wg-b", "wg128x256s4b2", 2),
+             ("bad.wg-smem", "wg128x256s5p", 2),
+             ("bad.wg-p2", "wg128x128s2p", 2),
+             ("bad.warps", "128x128x32s4w3", 2), ("bad.r", "f32r3", 2),
+             ("bad.word", "fast", 2)]
+    saved = os.environ.get("RLX_CUDA_MM")
+    try:
+        for name, v, want in cases:
+            os.environ["RLX_CUDA_MM"] = v
+            case_status(rlxc, "cuda-mm." + name,
+                        ["--target=cuda", good, "-o", o], want,
+                        "RLX_CUDA_MM" if want else None)
+            if want:
+                rc, _, err = run(rlxc, ["--target=cuda", good, "-o", o])
+                expect("cuda-mm.%s.value" % name, "'%s'" % v in err, err)
+    finally:
+        if saved is None:
+            os.environ.pop("RLX_CUDA_MM", None)
+        else:
+            os.environ["RLX_CUDA_MM"] = saved
+
+
 def test_gpu_params(rlxc, tmp):
     """--target=cuda: a kernel takes only the pointers it uses (8 bytes
     each), not its entry's whole argument and result arrays, so a graph
@@ -585,6 +613,7 @@ def main():
         test_reserved_graphs(a.rlxc, tmp)
         test_targets(a.rlxc, tmp, good)
         test_gpu_params(a.rlxc, tmp)
+        test_cuda_mm(a.rlxc, tmp, good)
         test_fft_tables(a.rlxc, tmp)
         test_color(a.rlxc, tmp)
         test_dot(a.rlxc, tmp, good)
