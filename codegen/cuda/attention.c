@@ -638,7 +638,7 @@ static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
     LLVMBasicBlockRef done = cg_block(cg, "tc.staged");
     LLVMBuildCondBr(b, al, ab, sb);
     LLVMPositionBuilderAtEnd(b, ab);
-    cu_cp_async16(cg, dst, ptr, in);
+    cu_cp_async(cg, dst, ptr, in, 16);
     LLVMBuildBr(b, done);
     LLVMPositionBuilderAtEnd(b, sb);
     LLVMValueRef vec = LLVMConstNull(LLVMVectorType(h, 8));

@@ -175,8 +175,6 @@ static void mm_issue(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef st) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   int es = dt_size(m->dt);
-  char nm[48];
-  snprintf(nm, sizeof nm, "llvm.nvvm.cp.async.ca.shared.global.%d.s", es);
   for (int s = 0; s < 2; s++) {
     const MmOp *x = s ? &m->b : &m->a;
     bool kf = mm_kfast(x, !s);
@@ -204,12 +202,7 @@ static void mm_issue(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef st) {
       LLVMValueRef dd = i64(cu, dk * mm_w(m) + dout);
       LLVMValueRef src = LLVMBuildSelect(
           b, in, LLVMBuildGEP2(b, m->et, p0, &so, 1, ""), buf, "");
-      LLVMValueRef args[3] = {
-          LLVMBuildGEP2(b, m->et, d0, &dd, 1, ""),
-          LLVMBuildAddrSpaceCast(b, src, LLVMPointerTypeInContext(cg->lc, 1),
-                                 ""),
-          LLVMBuildSelect(b, in, cg_i32(cg, es), cg_i32(cg, 0), "")};
-      cg_intrinsic_n(cg, nm, NULL, 0, args, 3);
+      cu_cp_async(cg, LLVMBuildGEP2(b, m->et, d0, &dd, 1, ""), src, in, es);
     }
   }
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
@@ -743,7 +736,7 @@ static void mma_stage_op(Cu *cu, const Mma *m, const MmaOp *x,
       /* whole chunk in or out: the contiguous extent is a multiple of ve,
        * or the row is padded with zeros */
       LLVMValueRef in, src = mma_at(cu, m, x, ou, kk, &in);
-      cu_cp_async16(cg, dst, src, in);
+      cu_cp_async(cg, dst, src, in, 16);
       LLVMBuildBr(b, done);
     } else {
       LLVMBuildBr(b, sync);
@@ -810,15 +803,17 @@ static void ldm(Cu *cu, const Mma *m, const MmaOp *x, bool a_side,
   }
 }
 
-void cu_cp_async16(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
-                   LLVMValueRef in) {
+void cu_cp_async(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                 LLVMValueRef in, int bytes) {
   LLVMBuilderRef b = cg->b;
+  char nm[48];
+  snprintf(nm, sizeof nm, "llvm.nvvm.cp.async.%s.shared.global.%d.s",
+           bytes == 16 ? "cg" : "ca", bytes);
   LLVMValueRef args[3] = {
       dst, LLVMBuildAddrSpaceCast(b, src, LLVMPointerTypeInContext(cg->lc, 1),
                                   ""),
-      LLVMBuildSelect(b, in, cg_i32(cg, 16), cg_i32(cg, 0), "")};
-  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0,
-                 args, 3);
+      LLVMBuildSelect(b, in, cg_i32(cg, bytes), cg_i32(cg, 0), "")};
+  cg_intrinsic_n(cg, nm, NULL, 0, args, 3);
 }
 
 void cu_ldmatrix4(Cg *cg, LLVMValueRef p, bool trans, LLVMValueRef r[4]) {

@@ -15,10 +15,10 @@ void cu_mma(Cg *cg, DType dt, LLVMValueRef a[4], LLVMValueRef b[2],
  * l addresses row l & 7 of matrix l >> 3): r[j] is matrix j's
  * register. */
 void cu_ldmatrix4(Cg *cg, LLVMValueRef p, bool trans, LLVMValueRef r[4]);
-/* cp.async of 16 bytes from global src (generic pointer) to shared dst
- * (addrspace 3); zero-filled where in (i1) is false (src is then not
- * read). */
-void cu_cp_async16(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
-                   LLVMValueRef in);
+/* cp.async of `bytes` (4, 8: .ca; 16: .cg) from global src (generic
+ * pointer) to shared dst (addrspace 3); zero-filled where in (i1) is
+ * false (src is then not read). */
+void cu_cp_async(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                 LLVMValueRef in, int bytes);
 
 #endif
