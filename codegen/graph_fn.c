@@ -22,7 +22,7 @@
 static CgPlan *plan_graph(Cg *cg, Graph *g) {
   if (!cg_dyn_check(cg, g)) return NULL;
   CgPlan *p = cg_plan_new(cg->ctx, g);
-  cg_attention_groups(p, g);
+  cg_attention_groups(p, g, false);
   if (!cg_fuse(g, p)) return NULL;
   int64_t *scratch = arena_alloc(cg->ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));

@@ -13,13 +13,17 @@
  * - attention: query rows; key tiles in the mask's range; online
  *   softmax per tile (tile max, rescale by exp(m - m'), then the tile's
  *   exp and the products with V); o = acc / l.
- * - attention_backward, each node alone (every wrt recomputes):
- *   a pre-pass (the forward per query row) writes lse and
- *   D = rowsum(dO * O) to the node's scratch (cu_attention_scratch);
- *   wrt=q and wrt=bias: query rows over key tiles, P = exp(s - lse),
- *   dS = P (dO.v - D), dbias = dS, dq += dS f k (f: scale, or
- *   scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
- *   tiles, dv += P dO, dk += dS f q.
+ * - attention_backward, one group of the plan's attention groups
+ *   (plan/attention_groups.c: every wanted wrt of one attention, its
+ *   leader writes all of them): the rows' lse comes from the forward
+ *   attention when it saved it (a D kernel then computes
+ *   D = rowsum(dO * O) from the forward's o), else a pre-pass (the
+ *   forward per query row) writes lse and D, to the leader's scratch
+ *   (cu_attention_scratch); wrt=q and wrt=bias: query rows over key
+ *   tiles, P = exp(s - lse), dS = P (dO.v - D), dbias = dS,
+ *   dq += dS f k (f: scale, or scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
+ *   tiles, dv += P dO, dk += dS f q (on the tensor cores one kernel for
+ *   both when head_dim <= 64; above, its registers would spill).
  * Per-thread rows (q, dO, accumulators) are arrays of head_dim
  * elements in local memory.
  * bf16/f16 attention and attention_backward with head_dim a multiple
@@ -44,6 +48,9 @@ typedef struct {
   LLVMTypeRef et;     /* compute type */
   int64_t es, bt;     /* compute bytes; rows per shared tile */
   int mi;             /* mask operand index */
+  Node *res[4];       /* the results: o | dq dk dv dbias (NULL: none) */
+  int64_t lse_off, d_off; /* workspace bytes of the rows' lse and D
+                             ([b][h][lq], compute type; -1: none) */
   LLVMValueRef b, h, bh, t0, tid; /* this block's head, first row */
 } At;
 
@@ -388,23 +395,24 @@ static LLVMValueRef out_elem(At *a, LLVMValueRef acc, LLVMValueRef c,
              cst(a, 0));
 }
 
-/* Row i's lse = m + log l (-inf for l = 0: no allowed key) and D into
- * the node's scratch ([b][h][lq] each). */
-static void put_lse_d(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l,
-                      LLVMValueRef dd) {
-  Cu *cu = a->cu;
+/* Element (b, h, i) of the [b][h][lq] array at workspace byte off. */
+static LLVMValueRef row_val(At *a, int64_t off, LLVMValueRef i) {
   Cg *cg = dev(a);
-  LLVMValueRef r = add(cu, mul(cu, a->bh, a->g.lq), i);
+  return at_ptr(a, cg_gep(cg, cg->fn->ws, I(a, off)),
+                add(a->cu, mul(a->cu, a->bh, a->g.lq), i));
+}
+
+/* Row i's lse = m + log l (-inf for l = 0: no allowed key). */
+static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
+  Cg *cg = dev(a);
   LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
   LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
                          cst(a, -INFINITY));
-  LLVMValueRef scr = cg_scratch(cg, a->n);
-  lset(a, scr, r, lse);
-  lset(a, scr, add(cu, r, I(a, a->g.b * a->g.h * a->g.lq)), dd);
+  LLVMBuildStore(cg->b, lse, row_val(a, a->lse_off, i));
 }
 
-/* attention: o rows; pre (backward pre-pass): lse and D = dO . O of
- * each row into the node's scratch ([b][h][lq] each). */
+/* attention: o rows (and their lse when a->lse_off >= 0); pre (the
+ * backward's pre-pass): lse and D = dO . O of each row. */
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
@@ -425,22 +433,40 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   else
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
-  if (pre) put_lse_d(a, i, m, l, dd);
+  if (pre) LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
+  if (a->lse_off >= 0) put_lse(a, i, m, l);
   end_if(a, j);
   at_end(a, a->g.lq, AT_NT);
 }
 
-/* lse of row r from the scratch, +inf for a row without allowed keys
- * (P = exp(s - lse) is then 0), and D. */
+/* lse of row r, +inf for a row without allowed keys (P = exp(s - lse)
+ * is then 0), and D. */
 static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
-  Cu *cu = a->cu;
   Cg *cg = dev(a);
-  LLVMValueRef scr = cg_scratch(cg, a->n);
-  LLVMValueRef x = add(cu, mul(cu, a->bh, a->g.lq), r);
-  LLVMValueRef v = lget(a, scr, x);
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->lse_off, r), "");
   *ls = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cst(a, -INFINITY), ""),
             cst(a, INFINITY), v);
-  *d = lget(a, scr, add(cu, x, I(a, a->g.b * a->g.h * a->g.lq)));
+  *d = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->d_off, r), "");
+}
+
+/* D = dO . o of each query row, o the forward attention's output (the
+ * backward of a forward that saved its lse). */
+static void dsum_kernel(At *a, CgPlan *p, Node *o) {
+  Cu *cu = a->cu;
+  Cg *cg = dev(a);
+  if (!at_begin(a, p, "attention_dsum", a->g.lq)) return;
+  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid);
+  LLVMValueRef base = row_off(a, true, i), dd = cst(a, 0);
+  CgLoop cl;
+  LLVMValueRef c = cg_loop_begin(cg, &cl, I(a, 0), I(a, a->g.d), &dd, 1);
+  LLVMValueRef x = add(cu, base, c);
+  dd = at_add(a, dd, at_mul(a, cg_load(cg, a->dt, cg_buf(cg, a->n->in[3]), x),
+                            cg_load(cg, a->dt, cg_buf(cg, o), x)));
+  cg_loop_end(cg, &cl, &dd);
+  LLVMBasicBlockRef j = begin_if(a, valid);
+  LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
+  end_if(a, j);
+  at_end(a, a->g.lq, AT_NT);
 }
 
 /* ---- backward: query rows (dq, dbias) ---- */
@@ -472,7 +498,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
     LLVMBasicBlockRef jn = begin_if(a, valid);
     LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq), i),
                                   a->g.lk), j);
-    cg_store(cg, a->dt, cg_buf(cg, a->n), bi, ds);
+    cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
     end_if(a, jn);
   } else {
     axpy(a, acc, NULL, at_mul(a, ds, f), kr);
@@ -483,7 +509,8 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
     LLVMBasicBlockRef jn = begin_if(a, valid);
     LLVMValueRef base = row_off(a, true, i);
     LLVMValueRef c = cg_loop_begin(cg, &jl, I(a, 0), I(a, a->g.d), NULL, 0);
-    cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
+    cg_store(cg, a->dt, cg_buf(cg, a->res[0]), add(cu, base, c),
+             lget(a, acc, c));
     cg_loop_end(cg, &jl, NULL);
     end_if(a, jn);
   }
@@ -560,7 +587,8 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   LLVMBasicBlockRef jn = begin_if(a, valid);
   LLVMValueRef base = row_off(a, false, j);
   LLVMValueRef c = cg_loop_begin(cg, &il, I(a, 0), I(a, d), NULL, 0);
-  cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), lget(a, acc, c));
+  cg_store(cg, a->dt, cg_buf(cg, a->res[dv ? 2 : 1]), add(cu, base, c),
+           lget(a, acc, c));
   cg_loop_end(cg, &il, NULL);
   end_if(a, jn);
   at_end(a, a->g.lk, AT_NT);
@@ -843,8 +871,8 @@ static LLVMValueRef tc_score(At *a, LLVMValueRef sc, int k, LLVMValueRef i,
   return sel(a, ok, s, cst(a, -INFINITY));
 }
 
-/* attention (o) or the backward's pre-pass (pre: lse and D = dO . o of
- * each row into the node's scratch, as fwd_kernel). */
+/* attention (o, and its lse when a->lse_off >= 0) or the backward's
+ * pre-pass (pre: lse and D = dO . o of each row, as fwd_kernel). */
 static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
@@ -945,10 +973,10 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
           end_if(a, jn);
         }
       }
-    if (!pre) continue;
-    dd = tc_quad(a, dd, false);
+    if (pre) dd = tc_quad(a, dd, false);
     LLVMBasicBlockRef jn = begin_if(a, valid);
-    put_lse_d(a, i, tc_get(a, st, h), l, dd);
+    if (pre) LLVMBuildStore(b, dd, row_val(a, a->d_off, i));
+    if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
   at_end(a, a->g.lq, TC_THREADS);
@@ -985,8 +1013,8 @@ static LLVMValueRef tc_tiles_begin(At *a, const Tc *t, CgLoop *tl,
 
 /* Store the d / 8 n8 tiles of acc as rows[] (inside the length) of the
  * output (q-like or k-like). */
-static void tc_store_rows(At *a, LLVMValueRef rows[2], LLVMValueRef t2,
-                          LLVMValueRef acc, bool qlike) {
+static void tc_store_rows(At *a, Node *out, LLVMValueRef rows[2],
+                          LLVMValueRef t2, LLVMValueRef acc, bool qlike) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   for (int h = 0; h < 2; h++) {
@@ -995,7 +1023,7 @@ static void tc_store_rows(At *a, LLVMValueRef rows[2], LLVMValueRef t2,
     LLVMValueRef base = row_off(a, qlike, rows[h]);
     for (int n = 0; n < a->g.d / 8; n++)
       for (int e = 0; e < 2; e++)
-        cg_store(cg, a->dt, cg_buf(cg, a->n),
+        cg_store(cg, a->dt, cg_buf(cg, out),
                  add(cu, base, add(cu, t2, I(a, 8 * n + e))),
                  tc_get(a, acc, 4 * n + 2 * h + e));
     end_if(a, jn);
@@ -1045,41 +1073,42 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
             b, in, ult(cu, j, a->g.lk), ""));
         LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq),
                                               i), a->g.lk), j);
-        cg_store(cg, a->dt, cg_buf(cg, a->n), bi, ds);
+        cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
         end_if(a, jn);
       }
   }
   if (!dbias) tc_wy(a, &t, sc, i32v(a, 0), acc);
   cg_loop_end(cg, &tl, NULL);
-  if (!dbias) tc_store_rows(a, rows, t2, acc, true);
+  if (!dbias) tc_store_rows(a, a->res[0], rows, t2, acc, true);
   at_end(a, a->g.lq, TC_THREADS);
 }
 
-/* attention_backward wrt=k (dk) or wrt=v (dv): 64 key rows a block,
- * over the query tiles that may see them (Q and dO tiles staged):
- * S^T = K Q^T by mma, P^T = exp(s - lse_i) (lse and D of the query
- * columns from the pre-pass's scratch); dv += P^T dO, or dP^T = V dO^T,
- * dS^T = P^T (dP^T - D), dk += (dS^T f) Q, by mma. */
-static void tc_dkv_kernel(At *a, CgPlan *p, bool dv) {
+/* attention_backward wrt=k (dk) and/or wrt=v (dv): 64 key rows a
+ * block, over the query tiles that may see them (Q and dO tiles
+ * staged): S^T = K Q^T by mma, P^T = exp(s - lse_i) (lse and D of the
+ * query columns); dv += P^T dO, and dP^T = V dO^T, dS^T = P^T (dP^T - D),
+ * dk += (dS^T f) Q, by mma. */
+static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
   int64_t nd = a->g.d / 8;
   Tc t;
   LLVMValueRef rows[2], t2, ka[8][4], va[8][4];
-  if (!tc_begin(a, p, dv ? "attention_mma_dv" : "attention_mma_dk", a->g.lk,
-                &t, rows, &t2))
+  if (!tc_begin(a, p, !dk ? "attention_mma_dv" : !dv ? "attention_mma_dk"
+                : "attention_mma_dkv", a->g.lk, &t, rows, &t2))
     return;
   tc_frags(a, a->n->in[1], false, rows, t2, ka);
-  if (!dv) tc_frags(a, a->n->in[2], false, rows, t2, va);
-  LLVMValueRef acc = tc_zeros(a, 4 * nd, "dkv"), sc = tc_zeros(a, 32, "s");
-  LLVMValueRef dp = tc_zeros(a, 32, "dp"), lo, hi;
+  if (dk) tc_frags(a, a->n->in[2], false, rows, t2, va);
+  LLVMValueRef acck = dk ? tc_zeros(a, 4 * nd, "dk") : NULL;
+  LLVMValueRef accv = dv ? tc_zeros(a, 4 * nd, "dv") : NULL;
+  LLVMValueRef sc = tc_zeros(a, 32, "s"), dp = tc_zeros(a, 32, "dp"), lo, hi;
   qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
   CgLoop tl;
   LLVMValueRef i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
                                    a->n->in[3], true);
   tc_xyt(a, &t, ka, i32v(a, 0), sc);
-  if (!dv) tc_xyt(a, &t, va, i32v(a, 2), dp);
+  if (dk) tc_xyt(a, &t, va, i32v(a, 2), dp);
   for (int nt = 0; nt < TC_KEYS / 8; nt++)
     for (int e = 0; e < 2; e++) {
       LLVMValueRef i = tc_key(a, i0, t2, nt, e), ls, dd;
@@ -1089,22 +1118,28 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dv) {
         LLVMValueRef f, s = tc_score(a, sc, k, i, rows[h],
                                      ult(cu, i, a->g.lq), &f);
         LLVMValueRef pj = tc_exp(a, at_sub(a, s, ls));
-        if (!dv)
-          pj = at_mul(a, at_mul(a, pj, at_sub(a, tc_get(a, dp, k), dd)), f);
         LLVMBuildStore(b, pj, tc_at(a, sc, k));
+        if (dk)
+          LLVMBuildStore(b, at_mul(a, at_mul(a, pj, at_sub(
+              a, tc_get(a, dp, k), dd)), f), tc_at(a, dp, k));
       }
     }
-  tc_wy(a, &t, sc, i32v(a, dv ? 2 : 0), acc);
+  if (dv) tc_wy(a, &t, sc, i32v(a, 2), accv);
+  if (dk) tc_wy(a, &t, dp, i32v(a, 0), acck);
   cg_loop_end(cg, &tl, NULL);
-  tc_store_rows(a, rows, t2, acc, false);
+  if (dk) tc_store_rows(a, a->res[1], rows, t2, acck, false);
+  if (dv) tc_store_rows(a, a->res[2], rows, t2, accv, false);
   at_end(a, a->g.lk, TC_THREADS);
 }
 
-int64_t cu_attention_scratch(const Node *n) {
-  if (n->op != OP_ATTENTION_BACKWARD) return 0;
+/* The leader's scratch: D, and lse unless its forward saved it
+ * ([b][h][lq] each, compute type); members have none. */
+int64_t cu_attention_scratch(const CgPlan *p, const Node *n) {
+  const CgSlot *s = &p->slot[n->id];
+  if (n->op != OP_ATTENTION_BACKWARD || s->attn_lead) return 0;
   rlx_attn_geom g = cg_attn_geometry(n);
   int64_t es = n->type.dt == DT_F64 ? 8 : 4;
-  return cg_align(2 * g.b * g.h * g.lq * es + 1); /* never 0 */
+  return cg_align((s->attn_fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
 }
 
 bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
@@ -1114,34 +1149,44 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   for (int i = 0; i < n->nin; i++)
     if (!type_is_static(&n->in[i]->type))
       return cu_unsupported(cu, n, "dynamic dimensions");
+  const CgSlot *s = &p->slot[n->id];
+  if (s->attn_lead) return true; /* written by its leader */
   bool bwd = n->op == OP_ATTENTION_BACKWARD;
   At a = {.cu = cu, .n = n, .g = cg_attn_geometry(n), .dt = dt,
-          .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3};
+          .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3,
+          .res = {n}, .lse_off = -1, .d_off = -1};
   a.et = cg_ctype(cu->dev, a.ct);
   a.es = dt_size(a.ct);
-  if (type_numel(&n->type) == 0) return true;
-  int w = bwd ? cg_attn_wrt(n) : 0; /* q, k, v, bias */
   if (k_tile_rows(a.g.d, a.es) < 1)
     return cu_unsupported(cu, n, "head_dim too large for the shared tiles");
-  a.bt = w == 1 || w == 2 ? q_tile_rows(a.g.d, a.es)
-                          : k_tile_rows(a.g.d, a.es);
+  a.bt = k_tile_rows(a.g.d, a.es);
   bool tc = tc_ok(&a);
   if (!bwd) {
+    if (type_numel(&n->type) == 0) return true;
+    if (s->lse_bytes > 0) a.lse_off = s->lse_off;
     if (tc) tc_fwd_kernel(&a, p, false);
     else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
   }
-  if (tc) {
-    tc_fwd_kernel(&a, p, true);
-  } else if (a.g.lq > 0) { /* the pre-pass tiles key rows by k_tile_rows */
-    int64_t bt = a.bt;
-    a.bt = k_tile_rows(a.g.d, a.es);
-    fwd_kernel(&a, p, true);
-    a.bt = bt;
+  /* one group: lse (the forward's, else the pre-pass's) and D once,
+   * then the kernels of the wanted results */
+  cg_attn_members(p, n, a.res);
+  Node *f = s->attn_fwd;
+  a.d_off = s->scratch_off;
+  a.lse_off = f ? p->slot[f->id].lse_off
+                : a.d_off + a.g.b * a.g.h * a.g.lq * a.es;
+  if (f) dsum_kernel(&a, p, f);
+  else if (tc) tc_fwd_kernel(&a, p, true);
+  else if (a.g.lq > 0) fwd_kernel(&a, p, true);
+  if (a.res[0]) (tc ? tc_dq_kernel : dq_kernel)(&a, p, false);
+  if (a.res[3]) (tc ? tc_dq_kernel : dq_kernel)(&a, p, true);
+  if (tc && a.res[1] && a.res[2] && a.g.d <= 64) {
+    tc_dkv_kernel(&a, p, true, true); /* both in one pass */
+    return !cu->dev->failed;
   }
-  if (tc && (w == 0 || w == 3)) tc_dq_kernel(&a, p, w == 3);
-  else if (tc) tc_dkv_kernel(&a, p, w == 2);
-  else if (w == 0 || w == 3) dq_kernel(&a, p, w == 3);
-  else dkv_kernel(&a, p, w == 2);
+  a.bt = q_tile_rows(a.g.d, a.es);
+  for (int w = 1; w <= 2; w++)
+    if (a.res[w] && tc) tc_dkv_kernel(&a, p, w == 1, w == 2);
+    else if (a.res[w]) dkv_kernel(&a, p, w == 2);
   return !cu->dev->failed;
 }

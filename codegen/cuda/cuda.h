@@ -300,7 +300,7 @@ int64_t cu_norm_scratch(const Node *n);
 /* attention, attention_backward (every wrt); the backward's scratch
  * (row lse and D), 0 for other nodes. */
 bool cu_attention(Cu *cu, CgPlan *plan, Node *n);
-int64_t cu_attention_scratch(const Node *n);
+int64_t cu_attention_scratch(const CgPlan *p, const Node *n);
 
 /* ---- nn.c ---- */
 /* rope, rope_backward; max/avg_pool2d and their backward ops. */

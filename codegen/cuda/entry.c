@@ -173,7 +173,7 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
 static CgPlan *emit_graph(Cu *cu, Graph *g) {
   Ctx *ctx = cu->dev->ctx;
   CgPlan *p = cg_plan_new(ctx, g);
-  cg_attention_groups(p, g);
+  cg_attention_groups(p, g, true);
   if (!cg_fuse(g, p)) return NULL;
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));

@@ -627,7 +627,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
     return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, p, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
-  case OP_ATTENTION_BACKWARD: return cu_attention_scratch(n);
+  case OP_ATTENTION_BACKWARD: return cu_attention_scratch(p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:

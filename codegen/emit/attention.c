@@ -38,19 +38,6 @@ static bool half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
 static bool is_bwd(const Node *n) { return n->op == OP_ATTENTION_BACKWARD; }
 static int mask_i(const Node *n) { return is_bwd(n) ? 4 : 3; }
 
-/* The members of leader n's group by wrt index (n included). */
-static void members(Cg *cg, Node *n, Node *mem[4]) {
-  CgPlan *p = cg->fn->plan;
-  Graph *g = p->g;
-  memset(mem, 0, 4 * sizeof *mem);
-  mem[cg_attn_wrt(n)] = n;
-  for (int64_t i = p->slot[n->id].def + 1; i < g->nnodes; i++) {
-    Node *o = g->nodes[i];
-    if (p->slot[o->id].attn_lead != n) break;
-    mem[cg_attn_wrt(o)] = o;
-  }
-}
-
 /* Scratch layout: [routine workspace][keep bytes][f32 copies: q k v
  * (dy) (bias) then results: o | dq dk dv dbias]. */
 static bool needs_keep(const Node *n) {
@@ -195,7 +182,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   }
   /* results: o | dq dk dv dbias (NULL: not wanted) */
   Node *res[4] = {n, NULL, NULL, NULL};
-  if (is_bwd(n)) members(cg, n, res);
+  if (is_bwd(n)) cg_attn_members(p, n, res);
   int nres = is_bwd(n) ? 4 : 1;
   LLVMValueRef out[4];
   for (int i = 0; i < nres; i++)

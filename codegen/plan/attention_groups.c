@@ -7,7 +7,8 @@
  * the leader's runtime call writes every member's result and the
  * members emit nothing (the memory plan makes their blocks live from
  * the leader's position). The leader also looks for the forward
- * attention of the same operands and attributes (f32/f64): that node
+ * attention of the same operands and attributes (f32/f64; f16/bf16 too
+ * where the target asks, its lse then in f32): that node
  * then saves its row log-sum-exp in a block of its own (lse_bytes, live
  * to the last leader reading it) and the leader reads it with the
  * forward output, so the backward recomputes neither. Grouping is
@@ -88,7 +89,17 @@ static int *chain_heads(Ctx *c, const Graph *g) {
   return h;
 }
 
-void cg_attention_groups(CgPlan *p, Graph *g) {
+void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]) {
+  memset(mem, 0, 4 * sizeof *mem);
+  mem[cg_attn_wrt(n)] = n;
+  for (int64_t i = p->slot[n->id].def + 1; i < p->g->nnodes; i++) {
+    Node *o = p->g->nodes[i];
+    if (p->slot[o->id].attn_lead != n) break;
+    mem[cg_attn_wrt(o)] = o;
+  }
+}
+
+void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse) {
   int nb = 0, nf = 0;
   for (int i = 0; i < g->nnodes; i++) {
     nb += is_bwd(g->nodes[i]);
@@ -124,13 +135,14 @@ void cg_attention_groups(CgPlan *p, Graph *g) {
     j = nl++;
     lead[j] = n, grp[j][w] = n, lof[n->id] = j;
     lnext[j] = lhead[n->in[3]->id], lhead[n->in[3]->id] = j;
-    if (half(n->type.dt)) continue;
+    if (half(n->type.dt) && !half_lse) continue;
     for (int f = fhead[n->in[0]->id]; f >= 0; f = fnext[f])
       if (same_attention(fwd[f], n)) {
         rlx_attn_geom ge = cg_attn_geometry_bound(n);
+        int64_t es = half(n->type.dt) ? 4 : dt_size(n->type.dt);
         p->slot[n->id].attn_fwd = fwd[f];
         p->slot[fwd[f]->id].lse_bytes =
-            ge.b * ge.h * ge.lq * dt_size(n->type.dt);
+            ge.b * ge.h * ge.lq * es;
         break;
       }
   }

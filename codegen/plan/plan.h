@@ -104,8 +104,12 @@ void cg_bcast_strides(const Type *in, const Type *out, int64_t *strides);
 /* Before fusion: gather the attention_backward nodes of one attention
  * (same operands and attributes, wrt q/k/v/bias) right after the first
  * of them, their leader, and link the leader to the forward attention
- * whose output and saved log-sum-exp it reuses. */
-void cg_attention_groups(CgPlan *p, Graph *g);
+ * whose output and saved log-sum-exp it reuses (f32/f64, and f16/bf16
+ * with half_lse: their lse in f32). */
+void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse);
+/* The results of attention_backward leader n (after cg_memplan) by
+ * wrt index (q k v bias), n included, NULL where not wanted. */
+void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]);
 /* The runtime geometry of a shape-checked attention or
  * attention_backward (b, lq and lk may be dynamic dims); its mask kind (RLX_ATTN_*); the operand an
  * attention_backward differentiates (q k v bias -> 0 1 2 3). */
