@@ -51,6 +51,10 @@ CASES = {
                               [], True),
     "bf16_bcast_2x130x129x257": ("bf16", [2, 130, 257], [257, 129], False,
                                  False, [], True),
+    "bf16_split_100x72x3000": ("bf16", [100, 3000], [3000, 72], False, False,
+                               [], True),
+    "bf16_split_batch_2x70x90x1000": ("bf16", [2, 70, 1000], [2, 1000, 90],
+                                      False, False, [], True),
     "f16_17x33x65": ("f16", [17, 65], [65, 33], False, False, [], True),
     "f16_128x256x64": ("f16", [128, 64], [64, 256], False, False, [], True),
     "tf32_17x33x65": ("f32", [17, 65], [65, 33], False, False, ["--gpu-tf32"],
@@ -73,6 +77,13 @@ CASES = {
                      False),
     "bench_logits_dx": ("bf16", [16384, 50257], [50257, 768], False, False,
                         [], False),
+    # GPT-2's weight gradients x^T dy (few output tiles: K split)
+    "bench_dw_768x768": ("bf16", [16384, 768], [16384, 768], False, True, [],
+                         False),
+    "bench_dw_768x3072": ("bf16", [16384, 768], [16384, 3072], False, True,
+                          [], False),
+    "bench_dw_3072x768": ("bf16", [16384, 3072], [16384, 768], False, True,
+                          [], False),
 }
 
 

@@ -450,23 +450,37 @@ static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
 }
 
 /* D = dO . o of each query row, o the forward attention's output (the
- * backward of a forward that saved its lse). */
+ * backward of a forward that saved its lse): a warp per row, lane l
+ * folding elements l, l + 32, ... in order, then the warp's butterfly
+ * sum (a fixed order). */
 static void dsum_kernel(At *a, CgPlan *p, Node *o) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  if (!at_begin(a, p, "attention_dsum", a->g.lq)) return;
-  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid);
-  LLVMValueRef base = row_off(a, true, i), dd = cst(a, 0);
+  int64_t rows = a->g.b * a->g.h * a->g.lq;
+  if (rows == 0) return;
+  cu_kernel_begin(cu, p, "attention_dsum");
+  LLVMValueRef gid = cu_gid(cu), r = udiv(cu, gid, 32);
+  LLVMValueRef lane = urem(cu, gid, 32), valid = ult(cu, r, rows);
+  r = smin(a, r, I(a, rows - 1));
+  a->bh = udiv(cu, r, a->g.lq);
+  a->b = udiv(cu, a->bh, a->g.h), a->h = urem(cu, a->bh, a->g.h);
+  LLVMValueRef i = urem(cu, r, a->g.lq), base = row_off(a, true, i);
+  LLVMValueRef dd = cst(a, 0);
   CgLoop cl;
-  LLVMValueRef c = cg_loop_begin(cg, &cl, I(a, 0), I(a, a->g.d), &dd, 1);
-  LLVMValueRef x = add(cu, base, c);
-  dd = at_add(a, dd, at_mul(a, cg_load(cg, a->dt, cg_buf(cg, a->n->in[3]), x),
-                            cg_load(cg, a->dt, cg_buf(cg, o), x)));
+  LLVMValueRef k = cg_loop_begin(cg, &cl, I(a, 0), I(a, (a->g.d + 31) / 32),
+                                 &dd, 1);
+  LLVMValueRef c = add(cu, lane, mul(cu, k, 32)), in = ult(cu, c, a->g.d);
+  LLVMValueRef x = add(cu, base, smin(a, c, I(a, a->g.d - 1)));
+  LLVMValueRef t = at_mul(a, cg_load(cg, a->dt, cg_buf(cg, a->n->in[3]), x),
+                          cg_load(cg, a->dt, cg_buf(cg, o), x));
+  dd = at_add(a, dd, sel(a, in, t, cst(a, 0)));
   cg_loop_end(cg, &cl, &dd);
-  LLVMBasicBlockRef j = begin_if(a, valid);
+  dd = cu_block_reduce(cu, a->ct, CG_RED_SUM, dd, 32);
+  LLVMBasicBlockRef j = begin_if(a, LLVMBuildAnd(
+      cg->b, valid, LLVMBuildICmp(cg->b, LLVMIntEQ, lane, I(a, 0), ""), ""));
   LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
   end_if(a, j);
-  at_end(a, a->g.lq, AT_NT);
+  cu_kernel_end(cu, cu_blocks_for(rows * 32, EW_BLOCK), EW_BLOCK);
 }
 
 /* ---- backward: query rows (dq, dbias) ---- */
@@ -605,7 +619,7 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
  * hold the row), P rounded to the dtype reused as the A fragment of
  * O += P V (V fragments by ldmatrix.trans); o = O / l at the end. */
 
-enum { TC_THREADS = 128, TC_KEYS = 64 };
+enum { TC_THREADS = 128, TC_KEYS = 64, TC_SMEM = 3 * TC_KEYS * 128 * 2 };
 
 static bool tc_ok(const At *a) {
   return (a->dt == DT_BF16 || a->dt == DT_F16) && a->g.d > 0 &&
@@ -729,6 +743,12 @@ static LLVMValueRef tc_q_pair(At *a, Node *x, bool qlike, LLVMValueRef i,
   return LLVMBuildSelect(b, in, r, i32v(a, 0), "");
 }
 
+/* max(x, y) (max.f32: a NaN operand gives the other). */
+static LLVMValueRef tc_max(At *a, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef v[2] = {x, y};
+  return cg_intrinsic_n(dev(a), "llvm.maxnum", &a->et, 1, v, 2);
+}
+
 /* v combined with lanes lane ^ 1 and lane ^ 2 (the quad): max or sum. */
 static LLVMValueRef tc_quad(At *a, LLVMValueRef v, bool max) {
   Cg *cg = dev(a);
@@ -739,8 +759,7 @@ static LLVMValueRef tc_quad(At *a, LLVMValueRef v, bool max) {
     LLVMValueRef o = LLVMBuildBitCast(
         cg->b, cg_intrinsic_n(cg, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
                               args, 4), cg->t_f32, "");
-    v = max ? sel(a, LLVMBuildFCmp(cg->b, LLVMRealOGT, o, v, ""), o, v)
-            : at_add(a, v, o);
+    v = max ? tc_max(a, v, o) : at_add(a, v, o);
   }
   return v;
 }
@@ -765,7 +784,7 @@ static bool tc_begin(At *a, CgPlan *p, const char *what, int64_t L, Tc *t,
   LLVMBuilderRef b = cg->b;
   *t = (Tc){.cpr = a->g.d / 8};
   t->sm = (int)((t->cpr & -t->cpr) < 8 ? (t->cpr & -t->cpr) : 8) - 1;
-  t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, 3 * TC_KEYS * 128 * 2,
+  t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, TC_SMEM,
                       128);
   if (!at_begin(a, p, what, L)) return false;
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
@@ -861,14 +880,86 @@ static LLVMValueRef tc_key(At *a, LLVMValueRef j0, LLVMValueRef t2, int nt,
 }
 
 /* The final score of sc element k for query i and key j (clamped to
- * the lengths; -inf where !ok). */
+ * the lengths; -inf where !ok); in an interior tile (fast) only the
+ * scale. */
 static LLVMValueRef tc_score(At *a, LLVMValueRef sc, int k, LLVMValueRef i,
-                             LLVMValueRef j, LLVMValueRef ok,
+                             LLVMValueRef j, LLVMValueRef ok, bool fast,
                              LLVMValueRef *f) {
-  LLVMValueRef s = finish_score(
-      a, at_mul(a, tc_get(a, sc, k), cst(a, a->g.scale)),
-      smin(a, i, I(a, a->g.lq - 1)), smin(a, j, I(a, a->g.lk - 1)), f);
+  LLVMValueRef s = at_mul(a, tc_get(a, sc, k), cst(a, a->g.scale));
+  if (fast) {
+    if (f) *f = cst(a, a->g.scale);
+    return s;
+  }
+  s = finish_score(a, s, smin(a, i, I(a, a->g.lq - 1)),
+                   smin(a, j, I(a, a->g.lk - 1)), f);
   return sel(a, ok, s, cst(a, -INFINITY));
+}
+
+/* Interior tiles: every (query, key) of queries [qa, qa + 64) x keys
+ * [ka, ka + 64) inside the lengths and allowed by the mask, and scores
+ * that need only the scale (no softcap, bias or custom mask); such a
+ * tile skips the per-element checks. NULL where no tile can be. */
+static LLVMValueRef tc_interior(At *a, LLVMValueRef qa, LLVMValueRef ka) {
+  const rlx_attn_geom *g = &a->g;
+  if (g->softcap > 0 || g->mask == RLX_ATTN_CUSTOM ||
+      g->mask == RLX_ATTN_BIAS)
+    return NULL;
+  Cu *cu = a->cu;
+  LLVMBuilderRef b = dev(a)->b;
+  LLVMValueRef in = LLVMBuildAnd(
+      b, icmp(a, LLVMIntSLE, add(cu, qa, I(a, 64)), I(a, g->lq)),
+      icmp(a, LLVMIntSLE, add(cu, ka, I(a, 64)), I(a, g->lk)), "");
+  LLVMValueRef d = add(cu, qa, I(a, g->lk - g->lq)); /* the mask's i + off */
+  if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
+    in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSLE, add(cu, ka, I(a, 63)), d),
+                      "");
+  if (g->mask == RLX_ATTN_SLIDING)
+    in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSGE, ka, add(
+        cu, d, I(a, 63 - g->window))), "");
+  return in;
+}
+
+/* A tile's element loop emitted twice, for interior tiles (fast) and
+ * the others:
+ *   TcSplit sp;
+ *   for (bool fast = tc_split_begin(a, &sp, interior);; fast = false) {
+ *     ...; if (!tc_split_next(a, &sp)) break;
+ *   }
+ * once (fast false) when interior is NULL. */
+typedef struct {
+  LLVMBasicBlockRef slow, join;
+  int pass;
+} TcSplit;
+
+static bool tc_split_begin(At *a, TcSplit *s, LLVMValueRef interior) {
+  *s = (TcSplit){0};
+  if (!interior) return false;
+  Cg *cg = dev(a);
+  LLVMBasicBlockRef fast = cg_block(cg, "tc.inner");
+  s->slow = cg_block(cg, "tc.edge"), s->join = cg_block(cg, "tc.join");
+  LLVMBuildCondBr(cg->b, interior, fast, s->slow);
+  LLVMPositionBuilderAtEnd(cg->b, fast);
+  return true;
+}
+
+static bool tc_split_next(At *a, TcSplit *s) {
+  if (!s->join) return false;
+  LLVMBuildBr(dev(a)->b, s->join);
+  LLVMPositionBuilderAtEnd(dev(a)->b, s->pass++ ? s->join : s->slow);
+  return s->pass == 1;
+}
+
+/* exp(s - m) as ex2.approx(s log2 e - m log2 e), ml = -m log2 e (the
+ * row's, computed once). */
+static LLVMValueRef tc_exp_sub(At *a, LLVMValueRef s, LLVMValueRef ml) {
+  LLVMValueRef x[3] = {s, cst(a, 1.4426950408889634), ml};
+  x[0] = cg_intrinsic_n(dev(a), "llvm.fma", &a->et, 1, x, 3);
+  return cg_intrinsic_n(dev(a), "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, x, 1);
+}
+
+/* -m log2 e. */
+static LLVMValueRef tc_mlog(At *a, LLVMValueRef m) {
+  return at_mul(a, m, cst(a, -1.4426950408889634));
 }
 
 /* attention (o, and its lse when a->lse_off >= 0) or the backward's
@@ -912,27 +1003,37 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   tc_xyt(a, &t, qa, kb, sc);
   tc_issue(a, &t, kn, false, LLVMBuildXor(b, kb, i32v(a, 1), ""),
            add(cu, j0, I(a, TC_KEYS)));
-  /* scores and the online softmax of rows[h] (elements 2 h, 2 h + 1) */
+  /* scores, then the online softmax of rows[h] (elements 2 h, 2 h + 1) */
+  TcSplit sp;
+  for (bool fast = tc_split_begin(a, &sp, tc_interior(a, a->t0, j0));;
+       fast = false) {
+    for (int h = 0; h < 2; h++)
+      for (int nt = 0; nt < TC_KEYS / 8; nt++)
+        for (int e = 0; e < 2; e++) {
+          int k = 4 * nt + 2 * h + e;
+          LLVMValueRef j = tc_key(a, j0, t2, nt, e);
+          LLVMBuildStore(b, tc_score(a, sc, k, rows[h], j,
+                                     ult(cu, j, a->g.lk), fast, NULL),
+                         tc_at(a, sc, k));
+        }
+    if (!tc_split_next(a, &sp)) break;
+  }
   for (int h = 0; h < 2; h++) {
-    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1)), mx = tc_get(a, st, h);
+    LLVMValueRef mx = tc_get(a, st, h);
     for (int nt = 0; nt < TC_KEYS / 8; nt++)
-      for (int e = 0; e < 2; e++) {
-        int k = 4 * nt + 2 * h + e;
-        LLVMValueRef j = tc_key(a, j0, t2, nt, e);
-        LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), NULL);
-        LLVMBuildStore(b, s, tc_at(a, sc, k));
-        mx = sel(a, LLVMBuildFCmp(b, LLVMRealOGT, s, mx, ""), s, mx);
-      }
+      for (int e = 0; e < 2; e++)
+        mx = tc_max(a, mx, tc_get(a, sc, 4 * nt + 2 * h + e));
     mx = tc_quad(a, mx, true);
     LLVMValueRef mu = sel(a, LLVMBuildFCmp(b, LLVMRealOEQ, mx,
                                            cst(a, -INFINITY), ""),
                           cst(a, 0), mx);
     LLVMValueRef alpha = tc_exp(a, at_sub(a, tc_get(a, st, h), mu));
     LLVMValueRef sum = at_mul(a, tc_get(a, st, 2 + h), alpha);
+    LLVMValueRef ml = tc_mlog(a, mu);
     for (int nt = 0; nt < TC_KEYS / 8; nt++)
       for (int e = 0; e < 2; e++) {
         int k = 4 * nt + 2 * h + e;
-        LLVMValueRef pj = tc_exp(a, at_sub(a, tc_get(a, sc, k), mu));
+        LLVMValueRef pj = tc_exp_sub(a, tc_get(a, sc, k), ml);
         LLVMBuildStore(b, pj, tc_at(a, sc, k));
         sum = at_add(a, sum, pj);
       }
@@ -992,23 +1093,59 @@ static LLVMValueRef tc_zeros(At *a, int64_t n, const char *nm) {
 }
 
 /* Open the loop over the 64-row tiles covering [lo, hi) of the other
- * side (x0, x2: its q-like or k-like operands): stage x0's tile in
- * buffer 0 and x2's in buffer 2 between barriers (not pipelined); the
- * tile's first row. */
+ * side (x0, x2: its q-like or k-like operands), staged by cp.async in
+ * the shared buffers buf[0] (x0) and buf[1] (x2); the tile's first
+ * row. Where four buffers fit (head_dim <= 96) the next tile's copies
+ * are in flight while this one is used (x0 alternates between buffers
+ * 0 and 1, x2 between 2 and 3; one barrier a tile); else each tile is
+ * staged in buffers 0 and 2 between two barriers. */
 static LLVMValueRef tc_tiles_begin(At *a, const Tc *t, CgLoop *tl,
                                    LLVMValueRef lo, LLVMValueRef hi,
-                                   Node *x0, Node *x2, bool qlike) {
+                                   Node *x0, Node *x2, bool qlike,
+                                   LLVMValueRef buf[2]) {
   Cu *cu = a->cu;
-  LLVMValueRef it = cg_loop_begin(dev(a), tl, udiv(cu, lo, TC_KEYS),
+  Cg *cg = dev(a);
+  LLVMBuilderRef b = cg->b;
+  bool pipe = 4 * TC_KEYS * t->cpr * 16 <= TC_SMEM;
+  LLVMValueRef first = udiv(cu, lo, TC_KEYS);
+  if (pipe) {
+    LLVMValueRef par = LLVMBuildTrunc(b, LLVMBuildAnd(b, first, I(a, 1), ""),
+                                      cg->t_i32, "");
+    tc_issue(a, t, x0, qlike, par, mul(cu, first, TC_KEYS));
+    tc_issue(a, t, x2, qlike, LLVMBuildAdd(b, par, i32v(a, 2), ""),
+             mul(cu, first, TC_KEYS));
+  }
+  LLVMValueRef it = cg_loop_begin(cg, tl, first,
                                   udiv(cu, add(cu, hi, I(a, TC_KEYS - 1)),
                                        TC_KEYS), NULL, 0);
   LLVMValueRef r0 = mul(cu, it, TC_KEYS);
-  barrier(a); /* every warp is done with the previous tile */
-  tc_issue(a, t, x0, qlike, i32v(a, 0), r0);
-  tc_issue(a, t, x2, qlike, i32v(a, 2), r0);
-  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  if (!pipe) {
+    buf[0] = i32v(a, 0), buf[1] = i32v(a, 2);
+    barrier(a); /* every warp is done with the previous tile */
+    tc_issue(a, t, x0, qlike, buf[0], r0);
+    tc_issue(a, t, x2, qlike, buf[1], r0);
+    cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+    barrier(a);
+    return r0;
+  }
+  LLVMValueRef par = LLVMBuildTrunc(b, LLVMBuildAnd(b, it, I(a, 1), ""),
+                                    cg->t_i32, "");
+  buf[0] = par, buf[1] = LLVMBuildAdd(b, par, i32v(a, 2), "");
+  /* this tile has landed, and every warp is done with the previous one,
+   * whose buffers the next tile's copies reuse */
+  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
   barrier(a);
+  LLVMValueRef nx = LLVMBuildXor(b, par, i32v(a, 1), "");
+  tc_issue(a, t, x0, qlike, nx, add(cu, r0, I(a, TC_KEYS)));
+  tc_issue(a, t, x2, qlike, LLVMBuildAdd(b, nx, i32v(a, 2), ""),
+           add(cu, r0, I(a, TC_KEYS)));
   return r0;
+}
+
+/* Close tc_tiles_begin's loop; no copies left in flight. */
+static void tc_tiles_end(At *a, CgLoop *tl) {
+  cg_loop_end(dev(a), tl, NULL);
+  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
 }
 
 /* Store the d / 8 n8 tiles of acc as rows[] (inside the length) of the
@@ -1045,40 +1182,49 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
     return;
   tc_frags(a, a->n->in[0], true, rows, t2, qa);
   tc_frags(a, a->n->in[3], true, rows, t2, ya);
-  for (int h = 0; h < 2; h++)
+  for (int h = 0; h < 2; h++) {
     lse_d(a, smin(a, rows[h], I(a, a->g.lq - 1)), &ls[h], &dd[h]);
+    ls[h] = tc_mlog(a, ls[h]);
+  }
   LLVMValueRef acc = tc_zeros(a, 4 * nd, "dq"), sc = tc_zeros(a, 32, "s");
   LLVMValueRef dp = tc_zeros(a, 32, "dp"), lo, hi;
   krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
   CgLoop tl;
-  LLVMValueRef j0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[1],
-                                   a->n->in[2], false);
-  tc_xyt(a, &t, qa, i32v(a, 0), sc);
-  tc_xyt(a, &t, ya, i32v(a, 2), dp);
-  for (int h = 0; h < 2; h++) {
-    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
-    LLVMValueRef in = ult(cu, rows[h], a->g.lq);
-    for (int nt = 0; nt < TC_KEYS / 8; nt++)
-      for (int e = 0; e < 2; e++) {
-        int k = 4 * nt + 2 * h + e;
-        LLVMValueRef j = tc_key(a, j0, t2, nt, e), f;
-        LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), &f);
-        LLVMValueRef pj = tc_exp(a, at_sub(a, s, ls[h]));
-        LLVMValueRef ds = at_mul(a, pj, at_sub(a, tc_get(a, dp, k), dd[h]));
-        if (!dbias) {
-          LLVMBuildStore(b, at_mul(a, ds, f), tc_at(a, sc, k));
-          continue;
+  LLVMValueRef buf[2], j0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[1],
+                                           a->n->in[2], false, buf);
+  tc_xyt(a, &t, qa, buf[0], sc);
+  tc_xyt(a, &t, ya, buf[1], dp);
+  TcSplit sp;
+  for (bool fast = tc_split_begin(a, &sp, tc_interior(a, a->t0, j0));;
+       fast = false) {
+    for (int h = 0; h < 2; h++) {
+      LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
+      LLVMValueRef in = ult(cu, rows[h], a->g.lq);
+      for (int nt = 0; nt < TC_KEYS / 8; nt++)
+        for (int e = 0; e < 2; e++) {
+          int k = 4 * nt + 2 * h + e;
+          LLVMValueRef j = tc_key(a, j0, t2, nt, e), f;
+          LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), fast,
+                                    &f);
+          LLVMValueRef pj = tc_exp_sub(a, s, ls[h]);
+          LLVMValueRef ds = at_mul(a, pj, at_sub(a, tc_get(a, dp, k),
+                                                 dd[h]));
+          if (!dbias) {
+            LLVMBuildStore(b, at_mul(a, ds, f), tc_at(a, sc, k));
+            continue;
+          }
+          LLVMBasicBlockRef jn = begin_if(a, LLVMBuildAnd(
+              b, in, ult(cu, j, a->g.lk), ""));
+          LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq),
+                                                i), a->g.lk), j);
+          cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
+          end_if(a, jn);
         }
-        LLVMBasicBlockRef jn = begin_if(a, LLVMBuildAnd(
-            b, in, ult(cu, j, a->g.lk), ""));
-        LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq),
-                                              i), a->g.lk), j);
-        cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
-        end_if(a, jn);
-      }
+    }
+    if (!tc_split_next(a, &sp)) break;
   }
-  if (!dbias) tc_wy(a, &t, sc, i32v(a, 0), acc);
-  cg_loop_end(cg, &tl, NULL);
+  if (!dbias) tc_wy(a, &t, sc, buf[0], acc);
+  tc_tiles_end(a, &tl);
   if (!dbias) tc_store_rows(a, a->res[0], rows, t2, acc, true);
   at_end(a, a->g.lq, TC_THREADS);
 }
@@ -1105,28 +1251,38 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   LLVMValueRef sc = tc_zeros(a, 32, "s"), dp = tc_zeros(a, 32, "dp"), lo, hi;
   qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
   CgLoop tl;
-  LLVMValueRef i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
-                                   a->n->in[3], true);
-  tc_xyt(a, &t, ka, i32v(a, 0), sc);
-  if (dk) tc_xyt(a, &t, va, i32v(a, 2), dp);
+  LLVMValueRef buf[2], i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
+                                           a->n->in[3], true, buf);
+  tc_xyt(a, &t, ka, buf[0], sc);
+  if (dk) tc_xyt(a, &t, va, buf[1], dp);
+  LLVMValueRef ls[TC_KEYS / 8][2], dd[TC_KEYS / 8][2];
   for (int nt = 0; nt < TC_KEYS / 8; nt++)
     for (int e = 0; e < 2; e++) {
-      LLVMValueRef i = tc_key(a, i0, t2, nt, e), ls, dd;
-      lse_d(a, smin(a, i, I(a, a->g.lq - 1)), &ls, &dd);
-      for (int h = 0; h < 2; h++) {
-        int k = 4 * nt + 2 * h + e;
-        LLVMValueRef f, s = tc_score(a, sc, k, i, rows[h],
-                                     ult(cu, i, a->g.lq), &f);
-        LLVMValueRef pj = tc_exp(a, at_sub(a, s, ls));
-        LLVMBuildStore(b, pj, tc_at(a, sc, k));
-        if (dk)
-          LLVMBuildStore(b, at_mul(a, at_mul(a, pj, at_sub(
-              a, tc_get(a, dp, k), dd)), f), tc_at(a, dp, k));
-      }
+      LLVMValueRef i = tc_key(a, i0, t2, nt, e);
+      lse_d(a, smin(a, i, I(a, a->g.lq - 1)), &ls[nt][e], &dd[nt][e]);
+      ls[nt][e] = tc_mlog(a, ls[nt][e]);
     }
-  if (dv) tc_wy(a, &t, sc, i32v(a, 2), accv);
-  if (dk) tc_wy(a, &t, dp, i32v(a, 0), acck);
-  cg_loop_end(cg, &tl, NULL);
+  TcSplit sp;
+  for (bool fast = tc_split_begin(a, &sp, tc_interior(a, i0, a->t0));;
+       fast = false) {
+    for (int nt = 0; nt < TC_KEYS / 8; nt++)
+      for (int e = 0; e < 2; e++)
+        for (int h = 0; h < 2; h++) {
+          int k = 4 * nt + 2 * h + e;
+          LLVMValueRef i = tc_key(a, i0, t2, nt, e), f;
+          LLVMValueRef s = tc_score(a, sc, k, i, rows[h], ult(cu, i, a->g.lq),
+                                    fast, &f);
+          LLVMValueRef pj = tc_exp_sub(a, s, ls[nt][e]);
+          LLVMBuildStore(b, pj, tc_at(a, sc, k));
+          if (dk)
+            LLVMBuildStore(b, at_mul(a, at_mul(a, pj, at_sub(
+                a, tc_get(a, dp, k), dd[nt][e])), f), tc_at(a, dp, k));
+        }
+    if (!tc_split_next(a, &sp)) break;
+  }
+  if (dv) tc_wy(a, &t, sc, buf[1], accv);
+  if (dk) tc_wy(a, &t, dp, buf[0], acck);
+  tc_tiles_end(a, &tl);
   if (dk) tc_store_rows(a, a->res[1], rows, t2, acck, false);
   if (dv) tc_store_rows(a, a->res[2], rows, t2, accv, false);
   at_end(a, a->g.lk, TC_THREADS);

@@ -354,13 +354,15 @@ static void mm_out(Cu *cu, Node *n, LLVMValueRef off, LLVMValueRef c,
   cg_store(cg, n->type.dt, cg_buf(cg, n), off, v);
 }
 
-/* out[i] = sum over s of part[s][i], in slice order. */
-static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S) {
+/* out[i] = sum over s of part[s][i] (dt, from scratch byte off), in
+ * slice order. */
+static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S, DType dt,
+                      int64_t off) {
   Cg *cg = cu->dev;
-  DType dt = mm_acc_dt(n);
   int64_t total = type_numel(&n->type);
   cu_kernel_begin(cu, p, "matmul_sum");
-  LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
+  LLVMValueRef i = cu_gid(cu);
+  LLVMValueRef part = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
   cu_guard(cu, ult(cu, i, total));
   LLVMValueRef v = cg_load(cg, dt, part, i);
   for (int k = 1; k < S; k++) {
@@ -530,7 +532,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                                         dt_size(dt)));
   const Unit *u = cg->u;
   cu_kernel_min_blocks(cu, u && u->opt ? (unsigned)u->opt->gpu_mm_b : 0);
-  if (g.S > 1) mm_reduce(cu, p, n, g.S);
+  if (g.S > 1) mm_reduce(cu, p, n, g.S, mm_acc_dt(n), 0);
 }
 
 /* ---- tensor cores ----
@@ -630,6 +632,10 @@ typedef struct {
   DType dt;
   int es, ve;               /* element bytes, elements per 16-byte chunk */
   int64_t K;
+  int S;                    /* K split over S blocks (f32 partial sums) */
+  int64_t nks;              /* k slices per split */
+  int64_t part;             /* scratch byte offset of the partial sums */
+  LLVMValueRef koff;        /* this block's first k (i64) */
   LLVMValueRef smem, lane, warp, tid;
   MmaOp a, b;
 } Mma;
@@ -761,7 +767,7 @@ static void mma_stage(Cu *cu, const Mma *m, LLVMValueRef kt) {
   Cg *cg = cu->dev;
   LLVMValueRef stage = LLVMBuildTrunc(cg->b, urem(cu, kt, m->c.stages),
                                       cg->t_i32, "");
-  LLVMValueRef k0 = mul(cu, kt, m->c.rowb / m->es);
+  LLVMValueRef k0 = add(cu, m->koff, mul(cu, kt, m->c.rowb / m->es));
   mma_stage_op(cu, m, &m->a, stage, k0);
   mma_stage_op(cu, m, &m->b, stage, k0);
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
@@ -880,10 +886,12 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
 }
 
 /* The warp's outputs of C[bb] from (row0, col0), mt x NI tiles of
- * m16n8 accumulators, in n's dtype. */
+ * m16n8 accumulators, in n's dtype; a split product's in f32 to its
+ * partial sums part[split][bb][M][N] in the scratch. */
 static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
                       LLVMValueRef bb, int mt, LLVMValueRef row0,
-                      LLVMValueRef col0, int64_t M, int64_t N) {
+                      LLVMValueRef col0, int64_t M, int64_t N,
+                      LLVMValueRef split) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   LLVMValueRef g = LLVMBuildZExt(b, LLVMBuildLShr(b, m->lane, i32c(cu, 2),
@@ -891,7 +899,12 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
   LLVMValueRef t2 = LLVMBuildZExt(
       b, LLVMBuildShl(b, LLVMBuildAnd(b, m->lane, i32c(cu, 3), ""),
                       i32c(cu, 1), ""), cg->t_i64, "");
-  LLVMValueRef base = mul(cu, bb, M * N);
+  LLVMValueRef base = mul(cu, bb, M * N), dst = cg_buf(cg, n);
+  DType dt = n->type.dt;
+  if (m->S > 1) {
+    base = add(cu, base, mul(cu, split, type_numel(&n->type)));
+    dst = cg_gep(cg, cg_scratch(cg, n), i64(cu, m->part)), dt = DT_F32;
+  }
   for (int mi = 0; mi < mt; mi++)
     for (int ni = 0; ni < m->c.ni; ni++)
       for (int i = 0; i < 4; i++) {
@@ -907,8 +920,7 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
         LLVMValueRef ix = i32c(cu, (mi * m->c.ni + ni) * 4 + i);
         LLVMValueRef v = LLVMBuildLoad2(
             b, cg->t_f32, LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""), "");
-        cg_store(cg, n->type.dt, cg_buf(cg, n),
-                 add(cu, base, add(cu, mul(cu, r, N), c)), v);
+        cg_store(cg, dt, dst, add(cu, base, add(cu, mul(cu, r, N), c)), v);
         LLVMBuildBr(b, nx);
         LLVMPositionBuilderAtEnd(b, nx);
       }
@@ -957,6 +969,18 @@ static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
   int64_t off = 0, macs = type_numel(t) * m->K;
   mma_pad(m, &m->a, oa, macs, &off);
   mma_pad(m, &m->b, ob, macs, &off);
+  /* few blocks: K split as mm_geom splits it, at least 4 slices each */
+  int64_t blocks = batch * ((M + m->c.bm - 1) / m->c.bm) *
+                   ((N + m->c.bn - 1) / m->c.bn);
+  int64_t nk = (m->K + m->c.rowb / m->es - 1) / (m->c.rowb / m->es);
+  int64_t S = blocks > 0 && blocks < 2 * MM_SMS ? 4 * MM_SMS / blocks : 1;
+  S = S < nk / 4 ? S : nk / 4;
+  m->S = 1, m->nks = nk, m->part = off;
+  if (S > 1) {
+    m->nks = (nk + S - 1) / S;
+    m->S = (int)((nk + m->nks - 1) / m->nks);
+    off += cg_align(m->S * type_numel(t) * 4);
+  }
   return off;
 }
 
@@ -1142,7 +1166,12 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.lane = LLVMBuildAnd(b, m.tid, i32c(cu, 31), "");
   m.warp = LLVMBuildLShr(b, m.tid, i32c(cu, 5), "");
   LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
-  LLVMValueRef bb = udiv(cu, bid, tn * tm);
+  LLVMValueRef bb = udiv(cu, bid, tn * tm), split = i64(cu, 0);
+  if (m.S > 1) {
+    split = udiv(cu, bb, batch);
+    bb = urem(cu, bb, batch);
+  }
+  m.koff = mul(cu, split, m.nks * (c->rowb / m.es));
   m.a.o0 = mul(cu, bm, c->bm);
   m.b.o0 = mul(cu, bn, c->bn);
   m.a.base = cu_remap(cu, bb, t->dims, oa.bstr, t->rank - 2);
@@ -1159,14 +1188,18 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
     LLVMBuildStore(b, LLVMConstReal(cg->t_f32, 0),
                    LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
   }
-  int64_t kel = c->rowb / m.es, nk = (K + kel - 1) / kel;
+  /* this block's k slices: nks, fewer in the last split */
+  int64_t kel = c->rowb / m.es, nk0 = (K + kel - 1) / kel;
+  LLVMValueRef left = LLVMBuildSub(b, i64(cu, nk0), mul(cu, split, m.nks), "");
+  LLVMValueRef nk = m.S == 1 ? i64(cu, nk0) : LLVMBuildSelect(
+      b, ult(cu, left, m.nks), left, i64(cu, m.nks), "");
   for (int s = 0; s < c->stages - 1 - c->wgp; s++)
     mma_stage(cu, &m, i64(cu, s));
   if (c->wg) {
     /* warpgroup g: rows 64 g; warp w of it: rows 16 (w % 4) */
     LLVMValueRef g = LLVMBuildLShr(b, m.warp, i32c(cu, 2), "");
     CgLoop l;
-    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
     /* pipelined (wgp): slice kt - 1's wgmma may still run, so the copies
      * refill slice kt - 2's buffer: S - 2 slices ahead, not S - 1 */
     int ahead = c->stages - 1 - c->wgp;
@@ -1188,9 +1221,10 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
                      i32c(cu, 4), ""), "");
     mma_store(cu, n, &m, acc, bb, 1,
               add(cu, m.a.o0, LLVMBuildZExt(b, r0, cg->t_i64, "")), m.b.o0,
-              M, N);
-    cu_kernel_end(cu, (unsigned)(batch * tm * tn), (unsigned)c->threads);
+              M, N, split);
+    cu_kernel_end(cu, (unsigned)(batch * tm * tn * m.S), (unsigned)c->threads);
     cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb + 1024));
+    if (m.S > 1) mm_reduce(cu, p, n, m.S, DT_F32, m.part);
     return true;
   }
   /* warp w: rows 64 (w % WM), columns BN / WN (w / WM) of the tile */
@@ -1200,7 +1234,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef wn = LLVMBuildMul(
       b, LLVMBuildUDiv(b, m.warp, i32c(cu, c->wm), ""), i32c(cu, wcols), "");
   CgLoop l;
-  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, nk), NULL, 0);
+  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
   /* slice kt has landed (for this thread; the barrier: for all), and
    * every warp is done with slice kt - 1, whose buffer is refilled */
   LLVMValueRef wg = i32c(cu, c->stages - 2);
@@ -1228,9 +1262,11 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
   mma_store(cu, n, &m, acc, bb, 4,
             add(cu, m.a.o0, LLVMBuildZExt(b, wm, cg->t_i64, "")),
-            add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N);
-  cu_kernel_end(cu, (unsigned)(batch * tm * tn), (unsigned)c->threads);
+            add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N,
+            split);
+  cu_kernel_end(cu, (unsigned)(batch * tm * tn * m.S), (unsigned)c->threads);
   cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb));
   cu_kernel_min_blocks(cu, (unsigned)c->minb);
+  if (m.S > 1) mm_reduce(cu, p, n, m.S, DT_F32, m.part);
   return true;
 }
