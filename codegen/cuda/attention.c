@@ -49,7 +49,7 @@ typedef struct {
   int64_t es, bt;     /* compute bytes; rows per shared tile */
   int mi;             /* mask operand index */
   Node *res[4];       /* the results: o | dq dk dv dbias (NULL: none) */
-  int64_t lse_off, d_off; /* workspace bytes of the rows' lse and D
+  int64_t saved_off, d_off; /* workspace bytes of the rows' lse and D
                              ([b][h][lq], compute type; -1: none) */
   LLVMValueRef b, h, bh, t0, tid; /* this block's head, first row */
 } At;
@@ -408,10 +408,10 @@ static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
   LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
   LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
                          cst(a, -INFINITY));
-  LLVMBuildStore(cg->b, lse, row_val(a, a->lse_off, i));
+  LLVMBuildStore(cg->b, lse, row_val(a, a->saved_off, i));
 }
 
-/* attention: o rows (and their lse when a->lse_off >= 0); pre (the
+/* attention: o rows (and their lse when a->saved_off >= 0); pre (the
  * backward's pre-pass): lse and D = dO . O of each row. */
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -434,7 +434,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
   if (pre) LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
-  if (a->lse_off >= 0) put_lse(a, i, m, l);
+  if (a->saved_off >= 0) put_lse(a, i, m, l);
   end_if(a, j);
   at_end(a, a->g.lq, AT_NT);
 }
@@ -443,7 +443,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
  * is then 0), and D. */
 static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
   Cg *cg = dev(a);
-  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->lse_off, r), "");
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->saved_off, r), "");
   *ls = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cst(a, -INFINITY), ""),
             cst(a, INFINITY), v);
   *d = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->d_off, r), "");
@@ -962,7 +962,7 @@ static LLVMValueRef tc_mlog(At *a, LLVMValueRef m) {
   return at_mul(a, m, cst(a, -1.4426950408889634));
 }
 
-/* attention (o, and its lse when a->lse_off >= 0) or the backward's
+/* attention (o, and its lse when a->saved_off >= 0) or the backward's
  * pre-pass (pre: lse and D = dO . o of each row, as fwd_kernel). */
 static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -1077,7 +1077,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     if (pre) dd = tc_quad(a, dd, false);
     LLVMBasicBlockRef jn = begin_if(a, valid);
     if (pre) LLVMBuildStore(b, dd, row_val(a, a->d_off, i));
-    if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
+    if (a->saved_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
   at_end(a, a->g.lq, TC_THREADS);
@@ -1295,7 +1295,7 @@ int64_t cu_attention_scratch(const CgPlan *p, const Node *n) {
   if (n->op != OP_ATTENTION_BACKWARD || s->attn_lead) return 0;
   rlx_attn_geom g = cg_attn_geometry(n);
   int64_t es = n->type.dt == DT_F64 ? 8 : 4;
-  return cg_align((s->attn_fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
+  return cg_align((s->fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
 }
 
 bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
@@ -1310,7 +1310,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   bool bwd = n->op == OP_ATTENTION_BACKWARD;
   At a = {.cu = cu, .n = n, .g = cg_attn_geometry(n), .dt = dt,
           .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3,
-          .res = {n}, .lse_off = -1, .d_off = -1};
+          .res = {n}, .saved_off = -1, .d_off = -1};
   a.et = cg_ctype(cu->dev, a.ct);
   a.es = dt_size(a.ct);
   if (k_tile_rows(a.g.d, a.es) < 1)
@@ -1319,7 +1319,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   bool tc = tc_ok(&a);
   if (!bwd) {
     if (type_numel(&n->type) == 0) return true;
-    if (s->lse_bytes > 0) a.lse_off = s->lse_off;
+    if (s->saved_bytes > 0) a.saved_off = s->saved_off;
     if (tc) tc_fwd_kernel(&a, p, false);
     else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
@@ -1327,9 +1327,9 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   /* one group: lse (the forward's, else the pre-pass's) and D once,
    * then the kernels of the wanted results */
   cg_attn_members(p, n, a.res);
-  Node *f = s->attn_fwd;
+  Node *f = s->fwd;
   a.d_off = s->scratch_off;
-  a.lse_off = f ? p->slot[f->id].lse_off
+  a.saved_off = f ? p->slot[f->id].saved_off
                 : a.d_off + a.g.b * a.g.h * a.g.lq * a.es;
   if (f) dsum_kernel(&a, p, f);
   else if (tc) tc_fwd_kernel(&a, p, true);

@@ -174,6 +174,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   Ctx *ctx = cu->dev->ctx;
   CgPlan *p = cg_plan_new(ctx, g);
   cg_attention_groups(p, g, true);
+  cg_xent_pairs(p, g);
   if (!cg_fuse(g, p)) return NULL;
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));

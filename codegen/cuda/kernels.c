@@ -553,7 +553,9 @@ static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
  * backward: out[r, j] = (softmax - onehot) * dloss[r]. One block per
  * row (512 threads for rows of 4096 or more), m and s in one pass
  * (row_lse_online); the backward then reads the row once more,
- * ROW_UNROLL loads before their stores. */
+ * ROW_UNROLL loads before their stores. A forward paired with its
+ * backward (cg_xent_pairs) saves m and s, and the backward reads them
+ * instead of its first pass: the same values, one read of the row. */
 static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -568,10 +570,23 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   LLVMValueRef lab = cg_ops_index(cg, n->in[1]->type.dt, cg_buf(cg, n->in[1]),
                                   o, c);
   Row r = {n->in[0], dt, c, block, NULL, NULL, 0, mul(cu, o, c), 1};
-  LLVMValueRef m, s;
-  row_lse_online(cu, &r, &m, &s);
+  const CgSlot *sl = &p->slot[n->id];
+  Node *f = bwd ? sl->fwd : n; /* the node whose saved m and s these are */
+  LLVMValueRef m, s, saved = NULL;
+  if (f && p->slot[f->id].saved_bytes > 0)
+    saved = cg_gep(cg, cg->fn->ws, i64(cu, p->slot[f->id].saved_off));
+  if (bwd && saved) {
+    m = cg_load(cg, dt, saved, o);
+    s = cg_load(cg, dt, saved, add(cu, o, i64(cu, rows)));
+  } else {
+    row_lse_online(cu, &r, &m, &s);
+  }
   if (!bwd) {
     cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
+    if (saved) {
+      cg_store(cg, dt, saved, o, m);
+      cg_store(cg, dt, saved, add(cu, o, i64(cu, rows)), s);
+    }
     LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]),
                               add(cu, r.base, lab));
     LLVMValueRef d = LLVMBuildFSub(cg->b, m, xl, "");

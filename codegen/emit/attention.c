@@ -16,7 +16,7 @@
  * their blocks live from the leader's position). The leader also looks
  * for the forward attention of the same operands and attributes
  * (f32/f64): that node then saves its row log-sum-exp in a block of its
- * own (lse_bytes, live to the last leader reading it) and the leader
+ * own (saved_bytes, live to the last leader reading it) and the leader
  * reads it with the forward output, so the backward recomputes neither
  * (RLX_ATTN_BWD); without one it recomputes both in its scratch
  * (RLX_ATTN_BWD_RECOMPUTE).
@@ -47,7 +47,7 @@ static bool needs_keep(const Node *n) {
 
 static int routine_op(const CgPlan *p, const Node *n) {
   if (!is_bwd(n)) return RLX_ATTN_FWD;
-  return p->slot[n->id].attn_fwd ? RLX_ATTN_BWD : RLX_ATTN_BWD_RECOMPUTE;
+  return p->slot[n->id].fwd ? RLX_ATTN_BWD : RLX_ATTN_BWD_RECOMPUTE;
 }
 
 /* The routine's scratch grows with lq and lk, so their bounds reserve
@@ -212,17 +212,17 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   const char *sfx = dt == DT_F64 ? "f64" : "f32";
   char fn[64];
   if (!is_bwd(n)) {
-    LLVMValueRef lse = s->lse_bytes ? cg_gep(cg, cg->fn->ws,
-                                             cg_i64(cg, s->lse_off))
+    LLVMValueRef lse = s->saved_bytes ? cg_gep(cg, cg->fn->ws,
+                                             cg_i64(cg, s->saved_off))
                                     : null_ptr(cg);
     LLVMValueRef a[8] = {geom, in[0], in[1], in[2], mask, f32_out[0], lse, ws};
     snprintf(fn, sizeof fn, "rlx_attention_%s", sfx);
     cg_call(cg, fn, cg->t_void, a, 8);
   } else {
-    Node *f = s->attn_fwd;
+    Node *f = s->fwd;
     LLVMValueRef o = f ? cg_buf(cg, f) : null_ptr(cg);
     LLVMValueRef lse =
-        f ? cg_gep(cg, cg->fn->ws, cg_i64(cg, p->slot[f->id].lse_off))
+        f ? cg_gep(cg, cg->fn->ws, cg_i64(cg, p->slot[f->id].saved_off))
           : null_ptr(cg);
     LLVMValueRef a[13] = {geom, in[0], in[1], in[2], mask, in[3], o, lse,
                           f32_out[0], f32_out[1], f32_out[2], f32_out[3], ws};

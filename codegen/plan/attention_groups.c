@@ -9,7 +9,7 @@
  * the leader's position). The leader also looks for the forward
  * attention of the same operands and attributes (f32/f64; f16/bf16 too
  * where the target asks, its lse then in f32): that node
- * then saves its row log-sum-exp in a block of its own (lse_bytes, live
+ * then saves its row log-sum-exp in a block of its own (saved_bytes, live
  * to the last leader reading it) and the leader reads it with the
  * forward output, so the backward recomputes neither. Grouping is
  * linear in the graph (chains keyed by operand ids).
@@ -140,8 +140,8 @@ void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse) {
       if (same_attention(fwd[f], n)) {
         rlx_attn_geom ge = cg_attn_geometry_bound(n);
         int64_t es = half(n->type.dt) ? 4 : dt_size(n->type.dt);
-        p->slot[n->id].attn_fwd = fwd[f];
-        p->slot[fwd[f]->id].lse_bytes =
+        p->slot[n->id].fwd = fwd[f];
+        p->slot[fwd[f]->id].saved_bytes =
             ge.b * ge.h * ge.lq * es;
         break;
       }

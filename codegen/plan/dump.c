@@ -80,14 +80,14 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
     fprintf(f, " written by ");
     name(f, s->attn_lead);
   }
-  if (s->attn_fwd) {
+  if (s->fwd) {
     fprintf(f, " reads ");
-    name(f, s->attn_fwd);
+    name(f, s->fwd);
   }
-  if (s->lse_bytes > 0)
-    fprintf(f, " lse [%lld, %lld) to %lld", (long long)s->lse_off,
-            (long long)(s->lse_off + cg_align(s->lse_bytes)),
-            (long long)s->lse_last);
+  if (s->saved_bytes > 0)
+    fprintf(f, " saved [%lld, %lld) to %lld", (long long)s->saved_off,
+            (long long)(s->saved_off + cg_align(s->saved_bytes)),
+            (long long)s->saved_last);
 }
 
 static void group(FILE *f, const Graph *g, const Node *r, const Node **root) {

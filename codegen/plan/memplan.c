@@ -23,6 +23,8 @@
  * (members directly follow their leader); a leader reading a forward
  * attention's output keeps it live, and that attention's saved row
  * log-sum-exp is a block of its own, live from it to its last leader.
+ * The same for any backward linked to its forward (slot.fwd: also
+ * cg_xent_pairs): the forward's output and saved block live to it.
  *
  * In-place returns (Graph.ret_into, ENTRY_train's updated params and
  * state): the output pointer of such a return is its argument's buffer;
@@ -282,13 +284,13 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
       mark_reads(p, n, i, cg_is_elementwise(n->op));
     }
   }
-  for (int i = 0; i < g->nnodes; i++) { /* attention groups */
-    Node *f = p->slot[g->nodes[i]->id].attn_fwd;
+  for (int i = 0; i < g->nnodes; i++) { /* forward/backward pairs */
+    Node *f = p->slot[g->nodes[i]->id].fwd;
     if (!f) continue;
     CgSlot *o = &p->slot[owner(p, f)->id];
     if (o->last < i) o->last = i;
     o->uses_buf = true;
-    if (p->slot[f->id].lse_last < i) p->slot[f->id].lse_last = i;
+    if (p->slot[f->id].saved_last < i) p->slot[f->id].saved_last = i;
   }
   for (int j = 0; j < g->nret; j++) {
     Node *w = owner(p, g->rets[j]);
@@ -315,8 +317,9 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
     } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
       s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
     }
-    if (s->lse_bytes > 0)
-      bl[nb++] = (Block){i, s->lse_last, cg_align(s->lse_bytes), &s->lse_off};
+    if (s->saved_bytes > 0)
+      bl[nb++] = (Block){i, s->saved_last, cg_align(s->saved_bytes),
+                         &s->saved_off};
     if (scratch && scratch[n->id] > 0) {
       s->scratch_bytes = scratch[n->id];
       bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};

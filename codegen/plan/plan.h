@@ -50,9 +50,13 @@ typedef struct {
                             (same shape and dtype, dies at the root) */
   /* attention groups (attention_groups.c): */
   Node *attn_lead;       /* attention_backward written by this leader */
-  Node *attn_fwd;        /* leader: the attention whose o and lse it reads */
-  int64_t lse_bytes;     /* attention: > 0 when it saves its row lse */
-  int64_t lse_off, lse_last; /* that block: offset; last reader */
+  /* forward/backward pairs (attention groups, cg_xent_pairs): */
+  Node *fwd;             /* backward: the forward whose output and saved
+                            row statistics it reads */
+  int64_t saved_bytes;   /* forward: > 0 when it saves row statistics
+                            (attention: lse; softmax_cross_entropy: max
+                            and sum) in a block of its own */
+  int64_t saved_off, saved_last; /* that block: offset; last reader */
 } CgSlot;
 
 /* The plan of one graph: slots indexed by Node.id. */
@@ -107,6 +111,11 @@ void cg_bcast_strides(const Type *in, const Type *out, int64_t *strides);
  * whose output and saved log-sum-exp it reuses (f32/f64, and f16/bf16
  * with half_lse: their lse in f32). */
 void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse);
+/* Before cg_memplan (targets that use it: the GPU): link each
+ * softmax_cross_entropy_backward to the forward of the same logits and
+ * labels (f32, f64), which then saves its rows' max and sum (2 x rows
+ * values) for it. */
+void cg_xent_pairs(CgPlan *p, Graph *g);
 /* The results of attention_backward leader n (after cg_memplan) by
  * wrt index (q k v bias), n included, NULL where not wanted. */
 void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]);
