@@ -39,8 +39,8 @@
  * Decided in reverse node order, so consumers are decided first.
  * Groups are bounded (CG_MAX_GROUP_NODES nodes, CG_MAX_GROUP_OPERANDS
  * operand slots, CG_MAX_GROUP_SIDES side outputs): a producer that
- * would overflow its consumers' group
- * becomes the root of a new one. This keeps every fused tree, and so
+ * would overflow its consumers' group becomes the root of a new one
+ * (a returned one stays a root). This keeps every fused tree, and so
  * the recursion over it and the LLVM loop body it becomes, small
  * whatever the graph's size, and bounds a root's leaves. Walks over a
  * fused tree visit each FUSED node once (cg_walk_*): trees are DAGs
@@ -325,7 +325,7 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
   if (ok) decide(g, plan, &u, &gr, isret, noside);
   while (ok && refuse_sides(g, plan, &u, &gr, isret, noside)) {
-    undecide(g, plan, &gr); /* each round refuses one more node */
+    undecide(g, plan, &gr); /* each round refuses more nodes */
     decide(g, plan, &u, &gr, isret, noside);
   }
   /* aliases, in forward order so chains resolve to their owner */
