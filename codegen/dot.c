@@ -41,14 +41,15 @@ static void node_line(FILE *f, int gi, const Graph *g, const Node *n) {
           is_ret(g, n) ? ", peripheries=2" : "");
 }
 
-/* Put every FUSED node reachable from root through FUSED operands in
- * root's group (first root wins for a node fused into several); mark
+/* Put every FUSED node (or side output: returned, so drawn with two
+ * borders) reachable from root through such operands in root's group
+ * (first root wins for a node fused into several); mark
  * root as having a group. Groups are small (CG_MAX_GROUP_NODES). */
 static void collect(const CgPlan *p, const Node *root, const Node *n,
                     const Node **group, bool *rooted) {
   for (int i = 0; i < n->nin; i++) {
     const Node *x = n->in[i];
-    if (!x || !cg_is_fused(p, x) || group[x->id]) continue;
+    if (!x || !cg_in_tree(p, x) || group[x->id]) continue;
     group[x->id] = root;
     rooted[root->id] = true;
     collect(p, root, x, group, rooted);
@@ -74,7 +75,7 @@ static void graph_cluster(FILE *f, Unit *u, int gi, Graph *g) {
   memset(rooted, 0, ids);
   for (int i = g->nnodes - 1; fused && i >= 0; i--) {
     Node *n = g->nodes[i];
-    if (!cg_is_fused(p, n)) collect(p, n, n, group, rooted);
+    if (!cg_in_tree(p, n)) collect(p, n, n, group, rooted);
   }
   /* members, chained per root in node order: first[root id], next[i] */
   int *first = arena_tmp_alloc(c->arena, sizeof *first * ids);

@@ -53,12 +53,13 @@ static void copy_outputs(Cg *cg, Graph *g) {
   }
 }
 
-/* Does n's emitter produce code (not fused, folded, aliased or an
- * argument)? */
+/* Does n's emitter produce code (not fused, a side output, folded,
+ * aliased or an argument)? */
 static bool emits_code(Cg *cg, const Node *n) {
   CgSlotKind k = cg->fn->plan->slot[n->id].kind;
   return k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED && k != CG_SLOT_ALIAS &&
-         n->op != OP_INPUT && n->op != OP_PARAM && n->op != OP_CONST;
+         !cg->fn->plan->slot[n->id].side_of && n->op != OP_INPUT &&
+         n->op != OP_PARAM && n->op != OP_CONST;
 }
 
 static bool emit_nodes(Cg *cg, Graph *g, int from, int to) {

@@ -3,7 +3,8 @@
  *
  * - elementwise groups (the plan's fused trees, broadcasting by
  *   strides, every dtype the CPU elementwise path compiles: the same
- *   scalar code, elementwise_scalar.c), expand, where, cast, compares,
+ *   scalar code, elementwise_scalar.c; a group's side outputs stored by
+ *   the root's kernel), expand, where, cast, compares,
  *   relu_backward, activation_backward: one thread per output element.
  * - reduce_sum/mean/max/min/prod over any axes (c64: sum, mean, prod),
  *   softmax, log_softmax,
@@ -73,20 +74,29 @@ static unsigned ew_grid(int64_t N) {
   return cu_blocks_for(N, EW_UNROLL * EW_BLOCK);
 }
 
+/* An elementwise group: the root n and its side outputs (fuse.c), each
+ * stored at the element after all loads of the thread's elements (a
+ * side output over its argument m reads m[i] before it writes m[i]; no
+ * other thread touches element i). */
 static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t N = type_numel(&n->type);
   if (N == 0) return true;
   Cg *cg = cu->dev;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
+  LLVMValueRef sv[EW_UNROLL][CG_MAX_GROUP_SIDES];
+  Node *side[CG_MAX_GROUP_SIDES];
+  int ns = 0;
   ew_indices(cu, N, i, in, ic);
   for (int u = 0; u < EW_UNROLL; u++) {
-    v[u] = cg_fused_load(cg, n, ic[u], 1);
+    v[u] = cg_group_load(cg, n, ic[u], side, sv[u], &ns);
     if (cg->failed) return false;
   }
   for (int u = 0; u < EW_UNROLL; u++) {
     LLVMBasicBlockRef next = ew_if(cu, in[u]);
     cg_store(cg, n->type.dt, cg_buf(cg, n), i[u], v[u]);
+    for (int k = 0; k < ns; k++)
+      cg_store(cg, side[k]->type.dt, cg_buf(cg, side[k]), i[u], sv[u][k]);
     ew_join(cu, next);
   }
   cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
@@ -662,6 +672,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
 bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
+      cg_plan_slot(p, n)->side_of || /* stored by its root's kernel */
       n->op == OP_INPUT || n->op == OP_PARAM)
     return true;
   if (n->op == OP_CONST) return k != CG_SLOT_WS || const_kernel(cu, p, n);

@@ -11,7 +11,13 @@
  * loop vectorizes at host width (a root computed in place over a leaf,
  * memplan.c, reads that leaf through its output pointer: one pointer,
  * so noalias still holds). Inside one element every node of the
- * tree is computed once (memoized). Roots whose trees are equal up to
+ * tree is computed once (memoized). The group's side outputs (fuse.c:
+ * returned members with storage of their own) are computed in the tree
+ * like FUSED nodes and stored at the element's offset after the root,
+ * once every load of the element is done; a leaf whose bytes a stored
+ * value overwrites (a root over a dying leaf, a return over its
+ * argument) is read through that value's pointer, so the noalias
+ * parameters stay true. Roots whose trees are equal up to
  * node identity call one shared body (see "one body per distinct loop"
  * below).
  *
@@ -53,6 +59,9 @@ typedef struct {
   int nleaf, ninner;
   Node *leaf[MAX_LEAVES];
   Node *inner[CG_MAX_GROUP_NODES]; /* post-order (operands first) */
+  int nside;
+  Node *side[CG_MAX_GROUP_SIDES];  /* side outputs, post-order */
+  LLVMValueRef sptr[CG_MAX_GROUP_SIDES];
   int64_t stride[MAX_LEAVES][RLX_MAX_RANK];
   EwRuns runs[MAX_LEAVES]; /* dyn_view: each leaf's row of view row r */
   bool part; /* some leaf has runs: the view's axis 0 stays alone */
@@ -65,9 +74,17 @@ typedef struct {
   bool full[MAX_LEAVES];      /* prologue: leaf read at `flat` */
 } Ew;
 
+/* Computed in the loop: the root, FUSED nodes, the root's side
+ * outputs. */
 static bool inner(const Ew *e, const Node *n) {
-  return n == e->root ||
-         e->cg->fn->plan->slot[n->id].kind == CG_SLOT_FUSED;
+  const CgSlot *s = &e->cg->fn->plan->slot[n->id];
+  return n == e->root || s->kind == CG_SLOT_FUSED ||
+         (s->side_of && s->side_of == e->root);
+}
+
+static bool is_side(const Ew *e, const Node *n) {
+  const Node *r = e->cg->fn->plan->slot[n->id].side_of;
+  return r && r == e->root;
 }
 
 static bool splat_leaf(const Node *n) {
@@ -97,6 +114,10 @@ static bool collect(Ew *e, Node *n) {
   RLX_ASSERT(e->ninner < CG_MAX_GROUP_NODES);
   t->pos = e->ninner;
   e->inner[e->ninner++] = n;
+  if (is_side(e, n)) {
+    RLX_ASSERT(e->nside < CG_MAX_GROUP_SIDES); /* fuse.c bounds them */
+    e->side[e->nside++] = n;
+  }
   return cg_ew_check(e->cg, n);
 }
 
@@ -273,7 +294,8 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   return k;
 }
 
-/* Inner loops d = 1..k-1 around one element; then store it. */
+/* Inner loops d = 1..k-1 around one element; then store it and the
+ * side outputs (memoized: computed with the root). */
 static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
                       LLVMValueRef out) {
   Cg *cg = e->cg;
@@ -288,6 +310,8 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
         cg->b, off, LLVMBuildNSWMul(cg->b, e->idx[d], cg_i64(cg, ostr[d]), ""),
         "");
   cg_store(cg, e->root->type.dt, out, off, v);
+  for (int j = 0; j < e->nside; j++)
+    cg_store(cg, e->side[j]->type.dt, e->sptr[j], off, value(e, e->side[j]));
   for (int d = k - 1; d >= 1; d--) cg_loop_end(cg, &loops[d], NULL);
 }
 
@@ -302,7 +326,7 @@ static void emit_nest(Ew *e, int k, const int64_t *cd, const int64_t *ostr,
  * (the body would address them through the plan). */
 #define EW_KEY_MAX \
   (8 + 2 * RLX_MAX_RANK + MAX_LEAVES * (4 + 4 * RLX_MAX_RANK) + \
-   CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
+   2 * CG_MAX_GROUP_NODES + CG_MAX_GROUP_OPERANDS)
 
 typedef struct {
   int64_t key[EW_KEY_MAX];
@@ -335,6 +359,7 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
   for (int i = 0; i < e->ninner; i++) {
     Node *x = e->inner[i];
     q->cmp[c++] = x;
+    key[m++] = is_side(e, x); /* stored: vals 1.. in this order */
     for (int j = 0; j < x->nin; j++) {
       EwEntry *t = entry(e, x->in[j]);
       key[m++] = t->leaf > 0 ? t->leaf - 1 : MAX_LEAVES + t->pos;
@@ -344,7 +369,20 @@ static bool ew_key(Ew *e, EwKey *q, int k, const int64_t *cd,
   return true;
 }
 
-/* The loop of root n: its leaves' buffers are the body's arguments. */
+/* Does stored value x (the root or a side output) overwrite leaf l's
+ * bytes: a root over a dying leaf (memplan.c, inplace_of) or a return
+ * over its argument (Graph.ret_into)? */
+static bool overwrites(Cg *cg, Node *x, Node *l) {
+  const CgSlot *s = cg_slot(cg, x), *ls = cg_slot(cg, l);
+  const Graph *g = cg->fn->plan->g;
+  if (s->inplace_of == l) return true;
+  return s->kind == CG_SLOT_OUTPUT && ls->kind == CG_SLOT_INPUT &&
+         g->ret_into && g->ret_into[s->index] == ls->index;
+}
+
+/* The loop of root n: its buffer, its side outputs' and its leaves'
+ * are the body's arguments; a leaf that a stored value overwrites is
+ * read through that value's argument. */
 static void emit_loop(Ew *e, Node *n) {
   Cg *cg = e->cg;
   int64_t cd[RLX_MAX_RANK], ostr[RLX_MAX_RANK];
@@ -356,9 +394,11 @@ static void emit_loop(Ew *e, Node *n) {
   LLVMValueRef vals[MAX_VAL_LEAVES + 1];
   int nv = 0, map[MAX_LEAVES];
   vals[nv++] = cg_buf(cg, n);
-  Node *inplace = cg_slot(cg, n)->inplace_of;
+  for (int j = 0; j < e->nside; j++) vals[nv++] = cg_buf(cg, e->side[j]);
   for (int l = 0; l < e->nleaf; l++) {
-    map[l] = e->leaf[l] == inplace ? 0 : -1; /* read through out */
+    map[l] = overwrites(cg, n, e->leaf[l]) ? 0 : -1; /* read through out */
+    for (int j = 0; map[l] < 0 && j < e->nside; j++)
+      if (overwrites(cg, e->side[j], e->leaf[l])) map[l] = 1 + j;
     if (map[l] < 0 && !splat_leaf(e->leaf[l]) && nv <= MAX_VAL_LEAVES) {
       map[l] = nv;
       vals[nv++] = cg_buf(cg, e->leaf[l]);
@@ -373,6 +413,7 @@ static void emit_loop(Ew *e, Node *n) {
   for (int l = 0; l < e->nleaf; l++)
     if (!splat_leaf(e->leaf[l]))
       e->ptr[l] = map[l] >= 0 ? vals[map[l]] : cg_buf(cg, e->leaf[l]);
+  for (int j = 0; j < e->nside; j++) e->sptr[j] = vals[1 + j];
   emit_nest(e, k, cd, ostr, vals[0]);
   cg_par_end(cg, &p);
   if (keyed) cg_par_keep(cg, &q.q, &p);
@@ -446,11 +487,14 @@ static void unflatten(Cg *cg, const Type *t, LLVMValueRef i,
   }
 }
 
-LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
+/* cg_fused_load, and with side non-NULL (one lane) cg_group_load. */
+static LLVMValueRef fused_eval(Cg *cg, Node *n, LLVMValueRef idx, int lanes,
+                               Node **side, LLVMValueRef *sv, int *nside) {
   Ew e = {0};
   ew_init(&e, cg, n);
   LLVMTypeRef ct = cg_ctype(cg, n->type.dt);
   LLVMTypeRef rt = lanes > 1 ? LLVMVectorType(ct, (unsigned)lanes) : ct;
+  if (side) *nside = 0;
   if (!collect(&e, n)) {
     return LLVMGetUndef(rt);
   }
@@ -480,7 +524,21 @@ LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
     if (lanes <= 1) r = v;
     else r = LLVMBuildInsertElement(cg->b, r, v, cg_i32(cg, k), "");
   }
+  for (int j = 0; side && j < e.nside; j++) { /* memoized with n */
+    side[j] = e.side[j];
+    sv[j] = value(&e, e.side[j]);
+  }
+  if (side) *nside = e.nside;
   return r;
+}
+
+LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes) {
+  return fused_eval(cg, n, idx, lanes, NULL, NULL, NULL);
+}
+
+LLVMValueRef cg_group_load(Cg *cg, Node *n, LLVMValueRef idx, Node **side,
+                           LLVMValueRef *sv, int *nside) {
+  return fused_eval(cg, n, idx, 1, side, sv, nside);
 }
 
 /* Dynamic sizes: in axis 0 of n and of operands of n's rank, so every

@@ -51,7 +51,8 @@ const CgEmitter *cg_op_entry(Op op);
  * take them (else a diagnostic naming the op, the value and why)?
  * Every symbol must have a bound, which the plan lays memory out for. */
 bool cg_dyn_check(Cg *cg, Graph *g);
-/* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes). */
+/* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes and side
+ * outputs, which their root's loop stores). */
 bool cg_emit_node(Cg *cg, Node *n);
 /* Install the hooks this layer serves to the one below (cg->fused_load,
  * loads of prologue-fused trees). Called before any emitter runs. */
@@ -67,6 +68,12 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx);
  * (fuse.c only builds prologues where vector loads do). The fused_load
  * hook. */
 LLVMValueRef cg_fused_load(Cg *cg, Node *n, LLVMValueRef idx, int lanes);
+/* The root n of an elementwise group at flat element index idx (one
+ * lane), and the values there of the group's side outputs (fuse.c):
+ * side[k] and sv[k], *nside of them (at most CG_MAX_GROUP_SIDES), in
+ * the same order at every call for n. The caller stores them. */
+LLVMValueRef cg_group_load(Cg *cg, Node *n, LLVMValueRef idx, Node **side,
+                           LLVMValueRef *sv, int *nside);
 /* Does the elementwise emitter compile n's op for its dtypes? (else a
  * diagnostic). One element of n from its operands' values v[]. */
 bool cg_ew_check(Cg *cg, Node *n);

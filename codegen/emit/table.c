@@ -42,7 +42,8 @@ static bool dtype_ok(Cg *cg, Node *n) {
 
 bool cg_emit_node(Cg *cg, Node *n) {
   CgSlotKind k = cg_slot(cg, n)->kind;
-  if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS)
+  if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
+      cg_slot(cg, n)->side_of) /* stored by its root's loop */
     return true;
   if (!dtype_ok(cg, n)) return false;
   int nfsrc = cg->nfsrc; /* prologue markers live for one emitter */

@@ -11,7 +11,9 @@
  * %v` when it took over a dying leaf's block), const (a constant
  * global), alias of %v, fused into %root, folded (a transpose read
  * through matmul strides), or none. A root of a fused group lists the
- * nodes computed inside its loop. Attention groups show their leader
+ * nodes computed inside its loop (`group:`) and, among them, the side
+ * outputs its loop also stores (`stores:`); a side output's own line
+ * shows its storage and `stored by %root`. Attention groups show their leader
  * and the saved log-sum-exp block. Unnamed values print as %ID.
  */
 #include "codegen/plan/plan.h"
@@ -23,13 +25,13 @@ static void name(FILE *f, const Node *n) {
   else fprintf(f, "%%%d", n->id);
 }
 
-/* root[id] = the root whose loop computes FUSED node id (first root in
- * reverse node order wins, as a group is built). */
+/* root[id] = the root whose loop computes FUSED node (or side output)
+ * id (first root in reverse node order wins, as a group is built). */
 static void collect(const CgPlan *p, const Node *r, const Node *n,
                     const Node **root) {
   for (int i = 0; i < n->nin; i++) {
     const Node *x = n->in[i];
-    if (!x || !cg_is_fused(p, x) || root[x->id]) continue;
+    if (!x || !cg_in_tree(p, x) || root[x->id]) continue;
     root[x->id] = r;
     collect(p, r, x, root);
   }
@@ -71,6 +73,10 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
     name(f, s->inplace_of);
   }
   if (s->copy_out) fprintf(f, " copied out");
+  if (s->side_of) {
+    fprintf(f, " stored by ");
+    name(f, s->side_of);
+  }
   if (s->kind == CG_SLOT_WS && s->def >= 0)
     fprintf(f, " live %lld..%lld", (long long)s->def, (long long)s->last);
   if (s->scratch_off >= 0)
@@ -90,13 +96,19 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
             (long long)s->saved_last);
 }
 
-static void group(FILE *f, const Graph *g, const Node *r, const Node **root) {
-  bool any = false;
-  for (int i = 0; i < g->nnodes; i++) {
-    if (root[g->nodes[i]->id] != r) continue;
-    fprintf(f, any ? " " : " group: ");
-    name(f, g->nodes[i]);
-    any = true;
+static void group(FILE *f, const CgPlan *p, const Node *r,
+                  const Node **root) {
+  const Graph *g = p->g;
+  for (int side = 0; side < 2; side++) {
+    bool any = false;
+    for (int i = 0; i < g->nnodes; i++) {
+      const Node *n = g->nodes[i];
+      if (root[n->id] != r || (side && cg_plan_slot(p, n)->side_of != r))
+        continue;
+      fprintf(f, any ? " " : side ? " stores: " : " group: ");
+      name(f, n);
+      any = true;
+    }
   }
 }
 
@@ -108,7 +120,7 @@ void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name) {
   memset(root, 0, sizeof *root * ids);
   for (int i = g->nnodes - 1; i >= 0; i--) {
     const Node *n = g->nodes[i];
-    if (!cg_is_fused(p, n)) collect(p, n, n, root);
+    if (!cg_in_tree(p, n)) collect(p, n, n, root);
   }
   fprintf(f, "plan %s (graph %s): workspace %lld bytes\n", fn_name, g->name,
           (long long)p->ws_bytes);
@@ -119,7 +131,7 @@ void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name) {
     fprintf(f, " = %s  ", op_name(n->op));
     storage(f, p, n, root);
     extras(f, p, n);
-    group(f, g, n, root);
+    group(f, p, n, root);
     fputc('\n', f);
   }
   arena_tmp_free(a, root);

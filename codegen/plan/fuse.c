@@ -8,6 +8,21 @@
  * elementwise chain with broadcasts becomes one loop nest with no
  * intermediate buffers. A producer whose shape differs from a consumer
  * (it is broadcast) keeps its buffer, so nothing is recomputed.
+ * Side output (CgSlot.side_of): a returned elementwise node (not
+ * stop_gradient or expand) whose consumers are all elementwise nodes of
+ * its shape in one group with an elementwise root is a member of that
+ * group with storage of its own: the root's loop computes it (memoized,
+ * as a FUSED node, its fused producers joining the group) and also
+ * stores it, so the update m' = f(m, g) read by p' = h(p, m', ...)
+ * costs one loop over p, g, m writing p and m, not two (AdamW: one for
+ * p, m, v). It emits no code of its own, and every element's store
+ * follows all of that element's loads, in both targets. When it is
+ * stored over an argument (Graph.ret_into) memplan.c must be able to do
+ * that in place, so every reader of the argument must be an elementwise
+ * node of the argument's type in the same group (it is then read only
+ * at the element the loop writes, and by no node after the root) and
+ * the argument must not be returned; otherwise the node is refused
+ * (noside) and fusion runs again: it stays a root, as it was before.
  * Prologue: an elementwise node whose only consumer is a reduction
  * (reduce_*), a softmax/log_softmax over an innermost axis or the
  * logits of softmax_cross_entropy is FUSED with that consumer as its
@@ -23,8 +38,9 @@
  * stop_gradient root accepts no fused producers, so it can alias).
  * Decided in reverse node order, so consumers are decided first.
  * Groups are bounded (CG_MAX_GROUP_NODES nodes, CG_MAX_GROUP_OPERANDS
- * operand slots): a producer that would overflow its consumers' group
- * becomes the root of a new one. This keeps every fused tree, and so
+ * operand slots, CG_MAX_GROUP_SIDES side outputs): a producer that
+ * would overflow its consumers' group becomes the root of a new one
+ * (a returned one stays a root). This keeps every fused tree, and so
  * the recursion over it and the LLVM loop body it becomes, small
  * whatever the graph's size, and bounds a root's leaves. Walks over a
  * fused tree visit each FUSED node once (cg_walk_*): trees are DAGs
@@ -39,6 +55,10 @@ static bool same_dims(const Type *a, const Type *b) {
   for (int i = 0; i < a->rank; i++)
     if (a->dims[i] != b->dims[i]) return false;
   return true;
+}
+
+static bool same_type(const Type *a, const Type *b) {
+  return a->dt == b->dt && same_dims(a, b);
 }
 
 /* Elementwise for fusion: expand is a pure broadcast (its operand is
@@ -131,16 +151,34 @@ bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
   }
 }
 
-/* Nodes and operand slots of the group rooted at each node id. */
+/* Nodes, operand slots and side outputs of the group rooted at each
+ * node id. */
 typedef struct {
   Node **root;
-  int *nodes, *slots;
+  int *nodes, *slots, *sides;
 } Groups;
 
-/* Does n fit into the group rooted at r? */
-static bool fits(const Groups *gr, const Node *r, const Node *n) {
+/* Does n fit into the group rooted at r (as a side output)? */
+static bool fits(const Groups *gr, const Node *r, const Node *n, bool side) {
   return gr->nodes[r->id] < CG_MAX_GROUP_NODES &&
-         gr->slots[r->id] + n->nin <= CG_MAX_GROUP_OPERANDS;
+         gr->slots[r->id] + n->nin <= CG_MAX_GROUP_OPERANDS &&
+         (!side || gr->sides[r->id] < CG_MAX_GROUP_SIDES);
+}
+
+/* The root of the one group holding all of n's consumers, when they are
+ * elementwise nodes of n's shape; else NULL. */
+static Node *consumers_group(Graph *g, Node *n, Uses *u, const Groups *gr) {
+  Node **root = gr->root, *r = NULL;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
+    Node *c = g->nodes[u->list[k]];
+    if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
+    bool own = root[c->id] == c; /* c keeps storage: it is a root */
+    if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
+      return NULL; /* aliased / emitted by emit/data.c from a buffer */
+    if (r && root[c->id] != r) return NULL;
+    r = root[c->id];
+  }
+  return r;
 }
 
 /* n joins its consumers' group: returns the group root or NULL. A lone
@@ -151,19 +189,25 @@ static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
   Node **root = gr->root;
   if (u->start[n->id + 1] - u->start[n->id] == 1) {
     Node *c = g->nodes[u->list[u->start[n->id]]];
-    if (cg_fuse_prologue_ok(c, n)) return fits(gr, root[c->id], n) ? c : NULL;
+    if (cg_fuse_prologue_ok(c, n))
+      return fits(gr, root[c->id], n, false) ? c : NULL;
   }
-  Node *r = NULL;
-  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
-    Node *c = g->nodes[u->list[k]];
-    if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
-    bool own = root[c->id] == c; /* c keeps storage: it is a root */
-    if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
-      return NULL; /* aliased / emitted by emit/data.c from a buffer */
-    if (r && root[c->id] != r) return NULL;
-    r = root[c->id];
-  }
-  return r && fits(gr, r, n) ? r : NULL;
+  Node *r = consumers_group(g, n, u, gr);
+  return r && fits(gr, r, n, false) ? r : NULL;
+}
+
+/* Returned n becomes a side output of its consumers' group: returns
+ * that group's root (an elementwise loop of n's shape) or NULL. */
+static Node *side_root(Graph *g, Node *n, Uses *u, const Groups *gr,
+                       const bool *noside) {
+  if (!cg_is_elementwise(n->op) || n->op == OP_STOP_GRADIENT ||
+      noside[n->id])
+    return NULL;
+  Node *r = consumers_group(g, n, u, gr);
+  if (!r || !cg_is_elementwise(r->op) || r->op == OP_STOP_GRADIENT ||
+      !same_dims(&r->type, &n->type))
+    return NULL;
+  return fits(gr, r, n, true) ? r : NULL;
 }
 
 /* A leaf of n's fused tree read with broadcast strides (not a scalar
@@ -211,29 +255,79 @@ static bool all_matmul(Graph *g, Node *n, Uses *u) {
   return cnt > 0;
 }
 
+/* One pass of decisions, in reverse node order over undecided slots. */
+static void decide(Graph *g, CgPlan *plan, Uses *u, Groups *gr,
+                   const bool *isret, const bool *noside) {
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    Node *n = g->nodes[i];
+    CgSlot *s = &plan->slot[n->id];
+    Node *r = fusable(g, n, u, gr, isret);
+    Node *side = !r && isret[n->id] ? side_root(g, n, u, gr, noside) : NULL;
+    gr->root[n->id] = r ? r : side ? side : n;
+    gr->nodes[gr->root[n->id]->id]++;
+    gr->slots[gr->root[n->id]->id] += n->nin;
+    if (r) {
+      s->kind = CG_SLOT_FUSED;
+    } else if (side) {
+      s->side_of = side;
+      gr->sides[side->id]++;
+    } else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, u)) {
+      s->kind = CG_SLOT_FOLDED;
+    }
+  }
+  fix_prologue(g, plan);
+}
+
+/* Side outputs stored over an argument whose in-place store memplan.c
+ * could not prove safe (see the top comment) are marked in noside;
+ * returns how many. */
+static int refuse_sides(Graph *g, CgPlan *plan, Uses *u, const Groups *gr,
+                        const bool *isret, bool *noside) {
+  int bad = 0;
+  for (int j = 0; g->ret_into && j < g->nret; j++) {
+    Node *n = g->rets[j], *r = plan->slot[n->id].side_of;
+    if (!r || g->ret_into[j] < 0) continue;
+    Node *a = g->args[g->ret_into[j]];
+    bool ok = !isret[a->id] && same_type(&n->type, &a->type);
+    for (int k = u->start[a->id]; ok && k < u->start[a->id + 1]; k++) {
+      Node *c = g->nodes[u->list[k]];
+      ok = cg_is_elementwise(c->op) && gr->root[c->id] == r &&
+           same_type(&c->type, &a->type);
+    }
+    if (!ok && !noside[n->id]) {
+      noside[n->id] = true;
+      bad++;
+    }
+  }
+  return bad;
+}
+
+static void undecide(Graph *g, CgPlan *plan, Groups *gr) {
+  for (int i = 0; i < g->nnodes; i++) {
+    int id = g->nodes[i]->id;
+    plan->slot[id].kind = CG_SLOT_NONE;
+    plan->slot[id].side_of = NULL;
+    gr->nodes[id] = gr->slots[id] = gr->sides[id] = 0;
+  }
+}
+
 bool cg_fuse(Graph *g, CgPlan *plan) {
   Uses u = {0};
   Arena *a = plan->ctx->arena; /* temporaries: freed below */
   size_t ids = (size_t)g->next_id + 1;
   bool *isret = arena_tmp_alloc(a, ids * sizeof(bool));
+  bool *noside = arena_tmp_alloc(a, ids * sizeof(bool));
   Groups gr = {arena_tmp_alloc(a, ids * sizeof(Node *)),
+               arena_tmp_alloc(a, ids * sizeof(int)),
                arena_tmp_alloc(a, ids * sizeof(int)),
                arena_tmp_alloc(a, ids * sizeof(int))};
   bool ok = uses_build(a, g, &u);
   for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
-  for (int i = g->nnodes - 1; ok && i >= 0; i--) {
-    Node *n = g->nodes[i];
-    CgSlot *s = &plan->slot[n->id];
-    Node *r = fusable(g, n, &u, &gr, isret);
-    gr.root[n->id] = r ? r : n;
-    gr.nodes[gr.root[n->id]->id]++;
-    gr.slots[gr.root[n->id]->id] += n->nin;
-    if (r)
-      s->kind = CG_SLOT_FUSED;
-    else if (!isret[n->id] && is_swap_last2(n) && all_matmul(g, n, &u))
-      s->kind = CG_SLOT_FOLDED;
+  if (ok) decide(g, plan, &u, &gr, isret, noside);
+  while (ok && refuse_sides(g, plan, &u, &gr, isret, noside)) {
+    undecide(g, plan, &gr); /* each round refuses more nodes */
+    decide(g, plan, &u, &gr, isret, noside);
   }
-  if (ok) fix_prologue(g, plan);
   /* aliases, in forward order so chains resolve to their owner */
   for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];
@@ -248,8 +342,10 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   arena_tmp_free(a, u.start);
   arena_tmp_free(a, u.list);
   arena_tmp_free(a, isret);
+  arena_tmp_free(a, noside);
   arena_tmp_free(a, gr.root);
   arena_tmp_free(a, gr.nodes);
   arena_tmp_free(a, gr.slots);
+  arena_tmp_free(a, gr.sides);
   return ok;
 }

@@ -10,7 +10,10 @@
  * definition to the last node that reads it, where reading a FUSED node
  * reads the operands of its tree, reading a FOLDED transpose or an ALIAS
  * reads the storage underneath, and returned values live to the end.
- * A node's scratch area lives only at its own position. A node's output
+ * A node's scratch area lives only at its own position. A side output
+ * (fuse.c) is written by its root's loop: it is defined at the root's
+ * position (placed right after the root), and reading it inside that
+ * loop reads the operands of its tree, as for a FUSED node. A node's output
  * never shares bytes with its operands (operands are live at its
  * position), so emitters may assume no overlap -- with one exception:
  * an elementwise root may take over the block of a leaf of its fused
@@ -62,7 +65,7 @@ static void mark_reads(CgPlan *p, Node *n, int64_t pos, bool via_ew) {
   for (int k = 0; k < n->nin; k++) {
     Node *o = n->in[k];
     Node *w = owner(p, o);
-    if (!w) {
+    if (!w || p->slot[o->id].side_of) {
       if (cg_walk_first(p, o)) mark_reads(p, o, pos, true);
       continue;
     }
@@ -179,7 +182,7 @@ static bool reads_at_same_element(CgPlan *p, Node *n, Node *a,
     Node *o = n->in[k];
     if (o == a) {
       if (!same_type(&n->type, t)) return false;
-    } else if (p->slot[o->id].kind == CG_SLOT_FUSED) {
+    } else if (cg_in_tree(p, o)) {
       if (cg_walk_first(p, o) && !reads_at_same_element(p, o, a, t))
         return false;
     } else if (owner(p, o) == a) {
@@ -190,11 +193,11 @@ static bool reads_at_same_element(CgPlan *p, Node *n, Node *a,
 }
 
 /* Can return r be computed directly over argument a's buffer (the
- * graph's ret_into)? r is an elementwise root of a's type, nothing
- * after r's position reads a (live ranges are final here: returns
- * were marked), and r's own loop reads a only at the element it
- * writes. Otherwise r goes to the workspace and is copied over a at the
- * end of the function. */
+ * graph's ret_into)? r is an elementwise root (or side output) of a's
+ * type, nothing after r's position (its root's) reads a (live ranges
+ * are final here: returns were marked), and the loop computing r reads
+ * a only at the element it writes. Otherwise r goes to the workspace
+ * and is copied over a at the end of the function. */
 static bool inplace_ret_ok(CgPlan *p, Node *r, Node *a) {
   CgSlot *s = &p->slot[r->id];
   if (s->kind != CG_SLOT_NONE || r->op == OP_CONST || r->op == OP_INPUT ||
@@ -202,7 +205,7 @@ static bool inplace_ret_ok(CgPlan *p, Node *r, Node *a) {
       !same_type(&r->type, &a->type) || p->slot[a->id].last > s->def)
     return false;
   cg_walk_begin(p);
-  return reads_at_same_element(p, r, a, &r->type);
+  return reads_at_same_element(p, s->side_of ? s->side_of : r, a, &r->type);
 }
 
 static void assign_fixed(Graph *g, CgPlan *p) {
@@ -228,7 +231,7 @@ static void assign_fixed(Graph *g, CgPlan *p) {
 static bool read_via_other(CgPlan *p, Node *n, Node *w) {
   for (int k = 0; k < n->nin; k++) {
     Node *o = n->in[k];
-    if (p->slot[o->id].kind == CG_SLOT_FUSED) {
+    if (cg_in_tree(p, o)) {
       if (cg_walk_first(p, o) && read_via_other(p, o, w)) return true;
     } else if (o != w && owner(p, o) == w) {
       return true;
@@ -244,7 +247,7 @@ static int inplace_cands(CgPlan *p, Node *root, Node *n, int64_t pos,
   for (int k = 0; k < n->nin; k++) {
     Node *o = n->in[k];
     CgSlot *s = &p->slot[o->id];
-    if (s->kind == CG_SLOT_FUSED) {
+    if (cg_in_tree(p, o)) {
       if (cg_walk_first(p, o)) m = inplace_cands(p, root, o, pos, out, m);
     } else if (s->kind == CG_SLOT_WS && s->last == pos &&
                same_type(&o->type, &root->type)) {
@@ -269,20 +272,66 @@ static Node *inplace_leaf(CgPlan *p, Node *root, int64_t pos) {
 
 static bool ew_root(const Node *n) { return cg_is_elementwise(n->op); }
 
+/* Blocks being listed, in definition order. */
+typedef struct {
+  Block *bl;
+  int nb, *blk;
+  const int64_t *scratch;
+} Blocks;
+
+/* n's storage and blocks, defined at position i. */
+static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
+  CgSlot *s = &p->slot[n->id];
+  Block *bl = b->bl;
+  if (s->last < i) s->last = i;
+  Node *l = needs_ws(n, s) && ew_root(n) && !s->side_of
+      ? inplace_leaf(p, n, i) : NULL;
+  if (l) {
+    s->kind = CG_SLOT_WS;
+    s->inplace_of = l;
+    b->blk[n->id] = b->blk[l->id];
+    if (bl[b->blk[n->id]].last < s->last) bl[b->blk[n->id]].last = s->last;
+  } else if (needs_ws(n, s)) {
+    s->kind = CG_SLOT_WS;
+    b->blk[n->id] = b->nb;
+    int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
+    bl[b->nb++] = (Block){def, s->last, cg_align(cg_plan_bytes(&n->type)),
+                          &s->offset};
+  } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
+    s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
+  }
+  if (s->saved_bytes > 0)
+    bl[b->nb++] = (Block){i, s->saved_last, cg_align(s->saved_bytes),
+                          &s->saved_off};
+  if (b->scratch && b->scratch[n->id] > 0) {
+    s->scratch_bytes = b->scratch[n->id];
+    bl[b->nb++] = (Block){i, i, cg_align(b->scratch[n->id]), &s->scratch_off};
+  }
+}
+
 bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
-  int nb = 0;
   Ctx *c = p->ctx;
-  Block *bl = arena_alloc(c->arena, sizeof *bl * ((size_t)g->nnodes * 3 + 1));
-  int *blk = arena_alloc(c->arena, sizeof *blk * ((size_t)g->next_id + 1));
+  size_t ids = (size_t)g->next_id + 1;
+  Blocks b = {arena_alloc(c->arena, sizeof *b.bl * ((size_t)g->nnodes * 3 + 1)),
+              0, arena_alloc(c->arena, sizeof *b.blk * ids), scratch};
+  Node **side = arena_alloc(c->arena, sizeof *side * ids); /* chains */
+  memset(side, 0, sizeof *side * ids);
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     CgSlot *s = &p->slot[n->id];
     s->def = i;
     if (s->kind != CG_SLOT_FUSED && s->kind != CG_SLOT_FOLDED &&
-        s->kind != CG_SLOT_ALIAS) {
+        s->kind != CG_SLOT_ALIAS && !s->side_of) {
       cg_walk_begin(p);
       mark_reads(p, n, i, cg_is_elementwise(n->op));
     }
+  }
+  for (int i = g->nnodes - 1; i >= 0; i--) { /* side outputs: the root's */
+    Node *n = g->nodes[i], *r = p->slot[n->id].side_of;
+    if (!r) continue;
+    p->slot[n->id].def = p->slot[r->id].def;
+    side[n->id] = side[r->id];
+    side[r->id] = n;
   }
   for (int i = 0; i < g->nnodes; i++) { /* forward/backward pairs */
     Node *f = p->slot[g->nodes[i]->id].fwd;
@@ -300,31 +349,12 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   assign_fixed(g, p);
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
-    CgSlot *s = &p->slot[n->id];
-    if (s->last < i) s->last = i;
-    Node *l = needs_ws(n, s) && ew_root(n) ? inplace_leaf(p, n, i) : NULL;
-    if (l) {
-      s->kind = CG_SLOT_WS;
-      s->inplace_of = l;
-      blk[n->id] = blk[l->id];
-      if (bl[blk[n->id]].last < s->last) bl[blk[n->id]].last = s->last;
-    } else if (needs_ws(n, s)) {
-      s->kind = CG_SLOT_WS;
-      blk[n->id] = nb;
-      int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
-      bl[nb++] = (Block){def, s->last, cg_align(cg_plan_bytes(&n->type)),
-                         &s->offset};
-    } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
-      s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
-    }
-    if (s->saved_bytes > 0)
-      bl[nb++] = (Block){i, s->saved_last, cg_align(s->saved_bytes),
-                         &s->saved_off};
-    if (scratch && scratch[n->id] > 0) {
-      s->scratch_bytes = scratch[n->id];
-      bl[nb++] = (Block){i, i, cg_align(scratch[n->id]), &s->scratch_off};
-    }
+    if (p->slot[n->id].side_of) continue; /* placed after its root */
+    place_node(p, &b, n, i);
+    for (Node *x = side[n->id]; x; x = side[x->id]) place_node(p, &b, x, i);
   }
+  Block *bl = b.bl;
+  int nb = b.nb, *blk = b.blk;
   int64_t total = place_all(c, bl, nb), hdr = cg_dim_header();
   for (int k = 0; k < nb; k++) *bl[k].off += hdr;
   for (int i = 0; i < g->nnodes; i++) {

@@ -65,6 +65,11 @@ bool cg_is_fused(const CgPlan *plan, const Node *n) {
   return plan->slot[n->id].kind == CG_SLOT_FUSED;
 }
 
+bool cg_in_tree(const CgPlan *plan, const Node *n) {
+  const CgSlot *s = &plan->slot[n->id];
+  return s->kind == CG_SLOT_FUSED || s->side_of;
+}
+
 void cg_strides(const Type *t, int64_t *strides) {
   int64_t s = 1;
   for (int i = t->rank - 1; i >= 0; i--) {

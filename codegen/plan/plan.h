@@ -3,7 +3,8 @@
  *
  * A plan says what each node of a Graph computes where, before any
  * target code exists: which nodes are computed inside another node's
- * loop (fusion groups, fuse.c), which transposes are folded into a
+ * loop (fusion groups, fuse.c; a returned one is also stored from that
+ * loop: a side output), which transposes are folded into a
  * matmul's strides, which nodes alias another's bytes, and where every
  * other value lives (an input or output pointer, a constant, a
  * 64-byte aligned workspace offset with its live range, or in place
@@ -48,6 +49,10 @@ typedef struct {
   bool uses_buf;         /* some consumer reads it through a buffer */
   Node *inplace_of;      /* WS elementwise root written over this leaf
                             (same shape and dtype, dies at the root) */
+  Node *side_of;         /* side output (fuse.c): computed in this
+                            root's loop like a FUSED node and stored
+                            from it to its own storage (this slot's
+                            kind); emits no code of its own */
   /* attention groups (attention_groups.c): */
   Node *attn_lead;       /* attention_backward written by this leader */
   /* forward/backward pairs (attention groups, cg_xent_pairs): */
@@ -98,6 +103,9 @@ void cg_walk_begin(CgPlan *plan);
 bool cg_walk_first(CgPlan *plan, const Node *n);
 /* Is n computed inside its consumers' loops? */
 bool cg_is_fused(const CgPlan *plan, const Node *n);
+/* Is n computed inside a root's loop: FUSED or a side output (which
+ * also has storage)? Walks over a fused tree descend into both. */
+bool cg_in_tree(const CgPlan *plan, const Node *n);
 /* Row-major strides (in elements) of a type. */
 void cg_strides(const Type *t, int64_t *strides);
 /* Broadcast strides of operand type `in` read at out's multi-index
@@ -130,12 +138,15 @@ int cg_attn_mask_kind(const Node *n);
 int cg_attn_wrt(const Node *n);
 
 /* ---- fuse.c ---- */
-/* Mark FUSED / FOLDED / ALIAS nodes of g in plan. A fused group (its
- * root and the FUSED nodes computed in the root's loop) has at most
+/* Mark FUSED / FOLDED / ALIAS nodes and side outputs (CgSlot.side_of)
+ * of g in plan. A fused group (its root and the FUSED nodes and side
+ * outputs computed in the root's loop) has at most
  * CG_MAX_GROUP_NODES nodes whose operand counts add up to at most
- * CG_MAX_GROUP_OPERANDS, so a root has at most that many leaves. */
+ * CG_MAX_GROUP_OPERANDS, so a root has at most that many leaves, and at
+ * most CG_MAX_GROUP_SIDES side outputs. */
 #define CG_MAX_GROUP_NODES 64
 #define CG_MAX_GROUP_OPERANDS 128
+#define CG_MAX_GROUP_SIDES 8 /* side outputs stored by one root's loop */
 bool cg_fuse(Graph *g, CgPlan *plan);
 /* Prologue fusion: is n (FUSED) computed inside the loads of a
  * reduction-family consumer (reduce_*, softmax and log_softmax over an

@@ -210,6 +210,30 @@ def stop_gradient_fwd(c, rng):
     c.run([a, b], [out("f32", a.v, "r0"), out("f64", b.v * b.v, "r1")])
 
 
+@case()
+def side_outputs(c, rng):
+    x = T("f32", uni(rng, (37, 129)), "x")
+    b = T("f32", uni(rng, (129,)), "b")
+    y = T("f64", uni(rng, (5, 3)), "y")
+    c.graph([x, b, y], "%h = add(%x, %b)\n%t = mul(tanh(%h), %h)\n"
+            "%s = mul(%x, 2.0)\n%d = cast(add(%s, 1.0), to=f64)\n"
+            "%e = exp(%y)\n%u = sub(%e, %y)\n%w = mul(%u, %u)",
+            "%t, %h, %d, %s, %w, %u, %e",
+            comment="returned values read only by one elementwise group "
+            "of their\nshape are stored by its loop (side outputs, "
+            "fuse.c): %h by %t's\n(a broadcast leaf), %s (f32) by %d's "
+            "(f64), %u and %e by %w's")
+    h = x.v + b.v
+    s_ = round_to("f32", x.v * 2.0)
+    e = np.exp(y.v)
+    u = e - y.v
+    c.run([x, b, y], [out("f32", np.tanh(h) * h, "t"), out("f32", h, "h"),
+                      out("f64", round_to("f32", s_ + 1.0), "d"),
+                      out("f32", s_, "s"),
+                      out("f64", u * u, "w"), out("f64", u, "u"),
+                      out("f64", e, "e")])
+
+
 # ---------------------------------------------------------------- casts
 
 ALL_DT = ["f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64", "bool"]

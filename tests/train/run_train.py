@@ -22,6 +22,11 @@
   run_train.py --rlxc RLXC --work DIR --diagnostics
       the errors of --train: no param, a loss of more than one element,
       params of two dtypes, an unknown optimizer, --wrt with --train.
+  run_train.py --rlxc RLXC --driver TRAIN_EXACT --work DIR --exact OPT
+      tests/train/exact/lin.rlx with --train=OPT against train_exact's
+      C reference, bitwise (every param and state piece after every
+      step); and --emit=plan: the state updates are side outputs of the
+      param updates' loops (fuse.c), so the test covers them.
 Only the Python standard library is used.
 """
 import argparse
@@ -219,12 +224,46 @@ def diagnostics(a):
     return bad
 
 
+# "(in place) stored by" lines of lin_train's plan: the state updates
+# (AdamW: m and v of w and b, and step stored by its cast to f64).
+EXACT_SIDES = {"sgd": 0, "momentum": 2, "adamw": 5}
+
+
+def exact(a, opt):
+    work = os.path.join(a.work, "exact_" + opt)
+    os.makedirs(work, exist_ok=True)
+    src = os.path.join(HERE, "exact", "lin.rlx")
+    obj, so = os.path.join(work, "lin.o"), os.path.join(work, "lin.so")
+    rc, out = sh([a.rlxc, src, "--train=" + opt, "-o", obj])
+    if rc:
+        return "rlxc failed: " + out
+    rc, out = sh([os.environ.get("CC", "cc"), "-shared", obj, "-o", so])
+    if rc:
+        return "cc failed: " + out
+    rc, out = sh([a.driver, so, "lin_train", opt])
+    if rc:
+        return "train_exact: " + out
+    plan = os.path.join(work, "lin.plan")
+    rc, out = sh([a.rlxc, src, "--train=" + opt, "--emit=plan", "-o", plan])
+    if rc:
+        return "rlxc --emit=plan failed: " + out
+    with open(plan) as f:
+        text = ("\n" + f.read()).split("\nplan ")
+    train = [t for t in text if "(graph lin_train)" in t.split("\n", 1)[0]]
+    n = train[0].count("(in place) stored by") if train else -1
+    if n != EXACT_SIDES[opt]:
+        return "plan: %d side outputs stored in place, expected %d" % (
+            n, EXACT_SIDES[opt])
+    return None
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rlxc", help="needed except with --gpu-run")
     p.add_argument("--driver")
     p.add_argument("--work")
     p.add_argument("--diagnostics", action="store_true")
+    p.add_argument("--exact", metavar="OPT", choices=sorted(EXACT_SIDES))
     p.add_argument("--gpu-pack", metavar="OUT")
     p.add_argument("--gpu-run", metavar="OUT")
     p.add_argument("--dir", help="cases/ and golden/ elsewhere (default: "
@@ -240,6 +279,11 @@ def main():
     if a.gpu_pack:
         return 1 if gpu_pack(a, a.gpu_pack, a.cases) else 0
     bad = diagnostics(a) if a.diagnostics else 0
+    if a.exact:
+        why = exact(a, a.exact)
+        print("%s exact_%s%s" % ("FAIL" if why else "PASS", a.exact,
+                                 ": " + why if why else ""))
+        bad += why is not None
     for name in a.cases:
         why = run_case(a, name)
         print("%s %s%s" % ("FAIL" if why else "PASS", name,

@@ -5,7 +5,9 @@
  * reused once a value dies, elementwise chains need no buffers,
  * broadcast producers keep theirs, elementwise producers read only by
  * a reduction are fused into it (prologue), transposes fold into
- * matmul, and returns are computed in place in the outputs. Graphs come
+ * matmul, returns are computed in place in the outputs, and returned
+ * elementwise values read only by one group are that group's side
+ * outputs (in place over their argument when it is safe). Graphs come
  * from the front end; a randomized test checks the invariant on many
  * graphs. */
 #include "codegen/plan/plan.h"
@@ -32,6 +34,24 @@ static Planned plan_src(const char *src, const int64_t *scratch) {
   r.p = cg_plan_new(r.c, r.g);
   CU_ASSERT_TRUE(cg_fuse(r.g, r.p));
   CU_ASSERT_TRUE(cg_memplan(r.g, r.p, scratch));
+  return r;
+}
+
+/* plan_src with Graph.ret_into: return j overwrites argument into[j]
+ * (-1: none), as ENTRY_train's returns. */
+static Planned plan_into(const char *src, const int *into) {
+  Planned r = {0};
+  ops_init();
+  r.c = ctx_new("t.rlx", src, strlen(src));
+  Module *m = fe_parse(r.c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT_EQUAL_FATAL(r.c->nerrors, 0);
+  r.g = m->graphs[m->ngraphs - 1];
+  r.g->ret_into = arena_alloc(r.c->arena, sizeof(int) * (size_t)r.g->nret);
+  memcpy(r.g->ret_into, into, sizeof(int) * (size_t)r.g->nret);
+  r.p = cg_plan_new(r.c, r.g);
+  CU_ASSERT_TRUE(cg_fuse(r.g, r.p));
+  CU_ASSERT_TRUE(cg_memplan(r.g, r.p, NULL));
   return r;
 }
 
@@ -240,6 +260,99 @@ static void test_inplace(void) {
   ctx_free(r.c);
 }
 
+/* The plan dump of r contains s? */
+static bool dump_has(const Planned *r, const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cg_plan_dump(f, r->p, "t");
+  fclose(f);
+  bool has = strstr(buf, s) != NULL;
+  free(buf);
+  return has;
+}
+
+/* Side outputs: a returned elementwise value read only by one
+ * elementwise group of its shape is computed and stored by that group's
+ * loop (with its own fused producers), and emits nothing itself. */
+static void test_side_outputs(void) {
+  Planned r = plan_src(
+      "graph g { input %m: f32[8, 16]  input %g: f32[8, 16]\n"
+      "  input %p: f32[8, 16]  input %s: f32[16]\n"
+      "  %d = sub(%g, %m)  %m2 = add(%m, mul(%d, 0.1))\n"
+      "  %v2 = mul(%g, %g)\n"
+      "  %p2 = sub(%p, div(%m2, add(sqrt(%v2), 0.001)))\n"
+      "  %e = exp(%s)  %u = add(%e, 1.0)\n"
+      "  return %p2, %m2, %v2, %u, %e }", NULL);
+  CU_ASSERT_PTR_EQUAL(slot(&r, "m2")->side_of, node(&r, "p2"));
+  CU_ASSERT_PTR_EQUAL(slot(&r, "v2")->side_of, node(&r, "p2"));
+  CU_ASSERT_PTR_EQUAL(slot(&r, "e")->side_of, node(&r, "u"));
+  CU_ASSERT_PTR_NULL(slot(&r, "p2")->side_of);
+  CU_ASSERT_EQUAL(slot(&r, "m2")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(slot(&r, "m2")->index, 1);
+  CU_ASSERT_EQUAL(slot(&r, "v2")->index, 2);
+  CU_ASSERT_EQUAL(slot(&r, "d")->kind, CG_SLOT_FUSED);
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 0);
+  CU_ASSERT_TRUE(dump_has(&r, "stored by %p2"));
+  CU_ASSERT_TRUE(dump_has(&r, "stores: %m2 %v2\n"));
+  CU_ASSERT_TRUE(dump_has(&r, "exp  outputs[4] stored by %u\n"));
+  CU_ASSERT_TRUE(dump_has(&r, "outputs[3] group: %e stores: %e\n"));
+  check_invariant(&r);
+  ctx_free(r.c);
+  /* not when a consumer has another shape (a broadcast), is a
+   * reduction's prologue, or consumers are in two groups */
+  r = plan_src(
+      "graph g { input %x: f32[8, 16]  input %y: f32[4, 8, 16]\n"
+      "  %a = exp(%x)  %b = add(%a, %y)\n"
+      "  %c = neg(%x)  %r = reduce_sum(mul(%c, 2.0), axes=[1])\n"
+      "  %h = tanh(%x)  %h1 = add(%h, 1.0)  %h2 = mul(%h, 2.0)\n"
+      "  return %b, %a, %r, %c, %h1, %h2, %h }", NULL);
+  CU_ASSERT_PTR_NULL(slot(&r, "a")->side_of);
+  CU_ASSERT_PTR_NULL(slot(&r, "c")->side_of);
+  CU_ASSERT_PTR_NULL(slot(&r, "h")->side_of);
+  CU_ASSERT_FALSE(dump_has(&r, "stored by"));
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
+/* A side output stored over its argument (ret_into) is in place when
+ * the group alone reads the argument, at the element it writes; else it
+ * stays a root of its own. */
+static void test_side_outputs_in_place(void) {
+  const char *src =
+      "graph g { input %m: f32[8, 16]  input %g: f32[8, 16]\n"
+      "  input %p: f32[8, 16]\n"
+      "  %m2 = add(%m, mul(sub(%g, %m), 0.1))  %p2 = sub(%p, %m2)\n"
+      "  %k = reduce_sum(%m)\n"
+      "  return %p2, %m2, %k }";
+  Planned r = plan_into(src, (const int[]){2, 0, -1});
+  CU_ASSERT_PTR_NULL(slot(&r, "m2")->side_of); /* %k reads %m too */
+  check_invariant(&r);
+  ctx_free(r.c);
+  r = plan_into(
+      "graph g { input %m: f32[8, 16]  input %g: f32[8, 16]\n"
+      "  input %p: f32[8, 16]\n"
+      "  %m2 = add(%m, mul(sub(%g, %m), 0.1))  %p2 = sub(%p, %m2)\n"
+      "  return %p2, %m2 }", (const int[]){2, 0});
+  CU_ASSERT_PTR_EQUAL(slot(&r, "m2")->side_of, node(&r, "p2"));
+  CU_ASSERT_EQUAL(slot(&r, "m2")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_EQUAL(slot(&r, "m2")->def, slot(&r, "p2")->def);
+  CU_ASSERT_EQUAL(slot(&r, "p2")->kind, CG_SLOT_OUTPUT);
+  CU_ASSERT_TRUE(dump_has(&r, "outputs[1] = inputs[0] (in place) stored by "
+                              "%p2"));
+  CU_ASSERT_EQUAL(r.p->ws_bytes, 0);
+  ctx_free(r.c);
+  /* %m read transposed by the group: refused */
+  r = plan_into(
+      "graph g { input %m: f32[16, 16]  input %p: f32[16, 16]\n"
+      "  %m2 = mul(%m, 0.5)\n"
+      "  %p2 = sub(%p, add(%m2, transpose(%m, perm=[1, 0])))\n"
+      "  return %p2, %m2 }", (const int[]){1, 0});
+  CU_ASSERT_PTR_NULL(slot(&r, "m2")->side_of);
+  check_invariant(&r);
+  ctx_free(r.c);
+}
+
 static void test_scratch(void) {
   const char *src =
       "graph g { input %x: f32[16, 16]\n"
@@ -417,6 +530,8 @@ int main(void) {
   CU_add_test(s, "stop_gradient", test_stop_gradient);
   CU_add_test(s, "expand fused", test_expand_fused);
   CU_add_test(s, "in place", test_inplace);
+  CU_add_test(s, "side outputs", test_side_outputs);
+  CU_add_test(s, "side outputs in place", test_side_outputs_in_place);
   CU_add_test(s, "scratch", test_scratch);
   CU_add_test(s, "prologue fused", test_prologue_fused);
   CU_add_test(s, "prologue kept", test_prologue_kept);
