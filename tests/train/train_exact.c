@@ -13,7 +13,6 @@
  * same bits as separate loops did: the update is the same arithmetic.
  * Prints one line per failure and "PASS" or "FAIL".
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,12 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "rlxrt.h"
 
 enum { STEPS = 3, MAXA = 16 };
 
-typedef int (*EntryFn)(const void *const *, void *const *, void *);
-typedef const rlx_signature *(*SigFn)(void);
 
 typedef struct {
   float lr, b1, b2, eps, mom, wd;
@@ -151,19 +149,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: train_exact LIB.so ENTRY OPT\n");
     return 2;
   }
-  void *lib = dlopen(argv[1], RTLD_NOW);
-  if (!lib) {
-    printf("FAIL: dlopen: %s\n", dlerror());
-    return 1;
-  }
-  char sname[512];
-  snprintf(sname, sizeof sname, "%s_signature", argv[2]);
-  EntryFn fn = (EntryFn)dlsym(lib, argv[2]);
-  SigFn sf = (SigFn)dlsym(lib, sname);
-  if (!fn || !sf) {
-    printf("FAIL: no %s or %s in %s\n", argv[2], sname, argv[1]);
-    return 1;
-  }
+  EntryFn fn;
+  SigFn sf;
+  if (!load_entry(argv[1], argv[2], &fn, &sf)) return 1;
   Hyper h = {0.01f, 0.9f, 0.999f, 1e-8f, 0.9f, 0.1f};
   for (int r = 0; r < 2; r++)
     if (!run(fn, sf(), argv[3], &h, r)) break;

@@ -22,21 +22,19 @@
  * updates are checked on the device's buffers. Run 1 repeats run 0 and
  * must be bit-identical to it (deterministic kernels).
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "rlxrt.h"
 
 enum { MAXA = 64, MAXSTEPS = 16 };
 
-typedef int (*EntryFn)(const void *const *, void *const *, void *);
 typedef int (*GpuEntryFn)(const void *const *, void *const *, void *,
                           void *);
-typedef const rlx_signature *(*SigFn)(void);
 
 static int failures;
 
@@ -149,19 +147,9 @@ int main(int argc, char **argv) {
   }
   atexit(free_owned);
   const char *dir = argv[3];
-  void *lib = dlopen(argv[1], RTLD_NOW);
-  if (!lib) {
-    printf("FAIL: dlopen: %s\n", dlerror());
-    return 1;
-  }
-  char sname[512];
-  snprintf(sname, sizeof sname, "%s_signature", argv[2]);
-  EntryFn fn = (EntryFn)dlsym(lib, argv[2]);
-  SigFn sf = (SigFn)dlsym(lib, sname);
-  if (!fn || !sf) {
-    printf("FAIL: no %s or %s in %s\n", argv[2], sname, argv[1]);
-    return 1;
-  }
+  EntryFn fn;
+  SigFn sf;
+  if (!load_entry(argv[1], argv[2], &fn, &sf)) return 1;
   const rlx_signature *sig = sf();
 
   /* case.txt */

@@ -23,7 +23,11 @@ typedef struct {
   CgPlan *p;
 } Planned;
 
-static Planned plan_src(const char *src, const int64_t *scratch) {
+/* Parse src, then fuse and plan its last graph; into (NULL: none) is
+ * its Graph.ret_into: return j overwrites argument into[j] (-1: none),
+ * as ENTRY_train's returns. */
+static Planned plan_full(const char *src, const int64_t *scratch,
+                         const int *into) {
   Planned r = {0};
   ops_init();
   r.c = ctx_new("t.rlx", src, strlen(src));
@@ -31,28 +35,22 @@ static Planned plan_src(const char *src, const int64_t *scratch) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   CU_ASSERT_EQUAL_FATAL(r.c->nerrors, 0);
   r.g = m->graphs[m->ngraphs - 1];
+  if (into) {
+    r.g->ret_into = arena_alloc(r.c->arena, sizeof(int) * (size_t)r.g->nret);
+    memcpy(r.g->ret_into, into, sizeof(int) * (size_t)r.g->nret);
+  }
   r.p = cg_plan_new(r.c, r.g);
   CU_ASSERT_TRUE(cg_fuse(r.g, r.p));
   CU_ASSERT_TRUE(cg_memplan(r.g, r.p, scratch));
   return r;
 }
 
-/* plan_src with Graph.ret_into: return j overwrites argument into[j]
- * (-1: none), as ENTRY_train's returns. */
+static Planned plan_src(const char *src, const int64_t *scratch) {
+  return plan_full(src, scratch, NULL);
+}
+
 static Planned plan_into(const char *src, const int *into) {
-  Planned r = {0};
-  ops_init();
-  r.c = ctx_new("t.rlx", src, strlen(src));
-  Module *m = fe_parse(r.c);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-  CU_ASSERT_EQUAL_FATAL(r.c->nerrors, 0);
-  r.g = m->graphs[m->ngraphs - 1];
-  r.g->ret_into = arena_alloc(r.c->arena, sizeof(int) * (size_t)r.g->nret);
-  memcpy(r.g->ret_into, into, sizeof(int) * (size_t)r.g->nret);
-  r.p = cg_plan_new(r.c, r.g);
-  CU_ASSERT_TRUE(cg_fuse(r.g, r.p));
-  CU_ASSERT_TRUE(cg_memplan(r.g, r.p, NULL));
-  return r;
+  return plan_full(src, NULL, into);
 }
 
 static Node *node(const Planned *r, const char *name) {
