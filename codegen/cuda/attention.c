@@ -21,9 +21,10 @@
  *   forward per query row) writes lse and D, to the leader's scratch
  *   (cu_attention_scratch); wrt=q and wrt=bias: query rows over key
  *   tiles, P = exp(s - lse), dS = P (dO.v - D), dbias = dS,
- *   dq += dS f k (f: scale, or scale (1 - tanh^2) with softcap); wrt=k, v: key rows over query
- *   tiles, dv += P dO, dk += dS f q (on the tensor cores one kernel for
- *   both when head_dim <= 64; above, its registers would spill).
+ *   dq += dS f k (f: scale, or scale (1 - tanh^2) with softcap);
+ *   wrt=k, v: key rows over query tiles, dv += P dO, dk += dS f q (on
+ *   the tensor cores one kernel for both when head_dim <= 64; above,
+ *   its registers would spill).
  * Per-thread rows (q, dO, accumulators) are arrays of head_dim
  * elements in local memory.
  * bf16/f16 attention and attention_backward with head_dim a multiple
@@ -49,7 +50,7 @@ typedef struct {
   int64_t es, bt;     /* compute bytes; rows per shared tile */
   int mi;             /* mask operand index */
   Node *res[4];       /* the results: o | dq dk dv dbias (NULL: none) */
-  int64_t saved_off, d_off; /* workspace bytes of the rows' lse and D
+  int64_t lse_off, d_off; /* workspace bytes of the rows' lse and D
                              ([b][h][lq], compute type; -1: none) */
   LLVMValueRef b, h, bh, t0, tid; /* this block's head, first row */
 } At;
@@ -408,10 +409,10 @@ static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
   LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
   LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
                          cst(a, -INFINITY));
-  LLVMBuildStore(cg->b, lse, row_val(a, a->saved_off, i));
+  LLVMBuildStore(cg->b, lse, row_val(a, a->lse_off, i));
 }
 
-/* attention: o rows (and their lse when a->saved_off >= 0); pre (the
+/* attention: o rows (and their lse when a->lse_off >= 0); pre (the
  * backward's pre-pass): lse and D = dO . O of each row. */
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -434,7 +435,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
   if (pre) LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
-  if (a->saved_off >= 0) put_lse(a, i, m, l);
+  if (a->lse_off >= 0) put_lse(a, i, m, l);
   end_if(a, j);
   at_end(a, a->g.lq, AT_NT);
 }
@@ -443,7 +444,8 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
  * is then 0), and D. */
 static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
   Cg *cg = dev(a);
-  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->saved_off, r), "");
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->lse_off, r),
+                                  "");
   *ls = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cst(a, -INFINITY), ""),
             cst(a, INFINITY), v);
   *d = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->d_off, r), "");
@@ -962,7 +964,7 @@ static LLVMValueRef tc_mlog(At *a, LLVMValueRef m) {
   return at_mul(a, m, cst(a, -1.4426950408889634));
 }
 
-/* attention (o, and its lse when a->saved_off >= 0) or the backward's
+/* attention (o, and its lse when a->lse_off >= 0) or the backward's
  * pre-pass (pre: lse and D = dO . o of each row, as fwd_kernel). */
 static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -1077,7 +1079,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     if (pre) dd = tc_quad(a, dd, false);
     LLVMBasicBlockRef jn = begin_if(a, valid);
     if (pre) LLVMBuildStore(b, dd, row_val(a, a->d_off, i));
-    if (a->saved_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
+    if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
   at_end(a, a->g.lq, TC_THREADS);
@@ -1310,7 +1312,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   bool bwd = n->op == OP_ATTENTION_BACKWARD;
   At a = {.cu = cu, .n = n, .g = cg_attn_geometry(n), .dt = dt,
           .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3,
-          .res = {n}, .saved_off = -1, .d_off = -1};
+          .res = {n}, .lse_off = -1, .d_off = -1};
   a.et = cg_ctype(cu->dev, a.ct);
   a.es = dt_size(a.ct);
   if (k_tile_rows(a.g.d, a.es) < 1)
@@ -1319,7 +1321,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   bool tc = tc_ok(&a);
   if (!bwd) {
     if (type_numel(&n->type) == 0) return true;
-    if (s->saved_bytes > 0) a.saved_off = s->saved_off;
+    if (s->saved_bytes > 0) a.lse_off = s->saved_off;
     if (tc) tc_fwd_kernel(&a, p, false);
     else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
@@ -1329,7 +1331,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   cg_attn_members(p, n, a.res);
   Node *f = s->fwd;
   a.d_off = s->scratch_off;
-  a.saved_off = f ? p->slot[f->id].saved_off
+  a.lse_off = f ? p->slot[f->id].saved_off
                 : a.d_off + a.g.b * a.g.h * a.g.lq * a.es;
   if (f) dsum_kernel(&a, p, f);
   else if (tc) tc_fwd_kernel(&a, p, true);

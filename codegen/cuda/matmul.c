@@ -557,7 +557,10 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
  * it into the node's scratch with rows padded to 16 bytes (zeros past
  * the row: a chunk straddling the edge reads them), small ones are
  * staged with masked element loads. Every output is the mma chain over
- * k slices in increasing order from 0: deterministic, no split. */
+ * its k slices in increasing order. Few output tiles (mm_geom's rule):
+ * K split over S blocks, each writing f32 partial sums to the scratch,
+ * which matmul_sum adds in split order and rounds once (deterministic;
+ * S is a function of the shape). */
 
 #define MMA_PAD_MACS (1LL << 24) /* smallest product padding an operand */
 #define WG_LBO 8192 /* wgmma MN-major: bytes between 64-wide outer blocks
@@ -1190,7 +1193,8 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   }
   /* this block's k slices: nks, fewer in the last split */
   int64_t kel = c->rowb / m.es, nk0 = (K + kel - 1) / kel;
-  LLVMValueRef left = LLVMBuildSub(b, i64(cu, nk0), mul(cu, split, m.nks), "");
+  LLVMValueRef left = LLVMBuildSub(b, i64(cu, nk0), mul(cu, split, m.nks),
+                                   "");
   LLVMValueRef nk = m.S == 1 ? i64(cu, nk0) : LLVMBuildSelect(
       b, ult(cu, left, m.nks), left, i64(cu, m.nks), "");
   for (int s = 0; s < c->stages - 1 - c->wgp; s++)
