@@ -140,7 +140,10 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
   LLVMValueRef dy = cg_load(cg, dt, cg_buf(cg, n->in[1]),
                             cu_remap(cu, i, n->type.dims, bs, n->type.rank));
   LLVMValueRef g;
-  if (dt == DT_F32 && act_vector_math(kind)) {
+  if (!strcmp(kind, "gelu_tanh") &&
+      cg_gelu_tanh_fast(cg, dt, x, NULL, &g)) {
+    g = LLVMBuildFMul(cg->b, dy, g, "");
+  } else if (dt == DT_F32 && act_vector_math(kind)) {
     LLVMTypeRef vt = LLVMVectorType(cg->t_f32, 1);
     LLVMValueRef z = cg_i32(cg, 0);
     LLVMValueRef vx = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, z, "");

@@ -373,8 +373,11 @@ LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v) {
     r = binary(cg, n->op, v[0], v[1], dt);
   else if (dt == DT_C64)
     r = LLVMBuildFNeg(cg->b, v[0], "");
-  else if (dt_is_float(dt))
-    r = unary_float(cg, n->op, v[0]);
+  else if (dt_is_float(dt)) {
+    if (n->op != OP_GELU_TANH ||
+        !cg_gelu_tanh_fast(cg, n->type.dt, v[0], &r, NULL))
+      r = unary_float(cg, n->op, v[0]);
+  }
   else
     r = unary_int(cg, n->op, v[0], dt);
   return cg_round_dt(cg, n->type.dt, r);

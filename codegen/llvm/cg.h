@@ -406,6 +406,16 @@ LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v);
  * (absolute error ~1e-7) so that loops stay vectorized. */
 LLVMValueRef cg_ops_tanh(Cg *cg, LLVMValueRef v);
 LLVMValueRef cg_ops_erf(Cg *cg, LLVMValueRef v);
+/* gelu_tanh of an f32 scalar x (*y) and its derivative (*dydx; either
+ * may be NULL) for a result of dtype dt, when the code is for the GPU
+ * (an nvptx triple) and dt is f16 or bf16: 0.5 (1 + tanh u) written as
+ * the sigmoid 1 / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * by ex2.approx and rcp.approx (relative error near 1e-6, far under
+ * the result's rounding, for a fraction of the tanh polynomial and
+ * division); false (nothing built) otherwise: the caller computes the
+ * CPU's formula. */
+bool cg_gelu_tanh_fast(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef *y,
+                       LLVMValueRef *dydx);
 
 /* ---- index operands (index.c) ---- */
 /* Load index element i of an index buffer (i32, i64, or f32/f64 with

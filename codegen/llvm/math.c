@@ -4,8 +4,12 @@
  * f32 vectors of exp, tanh and erf are straight-line approximations
  * (Cephes polynomials) so that loops using them stay vectorized; other
  * types use LLVM intrinsics or call libm per lane (accuracy first).
+ * One exception for the GPU: gelu_tanh with f16/bf16 results
+ * (cg_gelu_tanh_fast).
  */
 #include "codegen/llvm/cg.h"
+
+#include <string.h>
 
 /* Constant vector of n copies of constant c (also for n = 1: the GPU
  * target computes one element as a <1 x float> to get these same
@@ -152,4 +156,37 @@ LLVMValueRef cg_ops_erf(Cg *cg, LLVMValueRef x) {
                                  LLVMBuildFMul(b, p, e, ""), "");
   LLVMValueRef cs[2] = {r, x};
   return cg_intrinsic(cg, "llvm.copysign", vt, cs, 2);
+}
+
+bool cg_gelu_tanh_fast(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef *y,
+                       LLVMValueRef *dydx) {
+  if ((dt != DT_F16 && dt != DT_BF16) || !cg->triple ||
+      strncmp(cg->triple, "nvptx", 5) || LLVMTypeOf(x) != cg->t_f32)
+    return false;
+  LLVMBuilderRef b = cg->b;
+  const double k = 0.79788456080286535588, a = 0.044715;
+  LLVMValueRef x2 = LLVMBuildFMul(b, x, x, "");
+  LLVMValueRef u = LLVMBuildFMul(
+      b, LLVMConstReal(cg->t_f32, k),
+      LLVMBuildFAdd(b, x, LLVMBuildFMul(b, LLVMConstReal(cg->t_f32, a),
+                                        LLVMBuildFMul(b, x2, x, ""), ""),
+                    ""), "");
+  LLVMValueRef e = LLVMBuildFMul(
+      b, u, LLVMConstReal(cg->t_f32, -2 * 1.4426950408889634), "");
+  e = cg_intrinsic_n(cg, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &e, 1);
+  LLVMValueRef s = LLVMBuildFAdd(b, LLVMConstReal(cg->t_f32, 1), e, "");
+  s = cg_intrinsic_n(cg, "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, &s, 1);
+  if (y) *y = LLVMBuildFMul(b, x, s, "");
+  if (dydx) {
+    LLVMValueRef du = LLVMBuildFMul(
+        b, LLVMConstReal(cg->t_f32, 2 * k),
+        LLVMBuildFAdd(b, LLVMConstReal(cg->t_f32, 1),
+                      LLVMBuildFMul(b, LLVMConstReal(cg->t_f32, 3 * a), x2,
+                                    ""), ""), "");
+    LLVMValueRef t = LLVMBuildFMul(
+        b, LLVMBuildFMul(b, x, s, ""),
+        LLVMBuildFSub(b, LLVMConstReal(cg->t_f32, 1), s, ""), "");
+    *dydx = LLVMBuildFAdd(b, s, LLVMBuildFMul(b, t, du, ""), "");
+  }
+  return true;
 }

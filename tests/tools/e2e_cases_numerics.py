@@ -177,3 +177,34 @@ def dense_solve_singular(c, rng):
                 "%xb = batched_dense_solve(%ab, %bb)", "%x, %xb",
                 comment="a singular system: RLX_ERR_SINGULAR")
         c.run(ins, [], sub=sub, args=["--expect", "2"])
+
+
+def _gelu_tanh_half_case(dt, tol):
+    """gelu_tanh and its derivative with f16 / bf16 results over
+    [-12, 12] and random values: the CPU's tanh form and the GPU's
+    sigmoid form (docs/gpu.md) both within a rounding of the float64
+    values."""
+    def build(c, rng):
+        xs = np.concatenate([np.linspace(-12, 12, 97),
+                             rng.standard_normal(63) * 3])
+        x = T(dt, xs.reshape(8, 20), "x")
+        dy = T(dt, rng.standard_normal((8, 20)), "dy")
+        k, a = np.sqrt(2 / np.pi), 0.044715
+        xv = x.v
+        th = np.tanh(k * (xv + a * xv ** 3))
+        d = 0.5 * (1 + th) + 0.5 * xv * (1 - th * th) * k * (
+            1 + 3 * a * xv * xv)
+        outs = [out("f32", 0.5 * xv * (1 + th), "y"),
+                out("f32", dy.v * d, "dx")]
+        c.graph([x, dy], "%y = cast(gelu_tanh(%x), to=f32)\n"
+                "%dx = cast(activation_backward(%x, %dy, kind=gelu_tanh), "
+                "to=f32)", outs_str(outs), comment="gelu_tanh and its "
+                "derivative in %s (results cast to f32 for the "
+                "tolerance)" % dt)
+        c.run([x, dy], outs, args=["--threads", "1,2", "--rtol", tol,
+                                   "--atol", tol])
+    case("gelu_tanh_" + dt)(build)
+
+
+_gelu_tanh_half_case("bf16", "1e-2")
+_gelu_tanh_half_case("f16", "2e-3")
