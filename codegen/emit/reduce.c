@@ -264,19 +264,23 @@ static LLVMValueRef red_scalar_nest(Red *R, int d, LLVMValueRef ioff,
                           cg_load(cg, R->dt, R->x, ioff));
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0),
-                                 cg_i64(cg, R->s.size[d]), &acc, 1);
-  acc = red_scalar_nest(R, d + 1, add64(cg, ioff, mulc(cg, j, R->s.istr[d])),
+                                 cg_dim(cg, R->s.size[d]), &acc, 1);
+  acc = red_scalar_nest(R, d + 1,
+                        add64(cg, ioff, cg_mul_dim(cg, j, R->s.istr[d])),
                         acc);
   cg_loop_end(cg, &l, &acc);
   return acc;
 }
 
-static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
+/* out: the output's element count, a size (dynamic: read at run time);
+ * in_bound: the input's count at the bounds (the grain). */
+static void red_scalar(Red *R, int64_t out, int64_t in_bound) {
   Cg *cg = R->cg;
   LLVMValueRef vals[2] = {R->y, R->x};
+  int64_t ob = dim_bound(out);
   CgPar par;
-  LLVMValueRef o = cg_par_begin(cg, &par, cg_i64(cg, out_numel),
-                                cg_grain(out_numel, in_numel / out_numel + 1),
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_dim(cg, out),
+                                cg_grain(ob, in_bound / (ob ? ob : 1) + 1),
                                 vals, 2, true);
   Red B = *R;
   B.y = vals[0];
@@ -284,10 +288,10 @@ static void red_scalar(Red *R, int64_t out_numel, int64_t in_numel) {
   LLVMValueRef ioff = cg_i64(cg, 0), rem = o;
   for (int d = R->s.nd - 1; d >= 0; d--) {
     if (R->s.red[d]) continue;
-    LLVMValueRef sz = cg_i64(cg, R->s.size[d]);
+    LLVMValueRef sz = cg_dim(cg, R->s.size[d]);
     LLVMValueRef id = LLVMBuildSRem(cg->b, rem, sz, "");
     rem = LLVMBuildSDiv(cg->b, rem, sz, "");
-    ioff = add64(cg, ioff, mulc(cg, id, R->s.istr[d]));
+    ioff = add64(cg, ioff, cg_mul_dim(cg, id, R->s.istr[d]));
   }
   LLVMValueRef acc = red_scalar_nest(&B, 0, ioff,
                                      cg_ops_red_init(cg, R->dt, R->r));
@@ -319,17 +323,20 @@ static bool red_dyn_emit(Red *R, Node *n) {
   int64_t out;
   DimStatus st = type_numel_dim(cg->ctx, &n->type, &out);
   RLX_ASSERT(st == DIM_OK);
+  if (R->dt == DT_F16 || R->dt == DT_BF16) { /* as the static half path */
+    red_scalar(R, out, in_bound);
+    return true;
+  }
   if (!R->direct) red_fill(R, out, false);
   red_parallel(R, in_bound);
   if (!R->direct && R->mean) red_fill(R, out, true);
   return true;
 }
 
-/* Dynamic sizes: any axes, reduced or kept; not f16/bf16 (red_scalar
- * decodes static kept sizes). */
+/* Dynamic sizes: any axes, reduced or kept, every dtype. */
 static const char *red_dyn(const Node *n) {
-  DType dt = n->type.dt;
-  return dt == DT_F16 || dt == DT_BF16 ? "f16/bf16 values" : NULL;
+  (void)n;
+  return NULL;
 }
 
 static bool cg_emit_reduce(Cg *cg, Node *n) {

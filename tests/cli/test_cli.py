@@ -401,10 +401,10 @@ def test_dynamic(rlxc, tmp):
                   "codegen: op 'scan' of %s (f32[?b, 4]) with dynamic sizes: "
                   "a dynamic carry (the body takes static sizes)", ":11:8"))
     for name, text, want, where in [
-            ("half-sum", "graph g {\n  input %x: f16[?b<=8, 5]\n"
-             "  %y = reduce_sum(%x, axes=[1])\n  return %y\n}\n",
-             "codegen: op 'reduce_sum' of %y (f16[?b]) with dynamic sizes: "
-             "f16/bf16 values", ":3:8"),
+            ("concat", "graph g {\n  input %x: f32[?b<=8, 5]\n"
+             "  %y = concat(%x, %x, axis=0)\n  return %y\n}\n",
+             "codegen: op 'concat' of %y (f32[2*?b, 5]) with dynamic sizes: "
+             "a dynamic size at or after the axis", ":3:8"),
             ("unbounded", "graph g {\n  input %x: f32[?b, 3]\n"
              "  %y = relu(%x)\n  return %y\n}\n",
              "%x has the dynamic type f32[?b, 3] without a bound on axis 0",

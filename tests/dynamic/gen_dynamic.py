@@ -377,6 +377,21 @@ def topk(rng):
     return [x, n, h, PerSize(m, lambda a, b: a[:, :b])], [0, 1, 5, 16], run
 
 
+def redhalf(rng):
+    """f16/bf16 reductions: inputs in quarters (exact in both), sums in
+    float64 rounded once to the dtype (exact here but the means)."""
+    x = (rng.integers(-12, 13, (16, 6)) / 4).astype(np.float32)
+    y = (rng.integers(-12, 13, (16, 6)) / 4).astype(np.float32)
+
+    def run(b):
+        X, Y = x[:b].astype(F64), y[:b].astype(F64)
+        return [round_half("bf16", X.sum(axis=0)),
+                round_half("f16", Y.mean(axis=0)),
+                round_half("bf16", X.max(axis=1)),
+                round_half("f16", Y.mean(axis=1))]
+    return [x, y], [1, 5, 9, 16], run
+
+
 def round_half(dt, a):
     """Values of a rounded to f16 or bf16 (nearest even), as float32."""
     a = np.asarray(a, np.float32)
@@ -501,7 +516,7 @@ def main():
                        ("convgrad", convgrad),
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
-                       ("attgrad", attgrad)]:
+                       ("attgrad", attgrad), ("redhalf", redhalf)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
