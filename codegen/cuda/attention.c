@@ -897,8 +897,8 @@ static LLVMValueRef tc_score(At *a, LLVMValueRef sc, int k, LLVMValueRef i,
   return sel(a, ok, s, cst(a, -INFINITY));
 }
 
-/* Interior tiles: every (query, key) of queries [qa, qa + 64) x keys
- * [ka, ka + 64) inside the lengths and allowed by the mask, and scores
+/* Interior tiles: every (query, key) of queries [qa, qa + TC_KEYS) x
+ * keys [ka, ka + TC_KEYS) inside the lengths and allowed by the mask, and scores
  * that need only the scale (no softcap, bias or custom mask); such a
  * tile skips the per-element checks. NULL where no tile can be. */
 static LLVMValueRef tc_interior(At *a, LLVMValueRef qa, LLVMValueRef ka) {
@@ -909,15 +909,15 @@ static LLVMValueRef tc_interior(At *a, LLVMValueRef qa, LLVMValueRef ka) {
   Cu *cu = a->cu;
   LLVMBuilderRef b = dev(a)->b;
   LLVMValueRef in = LLVMBuildAnd(
-      b, icmp(a, LLVMIntSLE, add(cu, qa, I(a, 64)), I(a, g->lq)),
-      icmp(a, LLVMIntSLE, add(cu, ka, I(a, 64)), I(a, g->lk)), "");
+      b, icmp(a, LLVMIntSLE, add(cu, qa, I(a, TC_KEYS)), I(a, g->lq)),
+      icmp(a, LLVMIntSLE, add(cu, ka, I(a, TC_KEYS)), I(a, g->lk)), "");
   LLVMValueRef d = add(cu, qa, I(a, g->lk - g->lq)); /* the mask's i + off */
   if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
-    in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSLE, add(cu, ka, I(a, 63)), d),
-                      "");
+    in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSLE,
+                                  add(cu, ka, I(a, TC_KEYS - 1)), d), "");
   if (g->mask == RLX_ATTN_SLIDING)
     in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSGE, ka, add(
-        cu, d, I(a, 63 - g->window))), "");
+        cu, d, I(a, TC_KEYS - 1 - g->window))), "");
   return in;
 }
 
