@@ -30,6 +30,12 @@
  * its own elementwise producers join the same group. Not when a
  * reduction folds vectors across rows of its innermost dim and the tree
  * has a broadcast leaf (fix_prologue: kept as a root with a buffer).
+ * Shared prologue: an elementwise node read only as the logits of
+ * softmax_cross_entropy nodes and their backwards (a training step's
+ * forward and backward of the same logits) is the prologue of each of
+ * them: every one computes it in its loads and counts it in its group.
+ * Its own producers keep their storage (Groups.shared), so no tree
+ * below it belongs to two groups.
  * FOLDED: a transpose that only swaps the last two dims and is read
  * only by matmul (or as grouped_matmul's w), which folds it into its
  * GEMM strides.
@@ -134,7 +140,7 @@ bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
   switch (c->op) {
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD:
-  case OP_SOFTMAX_CROSS_ENTROPY:
+  case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
     return true;
   case OP_SOFTMAX: case OP_LOG_SOFTMAX: {
     /* rows only: the outer-axis kernel offsets its input pointer */
@@ -152,10 +158,11 @@ bool cg_fuse_prologue_ok(const Node *c, const Node *n) {
 }
 
 /* Nodes, operand slots and side outputs of the group rooted at each
- * node id. */
+ * node id; shared prologues (by node id). */
 typedef struct {
   Node **root;
   int *nodes, *slots, *sides;
+  bool *shared;
 } Groups;
 
 /* Does n fit into the group rooted at r (as a side output)? */
@@ -171,7 +178,8 @@ static Node *consumers_group(Graph *g, Node *n, Uses *u, const Groups *gr) {
   Node **root = gr->root, *r = NULL;
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
     Node *c = g->nodes[u->list[k]];
-    if (!is_ew(c) || !same_dims(&c->type, &n->type)) return NULL;
+    if (!is_ew(c) || !same_dims(&c->type, &n->type) || gr->shared[c->id])
+      return NULL;
     bool own = root[c->id] == c; /* c keeps storage: it is a root */
     if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
       return NULL; /* aliased / emitted by emit/data.c from a buffer */
@@ -181,8 +189,23 @@ static Node *consumers_group(Graph *g, Node *n, Uses *u, const Groups *gr) {
   return r;
 }
 
+/* Is n a shared prologue: read (more than once) only as the logits of
+ * softmax_cross_entropy nodes and their backwards, each with room? */
+static bool shared_prologue(Graph *g, Node *n, Uses *u, const Groups *gr) {
+  if (u->start[n->id + 1] - u->start[n->id] < 2) return false;
+  for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
+    Node *c = g->nodes[u->list[k]];
+    if ((c->op != OP_SOFTMAX_CROSS_ENTROPY &&
+         c->op != OP_SOFTMAX_CROSS_ENTROPY_BACKWARD) ||
+        !cg_fuse_prologue_ok(c, n) || !fits(gr, gr->root[c->id], n, false))
+      return false;
+  }
+  return true;
+}
+
 /* n joins its consumers' group: returns the group root or NULL. A lone
- * consumer of the reduction family takes n as its prologue. */
+ * consumer of the reduction family takes n as its prologue; a shared
+ * prologue returns its first consumer (decide counts it in each). */
 static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
                      const bool *isret) {
   if (!is_ew(n) || isret[n->id]) return NULL;
@@ -192,6 +215,7 @@ static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
     if (cg_fuse_prologue_ok(c, n))
       return fits(gr, root[c->id], n, false) ? c : NULL;
   }
+  if (shared_prologue(g, n, u, gr)) return g->nodes[u->list[u->start[n->id]]];
   Node *r = consumers_group(g, n, u, gr);
   return r && fits(gr, r, n, false) ? r : NULL;
 }
@@ -264,6 +288,14 @@ static void decide(Graph *g, CgPlan *plan, Uses *u, Groups *gr,
     Node *r = fusable(g, n, u, gr, isret);
     Node *side = !r && isret[n->id] ? side_root(g, n, u, gr, noside) : NULL;
     gr->root[n->id] = r ? r : side ? side : n;
+    gr->shared[n->id] = r && shared_prologue(g, n, u, gr);
+    for (int k = u->start[n->id]; gr->shared[n->id] && k < u->start[n->id + 1];
+         k++) {
+      Node *c = g->nodes[u->list[k]];
+      if (c == r) continue;
+      gr->nodes[c->id]++;
+      gr->slots[c->id] += n->nin;
+    }
     gr->nodes[gr->root[n->id]->id]++;
     gr->slots[gr->root[n->id]->id] += n->nin;
     if (r) {
@@ -308,6 +340,7 @@ static void undecide(Graph *g, CgPlan *plan, Groups *gr) {
     plan->slot[id].kind = CG_SLOT_NONE;
     plan->slot[id].side_of = NULL;
     gr->nodes[id] = gr->slots[id] = gr->sides[id] = 0;
+    gr->shared[id] = false;
   }
 }
 
@@ -320,7 +353,8 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   Groups gr = {arena_tmp_alloc(a, ids * sizeof(Node *)),
                arena_tmp_alloc(a, ids * sizeof(int)),
                arena_tmp_alloc(a, ids * sizeof(int)),
-               arena_tmp_alloc(a, ids * sizeof(int))};
+               arena_tmp_alloc(a, ids * sizeof(int)),
+               arena_tmp_alloc(a, ids * sizeof(bool))};
   bool ok = uses_build(a, g, &u);
   for (int i = 0; ok && i < g->nret; i++) isret[g->rets[i]->id] = true;
   if (ok) decide(g, plan, &u, &gr, isret, noside);
@@ -347,5 +381,6 @@ bool cg_fuse(Graph *g, CgPlan *plan) {
   arena_tmp_free(a, gr.nodes);
   arena_tmp_free(a, gr.slots);
   arena_tmp_free(a, gr.sides);
+  arena_tmp_free(a, gr.shared);
   return ok;
 }

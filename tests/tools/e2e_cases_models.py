@@ -13,11 +13,12 @@ f32 and f64; the f32 training step also runs at 1, 2 and 3 threads
 (bit-identical) and concurrently; f64 is checked against central
 finite differences of the forward entry too.
 """
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from e2e_cases_flow import _grads
-from e2e_lib import T, case, out, uni
+from e2e_lib import T, case, out, round_to, uni
 
 
 def _resblock_loss(ts):
@@ -120,3 +121,60 @@ for _dt, _sfx in (("f32", ""), ("f64", "64")):
                 _resblock_loss, "ResNet basic block")
     _train_case("prenorm_train" + _sfx, _dt, _prenorm_inputs, PRENORM,
                 _prenorm_loss, "pre-norm block (rms_norm, rope, SwiGLU)")
+
+
+def _bf(v):
+    return round_to("bf16", v)
+
+
+@case(rlxc=["--grad"])
+def mixed_lm_head(c, rng):
+    """A bf16 language-model head as samples/gpt2.rlx ends: layer_norm
+    in f32 cast to bf16, a bf16 product with a cast, transposed f32
+    weight, logits cast to f32 for the cross-entropy (its prologue in
+    the forward and the backward), the logits' gradient cast to bf16
+    (on the GPU stored by xent_backward, the layer_norm's output by the
+    norm: codegen/plan/cast_stores.c). Reference: NumPy in float64 with
+    the graph's bf16 roundings (products accumulate exactly, then round
+    once): tolerance 1e-2 for a rounding that lands on the other side."""
+    n, d, v = 6, 16, 37
+    y = T("i32", rng.integers(0, v, size=n), "y")
+    h = T("f32", uni(rng, (n, d)) * 2.0, "h", "param")
+    g = T("f32", uni(rng, (d,), 0.5, 1.5), "g", "param")
+    b = T("f32", uni(rng, (d,)) * 0.2, "b", "param")
+    w = T("f32", uni(rng, (v, d)), "w", "param")
+    ins = [y, h, g, b, w]
+    c.graph(ins, "%a = cast(layer_norm(%h, %g, %b), to=bf16)\n"
+            "%z = cast(matmul(%a, transpose(cast(%w, to=bf16), "
+            "perm=[1, 0])), to=f32)\n"
+            "%loss = reduce_mean(softmax_cross_entropy(%z, %y))", "%loss",
+            comment="mixed-precision LM head; --grad gives mixed_lm_head_grad:"
+            "\nloss, d_h, d_g, d_b, d_w")
+    mu = h.v.mean(1, keepdims=True)
+    r = 1.0 / np.sqrt(((h.v - mu) ** 2).mean(1, keepdims=True) + 1e-5)
+    xh = (h.v - mu) * r
+    a = _bf(xh * g.v + b.v)
+    wb = _bf(w.v)
+    z = _bf(a @ wb.T)
+    lab = y.v.astype(np.int64)
+    m = z.max(1, keepdims=True)
+    p = np.exp(z - m)
+    s = p.sum(1, keepdims=True)
+    loss = ((m[:, 0] - z[np.arange(n), lab]) + np.log(s[:, 0])).mean()
+    dz = p / s
+    dz[np.arange(n), lab] -= 1
+    dz = _bf(dz / n)
+    da = _bf(dz @ wb)
+    dw = _bf(dz.T @ a)
+    dg, db = (da * xh).sum(0), da.sum(0)
+    gx = da * g.v
+    dh = r * (gx - gx.mean(1, keepdims=True) -
+              xh * (gx * xh).mean(1, keepdims=True))
+    outs = [out("f32", loss, "loss")]
+    tol = ["--rtol", "1e-2", "--atol", "1e-3"]
+    c.run(ins, outs, args=["--threads", "1,2"] + tol)
+    c.run(ins + [T("f32", 1.0, "d_output")],
+          outs + [out("f32", dh, "d_h"), out("f32", dg, "d_g"),
+                  out("f32", db, "d_b"), out("f32", dw, "d_w")],
+          sub="grad", entry="mixed_lm_head_grad",
+          args=["--threads", "1,2,3"] + tol)
