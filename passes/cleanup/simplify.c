@@ -15,8 +15,9 @@
  *     broadcasts (expand of size 1) -> x, when the type is unchanged
  *     (reversing a broadcast, say);
  *   - concat(a...) + concat(b...) along one axis where one side's
- *     pieces are zeros (narrow/concat VJPs): the sum of the pieces,
- *     pairwise, as one concat (x + 0 drops the zero additions).
+ *     pieces are zeros (narrow/concat VJPs; zeros of a half dtype as a
+ *     cast of zeros): the sum of the pieces, pairwise, as one concat
+ *     (x + 0 drops the zero additions).
  * Folding evaluates in double and rounds once to the node's dtype.
  */
 #include "passes/cleanup/cleanup.h"
@@ -37,6 +38,13 @@ static bool is_const_all(const Node *n, double v) {
       return false;
   }
   return true;
+}
+
+/* All zeros: a zero constant, or one cast to a float type (how a
+ * gradient makes f16/bf16 zeros). */
+static bool is_zero(const Node *n) {
+  return is_const_all(n, 0) || (n->op == OP_CAST && dt_is_float(n->type.dt) &&
+                                is_const_all(n->in[0], 0));
 }
 
 static bool same_type(const Node *a, const Node *b) {
@@ -156,11 +164,11 @@ static Node *simp_arith(Node *n) {
   Node *a = n->in[0], *c = n->nin > 1 ? n->in[1] : NULL;
   switch (n->op) {
   case OP_ADD:
-    if (is_const_all(c, 0) && same_type(a, n)) return a;
-    if (is_const_all(a, 0) && same_type(c, n)) return c;
+    if (is_zero(c) && same_type(a, n)) return a;
+    if (is_zero(a) && same_type(c, n)) return c;
     return n;
   case OP_SUB:
-    return is_const_all(c, 0) && same_type(a, n) ? a : n;
+    return is_zero(c) && same_type(a, n) ? a : n;
   case OP_MUL:
     if (is_const_all(c, 1) && same_type(a, n)) return a;
     if (is_const_all(a, 1) && same_type(c, n)) return c;
@@ -244,7 +252,7 @@ static Node *piece(IrBuilder *b, const Node *c, int ax, int64_t lo,
   for (int i = 0; i < k; i++) {
     if (cuts[i] > lo || cuts[i + 1] < hi) continue;
     if (cuts[i] == lo && cuts[i + 1] == hi) return c->in[i];
-    if (!is_const_all(c->in[i], 0)) return NULL;
+    if (!is_zero(c->in[i])) return NULL;
     Type t = c->type;
     t.dims[ax] = hi - lo;
     return ib_fill(b, t, 0);
@@ -262,8 +270,8 @@ static Node *simp_add_concat(IrBuilder *b, Node *n) {
   int64_t cp[257], cq[257], cuts[514];
   int np = concat_cuts(p, ax, cp), nq = concat_cuts(q, ax, cq), m = 0;
   bool zero = false;
-  for (int i = 0; i < np; i++) zero = zero || is_const_all(p->in[i], 0);
-  for (int i = 0; i < nq; i++) zero = zero || is_const_all(q->in[i], 0);
+  for (int i = 0; i < np; i++) zero = zero || is_zero(p->in[i]);
+  for (int i = 0; i < nq; i++) zero = zero || is_zero(q->in[i]);
   if (!zero) return n;
   for (int i = 0, j = 0; i <= np || j <= nq;) { /* merge the cut lists */
     int64_t v = j > nq || (i <= np && cp[i] <= cq[j]) ? cp[i] : cq[j];
@@ -276,7 +284,7 @@ static Node *simp_add_concat(IrBuilder *b, Node *n) {
     Node *x = piece(b, p, ax, cuts[i], cuts[i + 1]);
     Node *y = piece(b, q, ax, cuts[i], cuts[i + 1]);
     if (!x || !y) return n;
-    parts[i] = is_const_all(x, 0) ? y : is_const_all(y, 0) ? x
+    parts[i] = is_zero(x) ? y : is_zero(y) ? x
              : ib_bin(b, OP_ADD, x, y);
   }
   return ib_concat(b, parts, m - 1, ax);
