@@ -176,6 +176,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   cg_attention_groups(p, g, true);
   cg_xent_pairs(p, g);
   if (!cg_fuse(g, p)) return NULL;
+  cg_epilogues(p, g);
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
   memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));

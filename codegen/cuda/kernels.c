@@ -653,7 +653,9 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_SCAN: case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
     return cu_control_scratch(cu, p, n);
   case OP_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
-    return p->slot[n->id].kind == CG_SLOT_NONE ? cu_matmul_scratch(cu, p, n) : 0;
+    return p->slot[n->id].kind == CG_SLOT_NONE ||
+                   p->slot[n->id].kind == CG_SLOT_EPI
+               ? cu_matmul_scratch(cu, p, n) : 0;
   case OP_SAMPLE: return cu_sample_scratch(n);
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
@@ -676,6 +678,7 @@ bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
       cg_plan_slot(p, n)->side_of || /* stored by its root's kernel */
+      cg_plan_slot(p, n)->stored_by || /* by its op's (epilogues.c) */
       n->op == OP_INPUT || n->op == OP_PARAM)
     return true;
   if (n->op == OP_CONST) return k != CG_SLOT_WS || const_kernel(cu, p, n);

@@ -104,6 +104,10 @@ typedef struct Cg {
    * compute it. */
   struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
   int nfsrc;
+  /* A CG_SLOT_EPI op's value while cg_store evaluates its epilogue: a
+   * load through that op's marker gives epi_val. */
+  Node *epi_op;
+  LLVMValueRef epi_val;
   struct CgBody **bodies; /* loops.c: shared loop bodies (cg_par_keep) */
   /* Hooks (see above): n's value at flat element index idx, `lanes`
    * lanes (cg_fused_load, emit/elementwise.c); compile a graph
@@ -238,7 +242,10 @@ LLVMValueRef cg_arg_ptr(Cg *cg, LLVMValueRef arr, int i);
  * through it (cg_load, cg_ops_vload, also inside outlined bodies that
  * receive it) compute n's fused tree at the flat element index through
  * the fused_load hook. Never stored through or offset by anything but
- * those loads. */
+ * those loads. Also for a CG_SLOT_EPI node (cg_buf of an op that stores
+ * its epilogue, plan/epilogues.c), where cg_store through it stores the
+ * value of the group root store_as at that element (the fused_load
+ * hook), the op's value (rounded to its dtype) standing for the op. */
 LLVMValueRef cg_fused_src(Cg *cg, Node *n);
 /* The FUSED node bound to pointer p, or NULL. */
 Node *cg_fused_src_of(Cg *cg, LLVMValueRef p);

@@ -71,6 +71,7 @@ static LLVMValueRef to_compute(Cg *cg, DType dt, LLVMValueRef v) {
 
 LLVMValueRef cg_load(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx) {
   Node *fn = cg->nfsrc ? cg_fused_src_of(cg, base) : NULL;
+  if (fn && fn == cg->epi_op) return cg->epi_val; /* in cg_store below */
   if (fn) return cg->fused_load(cg, fn, idx, 1); /* prologue (fuse.c) */
   LLVMValueRef p = elem_ptr(cg, dt, base, idx);
   LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_stype(cg, dt), p, "");
@@ -112,6 +113,17 @@ LLVMValueRef cg_const_elem(Cg *cg, const Node *n, int64_t i) {
 
 void cg_store(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx,
               LLVMValueRef v) {
+  Node *op = cg->nfsrc ? cg_fused_src_of(cg, base) : NULL;
+  if (op) { /* a CG_SLOT_EPI op stores its epilogue (plan/epilogues.c) */
+    Node *r = cg_slot(cg, op)->store_as;
+    RLX_ASSERT(r && !cg->epi_op);
+    cg->epi_op = op;
+    cg->epi_val = cg_round_dt(cg, dt, v);
+    LLVMValueRef y = cg->fused_load(cg, r, idx, 1);
+    cg->epi_op = NULL;
+    cg_store(cg, r->type.dt, cg_buf(cg, r), idx, y);
+    return;
+  }
   switch (dt) {
   case DT_F16:
     v = LLVMBuildFPTrunc(cg->b, v, cg->t_f16, "");

@@ -11,7 +11,16 @@
  */
 #include "codegen/llvm/cg.h"
 
+static LLVMValueRef fn_of(LLVMValueRef v) {
+  return LLVMIsAArgument(v) ? LLVMGetParamParent(v)
+                            : LLVMGetBasicBlockParent(LLVMGetInstructionParent(v));
+}
+
 LLVMValueRef cg_fused_src(Cg *cg, Node *n) {
+  LLVMValueRef here = LLVMGetBasicBlockParent(LLVMGetInsertBlock(cg->b));
+  for (int i = cg->nfsrc - 1; i >= 0; i--) /* one per node and function */
+    if (cg->fsrc[i].n == n && fn_of(cg->fsrc[i].p) == here)
+      return cg->fsrc[i].p;
   RLX_ASSERT(cg->nfsrc < CG_MAX_FSRC);
   LLVMValueRef p = cg_alloca(cg, cg->t_i8, "fused.src");
   cg->fsrc[cg->nfsrc].n = n;

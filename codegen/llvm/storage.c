@@ -52,6 +52,7 @@ LLVMValueRef cg_buf(Cg *cg, Node *n) {
   case CG_SLOT_CONST: return const_of(cg, n);
   case CG_SLOT_ALIAS: return cg_buf(cg, s->alias);
   case CG_SLOT_FUSED: return cg_fused_src(cg, n); /* prologue marker */
+  case CG_SLOT_EPI: return cg_fused_src(cg, n); /* stores its epilogue */
   default:
     RLX_ASSERT(!"cg_buf: node has no storage");
     return NULL;

@@ -62,6 +62,10 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
     else fprintf(f, "?");
     break;
   case CG_SLOT_FOLDED: fprintf(f, "folded"); break;
+  case CG_SLOT_EPI:
+    fprintf(f, "stores ");
+    name(f, s->store_as);
+    break;
   default: fprintf(f, "none"); break;
   }
 }
@@ -73,9 +77,9 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
     name(f, s->inplace_of);
   }
   if (s->copy_out) fprintf(f, " copied out");
-  if (s->side_of) {
+  if (s->side_of || s->stored_by) {
     fprintf(f, " stored by ");
-    name(f, s->side_of);
+    name(f, s->side_of ? s->side_of : s->stored_by);
   }
   if (s->kind == CG_SLOT_WS && s->def >= 0)
     fprintf(f, " live %lld..%lld", (long long)s->def, (long long)s->last);

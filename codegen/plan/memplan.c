@@ -28,6 +28,10 @@
  * log-sum-exp is a block of its own, live from it to its last leader.
  * The same for any backward linked to its forward (slot.fwd: also
  * cg_xent_pairs): the forward's output and saved block live to it.
+ * A group root stored by an op's epilogue (cg_epilogues) is placed
+ * like a side output: defined at the op's position, right after it
+ * (its leaves, read there, are defined before it and read again at the
+ * root's own position: live through).
  *
  * In-place returns (Graph.ret_into, ENTRY_train's updated params and
  * state): the output pointer of such a return is its argument's buffer;
@@ -284,7 +288,7 @@ static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
   CgSlot *s = &p->slot[n->id];
   Block *bl = b->bl;
   if (s->last < i) s->last = i;
-  Node *l = needs_ws(n, s) && ew_root(n) && !s->side_of
+  Node *l = needs_ws(n, s) && ew_root(n) && !s->side_of && !s->stored_by
       ? inplace_leaf(p, n, i) : NULL;
   if (l) {
     s->kind = CG_SLOT_WS;
@@ -326,8 +330,9 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
       mark_reads(p, n, i, cg_is_elementwise(n->op));
     }
   }
-  for (int i = g->nnodes - 1; i >= 0; i--) { /* side outputs: the root's */
-    Node *n = g->nodes[i], *r = p->slot[n->id].side_of;
+  for (int i = g->nnodes - 1; i >= 0; i--) { /* the root's, the op's */
+    CgSlot *s = &p->slot[g->nodes[i]->id];
+    Node *n = g->nodes[i], *r = s->side_of ? s->side_of : s->stored_by;
     if (!r) continue;
     p->slot[n->id].def = p->slot[r->id].def;
     side[n->id] = side[r->id];
@@ -349,7 +354,8 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   assign_fixed(g, p);
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
-    if (p->slot[n->id].side_of) continue; /* placed after its root */
+    if (p->slot[n->id].side_of || p->slot[n->id].stored_by)
+      continue; /* placed after its root, its op */
     place_node(p, &b, n, i);
     for (Node *x = side[n->id]; x; x = side[x->id]) place_node(p, &b, x, i);
   }

@@ -35,6 +35,9 @@ typedef enum {
   CG_SLOT_ALIAS,   /* same bytes as node `alias` (reshape, ...) */
   CG_SLOT_FUSED,   /* elementwise: computed inside its consumer's loop */
   CG_SLOT_FOLDED,  /* transpose of the last two dims read by matmul */
+  CG_SLOT_EPI,     /* stored through its one reader's elementwise
+                      group (epilogues.c): each value goes through the
+                      group's tree into its root's (store_as) storage */
 } CgSlotKind;
 
 typedef struct {
@@ -53,6 +56,10 @@ typedef struct {
                             root's loop like a FUSED node and stored
                             from it to its own storage (this slot's
                             kind); emits no code of its own */
+  /* epilogues (epilogues.c): */
+  Node *store_as;        /* CG_SLOT_EPI: the group root it stores */
+  Node *stored_by;       /* that root: stored by this node's kernel; it
+                            emits no code of its own */
   /* attention groups (attention_groups.c): */
   Node *attn_lead;       /* attention_backward written by this leader */
   /* forward/backward pairs (attention groups, cg_xent_pairs): */
@@ -124,6 +131,14 @@ void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse);
  * labels (f32, f64), which then saves its rows' max and sum (2 x rows
  * values) for it. */
 void cg_xent_pairs(CgPlan *p, Graph *g);
+/* After cg_fuse, before cg_memplan, for a target whose emitters of
+ * these ops store their output only by cg_store at flat indices (the
+ * GPU): a matmul, layer_norm, rms_norm, their backward_input or a
+ * softmax_cross_entropy_backward read only inside one elementwise
+ * group of its shape stores that group's values (CG_SLOT_EPI) instead
+ * of its own: no buffer for it, no loop for the group. May move small
+ * elementwise operands of the group before the op (the schedule). */
+void cg_epilogues(CgPlan *p, Graph *g);
 /* The results of attention_backward leader n (after cg_memplan) by
  * wrt index (q k v bias), n included, NULL where not wanted. */
 void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]);
