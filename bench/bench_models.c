@@ -12,6 +12,7 @@
  *                [--what forward|train_step] [--ftz] [--isa=NAME]
  * Prints one line per measurement,
  *   rlx NAME.<forward|train_step> threads=T median_ms=M min_ms=N calls=C
+ *       cpu_ms=P cpu_min_ms=Q
  * and then each model's workspace bytes (forward, training step).
  * bench/bench_models_torch.py --rlx PATH runs this and PyTorch,
  * alternating, and prints the table of docs/performance.md.

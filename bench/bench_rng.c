@@ -3,7 +3,7 @@
  * to an elementwise mul of that size (a dropout mask must not cost
  * more than the product it masks). One line per kernel (bench_time.h)
  * plus its rate in samples per second:
- *   rlx WHAT threads=T median_ms=M min_ms=N calls=C
+ *   rlx WHAT threads=T median_ms=M min_ms=N calls=C cpu_ms=P cpu_min_ms=Q
  *   rlx WHAT msamples_per_s=R
  * Usage: bench_rng [--threads=T] [--secs=S] [--n=ELEMENTS] */
 #include <stdio.h>

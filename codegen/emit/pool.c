@@ -13,9 +13,10 @@
  *
  * Forward ops and avg_pool2d_backward thread over rows of the output
  * (each element written once, from values loaded in that iteration).
- * max_pool2d_backward threads over (n, c) planes: each plane is zeroed,
- * then dy is added at each window's argmax serially over the windows
- * in row-major order, so the sums do not depend on the thread count.
+ * max_pool2d_backward threads over (n, c) planes: each plane is zeroed
+ * (unless disjoint windows tile it), then dy is added at each window's
+ * argmax serially over the windows in row-major order, so the sums do
+ * not depend on the thread count.
  * avg_pool2d_backward gathers, per input element, dy over the windows
  * covering it (fixed order), times 1/(kh*kw). f16/bf16 compute in f32
  * and round on store (max_pool2d_backward's overlapping windows round
@@ -247,14 +248,19 @@ static Arg pair_argmax(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
   return (Arg){best, arg};
 }
 
-/* Interior windows [a, b) of row r in blocks of VL, then at most one
- * of VL/2 and one of VL/4 (rows of 7 or 14 windows are common); returns
- * where the scalar loop takes over. fn emits windows q .. q+n-1. */
+/* Interior windows [a, b) of row r in blocks of VL, VL/2, VL/4 (rows
+ * of 7 or 14 windows are common); a rest shorter than a block that
+ * has a full block before it is done as one block ending at b, which
+ * redoes a few windows: fn must store each window's own cells from
+ * its inputs only, so the stores repeat the same values (14 windows:
+ * 8 + 8 at 6, not 8 + 4 + 2 scalar). Returns where the scalar loop
+ * takes over. fn emits windows q .. q+n-1. */
 typedef void (*PairFn)(Cg *cg, Pool *P, LLVMValueRef base, LLVMValueRef r,
                        LLVMValueRef q, int n, void *ud);
 static LLVMValueRef pair_blocks(Cg *cg, Pool *P, LLVMValueRef base,
                                 LLVMValueRef r, LLVMValueRef a,
                                 LLVMValueRef b, PairFn fn, void *ud) {
+  LLVMValueRef a0 = a;
   for (int n = pair_lanes(P), k = 0; n && k < 3; n /= 2, k++) {
     LLVMValueRef nb = LLVMBuildSDiv(BD, LLVMBuildSub(BD, b, a, ""), I64(n),
                                     "");
@@ -263,6 +269,16 @@ static LLVMValueRef pair_blocks(Cg *cg, Pool *P, LLVMValueRef base,
     fn(cg, P, base, r, add(cg, a, mul(cg, t, I64(n))), n, ud);
     cg_loop_end(cg, &l, NULL);
     a = add(cg, a, mul(cg, nb, I64(n)));
+    LLVMValueRef tail = LLVMBuildAnd(
+        BD, LLVMBuildICmp(BD, LLVMIntSLT, a, b, ""),
+        LLVMBuildICmp(BD, LLVMIntSGE, LLVMBuildSub(BD, b, a0, ""), I64(n),
+                      ""), "");
+    CgLoop lt;
+    cg_loop_begin(cg, &lt, I64(0), LLVMBuildZExt(BD, tail, cg->t_i64, ""),
+                  NULL, 0);
+    fn(cg, P, base, r, LLVMBuildSub(BD, b, I64(n), ""), n, ud);
+    cg_loop_end(cg, &lt, NULL);
+    a = LLVMBuildSelect(BD, tail, b, a, "");
   }
   return a;
 }
@@ -374,16 +390,23 @@ static void max_bwd_plane(Cg *cg, Pool *P, LLVMValueRef dy,
   LLVMValueRef base = mul(cg, pl, I64(P->h * P->w));
   LLVMValueRef obase = mul(cg, pl, I64(P->oh * P->ow));
   CgLoop lz, lr, lq;
-  LLVMValueRef z = cg_loop_begin(cg, &lz, I64(0), I64(P->h * P->w), NULL,
-                                 0);
-  cg_store(cg, P->dt, P->y, add(cg, base, z), cg_const(cg, P->dt, 0));
-  cg_loop_end(cg, &lz, NULL);
-  LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0), a, b;
-  split_row(cg, P, r, &a, &b);
   /* windows that share no cell (stride >= kernel): an interior window
    * writes each of its cells, 0 + dy at the argmax (the general path's
-   * sum) and 0 elsewhere */
+   * sum) and 0 elsewhere; when they tile the plane (no padding, stride
+   * = kernel, sizes multiples of it) every cell is written so, and the
+   * plane needs no zeroing first */
   bool disjoint = P->sh >= P->kh && P->sw >= P->kw;
+  bool tiled = P->ph == 0 && P->pw == 0 && P->sh == P->kh &&
+               P->sw == P->kw && P->h == P->oh * P->kh &&
+               P->w == P->ow * P->kw;
+  if (!tiled) {
+    LLVMValueRef z = cg_loop_begin(cg, &lz, I64(0), I64(P->h * P->w), NULL,
+                                   0);
+    cg_store(cg, P->dt, P->y, add(cg, base, z), cg_const(cg, P->dt, 0));
+    cg_loop_end(cg, &lz, NULL);
+  }
+  LLVMValueRef r = cg_loop_begin(cg, &lr, I64(0), I64(P->oh), NULL, 0), a, b;
+  split_row(cg, P, r, &a, &b);
   LLVMValueRef at[2] = {dy, add(cg, obase, mul(cg, r, I64(P->ow)))};
   LLVMValueRef a1 = disjoint ? pair_blocks(cg, P, base, r, a, b, pair_bwd, at)
                              : a; /* interior windows left for the loop */

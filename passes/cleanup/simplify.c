@@ -17,7 +17,10 @@
  *   - concat(a...) + concat(b...) along one axis where one side's
  *     pieces are zeros (narrow/concat VJPs; zeros of a half dtype as a
  *     cast of zeros): the sum of the pieces, pairwise, as one concat
- *     (x + 0 drops the zero additions).
+ *     (x + 0 drops the zero additions);
+ *   - relu_backward(x, max_pool2d_backward(x, g)) (relu then max pool):
+ *     the mask taken on the pooled size, max_pool2d_backward(x,
+ *     relu_backward(max_pool2d(x), g)), the same values.
  * Folding evaluates in double and rounds once to the node's dtype.
  */
 #include "passes/cleanup/cleanup.h"
@@ -310,6 +313,57 @@ static Node *simp_gather(Node *n) {
   return x;
 }
 
+/* ---- relu under a max pool ---- */
+
+/* Kernel, stride (default: the kernel) and padding (default: 0) of a
+ * 2-D pooling node. */
+static void pool_geom(const Node *n, int64_t v[6]) {
+  int k;
+  const int64_t *kr = ir_attr_ints(n, ATTR_KERNEL, &k);
+  const int64_t *s = ir_attr_ints(n, ATTR_STRIDE, &k);
+  const int64_t *p = ir_attr_ints(n, ATTR_PADDING, &k);
+  for (int i = 0; i < 2; i++) {
+    v[i] = kr[i];
+    v[2 + i] = s ? s[i] : kr[i];
+    v[4 + i] = p ? p[i] : 0;
+  }
+}
+
+/* max_pool2d(x) with the windows of pooling node w: one already in the
+ * graph, else a new one. */
+static Node *max_pool_of(IrBuilder *b, Node *x, const Node *w) {
+  int64_t a[6], c[6];
+  pool_geom(w, a);
+  for (int i = 0; i < b->g->nnodes; i++) {
+    Node *m = b->g->nodes[i];
+    if (m->op != OP_MAX_POOL2D || m->in[0] != x) continue;
+    pool_geom(m, c);
+    if (!memcmp(a, c, sizeof a)) return m;
+  }
+  static const AttrId ids[3] = {ATTR_KERNEL, ATTR_STRIDE, ATTR_PADDING};
+  Node *m = ib_op(b, OP_MAX_POOL2D, &x, 1);
+  for (int i = 0; i < 3; i++) {
+    int k;
+    const int64_t *v = ir_attr_ints(w, ids[i], &k);
+    if (v) ir_attr_set_ints(b->c, m, ids[i], v, k);
+  }
+  return ib_finish(b, m);
+}
+
+/* relu_backward(x, max_pool2d_backward(x, g)) ->
+ * max_pool2d_backward(x, relu_backward(max_pool2d(x), g)), the mask on
+ * the pooled size: a window's first maximum has x > 0 exactly when the
+ * window's max does, and every other cell is 0 either way (x > 0 ?
+ * 0 + g : 0 against 0 + (max > 0 ? g : 0)), so the values are the same. */
+static Node *simp_relu_pool(IrBuilder *b, Node *n) {
+  Node *x = n->in[0], *p = n->in[1];
+  if (p->op != OP_MAX_POOL2D_BACKWARD || p->in[0] != x || !same_type(p, n))
+    return n;
+  Node *r[2] = {max_pool_of(b, x, p), p->in[1]};
+  Node *in[2] = {x, ib_finish(b, ib_op(b, OP_RELU_BACKWARD, r, 2))};
+  return ib_clone(b, p, in);
+}
+
 static Node *rewrite_simp(IrBuilder *b, Node *n, void *ud) {
   (void)ud;
   if (op_has(n->op, OPF_PSEUDO)) return n;
@@ -318,6 +372,7 @@ static Node *rewrite_simp(IrBuilder *b, Node *n, void *ud) {
   if (r != n) return r;
   if (n->op == OP_ADD) return simp_add_concat(b, n);
   if (n->op == OP_GATHER) return simp_gather(n);
+  if (n->op == OP_RELU_BACKWARD) return simp_relu_pool(b, n);
   return simp_shape(b, n);
 }
 

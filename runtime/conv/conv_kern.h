@@ -48,11 +48,11 @@ KN(kern_rv_)(int R, int V, int64_t kc, const T *a, int64_t lda,
     }
 }
 
-/* RO rows of a against 9 rows of b, lane sums added to out (DL / VL
-   vectors per logical one). */
+/* Rows [0, RO) of a against 9 rows of b, lane vectors [s0, s0 + NP) of
+   the logical one (DL / VL vectors each), lane sums added to out. */
 __attribute__((always_inline)) TGT static inline void
-KN(dot_r_)(int RO, int64_t nv, const T *a, int64_t lda, const T *b,
-           const int64_t *boff, T *out, int64_t ldo)
+KN(dot_part_)(int RO, int s0, int NP, int64_t nv, const T *a, int64_t lda,
+              const T *b, const int64_t *boff, T *out, int64_t ldo)
 {
   enum { NS = 64 / sizeof(T) / VL };
   VT acc[2][CONV_DK][NS];
@@ -61,11 +61,11 @@ KN(dot_r_)(int RO, int64_t nv, const T *a, int64_t lda, const T *b,
 #pragma GCC unroll 9
     for (int j = 0; j < CONV_DK; j++)
 #pragma GCC unroll 16
-      for (int s = 0; s < NS; s++)
+      for (int s = s0; s < s0 + NP; s++)
         acc[i][j][s] = VZERO();
   for (int64_t t = 0; t < nv * DL; t += DL)
 #pragma GCC unroll 16
-    for (int s = 0; s < NS; s++) {
+    for (int s = s0; s < s0 + NP; s++) {
       VT av[2];
 #pragma GCC unroll 2
       for (int i = 0; i < RO; i++)
@@ -83,10 +83,37 @@ KN(dot_r_)(int RO, int64_t nv, const T *a, int64_t lda, const T *b,
 #pragma GCC unroll 9
     for (int j = 0; j < CONV_DK; j++)
 #pragma GCC unroll 16
-      for (int s = 0; s < NS; s++) {
+      for (int s = s0; s < s0 + NP; s++) {
         T *o = out + i * ldo + j * DL + s * VL;
         VSTOREU(o, VADD(VLOADU(o), acc[i][j][s]));
       }
+}
+
+/* RO rows of a against 9 rows of b.  Each accumulator is one lane
+   chain in increasing t, so the passes below change no bits: all at
+   once where RO x 9 x NS accumulators fit KACC (AVX-512), else one pass
+   per lane vector (NEON, portable C), else one per row and lane vector
+   (AVX2: 2 x 9 x 2 would spill most of them). */
+__attribute__((always_inline)) TGT static inline void
+KN(dot_r_)(int RO, int64_t nv, const T *a, int64_t lda, const T *b,
+           const int64_t *boff, T *out, int64_t ldo)
+{
+  enum { NS = 64 / sizeof(T) / VL };
+  if (RO * CONV_DK * NS <= KACC) {
+    KN(dot_part_)(RO, 0, NS, nv, a, lda, b, boff, out, ldo);
+    return;
+  }
+#pragma GCC unroll 16
+  for (int s = 0; s < NS; s++) {
+    if (RO * CONV_DK <= KACC) {
+      KN(dot_part_)(RO, s, 1, nv, a, lda, b, boff, out, ldo);
+      continue;
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < RO; i++)
+      KN(dot_part_)(1, s, 1, nv, a + i * lda, lda, b, boff, out + i * ldo,
+                    ldo);
+  }
 }
 
 #define KDEF(R, V)                                                        \

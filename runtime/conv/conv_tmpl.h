@@ -388,17 +388,25 @@ static void FN(igemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
   int64_t R = conv_rows[jb->ri], mp = FN(mp_)(jb);
   int64_t pw = jb->V * jb->isa->lanes;
   int64_t ldc = FN(rup_)(rows * P.We, jb->isa->lanes);
-  CAT(ConvKern, SFX) kern = jb->isa->kern[jb->ri][jb->V - 1];
   const T *A = (const T *)jb->scratch + FN(a_off_)(jb, gi, ph);
-  /* Full panels of V vectors, then one of as few vectors as cover the
-     rest of the tile's columns. */
+  /* Panels of V vectors before column `split`, then one of va vectors
+     (as few as cover the rest of the tile's columns), then one of vb: a
+     rest of one vector after V >= 3 (R accumulators, each FMA waiting
+     on the one before) is spread with the last full panel's vectors
+     over two panels of about (V + 1) / 2. */
   int64_t cols = rows * P.We, lanes = jb->isa->lanes;
-  int64_t full = cols / pw * pw, vlast = FN(cdiv_)(cols - full, lanes);
+  int64_t full = cols / pw * pw, split = full;
+  int64_t va = FN(cdiv_)(cols - full, lanes), vb = 0;
+  if (va == 1 && jb->V >= 3 && full > 0) {
+    split = full - pw;
+    va = (jb->V + 2) / 2;
+    vb = jb->V + 1 - va;
+  }
   for (int64_t pc = 0; pc < kp; pc += kstep) {
     int64_t kc = FN(min_)(kstep, kp - pc);
-    for (int64_t jc = 0; jc < cols; jc += pw) {
-      CAT(ConvKern, SFX) kj = jc < full ? kern
-                                        : jb->isa->kern[jb->ri][vlast - 1];
+    for (int64_t jc = 0, nv; jc < cols; jc += nv * lanes) {
+      nv = jc < split ? jb->V : jc == split ? va : vb;
+      CAT(ConvKern, SFX) kj = jb->isa->kern[jb->ri][nv - 1];
       for (int64_t ir = 0; ir < mp; ir += R)
         kj(kc, A + pc * mp + ir * kc, R, planes + jc, boff + pc,
            ct + ir * ldc + jc, ldc, pc > 0);

@@ -6,10 +6,11 @@ Gradient checks: POOL_FORMS and a max_pool2d with ties, against torch.
 End-to-end (forward values, references from a second NumPy
 implementation, cell by cell, independent of the one the interpreter
 runs): NCHW; strides different from the kernel, padding, non-square
-kernels, rows of many 2-wide stride-2 windows (the vectorized path, with
-every block size and a scalar rest), an input with many ties (max: the
-first maximum in row-major window order gets the gradient, padding never
-wins) and a plane large enough for several threads. avg divides by
+kernels, rows of many 2-wide stride-2 windows (the vectorized path,
+with every block size, overlapping last blocks and a scalar rest), an
+input with many ties (max: the first maximum in row-major window order
+gets the gradient, padding never wins) and a plane large enough for
+several threads. avg divides by
 kh*kw, padding counted as zeros. f32 and f64 against NumPy float64; f16
 and bf16 are computed in f32 and rounded once: cast to f32 and compared
 with a tolerance of a few ulps of the half type.
@@ -163,10 +164,16 @@ FORMS = [((2, 3, 6, 6), (2, 2), (2, 2), (0, 0)),
          ((2, 2, 7, 5), (3, 2), (2, 1), (1, 0)),
          ((1, 4, 40, 36), (3, 3), (2, 2), (1, 1)),
          # width-2 stride-2 windows (vector path): rows of 31 windows
-         # (blocks of 16, 8, 4 + a scalar rest), padding, kh = 3
+         # (a block of 16 and one of 16 ending at the row's end),
+         # padding, kh = 3, rows of 14, 12 and 7 windows (blocks of 8 or
+         # 4 and an overlapping one), 3 windows (scalar only: the 6 x 6
+         # form above)
          ((2, 3, 7, 62), (2, 2), (2, 2), (0, 0)),
          ((1, 2, 6, 45), (2, 2), (2, 2), (1, 1)),
-         ((1, 2, 9, 40), (3, 2), (2, 2), (0, 0))]
+         ((1, 2, 9, 40), (3, 2), (2, 2), (0, 0)),
+         ((1, 2, 4, 28), (2, 2), (2, 2), (0, 0)),
+         ((1, 2, 2, 24), (2, 2), (2, 2), (0, 0)),
+         ((2, 2, 6, 14), (2, 2), (2, 2), (0, 0))]
 
 
 def _windows(shape, k, s, p):
