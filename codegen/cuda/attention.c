@@ -125,10 +125,16 @@ static void end_if(At *a, LLVMBasicBlockRef join) {
 }
 
 /* Element offset of row r of head (b, h) of a q-like (length lq) or
- * k-like (length lk) operand: [b, L, h*d] or [b, h, L, d]. */
-static LLVMValueRef row_off(At *a, bool qlike, LLVMValueRef r) {
+ * k-like (length lk) operand x: [b, L, h*d] or [b, h, L, d]; rows of
+ * a view (plan/views.c: q, k, v inside qkv, dq, dk, dv inside their
+ * concat) are its storage's rows (NULL x: a dense operand). */
+static LLVMValueRef row_off(At *a, const Node *x, bool qlike,
+                            LLVMValueRef r) {
   Cu *cu = a->cu;
   int64_t L = qlike ? a->g.lq : a->g.lk, d = a->g.d, hd = a->g.h * d;
+  const CgSlot *s = x ? cg_slot(dev(a), (Node *)x) : NULL;
+  if (s && s->kind == CG_SLOT_VIEW)
+    hd = s->alias->type.dims[s->alias->type.rank - 1];
   if (a->g.layout == 4) return mul(cu, add(cu, mul(cu, a->bh, L), r), d);
   return add(cu, mul(cu, add(cu, mul(cu, a->b, L), r), hd),
              mul(cu, a->h, d));
@@ -149,7 +155,7 @@ static void stage(At *a, Node *src, bool qlike, int64_t off,
   LLVMValueRef r = udiv(cu, e, d), row = add(cu, r0, r);
   LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, e, tot), ult(cu, row, L), "");
   LLVMBasicBlockRef j = begin_if(a, in);
-  LLVMValueRef src_i = add(cu, row_off(a, qlike, row), urem(cu, e, d));
+  LLVMValueRef src_i = add(cu, row_off(a, src, qlike, row), urem(cu, e, d));
   lset(a, sh(a, off), e, cg_load(cg, a->dt, cg_buf(cg, src), src_i));
   end_if(a, j);
   cg_loop_end(cg, &l, NULL);
@@ -313,7 +319,7 @@ static void load_row(At *a, LLVMValueRef x, Node *src, bool qlike,
                      LLVMValueRef r, bool s) {
   Cg *cg = dev(a);
   CgLoop l;
-  LLVMValueRef base = row_off(a, qlike, r);
+  LLVMValueRef base = row_off(a, src, qlike, r);
   LLVMValueRef c = cg_loop_begin(cg, &l, I(a, 0), I(a, a->g.d), NULL, 0);
   LLVMValueRef v = cg_load(cg, a->dt, cg_buf(cg, src), add(a->cu, base, c));
   lset(a, x, c, s ? at_mul(a, v, cst(a, a->g.scale)) : v);
@@ -423,7 +429,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   load_row(a, qs, a->n->in[0], true, i, true);
   fwd_row(a, qs, acc, i, &m, &l);
   LLVMBasicBlockRef j = begin_if(a, valid);
-  LLVMValueRef base = row_off(a, true, i);
+  LLVMValueRef base = row_off(a, NULL, true, i); /* o and dO: dense */
   CgLoop cl;
   LLVMValueRef dd = cst(a, 0);
   LLVMValueRef c = cg_loop_begin(cg, &cl, I(a, 0), I(a, a->g.d), &dd, 1);
@@ -466,7 +472,7 @@ static void dsum_kernel(At *a, CgPlan *p, Node *o) {
   r = smin(a, r, I(a, rows - 1));
   a->bh = udiv(cu, r, a->g.lq);
   a->b = udiv(cu, a->bh, a->g.h), a->h = urem(cu, a->bh, a->g.h);
-  LLVMValueRef i = urem(cu, r, a->g.lq), base = row_off(a, true, i);
+  LLVMValueRef i = urem(cu, r, a->g.lq), base = row_off(a, NULL, true, i);
   LLVMValueRef dd = cst(a, 0);
   CgLoop cl;
   LLVMValueRef k = cg_loop_begin(cg, &cl, I(a, 0), I(a, (a->g.d + 31) / 32),
@@ -523,7 +529,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
   cg_loop_end(cg, &tl, NULL);
   if (!dbias) {
     LLVMBasicBlockRef jn = begin_if(a, valid);
-    LLVMValueRef base = row_off(a, true, i);
+    LLVMValueRef base = row_off(a, a->res[0], true, i);
     LLVMValueRef c = cg_loop_begin(cg, &jl, I(a, 0), I(a, a->g.d), NULL, 0);
     cg_store(cg, a->dt, cg_buf(cg, a->res[0]), add(cu, base, c),
              lget(a, acc, c));
@@ -601,7 +607,7 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   cg_loop_end(cg, &il, NULL);
   cg_loop_end(cg, &tl, NULL);
   LLVMBasicBlockRef jn = begin_if(a, valid);
-  LLVMValueRef base = row_off(a, false, j);
+  LLVMValueRef base = row_off(a, a->res[dv ? 2 : 1], false, j);
   LLVMValueRef c = cg_loop_begin(cg, &il, I(a, 0), I(a, d), NULL, 0);
   cg_store(cg, a->dt, cg_buf(cg, a->res[dv ? 2 : 1]), add(cu, base, c),
            lget(a, acc, c));
@@ -674,7 +680,7 @@ static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
     LLVMValueRef dst = tc_chunk(a, t, buf, r, c);
     LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
     LLVMValueRef in = ult(cu, j, L);
-    LLVMValueRef off = add(cu, row_off(a, qlike, smin(a, j, I(a, L - 1))),
+    LLVMValueRef off = add(cu, row_off(a, src, qlike, smin(a, j, I(a, L - 1))),
                            mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
     LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
     LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
@@ -733,7 +739,7 @@ static LLVMValueRef tc_q_pair(At *a, Node *x, bool qlike, LLVMValueRef i,
   LLVMTypeRef h = cg_ops_bits_type(cg, 2);
   int64_t L = qlike ? a->g.lq : a->g.lk;
   LLVMValueRef in = ult(cu, i, L);
-  LLVMValueRef off = add(cu, row_off(a, qlike, smin(a, i, I(a, L - 1))), c);
+  LLVMValueRef off = add(cu, row_off(a, x, qlike, smin(a, i, I(a, L - 1))), c);
   LLVMValueRef r = NULL;
   for (int k = 0; k < 2; k++) {
     LLVMValueRef o = add(cu, off, I(a, k));
@@ -1061,7 +1067,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, l, cst(a, 0), "");
     LLVMValueRef valid = ult(cu, rows[h], a->g.lq);
     LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
-    LLVMValueRef base = row_off(a, true, i), dd = cst(a, 0);
+    LLVMValueRef base = row_off(a, NULL, true, i), dd = cst(a, 0);
     for (int n = 0; n < nd; n++)
       for (int e = 0; e < 2; e++) {
         LLVMValueRef o = sel(a, pos, LLVMBuildFDiv(
@@ -1159,7 +1165,7 @@ static void tc_store_rows(At *a, Node *out, LLVMValueRef rows[2],
   for (int h = 0; h < 2; h++) {
     LLVMBasicBlockRef jn = begin_if(a, ult(cu, rows[h],
                                            qlike ? a->g.lq : a->g.lk));
-    LLVMValueRef base = row_off(a, qlike, rows[h]);
+    LLVMValueRef base = row_off(a, out, qlike, rows[h]);
     for (int n = 0; n < a->g.d / 8; n++)
       for (int e = 0; e < 2; e++)
         cg_store(cg, a->dt, cg_buf(cg, out),

@@ -177,6 +177,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   cg_xent_pairs(p, g);
   if (!cg_fuse(g, p)) return NULL;
   cg_epilogues(p, g);
+  cg_views(p, g);
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
   memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));

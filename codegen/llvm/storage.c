@@ -51,6 +51,8 @@ LLVMValueRef cg_buf(Cg *cg, Node *n) {
   case CG_SLOT_WS: return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->offset));
   case CG_SLOT_CONST: return const_of(cg, n);
   case CG_SLOT_ALIAS: return cg_buf(cg, s->alias);
+  case CG_SLOT_VIEW:
+    return cg_gep(cg, cg_buf(cg, s->alias), cg_i64(cg, s->offset));
   case CG_SLOT_FUSED: return cg_fused_src(cg, n); /* prologue marker */
   case CG_SLOT_EPI: return cg_fused_src(cg, n); /* stores its epilogue */
   default:

@@ -62,6 +62,11 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
     else fprintf(f, "?");
     break;
   case CG_SLOT_FOLDED: fprintf(f, "folded"); break;
+  case CG_SLOT_VIEW:
+    fprintf(f, "view of ");
+    name(f, s->alias);
+    fprintf(f, " at byte %lld", (long long)s->offset);
+    break;
   case CG_SLOT_EPI:
     fprintf(f, "stores ");
     name(f, s->store_as);

@@ -59,6 +59,7 @@ static Node *owner(const CgPlan *p, Node *n) {
   const CgSlot *s = &p->slot[n->id];
   if (s->kind == CG_SLOT_ALIAS) return s->alias;
   if (s->kind == CG_SLOT_FOLDED) return owner(p, n->in[0]);
+  if (s->kind == CG_SLOT_VIEW) return owner(p, s->alias);
   if (s->kind == CG_SLOT_FUSED) return NULL;
   return n;
 }

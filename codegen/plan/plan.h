@@ -35,6 +35,9 @@ typedef enum {
   CG_SLOT_ALIAS,   /* same bytes as node `alias` (reshape, ...) */
   CG_SLOT_FUSED,   /* elementwise: computed inside its consumer's loop */
   CG_SLOT_FOLDED,  /* transpose of the last two dims read by matmul */
+  CG_SLOT_VIEW,    /* rows in place in another node's (alias) storage:
+                      from byte offset, rows of alias's last dim
+                      (views.c) */
   CG_SLOT_EPI,     /* stored through its one reader's elementwise
                       group (epilogues.c): each value goes through the
                       group's tree into its root's (store_as) storage */
@@ -43,8 +46,9 @@ typedef enum {
 typedef struct {
   CgSlotKind kind;
   int index;             /* INPUT / OUTPUT */
-  int64_t offset;        /* WS */
-  Node *alias;           /* ALIAS (resolved: never itself an alias) */
+  int64_t offset;        /* WS; VIEW: bytes into alias's storage */
+  Node *alias;           /* ALIAS (resolved: never itself an alias),
+                            VIEW */
   int64_t scratch_off;   /* per-node scratch in the workspace, or -1 */
   int64_t scratch_bytes;
   int64_t def, last;     /* live range in node positions (memplan) */
@@ -139,6 +143,14 @@ void cg_xent_pairs(CgPlan *p, Graph *g);
  * of its own: no buffer for it, no loop for the group. May move small
  * elementwise operands of the group before the op (the schedule). */
 void cg_epilogues(CgPlan *p, Graph *g);
+/* After cg_fuse, before cg_memplan, for a target whose attention
+ * kernels address q-like and k-like rows with the operand's row pitch
+ * (the GPU): a narrow along the last axis read only as attention's q,
+ * k or v, and the q/k/v gradients of one attention group read only by
+ * one concat along the last axis, are views (CG_SLOT_VIEW) of the
+ * narrowed tensor and of the concat, which the group's leader writes
+ * (stored_by): no copies. */
+void cg_views(CgPlan *p, Graph *g);
 /* The results of attention_backward leader n (after cg_memplan) by
  * wrt index (q k v bias), n included, NULL where not wanted. */
 void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]);

@@ -1,0 +1,101 @@
+/* views.c: attention operands and gradients in place (plan.h).
+ *
+ * A transformer splits qkv = x w + b with narrow(qkv, axis=-1) into q,
+ * k and v, and the gradient joins dq, dk and dv back with concat(...,
+ * axis=-1): copies of [rows, h*d] slices out of and into rows of 3*h*d.
+ * The attention kernels address every q-like and k-like row through
+ * one function of the operand (its row pitch), so on a target that
+ * uses this (the GPU) such a narrow read only as attention's q, k or v
+ * is a view (CG_SLOT_VIEW: its source's bytes from `offset`, rows of
+ * the source's last dim), and attention_backward results of one group
+ * read only by one concat along the last axis are views of the concat,
+ * which their leader's kernels then write (the concat: stored_by the
+ * leader, placed at it by cg_memplan, no kernel). Views start and step
+ * at 16-byte multiples (the kernels' cp.async chunks). Linear in the
+ * graph.
+ */
+#include "codegen/plan/plan.h"
+
+static int last_axis(const Node *n) {
+  int64_t a = ir_attr_int(n, ATTR_AXIS, 0);
+  return (int)(a < 0 ? a + n->in[0]->type.rank : a);
+}
+
+static bool attn_op(const Node *n) {
+  return n->op == OP_ATTENTION || n->op == OP_ATTENTION_BACKWARD;
+}
+
+/* qkv[id]: every reader of the node is an attention (backward) of
+ * layout 3 reading it as q, k or v (and there is one). */
+static bool *qkv_reads(Arena *a, Graph *g, const int *uses) {
+  bool *ok = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *ok);
+  for (int i = 0; i <= g->next_id; i++) ok[i] = uses[i] > 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *c = g->nodes[i];
+    for (int k = 0; k < c->nin; k++)
+      if (!attn_op(c) || k > 2 || c->in[0]->type.rank != 3)
+        ok[c->in[k]->id] = false;
+  }
+  return ok;
+}
+
+static void narrow_view(CgPlan *p, Node *v, const bool *qkv) {
+  Node *s = v->in[0];
+  int r = s->type.rank;
+  if (!qkv[v->id] || r != 3 || last_axis(v) != r - 1 ||
+      p->slot[v->id].kind != CG_SLOT_NONE)
+    return;
+  if (p->slot[s->id].kind == CG_SLOT_ALIAS) s = p->slot[s->id].alias;
+  int64_t es = dt_size(v->type.dt), start = ir_attr_int(v, ATTR_START, 0);
+  if (p->slot[s->id].kind != CG_SLOT_NONE || start < 0 ||
+      (start * es) % 16 || (v->in[0]->type.dims[r - 1] * es) % 16)
+    return;
+  p->slot[v->id].kind = CG_SLOT_VIEW;
+  p->slot[v->id].alias = s;
+  p->slot[v->id].offset = start * es;
+}
+
+/* concat(m...) of one attention group's q/k/v gradients, each read only
+ * by it: the members become views of c. */
+static void concat_view(CgPlan *p, Node *c, const int *uses) {
+  int r = c->type.rank;
+  if (r != 3 || last_axis(c) != r - 1 || p->slot[c->id].kind != CG_SLOT_NONE)
+    return;
+  Node *lead = NULL;
+  for (int k = 0; k < c->nin; k++) {
+    Node *m = c->in[k];
+    const CgSlot *s = &p->slot[m->id];
+    Node *l = s->attn_lead ? s->attn_lead : m;
+    if (m->op != OP_ATTENTION_BACKWARD || uses[m->id] != 1 ||
+        cg_attn_wrt(m) > 2 || s->kind != CG_SLOT_NONE ||
+        (lead && l != lead))
+      return;
+    lead = l;
+  }
+  int64_t off = 0, es = dt_size(c->type.dt);
+  for (int k = 0; k < c->nin; k++) {
+    CgSlot *s = &p->slot[c->in[k]->id];
+    s->kind = CG_SLOT_VIEW;
+    s->alias = c;
+    s->offset = off * es;
+    off += c->in[k]->type.dims[r - 1];
+  }
+  p->slot[c->id].stored_by = lead;
+}
+
+void cg_views(CgPlan *p, Graph *g) {
+  Arena *a = p->ctx->arena;
+  int *uses = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *uses);
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++) uses[g->nodes[i]->in[k]->id]++;
+  for (int j = 0; j < g->nret; j++) uses[g->rets[j]->id] += 2; /* never */
+  bool *qkv = qkv_reads(a, g, uses);
+  for (int j = 0; j < g->nret; j++) qkv[g->rets[j]->id] = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = g->nodes[i];
+    if (n->op == OP_NARROW) narrow_view(p, n, qkv);
+    else if (n->op == OP_CONCAT && n->nin > 1) concat_view(p, n, uses);
+  }
+  arena_tmp_free(a, uses);
+  arena_tmp_free(a, qkv);
+}
