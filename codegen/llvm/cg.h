@@ -102,7 +102,12 @@ typedef struct Cg {
   /* Prologue fusion (prologue.c, emit/elementwise.c): pointers standing
    * for a FUSED producer read by a reduction; loads through them
    * compute it. */
-  struct { Node *n; LLVMValueRef p; } fsrc[CG_MAX_FSRC];
+  struct {
+    Node *n;
+    LLVMValueRef p;
+    Node *root;          /* a CG_SLOT_EPI op's: its group root and the */
+    LLVMValueRef root_p; /* root's storage (cg_epi_bind); else NULL */
+  } fsrc[CG_MAX_FSRC];
   int nfsrc;
   /* A CG_SLOT_EPI op's value while cg_store evaluates its epilogue: a
    * load through that op's marker gives epi_val. */
@@ -247,6 +252,11 @@ LLVMValueRef cg_arg_ptr(Cg *cg, LLVMValueRef arr, int i);
  * value of the group root store_as at that element (the fused_load
  * hook), the op's value (rounded to its dtype) standing for the op. */
 LLVMValueRef cg_fused_src(Cg *cg, Node *n);
+/* Bind marker p (of a CG_SLOT_EPI op) to its group root and the root's
+ * storage root_p; the root bound to marker p (*root_p: its storage),
+ * NULL for any other pointer. */
+void cg_epi_bind(Cg *cg, LLVMValueRef p, Node *root, LLVMValueRef root_p);
+Node *cg_epi_root(Cg *cg, LLVMValueRef p, LLVMValueRef *root_p);
 /* The FUSED node bound to pointer p, or NULL. */
 Node *cg_fused_src_of(Cg *cg, LLVMValueRef p);
 /* A private, unnamed-address constant global holding init (8-aligned):

@@ -113,15 +113,15 @@ LLVMValueRef cg_const_elem(Cg *cg, const Node *n, int64_t i) {
 
 void cg_store(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx,
               LLVMValueRef v) {
-  Node *op = cg->nfsrc ? cg_fused_src_of(cg, base) : NULL;
-  if (op) { /* a CG_SLOT_EPI op stores its epilogue (plan/epilogues.c) */
-    Node *r = cg_slot(cg, op)->store_as;
-    RLX_ASSERT(r && !cg->epi_op);
-    cg->epi_op = op;
+  LLVMValueRef rp;
+  Node *r = cg->nfsrc ? cg_epi_root(cg, base, &rp) : NULL;
+  if (r) { /* a CG_SLOT_EPI op stores its epilogue (plan/epilogues.c) */
+    RLX_ASSERT(!cg->epi_op);
+    cg->epi_op = cg_fused_src_of(cg, base);
     cg->epi_val = cg_round_dt(cg, dt, v);
     LLVMValueRef y = cg->fused_load(cg, r, idx, 1);
     cg->epi_op = NULL;
-    cg_store(cg, r->type.dt, cg_buf(cg, r), idx, y);
+    cg_store(cg, r->type.dt, rp, idx, y);
     return;
   }
   switch (dt) {

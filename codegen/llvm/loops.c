@@ -109,6 +109,7 @@ LLVMValueRef cg_par_begin(Cg *cg, CgPar *p, LLVMValueRef n, int64_t grain,
     Node *fs = cg_fused_src_of(cg, p->outer_vals[i]);
     if (fs && cg->nfsrc < CG_MAX_FSRC) {
       cg->fsrc[cg->nfsrc].n = fs;
+      cg->fsrc[cg->nfsrc].root = NULL; /* no epilogues on the CPU */
       cg->fsrc[cg->nfsrc++].p = vals[i];
     }
   }

@@ -7,7 +7,9 @@
  * cg_fused_src_of and evaluate the tree through the fused_load hook
  * (installed by the emitter layer). Markers live for one emitter
  * (cg_emit_node resets them) and are rebound to an outlined body's
- * copies by cg_par_begin.
+ * copies by cg_par_begin. The marker of an op storing its epilogue
+ * (plan/epilogues.c) also holds the group root and its storage, which
+ * cg_store through it writes.
  */
 #include "codegen/llvm/cg.h"
 
@@ -24,8 +26,27 @@ LLVMValueRef cg_fused_src(Cg *cg, Node *n) {
   RLX_ASSERT(cg->nfsrc < CG_MAX_FSRC);
   LLVMValueRef p = cg_alloca(cg, cg->t_i8, "fused.src");
   cg->fsrc[cg->nfsrc].n = n;
+  cg->fsrc[cg->nfsrc].root = NULL;
   cg->fsrc[cg->nfsrc++].p = p;
   return p;
+}
+
+void cg_epi_bind(Cg *cg, LLVMValueRef p, Node *root, LLVMValueRef root_p) {
+  for (int i = cg->nfsrc - 1; i >= 0; i--)
+    if (cg->fsrc[i].p == p) {
+      cg->fsrc[i].root = root;
+      cg->fsrc[i].root_p = root_p;
+      return;
+    }
+}
+
+Node *cg_epi_root(Cg *cg, LLVMValueRef p, LLVMValueRef *root_p) {
+  for (int i = cg->nfsrc - 1; i >= 0; i--)
+    if (cg->fsrc[i].p == p) {
+      *root_p = cg->fsrc[i].root_p;
+      return cg->fsrc[i].root;
+    }
+  return NULL;
 }
 
 Node *cg_fused_src_of(Cg *cg, LLVMValueRef p) {

@@ -54,7 +54,16 @@ LLVMValueRef cg_buf(Cg *cg, Node *n) {
   case CG_SLOT_VIEW:
     return cg_gep(cg, cg_buf(cg, s->alias), cg_i64(cg, s->offset));
   case CG_SLOT_FUSED: return cg_fused_src(cg, n); /* prologue marker */
-  case CG_SLOT_EPI: return cg_fused_src(cg, n); /* stores its epilogue */
+  case CG_SLOT_EPI: { /* a marker: stores through it store the group */
+    LLVMValueRef rp, p = cg_fused_src(cg, n);
+    if (cg_epi_root(cg, p, &rp)) return p;
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+    LLVMPositionBuilderAtEnd(cg->b, cg->fn->alloca_bb); /* dominates all */
+    rp = cg_buf(cg, s->store_as);
+    LLVMPositionBuilderAtEnd(cg->b, cur);
+    cg_epi_bind(cg, p, s->store_as, rp);
+    return p;
+  }
   default:
     RLX_ASSERT(!"cg_buf: node has no storage");
     return NULL;
