@@ -187,7 +187,9 @@ static inline int64_t FN(tri_k_)(const rlx_attn_geom *g, int64_t i0,
 }
 
 /* C[j][i] = sum_p A(j, p) B(p, i) for key rows j < nk and the query
-   columns [tri_a_(j), BQ) only (the rest of C is left as it was). */
+   columns [tri_a_(j), BQ) only, rounded down to a multiple of 8 per
+   group (the rest of C is left as it was; callers overwrite the masked
+   columns, so the extra ones cost a few products and no bits). */
 static void FN(mm_keyrows_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
                             int64_t nk, int64_t kd, const T *a, int64_t ars,
                             int64_t acs, const T *b, int64_t ldb, T *c,
@@ -195,6 +197,8 @@ static void FN(mm_keyrows_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
 {
   for (int64_t j = 0; j < nk; j += TRI_G) {
     int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(A->g, i0, j0, j);
+    c0 = c0 < BQ ? c0 / 8 * 8 : BQ; /* whole 8-lane columns: no masked
+                                        stores; the extra are masked */
     if (c0 < BQ)
       A->isa->mm(m, BQ - c0, kd, a + j * ars, ars, acs, b + c0, ldb,
                  c + j * ldc + c0, ldc, 0);
@@ -286,10 +290,13 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
                      1);
       }
   }
+  for (int64_t c = 0; c < d; c++) /* along i: vector divisions */
+    for (int i = 0; i < BQ; i++)
+      ot[c * BQ + i] = l[i] > 0 ? ot[c * BQ + i] / l[i] : 0;
   for (int64_t i = 0; i < nq; i++) {
     T li = l[i], *oi = o + (i0 + i) * ldo;
     for (int64_t c = 0; c < d; c++)
-      oi[c] = li > 0 ? ot[c * BQ + i] / li : 0;
+      oi[c] = ot[c * BQ + i];
     if (A->lse)
       A->lse[(b * g->h + h) * g->lq + i0 + i] =
           li > 0 ? mx[i] + LOG(li) : -INFINITY;
@@ -450,8 +457,12 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
           for (int64_t j = 0; j < nk; j++)
             db[i * g->lk + j] = dp[j * BQ + i];
       }
-      for (int64_t x = 0; x < nk * BQ; x++)
-        dp[x] *= A->cap > 0 ? f[x] : A->scale;
+      if (A->cap > 0) /* two loops: each vectorizes */
+        for (int64_t x = 0; x < nk * BQ; x++)
+          dp[x] *= f[x];
+      else
+        for (int64_t x = 0; x < nk * BQ; x++)
+          dp[x] *= A->scale;
       if (dkr && !A->tri)
         A->isa->mm(nk, d, nq, dp, BQ, 1, q + i0 * ldq, ldq, dkr, ldk, 1);
       else if (dkr)
