@@ -46,8 +46,10 @@ static void FN(mm_c_)(int64_t m, int64_t n, int64_t k, const T *a,
   }
 }
 
-static void FN(online_c_)(T *s, int64_t nk, T *mx, T *l, T *alpha)
+static void FN(online_c_)(T *s, int64_t nk, int64_t kvis, T *mx, T *l,
+                          T *alpha)
 {
+  (void)kvis; /* libm exp(-inf) is 0 too */
   T mn[BQ], sum[BQ];
   for (int i = 0; i < BQ; i++) {
     mn[i] = mx[i];
@@ -73,8 +75,9 @@ static void FN(online_c_)(T *s, int64_t nk, T *mx, T *l, T *alpha)
   }
 }
 
-static void FN(expsub_c_)(T *s, int64_t nk, const T *sub)
+static void FN(expsub_c_)(T *s, int64_t nk, int64_t kvis, const T *sub)
 {
+  (void)kvis; /* libm exp(-inf) is 0 too */
   for (int64_t j = 0; j < nk; j++)
     for (int i = 0; i < BQ; i++)
       s[j * BQ + i] = EXP(s[j * BQ + i] - sub[i]);
@@ -186,6 +189,14 @@ static inline int64_t FN(tri_k_)(const rlx_attn_geom *g, int64_t i0,
   return FN(min_)(nk, FN(max_)(0, i + (g->lk - g->lq) + i0 - j0 + 1));
 }
 
+/* The kvis of the softmax steps (attention_internal.h): causal tiles
+   have -inf scores at key rows j >= i + kvis; others none. */
+static inline int64_t FN(kvis_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
+                                int64_t nk)
+{
+  return A->tri ? A->g->lk - A->g->lq + i0 - j0 + 1 : nk;
+}
+
 /* C[j][i] = sum_p A(j, p) B(p, i) for key rows j < nk and the query
    columns [tri_a_(j), BQ) only, rounded down to a multiple of 8 per
    group (the rest of C is left as it was; callers overwrite the masked
@@ -275,7 +286,7 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   for (int64_t j0 = lo / BK * BK; j0 < hi; j0 += BK) {
     int64_t nk = FN(min_)(BK, g->lk - j0);
     FN(scores_)(A, b, h, k + j0 * ldk, ldk, qt, i0, j0, nk, s, NULL);
-    A->isa->online(s, nk, mx, l, al);
+    A->isa->online(s, nk, FN(kvis_)(A, i0, j0, nk), mx, l, al);
     for (int64_t c = 0; c < d; c++)
       for (int i = 0; i < BQ; i++)
         ot[c * BQ + i] *= al[i];
@@ -425,7 +436,7 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       }
       FN(scores_)(A, b, h, kr, ldk, A->qt + tile * d * BQ, i0, j0, nk, s,
                   A->cap > 0 ? f : NULL);
-      A->isa->expsub(s, nk, lt); /* s = P */
+      A->isa->expsub(s, nk, FN(kvis_)(A, i0, j0, nk), lt); /* s = P */
       if (dvr && !A->tri)
         A->isa->mm(nk, d, nq, s, BQ, 1, dy + i0 * ldq, ldq, dvr, ldk, 1);
       else if (dvr) /* key rows in groups, each over the queries that
