@@ -455,12 +455,15 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       else
         A->isa->mm(nk, BQ, d, vr, ldk, 1, A->dot + tile * d * BQ, BQ, dp,
                    BQ, 0);
+      /* dS = P (dP - D), times the scale here unless dbias needs dS
+         first or the softcap's f replaces the scale (x * 1 is x) */
+      T mul = A->dbias || A->cap > 0 ? 1 : A->scale;
       for (int64_t j = 0; j < nk; j++) {
         int64_t a = A->tri ? FN(tri_a_)(g, i0, j0, j) : 0;
         for (int64_t i = 0; i < a; i++) /* masked: P = 0, not computed */
           dp[j * BQ + i] = 0;
         for (int64_t i = a; i < BQ; i++)
-          dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]);
+          dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]) * mul;
       }
       if (A->dbias) {
         T *db = A->dbias + ((b * g->h + h) * g->lq + i0) * g->lk + j0;
@@ -468,10 +471,10 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
           for (int64_t j = 0; j < nk; j++)
             db[i * g->lk + j] = dp[j * BQ + i];
       }
-      if (A->cap > 0) /* two loops: each vectorizes */
+      if (A->cap > 0)
         for (int64_t x = 0; x < nk * BQ; x++)
           dp[x] *= f[x];
-      else
+      else if (A->dbias)
         for (int64_t x = 0; x < nk * BQ; x++)
           dp[x] *= A->scale;
       if (dkr && !A->tri)
