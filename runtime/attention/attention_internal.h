@@ -39,6 +39,10 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
            Never NaN for -inf scores (a column masked so far has l = 0).
    expsub: s[j][i] = exp(s[j][i] - sub[i]) on an nk x ATTN_BQ tile (sub
            may be +inf: 0).
+   kvis (both): s[j][i] is -inf wherever j >= i + kvis (a causal tile;
+           kvis >= nk: no such rows).  A kernel may store 0 there
+           without exp (the same value) and leave it out of the sum (a
+           sum from +0 keeps its bits without +0 terms).
    online and expsub may be NULL in a table: the portable C ones of
    attention_tmpl.h are used. */
 #define ATTN_DECL_KERNELS(T, SFX)                                         \
@@ -46,9 +50,10 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
                               const T *a, int64_t ars, int64_t acs,      \
                               const T *b, int64_t ldb, T *c, int64_t ldc, \
                               int acc);                                   \
-  typedef void (*AttnOnline##SFX)(T *s, int64_t nk, T *mx, T *l,         \
-                                  T *alpha);                              \
-  typedef void (*AttnExpsub##SFX)(T *s, int64_t nk, const T *sub);       \
+  typedef void (*AttnOnline##SFX)(T *s, int64_t nk, int64_t kvis, T *mx, \
+                                  T *l, T *alpha);                        \
+  typedef void (*AttnExpsub##SFX)(T *s, int64_t nk, int64_t kvis,        \
+                                  const T *sub);                          \
   typedef struct {                                                        \
     AttnMm##SFX mm;                                                       \
     AttnOnline##SFX online;                                               \

@@ -93,15 +93,29 @@ TGT static void MM(int64_t m, int64_t n, int64_t k, const T *a,
 #undef MM
 
 #ifdef VEXP
-TGT static void CAT(online_, SFX)(T *s, int64_t nk, T *mx, T *l, T *alpha)
+/* Rows of the VL columns from v that are not -inf in all of them
+   (kvis: attention_internal.h); the rest are set to 0 here. */
+TGT static inline int64_t CAT(visible_, SFX)(T *s, int64_t nk, int64_t kvis,
+                                            int v)
+{
+  int64_t ne = v + VL - 1 + kvis;
+  ne = ne < 0 ? 0 : ne < nk ? ne : nk;
+  for (int64_t j = ne; j < nk; j++)
+    VSTOREU(s + j * ATTN_BQ + v, VZERO());
+  return ne;
+}
+
+TGT static void CAT(online_, SFX)(T *s, int64_t nk, int64_t kvis, T *mx,
+                                  T *l, T *alpha)
 {
   for (int v = 0; v < ATTN_BQ; v += VL) {
     VT m0 = VLOADU(mx + v), mn = m0;
     for (int64_t j = 0; j < nk; j++)
       mn = VMAX(mn, VLOADU(s + j * ATTN_BQ + v));
+    int64_t ne = CAT(visible_, SFX)(s, nk, kvis, v);
     VT mu = VZERO_IF_NEGINF(mn);
     VT a = VEXP(VSUB(m0, mu)), sum = VZERO();
-    for (int64_t j = 0; j < nk; j++) {
+    for (int64_t j = 0; j < ne; j++) {
       T *sj = s + j * ATTN_BQ + v;
       VT e = VEXP(VSUB(VLOADU(sj), mu));
       VSTOREU(sj, e);
@@ -113,11 +127,13 @@ TGT static void CAT(online_, SFX)(T *s, int64_t nk, T *mx, T *l, T *alpha)
   }
 }
 
-TGT static void CAT(expsub_, SFX)(T *s, int64_t nk, const T *sub)
+TGT static void CAT(expsub_, SFX)(T *s, int64_t nk, int64_t kvis,
+                                  const T *sub)
 {
   for (int v = 0; v < ATTN_BQ; v += VL) {
     VT u = VLOADU(sub + v);
-    for (int64_t j = 0; j < nk; j++) {
+    int64_t ne = CAT(visible_, SFX)(s, nk, kvis, v);
+    for (int64_t j = 0; j < ne; j++) {
       T *sj = s + j * ATTN_BQ + v;
       VSTOREU(sj, VEXP(VSUB(VLOADU(sj), u)));
     }

@@ -46,8 +46,10 @@ static void FN(mm_c_)(int64_t m, int64_t n, int64_t k, const T *a,
   }
 }
 
-static void FN(online_c_)(T *s, int64_t nk, T *mx, T *l, T *alpha)
+static void FN(online_c_)(T *s, int64_t nk, int64_t kvis, T *mx, T *l,
+                          T *alpha)
 {
+  (void)kvis; /* libm exp(-inf) is 0 too */
   T mn[BQ], sum[BQ];
   for (int i = 0; i < BQ; i++) {
     mn[i] = mx[i];
@@ -73,8 +75,9 @@ static void FN(online_c_)(T *s, int64_t nk, T *mx, T *l, T *alpha)
   }
 }
 
-static void FN(expsub_c_)(T *s, int64_t nk, const T *sub)
+static void FN(expsub_c_)(T *s, int64_t nk, int64_t kvis, const T *sub)
 {
+  (void)kvis; /* libm exp(-inf) is 0 too */
   for (int64_t j = 0; j < nk; j++)
     for (int i = 0; i < BQ; i++)
       s[j * BQ + i] = EXP(s[j * BQ + i] - sub[i]);
@@ -186,8 +189,18 @@ static inline int64_t FN(tri_k_)(const rlx_attn_geom *g, int64_t i0,
   return FN(min_)(nk, FN(max_)(0, i + (g->lk - g->lq) + i0 - j0 + 1));
 }
 
+/* The kvis of the softmax steps (attention_internal.h): causal tiles
+   have -inf scores at key rows j >= i + kvis; others none. */
+static inline int64_t FN(kvis_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
+                                int64_t nk)
+{
+  return A->tri ? A->g->lk - A->g->lq + i0 - j0 + 1 : nk;
+}
+
 /* C[j][i] = sum_p A(j, p) B(p, i) for key rows j < nk and the query
-   columns [tri_a_(j), BQ) only (the rest of C is left as it was). */
+   columns [tri_a_(j), BQ) only, rounded down to a multiple of 8 per
+   group (the rest of C is left as it was; callers overwrite the masked
+   columns, so the extra ones cost a few products and no bits). */
 static void FN(mm_keyrows_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
                             int64_t nk, int64_t kd, const T *a, int64_t ars,
                             int64_t acs, const T *b, int64_t ldb, T *c,
@@ -195,6 +208,8 @@ static void FN(mm_keyrows_)(const FN(Attn_) *A, int64_t i0, int64_t j0,
 {
   for (int64_t j = 0; j < nk; j += TRI_G) {
     int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(A->g, i0, j0, j);
+    c0 = c0 < BQ ? c0 / 8 * 8 : BQ; /* whole 8-lane columns: no masked
+                                        stores; the extra are masked */
     if (c0 < BQ)
       A->isa->mm(m, BQ - c0, kd, a + j * ars, ars, acs, b + c0, ldb,
                  c + j * ldc + c0, ldc, 0);
@@ -271,7 +286,7 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   for (int64_t j0 = lo / BK * BK; j0 < hi; j0 += BK) {
     int64_t nk = FN(min_)(BK, g->lk - j0);
     FN(scores_)(A, b, h, k + j0 * ldk, ldk, qt, i0, j0, nk, s, NULL);
-    A->isa->online(s, nk, mx, l, al);
+    A->isa->online(s, nk, FN(kvis_)(A, i0, j0, nk), mx, l, al);
     for (int64_t c = 0; c < d; c++)
       for (int i = 0; i < BQ; i++)
         ot[c * BQ + i] *= al[i];
@@ -286,10 +301,13 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
                      1);
       }
   }
+  for (int64_t c = 0; c < d; c++) /* along i: vector divisions */
+    for (int i = 0; i < BQ; i++)
+      ot[c * BQ + i] = l[i] > 0 ? ot[c * BQ + i] / l[i] : 0;
   for (int64_t i = 0; i < nq; i++) {
     T li = l[i], *oi = o + (i0 + i) * ldo;
     for (int64_t c = 0; c < d; c++)
-      oi[c] = li > 0 ? ot[c * BQ + i] / li : 0;
+      oi[c] = ot[c * BQ + i];
     if (A->lse)
       A->lse[(b * g->h + h) * g->lq + i0 + i] =
           li > 0 ? mx[i] + LOG(li) : -INFINITY;
@@ -418,7 +436,7 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       }
       FN(scores_)(A, b, h, kr, ldk, A->qt + tile * d * BQ, i0, j0, nk, s,
                   A->cap > 0 ? f : NULL);
-      A->isa->expsub(s, nk, lt); /* s = P */
+      A->isa->expsub(s, nk, FN(kvis_)(A, i0, j0, nk), lt); /* s = P */
       if (dvr && !A->tri)
         A->isa->mm(nk, d, nq, s, BQ, 1, dy + i0 * ldq, ldq, dvr, ldk, 1);
       else if (dvr) /* key rows in groups, each over the queries that
@@ -437,12 +455,15 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       else
         A->isa->mm(nk, BQ, d, vr, ldk, 1, A->dot + tile * d * BQ, BQ, dp,
                    BQ, 0);
+      /* dS = P (dP - D), times the scale here unless dbias needs dS
+         first or the softcap's f replaces the scale (x * 1 is x) */
+      T mul = A->dbias || A->cap > 0 ? 1 : A->scale;
       for (int64_t j = 0; j < nk; j++) {
         int64_t a = A->tri ? FN(tri_a_)(g, i0, j0, j) : 0;
         for (int64_t i = 0; i < a; i++) /* masked: P = 0, not computed */
           dp[j * BQ + i] = 0;
         for (int64_t i = a; i < BQ; i++)
-          dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]);
+          dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]) * mul;
       }
       if (A->dbias) {
         T *db = A->dbias + ((b * g->h + h) * g->lq + i0) * g->lk + j0;
@@ -450,8 +471,12 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
           for (int64_t j = 0; j < nk; j++)
             db[i * g->lk + j] = dp[j * BQ + i];
       }
-      for (int64_t x = 0; x < nk * BQ; x++)
-        dp[x] *= A->cap > 0 ? f[x] : A->scale;
+      if (A->cap > 0)
+        for (int64_t x = 0; x < nk * BQ; x++)
+          dp[x] *= f[x];
+      else if (A->dbias)
+        for (int64_t x = 0; x < nk * BQ; x++)
+          dp[x] *= A->scale;
       if (dkr && !A->tri)
         A->isa->mm(nk, d, nq, dp, BQ, 1, q + i0 * ldq, ldq, dkr, ldk, 1);
       else if (dkr)
