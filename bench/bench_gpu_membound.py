@@ -37,6 +37,16 @@ CASES = {
                       [("l", "f32", [B, V]), ("y", "i32", [B]),
                        ("d", "f32", [B])],
                       ["g"], 2 * B * V * 4 + B * 8),
+    # the GPT-2 step's forms: bf16 logits read through their f32 cast
+    # (fused into the loads), the gradient stored as bf16
+    "xent_bf16": (["%e = softmax_cross_entropy(cast(%l, to=f32), %y)"],
+                  [("l", "bf16", [B, V]), ("y", "i32", [B])],
+                  ["e"], B * V * 2 + B * 8),
+    "xent_backward_bf16": (["%g = cast(softmax_cross_entropy_backward("
+                            "cast(%l, to=f32), %y, %d), to=bf16)"],
+                           [("l", "bf16", [B, V]), ("y", "i32", [B]),
+                            ("d", "f32", [B])],
+                           ["g"], 2 * B * V * 2 + B * 8),
     "add": (["%s = add(%a, %b)"],
             [("a", "f32", [B, D]), ("b", "f32", [B, D])],
             ["s"], 3 * B * D * 4),
@@ -107,10 +117,12 @@ def run(out, bench=True):
         return p.mul_(d[:, None])
 
     def torch_op(name, ins):
-        if name == "xent":
-            return F.cross_entropy(ins[0], ins[1].long(), reduction="none")
-        if name == "xent_backward":
-            return xent_bwd_torch(*ins)
+        l = ins[0].float() if ins[0].dtype == torch.bfloat16 else ins[0]
+        if name.startswith("xent_backward"):
+            g = xent_bwd_torch(l, *ins[1:])
+            return g.to(ins[0].dtype) if ins[0].dtype == torch.bfloat16 else g
+        if name.startswith("xent"):
+            return F.cross_entropy(l, ins[1].long(), reduction="none")
         if name == "add":
             return ins[0] + ins[1]
         if name == "cast_bf16":
@@ -130,7 +142,7 @@ def run(out, bench=True):
     def outputs(name, ins):
         r = torch_op(name, [x[:256] if name.startswith("xent") else x
                             for x in ins])
-        shape = ([B] if name == "xent" else [B, V] if name.startswith("xent")
+        shape = ([B] if r.dim() == 1 else [B, V] if name.startswith("xent")
                  else list(r.shape))
         return [torch.full(shape, float("nan"), device=dev, dtype=r.dtype)]
 

@@ -23,11 +23,15 @@ bool node_dynamic(const Node *n) {
   return false;
 }
 
-bool type_eq(const Type *a, const Type *b) {
-  if (a->dt != b->dt || a->rank != b->rank) return false;
+bool type_same_dims(const Type *a, const Type *b) {
+  if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)
     if (a->dims[i] != b->dims[i]) return false;
   return true;
+}
+
+bool type_eq(const Type *a, const Type *b) {
+  return a->dt == b->dt && type_same_dims(a, b);
 }
 
 Type type_make(DType dt, int rank, const int64_t *dims) {

@@ -63,6 +63,11 @@ typedef struct {
 int64_t type_numel(const Type *t);
 int64_t type_bytes(const Type *t);
 bool type_eq(const Type *a, const Type *b);
+bool type_same_dims(const Type *a, const Type *b); /* dtype aside */
+/* Attribute axis a of a rank-`rank` value, negative counted from the end. */
+static inline int ir_norm_axis(int64_t a, int rank) {
+  return (int)(a < 0 ? a + rank : a);
+}
 Type type_make(DType dt, int rank, const int64_t *dims);
 /* "f32[2, 3]" into buf (at least 128 bytes); returns buf. Dynamic
  * sizes print as "?batch", "?a+?b", "2*?n" (without bounds). */

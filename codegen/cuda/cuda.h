@@ -122,11 +122,6 @@ typedef struct {
 
 #define EW_BLOCK 256 /* threads per block of one-thread-per-element kernels */
 
-/* Attribute axis a of a rank-`rank` value, negative counted from the end. */
-static inline int norm_axis(int64_t a, int rank) {
-  return (int)(a < 0 ? a + rank : a);
-}
-
 /* Small i64 builders of the kernel files: constant, a + b, a * c,
  * a / c, a % c (unsigned), a < c (i1). */
 static inline LLVMValueRef i64(Cu *cu, int64_t v) {
@@ -225,6 +220,10 @@ LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
                              int block);
 /* A block size for rows of n elements: 32..256, a multiple of 32. */
 int cu_block_for(int64_t n);
+/* exp(x) for x <= 0 (a row's x - max) in the compute type of dt: f32 as
+ * ex2.approx(x log2 e), relative error <= 2^-22 + |x| 2^-24 (attention's
+ * exp; libclc's expf costs ~40 instructions and a division), f64 exact. */
+LLVMValueRef cu_exp_neg(Cu *cu, DType dt, LLVMValueRef x);
 /* A deterministic column reduction of a [len, K] view (bias and norm
  * parameter gradients): column col's fold with kind of elem(row, col)
  * over rows 0..len in a fixed order, coalesced. elem gives

@@ -420,6 +420,14 @@ LLVMValueRef cu_block_reduce(Cu *cu, DType dt, CgRed r, LLVMValueRef v,
   return acc;
 }
 
+LLVMValueRef cu_exp_neg(Cu *cu, DType dt, LLVMValueRef x) {
+  Cg *cg = cu->dev;
+  if (dt == DT_F64) return cg_ops_exp(cg, x);
+  x = LLVMBuildFMul(cg->b, x, LLVMConstReal(cg->t_f32, 1.4426950408889634),
+                    "");
+  return cg_intrinsic_n(cg, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &x, 1);
+}
+
 /* ---- math through libclc ---- */
 
 static const char *const llvm_math[] = {"exp", "exp2", "log", "log2",

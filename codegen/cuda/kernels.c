@@ -197,14 +197,14 @@ static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "perm does not match the rank");
   int64_t s[RLX_MAX_RANK], ss[RLX_MAX_RANK];
   cg_strides(in, s);
-  for (int i = 0; i < k; i++) ss[i] = s[norm_axis(perm[i], k)];
+  for (int i = 0; i < k; i++) ss[i] = s[ir_norm_axis(perm[i], k)];
   copy_kernel(cu, p, n, own_buf, n->in[0], ss, 0, "transpose");
   return true;
 }
 
 static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
   const Type *in = &n->in[0]->type;
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
   int64_t start = ir_attr_int(n, ATTR_START, 0), s[RLX_MAX_RANK];
   if (start < 0) start += in->dims[axis];
   if (start < 0 || start + n->type.dims[axis] > in->dims[axis])
@@ -219,7 +219,7 @@ static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
 
 static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
   int64_t os[RLX_MAX_RANK], off = 0;
   cg_strides(&n->type, os);
   int es = dt_size(n->type.dt);
@@ -259,7 +259,7 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   DType idt = n->in[1]->type.dt;
   if (!cg_ops_index_dtype_ok(idt))
     return cu_unsupported(cu, n, "indices must be i32, i64 or f32");
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
   int64_t a, t, b, ni = type_numel(&n->in[1]->type);
   cg_ops_split_axis(tt, axis, &a, &t, &b);
   int64_t N = a * ni * b;
@@ -394,7 +394,7 @@ static bool col_view(const Node *n, CuCol *c) {
   int k;
   const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
   if (!ax) return false;
-  for (int i = 0; i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
+  for (int i = 0; i < k; i++) red[ir_norm_axis(ax[i], t->rank)] = true;
   int64_t len = 1, K = 1;
   for (int i = 0; i < t->rank; i++) {
     if (red[i] && K > 1) return false; /* a reduced axis after a kept one */
@@ -434,7 +434,7 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   int k;
   const int64_t *ax = ir_attr_ints(n, ATTR_AXES, &k);
   for (int i = 0; i < t->rank; i++) red[i] = ax == NULL;
-  for (int i = 0; ax && i < k; i++) red[norm_axis(ax[i], t->rank)] = true;
+  for (int i = 0; ax && i < k; i++) red[ir_norm_axis(ax[i], t->rank)] = true;
   int64_t s[RLX_MAX_RANK], kd[RLX_MAX_RANK], ks[RLX_MAX_RANK];
   int64_t rd[RLX_MAX_RANK], rs[RLX_MAX_RANK], rows = 1, len = 1;
   int nk = 0, nr = 0;
@@ -477,7 +477,7 @@ static LLVMValueRef exp_minus(Cu *cu, LLVMValueRef x, LLVMValueRef j,
                               void *ctx) {
   ExpCtx *e = ctx;
   (void)j;
-  return cg_ops_exp(cu->dev, LLVMBuildFSub(cu->dev->b, x, e->m, ""));
+  return cu_exp_neg(cu, e->dt, LLVMBuildFSub(cu->dev->b, x, e->m, ""));
 }
 
 /* max m and sum s of exp(x - m) over row r. */
@@ -504,15 +504,17 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   Row r = {n->in[0], dt, len, block, NULL, NULL, 0, base, inner};
   LLVMValueRef m, s;
   row_lse(cu, &r, &m, &s);
-  LLVMValueRef ls = n->op == OP_LOG_SOFTMAX ? cg_ops_log(cg, s) : NULL;
+  bool log = n->op == OP_LOG_SOFTMAX;
+  LLVMValueRef ls = log ? cg_ops_log(cg, s)
+                        : LLVMBuildFDiv(cg->b, cg_const(cg, dt, 1), s, "");
   CgLoop l;
   LLVMBasicBlockRef skip;
   LLVMValueRef j = row_each_begin(cu, &r, &l, &skip);
   LLVMValueRef off = row_off(cu, &r, j);
   LLVMValueRef d = LLVMBuildFSub(cg->b, cg_load(cg, dt, cg_buf(cg, n->in[0]),
                                                 off), m, "");
-  LLVMValueRef y = ls ? LLVMBuildFSub(cg->b, d, ls, "")
-                      : LLVMBuildFDiv(cg->b, cg_ops_exp(cg, d), s, "");
+  LLVMValueRef y = log ? LLVMBuildFSub(cg->b, d, ls, "")
+                       : LLVMBuildFMul(cg->b, cu_exp_neg(cu, dt, d), ls, "");
   cg_store(cg, dt, cg_buf(cg, n), off, y);
   row_each_end(cu, &l, skip);
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
@@ -524,7 +526,8 @@ static LLVMValueRef rescale(Cu *cu, DType dt, LLVMValueRef a, LLVMValueRef b) {
   Cg *cg = cu->dev;
   return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOEQ, a, b, ""),
                          cg_const(cg, dt, 1),
-                         cg_ops_exp(cg, LLVMBuildFSub(cg->b, a, b, "")), "");
+                         cu_exp_neg(cu, dt, LLVMBuildFSub(cg->b, a, b, "")),
+                         "");
 }
 
 /* max m and sum s of exp(x - m) over row r in one pass (online):
@@ -550,7 +553,7 @@ static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
   LLVMValueRef sum = LLVMBuildFMul(cg->b, acc[1], rescale(cu, dt, acc[0], mn),
                                    "");
   for (int u = 0; u < ROW_UNROLL; u++) {
-    LLVMValueRef e = cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], mn, ""));
+    LLVMValueRef e = cu_exp_neg(cu, dt, LLVMBuildFSub(cg->b, x[u], mn, ""));
     sum = LLVMBuildFAdd(cg->b, sum,
                         LLVMBuildSelect(cg->b, in[u], e, zero, ""), "");
   }
@@ -565,7 +568,8 @@ static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
 /* softmax_cross_entropy (bwd false): out[r] = (m - x[lab]) + log s;
  * backward: out[r, j] = (softmax - onehot) * dloss[r]. One block per
  * row (512 threads for rows of 4096 or more), m and s in one pass
- * (row_lse_online); the backward then reads the row once more,
+ * (row_lse_online), exp as cu_exp_neg, softmax as exp(x - m) times
+ * 1 / s (one division a thread); the backward then reads the row once more,
  * ROW_UNROLL loads before their stores. A forward paired with its
  * backward (cg_xent_pairs) saves m and s, and the backward reads them
  * instead of its first pass: the same values, one read of the row. */
@@ -607,12 +611,14 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
              LLVMBuildFAdd(cg->b, d, cg_ops_log(cg, s), ""));
   } else {
     LLVMValueRef g = cg_load(cg, dt, cg_buf(cg, n->in[2]), o);
+    LLVMValueRef inv = LLVMBuildFDiv(cg->b, cg_const(cg, dt, 1), s, "");
     LLVMValueRef x[ROW_UNROLL], j[ROW_UNROLL], in[ROW_UNROLL];
     CgLoop l;
     row_loads(cu, &r, &l, NULL, 0, NULL, NULL, x, j, in);
     for (int u = 0; u < ROW_UNROLL; u++) {
-      LLVMValueRef pr = LLVMBuildFDiv(
-          cg->b, cg_ops_exp(cg, LLVMBuildFSub(cg->b, x[u], m, "")), s, "");
+      LLVMValueRef pr = LLVMBuildFMul(
+          cg->b, cu_exp_neg(cu, dt, LLVMBuildFSub(cg->b, x[u], m, "")), inv,
+          "");
       LLVMValueRef hot = LLVMBuildICmp(cg->b, LLVMIntEQ, j[u], lab, "");
       pr = LLVMBuildSelect(cg->b, hot,
                            LLVMBuildFSub(cg->b, pr, cg_const(cg, dt, 1), ""),

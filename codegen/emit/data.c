@@ -18,10 +18,6 @@
  */
 #include "codegen/emit/emit.h"
 
-static int norm_axis(int64_t axis, int rank) {
-  return (int)(axis < 0 ? axis + rank : axis);
-}
-
 static void copy_init(Cg *cg, CgCopy *c, const Type *out) {
   c->rank = out->rank;
   c->dst_off = c->src_off = 0;
@@ -39,7 +35,7 @@ static bool cg_emit_transpose(Cg *cg, Node *n) {
   copy_init(cg, &c, &n->type);
   int64_t s[RLX_MAX_RANK];
   cg_strides_dim(cg, in, s); /* sizes: dynamic ones read at run time */
-  for (int i = 0; i < k; i++) c.src_str[i] = s[norm_axis(perm[i], k)];
+  for (int i = 0; i < k; i++) c.src_str[i] = s[ir_norm_axis(perm[i], k)];
   cg_ops_copy(cg, &c, cg_buf(cg, n), cg_buf(cg, n->in[0]),
               dt_size(n->type.dt));
   return true;
@@ -107,7 +103,7 @@ static void copy_rows_dyn(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
 /* Dynamic sizes: before the concat / narrow axis only (copy_rows_dyn). */
 static const char *rows_dyn(const Node *n) {
   const Type *t = &n->type;
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), t->rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), t->rank);
   for (int i = 0; i < n->nin; i++)
     for (int d = axis; d < t->rank; d++)
       if (!dim_is_static(n->in[i]->type.dims[d]) || !dim_is_static(t->dims[d]))
@@ -116,7 +112,7 @@ static const char *rows_dyn(const Node *n) {
 }
 
 static bool cg_emit_concat(Cg *cg, Node *n) {
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
   int64_t outer, total, inner;
   Type pre = n->type;
   pre.rank = axis;
@@ -149,7 +145,7 @@ static bool cg_emit_concat(Cg *cg, Node *n) {
 
 static bool cg_emit_narrow(Cg *cg, Node *n) {
   const Type *in = &n->in[0]->type;
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), in->rank);
   int64_t start = ir_attr_int(n, ATTR_START, 0);
   int64_t outer, len = in->dims[axis], inner;
   int64_t l = n->type.dims[axis];
@@ -177,7 +173,7 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
   DType idt = n->in[1]->type.dt;
   if (!cg_ops_index_dtype_ok(idt))
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
-  int axis = norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
   const Type *it = &n->in[1]->type; /* may be dynamic (gather_dyn) */
   int64_t a, t, b, ni = type_bytes_bound(it) / dt_size(it->dt);
   cg_ops_split_axis(tt, axis, &a, &t, &b);

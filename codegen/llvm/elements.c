@@ -32,9 +32,22 @@ static LLVMValueRef bf16_to_f32(Cg *cg, LLVMValueRef bits) {
   return LLVMBuildBitCast(cg->b, w, cg->t_f32, "");
 }
 
-/* Round to nearest even; NaN stays a quiet NaN with its sign. */
+/* Round to nearest even; NaN stays a quiet NaN with its sign. NVPTX
+ * (sm_80 and up): one cvt.rn.bf16.f32, the same bits but for NaNs
+ * (canonical 0x7fff). */
 static LLVMValueRef f32_to_bf16(Cg *cg, LLVMValueRef f) {
   LLVMBuilderRef b = cg->b;
+  LLVMValueRef w = LLVMIsABitCastInst(f) ? LLVMGetOperand(f, 0) : NULL;
+  w = w && LLVMIsABinaryOperator(w) &&
+              LLVMGetInstructionOpcode(w) == LLVMShl
+          ? LLVMGetOperand(w, 0) : NULL;
+  if (w && LLVMIsAZExtInst(w) &&
+      LLVMTypeOf(LLVMGetOperand(w, 0)) == cg->t_i16)
+    return LLVMGetOperand(w, 0); /* bf16_to_f32's bits: exact */
+  if (cg->triple && !strncmp(cg->triple, "nvptx", 5))
+    return LLVMBuildBitCast(
+        b, LLVMBuildFPTrunc(b, f, LLVMBFloatTypeInContext(cg->lc), ""),
+        cg->t_i16, "");
   LLVMValueRef u = LLVMBuildBitCast(b, f, cg->t_i32, "");
   LLVMValueRef lsb = LLVMBuildAnd(
       b, LLVMBuildLShr(b, u, cg_i32(cg, 16), ""), cg_i32(cg, 1), "");

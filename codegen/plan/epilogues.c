@@ -38,13 +38,6 @@ static bool stores_flat(Op op) {
   }
 }
 
-static bool same_dims(const Type *a, const Type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
-}
-
 typedef struct {
   CgPlan *p;
   Graph *g;
@@ -137,9 +130,9 @@ void cg_epilogues(CgPlan *p, Graph *g) {
      * FUSED node are all in its group) */
     Node *r = reader[n->id];
     while (p->slot[r->id].kind == CG_SLOT_FUSED) r = reader[r->id];
-    if ( !cg_is_elementwise(r->op) || !same_dims(&r->type, &n->type) ||
+    if ( !cg_is_elementwise(r->op) || !type_same_dims(&r->type, &n->type) ||
         p->slot[r->id].kind != CG_SLOT_NONE || p->slot[r->id].side_of ||
-        sides[r->id] || !same_dims(&reader[n->id]->type, &n->type))
+        sides[r->id] || !type_same_dims(&reader[n->id]->type, &n->type))
       continue;
     Tree t = {p, g, pos, leaf, 0, true};
     cg_walk_begin(p);

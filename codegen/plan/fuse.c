@@ -56,17 +56,6 @@
 
 #include <stdlib.h>
 
-static bool same_dims(const Type *a, const Type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
-}
-
-static bool same_type(const Type *a, const Type *b) {
-  return a->dt == b->dt && same_dims(a, b);
-}
-
 /* Elementwise for fusion: expand is a pure broadcast (its operand is
  * read with broadcast strides), so it fuses like an identity op. */
 static bool is_ew(const Node *n) {
@@ -178,7 +167,7 @@ static Node *consumers_group(Graph *g, Node *n, Uses *u, const Groups *gr) {
   Node **root = gr->root, *r = NULL;
   for (int k = u->start[n->id]; k < u->start[n->id + 1]; k++) {
     Node *c = g->nodes[u->list[k]];
-    if (!is_ew(c) || !same_dims(&c->type, &n->type) || gr->shared[c->id])
+    if (!is_ew(c) || !type_same_dims(&c->type, &n->type) || gr->shared[c->id])
       return NULL;
     bool own = root[c->id] == c; /* c keeps storage: it is a root */
     if (own && (c->op == OP_STOP_GRADIENT || c->op == OP_EXPAND))
@@ -207,7 +196,8 @@ static bool shared_prologue(Graph *g, Node *n, Uses *u, const Groups *gr) {
  * consumer of the reduction family takes n as its prologue; a shared
  * prologue returns its first consumer (decide counts it in each). */
 static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
-                     const bool *isret) {
+                     const bool *isret, bool *shared) {
+  *shared = false;
   if (!is_ew(n) || isret[n->id]) return NULL;
   Node **root = gr->root;
   if (u->start[n->id + 1] - u->start[n->id] == 1) {
@@ -215,7 +205,8 @@ static Node *fusable(Graph *g, Node *n, Uses *u, const Groups *gr,
     if (cg_fuse_prologue_ok(c, n))
       return fits(gr, root[c->id], n, false) ? c : NULL;
   }
-  if (shared_prologue(g, n, u, gr)) return g->nodes[u->list[u->start[n->id]]];
+  if ((*shared = shared_prologue(g, n, u, gr)))
+    return g->nodes[u->list[u->start[n->id]]];
   Node *r = consumers_group(g, n, u, gr);
   return r && fits(gr, r, n, false) ? r : NULL;
 }
@@ -229,7 +220,7 @@ static Node *side_root(Graph *g, Node *n, Uses *u, const Groups *gr,
     return NULL;
   Node *r = consumers_group(g, n, u, gr);
   if (!r || !cg_is_elementwise(r->op) || r->op == OP_STOP_GRADIENT ||
-      !same_dims(&r->type, &n->type))
+      !type_same_dims(&r->type, &n->type))
     return NULL;
   return fits(gr, r, n, true) ? r : NULL;
 }
@@ -285,10 +276,9 @@ static void decide(Graph *g, CgPlan *plan, Uses *u, Groups *gr,
   for (int i = g->nnodes - 1; i >= 0; i--) {
     Node *n = g->nodes[i];
     CgSlot *s = &plan->slot[n->id];
-    Node *r = fusable(g, n, u, gr, isret);
+    Node *r = fusable(g, n, u, gr, isret, &gr->shared[n->id]);
     Node *side = !r && isret[n->id] ? side_root(g, n, u, gr, noside) : NULL;
     gr->root[n->id] = r ? r : side ? side : n;
-    gr->shared[n->id] = r && shared_prologue(g, n, u, gr);
     for (int k = u->start[n->id]; gr->shared[n->id] && k < u->start[n->id + 1];
          k++) {
       Node *c = g->nodes[u->list[k]];
@@ -320,11 +310,11 @@ static int refuse_sides(Graph *g, CgPlan *plan, Uses *u, const Groups *gr,
     Node *n = g->rets[j], *r = plan->slot[n->id].side_of;
     if (!r || g->ret_into[j] < 0) continue;
     Node *a = g->args[g->ret_into[j]];
-    bool ok = !isret[a->id] && same_type(&n->type, &a->type);
+    bool ok = !isret[a->id] && type_eq(&n->type, &a->type);
     for (int k = u->start[a->id]; ok && k < u->start[a->id + 1]; k++) {
       Node *c = g->nodes[u->list[k]];
       ok = cg_is_elementwise(c->op) && gr->root[c->id] == r &&
-           same_type(&c->type, &a->type);
+           type_eq(&c->type, &a->type);
     }
     if (!ok && !noside[n->id]) {
       noside[n->id] = true;

@@ -172,13 +172,6 @@ static bool needs_ws(const Node *n, const CgSlot *s) {
   return true;
 }
 
-static bool same_type(const Type *a, const Type *b) {
-  if (a->dt != b->dt || a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
-}
-
 /* Does the fused tree under n read argument a only as itself, from
  * nodes of type t (so at the element its root writes)? */
 static bool reads_at_same_element(CgPlan *p, Node *n, Node *a,
@@ -186,7 +179,7 @@ static bool reads_at_same_element(CgPlan *p, Node *n, Node *a,
   for (int k = 0; k < n->nin; k++) {
     Node *o = n->in[k];
     if (o == a) {
-      if (!same_type(&n->type, t)) return false;
+      if (!type_eq(&n->type, t)) return false;
     } else if (cg_in_tree(p, o)) {
       if (cg_walk_first(p, o) && !reads_at_same_element(p, o, a, t))
         return false;
@@ -207,7 +200,7 @@ static bool inplace_ret_ok(CgPlan *p, Node *r, Node *a) {
   CgSlot *s = &p->slot[r->id];
   if (s->kind != CG_SLOT_NONE || r->op == OP_CONST || r->op == OP_INPUT ||
       r->op == OP_PARAM || !cg_is_elementwise(r->op) ||
-      !same_type(&r->type, &a->type) || p->slot[a->id].last > s->def)
+      !type_eq(&r->type, &a->type) || p->slot[a->id].last > s->def)
     return false;
   cg_walk_begin(p);
   return reads_at_same_element(p, s->side_of ? s->side_of : r, a, &r->type);
@@ -255,7 +248,7 @@ static int inplace_cands(CgPlan *p, Node *root, Node *n, int64_t pos,
     if (cg_in_tree(p, o)) {
       if (cg_walk_first(p, o)) m = inplace_cands(p, root, o, pos, out, m);
     } else if (s->kind == CG_SLOT_WS && s->last == pos &&
-               same_type(&o->type, &root->type)) {
+               type_eq(&o->type, &root->type)) {
       out[m++] = o;
     }
   }

@@ -17,8 +17,7 @@
 #include "codegen/plan/plan.h"
 
 static int last_axis(const Node *n) {
-  int64_t a = ir_attr_int(n, ATTR_AXIS, 0);
-  return (int)(a < 0 ? a + n->in[0]->type.rank : a);
+  return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->in[0]->type.rank);
 }
 
 static bool attn_op(const Node *n) {
