@@ -47,6 +47,10 @@ CASES = {
                            [("l", "bf16", [B, V]), ("y", "i32", [B]),
                             ("d", "f32", [B])],
                            ["g"], 2 * B * V * 2 + B * 8),
+    # a block's GELU gradient: [B, 4 D] bf16
+    "gelu_bwd_bf16": (["%g = activation_backward(%x, %dy, kind=gelu_tanh)"],
+                      [("x", "bf16", [B, 4 * D]), ("dy", "bf16", [B, 4 * D])],
+                      ["g"], 3 * B * 4 * D * 2),
     "add": (["%s = add(%a, %b)"],
             [("a", "f32", [B, D]), ("b", "f32", [B, D])],
             ["s"], 3 * B * D * 4),
@@ -123,6 +127,9 @@ def run(out, bench=True):
             return g.to(ins[0].dtype) if ins[0].dtype == torch.bfloat16 else g
         if name.startswith("xent"):
             return F.cross_entropy(l, ins[1].long(), reduction="none")
+        if name == "gelu_bwd_bf16":  # eager's kernel
+            return torch.ops.aten.gelu_backward(ins[1], ins[0],
+                                                approximate="tanh")
         if name == "add":
             return ins[0] + ins[1]
         if name == "cast_bf16":

@@ -121,6 +121,22 @@ static bool act_vector_math(const char *kind) {
  * the element as a <1 x float>, so they take the CPU vector lanes' code
  * and bits; the rest is scalar code whose only calls (sin, cos, tan;
  * f64 and f16/bf16 exp, tanh, erf) go to libclc instead of libm. */
+/* dy f'(x) at element x, dy. */
+static LLVMValueRef act_grad(Cu *cu, DType dt, const char *kind,
+                             LLVMValueRef x, LLVMValueRef dy) {
+  Cg *cg = cu->dev;
+  LLVMValueRef g;
+  if (!strcmp(kind, "gelu_tanh") && cg_gelu_tanh_fast(cg, dt, x, NULL, &g))
+    return LLVMBuildFMul(cg->b, dy, g, "");
+  if (dt != DT_F32 || !act_vector_math(kind)) return cg_act_grad(cg, kind, x, dy);
+  LLVMTypeRef vt = LLVMVectorType(cg->t_f32, 1);
+  LLVMValueRef z = cg_i32(cg, 0);
+  LLVMValueRef vx = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, z, "");
+  LLVMValueRef vd = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), dy, z, "");
+  return LLVMBuildExtractElement(cg->b, cg_act_grad(cg, kind, vx, vd), z, "");
+}
+
+/* EW_UNROLL elements a thread, their loads first (ew_kernel). */
 static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
@@ -131,30 +147,25 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
   int64_t N = type_numel(&n->type), bs[RLX_MAX_RANK];
   if (N == 0) return true;
   cg_bcast_strides(&n->in[1]->type, &n->type, bs);
+  bool same = type_same_dims(&n->in[1]->type, &n->type);
   char what[48];
   snprintf(what, sizeof what, "%s_backward", kind);
   cu_kernel_begin(cu, p, what);
-  LLVMValueRef i = cu_gid(cu);
-  cu_guard(cu, ult(cu, i, N));
-  LLVMValueRef x = cg_load(cg, dt, cg_buf(cg, n->in[0]), i);
-  LLVMValueRef dy = cg_load(cg, dt, cg_buf(cg, n->in[1]),
-                            cu_remap(cu, i, n->type.dims, bs, n->type.rank));
-  LLVMValueRef g;
-  if (!strcmp(kind, "gelu_tanh") &&
-      cg_gelu_tanh_fast(cg, dt, x, NULL, &g)) {
-    g = LLVMBuildFMul(cg->b, dy, g, "");
-  } else if (dt == DT_F32 && act_vector_math(kind)) {
-    LLVMTypeRef vt = LLVMVectorType(cg->t_f32, 1);
-    LLVMValueRef z = cg_i32(cg, 0);
-    LLVMValueRef vx = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, z, "");
-    LLVMValueRef vd = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), dy, z,
-                                             "");
-    g = LLVMBuildExtractElement(cg->b, cg_act_grad(cg, kind, vx, vd), z, "");
-  } else {
-    g = cg_act_grad(cg, kind, x, dy);
+  LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], x[EW_UNROLL];
+  LLVMValueRef dy[EW_UNROLL];
+  ew_indices(cu, N, i, in, ic);
+  for (int u = 0; u < EW_UNROLL; u++) {
+    x[u] = cg_load(cg, dt, cg_buf(cg, n->in[0]), ic[u]);
+    dy[u] = cg_load(cg, dt, cg_buf(cg, n->in[1]),
+                    same ? ic[u] : cu_remap(cu, ic[u], n->type.dims, bs,
+                                            n->type.rank));
   }
-  cg_store(cg, dt, cg_buf(cg, n), i, g);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  for (int u = 0; u < EW_UNROLL; u++) {
+    LLVMBasicBlockRef next = ew_if(cu, in[u]);
+    cg_store(cg, dt, cg_buf(cg, n), i[u], act_grad(cu, dt, kind, x[u], dy[u]));
+    ew_join(cu, next);
+  }
+  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
   return !cg->failed;
 }
 
@@ -573,6 +584,27 @@ static void row_lse_online(Cu *cu, const Row *r, LLVMValueRef *m,
  * ROW_UNROLL loads before their stores. A forward paired with its
  * backward (cg_xent_pairs) saves m and s, and the backward reads them
  * instead of its first pass: the same values, one read of the row. */
+/* The gradient's epilogue root stored with rows pitch apart
+ * (plan/views.c): zeros past row o's c elements. */
+static void xent_zero_pad(Cu *cu, CgPlan *p, Node *n, LLVMValueRef o,
+                          int64_t c) {
+  Cg *cg = cu->dev;
+  LLVMValueRef rp;
+  Node *rt = p->slot[n->id].kind == CG_SLOT_EPI
+                 ? cg_epi_root(cg, cg_buf(cg, n), &rp) : NULL;
+  int64_t P = rt ? p->slot[rt->id].pitch : 0;
+  if (!P) return;
+  LLVMBasicBlockRef z = cg_block(cg, "xent.pad"), done = cg_block(cg, "xent.end");
+  LLVMBuildCondBr(cg->b, ult(cu, cu_tid(cu), P - c), z, done);
+  LLVMPositionBuilderAtEnd(cg->b, z);
+  LLVMTypeRef et = cg_stype(cg, rt->type.dt);
+  LLVMValueRef at = add(cu, mul(cu, o, P), add(cu, cu_tid(cu), i64(cu, c)));
+  LLVMBuildStore(cg->b, LLVMConstNull(et),
+                 LLVMBuildGEP2(cg->b, et, rp, &at, 1, ""));
+  LLVMBuildBr(cg->b, done);
+  LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
 static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   Cg *cg = cu->dev;
   DType dt = n->in[0]->type.dt;
@@ -633,6 +665,7 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
       LLVMPositionBuilderAtEnd(cg->b, next);
     }
     cg_loop_end(cg, &l, NULL);
+    xent_zero_pad(cu, p, n, o, c);
   }
   cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
   return true;

@@ -41,6 +41,7 @@ typedef struct {
   int64_t group;            /* is st's times scale[(r / group) rs + c] */
   bool q;                   /* q_matmul's (i8 st): element - zp, as i32 */
   int64_t zp;
+  bool pitched;             /* rows padded with zeros (CgSlot.pitch) */
 } MmOp;
 
 #define MM_R_MAX 8
@@ -54,6 +55,8 @@ static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
   const Type *t = &o->st->type;
   int64_t s[RLX_MAX_RANK];
   cg_strides(t, s);
+  o->pitched = cg_plan_slot(p, o->st)->pitch > 0; /* plan/views.c */
+  if (o->pitched) s[t->rank - 2] = cg_plan_slot(p, o->st)->pitch;
   o->rs = folded ? 1 : s[t->rank - 2];
   o->cs = folded ? s[t->rank - 2] : 1;
   int ob = out->rank - 2, xb = t->rank - 2;
@@ -880,10 +883,11 @@ static void mma_operand(Mma *m, MmaOp *x, const MmOp *o, bool a_side,
   x->cpr = x->kmajor ? m->c.rowb / 16 : x->tile * m->es / 16;
   x->wgmn = m->c.wg && !x->kmajor;
   /* cp.async: 16-byte chunks along the unit-stride dimension, whose
-   * extent, other stride and batch strides are multiples of a chunk */
+   * extent (or pitch: zeros past the row), other stride and batch
+   * strides are multiples of a chunk */
   int64_t ext = x->kmajor ? m->K : outer, other = x->kmajor ? x->os : x->ks;
-  x->async = (x->kmajor ? x->ks : x->os) == 1 && ext % m->ve == 0 &&
-             other % m->ve == 0;
+  x->async = (x->kmajor ? x->ks : x->os) == 1 &&
+             (ext % m->ve == 0 || o->pitched) && other % m->ve == 0;
   for (int d = 0; d < RLX_MAX_RANK; d++)
     if (o->bstr[d] % m->ve) x->async = false;
 }

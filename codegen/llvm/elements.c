@@ -134,6 +134,12 @@ void cg_store(Cg *cg, DType dt, LLVMValueRef base, LLVMValueRef idx,
     cg->epi_val = cg_round_dt(cg, dt, v);
     LLVMValueRef y = cg->fused_load(cg, r, idx, 1);
     cg->epi_op = NULL;
+    int64_t P = cg_plan_slot(cg->fn->plan, r)->pitch;
+    int64_t C = r->type.dims[r->type.rank - 1];
+    if (P) /* rows P apart (plan/views.c) */
+      idx = LLVMBuildAdd(cg->b, idx, LLVMBuildMul(
+          cg->b, LLVMBuildUDiv(cg->b, idx, cg_i64(cg, C), ""),
+          cg_i64(cg, P - C), ""), "");
     cg_store(cg, r->type.dt, rp, idx, y);
     return;
   }

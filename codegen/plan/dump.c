@@ -49,7 +49,8 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
     break;
   case CG_SLOT_WS:
     fprintf(f, "ws [%lld, %lld)", (long long)s->offset,
-            (long long)(s->offset + cg_align(cg_plan_bytes(&n->type))));
+            (long long)(s->offset + cg_align(cg_plan_slot_bytes(p, n))));
+    if (s->pitch) fprintf(f, " rows %lld apart", (long long)s->pitch);
     break;
   case CG_SLOT_CONST: fprintf(f, "const"); break;
   case CG_SLOT_ALIAS:

@@ -293,7 +293,7 @@ static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
     s->kind = CG_SLOT_WS;
     b->blk[n->id] = b->nb;
     int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
-    bl[b->nb++] = (Block){def, s->last, cg_align(cg_plan_bytes(&n->type)),
+    bl[b->nb++] = (Block){def, s->last, cg_align(cg_plan_slot_bytes(p, n)),
                           &s->offset};
   } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
     s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;

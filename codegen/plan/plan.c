@@ -18,6 +18,13 @@ int64_t cg_plan_bytes(const Type *t) {
   return type_is_static(t) ? type_bytes(t) : type_bytes_bound(t);
 }
 
+int64_t cg_plan_slot_bytes(const CgPlan *p, const Node *n) {
+  const Type *t = &n->type;
+  int64_t P = p->slot[n->id].pitch;
+  if (!P) return cg_plan_bytes(t);
+  return type_numel(t) / t->dims[t->rank - 1] * P * dt_size(t->dt);
+}
+
 CgPlan *cg_plan_new(Ctx *ctx, Graph *g) {
   CgPlan *p = arena_alloc(ctx->arena, sizeof *p);
   p->g = g;

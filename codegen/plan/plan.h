@@ -73,6 +73,8 @@ typedef struct {
                             (attention: lse; softmax_cross_entropy: max
                             and sum) in a block of its own */
   int64_t saved_off, saved_last; /* that block: offset; last reader */
+  int64_t pitch;         /* > 0: a matrix's rows lie this many elements
+                            apart in its storage (views.c), else dense */
 } CgSlot;
 
 /* The plan of one graph: slots indexed by Node.id. */
@@ -93,6 +95,8 @@ typedef struct CgPlan {
 CgPlan *cg_plan_new(Ctx *ctx, Graph *g);
 /* n's slot (n a node of p's graph). */
 CgSlot *cg_plan_slot(const CgPlan *p, const Node *n);
+/* Bytes of n's storage (its type's, or its rows at its pitch). */
+int64_t cg_plan_slot_bytes(const CgPlan *p, const Node *n);
 /* Bytes rounded up to the plan alignment (64). */
 int64_t cg_align(int64_t bytes);
 /* Dynamic dimensions (docs/dynamic-dims.md): the workspace bytes below

@@ -11,8 +11,17 @@
  * read only by one concat along the last axis are views of the concat,
  * which their leader's kernels then write (the concat: stored_by the
  * leader, placed at it by cg_memplan, no kernel). Views start and step
- * at 16-byte multiples (the kernels' cp.async chunks). Linear in the
- * graph.
+ * at 16-byte multiples (the kernels' cp.async chunks).
+ *
+ * Pitched rows: a 16-bit matrix whose rows are no multiple of 16 bytes
+ * (GPT-2's logits gradient [B*T, 50257]) cannot be staged by the
+ * tensor-core products in 16-byte chunks, so each product reading it
+ * would copy it with padded rows first (matmul.c). When it is stored
+ * by softmax_cross_entropy_backward's epilogue and read only by
+ * products (directly or through a folded transpose), its rows lie C
+ * rounded up to 16 bytes apart instead (CgSlot.pitch): the epilogue
+ * stores each element at its row's pitch (cg_store), the kernel zeroes
+ * the padding, and the products read it in place. Linear in the graph.
  */
 #include "codegen/plan/plan.h"
 
@@ -82,6 +91,31 @@ static void concat_view(CgPlan *p, Node *c, const int *uses) {
   p->slot[c->id].stored_by = lead;
 }
 
+/* mm[id]: every reader of the node is a matmul, directly or through a
+ * folded transpose (fuse.c folds only those), and it is not returned. */
+static bool *mm_reads(Arena *a, Graph *g, const CgPlan *p, const int *uses) {
+  bool *ok = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *ok);
+  for (int i = 0; i <= g->next_id; i++) ok[i] = uses[i] > 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *c = g->nodes[i];
+    for (int k = 0; k < c->nin; k++)
+      if (c->op != OP_MATMUL && p->slot[c->id].kind != CG_SLOT_FOLDED)
+        ok[c->in[k]->id] = false;
+  }
+  for (int j = 0; j < g->nret; j++) ok[g->rets[j]->id] = false;
+  return ok;
+}
+
+static void pitch_rows(CgPlan *p, Node *n, const bool *mm) {
+  CgSlot *s = &p->slot[n->id];
+  int64_t es = dt_size(n->type.dt), C = n->type.dims[n->type.rank - 1];
+  if (!mm[n->id] || !s->stored_by || n->type.rank != 2 || es != 2 ||
+      s->stored_by->op != OP_SOFTMAX_CROSS_ENTROPY_BACKWARD ||
+      s->kind != CG_SLOT_NONE || (C * es) % 16 == 0)
+    return;
+  s->pitch = (C * es + 15) / 16 * 16 / es;
+}
+
 void cg_views(CgPlan *p, Graph *g) {
   Arena *a = p->ctx->arena;
   int *uses = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *uses);
@@ -90,11 +124,14 @@ void cg_views(CgPlan *p, Graph *g) {
   for (int j = 0; j < g->nret; j++) uses[g->rets[j]->id] += 2; /* never */
   bool *qkv = qkv_reads(a, g, uses);
   for (int j = 0; j < g->nret; j++) qkv[g->rets[j]->id] = false;
+  bool *mm = mm_reads(a, g, p, uses);
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (n->op == OP_NARROW) narrow_view(p, n, qkv);
     else if (n->op == OP_CONCAT && n->nin > 1) concat_view(p, n, uses);
+    pitch_rows(p, n, mm);
   }
   arena_tmp_free(a, uses);
   arena_tmp_free(a, qkv);
+  arena_tmp_free(a, mm);
 }
