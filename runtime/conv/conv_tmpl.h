@@ -80,6 +80,11 @@ static inline void FN(copy_)(T *d, const T *s, int64_t n)
       d[i] = s[i];
     return;
   }
+  if (n <= 2 * FN(CH_)) { /* the usual row: two moves, no loop */
+    memcpy(d, s, 32);
+    memcpy(d + n - FN(CH_), s + n - FN(CH_), 32);
+    return;
+  }
   for (int64_t i = 0; i + FN(CH_) <= n; i += FN(CH_))
     memcpy(d + i, s + i, 32);
   memcpy(d + n - FN(CH_), s + n - FN(CH_), 32);
@@ -214,24 +219,33 @@ static void FN(plane_fill_)(T *dst, int64_t rows, int64_t We, int64_t ps,
   int64_t u1 = h0 < h ? FN(min_)(FN(cdiv_)(h - h0, sh), rows) : 0;
   v1 = v1 < v0 ? v0 : v1;
   u1 = u1 < u0 ? u0 : u1;
-  memset(dst, 0, (size_t)(u0 * We) * sizeof(T));
+  FN(zero_)(dst, u0 * We);
   if (v0 == 0 && v1 == We && We == w && sw == 1 && sh == 1)
     memcpy(dst + u0 * We, src + (h0 + u0) * w,
            (size_t)((u1 - u0) * We) * sizeof(T));
-  else
+  else if (sw == 1) {
+    /* The right padding of row u and the left one of row u + 1 are one
+       gap: zeroed in one 32-byte store where the next row's data (at
+       least that long) overwrites what it spills over, exactly after
+       the last row. */
+    int64_t gap = We - v1 + v0;
+    FN(zero_)(dst + u0 * We, v0);
+    for (int64_t u = u0; u < u1; u++) {
+      T *d = dst + u * We;
+      FN(copy_)(d + v0, src + (u * sh + h0) * w + w0 + v0, v1 - v0);
+      if (u + 1 < u1 && gap <= FN(CH_) && v1 - v0 >= FN(CH_))
+        memset(d + v1, 0, 32);
+      else
+        FN(zero_)(d + v1, u + 1 < u1 ? gap : We - v1);
+    }
+  } else
     for (int64_t u = u0; u < u1; u++) {
       const T *row = src + (u * sh + h0) * w;
       T *d = dst + u * We;
-      if (sw == 1) {
-        FN(zero_)(d, v0);
-        FN(copy_)(d + v0, row + w0 + v0, v1 - v0);
-        FN(zero_)(d + v1, We - v1);
-        continue;
-      }
       for (int64_t v = 0; v < We; v++)
         d[v] = v >= v0 && v < v1 ? row[v * sw + w0] : 0;
     }
-  memset(dst + u1 * We, 0, (size_t)(ps - u1 * We) * sizeof(T));
+  FN(zero_)(dst + u1 * We, ps - u1 * We);
 }
 
 /* The planes of source channels [s0, s0 + ns) of image n, group gi,
