@@ -500,12 +500,16 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
   int64_t j = it / pl->nkb / pl->G, nc8 = pl->prow / CONV_WR;
   int64_t c0 = kb * nc8 / pl->nkb, c1 = (kb + 1) * nc8 / pl->nkb;
   T *part = (T *)jb->scratch + (j * pl->G + gi) * pl->prow * pl->pcol;
-  int64_t ldc = pl->khkw * pl->pcol;
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t i = 0; i < CONV_WR; i++)
-      memset(part + (c / pl->khkw * CONV_WR + i) * ldc +
-                 c % pl->khkw * pl->pcol,
-             0, (size_t)pl->pcol * sizeof(T));
+  int64_t ldc = pl->byrow ? pl->pcol : pl->khkw * pl->pcol;
+  if (pl->byrow) /* rows o of blocks [c0, c1) */
+    memset(part + c0 * CONV_WR * ldc, 0,
+           (size_t)((c1 - c0) * CONV_WR * ldc) * sizeof(T));
+  else
+    for (int64_t c = c0; c < c1; c++)
+      for (int64_t i = 0; i < CONV_WR; i++)
+        memset(part + (c / pl->khkw * CONV_WR + i) * ldc +
+                   c % pl->khkw * pl->pcol,
+               0, (size_t)pl->pcol * sizeof(T));
   int64_t pe = pl->pstride, lanes = jb->isa->lanes;
   /* An 8-row block (CONV_WR) in one R = 8 call where its vmax[3]
      vectors fit the ISA's accumulators, else in two R = 4 calls with up
@@ -517,13 +521,15 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
   int ki = split ? 2 : 3, kr = conv_rows[ki];
   int64_t pmax = split ? FN(min_)(isa->vmax[2], isa->acc_max / 4)
                        : isa->vmax[3];
-  int64_t nvec = pl->ogp / lanes, npan = FN(cdiv_)(nvec, pmax);
+  int64_t nvec = (pl->byrow ? g->kw * pl->cgp : pl->ogp) / lanes;
+  int64_t npan = FN(cdiv_)(nvec, pmax), bstep = pl->byrow ? pl->cgp
+                                                         : pl->ogp;
   int64_t *boff = FN(carve_)(&slot, pl->kc * 8);
   T *planeT = FN(carve_)(&slot, pl->np * pl->cgp * pe * pl->es);
   T *dyT = FN(carve_)(&slot, pl->rt * pl->We * pl->ogp * pl->es);
   T *tmp = (T *)slot;
-  for (int64_t p = 0, kcm = pl->kc, ogp = pl->ogp; p < kcm; p++)
-    boff[p] = p * ogp;
+  for (int64_t p = 0, kcm = pl->kc; p < kcm; p++)
+    boff[p] = p * bstep;
   FN(Phase_) P = FN(phase_)(jb, 0);
   int64_t ub, ue;
   FN(chunk_units_)(pl, j, &ub, &ue);
@@ -531,12 +537,28 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
     int64_t u0 = un % pl->tiles * pl->rt;
     int64_t rows = FN(min_)(pl->rt, g->oh - u0), tn = rows * P.We;
     FN(wgemm_unit_)(jb, &P, un / pl->tiles, gi, u0, rows,
-                    c0 / pl->khkw * CONV_WR,
-                    FN(cdiv_)(c1, pl->khkw) * CONV_WR, planeT, dyT, tmp);
+                    pl->byrow ? 0 : c0 / pl->khkw * CONV_WR,
+                    pl->byrow ? pl->cgp : FN(cdiv_)(c1, pl->khkw) * CONV_WR,
+                    planeT, dyT, tmp);
     int64_t kstep = FN(cdiv_)(tn, FN(cdiv_)(tn, pl->kc));
     for (int64_t tb = 0; tb < tn; tb += kstep) {
       int64_t kc = FN(min_)(kstep, tn - tb);
-      for (int64_t c = c0; c < c1; c++) {
+      /* byrow: dW[o][r][q][ci] += sum_t dyT[t][o] * planeT[t + r*We +
+         q][ci], tap row r's kw * cgp columns in panels (each read by
+         all the item's rows o) */
+      for (int64_t r = 0; pl->byrow && r < g->kh; r++) {
+        int64_t off = FN(tap_off_)(jb, &P, 0, r, 0);
+        const T *b = planeT + (off + tb) * pl->cgp;
+        T *cr = part + r * g->kw * pl->cgp;
+        for (int64_t q = 0, j0 = 0; q < npan; q++) {
+          int64_t V = nvec / npan + (q < nvec % npan);
+          for (int64_t o = c0 * CONV_WR; o < c1 * CONV_WR; o += kr)
+            isa->kern[ki][V - 1](kc, dyT + tb * pl->ogp + o, pl->ogp,
+                                 b + j0, boff, cr + o * ldc + j0, ldc, 1);
+          j0 += V * lanes;
+        }
+      }
+      for (int64_t c = c0; !pl->byrow && c < c1; c++) {
         int64_t tap = c % pl->khkw, ci0 = c / pl->khkw * CONV_WR;
         int64_t off = FN(tap_off_)(jb, &P, 0, tap / g->kw, tap % g->kw);
         const T *a = planeT + (off + tb) * pl->cgp + ci0;
@@ -621,7 +643,13 @@ static void FN(wsum_task_)(void *ctx, int64_t b, int64_t e)
       for (int64_t x = 0; x < nr * pl->pcol; x++)
         p0[x] += p0[j * pstep + x];
     T *dw = jb->dst + gi * og * pl->K;
-    if (pl->path == CONV_WGEMM)
+    if (pl->byrow) /* rows o; column tap * cgp + ci to dW[o][ci][tap] */
+      for (int64_t o = r0; o < FN(min_)(r0 + nr, og); o++)
+        for (int64_t k = 0; k < pl->K; k++)
+          dw[o * pl->K + k] =
+              p0[(o - r0) * pl->pcol + k % pl->khkw * pl->cgp +
+                 k / pl->khkw];
+    else if (pl->path == CONV_WGEMM)
       jb->isa->trans(p0, pl->pcol, FN(min_)(nr, pl->K - r0), og, dw + r0,
                      pl->K, FN(min_)(nr, pl->K - r0));
     else
