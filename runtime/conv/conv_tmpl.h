@@ -80,8 +80,12 @@ static inline void FN(copy_)(T *d, const T *s, int64_t n)
       d[i] = s[i];
     return;
   }
-  if (n <= 2 * FN(CH_)) { /* the usual row: two moves, no loop */
+  if (n <= 4 * FN(CH_)) { /* the usual rows: 2-4 moves, no loop */
     memcpy(d, s, 32);
+    if (n > 2 * FN(CH_))
+      memcpy(d + FN(CH_), s + FN(CH_), 32);
+    if (n > 3 * FN(CH_))
+      memcpy(d + 2 * FN(CH_), s + 2 * FN(CH_), 32);
     memcpy(d + n - FN(CH_), s + n - FN(CH_), 32);
     return;
   }
