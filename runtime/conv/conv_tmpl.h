@@ -482,11 +482,9 @@ static void FN(wgemm_unit_)(const FN(Job_) *jb, const FN(Phase_) *P,
   for (int64_t o0 = 0; o0 < og; o0 += 16) {
     int64_t no = FN(min_)(16, og - o0);
     for (int64_t o = 0; o < no; o++)
-      for (int64_t u = 0; u < rows; u++) {
-        T *st = tmp + o * tn + u * We;
-        FN(copy_)(st, dy + (o0 + o) * ohw + (u0 + u) * g->ow, g->ow);
-        FN(zero_)(st + g->ow, We - g->ow);
-      }
+      FN(plane_fill_)(tmp + o * tn, rows, We, tn,
+                      dy + (o0 + o) * ohw + u0 * g->ow, rows, g->ow, 0, 0,
+                      1, 1);
     isa->trans(tmp, tn, no, tn, dyT + o0, ogp, FN(min_)(16, ogp - o0));
   }
 }
