@@ -25,7 +25,12 @@
  *   WGEMM (backward weight, >= 8 channels per group): dW^T[(ci, tap)][o]
  *     = sum_t planeT[t + tap][ci] * dyT[t][o] on channel-last copies of
  *     a tile's planes and of its dy (one transpose per element, not per
- *     tap; 8-channel A panels read in place).
+ *     tap; 8-channel A panels read in place).  With unit strides and
+ *     dilations the kw taps of a tap row are kw * cgp consecutive
+ *     planeT elements, so (`byrow`) the partial is dW[o][r][q][ci]
+ *     instead, dyT the broadcast operand and a tap row's kw * cgp
+ *     columns the vector one (AVX2: 4 x 3 tiles of 12 accumulators for
+ *     the 8 of 4 x 2); per element the same products in the same order.
  *   WDOT (backward weight, < 8 channels per group, depthwise): lane
  *     sums of dy rows times plane rows, vectorized along t; the lanes
  *     are added once, at the end.
@@ -80,6 +85,7 @@ typedef struct {
   int64_t nch, nkb;    /* backward weight: chunks, row blocks */
   int64_t units;       /* backward weight: images * tiles */
   int64_t prow, pcol;  /* backward weight: partial rows, columns */
+  int byrow;           /* wgemm: partial rows o, columns (r, q, ci) */
   int64_t items, slots;
   /* scratch layout, bytes from the (64-byte aligned) scratch start */
   int64_t shared_off, shared_bytes; /* packed A, or the partials */

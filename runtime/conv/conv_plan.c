@@ -202,9 +202,14 @@ void rlx_conv_plan(const rlx_conv_geom *g, int op, int64_t elem_size,
     p->kc = 384; /* longest wgemm kernel call (t block) */
     choose_tiles(p, g, g->n);
     p->units = g->n * p->tiles;
-    p->prow = p->path == CONV_WGEMM ? p->khkw * p->cgp : og;
-    p->pcol = p->path == CONV_WGEMM ? p->ogp
-                                    : rup(p->K, CONV_DK) * (64 / es);
+    /* byrow: a tap row's kw * cgp columns whole vectors of every ISA */
+    p->byrow = p->path == CONV_WGEMM && !p->direct && g->sh == 1 &&
+               g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+               g->kw * p->cgp % 16 == 0;
+    p->prow = p->path != CONV_WGEMM ? og
+              : p->byrow ? p->ogp : p->khkw * p->cgp;
+    p->pcol = p->path != CONV_WGEMM ? rup(p->K, CONV_DK) * (64 / es)
+              : p->byrow ? p->khkw * p->cgp : p->ogp;
     plan_reduction(p);
   }
   p->pstride = plane_elems(p, p->rt);

@@ -80,6 +80,15 @@ static inline void FN(copy_)(T *d, const T *s, int64_t n)
       d[i] = s[i];
     return;
   }
+  if (n <= 4 * FN(CH_)) { /* the usual rows: 2-4 moves, no loop */
+    memcpy(d, s, 32);
+    if (n > 2 * FN(CH_))
+      memcpy(d + FN(CH_), s + FN(CH_), 32);
+    if (n > 3 * FN(CH_))
+      memcpy(d + 2 * FN(CH_), s + 2 * FN(CH_), 32);
+    memcpy(d + n - FN(CH_), s + n - FN(CH_), 32);
+    return;
+  }
   for (int64_t i = 0; i + FN(CH_) <= n; i += FN(CH_))
     memcpy(d + i, s + i, 32);
   memcpy(d + n - FN(CH_), s + n - FN(CH_), 32);
@@ -214,24 +223,33 @@ static void FN(plane_fill_)(T *dst, int64_t rows, int64_t We, int64_t ps,
   int64_t u1 = h0 < h ? FN(min_)(FN(cdiv_)(h - h0, sh), rows) : 0;
   v1 = v1 < v0 ? v0 : v1;
   u1 = u1 < u0 ? u0 : u1;
-  memset(dst, 0, (size_t)(u0 * We) * sizeof(T));
+  FN(zero_)(dst, u0 * We);
   if (v0 == 0 && v1 == We && We == w && sw == 1 && sh == 1)
     memcpy(dst + u0 * We, src + (h0 + u0) * w,
            (size_t)((u1 - u0) * We) * sizeof(T));
-  else
+  else if (sw == 1) {
+    /* The right padding of row u and the left one of row u + 1 are one
+       gap: zeroed in one 32-byte store where the next row's data (at
+       least that long) overwrites what it spills over, exactly after
+       the last row. */
+    int64_t gap = We - v1 + v0;
+    FN(zero_)(dst + u0 * We, v0);
+    for (int64_t u = u0; u < u1; u++) {
+      T *d = dst + u * We;
+      FN(copy_)(d + v0, src + (u * sh + h0) * w + w0 + v0, v1 - v0);
+      if (u + 1 < u1 && gap <= FN(CH_) && v1 - v0 >= FN(CH_))
+        memset(d + v1, 0, 32);
+      else
+        FN(zero_)(d + v1, u + 1 < u1 ? gap : We - v1);
+    }
+  } else
     for (int64_t u = u0; u < u1; u++) {
       const T *row = src + (u * sh + h0) * w;
       T *d = dst + u * We;
-      if (sw == 1) {
-        FN(zero_)(d, v0);
-        FN(copy_)(d + v0, row + w0 + v0, v1 - v0);
-        FN(zero_)(d + v1, We - v1);
-        continue;
-      }
       for (int64_t v = 0; v < We; v++)
         d[v] = v >= v0 && v < v1 ? row[v * sw + w0] : 0;
     }
-  memset(dst + u1 * We, 0, (size_t)(ps - u1 * We) * sizeof(T));
+  FN(zero_)(dst + u1 * We, ps - u1 * We);
 }
 
 /* The planes of source channels [s0, s0 + ns) of image n, group gi,
@@ -464,11 +482,9 @@ static void FN(wgemm_unit_)(const FN(Job_) *jb, const FN(Phase_) *P,
   for (int64_t o0 = 0; o0 < og; o0 += 16) {
     int64_t no = FN(min_)(16, og - o0);
     for (int64_t o = 0; o < no; o++)
-      for (int64_t u = 0; u < rows; u++) {
-        T *st = tmp + o * tn + u * We;
-        FN(copy_)(st, dy + (o0 + o) * ohw + (u0 + u) * g->ow, g->ow);
-        FN(zero_)(st + g->ow, We - g->ow);
-      }
+      FN(plane_fill_)(tmp + o * tn, rows, We, tn,
+                      dy + (o0 + o) * ohw + u0 * g->ow, rows, g->ow, 0, 0,
+                      1, 1);
     isa->trans(tmp, tn, no, tn, dyT + o0, ogp, FN(min_)(16, ogp - o0));
   }
 }
@@ -486,12 +502,16 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
   int64_t j = it / pl->nkb / pl->G, nc8 = pl->prow / CONV_WR;
   int64_t c0 = kb * nc8 / pl->nkb, c1 = (kb + 1) * nc8 / pl->nkb;
   T *part = (T *)jb->scratch + (j * pl->G + gi) * pl->prow * pl->pcol;
-  int64_t ldc = pl->khkw * pl->pcol;
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t i = 0; i < CONV_WR; i++)
-      memset(part + (c / pl->khkw * CONV_WR + i) * ldc +
-                 c % pl->khkw * pl->pcol,
-             0, (size_t)pl->pcol * sizeof(T));
+  int64_t ldc = pl->byrow ? pl->pcol : pl->khkw * pl->pcol;
+  if (pl->byrow) /* rows o of blocks [c0, c1) */
+    memset(part + c0 * CONV_WR * ldc, 0,
+           (size_t)((c1 - c0) * CONV_WR * ldc) * sizeof(T));
+  else
+    for (int64_t c = c0; c < c1; c++)
+      for (int64_t i = 0; i < CONV_WR; i++)
+        memset(part + (c / pl->khkw * CONV_WR + i) * ldc +
+                   c % pl->khkw * pl->pcol,
+               0, (size_t)pl->pcol * sizeof(T));
   int64_t pe = pl->pstride, lanes = jb->isa->lanes;
   /* An 8-row block (CONV_WR) in one R = 8 call where its vmax[3]
      vectors fit the ISA's accumulators, else in two R = 4 calls with up
@@ -503,13 +523,15 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
   int ki = split ? 2 : 3, kr = conv_rows[ki];
   int64_t pmax = split ? FN(min_)(isa->vmax[2], isa->acc_max / 4)
                        : isa->vmax[3];
-  int64_t nvec = pl->ogp / lanes, npan = FN(cdiv_)(nvec, pmax);
+  int64_t nvec = (pl->byrow ? g->kw * pl->cgp : pl->ogp) / lanes;
+  int64_t npan = FN(cdiv_)(nvec, pmax), bstep = pl->byrow ? pl->cgp
+                                                         : pl->ogp;
   int64_t *boff = FN(carve_)(&slot, pl->kc * 8);
   T *planeT = FN(carve_)(&slot, pl->np * pl->cgp * pe * pl->es);
   T *dyT = FN(carve_)(&slot, pl->rt * pl->We * pl->ogp * pl->es);
   T *tmp = (T *)slot;
-  for (int64_t p = 0, kcm = pl->kc, ogp = pl->ogp; p < kcm; p++)
-    boff[p] = p * ogp;
+  for (int64_t p = 0, kcm = pl->kc; p < kcm; p++)
+    boff[p] = p * bstep;
   FN(Phase_) P = FN(phase_)(jb, 0);
   int64_t ub, ue;
   FN(chunk_units_)(pl, j, &ub, &ue);
@@ -517,12 +539,28 @@ static void FN(wgemm_item_)(const FN(Job_) *jb, int64_t it, char *slot)
     int64_t u0 = un % pl->tiles * pl->rt;
     int64_t rows = FN(min_)(pl->rt, g->oh - u0), tn = rows * P.We;
     FN(wgemm_unit_)(jb, &P, un / pl->tiles, gi, u0, rows,
-                    c0 / pl->khkw * CONV_WR,
-                    FN(cdiv_)(c1, pl->khkw) * CONV_WR, planeT, dyT, tmp);
+                    pl->byrow ? 0 : c0 / pl->khkw * CONV_WR,
+                    pl->byrow ? pl->cgp : FN(cdiv_)(c1, pl->khkw) * CONV_WR,
+                    planeT, dyT, tmp);
     int64_t kstep = FN(cdiv_)(tn, FN(cdiv_)(tn, pl->kc));
     for (int64_t tb = 0; tb < tn; tb += kstep) {
       int64_t kc = FN(min_)(kstep, tn - tb);
-      for (int64_t c = c0; c < c1; c++) {
+      /* byrow: dW[o][r][q][ci] += sum_t dyT[t][o] * planeT[t + r*We +
+         q][ci], tap row r's kw * cgp columns in panels (each read by
+         all the item's rows o) */
+      for (int64_t r = 0; pl->byrow && r < g->kh; r++) {
+        int64_t off = FN(tap_off_)(jb, &P, 0, r, 0);
+        const T *b = planeT + (off + tb) * pl->cgp;
+        T *cr = part + r * g->kw * pl->cgp;
+        for (int64_t q = 0, j0 = 0; q < npan; q++) {
+          int64_t V = nvec / npan + (q < nvec % npan);
+          for (int64_t o = c0 * CONV_WR; o < c1 * CONV_WR; o += kr)
+            isa->kern[ki][V - 1](kc, dyT + tb * pl->ogp + o, pl->ogp,
+                                 b + j0, boff, cr + o * ldc + j0, ldc, 1);
+          j0 += V * lanes;
+        }
+      }
+      for (int64_t c = c0; !pl->byrow && c < c1; c++) {
         int64_t tap = c % pl->khkw, ci0 = c / pl->khkw * CONV_WR;
         int64_t off = FN(tap_off_)(jb, &P, 0, tap / g->kw, tap % g->kw);
         const T *a = planeT + (off + tb) * pl->cgp + ci0;
@@ -607,7 +645,13 @@ static void FN(wsum_task_)(void *ctx, int64_t b, int64_t e)
       for (int64_t x = 0; x < nr * pl->pcol; x++)
         p0[x] += p0[j * pstep + x];
     T *dw = jb->dst + gi * og * pl->K;
-    if (pl->path == CONV_WGEMM)
+    if (pl->byrow) /* rows o; column tap * cgp + ci to dW[o][ci][tap] */
+      for (int64_t o = r0; o < FN(min_)(r0 + nr, og); o++)
+        for (int64_t k = 0; k < pl->K; k++)
+          dw[o * pl->K + k] =
+              p0[(o - r0) * pl->pcol + k % pl->khkw * pl->cgp +
+                 k / pl->khkw];
+    else if (pl->path == CONV_WGEMM)
       jb->isa->trans(p0, pl->pcol, FN(min_)(nr, pl->K - r0), og, dw + r0,
                      pl->K, FN(min_)(nr, pl->K - r0));
     else

@@ -58,6 +58,7 @@ static const Geo SWEEP[] = {
   {5, 7, 3, 3, 5, 2, 2, 1, 1, 0, 0, 1, 1, 1},     /* odd, tiny */
   {1, 128, 3, 5, 256, 1, 1, 1, 1, 0, 0, 1, 1, 1}, /* 1x1 row blocks */
   {1, 24, 9, 9, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1},   /* s 2, row blocks */
+  {1, 16, 6, 6, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1},  /* byrow, row blocks */
 };
 enum { NGEO = sizeof SWEEP / sizeof SWEEP[0] };
 
