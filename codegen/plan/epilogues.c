@@ -106,7 +106,7 @@ static bool hoist(Tree *t, Node *op, Node *root) {
 void cg_epilogues(CgPlan *p, Graph *g) {
   Arena *ar = p->ctx->arena;
   size_t ids = (size_t)g->next_id + 1;
-  int *uses = arena_tmp_alloc(ar, ids * sizeof *uses);
+  int *uses = cg_use_counts(ar, g);
   int *pos = arena_tmp_alloc(ar, ids * sizeof *pos);
   Node **reader = arena_tmp_alloc(ar, ids * sizeof *reader);
   bool *sides = arena_tmp_alloc(ar, ids * sizeof *sides);
@@ -114,13 +114,9 @@ void cg_epilogues(CgPlan *p, Graph *g) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     pos[n->id] = i;
-    for (int k = 0; k < n->nin; k++) {
-      uses[n->in[k]->id]++;
-      reader[n->in[k]->id] = n;
-    }
+    for (int k = 0; k < n->nin; k++) reader[n->in[k]->id] = n;
     if (p->slot[n->id].side_of) sides[p->slot[n->id].side_of->id] = true;
   }
-  for (int j = 0; j < g->nret; j++) uses[g->rets[j]->id] += 2; /* never */
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (!stores_flat(n->op) || uses[n->id] != 1 ||

@@ -18,6 +18,14 @@ int64_t cg_plan_bytes(const Type *t) {
   return type_is_static(t) ? type_bytes(t) : type_bytes_bound(t);
 }
 
+int *cg_use_counts(Arena *a, const Graph *g) {
+  int *uses = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *uses);
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++) uses[g->nodes[i]->in[k]->id]++;
+  for (int j = 0; j < g->nret; j++) uses[g->rets[j]->id] += 2;
+  return uses;
+}
+
 int64_t cg_plan_slot_bytes(const CgPlan *p, const Node *n) {
   const Type *t = &n->type;
   int64_t P = p->slot[n->id].pitch;

@@ -95,6 +95,9 @@ typedef struct CgPlan {
 CgPlan *cg_plan_new(Ctx *ctx, Graph *g);
 /* n's slot (n a node of p's graph). */
 CgSlot *cg_plan_slot(const CgPlan *p, const Node *n);
+/* Readers of each node id of g (arena_tmp memory), a returned value's
+ * counted twice more: never a value's one reader. */
+int *cg_use_counts(Arena *a, const Graph *g);
 /* Bytes of n's storage (its type's, or its rows at its pitch). */
 int64_t cg_plan_slot_bytes(const CgPlan *p, const Node *n);
 /* Bytes rounded up to the plan alignment (64). */

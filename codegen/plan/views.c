@@ -118,10 +118,7 @@ static void pitch_rows(CgPlan *p, Node *n, const bool *mm) {
 
 void cg_views(CgPlan *p, Graph *g) {
   Arena *a = p->ctx->arena;
-  int *uses = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *uses);
-  for (int i = 0; i < g->nnodes; i++)
-    for (int k = 0; k < g->nodes[i]->nin; k++) uses[g->nodes[i]->in[k]->id]++;
-  for (int j = 0; j < g->nret; j++) uses[g->rets[j]->id] += 2; /* never */
+  int *uses = cg_use_counts(a, g);
   bool *qkv = qkv_reads(a, g, uses);
   for (int j = 0; j < g->nret; j++) qkv[g->rets[j]->id] = false;
   bool *mm = mm_reads(a, g, p, uses);
