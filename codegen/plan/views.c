@@ -108,11 +108,12 @@ static bool *mm_reads(Arena *a, Graph *g, const CgPlan *p, const int *uses) {
 
 static void pitch_rows(CgPlan *p, Node *n, const bool *mm) {
   CgSlot *s = &p->slot[n->id];
-  int64_t es = dt_size(n->type.dt), C = n->type.dims[n->type.rank - 1];
-  if (!mm[n->id] || !s->stored_by || n->type.rank != 2 || es != 2 ||
+  if (!mm[n->id] || !s->stored_by || n->type.rank != 2 ||
       s->stored_by->op != OP_SOFTMAX_CROSS_ENTROPY_BACKWARD ||
-      s->kind != CG_SLOT_NONE || (C * es) % 16 == 0)
+      s->kind != CG_SLOT_NONE)
     return;
+  int64_t es = dt_size(n->type.dt), C = n->type.dims[1];
+  if (es != 2 || (C * es) % 16 == 0) return;
   s->pitch = (C * es + 15) / 16 * 16 / es;
 }
 
