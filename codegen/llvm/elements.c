@@ -39,7 +39,9 @@ static LLVMValueRef f32_to_bf16(Cg *cg, LLVMValueRef f) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef w = LLVMIsABitCastInst(f) ? LLVMGetOperand(f, 0) : NULL;
   w = w && LLVMIsABinaryOperator(w) &&
-              LLVMGetInstructionOpcode(w) == LLVMShl
+              LLVMGetInstructionOpcode(w) == LLVMShl &&
+              LLVMIsAConstantInt(LLVMGetOperand(w, 1)) &&
+              LLVMConstIntGetZExtValue(LLVMGetOperand(w, 1)) == 16
           ? LLVMGetOperand(w, 0) : NULL;
   if (w && LLVMIsAZExtInst(w) &&
       LLVMTypeOf(LLVMGetOperand(w, 0)) == cg->t_i16)
