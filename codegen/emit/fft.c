@@ -115,6 +115,10 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
             6);
     return true;
   }
+  if (M == 0) { /* no mel bins: no scratch, a zero gradient */
+    cg_memset0(cg, cg_buf(cg, n), type_bytes(&n->type));
+    return true;
+  }
   LLVMValueRef a[8] = {cg_i64(cg, rows), cg_i64(cg, F), cg_i64(cg, M),
                        cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                        cg_buf(cg, n->in[2]), cg_buf(cg, n),
