@@ -203,9 +203,17 @@ static bool ad_dynamic_op(Op op) {
   }
 }
 
-/* The op, and for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape). */
+/* The op, for a gather a static table (its gradient is a
+ * gather_backward into zeros of the table's shape), and for a scan a
+ * static body (a dynamic length only: the rules keep carries as flat
+ * vectors). */
 static bool ad_dynamic_node(const Node *n) {
+  if (n->op == OP_SCAN) {
+    const Graph *body = ir_attr_graph(n, ATTR_BODY);
+    for (int i = 0; i < body->nargs; i++)
+      if (!type_is_static(&body->args[i]->type)) return false;
+    return true;
+  }
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
   return ad_dynamic_op(n->op);

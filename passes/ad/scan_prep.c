@@ -52,7 +52,10 @@ static Node *rewrite_scan(IrBuilder *b, Node *n, void *ud) {
   if (n->op != OP_SCAN) return n;
   int64_t L = scan_len(n);
   bool bcast = ir_attr_int(n, ATTR_NUM_BCAST, 0) != 0;
-  bool traj = !ir_attr_bool(n, ATTR_SAVE_TRAJ, false) && L > 0 &&
+  /* a dynamic length keeps its final-carry form: its last row is no
+   * narrow (vjp_rules_scan.c recomputes the trajectory) */
+  bool traj = !ir_attr_bool(n, ATTR_SAVE_TRAJ, false) &&
+              dim_is_static(L) && L > 0 &&
               ir_attr_int(n, ATTR_CHECKPOINTS, 0) == 0 &&
               n->type.rank < RLX_MAX_RANK;
   if (!bcast && !traj) return n;
@@ -60,7 +63,7 @@ static Node *rewrite_scan(IrBuilder *b, Node *n, void *ud) {
   Node *s = ir_node_new(b->c, b->g, OP_SCAN, in, n->nin, n->loc);
   ir_attr_copy_all(b->c, s, n);
   ir_attr_set_int(b->c, s, ATTR_NUM_BCAST, 0);
-  ir_attr_set_int(b->c, s, ATTR_LENGTH, L);
+  if (dim_is_static(L)) ir_attr_set_int(b->c, s, ATTR_LENGTH, L);
   if (traj) ir_attr_set_bool(b->c, s, ATTR_SAVE_TRAJ, true);
   ib_finish(b, s);
   int64_t last = ir_attr_bool(n, ATTR_REVERSE, false) ? 0 : L - 1;

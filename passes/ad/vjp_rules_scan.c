@@ -229,7 +229,8 @@ Node *ad_scan(IrBuilder *b, Graph *body, Node *const *in, int nin,
               int64_t len, bool rev, bool traj) {
   Node *r = ib_op(b, OP_SCAN, in, nin);
   ir_attr_set_graph(b->c, r, ATTR_BODY, body);
-  ir_attr_set_int(b->c, r, ATTR_LENGTH, len);
+  if (dim_is_static(len)) /* a dynamic length is the xs' axis 0 */
+    ir_attr_set_int(b->c, r, ATTR_LENGTH, len);
   if (traj) ir_attr_set_bool(b->c, r, ATTR_SAVE_TRAJ, true);
   if (rev) ir_attr_set_bool(b->c, r, ATTR_REVERSE, true);
   return ib_finish(b, r);
@@ -275,9 +276,54 @@ Node *ad_scan_carries_in(IrBuilder *b, Node *start, Node *tr, int64_t m,
   return ib_concat(b, p, 2, 0);
 }
 
+static Graph *attach(ScanAd *s, Graph *g, const char *what, int64_t len);
+
+/* A body (c, r) -> r over rows of type t when `pair` is false: the
+ * final carry of its scan is the last row run (the carry it starts
+ * with when there are none). With `pair`, ([prev | cur] flat, r) ->
+ * [cur | r]: the scan's trajectory row t holds the carry before row t
+ * and row t. */
+static Graph *row_graph(ScanAd *s, const Type *t, bool pair) {
+  Ctx *c = CTX(s);
+  Graph *g = ib_graph_detached(c, pair ? "shift" : "last", s->n->loc);
+  int64_t n = type_numel(t);
+  Node *in = ir_arg_new(c, g, OP_INPUT, "c", pair ? vec(t->dt, 2 * n) : *t,
+                        g->loc);
+  Node *r = ir_arg_new(c, g, OP_INPUT, "r", *t, g->loc);
+  IrBuilder bb = {c, g, s->n->loc};
+  if (pair) {
+    Node *p[2] = {ib_narrow(&bb, in, 0, n, n), ad_flat(&bb, r)};
+    r = ib_concat(&bb, p, 2, 0);
+  }
+  ir_set_rets(c, g, &r, 1);
+  return attach(s, g, pair ? "shift" : "last", 0);
+}
+
+/* The carries entering m steps from start and tr, the carries after
+ * each of them. A dynamic m cannot narrow tr to m-1 rows (a size is a
+ * sum of products, never a difference): a scan over tr keeps the
+ * carry before each row beside it instead. */
 static Node *carries_in(ScanAd *s, IrBuilder *b, Node *start, Node *tr,
                         int64_t m) {
-  return ad_scan_carries_in(b, start, tr, m, s->rev);
+  if (dim_is_static(m)) return ad_scan_carries_in(b, start, tr, m, s->rev);
+  Node *f = ad_flat(b, start), *p[2] = {f, f}, *in[2];
+  in[0] = ib_concat(b, p, 2, 0);
+  in[1] = tr;
+  Node *sh = ad_scan(b, row_graph(s, &s->ct, true), in, 2, m, s->rev, true);
+  Type t = ad_rows_of(&s->ct, m);
+  return ad_section(b, sh, 0, s->nc, &t);
+}
+
+/* The row of tr [m, P] that a scan in direction `rev` runs last, or
+ * seed when m is 0 (a dynamic m: a scan keeps the last row). */
+static Node *last_row(ScanAd *s, IrBuilder *b, Node *tr, Node *seed,
+                      bool rev) {
+  int64_t m = tr->type.dims[0];
+  if (dim_is_static(m))
+    return ib_reshape_as(b, ib_narrow(b, tr, 0, rev ? 0 : m - 1, 1),
+                         &seed->type);
+  Node *in[2] = {seed, tr};
+  return ad_scan(b, row_graph(s, &seed->type, false), in, 2, m, rev, false);
 }
 
 /* ---- the backward body ---- */
@@ -356,16 +402,14 @@ static void sweep(ScanAd *s, IrBuilder *b, Graph *body, Node *cin,
                   Grads *g) {
   Node **in = nodes(s), **u = units(s, b, xs, m, len);
   int k = 0;
-  in[k++] = pack(s, b, len, g, false);
+  Node *seed = in[k++] = pack(s, b, len, g, false);
   in[k++] = cin;
   for (int i = 0; i < s->nx; i++) in[k++] = u[i];
   if (dtraj) in[k++] = dtraj;
   Node *sc = ad_scan(b, body, in, k, m, !s->rev, s->rows);
   Node *fin = sc;
   if (s->rows) {
-    Type t = vec(s->ct.dt, packed_len(s, len));
-    fin = ib_reshape_as(b, ib_narrow(b, sc, 0, s->rev ? m - 1 : 0, 1),
-                        &t);
+    fin = last_row(s, b, sc, seed, !s->rev);
     unpack_rows(s, b, sc, m, len, g);
   }
   unpack(s, b, fin, len, g);
@@ -377,7 +421,9 @@ static void sweep(ScanAd *s, IrBuilder *b, Graph *body, Node *cin,
  * the first n-1 steps' operands). */
 static void leaf(ScanAd *s, IrBuilder *b, int64_t n, Node *start,
                  Node **xs, Node *tr, Graph *body, Node *dtraj, Grads *g) {
-  if (!tr && n > 1)
+  if (!tr && !dim_is_static(n))
+    tr = advance(s, b, start, xs, n, 1, true);
+  else if (!tr && n > 1)
     tr = advance(s, b, start, xs, n > BISECT_LEAF ? n : n - 1, 1, true);
   sweep(s, b, body, carries_in(s, b, start, tr, n), xs, n, 1, dtraj, g);
 }
@@ -594,7 +640,7 @@ static void give_grads(ScanAd *s, Grads *g) {
  * one (the narrow VJP of scan_prep's final-carry form: zeros and the
  * row): that row, shaped like the carry; else NULL. */
 static Node *last_row_only(ScanAd *s, Node *g, int64_t L) {
-  if (g->op != OP_CONCAT || g->nin != 2 || ir_attr_int(g, ATTR_AXIS, 0))
+  if (!dim_is_static(L) || g->op != OP_CONCAT || g->nin != 2 || ir_attr_int(g, ATTR_AXIS, 0))
     return NULL;
   Node *z = g->in[s->rev ? 1 : 0], *row = g->in[s->rev ? 0 : 1];
   if (z->op != OP_CONST || !z->splat || ir_const_get(z, 0) != 0 ||
