@@ -88,7 +88,8 @@ static const ShapeRule dyn_rules[] = {
     shape_group_norm,
     shape_batch_norm, shape_rope,
     shape_attention, shape_attention_bwd, shape_conv2d, shape_pool2d, shape_scan,
-    shape_conv2d_bwd, shape_avg_pool_bwd, shape_max_pool_bwd,
+    shape_conv2d_bwd, shape_avg_pool_bwd, shape_max_pool_bwd, shape_if,
+    shape_while, shape_custom_fn,
 };
 
 static bool carries_dynamic(Op op) {

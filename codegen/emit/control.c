@@ -28,6 +28,12 @@
 
 static Graph *sub_graph(Node *n, AttrId id) { return ir_attr_graph(n, id); }
 
+/* A subgraph's function reads the dynamic sizes from the front of its
+ * workspace (dims.c): the caller's, copied once before the calls. */
+static void pass_sizes(Cg *cg, LLVMValueRef ws) {
+  cg_memcpy(cg, ws, cg->fn->ws, cg_dim_header());
+}
+
 /* Workspace bytes of g's function, or -1 after a diagnostic. */
 static int64_t sub_ws(Cg *cg, Graph *g) {
   int64_t ws = 0;
@@ -48,7 +54,7 @@ static int64_t cg_scratch_scan(Cg *cg, Node *n) {
   int64_t ws = sub_ws(cg, sub_graph(n, ATTR_BODY));
   if (ws < 0) return 0;
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
-  return ws + (save ? 0 : cg_align(type_bytes(&n->in[0]->type))) + 64;
+  return ws + (save ? 0 : cg_align(cg_plan_bytes(&n->in[0]->type))) + 64;
 }
 
 static LLVMValueRef sel_ptr(Cg *cg, LLVMValueRef c, LLVMValueRef a,
@@ -57,8 +63,8 @@ static LLVMValueRef sel_ptr(Cg *cg, LLVMValueRef c, LLVMValueRef a,
 }
 
 static LLVMValueRef byte_off(Cg *cg, LLVMValueRef p, LLVMValueRef t,
-                             int64_t bytes) {
-  return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, t, cg_i64(cg, bytes), ""));
+                             LLVMValueRef bytes) {
+  return cg_gep(cg, p, LLVMBuildNSWMul(cg->b, t, bytes, ""));
 }
 
 /* L - 1 for a length L (a size: dynamic ones are read at run time). */
@@ -87,7 +93,7 @@ void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
                   LLVMValueRef *ins, LLVMValueRef out, LLVMValueRef tmp,
                   LLVMValueRef *a, LLVMValueRef *dst) {
   int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0), L = cg_scan_len(n);
-  int64_t cb = type_bytes(&n->in[0]->type);
+  LLVMValueRef cb = cg_bytes(cg, &n->in[0]->type);
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
   bool rev = ir_attr_bool(n, ATTR_REVERSE, false);
   LLVMValueRef im1 = LLVMBuildNSWSub(cg->b, i, cg_i64(cg, 1), "");
@@ -99,11 +105,10 @@ void cg_scan_step(Cg *cg, Node *n, LLVMValueRef i, LLVMValueRef init,
   a[0] = sel_ptr(cg, first, init, prev);
   for (int k = 1; k < n->nin; k++) {
     a[k] = ins[k];
-    if (k > nb) { /* a step's slice: static (scan_dyn) */
-      const Type *x = &n->in[k]->type;
-      int64_t sb = dt_size(x->dt);
-      for (int d = 1; d < x->rank; d++) sb *= x->dims[d];
-      a[k] = byte_off(cg, ins[k], t, sb);
+    if (k > nb) { /* a step's slice */
+      Type x = n->in[k]->type;
+      x.dims[0] = 1;
+      a[k] = byte_off(cg, ins[k], t, cg_bytes(cg, &x));
     }
   }
   *dst = save ? byte_off(cg, out, t, cb) : pingpong(cg, i, L, out, tmp);
@@ -119,10 +124,10 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     return cg_unsupported(cg, n, "body signature does not match");
   LLVMValueRef fn = cg_graph_fn(cg, body, &wsb);
   if (!fn) return false;
-  int64_t cb = type_bytes(&n->in[0]->type);
+  const Type *ct = &n->in[0]->type;
   LLVMValueRef out = cg_buf(cg, n), init = cg_buf(cg, n->in[0]);
   if (L == 0) {
-    if (!save) cg_memcpy(cg, out, init, cb);
+    if (!save) cg_copy_bytes(cg, out, init, ct);
     return true;
   }
   if (!dim_is_static(L) && !save) { /* a run-time length 0: out = init */
@@ -131,7 +136,7 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg_dim(cg, L),
                                          cg_i64(cg, 0), ""), empty, run);
     LLVMPositionBuilderAtEnd(cg->b, empty);
-    cg_memcpy(cg, out, init, cb);
+    cg_copy_bytes(cg, out, init, ct);
     LLVMBuildBr(cg->b, run);
     LLVMPositionBuilderAtEnd(cg->b, run);
   }
@@ -140,6 +145,7 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
+  pass_sizes(cg, ws);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, L),
                                  NULL, 0);
@@ -181,6 +187,7 @@ static bool cg_emit_if(Cg *cg, Node *n) {
   LLVMValueRef ins[64], out = cg_buf(cg, n), ws = cg_scratch(cg, n);
   for (int k = 1; k < n->nin; k++) ins[k - 1] = cg_buf(cg, n->in[k]);
   LLVMValueRef c = truth(cg, n->in[0]->type.dt, cg_buf(cg, n->in[0]));
+  pass_sizes(cg, ws);
   LLVMBasicBlockRef bt = cg_block(cg, "if.then");
   LLVMBasicBlockRef be = cg_block(cg, "if.else");
   LLVMBasicBlockRef bj = cg_block(cg, "if.end");
@@ -200,7 +207,8 @@ static bool cg_emit_if(Cg *cg, Node *n) {
 /* Scratch: [sub ws][64: cond flag][carry set A][carry set B] */
 static int64_t carries_bytes(Node *n) {
   int64_t s = 0;
-  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes(&n->in[k]->type));
+  for (int k = 0; k < n->nin; k++)
+    s += cg_align(cg_plan_bytes(&n->in[k]->type));
   return s;
 }
 
@@ -275,8 +283,9 @@ static bool while_prepare(Cg *cg, Node *n, While *W) {
   for (int s = 0; s < 2; s++)
     for (int k = 0; k < W->nc; k++) {
       W->set[s][k] = cg_gep(cg, W->ws, cg_i64(cg, off));
-      off += cg_align(type_bytes(&n->in[k]->type));
+      off += cg_align(cg_plan_bytes(&n->in[k]->type));
     }
+  pass_sizes(cg, W->ws);
   return true;
 }
 
@@ -301,7 +310,7 @@ static bool cg_emit_while(Cg *cg, Node *n) {
   LLVMBuildBr(cg->b, head);
   LLVMMoveBasicBlockAfter(exit, latch);
   LLVMPositionBuilderAtEnd(cg->b, exit);
-  cg_memcpy(cg, cg_buf(cg, n), W.cur[0], type_bytes(&n->type));
+  cg_copy_bytes(cg, cg_buf(cg, n), W.cur[0], &n->type);
   return true;
 }
 
@@ -323,30 +332,17 @@ static bool cg_emit_custom_fn(Cg *cg, Node *n) {
   if (!fn) return false;
   LLVMValueRef ins[64], out = cg_buf(cg, n);
   for (int k = 0; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
-  cg_call_graph_fn(cg, fn, ins, n->nin, &out, 1, cg_scratch(cg, n));
+  LLVMValueRef ws = cg_scratch(cg, n);
+  pass_sizes(cg, ws);
+  cg_call_graph_fn(cg, fn, ins, n->nin, &out, 1, ws);
   return true;
 }
 
-/* Dynamic sizes: the length (the xs' axis 0, a run-time trip count);
- * the body's values static: the carry, the broadcast operands and a
- * step's slice of each xs. */
-static const char *scan_dyn(const Node *n) {
-  int64_t nb = ir_attr_int(n, ATTR_NUM_BCAST, 0);
-  for (int k = 0; k < n->nin; k++) {
-    const Type *t = &n->in[k]->type;
-    for (int d = k > nb ? 1 : 0; d < t->rank; d++)
-      if (!dim_is_static(t->dims[d]))
-        return k == 0 ? "a dynamic carry (the body takes static sizes)"
-               : k <= nb ? "a dynamic broadcast operand (the body takes "
-                           "static sizes)"
-                         : "a dynamic axis of xs after the length (the "
-                           "body takes static sizes)";
-  }
-  return NULL;
-}
-
-const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, scan_dyn};
-const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if, NULL};
-const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while, NULL};
+/* Dynamic sizes anywhere: a subgraph function reads them as its caller
+ * does (pass_sizes), buffers are laid out at the bounds. */
+const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, cg_dyn_any};
+const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if, cg_dyn_any};
+const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while,
+                                    cg_dyn_any};
 const CgEmitter cg_emitter_custom_fn = {cg_emit_custom_fn,
-                                        cg_scratch_custom_fn, NULL};
+                                        cg_scratch_custom_fn, cg_dyn_any};

@@ -63,35 +63,52 @@ static void copy_rows(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
   cg_ops_copy(cg, &c, dst, src, esize);
 }
 
-/* Dynamic sizes before axis (dyn_rows): the rows of t's axes before
- * axis, a count read at run time; inner: the elements after axis. */
-static bool dyn_rows(const Type *t, int axis, int64_t *inner) {
-  *inner = 1;
-  for (int d = axis + 1; d < t->rank; d++) *inner *= t->dims[d];
-  for (int d = 0; d < axis; d++)
-    if (!dim_is_static(t->dims[d])) return true;
-  return false;
+/* A concat / narrow with dynamic sizes: t split at axis into the rows
+ * of the axes before it (pre, a count read at run time) and the
+ * elements after it (inner, a size expression). */
+typedef struct {
+  Type pre;
+  int64_t inner;
+  int esize;
+} DynRows;
+
+static bool dyn_rows(Cg *cg, const Node *n, const Type *t, int axis,
+                     DynRows *r) {
+  bool dyn = !type_is_static(&n->type);
+  for (int i = 0; i < n->nin; i++) dyn |= !type_is_static(&n->in[i]->type);
+  if (!dyn) return false;
+  r->pre = *t;
+  r->pre.rank = axis;
+  r->inner = 1;
+  r->esize = dt_size(t->dt);
+  for (int d = axis + 1; d < t->rank; d++) {
+    DimStatus st = dim_mul(cg->ctx, r->inner, t->dims[d], &r->inner);
+    RLX_ASSERT(st == DIM_OK); /* a factor of t's element count */
+  }
+  return true;
 }
 
-/* copy_rows with a run-time row count: the rows of `pre` (the axes
- * before the split axis). */
-static void copy_rows_dyn(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
-                          const Type *pre, int64_t len, int64_t dst_row,
-                          int64_t src_row, int64_t dst_off, int64_t src_off,
-                          int esize) {
-  int64_t bound = type_bytes_bound(pre) / dt_size(pre->dt);
-  LLVMTypeRef et = cg_ops_bits_type(cg, esize);
+/* dst[o, dst_at + j] = src[o, src_at + j] for j < len, rows of dst_len
+ * and src_len, all sizes along the axis in units of r->inner elements,
+ * o over r->pre's rows (sizes read at run time, in the parallel body). */
+static void copy_rows_dyn(Cg *cg, const DynRows *r, LLVMValueRef dst,
+                          LLVMValueRef src, int64_t len, int64_t dst_len,
+                          int64_t src_len, int64_t dst_at, int64_t src_at) {
+  int64_t bound = type_bytes_bound(&r->pre) / dt_size(r->pre.dt);
+  LLVMTypeRef et = cg_ops_bits_type(cg, r->esize);
   LLVMValueRef p[2] = {dst, src};
   CgPar par;
-  LLVMValueRef r = cg_par_begin(cg, &par, cg_numel(cg, pre),
-                                cg_grain(bound, len), p, 2, true);
-  LLVMValueRef doff = cg_add_i64(cg, cg_mul_c(cg, r, dst_row),
-                                 cg_i64(cg, dst_off));
-  LLVMValueRef soff = cg_add_i64(cg, cg_mul_c(cg, r, src_row),
-                                 cg_i64(cg, src_off));
+  LLVMValueRef o = cg_par_begin(cg, &par, cg_numel(cg, &r->pre),
+                                cg_grain(bound, dim_bound(len) *
+                                         dim_bound(r->inner)), p, 2, true);
+  LLVMValueRef in = cg_dim(cg, r->inner);
+  LLVMValueRef doff = LLVMBuildNSWMul(cg->b, cg_add_i64(cg, LLVMBuildNSWMul(
+      cg->b, o, cg_dim(cg, dst_len), ""), cg_dim(cg, dst_at)), in, "");
+  LLVMValueRef soff = LLVMBuildNSWMul(cg->b, cg_add_i64(cg, LLVMBuildNSWMul(
+      cg->b, o, cg_dim(cg, src_len), ""), cg_dim(cg, src_at)), in, "");
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, len),
-                                 NULL, 0);
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_mul_dim(
+      cg, cg_dim(cg, len), r->inner), NULL, 0);
   LLVMValueRef si = cg_add_i64(cg, soff, j), di = cg_add_i64(cg, doff, j);
   LLVMValueRef sp = LLVMBuildInBoundsGEP2(cg->b, et, p[1], &si, 1, "");
   LLVMValueRef dp = LLVMBuildInBoundsGEP2(cg->b, et, p[0], &di, 1, "");
@@ -100,32 +117,19 @@ static void copy_rows_dyn(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
   cg_par_end(cg, &par);
 }
 
-/* Dynamic sizes: before the concat / narrow axis only (copy_rows_dyn). */
-static const char *rows_dyn(const Node *n) {
-  const Type *t = &n->type;
-  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), t->rank);
-  for (int i = 0; i < n->nin; i++)
-    for (int d = axis; d < t->rank; d++)
-      if (!dim_is_static(n->in[i]->type.dims[d]) || !dim_is_static(t->dims[d]))
-        return "a dynamic size at or after the axis";
-  return NULL;
-}
-
 static bool cg_emit_concat(Cg *cg, Node *n) {
   int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
   int64_t outer, total, inner;
-  Type pre = n->type;
-  pre.rank = axis;
-  if (dyn_rows(&n->type, axis, &inner)) {
+  DynRows r;
+  if (dyn_rows(cg, n, &n->type, axis, &r)) {
     int64_t off = 0;
-    total = n->type.dims[axis];
     for (int k = 0; k < n->nin; k++) {
       int64_t len = n->in[k]->type.dims[axis];
-      if (len > 0 && inner > 0)
-        copy_rows_dyn(cg, cg_buf(cg, n), cg_buf(cg, n->in[k]), &pre,
-                      len * inner, total * inner, len * inner, off * inner,
-                      0, dt_size(n->type.dt));
-      off += len;
+      if (len != 0)
+        copy_rows_dyn(cg, &r, cg_buf(cg, n), cg_buf(cg, n->in[k]), len,
+                      n->type.dims[axis], len, off, 0);
+      DimStatus st = dim_add(cg->ctx, off, len, &off);
+      RLX_ASSERT(st == DIM_OK); /* a part of the result's axis */
     }
     return true;
   }
@@ -152,13 +156,11 @@ static bool cg_emit_narrow(Cg *cg, Node *n) {
   if (start < 0) start += len;
   if (start < 0 || start + l > len)
     return cg_unsupported(cg, n, "slice outside the operand");
-  if (dyn_rows(in, axis, &inner)) {
-    Type pre = *in;
-    pre.rank = axis;
-    if (l > 0 && inner > 0)
-      copy_rows_dyn(cg, cg_buf(cg, n), cg_buf(cg, n->in[0]), &pre, l * inner,
-                    l * inner, len * inner, 0, start * inner,
-                    dt_size(n->type.dt));
+  DynRows r;
+  if (dyn_rows(cg, n, in, axis, &r)) { /* the narrowed axis static */
+    if (l > 0)
+      copy_rows_dyn(cg, &r, cg_buf(cg, n), cg_buf(cg, n->in[0]), l, l, len,
+                    0, start);
     return true;
   }
   cg_ops_split_axis(in, axis, &outer, &len, &inner);
@@ -304,8 +306,8 @@ static const char *expand_dyn(const Node *n) {
 }
 
 const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, expand_dyn};
-const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, rows_dyn};
-const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, rows_dyn};
+const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, cg_dyn_any};
+const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, cg_dyn_any};
 /* Dynamic sizes: the indices' (any axis), a static table; with
  * gather_backward (cg_ops_scatter) dy's, whose table is the static
  * result. */

@@ -51,6 +51,8 @@ const CgEmitter *cg_op_entry(Op op);
  * take them (else a diagnostic naming the op, the value and why)?
  * Every symbol must have a bound, which the plan lays memory out for. */
 bool cg_dyn_check(Cg *cg, Graph *g);
+/* CgEmitter.dyn of an emitter that takes dynamic sizes in every axis. */
+const char *cg_dyn_any(const Node *n);
 /* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes and side
  * outputs, which their root's loop stores). */
 bool cg_emit_node(Cg *cg, Node *n);

@@ -506,6 +506,33 @@ def attgrad(rng):
     return [x, r] + ps + [dout], [0, 1, 5, 9], run
 
 
+def ctl(rng):
+    """ctl.rlx: control flow over [?b, 4] values."""
+    b_max = 9
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    h0, xs, w = f32(b_max, 4), f32(5, b_max, 4), f32(4, 4) * 0.5
+    p = np.array(1.0, dtype=np.float32)
+    cut1 = lambda a, n: a[:, :n]
+
+    def run(n):
+        H, X, W = h0[:n].astype(F64), xs[:, :n].astype(F64), w.astype(F64)
+
+        def scan(reverse):
+            h, hs = H, []
+            for k in reversed(range(5)) if reverse else range(5):
+                h = np.tanh(h @ W + X[k] + 0.5 * H)
+                hs.append(h)
+            return np.array(hs).reshape(5, n, 4), h
+        hs = scan(False)[0]
+        wl = H
+        for _ in range(3):
+            wl = wl * 0.5 + 1
+        return [hs, scan(True)[1], wl, np.tanh(H), H * H, H @ W + 1,
+                np.concatenate([H, wl]), np.concatenate([X, hs]), X[1:4],
+                hs[:, :, 1:3]]
+    return [h0, PerSize(xs, cut1), w, p], [0, 1, 6, b_max], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -516,7 +543,8 @@ def main():
                        ("convgrad", convgrad),
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
-                       ("attgrad", attgrad), ("redhalf", redhalf)]:
+                       ("attgrad", attgrad), ("redhalf", redhalf),
+                       ("ctl", ctl)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
