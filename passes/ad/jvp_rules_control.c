@@ -23,29 +23,43 @@
 
 #include <stdio.h>
 
-static Node *flat(IrBuilder *b, Node *v) {
-  int64_t m = type_numel(&v->type);
-  return v->type.rank == 1 ? v : ib_reshape(b, v, 1, &m);
+/* The element count of t: a dim, dynamic ones a size expression. */
+static int64_t numel(IrBuilder *b, const Type *t) {
+  int64_t m;
+  DimStatus st = type_numel_dim(b->c, t, &m);
+  RLX_ASSERT(st == DIM_OK); /* t is a value's type */
+  return m;
 }
-/* primal and tangent (NULL: zeros) of type t as one vector [2N] */
+/* primal and tangent (NULL: zeros) of type t as one value: [2N], or
+ * [2, N] when N is dynamic (a size is never halved) */
 static Node *pack(IrBuilder *b, Node *p, Node *t) {
   if (!t) t = ib_fill(b, p->type, 0);
-  Node *parts[2] = {flat(b, p), flat(b, t)};
+  int64_t d[2] = {1, numel(b, &p->type)};
+  bool stack = !dim_is_static(d[1]);
+  Node *parts[2] = {p, t};
+  for (int k = 0; k < 2; k++)
+    if (stack || parts[k]->type.rank != 1)
+      parts[k] = ib_reshape(b, parts[k], 1 + stack, d + !stack);
   return ib_concat(b, parts, 2, 0);
 }
-/* part `which` (0 primal, 1 tangent) of packed v (last axis 2N) */
+/* part `which` (0 primal, 1 tangent) of packed v ([..., 2N] or
+ * [..., 2, N]) */
 static Node *unpack(IrBuilder *b, Node *v, const Type *t, int which) {
   int ax = v->type.rank - 1;
+  if (!dim_is_static(v->type.dims[ax]))
+    return ib_reshape_as(b, ib_narrow(b, v, ax - 1, which, 1), t);
   int64_t nn = v->type.dims[ax] / 2;
   return ib_reshape_as(b, ib_narrow(b, v, ax, which * nn, nn), t);
 }
 static bool is_float(const Node *v) {
   return dt_is_float(v->type.dt) || dt_is_complex(v->type.dt);
 }
-/* packed type [2N] of t */
-static Type packed_t(const Type *t) {
-  int64_t m = 2 * type_numel(t);
-  return type_make(t->dt, 1, &m);
+/* the type of pack(p, t) for p of type t */
+static Type packed_t(IrBuilder *b, const Type *t) {
+  int64_t d[2] = {2, numel(b, t)};
+  if (!dim_is_static(d[1])) return type_make(t->dt, 2, d);
+  d[1] *= 2;
+  return type_make(t->dt, 1, d + 1);
 }
 
 /* A new subgraph named after `base`, to be filled and attached. */
@@ -95,7 +109,7 @@ Node *jvp_scan(JvpCtx *jc, const Node *n) {
   Node **sat = nodes(jc, n->nin), **stan = nodes(jc, n->nin);
   int ni = 0, ns = 0;
   in[ni++] = pack(B, X(0), T(0));
-  Node *P = arg(jc, g, "carry", 0, packed_t(ct));
+  Node *P = arg(jc, g, "carry", 0, packed_t(B, ct));
   sat[ns++] = body->args[0]; /* stan[0]: below, once the args exist */
   int lo[2] = {1, 1 + nb}, hi[2] = {1 + nb, n->nin};
   int ntb = 0;
@@ -186,7 +200,7 @@ Node *jvp_if(JvpCtx *jc, const Node *n) {
 static void while_args(JvpCtx *jc, const Node *n, Graph *g, IrBuilder *gb,
                        Node **c, Node **tc) {
   int m = n->nin;
-  Node *P = arg(jc, g, "carry", 0, packed_t(&n->in[0]->type));
+  Node *P = arg(jc, g, "carry", 0, packed_t(gb, &n->in[0]->type));
   for (int j = 1; j < m; j++)
     c[j] = arg(jc, g, "c", j, n->in[j]->type);
   for (int j = 1; j < m; j++)

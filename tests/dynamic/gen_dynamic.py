@@ -533,6 +533,41 @@ def ctl(rng):
     return [h0, PerSize(xs, cut1), w, p], [0, 1, 6, b_max], run
 
 
+def ctljvp(rng):
+    """ctljvp.rlx: outputs, and their tangents along (tw, tg) by central
+    differences of the float64 forward."""
+    b_max = 9
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    h0, xs, w, g = f32(b_max, 4), f32(5, b_max, 4), f32(4, 4) * 0.5, f32(4)
+    tw, tg = f32(4, 4), f32(4)
+    p = np.array(1.0, dtype=np.float32)
+    cut1 = lambda a, n: a[:, :n]
+
+    def fwd(n, W, G):
+        H, X = h0[:n].astype(F64), xs[:, :n].astype(F64)
+
+        def scan(h, reverse):
+            hs = []
+            for k in reversed(range(5)) if reverse else range(5):
+                h = np.tanh(h @ W + X[k])
+                hs.append(h)
+            return np.array(hs).reshape(5, n, 4), h
+        hg = H * G
+        wl = hg
+        for _ in range(3):
+            wl = wl * wl * 0.25 + 0.5
+        return [scan(hg, False)[0], scan(H, True)[1], wl, np.tanh(hg),
+                hg * hg, np.sin(hg @ W)]
+
+    def run(n):
+        W, G, eps = w.astype(F64), g.astype(F64), 1e-6
+        up = fwd(n, W + eps * tw, G + eps * tg)
+        dn = fwd(n, W - eps * tw, G - eps * tg)
+        return fwd(n, W, G) + [(a - b) / (2 * eps) for a, b in zip(up, dn)]
+    return ([h0, PerSize(xs, cut1), p, w, g, tw, tg], [0, 1, 6, b_max],
+            run)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -544,7 +579,7 @@ def main():
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
-                       ("ctl", ctl)]:
+                       ("ctl", ctl), ("ctljvp", ctljvp)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
