@@ -197,27 +197,18 @@ static bool ad_dynamic_op(Op op) {
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: case OP_MAX_POOL2D: case OP_AVG_POOL2D:
   case OP_MAX_POOL2D_BACKWARD: case OP_AVG_POOL2D_BACKWARD:
-  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN:
+  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: case OP_SCAN:
     return true;
   default:
     return false;
   }
 }
 
-/* The op, for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape), and for a scan in
- * reverse mode a static body (a dynamic length only: the VJP packs the
- * carry and the per-step gradients flat). if, while and custom_fn
- * become ordinary ops in reverse mode (prepare_if.c, prepare_while.c,
- * inline_custom_fn.c). */
-static bool ad_dynamic_node(const Node *n, bool reverse) {
-  if (n->op == OP_SCAN) {
-    if (!reverse) return true;
-    const Graph *body = ir_attr_graph(n, ATTR_BODY);
-    for (int i = 0; i < body->nargs; i++)
-      if (!type_is_static(&body->args[i]->type)) return false;
-    return true;
-  }
+/* The op, and for a gather a static table (its gradient is a
+ * gather_backward into zeros of the table's shape). if, while and
+ * custom_fn become ordinary ops in reverse mode (prepare_if.c,
+ * prepare_while.c, inline_custom_fn.c). */
+static bool ad_dynamic_node(const Node *n) {
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
   return ad_dynamic_op(n->op);
@@ -238,8 +229,7 @@ static bool dynamic_stop(Unit *u) {
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
       if (!node_dynamic(n)) continue;
-      if (!gpu && ad_dynamic_node(n, o->grad || o->hvp || o->train))
-        continue;
+      if (!gpu && ad_dynamic_node(n)) continue;
       char ts[160];
       if (gpu)
         diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "

@@ -74,6 +74,7 @@ typedef struct {
   int64_t *off;        /* per xs: offset of its section in the state */
   bool rows;           /* some xs is XS_STEP: keep the trajectories */
   bool rev;            /* the forward scan runs t = L-1 ... 0 */
+  bool dyn;            /* the body has dynamic sizes (scan_vjp_dyn) */
   SegGraphs *seg;
   int nseg, capseg;
 } ScanAd;
@@ -278,23 +279,30 @@ Node *ad_scan_carries_in(IrBuilder *b, Node *start, Node *tr, int64_t m,
 
 static Graph *attach(ScanAd *s, Graph *g, const char *what, int64_t len);
 
+/* [a; b]: two values of one type stacked along a new axis 0. */
+static Node *stack2(IrBuilder *b, Node *x, Node *y) {
+  Type t = ad_rows_of(&x->type, 1);
+  Node *p[2] = {ib_reshape_as(b, x, &t), ib_reshape_as(b, y, &t)};
+  return ib_concat(b, p, 2, 0);
+}
+
+/* Part k of stacked rows v [..., 2, t...] (axis `ax` the 2), typed t'. */
+static Node *unstack(IrBuilder *b, Node *v, int ax, int k, const Type *t) {
+  return ib_reshape_as(b, ib_narrow(b, v, ax, k, 1), t);
+}
+
 /* A body (c, r) -> r over rows of type t when `pair` is false: the
  * final carry of its scan is the last row run (the carry it starts
- * with when there are none). With `pair`, ([prev | cur] flat, r) ->
- * [cur | r]: the scan's trajectory row t holds the carry before row t
- * and row t. */
+ * with when there are none). With `pair`, ([prev; cur], r) -> [cur; r]:
+ * the scan's trajectory row t holds the carry before row t and row t. */
 static Graph *row_graph(ScanAd *s, const Type *t, bool pair) {
   Ctx *c = CTX(s);
   Graph *g = ib_graph_detached(c, pair ? "shift" : "last", s->n->loc);
-  int64_t n = type_numel(t);
-  Node *in = ir_arg_new(c, g, OP_INPUT, "c", pair ? vec(t->dt, 2 * n) : *t,
+  Node *in = ir_arg_new(c, g, OP_INPUT, "c", pair ? ad_rows_of(t, 2) : *t,
                         g->loc);
   Node *r = ir_arg_new(c, g, OP_INPUT, "r", *t, g->loc);
   IrBuilder bb = {c, g, s->n->loc};
-  if (pair) {
-    Node *p[2] = {ib_narrow(&bb, in, 0, n, n), ad_flat(&bb, r)};
-    r = ib_concat(&bb, p, 2, 0);
-  }
+  if (pair) r = stack2(&bb, unstack(&bb, in, 0, 1, t), r);
   ir_set_rets(c, g, &r, 1);
   return attach(s, g, pair ? "shift" : "last", 0);
 }
@@ -306,12 +314,10 @@ static Graph *row_graph(ScanAd *s, const Type *t, bool pair) {
 static Node *carries_in(ScanAd *s, IrBuilder *b, Node *start, Node *tr,
                         int64_t m) {
   if (dim_is_static(m)) return ad_scan_carries_in(b, start, tr, m, s->rev);
-  Node *f = ad_flat(b, start), *p[2] = {f, f}, *in[2];
-  in[0] = ib_concat(b, p, 2, 0);
-  in[1] = tr;
+  Node *in[2] = {stack2(b, start, start), tr};
   Node *sh = ad_scan(b, row_graph(s, &s->ct, true), in, 2, m, s->rev, true);
   Type t = ad_rows_of(&s->ct, m);
-  return ad_section(b, sh, 0, s->nc, &t);
+  return unstack(b, sh, 1, 0, &t);
 }
 
 /* The row of tr [m, P] that a scan in direction `rev` runs last, or
@@ -563,6 +569,97 @@ static Graph *rev_graph(ScanAd *s, int64_t len) {
   return seg_of(s, len)->rev = a;
 }
 
+
+/* ---- bodies with dynamic sizes ----
+ *
+ * The backward state cannot pack the gradients flat when their sizes
+ * are sizes: a section's offset would be one, and a narrow takes static
+ * offsets. Each gradient gets a backward scan of its own that carries
+ * it alone, each recomputing the step's forward:
+ *   carry: a reverse sweep carrying [dc_out; dc_in] (two values of the
+ *     carry's type, stacked), body (p, carry, x..., [dtraj]) ->
+ *     [d; vjp_carry(carry, x...; d)] with d = p[1] (+ dtraj); its
+ *     trajectory's first halves are the gradients reaching each step's
+ *     result, its last row's second half the gradient of init;
+ *   per-step operand k: a scan over (carry, x..., d) rows whose
+ *     trajectory is vjp_xk, the rows of dx_k;
+ *   broadcast k: a scan that sums vjp_xk into its carry. */
+
+/* (c, carry, x..., d) -> vjp of the body into target k (-1: the carry),
+ * the gradient of its result seeded with d (stack: [d; it], acc: c +
+ * it). */
+typedef enum { DYN_CARRY, DYN_ROWS, DYN_SUM } DynKind;
+
+static Graph *dyn_body(ScanAd *s, int k, DynKind kind, bool has_dtraj) {
+  Ctx *c = CTX(s);
+  const Type *tt = k < 0 ? &s->ct : slice_t(s, k);
+  Graph *g = ib_graph_detached(c, "vjp", s->n->loc);
+  Node *in = body_arg(c, g, "acc", kind == DYN_CARRY ? ad_rows_of(tt, 2)
+                                                     : *tt);
+  Node **args = nodes(s);
+  args[0] = body_arg(c, g, "carry", s->ct);
+  for (int i = 0; i < s->nx; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "x%d", i);
+    args[1 + i] = body_arg(c, g, nm, *slice_t(s, i));
+  }
+  IrBuilder bb = {c, g, s->n->loc};
+  Node *d = kind == DYN_CARRY ? unstack(&bb, in, 0, 1, &s->ct)
+                              : body_arg(c, g, "d", s->ct);
+  if (has_dtraj) d = ib_bin(&bb, OP_ADD, d, body_arg(c, g, "dtraj", s->ct));
+  Node *t = s->body->args[k + 1], *gr = NULL;
+  if (!s->gc->walk(&bb, s->gc->mod, s->body, args, false, &d, &t, 1, &gr,
+                   NULL))
+    return NULL;
+  if (!gr) gr = ib_fill(&bb, *tt, 0);
+  Node *r = kind == DYN_CARRY ? stack2(&bb, d, gr)
+          : kind == DYN_SUM ? ib_bin(&bb, OP_ADD, in, gr) : gr;
+  ir_set_rets(c, g, &r, 1);
+  return attach(s, g, "vjp", 0);
+}
+
+static bool scan_vjp_dyn(ScanAd *s, Node *g, int64_t L, bool traj) {
+  IrBuilder *b = &s->gc->b;
+  const Node *n = s->n;
+  Node *init = GV(s->gc, n->in[0]), **xs = nodes(s), **in = nodes(s);
+  for (int i = 0; i < s->nx; i++) xs[i] = GV(s->gc, n->in[1 + i]);
+  Node *tr = traj ? GV(s->gc, n) : advance(s, b, init, xs, L, 1, true);
+  Node *cin = carries_in(s, b, init, tr, L);
+  /* the carry's sweep */
+  Node *zero = ib_fill(b, s->ct, 0);
+  Graph *cb = dyn_body(s, -1, DYN_CARRY, traj);
+  if (!cb) return false;
+  int k = 0;
+  in[k++] = stack2(b, zero, traj ? zero : g);
+  in[k++] = cin;
+  for (int i = 0; i < s->nx; i++) in[k++] = xs[i];
+  if (traj) in[k++] = g;
+  bool rows = false; /* some per-step operand needs the rows */
+  for (int i = 0; i < s->nx; i++) rows |= s->kind[i] != XS_NONE;
+  Node *sw = ad_scan(b, cb, in, k, L, !s->rev, rows);
+  Node *fin = rows ? last_row(s, b, sw, in[0], !s->rev) : sw;
+  grad_accum(s->gc, n->in[0], unstack(b, fin, 0, 1, &s->ct));
+  Type rt = ad_rows_of(&s->ct, L);
+  Node *dout = rows ? unstack(b, sw, 1, 0, &rt) : NULL;
+  /* the per-step operands' */
+  for (int i = 0; i < s->nx; i++) {
+    if (s->kind[i] == XS_NONE) continue;
+    bool sum = s->kind[i] == XS_ACCUM;
+    Graph *body = dyn_body(s, i, sum ? DYN_SUM : DYN_ROWS, false);
+    if (!body) return false;
+    k = 0;
+    in[k++] = ib_fill(b, *slice_t(s, i), 0);
+    in[k++] = cin;
+    for (int j = 0; j < s->nx; j++) in[k++] = xs[j];
+    in[k++] = dout;
+    Node *r = ad_scan(b, body, in, k, L, s->rev, !sum);
+    const Node *x = n->in[1 + i];
+    if (sum) grad_accum(s->gc, x->in[0], ib_reshape_as(b, r, &x->in[0]->type));
+    else grad_accum(s->gc, x, r);
+  }
+  return true;
+}
+
 /* ---- entry ---- */
 
 /* A per-step operand that is a broadcast over steps (expand along axis
@@ -581,7 +678,9 @@ static bool setup(ScanAd *s, GradCtx *gc, const Node *n) {
   s->body = ir_attr_graph(n, ATTR_BODY);
   s->nx = n->nin - 1;
   s->ct = n->in[0]->type;
-  s->nc = s->P = type_numel(&s->ct);
+  s->dyn = !type_is_static(&s->ct);
+  for (int i = 0; i < s->nx; i++) s->dyn |= !type_is_static(slice_t(s, i));
+  s->nc = s->P = s->dyn ? 0 : type_numel(&s->ct);
   s->rev = ir_attr_bool(n, ATTR_REVERSE, false);
   s->kind = arena_alloc(c->arena, (size_t)(s->nx + 1));
   s->esz = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(s->nx + 1));
@@ -596,7 +695,7 @@ static bool setup(ScanAd *s, GradCtx *gc, const Node *n) {
   for (int i = 0; i < s->nx; i++) {
     const Node *x = n->in[1 + i];
     s->kind[i] = XS_NONE;
-    s->esz[i] = type_numel(slice_t(s, i));
+    s->esz[i] = s->dyn ? 0 : type_numel(slice_t(s, i));
     if (!gc->active[x->id] ||
         !(dt_is_float(x->type.dt) || dt_is_complex(x->type.dt)))
       continue;
@@ -660,6 +759,7 @@ bool scan_vjp(GradCtx *gc, const Node *n, Node *g) {
     if (!traj) grad_accum(gc, n->in[0], g);
     return true;
   }
+  if (s.dyn) return scan_vjp_dyn(&s, g, L, traj);
   IrBuilder *b = &gc->b;
   Node *dlast = traj ? last_row_only(&s, g, L) : g;
   Node *dtraj = traj && !dlast ? g : NULL;

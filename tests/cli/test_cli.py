@@ -387,11 +387,6 @@ def test_dynamic(rlxc, tmp):
               ":10:9"),
              ("plan", ["--emit=plan"], src, "without a bound on axis 0",
               ":10:9"),
-             ("grad-ir", ["--grad", "--emit=ir"], src,
-              "op 'scan' with dynamic sizes (f32[?b, 4]): --grad does not "
-              "differentiate it yet", ":11:8"),
-             ("hvp-check", ["--check", "--hvp"], src,
-              "--hvp does not differentiate it yet", ":11:8"),
              ("gpu", ["--target=cuda", "-o", os.path.join(d, "x.o")], src,
               "%h has the dynamic type f32[?b, 4]: --target=cuda does not "
               "take dynamic dimensions yet", ":2:9")]
