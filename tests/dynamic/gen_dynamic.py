@@ -547,6 +547,32 @@ def cplxgrad(rng):
     return [x, r, p, q, dout], [0, 1, 7, 16], run
 
 
+def cplxhvp(rng):
+    """cplxhvp.rlx (cplxgrad's graph) under --hvp: the loss, gradients,
+    <gradient, tangent> and the Hessian times the tangent (the gradient
+    is affine in z, so H v is the gradient's change along dz)."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, p, q, tp, tq = f32(16, 8), f32(16, 8), f32(8), f32(8), f32(8), \
+        f32(8)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        X, R = x[:n].astype(F64), r[:n].astype(F64)
+        TP, TQ = tp.astype(F64), tq.astype(F64)
+        fo = lambda v: np.fft.fft(v, norm="ortho")
+        grad = lambda z, c: np.conj(np.fft.ifft(2 * R * fo(np.conj(z)) +
+                                                c * R, norm="ortho"))
+        z = (X + p.astype(F64)) + 1j * (X * q.astype(F64))
+        y = fo(np.conj(z))
+        loss = (R * np.abs(y) ** 2).sum() + (R * y.real).sum()
+        gz, hz = grad(z, 1), grad(TP + 1j * (X * TQ), 0)
+        dp, dq = gz.real.sum(axis=0), (X * gz.imag).sum(axis=0)
+        return [np.array([loss]), dp, dq,
+                np.array([(dp * TP).sum() + (dq * TQ).sum()]),
+                hz.real.sum(axis=0), (X * hz.imag).sum(axis=0)]
+    return [x, r, p, q, dout, tp, tq], [0, 1, 7, 16], run
+
+
 def selective_scan(x, delta, a, b, c):
     """language.md's selective_scan: x, delta [B, S, H], a [H, N]."""
     y = np.zeros_like(x)
@@ -572,8 +598,9 @@ def gated_delta_net(q, k, v, g, beta):
 
 
 def ssm(rng):
-    """selective_scan over a dynamic length [2, ?t, 5], gated_delta_net
-    over a dynamic batch [?t, 3, 2, 4]."""
+    """selective_scan over a dynamic length [2, ?t, 5] and over dynamic
+    channels [1, 4, ?t], gated_delta_net over a dynamic batch
+    [?t, 3, 2, 4]."""
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     uni = lambda lo, hi, *s: rng.uniform(lo, hi, s).astype(np.float32)
     x, delta = f32(2, 12, 5), uni(0.05, 0.5, 2, 12, 5)
@@ -581,14 +608,21 @@ def ssm(rng):
     b, c = f32(2, 12, 4), f32(2, 12, 4)
     q, k, v = f32(12, 3, 2, 4), f32(12, 3, 2, 4) * 0.5, f32(12, 3, 2, 4)
     g, beta = uni(-0.5, -0.05, 12, 3, 2), uni(0, 1, 12, 3, 2)
+    xh, dh = f32(1, 4, 12), uni(0.05, 0.5, 1, 4, 12)
+    ah, bh, ch = -np.exp(f32(12, 3) * 0.5).astype(np.float32), \
+        f32(1, 4, 3), f32(1, 4, 3)
     cut1 = lambda arr, t: arr[:, :t]
+    cut2 = lambda arr, t: arr[:, :, :t]
     ins = [PerSize(x, cut1), PerSize(delta, cut1), a, PerSize(b, cut1),
-           PerSize(c, cut1), q, k, v, g, beta]
+           PerSize(c, cut1), q, k, v, g, beta, PerSize(xh, cut2),
+           PerSize(dh, cut2), ah, bh, ch]
 
     def run(t):
         d = lambda arr: arr.astype(F64)
         return [selective_scan(d(x[:, :t]), d(delta[:, :t]), d(a),
                                d(b[:, :t]), d(c[:, :t])),
+                selective_scan(d(xh[:, :, :t]), d(dh[:, :, :t]), d(ah[:t]),
+                               d(bh), d(ch)),
                 gated_delta_net(d(q[:t]), d(k[:t]), d(v[:t]), d(g[:t]),
                                 d(beta[:t]))]
     return ins, [0, 1, 7, 12], run
@@ -641,8 +675,9 @@ def lmsolve(rng):
 
 
 def tlayer(rng):
-    """fused_transformer_layer over a dynamic batch [?b, 5, 8] (heads 2,
-    head_dim 4, gelu) with a custom key mask."""
+    """fused_transformer_layer over a dynamic batch [?b, 5, 8] and over a
+    dynamic sequence [2, ?b, 8] (heads 2, head_dim 4, gelu) with custom
+    key masks."""
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     h = f32(6, 5, 8)
     ps = [f32(8, 24) * 0.3, f32(24) * 0.1, f32(8, 8) * 0.3, f32(8) * 0.1,
@@ -650,6 +685,9 @@ def tlayer(rng):
           f32(12, 8) * 0.3, f32(8) * 0.1, f32(8) * 0.2 + 1, f32(8) * 0.1]
     mask = (rng.uniform(size=(6, 5)) > 0.3).astype(np.float32)
     mask[:, 0] = 1
+    hs = f32(2, 6, 8)
+    ms = (rng.uniform(size=(2, 6)) > 0.3).astype(np.float32)
+    ms[:, 0] = 1
     from math import erf
     erf = np.vectorize(erf, otypes=[F64])
 
@@ -658,21 +696,27 @@ def tlayer(rng):
         var = ((v - mu) ** 2).mean(axis=-1, keepdims=True)
         return (v - mu) / np.sqrt(var + 1e-12) * g + b
 
-    def run(n):
-        H = h[:n].astype(F64)
+    def layer(H, keep):
         qw, qb, ow, ob, g1, b1, w1, c1, w2, c2, g2, b2 = \
             [p.astype(F64) for p in ps]
         qkv = H @ qw + qb
         a = attention(qkv[..., :8], qkv[..., 8:16], qkv[..., 16:], 2,
-                      "custom", keep=mask[:n])
+                      "custom", keep=keep)
         h1 = ln(a @ ow + ob + H, g1, b1)
         u = h1 @ w1 + c1
         act = u * 0.5 * (1 + erf(u / np.sqrt(2)))
-        return [ln(act @ w2 + c2 + h1, g2, b2)]
-    return [h] + ps + [mask], [0, 1, 5, 6], run
+        return ln(act @ w2 + c2 + h1, g2, b2)
+
+    def run(n):
+        return [layer(h[:n].astype(F64), mask[:n]),
+                layer(hs[:, :n].astype(F64), ms[:, :n])]
+    cut1 = lambda arr, t: arr[:, :t]
+    return [h] + ps + [mask, PerSize(hs, cut1), PerSize(ms, cut1)], \
+        [0, 1, 5, 6], run
 
 
-ISSUE26_CASES = [("cplx", cplx), ("cplxgrad", cplxgrad), ("ssm", ssm),
+ISSUE26_CASES = [("cplx", cplx), ("cplxgrad", cplxgrad),
+                 ("cplxhvp", cplxhvp), ("ssm", ssm),
                  ("moe", moe), ("lmsolve", lmsolve), ("tlayer", tlayer)]
 
 
