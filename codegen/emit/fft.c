@@ -84,10 +84,14 @@ static bool cg_emit_fft(Cg *cg, Node *n) {
   fft_dims(n, &rows, &len);
   if (rows * len == 0) return true;
   int inverse = ir_attr_bool(n, ATTR_INVERSE, false);
-  LLVMValueRef args[8] = {
-      lead_rows(cg, &n->in[0]->type), cg_i64(cg, len),       cg_i32(cg, inverse),
-      cg_i32(cg, norm_code(n)), cg_buf(cg, n->in[0]), cg_buf(cg, n),
-      cg_scratch(cg, n),      fft_tables(cg, len, inverse)};
+  LLVMValueRef args[8] = {lead_rows(cg, &n->in[0]->type), /* run time */
+                          cg_i64(cg, len),
+                          cg_i32(cg, inverse),
+                          cg_i32(cg, norm_code(n)),
+                          cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n),
+                          cg_scratch(cg, n),
+                          fft_tables(cg, len, inverse)};
   LLVMValueRef rc = cg_call(cg, "rlx_fft_c64_tab", cg->t_i32, args, 8);
   cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
              RLX_ERR_INVALID);

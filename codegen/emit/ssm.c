@@ -41,7 +41,7 @@ static bool cg_emit_ssm(Cg *cg, Node *n) {
   char fn[64];
   snprintf(fn, sizeof fn, "rlx_%s_%s", op_name(n->op), dt_name(n->type.dt));
   LLVMValueRef args[11];
-  for (int i = 0; i < 4; i++) args[i] = cg_dim(cg, g[i]); /* b, s: run time */
+  for (int i = 0; i < 4; i++) args[i] = cg_dim(cg, g[i]); /* b, s, h: run time */
   for (int i = 0; i < 5; i++) args[4 + i] = cg_buf(cg, n->in[i]);
   args[9] = cg_buf(cg, n);
   args[10] = cg_scratch(cg, n);
