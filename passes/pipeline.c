@@ -216,6 +216,15 @@ static bool ad_dynamic_node(const Node *n) {
   return ad_dynamic_op(n->op);
 }
 
+/* Why the AD passes refuse a dynamic node of op `op`, for the
+ * diagnostic. */
+static const char *ad_dynamic_why(Op op) {
+  if (op == OP_SELECTIVE_SCAN || op == OP_GATED_DELTA_NET)
+    return "its derivatives are a trajectory scan whose carry holds the "
+           "dynamic sizes, and a scan body takes static sizes";
+  return "docs/dynamic-dims.md lists the ops it does";
+}
+
 /* True: stop the pipeline (after a diagnostic). */
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;
@@ -240,9 +249,9 @@ static bool dynamic_stop(Unit *u) {
                    type_str(&n->type, ts, sizeof ts));
       else
         diag_error(u->ctx, n->loc, "op '%s' with dynamic sizes (%s): %s "
-                   "does not differentiate it yet (docs/dynamic-dims.md "
-                   "lists the ops it does)", op_name(n->op),
-                   type_str(&n->type, ts, sizeof ts), what);
+                   "does not differentiate it yet (%s)", op_name(n->op),
+                   type_str(&n->type, ts, sizeof ts), what,
+                   ad_dynamic_why(n->op));
       return true;
     }
   }
