@@ -600,7 +600,8 @@ def gated_delta_net(q, k, v, g, beta):
 def ssm(rng):
     """selective_scan over a dynamic length [2, ?t, 5] and over dynamic
     channels [1, 4, ?t], gated_delta_net over a dynamic batch
-    [?t, 3, 2, 4] and a dynamic length [1, ?t, 2, 4]."""
+    [?t, 3, 2, 4], a dynamic length [1, ?t, 2, 4] and dynamic heads
+    [1, 3, ?t, 4]."""
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     uni = lambda lo, hi, *s: rng.uniform(lo, hi, s).astype(np.float32)
     x, delta = f32(2, 12, 5), uni(0.05, 0.5, 2, 12, 5)
@@ -613,12 +614,15 @@ def ssm(rng):
         f32(1, 4, 3), f32(1, 4, 3)
     qs, ks, vs = f32(1, 12, 2, 4), f32(1, 12, 2, 4) * 0.5, f32(1, 12, 2, 4)
     gs, bs = uni(-0.5, -0.05, 1, 12, 2), uni(0, 1, 1, 12, 2)
+    qh, kh, vh = f32(1, 3, 12, 4), f32(1, 3, 12, 4) * 0.5, f32(1, 3, 12, 4)
+    gh, bh2 = uni(-0.5, -0.05, 1, 3, 12), uni(0, 1, 1, 3, 12)
     cut1 = lambda arr, t: arr[:, :t]
     cut2 = lambda arr, t: arr[:, :, :t]
     ins = [PerSize(x, cut1), PerSize(delta, cut1), a, PerSize(b, cut1),
            PerSize(c, cut1), q, k, v, g, beta, PerSize(xh, cut2),
            PerSize(dh, cut2), ah, bh, ch] + \
-        [PerSize(arr, cut1) for arr in (qs, ks, vs, gs, bs)]
+        [PerSize(arr, cut1) for arr in (qs, ks, vs, gs, bs)] + \
+        [PerSize(arr, cut2) for arr in (qh, kh, vh, gh, bh2)]
 
     def run(t):
         d = lambda arr: arr.astype(F64)
@@ -629,7 +633,10 @@ def ssm(rng):
                 gated_delta_net(d(q[:t]), d(k[:t]), d(v[:t]), d(g[:t]),
                                 d(beta[:t])),
                 gated_delta_net(d(qs[:, :t]), d(ks[:, :t]), d(vs[:, :t]),
-                                d(gs[:, :t]), d(bs[:, :t]))]
+                                d(gs[:, :t]), d(bs[:, :t])),
+                gated_delta_net(d(qh[:, :, :t]), d(kh[:, :, :t]),
+                                d(vh[:, :, :t]), d(gh[:, :, :t]),
+                                d(bh2[:, :, :t]))]
     return ins, [0, 1, 7, 12], run
 
 
