@@ -90,6 +90,11 @@ static const ShapeRule dyn_rules[] = {
     shape_attention, shape_attention_bwd, shape_conv2d, shape_pool2d, shape_scan,
     shape_conv2d_bwd, shape_avg_pool_bwd, shape_max_pool_bwd, shape_if,
     shape_while, shape_custom_fn,
+    shape_complex_unary, shape_complex_to_real, shape_complex,
+    shape_complex_norm_sq_bwd, shape_selective_scan,
+    shape_gated_delta_net, shape_transformer, shape_grouped_matmul,
+    shape_grouped_matmul_bwd, shape_log_mel, shape_log_mel_bwd,
+    shape_dense_solve, shape_batched_dense_solve,
 };
 
 static bool carries_dynamic(Op op) {

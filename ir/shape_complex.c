@@ -3,6 +3,8 @@
  * conjugate, fft: c64 -> c64 (fft rank >= 1). complex_norm_sq, real,
  *   imag: c64 -> f32. complex(re, im): f32 operands, broadcast -> c64.
  * complex_norm_sq_backward (z c64, g f32 of z's shape) -> z's type.
+ * Dynamic sizes: any axis (the types are copied or broadcast), but fft's
+ * transform length (the last axis) is static.
  */
 #include "ir/shape_internal.h"
 
@@ -16,6 +18,10 @@ bool shape_complex_unary(Ctx *c, Node *n) {
   if (n->op == OP_FFT && IN(n, 0)->rank < 1)
     return sh_err(c, n, "operand must have rank >= 1, got %s",
                   TS(IN(n, 0)));
+  if (n->op == OP_FFT &&
+      !sh_static(c, n, 0, IN(n, 0)->rank - 1, "the transform length: its "
+                 "twiddle and chirp tables are built at compile time"))
+    return false;
   n->type = *IN(n, 0);
   return true;
 }

@@ -8,6 +8,9 @@
  * selective_scan(x, delta [b,s,h], a [h,n], b, c [b,s,n]), n =
  *   state_size -> x's type. gated_delta_net(q, k, v [b,s,H,n],
  *   g, beta [b,s,H]) -> q's type. One float dtype throughout.
+ * Dynamic sizes: selective_scan and gated_delta_net any but the state
+ * size (an attribute); fused_transformer_layer B and S (its expansion's
+ * ops carry them), the hidden and intermediate sizes static.
  */
 #include "ir/shape_internal.h"
 
@@ -31,6 +34,8 @@ bool shape_transformer(Ctx *c, Node *n) {
   if (!sh_int_attr(c, n, ATTR_HEADS, 1, RLX_MAX_ELEMS, &hd) ||
       !sh_int_attr(c, n, ATTR_HEAD_DIM, 1, RLX_MAX_ELEMS, &dd) ||
       !sh_int_attr(c, n, ATTR_INTERMEDIATE, 1, RLX_MAX_ELEMS, &im))
+    return false;
+  if (!sh_static(c, n, 0, 2, "the hidden size is heads * head_dim"))
     return false;
   if (__builtin_mul_overflow(hd, dd, &e) || e != h->dims[2])
     return sh_err(c, n, "heads %lld * head_dim %lld != hidden size %lld",

@@ -4,6 +4,7 @@
  *   batch dims broadcast (NumPy); equal dtypes, float or c64.
  * dense_solve: a [N, N], b [N] or [N, K] -> b's type; float dtypes.
  * batched_dense_solve: a [B, N, N], b [B, N] or [B, N, K] -> b's type.
+ * Dynamic sizes: B and K; N static.
  */
 #include "ir/shape_internal.h"
 
@@ -41,15 +42,18 @@ static bool solve(Ctx *c, Node *n, int nb) {
   const char *as = nb ? "[B, N, N]" : "[N, N]";
   if (a->rank != 2 + nb || a->dims[nb] != a->dims[nb + 1])
     return sh_err(c, n, "a must be a square matrix %s, got %s", as, TS(a));
+  if (!sh_static(c, n, 0, nb + 1, "N, the system's size: the "
+                 "elimination's working copy of a is N*N elements"))
+    return false;
   if (b->rank != 1 + nb && b->rank != 2 + nb)
     return sh_err(c, n, "b must be %s, got %s",
                   nb ? "[B, N] or [B, N, K]" : "[N] or [N, K]", TS(b));
   if (nb && b->dims[0] != a->dims[0])
-    return sh_err(c, n, "batch sizes differ: %lld vs %lld",
-                  (long long)a->dims[0], (long long)b->dims[0]);
+    return sh_err(c, n, "batch sizes differ: %s vs %s", DS(a->dims[0]),
+                  DS(b->dims[0]));
   if (b->dims[nb] != a->dims[nb])
-    return sh_err(c, n, "b has %lld rows, expected %lld (a is %s)",
-                  (long long)b->dims[nb], (long long)a->dims[nb], TS(a));
+    return sh_err(c, n, "b has %s rows, expected %lld (a is %s)",
+                  DS(b->dims[nb]), (long long)a->dims[nb], TS(a));
   n->type = *b;
   return true;
 }

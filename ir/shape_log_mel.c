@@ -3,6 +3,8 @@
  *
  * log_mel(spec [..., F], filters [F, M]) -> [..., M], one float dtype.
  * log_mel_backward(spec, filters, dy [..., M]) -> spec's type.
+ * Dynamic sizes: spec's leading (frame, batch) axes; the filter bank,
+ * and so spec's frequency axis, static.
  */
 #include "ir/shape_internal.h"
 
@@ -13,6 +15,11 @@ static bool log_mel_out(Ctx *c, const Node *n, Type *out) {
     return false;
   if (s->rank < 1)
     return sh_err(c, n, "spec must have rank >= 1, got %s", TS(s));
+  if (!sh_static(c, n, 0, s->rank - 1, "the frequency bins, which the "
+                 "filter bank [F, M] fixes") ||
+      !sh_static_type(c, n, 1, "only spec's leading (frame, batch) axes "
+                      "may be dynamic"))
+    return false;
   if (f->rank != 2 || f->dims[0] != s->dims[s->rank - 1])
     return sh_err(c, n, "filters must be [%lld, M] to match spec %s, got "
                   "%s", (long long)s->dims[s->rank - 1], TS(s), TS(f));

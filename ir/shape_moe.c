@@ -3,6 +3,8 @@
  *
  * grouped_matmul_backward_weight(x [T, K], dy [T, N], expert [T] index,
  *   shape=[E, K, N]) -> [E, K, N] of x's float dtype; dy has x's dtype.
+ * Dynamic sizes (with grouped_matmul's rule, shape_quant.c): the token
+ * count T; K, N and E static.
  */
 #include "ir/shape_internal.h"
 
@@ -24,8 +26,8 @@ bool shape_grouped_matmul_bwd(Ctx *c, Node *n) {
   Type dy = type_make(x->dt, 2, d);
   if (!sh_want_type(c, n, 1, "dy", &dy)) return false;
   if (e->rank != 1 || e->dims[0] != x->dims[0])
-    return sh_err(c, n, "expert must be [%lld] (one per row of x), got %s",
-                  (long long)x->dims[0], TS(e));
+    return sh_err(c, n, "expert must be [%s] (one per row of x), got %s",
+                  DS(x->dims[0]), TS(e));
   n->type = type_make(x->dt, 3, s);
   return true;
 }

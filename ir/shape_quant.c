@@ -182,9 +182,12 @@ bool shape_grouped_matmul(Ctx *c, Node *n) {
   if (x->rank != 2 || w->rank != 3 || w->dims[1] != x->dims[1])
     return sh_err(c, n, "x [T, K] and w [E, K, N] do not fit: %s and %s",
                   TS(x), TS(w));
+  if (!sh_static_type(c, n, 1, "the experts' weights are laid out as "
+                      "[E, K, N] matrices"))
+    return false;
   if (e->rank != 1 || e->dims[0] != x->dims[0])
-    return sh_err(c, n, "expert must be [%lld] (one per row of x), got %s",
-                  (long long)x->dims[0], TS(e));
+    return sh_err(c, n, "expert must be [%s] (one per row of x), got %s",
+                  DS(x->dims[0]), TS(e));
   int64_t d[2] = {x->dims[0], w->dims[2]};
   n->type = type_make(x->dt, 2, d);
   return true;

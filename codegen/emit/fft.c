@@ -24,13 +24,24 @@ static int norm_code(const Node *n) {
   return RLX_FFT_NORM_BACKWARD;
 }
 
-/* rows and length of the transform of node n */
+/* Rows (the leading axes, at their bounds when dynamic) and length of
+ * the transform of node n. */
 static void fft_dims(const Node *n, int64_t *rows, int64_t *len) {
   const Type *t = &n->in[0]->type;
   *len = t->dims[t->rank - 1];
-  *rows = *len ? type_numel(t) / *len : 0;
+  *rows = 1;
+  for (int i = 0; i + 1 < t->rank; i++) *rows *= dim_bound(t->dims[i]);
 }
 
+/* The run-time row count: the leading axes' sizes. */
+static LLVMValueRef lead_rows(Cg *cg, const Type *t) {
+  Type lead = *t;
+  lead.rank--;
+  return cg_numel(cg, &lead);
+}
+
+/* The scratch grows with the rows (rlx_fft_layout: more slots, up to
+ * FFT_SLOTS), so the bound's serves every smaller count. */
 static int64_t cg_scratch_fft(Cg *cg, Node *n) {
   (void)cg;
   int64_t rows, len;
@@ -73,26 +84,39 @@ static bool cg_emit_fft(Cg *cg, Node *n) {
   fft_dims(n, &rows, &len);
   if (rows * len == 0) return true;
   int inverse = ir_attr_bool(n, ATTR_INVERSE, false);
-  LLVMValueRef args[8] = {
-      cg_i64(cg, rows),       cg_i64(cg, len),       cg_i32(cg, inverse),
-      cg_i32(cg, norm_code(n)), cg_buf(cg, n->in[0]), cg_buf(cg, n),
-      cg_scratch(cg, n),      fft_tables(cg, len, inverse)};
+  LLVMValueRef args[8] = {lead_rows(cg, &n->in[0]->type), /* run time */
+                          cg_i64(cg, len),
+                          cg_i32(cg, inverse),
+                          cg_i32(cg, norm_code(n)),
+                          cg_buf(cg, n->in[0]),
+                          cg_buf(cg, n),
+                          cg_scratch(cg, n),
+                          fft_tables(cg, len, inverse)};
   LLVMValueRef rc = cg_call(cg, "rlx_fft_c64_tab", cg->t_i32, args, 8);
   cg_fail_if(cg, LLVMBuildICmp(cg->b, LLVMIntNE, rc, cg_i32(cg, 0), ""),
              RLX_ERR_INVALID);
   return true;
 }
 
+/* Dynamic sizes: the leading axes (the row count read at run time; no
+ * rows: no work); the transform length is static (its shape rule). */
+static const char *fft_dyn(const Node *n) {
+  const Type *t = &n->in[0]->type;
+  return dim_is_static(t->dims[t->rank - 1]) ? NULL
+                                              : "a dynamic transform length";
+}
+
 /* ---- log_mel, log_mel_backward (runtime/fft/log_mel.c) ---- */
 
-/* spec [..., F]: the product of the leading dims */
+/* spec [..., F]: the product of the leading dims (at their bounds) */
 static int64_t spec_rows(const Type *s) {
   int64_t r = 1;
-  for (int i = 0; i + 1 < s->rank; i++) r *= s->dims[i];
+  for (int i = 0; i + 1 < s->rank; i++) r *= dim_bound(s->dims[i]);
   return r;
 }
 
-/* log_mel_backward: z = spec filters, rows * M elements */
+/* log_mel_backward: z = spec filters, rows * M elements (the bound's
+ * rows serve every smaller count) */
 static int64_t cg_scratch_log_mel(Cg *cg, Node *n) {
   (void)cg;
   if (n->op != OP_LOG_MEL_BACKWARD) return 0;
@@ -104,11 +128,11 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
   const Type *s = &n->in[0]->type;
   RLX_ASSERT(op_dtype_ok(n->op, s->dt)); /* OPF_F32_F64 */
   int64_t F = s->dims[s->rank - 1], M = n->in[1]->type.dims[1];
-  int64_t rows = spec_rows(s);
-  if (type_numel(&n->type) == 0) return true;
+  LLVMValueRef rows = lead_rows(cg, s); /* read at run time when dynamic */
+  if (type_bytes_bound(&n->type) == 0) return true;
   bool f32 = s->dt == DT_F32;
   if (n->op == OP_LOG_MEL) {
-    LLVMValueRef a[6] = {cg_i64(cg, rows), cg_i64(cg, F), cg_i64(cg, M),
+    LLVMValueRef a[6] = {rows, cg_i64(cg, F), cg_i64(cg, M),
                          cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                          cg_buf(cg, n)};
     cg_call(cg, f32 ? "rlx_log_mel_f32" : "rlx_log_mel_f64", cg->t_void, a,
@@ -116,10 +140,10 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
     return true;
   }
   if (M == 0) { /* no mel bins: no scratch, a zero gradient */
-    cg_memset0(cg, cg_buf(cg, n), type_bytes(&n->type));
+    cg_memset0(cg, cg_buf(cg, n), type_bytes_bound(&n->type));
     return true;
   }
-  LLVMValueRef a[8] = {cg_i64(cg, rows), cg_i64(cg, F), cg_i64(cg, M),
+  LLVMValueRef a[8] = {rows, cg_i64(cg, F), cg_i64(cg, M),
                        cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                        cg_buf(cg, n->in[2]), cg_buf(cg, n),
                        cg_scratch(cg, n)};
@@ -128,5 +152,16 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_fft = {cg_emit_fft, cg_scratch_fft, NULL};
-const CgEmitter cg_emitter_log_mel = {cg_emit_log_mel, cg_scratch_log_mel, NULL};
+/* Dynamic sizes: spec's leading axes (the row count read at run time);
+ * the frequency and mel axes static (the shape rule). */
+static const char *log_mel_dyn(const Node *n) {
+  const Type *s = &n->in[0]->type;
+  return dim_is_static(s->dims[s->rank - 1]) &&
+                 type_is_static(&n->in[1]->type)
+             ? NULL
+             : "a dynamic frequency or mel axis";
+}
+
+const CgEmitter cg_emitter_fft = {cg_emit_fft, cg_scratch_fft, fft_dyn};
+const CgEmitter cg_emitter_log_mel = {cg_emit_log_mel, cg_scratch_log_mel,
+                                       log_mel_dyn};

@@ -246,14 +246,24 @@ static bool cg_emit_solve(Cg *cg, Node *n) {
   int batched = n->op == OP_BATCHED_DENSE_SOLVE;
   int64_t B = batched ? a->dims[0] : 1, N = a->dims[a->rank - 1];
   int64_t K = b->rank == 2 + batched ? b->dims[b->rank - 1] : 1;
-  if (B * N * K == 0) return true;
-  LLVMValueRef args[7] = {cg_i64(cg, B), cg_i64(cg, N), cg_i64(cg, K),
+  if (dim_bound(B) * N * dim_bound(K) == 0) return true;
+  LLVMBasicBlockRef ok = cg_block(cg, "solve.ok");
+  LLVMValueRef vb = cg_dim(cg, B), vk = cg_dim(cg, K);
+  if (!dim_is_static(B) || !dim_is_static(K)) {
+    /* no systems or no right-hand sides: no work (as for static sizes,
+     * a singular a is then no error) */
+    LLVMBasicBlockRef call = cg_block(cg, "solve.call");
+    LLVMValueRef none = LLVMBuildICmp(
+        cg->b, LLVMIntEQ, LLVMBuildMul(cg->b, vb, vk, ""), cg_i64(cg, 0), "");
+    LLVMBuildCondBr(cg->b, none, ok, call);
+    LLVMPositionBuilderAtEnd(cg->b, call);
+  }
+  LLVMValueRef args[7] = {vb, cg_i64(cg, N), vk,
                           cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                           cg_buf(cg, n), cg_scratch(cg, n)};
   LLVMValueRef r = cg_call(cg, fn, cg->t_i32, args, 7);
   LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntNE, r, cg_i32(cg, 0), "");
   LLVMBasicBlockRef fail = cg_block(cg, "solve.fail");
-  LLVMBasicBlockRef ok = cg_block(cg, "solve.ok");
   LLVMBuildCondBr(cg->b, bad, fail, ok);
   LLVMPositionBuilderAtEnd(cg->b, fail);
   LLVMBuildStore(cg->b, r, cg->fn->status);
@@ -262,6 +272,15 @@ static bool cg_emit_solve(Cg *cg, Node *n) {
   return true;
 }
 
+/* Dynamic sizes: the batch B and the right-hand sides K (read at run
+ * time; none: no work); N static (the shape rule). */
+static const char *solve_dyn(const Node *n) {
+  const Type *a = &n->in[0]->type;
+  return dim_is_static(a->dims[a->rank - 1]) ? NULL
+                                               : "a dynamic system size N";
+}
+
 const CgEmitter cg_emitter_matmul = {cg_emit_matmul, cg_scratch_matmul,
                                      mm_dyn};
-const CgEmitter cg_emitter_solve = {cg_emit_solve, cg_scratch_solve, NULL};
+const CgEmitter cg_emitter_solve = {cg_emit_solve, cg_scratch_solve,
+                                    solve_dyn};

@@ -27,10 +27,13 @@ static void gm_dims(const Node *n, int64_t d[4]) {
   d[3] = w->dims[0];
 }
 
+/* The scratch grows with T: the bound's serves every smaller count (the
+ * runtime lays its parts out from the run-time T, within the bound's). */
 static int64_t cg_scratch_grouped_matmul(Cg *cg, Node *n) {
   (void)cg;
   int64_t d[4];
   gm_dims(n, d);
+  d[0] = dim_bound(d[0]);
   int64_t b = cg_align(rlx_grouped_matmul_scratch_bytes(
       d[0], d[1], d[2], d[3], dt_size(n->type.dt)));
   return b + (dt_is_float(n->in[2]->type.dt) ? cg_align(d[0] * 8) : 0);
@@ -45,12 +48,13 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   LLVMValueRef s = cg_scratch(cg, n), ex = cg_buf(cg, n->in[2]);
   int64_t ib = dt_size(et);
   if (dt_is_float(et)) { /* checked i64 copy after the runtime's part */
-    int64_t off = cg_scratch_grouped_matmul(cg, n) - cg_align(d[0] * 8);
+    int64_t off = cg_scratch_grouped_matmul(cg, n) -
+                  cg_align(dim_bound(d[0]) * 8);
     LLVMValueRef v[2] = {cg_gep(cg, s, cg_i64(cg, off)), ex};
     ex = v[0];
     CgPar p;
-    LLVMValueRef i = cg_par_begin(cg, &p, cg_i64(cg, d[0]),
-                                  cg_grain(d[0], 1), v, 2, true);
+    LLVMValueRef i = cg_par_begin(cg, &p, cg_dim(cg, d[0]),
+                                  cg_grain(dim_bound(d[0]), 1), v, 2, true);
     cg_store(cg, DT_I64, v[0], i, cg_ops_index(cg, et, v[1], i, d[3]));
     cg_par_end(cg, &p);
     ib = 8;
@@ -63,7 +67,7 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   bool wt = cg_slot(cg, w)->kind == CG_SLOT_FOLDED;
   LLVMValueRef a[11];
   int na = 0;
-  for (int i = 0; i < 4; i++) a[na++] = cg_i64(cg, d[i]);
+  for (int i = 0; i < 4; i++) a[na++] = cg_dim(cg, d[i]); /* T: run time */
   a[na++] = cg_buf(cg, n->in[0]);
   a[na++] = cg_buf(cg, wt ? w->in[0] : w);
   if (fwd) a[na++] = cg_i64(cg, wt); /* w_t */
@@ -76,5 +80,15 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_grouped_matmul = {cg_emit_grouped_matmul,
-                                             cg_scratch_grouped_matmul, NULL};
+/* Dynamic sizes: the token count T (the runtime call's, read at run
+ * time); K, N and E static (the shape rules). */
+static const char *grouped_matmul_dyn(const Node *n) {
+  int64_t d[4];
+  gm_dims(n, d);
+  return dim_is_static(d[1]) && dim_is_static(d[2]) && dim_is_static(d[3])
+             ? NULL
+             : "a dynamic K, N or expert count";
+}
+
+const CgEmitter cg_emitter_grouped_matmul = {
+    cg_emit_grouped_matmul, cg_scratch_grouped_matmul, grouped_matmul_dyn};

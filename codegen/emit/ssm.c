@@ -20,10 +20,13 @@ static void geometry(const Node *n, int64_t g[4]) {
   g[3] = n->op == OP_SELECTIVE_SCAN ? n->in[2]->type.dims[1] : x->dims[3];
 }
 
+/* The scratch grows with b and h (one task per batch row and channel
+ * block or head): the bounds' serves every smaller size. */
 static int64_t cg_scratch_ssm(Cg *cg, Node *n) {
   (void)cg;
   int64_t g[4], es = dt_size(n->type.dt);
   geometry(n, g);
+  g[0] = dim_bound(g[0]), g[2] = dim_bound(g[2]);
   return cg_align(n->op == OP_SELECTIVE_SCAN
                       ? rlx_selective_scan_scratch_bytes(g[0], g[2], g[3], es)
                       : rlx_gated_delta_net_scratch_bytes(g[0], g[2], g[3],
@@ -34,11 +37,11 @@ static bool cg_emit_ssm(Cg *cg, Node *n) {
   RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
   int64_t g[4];
   geometry(n, g);
-  if (type_numel(&n->type) == 0) return true;
+  if (type_bytes_bound(&n->type) == 0) return true;
   char fn[64];
   snprintf(fn, sizeof fn, "rlx_%s_%s", op_name(n->op), dt_name(n->type.dt));
   LLVMValueRef args[11];
-  for (int i = 0; i < 4; i++) args[i] = cg_i64(cg, g[i]);
+  for (int i = 0; i < 4; i++) args[i] = cg_dim(cg, g[i]); /* b, s, h: run time */
   for (int i = 0; i < 5; i++) args[4 + i] = cg_buf(cg, n->in[i]);
   args[9] = cg_buf(cg, n);
   args[10] = cg_scratch(cg, n);
@@ -46,4 +49,12 @@ static bool cg_emit_ssm(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_ssm = {cg_emit_ssm, cg_scratch_ssm, NULL};
+/* Dynamic sizes: the batch b, the length s and the channels or heads
+ * (the kernels take them at run time; no rows or no steps: no work);
+ * the state size is an attribute, so static. */
+static const char *ssm_dyn(const Node *n) {
+  (void)n;
+  return NULL;
+}
+
+const CgEmitter cg_emitter_ssm = {cg_emit_ssm, cg_scratch_ssm, ssm_dyn};

@@ -12,7 +12,10 @@ static Node *expand(IrBuilder *b, const Node *n, Node *const *a) {
   const Type *st = &a[0]->type;
   DType dt = st->dt;
   int64_t d2[2] = {1, st->dims[st->rank - 1]};
-  for (int i = 0; i + 1 < st->rank; i++) d2[0] *= st->dims[i];
+  for (int i = 0; i + 1 < st->rank; i++) { /* the rows, maybe dynamic */
+    DimStatus ds = dim_mul(b->c, d2[0], st->dims[i], &d2[0]);
+    RLX_ASSERT(ds == DIM_OK); /* a factor of spec's element count */
+  }
   Node *z = ib_bin(b, OP_MATMUL, ib_reshape(b, a[0], 2, d2), a[1]);
   Node *eps = ib_scalar(b, dt, 1e-10);
   if (n->op == OP_LOG_MEL)

@@ -568,6 +568,232 @@ def ctljvp(rng):
             run)
 
 
+# ---- complex ops and fft, the fused sequence blocks, grouped_matmul,
+# log_mel, the dense solves, fused_transformer_layer (issue 26) ----
+
+def cplx(rng):
+    """complex, fft (forward, inverse ortho, forward norm over a dynamic
+    middle axis), conjugate, complex_norm_sq and its backward op."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    re, im, w, m = f32(16, 12), f32(16, 12), f32(12), f32(2, 16, 5)
+
+    def run(n):
+        R, I, W = re[:n].astype(F64), im[:n].astype(F64), w.astype(F64)
+        M = m[:, :n].astype(F64)
+        z = R + 1j * I
+        y = np.fft.fft(z, axis=-1)
+        yi = np.fft.ifft(z * (W + 1j * W), norm="ortho")
+        zm = np.fft.fft(M - 1j * M, norm="forward")
+        nb = R * z
+        return [y.real, y.imag, yi.real, yi.imag, zm.real, zm.imag,
+                np.abs(y) ** 2, nb.real, nb.imag]
+    return [re, im, w, PerSize(m, lambda a, t: a[:, :t])], [0, 1, 7, 16], run
+
+
+def cplxgrad(rng):
+    """cplxgrad.rlx's loss and parameter gradients (torch's convention:
+    a C-linear y = A w gets A^H g; the ortho fft's adjoint is the ortho
+    inverse)."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, p, q = f32(16, 8), f32(16, 8), f32(8), f32(8)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        X, R = x[:n].astype(F64), r[:n].astype(F64)
+        z = (X + p.astype(F64)) + 1j * (X * q.astype(F64))
+        y = np.fft.fft(np.conj(z), norm="ortho")
+        loss = (R * np.abs(y) ** 2).sum() + (R * y.real).sum()
+        gz = np.conj(np.fft.ifft(2 * R * y + R, norm="ortho"))
+        return [np.array([loss]), gz.real.sum(axis=0),
+                (X * gz.imag).sum(axis=0)]
+    return [x, r, p, q, dout], [0, 1, 7, 16], run
+
+
+def cplxhvp(rng):
+    """cplxhvp.rlx (cplxgrad's graph) under --hvp: the loss, gradients,
+    <gradient, tangent> and the Hessian times the tangent (the gradient
+    is affine in z, so H v is the gradient's change along dz)."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, r, p, q, tp, tq = f32(16, 8), f32(16, 8), f32(8), f32(8), f32(8), \
+        f32(8)
+    dout = np.ones((), np.float32)
+
+    def run(n):
+        X, R = x[:n].astype(F64), r[:n].astype(F64)
+        TP, TQ = tp.astype(F64), tq.astype(F64)
+        fo = lambda v: np.fft.fft(v, norm="ortho")
+        grad = lambda z, c: np.conj(np.fft.ifft(2 * R * fo(np.conj(z)) +
+                                                c * R, norm="ortho"))
+        z = (X + p.astype(F64)) + 1j * (X * q.astype(F64))
+        y = fo(np.conj(z))
+        loss = (R * np.abs(y) ** 2).sum() + (R * y.real).sum()
+        gz, hz = grad(z, 1), grad(TP + 1j * (X * TQ), 0)
+        dp, dq = gz.real.sum(axis=0), (X * gz.imag).sum(axis=0)
+        return [np.array([loss]), dp, dq,
+                np.array([(dp * TP).sum() + (dq * TQ).sum()]),
+                hz.real.sum(axis=0), (X * hz.imag).sum(axis=0)]
+    return [x, r, p, q, dout, tp, tq], [0, 1, 7, 16], run
+
+
+def selective_scan(x, delta, a, b, c):
+    """language.md's selective_scan: x, delta [B, S, H], a [H, N]."""
+    y = np.zeros_like(x)
+    st = np.zeros((x.shape[0], x.shape[2], a.shape[1]))
+    for t in range(x.shape[1]):
+        st = (np.exp(delta[:, t, :, None] * a) * st +
+              (delta[:, t] * x[:, t])[:, :, None] * b[:, t, None, :])
+        y[:, t] = (st * c[:, t, None, :]).sum(-1)
+    return y
+
+
+def gated_delta_net(q, k, v, g, beta):
+    """language.md's gated_delta_net: q, k, v [B, S, H, N]."""
+    B, S, H, N = q.shape
+    st, o = np.zeros((B, H, N, N)), np.zeros_like(q)
+    for t in range(S):
+        st = np.exp(g[:, t])[:, :, None, None] * st
+        d = (v[:, t] - np.einsum("bhij,bhi->bhj", st, k[:, t])) * \
+            beta[:, t, :, None]
+        st = st + k[:, t, :, :, None] * d[:, :, None, :]
+        o[:, t] = np.einsum("bhij,bhi->bhj", st, q[:, t]) / np.sqrt(N)
+    return o
+
+
+def ssm(rng):
+    """selective_scan over a dynamic length [2, ?t, 5] and over dynamic
+    channels [1, 4, ?t], gated_delta_net over a dynamic batch
+    [?t, 3, 2, 4], a dynamic length [1, ?t, 2, 4] and dynamic heads
+    [1, 3, ?t, 4]."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    uni = lambda lo, hi, *s: rng.uniform(lo, hi, s).astype(np.float32)
+    x, delta = f32(2, 12, 5), uni(0.05, 0.5, 2, 12, 5)
+    a = -np.exp(f32(5, 4) * 0.5).astype(np.float32)
+    b, c = f32(2, 12, 4), f32(2, 12, 4)
+    q, k, v = f32(12, 3, 2, 4), f32(12, 3, 2, 4) * 0.5, f32(12, 3, 2, 4)
+    g, beta = uni(-0.5, -0.05, 12, 3, 2), uni(0, 1, 12, 3, 2)
+    xh, dh = f32(1, 4, 12), uni(0.05, 0.5, 1, 4, 12)
+    ah, bh, ch = -np.exp(f32(12, 3) * 0.5).astype(np.float32), \
+        f32(1, 4, 3), f32(1, 4, 3)
+    qs, ks, vs = f32(1, 12, 2, 4), f32(1, 12, 2, 4) * 0.5, f32(1, 12, 2, 4)
+    gs, bs = uni(-0.5, -0.05, 1, 12, 2), uni(0, 1, 1, 12, 2)
+    qh, kh, vh = f32(1, 3, 12, 4), f32(1, 3, 12, 4) * 0.5, f32(1, 3, 12, 4)
+    gh, bh2 = uni(-0.5, -0.05, 1, 3, 12), uni(0, 1, 1, 3, 12)
+    cut1 = lambda arr, t: arr[:, :t]
+    cut2 = lambda arr, t: arr[:, :, :t]
+    ins = [PerSize(x, cut1), PerSize(delta, cut1), a, PerSize(b, cut1),
+           PerSize(c, cut1), q, k, v, g, beta, PerSize(xh, cut2),
+           PerSize(dh, cut2), ah, bh, ch] + \
+        [PerSize(arr, cut1) for arr in (qs, ks, vs, gs, bs)] + \
+        [PerSize(arr, cut2) for arr in (qh, kh, vh, gh, bh2)]
+
+    def run(t):
+        d = lambda arr: arr.astype(F64)
+        return [selective_scan(d(x[:, :t]), d(delta[:, :t]), d(a),
+                               d(b[:, :t]), d(c[:, :t])),
+                selective_scan(d(xh[:, :, :t]), d(dh[:, :, :t]), d(ah[:t]),
+                               d(bh), d(ch)),
+                gated_delta_net(d(q[:t]), d(k[:t]), d(v[:t]), d(g[:t]),
+                                d(beta[:t])),
+                gated_delta_net(d(qs[:, :t]), d(ks[:, :t]), d(vs[:, :t]),
+                                d(gs[:, :t]), d(bs[:, :t])),
+                gated_delta_net(d(qh[:, :, :t]), d(kh[:, :, :t]),
+                                d(vh[:, :, :t]), d(gh[:, :, :t]),
+                                d(bh2[:, :, :t]))]
+    return ins, [0, 1, 7, 12], run
+
+
+def moe(rng):
+    """grouped_matmul (i32 and f32 expert ids) and its weight gradient op
+    over a dynamic token count."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, w, dy = f32(16, 6), f32(3, 6, 5), f32(16, 5)
+    e = rng.integers(0, 3, 16).astype(np.int32)
+
+    def run(t):
+        X, W, D = x[:t].astype(F64), w.astype(F64), dy[:t].astype(F64)
+        y = np.einsum("tk,tkn->tn", X, W[e[:t]])
+        dw = np.zeros(W.shape)
+        for i in range(t):
+            dw[e[i]] += np.outer(X[i], D[i])
+        return [y, y, dw]
+    return [x, w, e, e.astype(np.float32), dy], [0, 1, 7, 16], run
+
+
+def lmsolve(rng):
+    """log_mel and log_mel_backward over dynamic leading axes (a zero
+    spec row takes the floor), batched_dense_solve over a dynamic batch
+    (matrix and vector right-hand sides), dense_solve with a dynamic
+    number of right-hand sides."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    s = np.abs(f32(12, 3, 9))
+    s[2, 1] = 0
+    s2, f = np.abs(f32(2, 12, 9)), np.abs(f32(9, 4))
+    dy = f32(12, 3, 4)
+    a = (f32(12, 3, 3) + 3 * np.eye(3)).astype(np.float32)
+    b, bv = f32(12, 3, 2), f32(12, 3)
+    a0, bk = (f32(4, 4) + 4 * np.eye(4)).astype(np.float32), f32(4, 12)
+    ins = [s, PerSize(s2, lambda arr, t: arr[:, :t]), f, dy, a, b, bv, a0,
+           PerSize(bk, lambda arr, t: arr[:, :t])]
+
+    def run(t):
+        S, S2, F = s[:t].astype(F64), s2[:, :t].astype(F64), f.astype(F64)
+        A = a[:t].astype(F64)
+        z = S @ F
+        gz = np.where(z >= 1e-10, dy[:t] / np.where(z >= 1e-10, z, 1), 0)
+        return [np.log(np.maximum(z, 1e-10)),
+                np.log(np.maximum(S2 @ F, 1e-10)), gz @ F.T,
+                np.linalg.solve(A, b[:t].astype(F64)),
+                np.linalg.solve(A, bv[:t].astype(F64)[..., None])[..., 0],
+                np.linalg.solve(a0.astype(F64), bk[:, :t].astype(F64))]
+    return ins, [0, 1, 7, 12], run
+
+
+def tlayer(rng):
+    """fused_transformer_layer over a dynamic batch [?b, 5, 8] and over a
+    dynamic sequence [2, ?b, 8] (heads 2, head_dim 4, gelu) with custom
+    key masks."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    h = f32(6, 5, 8)
+    ps = [f32(8, 24) * 0.3, f32(24) * 0.1, f32(8, 8) * 0.3, f32(8) * 0.1,
+          f32(8) * 0.2 + 1, f32(8) * 0.1, f32(8, 12) * 0.3, f32(12) * 0.1,
+          f32(12, 8) * 0.3, f32(8) * 0.1, f32(8) * 0.2 + 1, f32(8) * 0.1]
+    mask = (rng.uniform(size=(6, 5)) > 0.3).astype(np.float32)
+    mask[:, 0] = 1
+    hs = f32(2, 6, 8)
+    ms = (rng.uniform(size=(2, 6)) > 0.3).astype(np.float32)
+    ms[:, 0] = 1
+    from math import erf
+    erf = np.vectorize(erf, otypes=[F64])
+
+    def ln(v, g, b):
+        mu = v.mean(axis=-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(axis=-1, keepdims=True)
+        return (v - mu) / np.sqrt(var + 1e-12) * g + b
+
+    def layer(H, keep):
+        qw, qb, ow, ob, g1, b1, w1, c1, w2, c2, g2, b2 = \
+            [p.astype(F64) for p in ps]
+        qkv = H @ qw + qb
+        a = attention(qkv[..., :8], qkv[..., 8:16], qkv[..., 16:], 2,
+                      "custom", keep=keep)
+        h1 = ln(a @ ow + ob + H, g1, b1)
+        u = h1 @ w1 + c1
+        act = u * 0.5 * (1 + erf(u / np.sqrt(2)))
+        return ln(act @ w2 + c2 + h1, g2, b2)
+
+    def run(n):
+        return [layer(h[:n].astype(F64), mask[:n]),
+                layer(hs[:, :n].astype(F64), ms[:, :n])]
+    cut1 = lambda arr, t: arr[:, :t]
+    return [h] + ps + [mask, PerSize(hs, cut1), PerSize(ms, cut1)], \
+        [0, 1, 5, 6], run
+
+
+ISSUE26_CASES = [("cplx", cplx), ("cplxgrad", cplxgrad),
+                 ("cplxhvp", cplxhvp), ("ssm", ssm),
+                 ("moe", moe), ("lmsolve", lmsolve), ("tlayer", tlayer)]
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -579,7 +805,7 @@ def main():
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
-                       ("ctl", ctl), ("ctljvp", ctljvp)]:
+                       ("ctl", ctl), ("ctljvp", ctljvp)] + ISSUE26_CASES:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:

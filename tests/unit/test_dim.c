@@ -219,7 +219,17 @@ SH_TEST(t_rules) {
   BAD(nw, "narrow: axis 0 of operand 0 is dynamic (?b); narrow needs a "
       "static size there");
   BAD(MK(DENSE_SOLVE, DIN(F32, n, n), DIN(F32, n)),
-      "dense_solve: axis 0 of operand 0 is dynamic (?n)");
+      "dense_solve: axis 1 of operand 0 is dynamic (?n); dense_solve needs "
+      "a static size there (N");
+  OK(MK(BATCHED_DENSE_SOLVE, DIN(F32, b, 3, 3), DIN(F32, b, 3, t)),
+     "f32[?b, 3, ?t]");
+  OK(MK(FFT, DIN(C64, 2, b, 8)), "c64[2, ?b, 8]");
+  BAD(MK(FFT, DIN(C64, 8, b)), "fft: axis 1 of operand 0 is dynamic (?b); "
+      "fft needs a static size there (the transform length");
+  OK(MK(COMPLEX_NORM_SQ, DIN(C64, b, 8)), "f32[?b, 8]");
+  OK(MK(LOG_MEL, DIN(F32, b, t, 9), DIN(F32, 9, 4)), "f32[?b, ?t, 4]");
+  OK(MK(GROUPED_MATMUL, DIN(F32, t, 6), DIN(F32, 3, 6, 5), DIN(I32, t)),
+     "f32[?t, 5]");
   /* the result of a rule feeds the next: one number for equal sizes */
   Node *m = MK(MATMUL, x, w);
   OK(m, "f32[?b, 16]");
