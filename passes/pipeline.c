@@ -197,12 +197,13 @@ static bool ad_dynamic_op(Op op) {
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: case OP_MAX_POOL2D: case OP_AVG_POOL2D:
   case OP_MAX_POOL2D_BACKWARD: case OP_AVG_POOL2D_BACKWARD:
-  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: case OP_SCAN:
+  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: case OP_SCAN: case OP_TOPK:
   case OP_COMPLEX: case OP_REAL: case OP_IMAG: case OP_CONJUGATE:
   case OP_COMPLEX_NORM_SQ: case OP_COMPLEX_NORM_SQ_BACKWARD: case OP_FFT:
   case OP_FUSED_TRANSFORMER_LAYER: case OP_GROUPED_MATMUL:
   case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: case OP_LOG_MEL:
   case OP_LOG_MEL_BACKWARD: case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:
     return true;
   default:
     return false;
@@ -221,13 +222,6 @@ static bool ad_dynamic_node(const Node *n) {
 
 /* Why the AD passes refuse a dynamic node of op `op`, for the
  * diagnostic. */
-static const char *ad_dynamic_why(Op op) {
-  if (op == OP_SELECTIVE_SCAN || op == OP_GATED_DELTA_NET)
-    return "its derivatives are a trajectory scan whose carry holds the "
-           "dynamic sizes, and a scan body takes static sizes";
-  return "docs/dynamic-dims.md lists the ops it does";
-}
-
 /* True: stop the pipeline (after a diagnostic). */
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;
@@ -252,9 +246,9 @@ static bool dynamic_stop(Unit *u) {
                    type_str(&n->type, ts, sizeof ts));
       else
         diag_error(u->ctx, n->loc, "op '%s' with dynamic sizes (%s): %s "
-                   "does not differentiate it yet (%s)", op_name(n->op),
-                   type_str(&n->type, ts, sizeof ts), what,
-                   ad_dynamic_why(n->op));
+                   "does not differentiate it yet (docs/dynamic-dims.md "
+                   "lists the ops it does)", op_name(n->op),
+                   type_str(&n->type, ts, sizeof ts), what);
       return true;
     }
   }

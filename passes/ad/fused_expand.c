@@ -60,7 +60,8 @@ static Node *traj_scan(IrBuilder *b, Graph *body, Type ct, Node *const *xs,
   for (int i = 0; i < nx; i++) in[1 + i] = xs[i];
   Node *s = ir_node_new(b->c, b->g, OP_SCAN, in, 1 + nx, b->loc);
   ir_attr_set_graph(b->c, s, ATTR_BODY, body);
-  ir_attr_set_int(b->c, s, ATTR_LENGTH, len);
+  if (dim_is_static(len)) /* a dynamic length is the xs' axis 0 */
+    ir_attr_set_int(b->c, s, ATTR_LENGTH, len);
   ir_attr_set_int(b->c, s, ATTR_NUM_BCAST, 0);
   ir_attr_set_bool(b->c, s, ATTR_SAVE_TRAJ, true);
   return ib_finish(b, s);
@@ -185,8 +186,11 @@ static Node *expand_transformer(IrBuilder *b, const Node *n,
 Node *ad_fused_expand(IrBuilder *b, Module *m, const Node *n,
                       Node *const *a) {
   /* an empty result (a zero batch, length or channel count): zeros,
-   * which also makes every gradient zero (scan needs length >= 1) */
-  if (n->op != OP_FUSED_TRANSFORMER_LAYER && type_numel(&n->type) == 0)
+   * which also makes every gradient zero (scan needs length >= 1); a
+   * dynamic one is empty at run time only, where the scan runs no
+   * steps */
+  if (n->op != OP_FUSED_TRANSFORMER_LAYER && type_is_static(&n->type) &&
+      type_numel(&n->type) == 0)
     return ib_fill(b, n->type, 0);
   switch (n->op) {
   case OP_SELECTIVE_SCAN: return expand_selective_scan(b, m, n, a, b->g);
