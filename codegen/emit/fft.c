@@ -140,7 +140,7 @@ static bool cg_emit_log_mel(Cg *cg, Node *n) {
     return true;
   }
   if (M == 0) { /* no mel bins: no scratch, a zero gradient */
-    cg_memset0(cg, cg_buf(cg, n), type_bytes_bound(&n->type));
+    cg_zero_bytes(cg, cg_buf(cg, n), &n->type);
     return true;
   }
   LLVMValueRef a[8] = {rows, cg_i64(cg, F), cg_i64(cg, M),

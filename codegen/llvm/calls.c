@@ -46,6 +46,12 @@ void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
   else LLVMBuildMemCpy(cg->b, dst, 1, src, 1, cg_bytes(cg, t));
 }
 
+void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t) {
+  if (type_is_static(t)) cg_memset0(cg, dst, type_bytes(t));
+  else LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),
+                       cg_bytes(cg, t), 1);
+}
+
 void cg_memset0(Cg *cg, LLVMValueRef dst, int64_t bytes) {
   if (bytes <= 0) return;
   LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),

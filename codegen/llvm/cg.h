@@ -194,6 +194,7 @@ void cg_memcpy(Cg *cg, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);
 /* The bytes of t (dynamic sizes read at run time). */
 void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
                    const Type *t);
+void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t);
 void cg_memset0(Cg *cg, LLVMValueRef dst, int64_t bytes);
 /* The same with the intrinsic's overload types tys[0..nt). */
 LLVMValueRef cg_intrinsic_n(Cg *cg, const char *name, LLVMTypeRef *tys,
