@@ -89,6 +89,9 @@ static const ShapeRule dyn_rules[] = {
     shape_batch_norm, shape_rope,
     shape_attention, shape_attention_bwd, shape_conv2d, shape_pool2d, shape_scan,
     shape_conv2d_bwd, shape_avg_pool_bwd, shape_max_pool_bwd,
+    shape_rng, shape_sample, shape_fake_quantize, shape_fake_quantize_lsq,
+    shape_fake_quantize_bwd, shape_lsq_bwd, shape_quantize, shape_dequantize,
+    shape_q_matmul, shape_q_conv2d, shape_dequant_matmul, shape_scatter_add,
 };
 
 static bool carries_dynamic(Op op) {
