@@ -526,7 +526,8 @@ def fake_q(x, bits, axis=None, scale=None):
              np.float32(q)).astype(np.float32)
     else:
         sh = [1] * x.ndim
-        sh[axis] = -1
+        if axis is not None:
+            sh[axis] = -1
         s = np.maximum(scale, np.float32(1e-12)).reshape(sh)
     z = np.float32(x) / s
     return np.clip(np.rint(z), -q, q) * s.astype(F64)
@@ -635,6 +636,44 @@ def rng_case(rng):
             [0, 1, 5, 16], run)
 
 
+def quantgrad(rng):
+    """quantgrad.rlx's loss and STE / LSQ gradients (language.md, "Fake
+    quantization"); z and the ranges in float32 as the graph computes
+    them."""
+    x = (rng.standard_normal((16, 6)) * 1.5).astype(np.float32)
+    s = (np.abs(rng.standard_normal(6)) * 0.2 + 0.1).astype(np.float32)
+    a = (rng.standard_normal(6) + 1).astype(np.float32)
+    s1 = np.array([0.3], np.float32)
+    dout = np.ones((), np.float32)
+
+    def lsq(xa, sc, bits, axis, dy):
+        """fake_quantize_lsq's dx and ds (grad_scale) for upstream dy."""
+        q = 2.0 ** (bits - 1) - 1
+        sh = [1, -1] if axis == 1 else [1, 1]
+        S = np.maximum(sc, np.float32(1e-12)).reshape(sh)
+        z = (xa / S).astype(F64)
+        inside = np.abs(z) <= q
+        psi = np.where(inside, np.rint(z) - z, np.clip(np.rint(z), -q, q))
+        n = xa.shape[0] * (1 if axis == 1 else xa.shape[1])
+        ds = (psi * dy).sum(axis=0 if axis == 1 else None) / np.sqrt(
+            max(n, 1) * q)
+        return np.where(inside, dy, 0), np.atleast_1d(ds)
+
+    def run(n):
+        X = x[:n].astype(F64)
+        xa = x[:n] * a  # float32, as the graph
+        y = fake_q(xa, 4, 1, s) + fake_q(xa, 5, 0) + fake_q(xa, 3, None, s1)
+        dxf, ds = lsq(xa, s, 4, 1, X)
+        dxr, ds1 = lsq(xa, s1, 3, None, X)
+        q = 15.0  # hardtanh STE of the per-row fake_quantize
+        m = np.abs(xa).max(axis=1, keepdims=True) if n else np.zeros((0, 1))
+        qs = np.maximum(np.float32(m), np.float32(q * 1e-12)).astype(F64)
+        dxg = X * np.maximum(0, 1 - np.abs(xa.astype(F64)) / qs)
+        da = ((dxf + dxg + dxr) * X).sum(axis=0)
+        return [np.array([(y * X).sum()]), ds, da, ds1]
+    return [x, s, a, s1, dout], [0, 1, 5, 16], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -646,7 +685,8 @@ def main():
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
-                       ("quant", quant), ("rng", rng_case)]:
+                       ("quant", quant), ("rng", rng_case),
+                       ("quantgrad", quantgrad)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
