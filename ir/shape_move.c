@@ -197,9 +197,9 @@ bool shape_scatter_add(Ctx *c, Node *n) {
   const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
   for (int i = 0; i < k && i < RLX_MAX_RANK; i++)
     if (v[i] < -1 && dim_valid(v[i]))
-      return sh_err(c, n, "shape[%d] is dynamic (%s); scatter_add needs "
-                    "static sizes there (the table the updates are added "
-                    "into; the updates' count may be dynamic)", i,
+      return sh_err(c, n, "axis %d of shape is dynamic (%s); scatter_add "
+                    "needs a static size there (the table the updates are "
+                    "added into; the update count may be dynamic)", i,
                     DS(v[i]));
   if (!shape_attr(c, n, 0, u->dt, &t)) return false;
   if (t.rank < 1) return sh_err(c, n, "shape must have rank >= 1");
