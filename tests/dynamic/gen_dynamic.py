@@ -674,6 +674,34 @@ def quantgrad(rng):
     return [x, s, a, s1, dout], [0, 1, 5, 16], run
 
 
+def quantseq(rng):
+    """quantseq.rlx: quant's ops over [2, ?t, 6], inputs dense at each
+    length."""
+    t_max = 13
+    x = rng.standard_normal((2, t_max, 6)).astype(np.float32)
+    xi = rng.integers(-8, 9, (2, t_max, 6)).astype(np.float32)
+    w = rng.integers(-5, 6, (6, 4)).astype(np.float32)
+    bias = rng.integers(-50, 51, 4).astype(np.int32)
+    sc = (rng.standard_normal(4) * 0.1).astype(np.float32)
+    s6 = (np.abs(rng.standard_normal(6)) * 0.2 + 0.05).astype(np.float32)
+    idx = rng.integers(0, 5, (2, t_max)).astype(np.int32)
+    cut1 = lambda a, t: a[:, :t]
+
+    def run(t):
+        xs, X = x[:, :t], x[:, :t].astype(F64)
+        q = np.clip(rint_f32(xs, 0.05) - 2, -128, 127)
+        acc = bias + xi[:, :t].reshape(-1, 6).astype(F64) @ w.astype(F64)
+        qm = np.clip(np.rint(acc * 0.0625) - 3, -128, 127)
+        sa = np.zeros((5, 6))
+        np.add.at(sa, idx[:, :t].ravel(), X.reshape(-1, 6))
+        return [q, (q + 2) * F64(np.float32(0.05)), fake_q(xs, 3),
+                fake_q(xs, 6, 1), fake_q(xs, 5, 2, s6), qm,
+                X @ (w.astype(F64) * sc), X.prod(axis=2), X.prod(axis=1),
+                sa, rng_uniform(7, 2 * t * 3).reshape(2, t, 3)]
+    return ([PerSize(x, cut1), PerSize(xi, cut1), w, bias, sc, s6,
+             PerSize(idx, cut1)], [0, 1, 5, t_max], run)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -686,7 +714,7 @@ def main():
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
                        ("quant", quant), ("rng", rng_case),
-                       ("quantgrad", quantgrad)]:
+                       ("quantgrad", quantgrad), ("quantseq", quantseq)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
