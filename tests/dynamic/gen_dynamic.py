@@ -674,6 +674,19 @@ def quantgrad(rng):
     return [x, s, a, s1, dout], [0, 1, 5, 16], run
 
 
+def quantjvp(rng):
+    """quantjvp.rlx: the loss and its tangent, the dot product of
+    quantgrad's gradients with the tangents (the rules' transposes)."""
+    ins, sizes, grads = quantgrad(rng)
+    v = [rng.standard_normal(a.shape).astype(np.float32) for a in ins[1:4]]
+
+    def run(n):
+        g = grads(n)
+        return [g[0], np.array([sum((gi * vi.astype(F64)).sum()
+                                    for gi, vi in zip(g[1:], v))])]
+    return ins[:4] + v, sizes, run
+
+
 def quantseq(rng):
     """quantseq.rlx: quant's ops over [2, ?t, 6], inputs dense at each
     length."""
@@ -714,7 +727,8 @@ def main():
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
                        ("quant", quant), ("rng", rng_case),
-                       ("quantgrad", quantgrad), ("quantseq", quantseq)]:
+                       ("quantgrad", quantgrad), ("quantseq", quantseq),
+                       ("quantjvp", quantjvp)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
