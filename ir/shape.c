@@ -95,6 +95,9 @@ static const ShapeRule dyn_rules[] = {
     shape_gated_delta_net, shape_transformer, shape_grouped_matmul,
     shape_grouped_matmul_bwd, shape_log_mel, shape_log_mel_bwd,
     shape_dense_solve, shape_batched_dense_solve,
+    shape_rng, shape_sample, shape_fake_quantize, shape_fake_quantize_lsq,
+    shape_fake_quantize_bwd, shape_lsq_bwd, shape_quantize, shape_dequantize,
+    shape_q_matmul, shape_q_conv2d, shape_dequant_matmul, shape_scatter_add,
 };
 
 static bool carries_dynamic(Op op) {

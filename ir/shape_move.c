@@ -12,7 +12,8 @@
  * narrow: 0 <= start, 0 <= len, start + len <= dim (a static axis).
  * gather: NumPy take; indices i32/i64/f32 of any rank.
  * scatter_add(updates [N, ...], indices [N], shape) -> updates.dtype
- *   [shape], shape rank >= 1 and shape[1:] == updates.shape[1:].
+ *   [shape], shape rank >= 1 and shape[1:] == updates.shape[1:]; N may
+ *   be dynamic, shape static (the table the updates are added into).
  * gather_backward(dy, indices, axis, shape): dy must be the gather
  *   output for a table of `shape`; result dy.dtype [shape].
  */
@@ -192,13 +193,21 @@ bool shape_scatter_add(Ctx *c, Node *n) {
   if (u->dt == DT_BOOL)
     return sh_err(c, n, "updates must be numeric, got bool");
   if (!sh_want_index(c, n, 1, "indices")) return false;
+  int k;
+  const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
+  for (int i = 0; i < k && i < RLX_MAX_RANK; i++)
+    if (v[i] < -1 && dim_valid(v[i]))
+      return sh_err(c, n, "axis %d of shape is dynamic (%s); scatter_add "
+                    "needs a static size there (the table the updates are "
+                    "added into; the update count may be dynamic)", i,
+                    DS(v[i]));
   if (!shape_attr(c, n, 0, u->dt, &t)) return false;
   if (t.rank < 1) return sh_err(c, n, "shape must have rank >= 1");
   if (u->rank < 1)
     return sh_err(c, n, "updates must have rank >= 1, got %s", TS(u));
   if (ix->rank != 1 || ix->dims[0] != u->dims[0])
-    return sh_err(c, n, "indices must be [%lld] (one per updates row), "
-                  "got %s", (long long)u->dims[0], TS(ix));
+    return sh_err(c, n, "indices must be [%s] (one per updates row), "
+                  "got %s", DS(u->dims[0]), TS(ix));
   bool ok = u->rank == t.rank;
   for (int i = 1; ok && i < t.rank; i++) ok = u->dims[i] == t.dims[i];
   if (!ok)

@@ -18,6 +18,10 @@
  * grouped_matmul(x [T, K], w [E, K, N], expert [T] index) -> [T, N].
  * fake_quantize_backward(x, dy), fake_quantize_lsq_backward_x/scale
  *   (x, scale, dy): dy has x's type; results x's / scale's type.
+ * Dynamic sizes (docs/dynamic-dims.md): the fake-quantization ops,
+ * quantize and dequantize take them on any axis; q_matmul on M,
+ * q_conv2d on the batch N, dequant_matmul on the leading axes of x; K
+ * and the weights' sizes stay static.
  */
 #include "ir/shape_internal.h"
 
@@ -53,8 +57,8 @@ static bool lsq_check(Ctx *c, const Node *n) {
   int a;
   sh_axis(c, n, ir_attr_int(n, ATTR_AXIS, 0), x->rank, &a);
   if (s->rank == 1 && s->dims[0] == x->dims[a]) return true;
-  return sh_err(c, n, "scale must be [%lld] (x.shape[%d]), got %s",
-                (long long)x->dims[a], a, TS(s));
+  return sh_err(c, n, "scale must be [%s] (x.shape[%d]), got %s",
+                DS(x->dims[a]), a, TS(s));
 }
 
 bool shape_fake_quantize_lsq(Ctx *c, Node *n) {
@@ -130,6 +134,9 @@ bool shape_q_matmul(Ctx *c, Node *n) {
   if (x->rank != 2 || w->rank != 2)
     return sh_err(c, n, "x and w must be matrices, got %s and %s", TS(x),
                   TS(w));
+  if (!sh_static(c, n, 0, 1, "the inner dimension K") ||
+      !sh_static_type(c, n, 1, "the weight matrix w"))
+    return false;
   if (x->dims[1] != w->dims[0])
     return sh_err(c, n, "inner dimensions differ: %lld vs %lld",
                   (long long)x->dims[1], (long long)w->dims[0]);
@@ -154,6 +161,11 @@ bool shape_dequant_matmul(Ctx *c, Node *n) {
   if (!sh_want_float(c, n, 0, "x")) return false;
   if (w->dt != DT_I8 || w->rank != 2)
     return sh_err(c, n, "w must be an i8 matrix [K, N], got %s", TS(w));
+  if ((x->rank >= 1 && !sh_static(c, n, 0, x->rank - 1, "the inner "
+                                  "dimension K")) ||
+      !sh_static_type(c, n, 1, "the weight matrix w") ||
+      !sh_static_type(c, n, 2, "the scales"))
+    return false;
   if (x->rank < 1 || x->dims[x->rank - 1] != w->dims[0])
     return sh_err(c, n, "x must be [..., %lld] to match w %s, got %s",
                   (long long)w->dims[0], TS(w), TS(x));

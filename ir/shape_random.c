@@ -1,6 +1,9 @@
 /* shape_random.c: rules for randomness (language.md 6.8).
  *
- * rng_uniform/normal: f32[shape]. sample(logits [N, C]) -> i64 [N];
+ * rng_uniform/normal: f32[shape]; shape entries may be dynamic sizes
+ *   (shape=[?b, 784]: the draws of the elements that exist are the
+ *   static shape's, docs/dynamic-dims.md).
+ * sample(logits [N, C]) -> i64 [N], N may be dynamic, C static;
  *   temperature >= 0 (0 = argmax), 0 <= top_k <= C (0 = off),
  *   0 < top_p <= 1.
  */
@@ -16,7 +19,8 @@ bool shape_rng(Ctx *c, Node *n) {
                   RLX_MAX_RANK);
   Type t = {.dt = DT_F32, .rank = k};
   for (int i = 0; i < k; i++) {
-    if (v[i] < 0 || v[i] > RLX_MAX_ELEMS)
+    bool dyn = v[i] < -1 && dim_valid(v[i]); /* ?b, ?b*2 */
+    if (!dyn && (v[i] < 0 || v[i] > RLX_MAX_ELEMS))
       return sh_err(c, n, "shape[%d] = %lld is not a valid dimension", i,
                     (long long)v[i]);
     t.dims[i] = v[i];
@@ -29,6 +33,9 @@ bool shape_sample(Ctx *c, Node *n) {
   const Type *l = IN(n, 0);
   int64_t tk;
   if (!sh_want_float(c, n, 0, "logits")) return false;
+  if (l->rank == 2 && !sh_static(c, n, 0, 1, "the class count bounds "
+                                 "top_k"))
+    return false;
   if (l->rank != 2 || l->dims[1] < 1)
     return sh_err(c, n, "logits must be [N, C] with C >= 1, got %s",
                   TS(l));

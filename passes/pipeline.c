@@ -204,19 +204,40 @@ static bool ad_dynamic_op(Op op) {
   case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: case OP_LOG_MEL:
   case OP_LOG_MEL_BACKWARD: case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
   case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:
+  case OP_FAKE_QUANTIZE: case OP_FAKE_QUANTIZE_LSQ:
+  case OP_FAKE_QUANTIZE_BACKWARD: case OP_FAKE_QUANTIZE_LSQ_BACKWARD_X:
+  case OP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE: case OP_QUANTIZE:
+  case OP_DEQUANTIZE: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
+  case OP_Q_CONV2D: case OP_RNG_UNIFORM: case OP_RNG_NORMAL: case OP_SAMPLE:
+  case OP_SCATTER_ADD:
     return true;
   default:
     return false;
   }
 }
 
+/* A dynamic axis that reduce_prod n reduces, or -1: its partials are
+ * exclusive products along the reduced set, built from narrows of a
+ * static length (passes/ad/partials.c). */
+static int prod_dynamic_axis(const Node *n) {
+  const Type *x = &n->in[0]->type;
+  int k;
+  const int64_t *a = ir_attr_ints(n, ATTR_AXES, &k);
+  for (int i = 0; i < (a ? k : x->rank); i++) {
+    int ax = a ? (int)(a[i] < 0 ? a[i] + x->rank : a[i]) : i;
+    if (!dim_is_static(x->dims[ax])) return ax;
+  }
+  return -1;
+}
+
 /* The op, and for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape). if, while and
- * custom_fn become ordinary ops in reverse mode (prepare_if.c,
- * prepare_while.c, inline_custom_fn.c). */
+ * gather_backward into zeros of the table's shape), for reduce_prod
+ * static reduced axes. if, while and custom_fn become ordinary ops in
+ * reverse mode (prepare_if.c, prepare_while.c, inline_custom_fn.c). */
 static bool ad_dynamic_node(const Node *n) {
   if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
     return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
+  if (n->op == OP_REDUCE_PROD) return prod_dynamic_axis(n) < 0;
   return ad_dynamic_op(n->op);
 }
 
@@ -244,6 +265,12 @@ static bool dynamic_stop(Unit *u) {
                    "--target=cuda does not take dynamic dimensions yet "
                    "(the CPU target does)", n->name ? n->name : "?",
                    type_str(&n->type, ts, sizeof ts));
+      else if (n->op == OP_REDUCE_PROD)
+        diag_error(u->ctx, n->loc, "op 'reduce_prod' of %s: %s needs a "
+                   "static size on the reduced axis %d (the partials are "
+                   "products over a static count of neighbours)",
+                   type_str(&n->in[0]->type, ts, sizeof ts), what,
+                   prod_dynamic_axis(n));
       else
         diag_error(u->ctx, n->loc, "op '%s' with dynamic sizes (%s): %s "
                    "does not differentiate it yet (docs/dynamic-dims.md "

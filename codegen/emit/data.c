@@ -317,4 +317,11 @@ static const char *gather_dyn(const Node *n) {
 }
 
 const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, gather_dyn};
-const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL, NULL};
+/* Dynamic sizes: the update count (the indices' and updates' axis 0,
+ * read at run time by cg_ops_scatter); a static result (the table). */
+static const char *scatter_add_dyn(const Node *n) {
+  return type_is_static(&n->type) ? NULL : "a dynamic table";
+}
+
+const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL,
+                                          scatter_add_dyn};

@@ -9,7 +9,9 @@
  * accumulator by it in double) and the geometry a private constant
  * global as for conv2d (conv.c).  The node's scratch area holds
  * the routine's workspace, rlx_q_*_scratch_bytes -- the runtime's own
- * formula (runtime/qgemm/qgemm_plan.c is linked into the compiler).  The
+ * formula (runtime/qgemm/qgemm_plan.c is linked into the compiler;
+ * with a dynamic M or batch, the bound's: it grows with M, and a
+ * convolution's does not depend on the batch).  The
  * shape rules admit only i8 x, w and i32 bias; operands have storage of
  * their own (fuse.c folds nothing into these ops).  The routines are
  * deterministic for any thread count.
@@ -17,6 +19,9 @@
  * rlx_dequant_matmul_*, runtime/moe/moe.c) multiplies x as
  * [numel / K, K]; without group_size the scales are one row, i.e. one
  * group of K rows.
+ * Dynamic sizes (the shape rules keep K and the weights static): M of
+ * q_matmul and of dequant_matmul (x's leading axes) and q_conv2d's
+ * batch are read at run time (the routines take 0 rows).
  */
 #include "codegen/emit/emit.h"
 
@@ -26,16 +31,20 @@ static int64_t routine_bytes(const Node *n) {
     return rlx_q_conv2d_scratch_bytes(&g);
   }
   const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
-  return rlx_q_matmul_scratch_bytes(x->dims[0], w->dims[1], x->dims[1]);
+  return rlx_q_matmul_scratch_bytes(dim_bound(x->dims[0]), w->dims[1],
+                                    x->dims[1]);
 }
+
+/* No element at any size (a static 0, or a dynamic size bounded by 0). */
+static bool empty(const Type *t) { return type_bytes_bound(t) == 0; }
 
 static int64_t cg_scratch_qgemm(Cg *cg, Node *n) {
   (void)cg;
-  return type_numel(&n->type) ? cg_align(routine_bytes(n)) : 0;
+  return empty(&n->type) ? 0 : cg_align(routine_bytes(n));
 }
 
 static bool cg_emit_qgemm(Cg *cg, Node *n) {
-  if (type_numel(&n->type) == 0) return true;
+  if (empty(&n->type)) return true;
   for (int i = 0; i < n->nin; i++) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
@@ -45,10 +54,18 @@ static bool cg_emit_qgemm(Cg *cg, Node *n) {
   int nq = 0;
   if (n->op == OP_Q_CONV2D) {
     rlx_conv_geom g = cg_conv_geometry(n);
-    q[nq++] = cg_conv_geometry_global(cg, &g);
+    q[nq] = cg_conv_geometry_global(cg, &g);
+    if (!dim_is_static(g.n)) { /* a copy on the stack, N read at run time */
+      LLVMTypeRef gt = LLVMArrayType(cg->t_i64, 16);
+      LLVMValueRef p = cg_alloca(cg, gt, "qconv.geom");
+      LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, gt, q[nq], ""), p);
+      LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, g.n), p), 8);
+      q[nq] = p;
+    }
+    nq++;
   } else {
     const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
-    q[nq++] = cg_i64(cg, x->dims[0]);
+    q[nq++] = cg_dim(cg, x->dims[0]);
     q[nq++] = cg_i64(cg, w->dims[1]);
     q[nq++] = cg_i64(cg, x->dims[1]);
   }
@@ -68,35 +85,38 @@ static bool cg_emit_qgemm(Cg *cg, Node *n) {
 
 /* ---- dequant_matmul (runtime/moe/moe.c) ---- */
 
-/* M, K, N and the group size of a dequant_matmul. */
-static void dq_dims(const Node *n, int64_t d[4]) {
+/* M, K, N and the group size of a dequant_matmul (M a size: dynamic
+ * when x's leading axes are). */
+static void dq_dims(Ctx *c, const Node *n, int64_t d[4]) {
   const Type *w = &n->in[1]->type;
   d[1] = w->dims[0];
   d[2] = w->dims[1];
   const Type *x = &n->in[0]->type;
   d[0] = 1; /* x's rows: its leading dims */
-  for (int i = 0; i + 1 < x->rank; i++) d[0] *= x->dims[i];
+  for (int i = 0; i + 1 < x->rank; i++) {
+    DimStatus st = dim_mul(c, d[0], x->dims[i], &d[0]);
+    RLX_ASSERT(st == DIM_OK); /* a factor of x's element count */
+  }
   d[3] = ir_attr_present(n, ATTR_GROUP_SIZE)
              ? ir_attr_int(n, ATTR_GROUP_SIZE, 1)
              : (d[1] ? d[1] : 1);
 }
 
 static int64_t cg_scratch_dequant_matmul(Cg *cg, Node *n) {
-  (void)cg;
   int64_t d[4];
-  dq_dims(n, d);
+  dq_dims(cg->ctx, n, d);
   return rlx_dequant_matmul_scratch_bytes(d[1], d[2], dt_size(n->type.dt));
 }
 
 static bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
   RLX_ASSERT(op_dtype_ok(n->op, n->in[0]->type.dt)); /* OPF_F32_F64 */
-  if (type_numel(&n->type) == 0) return true;
+  if (empty(&n->type)) return true;
   int64_t d[4];
-  dq_dims(n, d);
+  dq_dims(cg->ctx, n, d);
   LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
-  LLVMValueRef a[9] = {cg_i64(cg, d[0]),     cg_i64(cg, d[1]),
+  LLVMValueRef a[9] = {cg_dim(cg, d[0]),     cg_i64(cg, d[1]),
                        cg_i64(cg, d[2]),     cg_i64(cg, d[3]),
                        cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                        cg_buf(cg, n->in[2]), cg_buf(cg, n),
@@ -107,6 +127,17 @@ static bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
   return true;
 }
 
-const CgEmitter cg_emitter_qgemm = {cg_emit_qgemm, cg_scratch_qgemm, NULL};
-const CgEmitter cg_emitter_dequant_matmul = {cg_emit_dequant_matmul,
-                                             cg_scratch_dequant_matmul, NULL};
+/* Dynamic sizes: M (q_matmul, dequant_matmul) and the batch (q_conv2d),
+ * the only ones the shape rules carry. */
+static const char *qgemm_dyn(const Node *n) {
+  return cg_dyn_leading(&n->type) ? NULL : "a dynamic size after axis 0";
+}
+static const char *dq_dyn(const Node *n) {
+  const Type *t = &n->type;
+  return dim_is_static(t->dims[t->rank - 1]) ? NULL : "a dynamic K or N";
+}
+
+const CgEmitter cg_emitter_qgemm = {cg_emit_qgemm, cg_scratch_qgemm,
+                                    qgemm_dyn};
+const CgEmitter cg_emitter_dequant_matmul = {
+    cg_emit_dequant_matmul, cg_scratch_dequant_matmul, dq_dyn};

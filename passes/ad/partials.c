@@ -67,7 +67,8 @@ static Node *excl_prod(IrBuilder *b, Node *v, bool rev) {
 
 /* The partials of reduce_prod n at x (x's shape): x transposed so that
  * the reduced axes come last (kept axes first, both in order), viewed
- * as [O, m], one reduced set per row; transposed back at the end. */
+ * as [O, m], one reduced set per row; transposed back at the end. O
+ * may be dynamic (a size), m is static (passes/pipeline.c). */
 Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
   Type kept;
   int64_t axes[RLX_MAX_RANK], perm[RLX_MAX_RANK], inv[RLX_MAX_RANK];
@@ -78,11 +79,14 @@ Node *ad_prod_partials(IrBuilder *b, const Node *n, Node *x) {
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < r; i++)
       if (red[i] == (pass == 1)) {
-        *(pass ? &m : &o) *= x->type.dims[i];
+        DimStatus st = dim_mul(b->c, pass ? m : o, x->type.dims[i],
+                               pass ? &m : &o);
+        RLX_ASSERT(st == DIM_OK); /* a factor of x's element count */
         moved |= i != j;
         inv[i] = j;
         perm[j++] = i;
       }
+  RLX_ASSERT(dim_is_static(m)); /* pipeline.c: prod_dynamic_axis */
   if (m <= 1 || o == 0) /* sets of one element (or no element) */
     return ib_fill(b, x->type, 1);
   Node *xp = moved ? ib_transpose(b, x, perm) : x;

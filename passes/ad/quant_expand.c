@@ -94,6 +94,16 @@ Node *ad_lsq_psi(IrBuilder *b, const Node *n, Node *x, Node *s) {
   Node *psi = QB(OP_SUB, q, ib_where(b, inside(b, n, x, z), z, QK(0)));
   if (!ir_attr_bool(n, ATTR_GRAD_SCALE, false)) return psi;
   const Type *xt = &x->type;
+  if (!type_is_static(xt)) {
+    /* elements per scale at run time: the sum of ones over the axes
+     * other than the channel (the IR has no op that reads a size) */
+    int64_t axes[RLX_MAX_RANK];
+    int k = other_axes(n, axes);
+    Node *cnt = ib_expand(b, QK(1), xt);
+    if (k) cnt = ib_reduce(b, OP_REDUCE_SUM, cnt, axes, k, true);
+    cnt = QB(OP_MUL, QB(OP_MAX, cnt, QK(1)), QK(q_max(n)));
+    return QB(OP_MUL, psi, ib_un(b, OP_RSQRT, cnt));
+  }
   int a = q_axis(n);
   int64_t c = a < 0 || !xt->dims[a] ? 1 : xt->dims[a];
   int64_t share = type_numel(xt) / c; /* elements per scale */

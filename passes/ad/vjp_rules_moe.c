@@ -68,8 +68,11 @@ bool vjp_dequant_matmul(GradCtx *gc, const Node *n, Node *g) {
   int64_t ng, gs, k, nn;
   dq_geom(n, &ng, &gs, &k, &nn);
   const Type *xt = &n->in[0]->type;
-  int64_t m = 1; /* x's rows: its leading dims */
-  for (int i = 0; i + 1 < xt->rank; i++) m *= xt->dims[i];
+  int64_t m = 1; /* x's rows: its leading dims (a size: may be dynamic) */
+  for (int i = 0; i + 1 < xt->rank; i++) {
+    DimStatus st = dim_mul(B->c, m, xt->dims[i], &m);
+    RLX_ASSERT(st == DIM_OK); /* a factor of x's element count */
+  }
   int64_t xd[2] = {m, k}, gd[2] = {m, nn};
   Node *wf = ib_cast(B, X(1), DT);
   Node *g2 = ib_reshape(B, g, 2, gd);

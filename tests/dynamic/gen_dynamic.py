@@ -794,6 +794,215 @@ ISSUE26_CASES = [("cplx", cplx), ("cplxgrad", cplxgrad),
                  ("moe", moe), ("lmsolve", lmsolve), ("tlayer", tlayer)]
 
 
+# ---- quantization, reduce_prod, scatter_add, random ops (issue 26) ----
+
+def rint_f32(a, s):
+    """round(a / s) half to even, the division in float32 (as the f32
+    graph computes it)."""
+    return np.rint(np.float32(a) / np.float32(s)).astype(F64)
+
+
+def fake_q(x, bits, axis=None, scale=None):
+    """language.md's fake quantization forward (float64 but for the
+    rounding's argument, computed in float32 as the graph does)."""
+    q = 2.0 ** (bits - 1) - 1
+    other = tuple(i for i in range(x.ndim) if i != axis)
+    if scale is None:
+        m = np.abs(x).max(axis=other, keepdims=True) if x.size else \
+            np.zeros([1] * x.ndim)
+        s = (np.maximum(np.float32(m), np.float32(q * 1e-12)) /
+             np.float32(q)).astype(np.float32)
+    else:
+        sh = [1] * x.ndim
+        if axis is not None:
+            sh[axis] = -1
+        s = np.maximum(scale, np.float32(1e-12)).reshape(sh)
+    z = np.float32(x) / s
+    return np.clip(np.rint(z), -q, q) * s.astype(F64)
+
+
+def quant(rng):
+    ints = lambda lo, hi, *s: rng.integers(lo, hi, s).astype(np.float32)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, xi, x4 = f32(16, 6), ints(-8, 9, 16, 6), ints(-6, 7, 16, 2, 5, 5)
+    w, w4 = ints(-5, 6, 6, 4), ints(-4, 5, 3, 2, 3, 3)
+    bias, bias3 = (rng.integers(-50, 51, 4).astype(np.int32),
+                   rng.integers(-50, 51, 3).astype(np.int32))
+    sc, sg = f32(4) * 0.1, f32(2, 4) * 0.1
+    s6 = (np.abs(f32(6)) * 0.2 + 0.05).astype(np.float32)
+    idx = rng.integers(0, 5, 16).astype(np.int32)
+
+    def requant(acc, mult, zp):
+        return np.clip(np.rint(acc * F64(np.float32(mult))) + zp, -128, 127)
+
+    def run(n):
+        X, XI, X4 = x[:n].astype(F64), xi[:n].astype(F64), x4[:n].astype(F64)
+        W = w.astype(F64)
+        q = np.clip(rint_f32(x[:n], 0.05) + 3, -128, 127)
+        acc = bias + (XI - 1) @ (W + 2)
+        cacc = conv2d(X4 - 2, w4.astype(F64), pad=1) + bias3[:, None, None]
+        sa = np.zeros((5, 6))
+        np.add.at(sa, idx[:n], X)
+        return [q, (q - 3) * F64(np.float32(0.05)), fake_q(x[:n], 4),
+                fake_q(x[:n], 8, 0), fake_q(x[:n], 5, 1),
+                fake_q(x[:n], 4, 1, s6), requant(acc, 0.0625, 5),
+                requant(cacc, 0.03125, 0), X @ (W * sc),
+                X @ (W * np.repeat(sg.astype(F64), 3, axis=0)),
+                X.prod(axis=1), X.prod(axis=0, keepdims=True), sa]
+    return ([x, xi, x4, w, w4, bias, bias3, sc, sg, s6, idx], [0, 1, 5, 16],
+            run)
+
+
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def philox(seed, stream, nblocks):
+    """docs/random.md's Philox-4x32-10 blocks 0..nblocks-1 of a stream:
+    [nblocks, 4] words (as uint64)."""
+    key = seed % 2 ** 64
+    k0, k1 = np.uint64(key & 0xFFFFFFFF), np.uint64(key >> 32)
+    j = np.arange(nblocks, dtype=np.uint64)
+    c = [j & M32, j >> np.uint64(32), np.full(nblocks, stream, np.uint64),
+         np.zeros(nblocks, np.uint64)]
+    for r in range(10):
+        r0 = (k0 + np.uint64(r * 0x9E3779B9)) & M32
+        r1 = (k1 + np.uint64(r * 0xBB67AE85)) & M32
+        p0, p1 = c[0] * np.uint64(0xD2511F53), c[2] * np.uint64(0xCD9E8D57)
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ r0, p1 & M32,
+             (p0 >> np.uint64(32)) ^ c[3] ^ r1, p0 & M32]
+    return np.stack(c, axis=1)
+
+
+def rng_uniform(seed, count):
+    w = philox(seed, 0, (count + 3) // 4).ravel()[:count]
+    return (w >> np.uint64(8)).astype(F64) * 2.0 ** -24
+
+
+def rng_normal(seed, count):
+    w = philox(seed, 1, (count + 3) // 4)
+    u1 = ((w[:, 0::2] >> np.uint64(8)).astype(F64) + 1) * 2.0 ** -24
+    u2 = (w[:, 1::2] >> np.uint64(8)).astype(F64) * 2.0 ** -24
+    r = np.sqrt(-2 * np.log(u1))
+    z = np.stack([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)],
+                 axis=2)  # [blocks, pair, cos/sin]
+    return z.ravel()[:count]
+
+
+def sample_rows(logits, seed):
+    """docs/random.md's sample at temperature 1, no top_k / top_p."""
+    out = []
+    for r, row in enumerate(logits.astype(F64)):
+        w = philox(seed, 2, r + 1)[r]
+        u = (F64(w[0] >> np.uint64(5)) * 2.0 ** 26 +
+             F64(w[1] >> np.uint64(6))) * 2.0 ** -53
+        order = np.argsort(-row, kind="stable")
+        p = np.exp(row[order] - row[order[0]])
+        t, acc, pick = u * sum(p), 0.0, order[-1]
+        for i, v in zip(order, p):
+            acc += v
+            if t < acc:
+                pick = i
+                break
+        out.append(pick)
+    return np.array(out, F64)
+
+
+def rng_case(rng):
+    """rng.rlx: draws over [?b, ...] (NumPy's Philox, docs/random.md),
+    and flags where they differ from the static shape's draws."""
+    x = rng.standard_normal((16, 9)).astype(np.float32)
+    logits = (rng.standard_normal((16, 10)) * 2).astype(np.float32)
+    pos = lambda *s: np.arange(int(np.prod(s)), dtype=np.int32).reshape(s)
+
+    def run(n):
+        keep = rng_uniform(11, 16 * 9).reshape(16, 9)[:n] >= 0.5
+        return [rng_uniform(5, n * 7).reshape(n, 7),
+                rng_normal(2 ** 64 - 9, n * 15).reshape(n, 3, 5),
+                x[:n].astype(F64) * keep * 2, sample_rows(logits[:n], 3),
+                np.zeros((n, 7)), np.zeros((n, 3, 5)), np.zeros(n)]
+    return ([x, logits, logits, pos(16, 7), pos(16, 3, 5), pos(16)],
+            [0, 1, 5, 16], run)
+
+
+def quantgrad(rng):
+    """quantgrad.rlx's loss and STE / LSQ gradients (language.md, "Fake
+    quantization"); z and the ranges in float32 as the graph computes
+    them."""
+    x = (rng.standard_normal((16, 6)) * 1.5).astype(np.float32)
+    s = (np.abs(rng.standard_normal(6)) * 0.2 + 0.1).astype(np.float32)
+    a = (rng.standard_normal(6) + 1).astype(np.float32)
+    s1 = np.array([0.3], np.float32)
+    dout = np.ones((), np.float32)
+
+    def lsq(xa, sc, bits, axis, dy):
+        """fake_quantize_lsq's dx and ds (grad_scale) for upstream dy."""
+        q = 2.0 ** (bits - 1) - 1
+        sh = [1, -1] if axis == 1 else [1, 1]
+        S = np.maximum(sc, np.float32(1e-12)).reshape(sh)
+        z = (xa / S).astype(F64)
+        inside = np.abs(z) <= q
+        psi = np.where(inside, np.rint(z) - z, np.clip(np.rint(z), -q, q))
+        n = xa.shape[0] * (1 if axis == 1 else xa.shape[1])
+        ds = (psi * dy).sum(axis=0 if axis == 1 else None) / np.sqrt(
+            max(n, 1) * q)
+        return np.where(inside, dy, 0), np.atleast_1d(ds)
+
+    def run(n):
+        X = x[:n].astype(F64)
+        xa = x[:n] * a  # float32, as the graph
+        y = fake_q(xa, 4, 1, s) + fake_q(xa, 5, 0) + fake_q(xa, 3, None, s1)
+        dxf, ds = lsq(xa, s, 4, 1, X)
+        dxr, ds1 = lsq(xa, s1, 3, None, X)
+        q = 15.0  # hardtanh STE of the per-row fake_quantize
+        m = np.abs(xa).max(axis=1, keepdims=True) if n else np.zeros((0, 1))
+        qs = np.maximum(np.float32(m), np.float32(q * 1e-12)).astype(F64)
+        dxg = X * np.maximum(0, 1 - np.abs(xa.astype(F64)) / qs)
+        da = ((dxf + dxg + dxr) * X).sum(axis=0)
+        return [np.array([(y * X).sum()]), ds, da, ds1]
+    return [x, s, a, s1, dout], [0, 1, 5, 16], run
+
+
+def quantjvp(rng):
+    """quantjvp.rlx: the loss and its tangent, the dot product of
+    quantgrad's gradients with the tangents (the rules' transposes)."""
+    ins, sizes, grads = quantgrad(rng)
+    v = [rng.standard_normal(a.shape).astype(np.float32) for a in ins[1:4]]
+
+    def run(n):
+        g = grads(n)
+        return [g[0], np.array([sum((gi * vi.astype(F64)).sum()
+                                    for gi, vi in zip(g[1:], v))])]
+    return ins[:4] + v, sizes, run
+
+
+def quantseq(rng):
+    """quantseq.rlx: quant's ops over [2, ?t, 6], inputs dense at each
+    length."""
+    t_max = 13
+    x = rng.standard_normal((2, t_max, 6)).astype(np.float32)
+    xi = rng.integers(-8, 9, (2, t_max, 6)).astype(np.float32)
+    w = rng.integers(-5, 6, (6, 4)).astype(np.float32)
+    bias = rng.integers(-50, 51, 4).astype(np.int32)
+    sc = (rng.standard_normal(4) * 0.1).astype(np.float32)
+    s6 = (np.abs(rng.standard_normal(6)) * 0.2 + 0.05).astype(np.float32)
+    idx = rng.integers(0, 5, (2, t_max)).astype(np.int32)
+    cut1 = lambda a, t: a[:, :t]
+
+    def run(t):
+        xs, X = x[:, :t], x[:, :t].astype(F64)
+        q = np.clip(rint_f32(xs, 0.05) - 2, -128, 127)
+        acc = bias + xi[:, :t].reshape(-1, 6).astype(F64) @ w.astype(F64)
+        qm = np.clip(np.rint(acc * 0.0625) - 3, -128, 127)
+        sa = np.zeros((5, 6))
+        np.add.at(sa, idx[:, :t].ravel(), X.reshape(-1, 6))
+        return [q, (q + 2) * F64(np.float32(0.05)), fake_q(xs, 3),
+                fake_q(xs, 6, 1), fake_q(xs, 5, 2, s6), qm,
+                X @ (w.astype(F64) * sc), X.prod(axis=2), X.prod(axis=1),
+                sa, rng_uniform(7, 2 * t * 3).reshape(2, t, 3)]
+    return ([PerSize(x, cut1), PerSize(xi, cut1), w, bias, sc, s6,
+             PerSize(idx, cut1)], [0, 1, 5, t_max], run)
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -805,7 +1014,10 @@ def main():
                        ("attf16", att_half("f16")),
                        ("attbf16", att_half("bf16")),
                        ("attgrad", attgrad), ("redhalf", redhalf),
-                       ("ctl", ctl), ("ctljvp", ctljvp)] + ISSUE26_CASES:
+                       ("ctl", ctl), ("ctljvp", ctljvp),
+                       ("quant", quant), ("rng", rng_case),
+                       ("quantgrad", quantgrad), ("quantseq", quantseq),
+                       ("quantjvp", quantjvp)] + ISSUE26_CASES:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
