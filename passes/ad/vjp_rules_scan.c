@@ -44,6 +44,13 @@
  * of the segments being reversed). Every step runs the same VJP on the
  * same carry in the same order as without checkpoints, so the
  * gradients are bit-identical.
+ *
+ * Dynamic sizes (docs/dynamic-dims.md): a size is never a difference,
+ * so a dynamic L narrows nothing to L-1 rows; the carries entering the
+ * steps and the backward state after the last step come from scans
+ * instead (carries_in, last_row). A body with dynamic sizes gets one
+ * backward scan per gradient (scan_vjp_dyn), as its gradients cannot
+ * be packed at static offsets.
  */
 #include "passes/ad/ad.h"
 
@@ -569,7 +576,6 @@ static Graph *rev_graph(ScanAd *s, int64_t len) {
   return seg_of(s, len)->rev = a;
 }
 
-
 /* ---- bodies with dynamic sizes ----
  *
  * The backward state cannot pack the gradients flat when their sizes
@@ -583,13 +589,15 @@ static Graph *rev_graph(ScanAd *s, int64_t len) {
  *     result, its last row's second half the gradient of init;
  *   per-step operand k: a scan over (carry, x..., d) rows whose
  *     trajectory is vjp_xk, the rows of dx_k;
- *   broadcast k: a scan that sums vjp_xk into its carry. */
+ *   broadcast k: a scan that sums vjp_xk into its carry.
+ * checkpoints are not applied (the trajectory is kept whole). */
 
-/* (c, carry, x..., d) -> vjp of the body into target k (-1: the carry),
- * the gradient of its result seeded with d (stack: [d; it], acc: c +
- * it). */
 typedef enum { DYN_CARRY, DYN_ROWS, DYN_SUM } DynKind;
 
+/* (acc, carry, x..., d [, dtraj]) -> the VJP of the body into its
+ * argument k + 1 (k = -1: the carry) with d seeding its result's
+ * gradient; DYN_CARRY: acc is [dc_out; dc_in] and d = acc[1] (+ dtraj),
+ * the result [d; vjp]; DYN_SUM: acc + vjp; DYN_ROWS: vjp. */
 static Graph *dyn_body(ScanAd *s, int k, DynKind kind, bool has_dtraj) {
   Ctx *c = CTX(s);
   const Type *tt = k < 0 ? &s->ct : slice_t(s, k);
@@ -654,8 +662,10 @@ static bool scan_vjp_dyn(ScanAd *s, Node *g, int64_t L, bool traj) {
     in[k++] = dout;
     Node *r = ad_scan(b, body, in, k, L, s->rev, !sum);
     const Node *x = n->in[1 + i];
-    if (sum) grad_accum(s->gc, x->in[0], ib_reshape_as(b, r, &x->in[0]->type));
-    else grad_accum(s->gc, x, r);
+    if (sum)
+      grad_accum(s->gc, x->in[0], ib_reshape_as(b, r, &x->in[0]->type));
+    else
+      grad_accum(s->gc, x, r);
   }
   return true;
 }
@@ -739,7 +749,8 @@ static void give_grads(ScanAd *s, Grads *g) {
  * one (the narrow VJP of scan_prep's final-carry form: zeros and the
  * row): that row, shaped like the carry; else NULL. */
 static Node *last_row_only(ScanAd *s, Node *g, int64_t L) {
-  if (!dim_is_static(L) || g->op != OP_CONCAT || g->nin != 2 || ir_attr_int(g, ATTR_AXIS, 0))
+  if (!dim_is_static(L) || g->op != OP_CONCAT || g->nin != 2 ||
+      ir_attr_int(g, ATTR_AXIS, 0))
     return NULL;
   Node *z = g->in[s->rev ? 1 : 0], *row = g->in[s->rev ? 0 : 1];
   if (z->op != OP_CONST || !z->splat || ir_const_get(z, 0) != 0 ||
