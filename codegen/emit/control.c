@@ -20,6 +20,10 @@
  *   max_iterations = N the loop also stops after N body executions (an
  *   upper bound, no error); result = carry 0.
  * custom_fn: calls fwd (vjp/jvp bodies are for autodiff only).
+ * Dynamic sizes: a subgraph's function reads them from the front of its
+ * workspace, copied there from the caller's before the calls
+ * (pass_sizes); carries are laid out at the bounds and copied at their
+ * run-time bytes.
  *
  * Entry points: cg_emit_{scan,if,while,custom_fn} and their scratch
  * functions cg_scratch_*.
