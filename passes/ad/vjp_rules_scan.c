@@ -611,10 +611,11 @@ static Graph *dyn_body(ScanAd *s, int k, DynKind kind, bool has_dtraj) {
     snprintf(nm, sizeof nm, "x%d", i);
     args[1 + i] = body_arg(c, g, nm, *slice_t(s, i));
   }
-  IrBuilder bb = {c, g, s->n->loc};
-  Node *d = kind == DYN_CARRY ? unstack(&bb, in, 0, 1, &s->ct)
-                              : body_arg(c, g, "d", s->ct);
-  if (has_dtraj) d = ib_bin(&bb, OP_ADD, d, body_arg(c, g, "dtraj", s->ct));
+  Node *d = kind == DYN_CARRY ? NULL : body_arg(c, g, "d", s->ct);
+  Node *dt = has_dtraj ? body_arg(c, g, "dtraj", s->ct) : NULL;
+  IrBuilder bb = {c, g, s->n->loc}; /* the arguments first, then nodes */
+  if (!d) d = unstack(&bb, in, 0, 1, &s->ct);
+  if (dt) d = ib_bin(&bb, OP_ADD, d, dt);
   Node *t = s->body->args[k + 1], *gr = NULL;
   if (!s->gc->walk(&bb, s->gc->mod, s->body, args, false, &d, &t, 1, &gr,
                    NULL))
