@@ -12,8 +12,8 @@
  * narrow: 0 <= start, 0 <= len, start + len <= dim (a static axis).
  * gather: NumPy take; indices i32/i64/f32 of any rank.
  * scatter_add(updates [N, ...], indices [N], shape) -> updates.dtype
- *   [shape], shape rank >= 1 and shape[1:] == updates.shape[1:]; N may
- *   be dynamic, shape static (the table the updates are added into).
+ *   [shape], shape rank >= 1 and shape[1:] == updates.shape[1:]; N and
+ *   the sizes of shape may be dynamic.
  * gather_backward(dy, indices, axis, shape): dy must be the gather
  *   output for a table of `shape`; result dy.dtype [shape].
  */
@@ -22,7 +22,8 @@
 /* Read a shape attribute (entries in [lo, MAX], or for reshape and
  * expand dynamic sizes) into t (dtype dt). */
 static bool shape_attr(Ctx *c, Node *n, int64_t lo, DType dt, Type *t) {
-  bool dyn_ok = n->op == OP_RESHAPE || n->op == OP_EXPAND;
+  bool dyn_ok = n->op == OP_RESHAPE || n->op == OP_EXPAND ||
+                n->op == OP_GATHER_BACKWARD || n->op == OP_SCATTER_ADD;
   int k;
   const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
   if (k > RLX_MAX_RANK)
@@ -193,14 +194,6 @@ bool shape_scatter_add(Ctx *c, Node *n) {
   if (u->dt == DT_BOOL)
     return sh_err(c, n, "updates must be numeric, got bool");
   if (!sh_want_index(c, n, 1, "indices")) return false;
-  int k;
-  const int64_t *v = ir_attr_ints(n, ATTR_SHAPE, &k);
-  for (int i = 0; i < k && i < RLX_MAX_RANK; i++)
-    if (v[i] < -1 && dim_valid(v[i]))
-      return sh_err(c, n, "axis %d of shape is dynamic (%s); scatter_add "
-                    "needs a static size there (the table the updates are "
-                    "added into; the update count may be dynamic)", i,
-                    DS(v[i]));
   if (!shape_attr(c, n, 0, u->dt, &t)) return false;
   if (t.rank < 1) return sh_err(c, n, "shape must have rank >= 1");
   if (u->rank < 1)

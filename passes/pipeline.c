@@ -230,19 +230,16 @@ static int prod_dynamic_axis(const Node *n) {
   return -1;
 }
 
-/* The op, and for a gather a static table (its gradient is a
- * gather_backward into zeros of the table's shape), for reduce_prod
+/* The op, gather and gather_backward (any sizes: the gradient is a
+ * gather_backward into zeros of the table's shape), and for reduce_prod
  * static reduced axes. if, while and custom_fn become ordinary ops in
  * reverse mode (prepare_if.c, prepare_while.c, inline_custom_fn.c). */
 static bool ad_dynamic_node(const Node *n) {
-  if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD)
-    return type_is_static(n->op == OP_GATHER ? &n->in[0]->type : &n->type);
+  if (n->op == OP_GATHER || n->op == OP_GATHER_BACKWARD) return true;
   if (n->op == OP_REDUCE_PROD) return prod_dynamic_axis(n) < 0;
   return ad_dynamic_op(n->op);
 }
 
-/* Why the AD passes refuse a dynamic node of op `op`, for the
- * diagnostic. */
 /* True: stop the pipeline (after a diagnostic). */
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;

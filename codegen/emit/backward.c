@@ -343,8 +343,8 @@ static bool cg_emit_cumsum_backward(Cg *cg, Node *n) {
 }
 
 static bool cg_emit_gather_backward(Cg *cg, Node *n) {
-  int64_t a, t, b;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, 0), &a, &t, &b);
+  int64_t a, t, b; /* sizes: a and t may be dynamic (gather_dyn) */
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, 0), &a, &t, &b);
   return cg_ops_scatter(cg, n, n->in[0], n->in[1], a, t, b);
 }
 

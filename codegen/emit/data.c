@@ -176,33 +176,30 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
   if (!cg_ops_index_dtype_ok(idt))
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
   int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
-  const Type *it = &n->in[1]->type; /* may be dynamic (gather_dyn) */
+  const Type *it = &n->in[1]->type;
   int64_t a, t, b, ni = type_bytes_bound(it) / dt_size(it->dt);
-  cg_ops_split_axis(tt, axis, &a, &t, &b);
-  int64_t units = a * ni;
-  if (units == 0 || b == 0) return true;
+  cg_split_axis_dim(cg, tt, axis, &a, &t, &b); /* sizes: may be dynamic */
+  int64_t units = dim_bound(a) * ni;
+  if (units == 0 || dim_bound(b) == 0) return true;
   int es = dt_size(n->type.dt);
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   LLVMValueRef vals[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                           cg_buf(cg, n->in[1])};
-  LLVMValueRef niv = cg_numel(cg, it);
-  LLVMValueRef nu = type_is_static(it)
-                        ? cg_i64(cg, units)
-                        : LLVMBuildNSWMul(cg->b, niv, cg_i64(cg, a), "");
+  LLVMValueRef nu = cg_mul_dim(cg, cg_numel(cg, it), a);
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, nu, cg_grain(units, b), vals, 3,
-                                true);
-  niv = cg_numel(cg, it); /* in the loop body */
+  LLVMValueRef u = cg_par_begin(cg, &par, nu, cg_grain(units, dim_bound(b)),
+                                vals, 3, true);
+  LLVMValueRef niv = cg_numel(cg, it), tv = cg_dim(cg, t); /* in the body */
+  LLVMValueRef bv = cg_dim(cg, b);
   LLVMValueRef ai = LLVMBuildSDiv(cg->b, u, niv, "");
   LLVMValueRef ii = LLVMBuildSRem(cg->b, u, niv, "");
-  LLVMValueRef ti = cg_ops_index(cg, idt, vals[2], ii, t);
+  LLVMValueRef ti = cg_ops_index_v(cg, idt, vals[2], ii, tv);
   LLVMValueRef row = LLVMBuildNSWAdd(
-      cg->b, LLVMBuildNSWMul(cg->b, ai, cg_i64(cg, t), ""), ti, "");
-  LLVMValueRef soff = LLVMBuildNSWMul(cg->b, row, cg_i64(cg, b), "");
-  LLVMValueRef doff = LLVMBuildNSWMul(cg->b, u, cg_i64(cg, b), "");
+      cg->b, LLVMBuildNSWMul(cg->b, ai, tv, ""), ti, "");
+  LLVMValueRef soff = LLVMBuildNSWMul(cg->b, row, bv, "");
+  LLVMValueRef doff = LLVMBuildNSWMul(cg->b, u, bv, "");
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, b),
-                                 NULL, 0);
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_i64(cg, 0), bv, NULL, 0);
   LLVMValueRef si = LLVMBuildNSWAdd(cg->b, soff, j, "");
   LLVMValueRef di = LLVMBuildNSWAdd(cg->b, doff, j, "");
   LLVMValueRef sp = LLVMBuildInBoundsGEP2(cg->b, et, vals[1], &si, 1, "");
@@ -217,7 +214,8 @@ static bool cg_emit_gather(Cg *cg, Node *n) {
 
 typedef struct {
   DType dt, idt;
-  int64_t a, t, b, ni, blk, nbb;
+  int64_t a, t;  /* sizes (dynamic ones read at run time) */
+  int64_t b, ni, blk, nbb;
   int64_t nid; /* the index count as a size (dynamic: ni is its bound) */
 } Scatter;
 
@@ -233,11 +231,11 @@ static void scatter_unit(Cg *cg, const Scatter *S, LLVMValueRef u,
   hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, hi, lim, ""),
                        hi, lim, "");
   CgLoop li, lj;
-  LLVMValueRef niv = cg_dim(cg, S->nid);
+  LLVMValueRef niv = cg_dim(cg, S->nid), tv = cg_dim(cg, S->t);
   LLVMValueRef i = cg_loop_begin(cg, &li, cg_i64(cg, 0), niv, NULL, 0);
-  LLVMValueRef t = cg_ops_index(cg, S->idt, vals[2], i, S->t);
+  LLVMValueRef t = cg_ops_index_v(cg, S->idt, vals[2], i, tv);
   LLVMValueRef orow = LLVMBuildNSWAdd(
-      cg->b, LLVMBuildNSWMul(cg->b, a, cg_i64(cg, S->t), ""), t, "");
+      cg->b, LLVMBuildNSWMul(cg->b, a, tv, ""), t, "");
   LLVMValueRef urow = LLVMBuildNSWAdd(
       cg->b, LLVMBuildNSWMul(cg->b, a, niv, ""), i, "");
   LLVMValueRef oo = LLVMBuildNSWMul(cg->b, orow, lim, "");
@@ -263,19 +261,22 @@ bool cg_ops_scatter(Cg *cg, Node *n, Node *upd, Node *idx, int64_t a_c,
     return cg_unsupported(cg, n, "indices must be i32, i64 or f32");
   if (type_numel_dim(cg->ctx, &idx->type, &S.nid) != DIM_OK)
     return cg_unsupported(cg, n, "too complex an index count");
-  if (type_is_static(&upd->type) &&
+  if (!dim_is_static(b_c))
+    return cg_unsupported(cg, n, "a dynamic size after the indexed axis");
+  if (type_is_static(&upd->type) && dim_is_static(a_c) &&
       type_numel(&upd->type) != a_c * S.ni * b_c)
     return cg_unsupported(cg, n, "updates do not match the indices");
   LLVMValueRef out = cg_buf(cg, n);
-  cg_memset0(cg, out, type_bytes(&n->type));
-  if (a_c == 0 || b_c == 0 || S.ni == 0) return true;
+  cg_zero_bytes(cg, out, &n->type);
+  int64_t ab = dim_bound(a_c);
+  if (ab == 0 || b_c == 0 || S.ni == 0) return true;
   S.blk = b_c < SCATTER_BLOCK ? b_c : SCATTER_BLOCK;
   S.nbb = (b_c + S.blk - 1) / S.blk;
-  int64_t units = a_c * S.nbb;
   LLVMValueRef vals[3] = {out, cg_buf(cg, upd), cg_buf(cg, idx)};
   CgPar par;
-  LLVMValueRef u = cg_par_begin(cg, &par, cg_i64(cg, units),
-                                cg_grain(units, S.ni * S.blk), vals, 3,
+  LLVMValueRef u = cg_par_begin(cg, &par, cg_mul_c(cg, cg_dim(cg, a_c),
+                                                   S.nbb),
+                                cg_grain(ab * S.nbb, S.ni * S.blk), vals, 3,
                                 true);
   scatter_unit(cg, &S, u, vals);
   cg_par_end(cg, &par);
@@ -308,19 +309,28 @@ static const char *expand_dyn(const Node *n) {
 const CgEmitter cg_emitter_expand = {cg_emit_expand, NULL, expand_dyn};
 const CgEmitter cg_emitter_concat = {cg_emit_concat, NULL, cg_dyn_any};
 const CgEmitter cg_emitter_narrow = {cg_emit_narrow, NULL, cg_dyn_any};
-/* Dynamic sizes: the indices' (any axis), a static table; with
- * gather_backward (cg_ops_scatter) dy's, whose table is the static
- * result. */
+/* Dynamic sizes: gather any (the table's too: its sizes and the index
+ * bound read at run time); gather_backward (cg_ops_scatter) any but
+ * after the indexed axis. */
 static const char *gather_dyn(const Node *n) {
-  const Type *t = n->op == OP_GATHER ? &n->in[0]->type : &n->type;
-  return type_is_static(t) ? NULL : "a dynamic table";
+  if (n->op == OP_GATHER) return NULL;
+  const Type *t = &n->type; /* gather_backward: cg_ops_scatter's */
+  int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), t->rank);
+  for (int d = axis + 1; d < t->rank; d++)
+    if (!dim_is_static(t->dims[d]))
+      return "a dynamic size after the indexed axis";
+  return NULL;
 }
 
 const CgEmitter cg_emitter_gather = {cg_emit_gather, NULL, gather_dyn};
 /* Dynamic sizes: the update count (the indices' and updates' axis 0,
- * read at run time by cg_ops_scatter); a static result (the table). */
+ * read at run time by cg_ops_scatter) and the table's rows; its later
+ * axes static. */
 static const char *scatter_add_dyn(const Node *n) {
-  return type_is_static(&n->type) ? NULL : "a dynamic table";
+  for (int d = 1; d < n->type.rank; d++)
+    if (!dim_is_static(n->type.dims[d]))
+      return "a dynamic size after the indexed axis";
+  return NULL;
 }
 
 const CgEmitter cg_emitter_scatter_add = {cg_emit_scatter_add, NULL,

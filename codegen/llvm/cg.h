@@ -445,6 +445,9 @@ bool cg_gelu_tanh_fast(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef *y,
  * as i64. */
 LLVMValueRef cg_ops_index(Cg *cg, DType dt, LLVMValueRef base,
                           LLVMValueRef i, int64_t bound_c);
+/* cg_ops_index with a bound read at run time (a dynamic size). */
+LLVMValueRef cg_ops_index_v(Cg *cg, DType dt, LLVMValueRef base,
+                            LLVMValueRef i, LLVMValueRef bound);
 bool cg_ops_index_dtype_ok(DType dt);
 
 /* ---- copies (copy.c) ---- */

@@ -14,18 +14,23 @@ bool cg_ops_index_dtype_ok(DType dt) {
 
 LLVMValueRef cg_ops_index(Cg *cg, DType dt, LLVMValueRef base,
                           LLVMValueRef i, int64_t bound_c) {
+  return cg_ops_index_v(cg, dt, base, i, cg_i64(cg, bound_c));
+}
+
+LLVMValueRef cg_ops_index_v(Cg *cg, DType dt, LLVMValueRef base,
+                            LLVMValueRef i, LLVMValueRef bound) {
   LLVMValueRef v = cg_load(cg, dt, base, i);
   if (!dt_is_float(dt)) {
     v = dt == DT_U8 ? LLVMBuildZExt(cg->b, v, cg->t_i64, "")
                     : cg_convert(cg, v, dt, DT_I64);
-    cg_check_index(cg, v, cg_i64(cg, bound_c));
+    cg_check_index(cg, v, bound);
     return v;
   }
   LLVMTypeRef ft = LLVMTypeOf(v);
   LLVMValueRef ge = LLVMBuildFCmp(cg->b, LLVMRealOGE, v,
                                   LLVMConstReal(ft, 0), "");
   LLVMValueRef lt = LLVMBuildFCmp(cg->b, LLVMRealOLT, v,
-                                  LLVMConstReal(ft, (double)bound_c), "");
+                                  LLVMBuildSIToFP(cg->b, bound, ft, ""), "");
   LLVMValueRef ok = LLVMBuildAnd(cg->b, ge, lt, "");
   cg_fail_if(cg, LLVMBuildNot(cg->b, ok, ""), 1 /* RLX_ERR_INDEX */);
   LLVMValueRef iv = LLVMBuildFPToSI(cg->b, v, cg->t_i64, "");

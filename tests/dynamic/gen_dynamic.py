@@ -1003,6 +1003,25 @@ def quantseq(rng):
              PerSize(idx, cut1)], [0, 1, 5, t_max], run)
 
 
+def gath(rng):
+    """gath.rlx: gathers and scatters over tables with a dynamic batch;
+    r reverses the rows at each size."""
+    b_max = 8
+    x = rng.standard_normal((b_max, 5, 3)).astype(np.float32)
+    i = np.array([4, 1], dtype=np.int32)
+    r = np.arange(b_max, dtype=np.int32)
+    rev = lambda a, n: np.arange(n, dtype=np.int32)[::-1].copy()
+
+    def run(n):
+        X = x[:n].astype(F64)
+        y = X[:, i]
+        g = np.zeros_like(X)
+        np.add.at(g, (slice(None), i), y)
+        R = X[::-1]
+        return [y, R, R, g, R]
+    return [x, i, PerSize(r, rev)], [0, 1, 5, b_max], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -1017,7 +1036,7 @@ def main():
                        ("ctl", ctl), ("ctljvp", ctljvp),
                        ("quant", quant), ("rng", rng_case),
                        ("quantgrad", quantgrad), ("quantseq", quantseq),
-                       ("quantjvp", quantjvp)] + ISSUE26_CASES:
+                       ("quantjvp", quantjvp), ("gath", gath)] + ISSUE26_CASES:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:
