@@ -386,18 +386,24 @@ static bool build_body_rets(ScanAd *s, IrBuilder *bb, Node *dpack,
   return true;
 }
 
+/* g's arguments (carry, x...) in the forward body's order. */
+static Node **step_args(ScanAd *s, Graph *g) {
+  Node **args = nodes(s);
+  args[0] = body_arg(CTX(s), g, "carry", s->ct);
+  for (int i = 0; i < s->nx; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "x%d", i);
+    args[1 + i] = body_arg(CTX(s), g, nm, *slice_t(s, i));
+  }
+  return args;
+}
+
 /* BODY_vjp(dpack, carry, x..., [dtraj]) -> dpack' */
 static Graph *bwd_body(ScanAd *s, bool has_dtraj) {
   Ctx *c = CTX(s);
   Graph *g = ib_graph_detached(c, "vjp", s->n->loc);
   Node *dpack = body_arg(c, g, "dpack", vec(s->ct.dt, s->P));
-  Node **args = nodes(s);
-  args[0] = body_arg(c, g, "carry", s->ct);
-  for (int i = 0; i < s->nx; i++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "x%d", i);
-    args[1 + i] = body_arg(c, g, nm, *slice_t(s, i));
-  }
+  Node **args = step_args(s, g);
   Node *dt = has_dtraj ? body_arg(c, g, "dtraj", s->ct) : NULL;
   IrBuilder bb = {c, g, s->n->loc};
   if (!build_body_rets(s, &bb, dpack, args, dt)) return NULL;
@@ -604,13 +610,7 @@ static Graph *dyn_body(ScanAd *s, int k, DynKind kind, bool has_dtraj) {
   Graph *g = ib_graph_detached(c, "vjp", s->n->loc);
   Node *in = body_arg(c, g, "acc", kind == DYN_CARRY ? ad_rows_of(tt, 2)
                                                      : *tt);
-  Node **args = nodes(s);
-  args[0] = body_arg(c, g, "carry", s->ct);
-  for (int i = 0; i < s->nx; i++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "x%d", i);
-    args[1 + i] = body_arg(c, g, nm, *slice_t(s, i));
-  }
+  Node **args = step_args(s, g);
   Node *d = kind == DYN_CARRY ? NULL : body_arg(c, g, "d", s->ct);
   Node *dt = has_dtraj ? body_arg(c, g, "dtraj", s->ct) : NULL;
   IrBuilder bb = {c, g, s->n->loc}; /* the arguments first, then nodes */
