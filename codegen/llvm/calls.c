@@ -40,18 +40,6 @@ void cg_memcpy(Cg *cg, LLVMValueRef dst, LLVMValueRef src, int64_t bytes) {
   LLVMBuildMemCpy(cg->b, dst, 1, src, 1, cg_i64(cg, bytes));
 }
 
-void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
-                   const Type *t) {
-  if (type_is_static(t)) cg_memcpy(cg, dst, src, type_bytes(t));
-  else LLVMBuildMemCpy(cg->b, dst, 1, src, 1, cg_bytes(cg, t));
-}
-
-void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t) {
-  if (type_is_static(t)) cg_memset0(cg, dst, type_bytes(t));
-  else LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),
-                       cg_bytes(cg, t), 1);
-}
-
 void cg_memset0(Cg *cg, LLVMValueRef dst, int64_t bytes) {
   if (bytes <= 0) return;
   LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),

@@ -130,6 +130,10 @@ typedef struct Cg {
 LLVMValueRef cg_dim(Cg *cg, int64_t d);
 LLVMValueRef cg_numel(Cg *cg, const Type *t);
 LLVMValueRef cg_bytes(Cg *cg, const Type *t);
+/* Copy or zero the bytes of t (dynamic sizes read at run time). */
+void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                   const Type *t);
+void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t);
 /* v * d for a size d (static: cg_mul_c). */
 LLVMValueRef cg_mul_dim(Cg *cg, LLVMValueRef v, int64_t d);
 /* cg_ops_split_axis for any sizes: outer, n and inner as sizes
@@ -191,10 +195,6 @@ LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret,
 LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t,
                           LLVMValueRef *args, int nargs);
 void cg_memcpy(Cg *cg, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);
-/* The bytes of t (dynamic sizes read at run time). */
-void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
-                   const Type *t);
-void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t);
 void cg_memset0(Cg *cg, LLVMValueRef dst, int64_t bytes);
 /* The same with the intrinsic's overload types tys[0..nt). */
 LLVMValueRef cg_intrinsic_n(Cg *cg, const char *name, LLVMTypeRef *tys,

@@ -55,6 +55,18 @@ LLVMValueRef cg_bytes(Cg *cg, const Type *t) {
                          "");
 }
 
+void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
+                   const Type *t) {
+  if (type_bytes_bound(t) != 0) /* nothing to copy when empty */
+    LLVMBuildMemCpy(cg->b, dst, 1, src, 1, cg_bytes(cg, t));
+}
+
+void cg_zero_bytes(Cg *cg, LLVMValueRef dst, const Type *t) {
+  if (type_bytes_bound(t) != 0)
+    LLVMBuildMemSet(cg->b, dst, LLVMConstInt(cg->t_i8, 0, 0),
+                    cg_bytes(cg, t), 1);
+}
+
 LLVMValueRef cg_mul_dim(Cg *cg, LLVMValueRef v, int64_t d) {
   if (dim_is_static(d)) return cg_mul_c(cg, v, d);
   return LLVMBuildNSWMul(cg->b, v, cg_dim(cg, d), "");
