@@ -1,6 +1,7 @@
 /* cg_unit.h: the entry-point builder, the top layer of codegen/ (see
  * docs/codegen.md): compiling graphs into functions (graph_fn.c), the
- * exported entry points and their signatures (entry.c), call tables
+ * exported entry points and their signatures (entry.c), their sizes
+ * and run-time workspace layouts (layout.c), call tables
  * (calltable.c), a whole Unit (codegen.c), its header text (header.c)
  * and the module's optimization and output (object.c). Internal to
  * codegen/; calls the emitters (emit/emit.h), the LLVM building blocks
@@ -28,6 +29,11 @@ typedef struct {
    * arguments' dims (cg_entry sets them). */
   int nsyms;
   int *syms;
+  /* Sizes without a bound (layout.c): a workspace laid out at each call
+   * when the plan has blocks placed at run time (else NULL): the
+   * layout and workspace-bytes functions, and the table's offset. */
+  LLVMValueRef layout, wsbytes;
+  int64_t dyn_tab;
 } CgEntry;
 
 #define CG_MAX_ENTRIES 5
@@ -45,6 +51,8 @@ bool cg_header_text(FILE *f, const Cg *cg, const CgEntry *e, int ne);
  * hooks). *ws_bytes gets the workspace it needs. NULL after a
  * diagnostic. */
 LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes);
+/* The plan of compiled graph g (NULL before cg_compile_graph). */
+CgPlan *cg_graph_plan(const Cg *cg, const Graph *g);
 
 /* ---- entry points (entry.c) ---- */
 /* Exported entry point NAME (NULL workspace -> rlx_alloc/rlx_free)
@@ -67,6 +75,18 @@ void cg_train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
 /* Name of argument/return value n at position j: its name, else
  * "output<j>" written into buf (at least 64 bytes). */
 const char *cg_out_name(const Node *n, int j, char *buf);
+
+/* ---- sizes and run-time layouts (layout.c) ---- */
+/* i1: is every size of entry x in [0, its bound] (no bound:
+ * RLX_MAX_ELEMS)? */
+LLVMValueRef cg_sizes_ok(Cg *cg, const CgEntry *x, LLVMValueRef sizes);
+/* Store x's sizes into ws's header (8 bytes per module symbol). */
+void cg_store_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes,
+                    LLVMValueRef ws);
+/* After x's graph is compiled: its layout functions when its plan has
+ * blocks placed at run time (x->layout, x->wsbytes), and when it has
+ * sizes, the exported NAME_workspace_bytes(sizes). */
+bool cg_layout_fns(Cg *cg, CgEntry *x);
 
 /* ---- call tables (calltable.c) ---- */
 /* Runs of calls in segment fn become tables walked by dispatch

@@ -58,7 +58,8 @@ bool cg_build_unit(Cg *cg, Unit *u, CgEntry *e, int *ne) {
     if (!check_reserved(u, all[i].g, nm)) return false;
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){all[i].g, nm, 0, all[i].g->args, all[i].g->rets,
-                   all[i].g->nargs, all[i].g->nret, NULL, NULL, 0, NULL};
+                   all[i].g->nargs, all[i].g->nret, NULL, NULL, 0, NULL, NULL,
+                   NULL, 0};
     if (all[i].g == u->train) cg_train_args(u, x);
     if (!cg_entry(cg, x)) return false;
   }

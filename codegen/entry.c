@@ -139,48 +139,41 @@ static void entry_syms(Cg *cg, CgEntry *x) {
     }
 }
 
-static LLVMValueRef size_at(Cg *cg, LLVMValueRef sizes, int i) {
-  LLVMValueRef idx = cg_i64(cg, i);
-  return LLVMBuildLoad2(
-      cg->b, cg->t_i64,
-      LLVMBuildInBoundsGEP2(cg->b, cg->t_i64, sizes, &idx, 1, ""), "");
-}
-
-/* Dynamic sizes: sizes[i] is symbol x->syms[i]; each must lie in
- * [0, bound] (else RLX_ERR_SIZE: an unsigned compare also catches the
- * negative ones); they go to the workspace's header, where the graph
- * function reads them (cg_dim). */
-static void check_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes) {
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
-  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "size");
-  for (int i = 0; i < x->nsyms; i++) {
-    LLVMValueRef over =
-        LLVMBuildICmp(b, LLVMIntUGT, size_at(cg, sizes, i),
-                      cg_i64(cg, dim_sym_bound_at(x->syms[i])), "");
-    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(cg->lc, fn, "");
-    LLVMBuildCondBr(b, over, bad, ok);
-    LLVMPositionBuilderAtEnd(b, ok);
-  }
-  LLVMBasicBlockRef go = LLVMGetInsertBlock(b);
-  LLVMPositionBuilderAtEnd(b, bad);
-  LLVMBuildRet(b, cg_i32(cg, RLX_ERR_SIZE));
-  LLVMPositionBuilderAtEnd(b, go);
-}
-
-static void store_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes,
-                        LLVMValueRef ws) {
-  for (int i = 0; i < x->nsyms; i++)
-    LLVMBuildStore(cg->b, size_at(cg, sizes, i),
-                   cg_gep(cg, ws, cg_i64(cg, 8 * (int64_t)x->syms[i])));
-}
-
 /* NAME(in, out, ws[, sizes]): check the CPU (and the sizes), allocate
  * the workspace when ws is NULL (ENTRY_train: expand its state buffer
  * first, train_arrays). */
+/* Return code from the builder's position when cond holds, else go on. */
+static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef cond, int code) {
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(cg->lc, fn, "");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(cg->lc, fn, "");
+  LLVMBuildCondBr(cg->b, cond, bad, go);
+  LLVMPositionBuilderAtEnd(cg->b, bad);
+  LLVMBuildRet(cg->b, cg_i32(cg, code));
+  LLVMPositionBuilderAtEnd(cg->b, go);
+}
+
+/* Sizes into ws's header and, for a run-time layout, the layout into
+ * its table (fn: return RLX_ERR_SIZE when the sizes overflow; NULL:
+ * they are known not to). */
+static void prepare_ws(Cg *cg, const CgEntry *x, LLVMValueRef fn,
+                       LLVMValueRef sizes, LLVMValueRef ws) {
+  if (!sizes) return;
+  cg_store_sizes(cg, x, sizes, ws);
+  if (!x->layout) return;
+  LLVMTypeRef pp[2] = {cg->t_ptr, cg->t_ptr};
+  LLVMValueRef a[2] = {ws, cg_gep(cg, ws, cg_i64(cg, x->dyn_tab))};
+  LLVMValueRef r = LLVMBuildCall2(
+      cg->b, LLVMFunctionType(cg->t_i64, pp, 2, 0), x->layout, a, 2, "");
+  if (fn)
+    ret_if(cg, fn, LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), ""),
+           RLX_ERR_SIZE);
+}
+
+/* NAME(in, out, ws[, sizes]): check the CPU and the sizes, allocate the
+ * workspace when ws is NULL (ENTRY_train: expand its state buffer
+ * first, train_arrays). */
 static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   const char *name = x->name;
-  int64_t ws_bytes = x->ws_bytes;
   LLVMTypeRef p4[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr};
   LLVMValueRef fn = LLVMAddFunction(
       cg->mod, name,
@@ -190,28 +183,33 @@ static void build_wrapper(Cg *cg, const CgEntry *x, LLVMValueRef impl) {
   LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
   LLVMBasicBlockRef given = LLVMAppendBasicBlockInContext(cg->lc, fn, "ws");
   LLVMBasicBlockRef own = LLVMAppendBasicBlockInContext(cg->lc, fn, "alloc");
-  LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->lc, fn, "run");
-  LLVMBasicBlockRef nomem = LLVMAppendBasicBlockInContext(cg->lc, fn, "nomem");
   LLVMValueRef in = LLVMGetParam(fn, 0), out = LLVMGetParam(fn, 1);
   LLVMValueRef ws = LLVMGetParam(fn, 2);
   LLVMPositionBuilderAtEnd(b, e);
   if (x->train) cg_train_arrays(cg, x, &in, &out);
   if (cg->cpu_needs[0]) build_cpu_check(cg, fn, name);
   LLVMValueRef sizes = x->nsyms ? LLVMGetParam(fn, 3) : NULL;
-  if (sizes) check_sizes(cg, x, sizes);
+  if (sizes)
+    ret_if(cg, fn, LLVMBuildNot(b, cg_sizes_ok(cg, x, sizes), ""),
+           RLX_ERR_SIZE);
   LLVMBuildCondBr(b, LLVMBuildIsNull(b, ws, ""), own, given);
   LLVMPositionBuilderAtEnd(b, given);
-  if (sizes) store_sizes(cg, x, sizes, ws);
+  prepare_ws(cg, x, fn, sizes, ws);
   LLVMValueRef a3[3] = {in, out, ws};
   LLVMBuildRet(b, LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, ""));
   LLVMPositionBuilderAtEnd(b, own);
-  LLVMValueRef sz = cg_i64(cg, ws_bytes);
+  LLVMValueRef sz = cg_i64(cg, x->ws_bytes);
+  if (x->wsbytes) { /* -1: the sizes overflow, -2: no memory */
+    sz = LLVMBuildCall2(b, LLVMFunctionType(cg->t_i64, &cg->t_ptr, 1, 0),
+                        x->wsbytes, &sizes, 1, "");
+    ret_if(cg, fn, LLVMBuildICmp(b, LLVMIntEQ, sz, cg_i64(cg, -1), ""),
+           RLX_ERR_SIZE);
+    ret_if(cg, fn, LLVMBuildICmp(b, LLVMIntSLT, sz, cg_i64(cg, 0), ""),
+           RLX_ERR_NOMEM);
+  }
   LLVMValueRef mem = cg_call(cg, "rlx_alloc", cg->t_ptr, &sz, 1);
-  LLVMBuildCondBr(b, LLVMBuildIsNull(b, mem, ""), nomem, run);
-  LLVMPositionBuilderAtEnd(b, nomem);
-  LLVMBuildRet(b, cg_i32(cg, RLX_ERR_NOMEM));
-  LLVMPositionBuilderAtEnd(b, run);
-  if (sizes) store_sizes(cg, x, sizes, mem);
+  ret_if(cg, fn, LLVMBuildIsNull(b, mem, ""), RLX_ERR_NOMEM);
+  prepare_ws(cg, x, NULL, sizes, mem); /* wsbytes checked them */
   a3[2] = mem;
   LLVMValueRef r = LLVMBuildCall2(b, cg->t_graph_fn, impl, a3, 3, "");
   cg_call(cg, "rlx_free", cg->t_void, &mem, 1);
@@ -311,7 +309,7 @@ void cg_entry_signature(Cg *cg, const CgEntry *x) {
                        cg_i32(cg, x->nret),
                        desc_array(cg, dt, x->args, x->nargs, false, x->state),
                        desc_array(cg, dt, x->rets, x->nret, true, NULL),
-                       cg_i64(cg, ws)};
+                       cg_i64(cg, x->layout ? -1 : ws)};
   LLVMValueRef sig = const_global_of(cg, LLVMConstNamedStruct(st, f, 6));
   char fname[300];
   snprintf(fname, sizeof fname, "%s_signature", name);
@@ -326,7 +324,7 @@ void cg_entry_signature(Cg *cg, const CgEntry *x) {
 bool cg_entry(Cg *cg, CgEntry *x) {
   entry_syms(cg, x);
   LLVMValueRef impl = cg_compile_graph(cg, x->g, &x->ws_bytes);
-  if (!impl) return false;
+  if (!impl || !cg_layout_fns(cg, x)) return false;
   build_wrapper(cg, x, impl);
   cg_entry_signature(cg, x);
   return true;

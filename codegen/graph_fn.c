@@ -34,11 +34,18 @@ static CgPlan *plan_graph(Cg *cg, Graph *g) {
     const CgEmitter *e = cg_op_entry(n->op);
     if (e->scratch && p->slot[n->id].kind == CG_SLOT_NONE) {
       scratch[n->id] = e->scratch(cg, n);
-      ok = scratch[n->id] >= 0;
+      ok = scratch[n->id] != -1;
     }
   }
   cg->planning = outer;
-  return ok && cg_memplan(g, p, scratch) ? p : NULL;
+  if (!ok || !cg_memplan(g, p, scratch)) return NULL;
+  if (outer && p->ndyn) { /* its caller lays its workspace out statically */
+    diag_error(cg->ctx, g->loc, "codegen: graph '%s' is called by control "
+               "flow and has values whose sizes have no bound (write "
+               "?NAME<=N)", g->name);
+    return NULL;
+  }
+  return p;
 }
 
 static void copy_outputs(Cg *cg, Graph *g) {
@@ -151,6 +158,12 @@ static bool emit_body(Cg *cg, Graph *g, LLVMValueRef fn, CgPlan *p) {
   copy_outputs(cg, g);
   cg_fn_finish(cg);
   return true;
+}
+
+CgPlan *cg_graph_plan(const Cg *cg, const Graph *g) {
+  for (CgSub *s = cg->subs; s; s = s->next)
+    if (s->g == g) return s->plan;
+  return NULL;
 }
 
 LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes) {

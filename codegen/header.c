@@ -2,7 +2,8 @@
  *
  * For each entry point E: a comment listing every argument (position,
  * name, dtype and shape, input or param), E_NUM_INPUTS, E_NUM_OUTPUTS,
- * E_WORKSPACE_BYTES, E_WORKSPACE_ALIGN, per argument E_ARG_<name> (its
+ * E_WORKSPACE_BYTES (unless laid out at each call), E_WORKSPACE_ALIGN,
+ * with sizes E_workspace_bytes(sizes), per argument E_ARG_<name> (its
  * index in the inputs or the outputs) and E_BYTES_<name> (its size),
  * the prototype and E_signature(). Outputs also get E_OUT_<name>; an
  * output whose name an input already has gets only E_OUT_ / E_OUT_BYTES_,
@@ -141,16 +142,22 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   for (int i = 0; i < e->nargs; i++) arg_line(f, e, e->args[i], i, false);
   fprintf(f, " *   outputs:\n");
   for (int i = 0; i < e->nret; i++) arg_line(f, e, e->rets[i], i, true);
-  fprintf(f, " *   workspace: %lld bytes%s (%s)\n", (long long)e->ws_bytes,
-          e->nsyms ? " at the bounds of the sizes" : "",
-          gpu ? "device memory; NULL is an error when > 0"
-              : "NULL: allocated per call");
+  if (e->layout)
+    fprintf(f, " *   workspace: %s_workspace_bytes(sizes) bytes, laid out "
+               "at each call\n *   (NULL: allocated per call)\n", nm);
+  else
+    fprintf(f, " *   workspace: %lld bytes%s (%s)\n", (long long)e->ws_bytes,
+            e->nsyms ? " for any sizes" : "",
+            gpu ? "device memory; NULL is an error when > 0"
+                : "NULL: allocated per call");
   if (e->nsyms) {
     fprintf(f, " *   sizes (the last argument, int64_t each; 0 <= size <= "
-               "bound, else\n *   RLX_ERR_SIZE):");
-    for (int i = 0; i < e->nsyms; i++)
-      fprintf(f, " [%d] ?%s<=%lld", i, dim_sym_name_at(e->syms[i]),
-              (long long)dim_sym_bound_at(e->syms[i]));
+               "bound, without a\n *   bound <= 2^40, else RLX_ERR_SIZE):");
+    for (int i = 0; i < e->nsyms; i++) {
+      int64_t most = dim_sym_bound_at(e->syms[i]);
+      fprintf(f, " [%d] ?%s", i, dim_sym_name_at(e->syms[i]));
+      if (most) fprintf(f, "<=%lld", (long long)most);
+    }
     fprintf(f, "\n *   _BYTES_ macros of dynamic values take the sizes "
                "array.\n");
   }
@@ -163,21 +170,31 @@ static void entry_text(FILE *f, const CgEntry *e, Arena *ar, bool gpu) {
   fprintf(f, " */\n");
   fprintf(f, "#define %s_NUM_INPUTS %d\n", nm, e->nargs);
   fprintf(f, "#define %s_NUM_OUTPUTS %d\n", nm, e->nret);
-  fprintf(f, "#define %s_WORKSPACE_BYTES %lld\n", nm, (long long)e->ws_bytes);
+  if (!e->layout)
+    fprintf(f, "#define %s_WORKSPACE_BYTES %lld\n", nm,
+            (long long)e->ws_bytes);
   fprintf(f, "#define %s_WORKSPACE_ALIGN 64\n", nm);
   if (e->train)
     fprintf(f, "#define %s_STATE_BYTES %lld\n#define %s_STATE_ALIGN 64\n",
             nm, (long long)e->train->state_bytes, nm);
   if (e->nsyms)
     fprintf(f, "#define %s_NUM_SIZES %d\n", nm, e->nsyms);
-  for (int i = 0; i < e->nsyms; i++)
-    fprintf(f, "#define %s_SIZE_%s %d\n#define %s_SIZE_MAX_%s %lld\n", nm,
-            dim_sym_name_at(e->syms[i]), i, nm, dim_sym_name_at(e->syms[i]),
-            (long long)dim_sym_bound_at(e->syms[i]));
+  for (int i = 0; i < e->nsyms; i++) {
+    const char *sy = dim_sym_name_at(e->syms[i]);
+    fprintf(f, "#define %s_SIZE_%s %d\n", nm, sy, i);
+    if (dim_sym_bound_at(e->syms[i]))
+      fprintf(f, "#define %s_SIZE_MAX_%s %lld\n", nm, sy,
+              (long long)dim_sym_bound_at(e->syms[i]));
+  }
   arg_macros(f, nm, e, ar);
   fprintf(f, "int %s(const void *const *inputs, void *const *outputs, "
              "void *workspace%s%s);\n", nm, gpu ? ",\n    void *stream" : "",
           e->nsyms ? ",\n    const int64_t *sizes" : "");
+  if (e->nsyms)
+    fprintf(f, "/* The workspace bytes these sizes need; 0 for invalid "
+               "sizes%s. */\nsize_t %s_workspace_bytes(const int64_t "
+               "*sizes);\n", e->layout ? " (or no memory to compute it)"
+                                       : " (else the constant above)", nm);
   fprintf(f, "const rlx_signature *%s_signature(void);\n\n", nm);
 }
 

@@ -268,19 +268,36 @@ DimStatus type_numel_dim(Ctx *c, const Type *t, int64_t *out) {
   return DIM_OK;
 }
 
+/* The bound of symbol k for dim_bound: its own, or DIM_NOMINAL. */
+static int64_t sym_bound(int k) {
+  return cur->syms[k].bound ? cur->syms[k].bound : DIM_NOMINAL;
+}
+
 int64_t dim_bound(int64_t d) {
   const DimExpr *e = expr_of(cur, d);
   if (!e) return dim_is_static(d) ? d : -1;
   int64_t sum = 0;
   for (int i = 0; i < e->n; i++) {
     int64_t p = e->t[i].coef;
-    for (int j = 0; j < e->t[i].n; j++) {
-      int64_t b = cur->syms[e->t[i].sym[j]].bound;
-      if (!b || __builtin_mul_overflow(p, b, &p)) return -1;
-    }
+    for (int j = 0; j < e->t[i].n; j++)
+      if (__builtin_mul_overflow(p, sym_bound(e->t[i].sym[j]), &p)) return -1;
     if (__builtin_add_overflow(sum, p, &sum)) return -1;
   }
   return sum;
+}
+
+bool dim_is_bounded(int64_t d) {
+  const DimExpr *e = expr_of(cur, d);
+  for (int i = 0; e && i < e->n; i++)
+    for (int j = 0; j < e->t[i].n; j++)
+      if (!cur->syms[e->t[i].sym[j]].bound) return false;
+  return true;
+}
+
+bool type_is_bounded(const Type *t) {
+  for (int i = 0; i < t->rank; i++)
+    if (!dim_is_bounded(t->dims[i])) return false;
+  return true;
 }
 
 int64_t type_bytes_bound(const Type *t) {

@@ -105,11 +105,16 @@ char *dim_str_ex(int64_t d, bool bounds, char *buf, size_t n);
 /* The form of a shape attribute's entry: every term's symbols before
  * its coefficient ("?b*2+3"), so that it starts with a symbol. */
 char *dim_str_attr(int64_t d, char *buf, size_t n);
-/* The largest value d can take when every symbol in it is bounded,
- * else -1 (static: d itself). */
+/* The largest value d can take (static: d itself), or -1 on overflow.
+ * A symbol without a bound counts as DIM_NOMINAL there: a stand-in for
+ * heuristics (loop grains, empty checks), never a size to lay memory
+ * out for -- code generation asks dim_is_bounded first. */
+#define DIM_NOMINAL ((int64_t)1 << 20)
 int64_t dim_bound(int64_t d);
-/* The bytes of t with every dim at its bound (dim_bound), -1 when some
- * dim is unbounded. */
+bool dim_is_bounded(int64_t d);       /* every symbol of d has a bound */
+bool type_is_bounded(const Type *t);  /* every dim of t is bounded */
+/* The bytes of t with every dim at its bound (dim_bound), -1 on
+ * overflow. */
 int64_t type_bytes_bound(const Type *t);
 /* The symbols of the current table, numbered 0..dim_nsyms()-1 in the
  * order the front end met them: name and bound (0: none). */

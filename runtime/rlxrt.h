@@ -78,7 +78,8 @@ typedef struct {
   int num_outputs;
   const rlx_tensor_desc *inputs;
   const rlx_tensor_desc *outputs;
-  size_t workspace_bytes;
+  size_t workspace_bytes; /* SIZE_MAX: laid out from the sizes at each
+                             call (NAME_workspace_bytes(sizes)) */
 } rlx_signature;
 
 /* Number of threads that parallel work uses (the caller included).
@@ -174,6 +175,16 @@ int rlx_gpu_stream_destroy(void *stream);
    RLX_ERR_CPU, with one stderr line naming `entry` and the missing
    extension.  *state (per object, initially 0) caches the answer. */
 int rlx_cpu_check(int *state, const char *features, const char *entry);
+
+/* The workspace layout of an entry whose sizes have no bound, at each
+   call: n blocks by definition, block k live over positions range[2k]
+   .. range[2k+1] with tab[n + k] bytes; each takes the lowest offset
+   >= base, a multiple of 64 bytes, that overlaps no earlier block live
+   at the same time (first fit), written to tab[k]; tab[2n .. 3n) is
+   scratch.  Returns the workspace bytes (a multiple of 64), -1 on
+   overflow. */
+int64_t rlx_ws_layout(int64_t n, const int64_t *range, int64_t base,
+                      int64_t *tab);
 
 typedef void (*rlx_task_fn)(void *ctx, int64_t begin, int64_t end);
 

@@ -315,7 +315,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     Graph *g = all[i].g;
     CgEntry *x = &e[(*ne)++];
     *x = (CgEntry){g, nm, pl->ws_bytes, g->args, g->rets, g->nargs,
-                   g->nret, NULL, NULL, 0, NULL};
+                   g->nret, NULL, NULL, 0, NULL, NULL, NULL, 0};
     if (g == u->train) cg_train_args(u, x);
     LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */

@@ -165,7 +165,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   }
   if (s->attn_lead) return true; /* written by its leader */
   rlx_attn_geom g = cg_attn_geometry(n);
-  LLVMValueRef sc = s->scratch_bytes > 0 ? cg_scratch(cg, n) : null_ptr(cg);
+  LLVMValueRef sc = s->scratch_bytes ? cg_scratch(cg, n) : null_ptr(cg);
   int64_t off = routine_bytes(p, n);
   LLVMValueRef ws = off ? sc : null_ptr(cg);
   /* operands: q k v (dy) and the mask operand */
@@ -212,9 +212,8 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   const char *sfx = dt == DT_F64 ? "f64" : "f32";
   char fn[64];
   if (!is_bwd(n)) {
-    LLVMValueRef lse = s->saved_bytes ? cg_gep(cg, cg->fn->ws,
-                                             cg_i64(cg, s->saved_off))
-                                    : null_ptr(cg);
+    LLVMValueRef lse = s->saved_bytes ? cg_ws_at(cg, s->saved_off)
+                                      : null_ptr(cg);
     LLVMValueRef a[8] = {geom, in[0], in[1], in[2], mask, f32_out[0], lse, ws};
     snprintf(fn, sizeof fn, "rlx_attention_%s", sfx);
     cg_call(cg, fn, cg->t_void, a, 8);
@@ -222,8 +221,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
     Node *f = s->fwd;
     LLVMValueRef o = f ? cg_buf(cg, f) : null_ptr(cg);
     LLVMValueRef lse =
-        f ? cg_gep(cg, cg->fn->ws, cg_i64(cg, p->slot[f->id].saved_off))
-          : null_ptr(cg);
+        f ? cg_ws_at(cg, p->slot[f->id].saved_off) : null_ptr(cg);
     LLVMValueRef a[13] = {geom, in[0], in[1], in[2], mask, in[3], o, lse,
                           f32_out[0], f32_out[1], f32_out[2], f32_out[3], ws};
     snprintf(fn, sizeof fn, "rlx_attention_bwd_%s", sfx);

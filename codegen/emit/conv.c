@@ -137,7 +137,7 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   }
   rlx_conv_geom g = cg_conv_geometry(n);
   int64_t rb = cg_align(routine_bytes(n));
-  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
+  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes != 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
   LLVMValueRef geom = cg_conv_geometry_global(cg, &g);

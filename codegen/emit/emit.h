@@ -29,6 +29,10 @@ typedef bool (*CgEmitFn)(Cg *cg, Node *n);
  * a diagnostic). May compile subgraphs (cg_graph_fn) to learn their
  * workspace sizes; cg->planning is the plan being built. */
 typedef int64_t (*CgScratchFn)(Cg *cg, Node *n);
+/* (Failure is -1. The emitters that cg_scratch_dims names give a dim:
+ * a size expression when the bytes grow with a symbol without a bound,
+ * which the plan places at run time; other emitters' nodes must have
+ * bounded sizes, cg_dyn_check.) */
 /* Dynamic sizes (docs/dynamic-dims.md): NULL when the emitter compiles
  * n with the dynamic sizes of its type and operands, else what it
  * cannot take ("a dynamic size outside axis 0"). An emitter without

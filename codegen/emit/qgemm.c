@@ -113,7 +113,7 @@ static bool cg_emit_dequant_matmul(Cg *cg, Node *n) {
   if (empty(&n->type)) return true;
   int64_t d[4];
   dq_dims(cg->ctx, n, d);
-  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes > 0
+  LLVMValueRef s = cg_slot(cg, n)->scratch_bytes != 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
   LLVMValueRef a[9] = {cg_dim(cg, d[0]),     cg_i64(cg, d[1]),

@@ -586,8 +586,12 @@ static int64_t cg_scratch_softmax(Cg *cg, Node *n) {
                     &len, &inner);
   if (!dim_is_static(len) || !dim_is_static(inner)) return 0; /* rows */
   if (inner == 1 || !dt_is_float(n->type.dt)) return 0;
-  int csz = n->type.dt == DT_F64 ? 8 : 4; /* dynamic: the bound's units */
-  return dim_bound(smx_units(cg, outer, inner)) * 2 * SMX_CB * csz;
+  int csz = n->type.dt == DT_F64 ? 8 : 4; /* dynamic: the bound's units, */
+  int64_t units = smx_units(cg, outer, inner), d; /* or a size expression */
+  if (dim_is_bounded(units)) return dim_bound(units) * 2 * SMX_CB * csz;
+  if (dim_mul(cg->ctx, units, 2 * SMX_CB * csz, &d) == DIM_OK) return d;
+  cg_unsupported(cg, n, "too large a size expression");
+  return -1;
 }
 
 /* units: a size (dynamic: read at run time). */

@@ -62,6 +62,30 @@ static int unknown_sym(const Type *t, const bool *seen) {
   return -1;
 }
 
+/* Is e's scratch function one that gives dims (emit.h)? */
+static bool scratch_dims(const CgEmitter *e) {
+  static const CgEmitter *const with[] = {
+      &cg_emitter_matmul,     /* none with dynamic sizes */
+      &cg_emitter_norm_param, /* none with dynamic sizes */
+      &cg_emitter_softmax, NULL};
+  for (size_t i = 0; with[i]; i++)
+    if (with[i] == e) return true;
+  return false;
+}
+
+/* A symbol without a bound in n's type or its operands', or -1. */
+static int unbounded_sym(const Node *n) {
+  for (int k = -1; k < n->nin; k++) {
+    const Type *t = k < 0 ? &n->type : &n->in[k]->type;
+    for (int d = 0; d < t->rank; d++) {
+      int sy[DIM_MAX_SYMS], m = dim_syms(t->dims[d], sy);
+      for (int j = 0; j < m; j++)
+        if (!dim_sym_bound_at(sy[j])) return sy[j];
+    }
+  }
+  return -1;
+}
+
 bool cg_dyn_check(Cg *cg, Graph *g) {
   if (dim_nsyms() == 0) return true;
   bool ok = true;
@@ -72,31 +96,21 @@ bool cg_dyn_check(Cg *cg, Graph *g) {
       int sy[DIM_MAX_SYMS], k = dim_syms(g->args[i]->type.dims[d], sy);
       for (int j = 0; j < k; j++) seen[sy[j]] = true;
     }
-  for (int i = 0; i < g->nargs; i++) {
-    const Node *a = g->args[i];
-    for (int d = 0; d < a->type.rank; d++) {
-      if (dim_is_static(a->type.dims[d]) || dim_bound(a->type.dims[d]) >= 0)
-        continue;
-      char ts[160];
-      ok = diag_error(cg->ctx, a->loc, "%%%s has the dynamic type %s without "
-                      "a bound on axis %d: code generation lays memory out "
-                      "for the bounds (write ?NAME<=N)", a->name,
-                      type_str(&a->type, ts, sizeof ts), d);
-      break;
-    }
-  }
   for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (n->op == OP_INPUT || n->op == OP_PARAM || !node_dynamic(n)) continue;
     const CgEmitter *e = cg_op_entry(n->op);
-    int unk = unknown_sym(&n->type, seen);
+    int unk = unknown_sym(&n->type, seen), unb = unbounded_sym(n);
     char ub[160];
+    const char *why = e->dyn ? e->dyn(n)
+                             : "the op takes static sizes only for now";
     if (unk >= 0)
-      snprintf(ub, sizeof ub, "?%s is no argument's size, so no call can "
-               "give it", dim_sym_name_at(unk));
-    const char *why = unk >= 0 ? ub
-                      : e->dyn ? e->dyn(n)
-                               : "the op takes static sizes only for now";
+      why = ub, snprintf(ub, sizeof ub, "?%s is no argument's size, so no "
+                         "call can give it", dim_sym_name_at(unk));
+    else if (!why && unb >= 0 && e->scratch && !scratch_dims(e))
+      why = ub, snprintf(ub, sizeof ub, "its scratch memory is laid out for "
+                         "a bound, and ?%s has none (write ?%s<=N)",
+                         dim_sym_name_at(unb), dim_sym_name_at(unb));
     if (!why) continue;
     char ts[160];
     ok = diag_error(cg->ctx, n->loc, "codegen: op '%s' of %%%s (%s) with "

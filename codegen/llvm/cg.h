@@ -128,6 +128,9 @@ typedef struct Cg {
  * symbols stored at the workspace's start), element count and bytes of
  * t. */
 LLVMValueRef cg_dim(Cg *cg, int64_t d);
+/* The same in checked arithmetic: *ovf (NULL or an i1) gets or-ed with
+ * whether a product or sum overflowed (sizes without a bound). */
+LLVMValueRef cg_dim_checked(Cg *cg, int64_t d, LLVMValueRef *ovf);
 LLVMValueRef cg_numel(Cg *cg, const Type *t);
 LLVMValueRef cg_bytes(Cg *cg, const Type *t);
 /* Copy or zero the bytes of t (dynamic sizes read at run time). */
@@ -242,6 +245,9 @@ CgSlot *cg_slot(Cg *cg, Node *n);
  * workspace slot, constant global; aliases resolved; a prologue marker
  * for a FUSED node). n must not be FOLDED. */
 LLVMValueRef cg_buf(Cg *cg, Node *n);
+/* ws + off for a workspace offset of the plan (cg_off_dyn: read from
+ * the run-time layout's table). */
+LLVMValueRef cg_ws_at(Cg *cg, int64_t off);
 /* Pointer to n's scratch area (requested by its table scratch fn). */
 LLVMValueRef cg_scratch(Cg *cg, Node *n);
 /* Pointer i of a pointer array (the inputs or outputs parameter). */

@@ -34,6 +34,30 @@ LLVMValueRef cg_dim(Cg *cg, int64_t d) {
   return sum;
 }
 
+/* a op b through llvm.{op}.with.overflow, or-ing its flag into *ovf. */
+static LLVMValueRef checked(Cg *cg, const char *op, LLVMValueRef a,
+                            LLVMValueRef b, LLVMValueRef *ovf) {
+  LLVMValueRef ab[2] = {a, b};
+  LLVMValueRef r = cg_intrinsic(cg, op, cg->t_i64, ab, 2);
+  LLVMValueRef f = LLVMBuildExtractValue(cg->b, r, 1, "");
+  *ovf = *ovf ? LLVMBuildOr(cg->b, *ovf, f, "") : f;
+  return LLVMBuildExtractValue(cg->b, r, 0, "");
+}
+
+LLVMValueRef cg_dim_checked(Cg *cg, int64_t d, LLVMValueRef *ovf) {
+  if (dim_is_static(d)) return cg_i64(cg, d);
+  LLVMValueRef sum = NULL;
+  for (int i = 0; i < dim_nterms(d); i++) {
+    int syms[RLX_MAX_RANK], ns;
+    LLVMValueRef t = cg_i64(cg, dim_term(d, i, syms, &ns));
+    for (int j = 0; j < ns; j++)
+      t = checked(cg, "llvm.smul.with.overflow", t, sym_value(cg, syms[j]),
+                  ovf);
+    sum = sum ? checked(cg, "llvm.sadd.with.overflow", sum, t, ovf) : t;
+  }
+  return sum;
+}
+
 LLVMValueRef cg_numel(Cg *cg, const Type *t) {
   int64_t s = 1;
   LLVMValueRef v = NULL;

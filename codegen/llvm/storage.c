@@ -2,7 +2,8 @@
  * emitted (cg.h).
  *
  * cg_buf(n) is the pointer to n's bytes as the plan placed them: the
- * n-th inputs/outputs pointer, ws + offset, a private 64-byte aligned
+ * n-th inputs/outputs pointer, ws + offset (cg_ws_at: an offset of the
+ * run-time layout is read from its table), a private 64-byte aligned
  * constant global (made at the first use, kept in the plan's target
  * data), the owner of an alias, or for a prologue-fused node a marker
  * pointer (prologue.c).
@@ -43,12 +44,22 @@ static LLVMValueRef const_of(Cg *cg, Node *n) {
   return p->target[n->id];
 }
 
+LLVMValueRef cg_ws_at(Cg *cg, int64_t off) {
+  int k = cg_off_dyn(off);
+  if (k < 0) return cg_gep(cg, cg->fn->ws, cg_i64(cg, off));
+  int64_t at = cg->fn->plan->dyn_tab + 8 * (int64_t)k; /* the entry's */
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i64,
+                                  cg_gep(cg, cg->fn->ws, cg_i64(cg, at)), "");
+  LLVMSetAlignment(v, 8);
+  return cg_gep(cg, cg->fn->ws, v);
+}
+
 LLVMValueRef cg_buf(Cg *cg, Node *n) {
   CgSlot *s = cg_slot(cg, n);
   switch (s->kind) {
   case CG_SLOT_INPUT: return cg_arg_ptr(cg, cg->fn->in, s->index);
   case CG_SLOT_OUTPUT: return cg_arg_ptr(cg, cg->fn->out, s->index);
-  case CG_SLOT_WS: return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->offset));
+  case CG_SLOT_WS: return cg_ws_at(cg, s->offset);
   case CG_SLOT_CONST: return const_of(cg, n);
   case CG_SLOT_ALIAS: return cg_buf(cg, s->alias);
   case CG_SLOT_VIEW:
@@ -72,8 +83,8 @@ LLVMValueRef cg_buf(Cg *cg, Node *n) {
 
 LLVMValueRef cg_scratch(Cg *cg, Node *n) {
   CgSlot *s = cg_slot(cg, n);
-  RLX_ASSERT(s->scratch_off >= 0);
-  return cg_gep(cg, cg->fn->ws, cg_i64(cg, s->scratch_off));
+  RLX_ASSERT(s->scratch_off != -1);
+  return cg_ws_at(cg, s->scratch_off);
 }
 
 LLVMValueRef cg_ops_const_global(Cg *cg, LLVMValueRef init, const char *name) {

@@ -60,6 +60,15 @@ rlx_attn_geom cg_attn_geometry_bound(const Node *n) {
   return g;
 }
 
+/* Bytes of attention n's row log-sum-exp (f32 for f16/bf16): [b, h,
+ * lq], a number at the bounds, or a size expression (memplan.c). */
+static int64_t lse_bytes(Ctx *c, const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  Type t = {.dt = half(n->type.dt) ? DT_F32 : n->type.dt, .rank = 3,
+            .dims = {g.b, g.h, g.lq}};
+  return cg_plan_bytes_dim(c, &t);
+}
+
 static bool same_geom(const Node *a, const Node *b) {
   rlx_attn_geom x = cg_attn_geometry(a), y = cg_attn_geometry(b);
   return !memcmp(&x, &y, sizeof x) && a->type.dt == b->type.dt;
@@ -138,11 +147,8 @@ void cg_attention_groups(CgPlan *p, Graph *g, bool half_lse) {
     if (half(n->type.dt) && !half_lse) continue;
     for (int f = fhead[n->in[0]->id]; f >= 0; f = fnext[f])
       if (same_attention(fwd[f], n)) {
-        rlx_attn_geom ge = cg_attn_geometry_bound(n);
-        int64_t es = half(n->type.dt) ? 4 : dt_size(n->type.dt);
         p->slot[n->id].fwd = fwd[f];
-        p->slot[fwd[f]->id].saved_bytes =
-            ge.b * ge.h * ge.lq * es;
+        p->slot[fwd[f]->id].saved_bytes = lse_bytes(c, n);
         break;
       }
   }

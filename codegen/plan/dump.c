@@ -37,6 +37,17 @@ static void collect(const CgPlan *p, const Node *r, const Node *n,
   }
 }
 
+/* [off, off + bytes) or, placed at run time, "run-time #k (EXPR bytes)". */
+static void block(FILE *f, const CgPlan *p, int64_t off, int64_t bytes) {
+  int k = cg_off_dyn(off);
+  char b[160];
+  if (k < 0)
+    fprintf(f, "[%lld, %lld)", (long long)off, (long long)(off + bytes));
+  else
+    fprintf(f, "run-time #%d (%s bytes)", k,
+            dim_str(p->dyn_bytes[k], b, sizeof b));
+}
+
 static void storage(FILE *f, const CgPlan *p, const Node *n,
                     const Node **root) {
   const CgSlot *s = cg_plan_slot(p, n);
@@ -48,8 +59,8 @@ static void storage(FILE *f, const CgPlan *p, const Node *n,
       fprintf(f, " = inputs[%d] (in place)", p->g->ret_into[s->index]);
     break;
   case CG_SLOT_WS:
-    fprintf(f, "ws [%lld, %lld)", (long long)s->offset,
-            (long long)(s->offset + cg_align(cg_plan_slot_bytes(p, n))));
+    fprintf(f, "ws ");
+    block(f, p, s->offset, cg_align(cg_plan_slot_bytes(p, n)));
     if (s->pitch) fprintf(f, " rows %lld apart", (long long)s->pitch);
     break;
   case CG_SLOT_CONST: fprintf(f, "const"); break;
@@ -89,9 +100,10 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
   }
   if (s->kind == CG_SLOT_WS && s->def >= 0)
     fprintf(f, " live %lld..%lld", (long long)s->def, (long long)s->last);
-  if (s->scratch_off >= 0)
-    fprintf(f, " scratch [%lld, %lld)", (long long)s->scratch_off,
-            (long long)(s->scratch_off + s->scratch_bytes));
+  if (s->scratch_off != -1) {
+    fprintf(f, " scratch ");
+    block(f, p, s->scratch_off, s->scratch_bytes);
+  }
   if (s->attn_lead) {
     fprintf(f, " written by ");
     name(f, s->attn_lead);
@@ -100,10 +112,11 @@ static void extras(FILE *f, const CgPlan *p, const Node *n) {
     fprintf(f, " reads ");
     name(f, s->fwd);
   }
-  if (s->saved_bytes > 0)
-    fprintf(f, " saved [%lld, %lld) to %lld", (long long)s->saved_off,
-            (long long)(s->saved_off + cg_align(s->saved_bytes)),
-            (long long)s->saved_last);
+  if (s->saved_bytes) {
+    fprintf(f, " saved ");
+    block(f, p, s->saved_off, cg_align(s->saved_bytes));
+    fprintf(f, " to %lld", (long long)s->saved_last);
+  }
 }
 
 static void group(FILE *f, const CgPlan *p, const Node *r,
@@ -134,6 +147,9 @@ void cg_plan_dump(FILE *f, const CgPlan *p, const char *fn_name) {
   }
   fprintf(f, "plan %s (graph %s): workspace %lld bytes\n", fn_name, g->name,
           (long long)p->ws_bytes);
+  if (p->ndyn)
+    fprintf(f, "  (then %d blocks placed at run time, table at %lld)\n",
+            p->ndyn, (long long)p->dyn_tab);
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = g->nodes[i];
     fprintf(f, "  ");

@@ -39,6 +39,14 @@
  * (inplace_ret_ok), else it lives in the workspace and is copied over
  * the argument after every node ran.
  *
+ * Sizes without a bound (docs/dynamic-dims.md): a block whose bytes
+ * grow with a symbol that has no bound (a dim, not a number: a value's
+ * type, a scratch area or saved block given as a size expression) is
+ * placed at run time. Those blocks, by definition, go to the plan's
+ * run-time layout (CgPlan.ndyn...) with their offsets CG_OFF_DYN - k;
+ * the entry evaluates their bytes at each call and rlx_ws_layout places
+ * them by the same first fit, above the numbers' blocks and the table.
+ *
  * Placement: blocks in definition order, each at the lowest 64-aligned
  * offset that does not overlap any block whose live range intersects it
  * (first fit), computed by a sweep over a sorted list of free gaps (no
@@ -152,11 +160,11 @@ static int64_t place_all(Ctx *c, Block *bl, int nb) {
   g.end[0] = INT64_MAX;
   int m = 0;
   for (int i = 0; i < nb; i++)
-    if (bl[i].size) by_last[m++] = &bl[i];
+    if (bl[i].size > 0) by_last[m++] = &bl[i];
   qsort(by_last, (size_t)m, sizeof *by_last, cmp_last);
   int64_t total = 0;
   for (int i = 0, f = 0; i < nb; i++) {
-    if (!bl[i].size) continue;
+    if (bl[i].size <= 0) continue;
     for (; f < m && by_last[f]->last < bl[i].def; f++)
       gap_put(&g, *by_last[f]->off, by_last[f]->size);
     *bl[i].off = gap_take(&g, bl[i].size);
@@ -275,7 +283,13 @@ typedef struct {
   Block *bl;
   int nb, *blk;
   const int64_t *scratch;
+  bool ok; /* every size expression formed */
 } Blocks;
+
+/* A static size aligned; a dim (dynamic: aligned at run time) as is. */
+static int64_t aligned(int64_t bytes) {
+  return dim_is_static(bytes) ? cg_align(bytes) : bytes;
+}
 
 /* n's storage and blocks, defined at position i. */
 static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
@@ -293,17 +307,47 @@ static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
     s->kind = CG_SLOT_WS;
     b->blk[n->id] = b->nb;
     int64_t def = s->attn_lead ? p->slot[s->attn_lead->id].def : i;
-    bl[b->nb++] = (Block){def, s->last, cg_align(cg_plan_slot_bytes(p, n)),
-                          &s->offset};
+    int64_t bytes = s->pitch ? cg_align(cg_plan_slot_bytes(p, n))
+                             : cg_plan_bytes_dim(p->ctx, &n->type);
+    b->ok &= bytes != -1;
+    bl[b->nb++] = (Block){def, s->last, bytes, &s->offset};
   } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
     s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
   }
-  if (s->saved_bytes > 0)
-    bl[b->nb++] = (Block){i, s->saved_last, cg_align(s->saved_bytes),
+  b->ok &= s->saved_bytes != -1;
+  if (s->saved_bytes)
+    bl[b->nb++] = (Block){i, s->saved_last, aligned(s->saved_bytes),
                           &s->saved_off};
-  if (b->scratch && b->scratch[n->id] > 0) {
+  if (b->scratch && b->scratch[n->id]) {
     s->scratch_bytes = b->scratch[n->id];
-    bl[b->nb++] = (Block){i, i, cg_align(b->scratch[n->id]), &s->scratch_off};
+    bl[b->nb++] = (Block){i, i, aligned(b->scratch[n->id]), &s->scratch_off};
+  }
+}
+
+static int cmp_def(const void *a, const void *b) {
+  int64_t x = (*(Block *const *)a)->def, y = (*(Block *const *)b)->def;
+  return x < y ? -1 : x > y;
+}
+
+/* The blocks of dynamic size (a dim) become the run-time layout, by
+ * definition (qsort is not stable: ties keep their order by index). */
+static void dyn_layout(CgPlan *p, Block *bl, int nb) {
+  Ctx *c = p->ctx;
+  Block **d = arena_alloc(c->arena, sizeof *d * ((size_t)nb + 1));
+  int n = 0;
+  for (int i = 0; i < nb; i++)
+    if (!dim_is_static(bl[i].size)) d[n++] = &bl[i];
+  if (!n) return;
+  for (int i = 0; i < n; i++) d[i]->def = d[i]->def * ((int64_t)nb + 1) + i;
+  qsort(d, (size_t)n, sizeof *d, cmp_def);
+  p->ndyn = n;
+  p->dyn_bytes = arena_alloc(c->arena, sizeof(int64_t) * (size_t)n);
+  p->dyn_range = arena_alloc(c->arena, sizeof(int64_t) * 2 * (size_t)n);
+  for (int k = 0; k < n; k++) {
+    p->dyn_bytes[k] = d[k]->size;
+    p->dyn_range[2 * k] = d[k]->def / ((int64_t)nb + 1);
+    p->dyn_range[2 * k + 1] = d[k]->last;
+    *d[k]->off = CG_OFF_DYN - k;
   }
 }
 
@@ -311,7 +355,7 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   Ctx *c = p->ctx;
   size_t ids = (size_t)g->next_id + 1;
   Blocks b = {arena_alloc(c->arena, sizeof *b.bl * ((size_t)g->nnodes * 3 + 1)),
-              0, arena_alloc(c->arena, sizeof *b.blk * ids), scratch};
+              0, arena_alloc(c->arena, sizeof *b.blk * ids), scratch, true};
   Node **side = arena_alloc(c->arena, sizeof *side * ids); /* chains */
   memset(side, 0, sizeof *side * ids);
   for (int i = 0; i < g->nnodes; i++) {
@@ -355,12 +399,24 @@ bool cg_memplan(Graph *g, CgPlan *p, const int64_t *scratch) {
   }
   Block *bl = b.bl;
   int nb = b.nb, *blk = b.blk;
+  if (!b.ok) {
+    diag_error(c, g->loc, "graph '%s': a value's size is too complex an "
+               "expression of sizes without a bound (write ?NAME<=N)",
+               g->name);
+    return false;
+  }
   int64_t total = place_all(c, bl, nb), hdr = cg_dim_header();
-  for (int k = 0; k < nb; k++) *bl[k].off += hdr;
+  for (int k = 0; k < nb; k++)
+    if (dim_is_static(bl[k].size)) *bl[k].off += hdr;
+  dyn_layout(p, bl, nb);
   for (int i = 0; i < g->nnodes; i++) {
     CgSlot *s = &p->slot[g->nodes[i]->id];
     if (s->inplace_of) s->offset = *bl[blk[g->nodes[i]->id]].off;
   }
   p->ws_bytes = cg_align(total + hdr);
+  if (p->ndyn) {
+    p->dyn_tab = p->ws_bytes;
+    p->ws_bytes = p->dyn_base = cg_align(p->dyn_tab + 24 * (int64_t)p->ndyn);
+  }
   return true;
 }

@@ -18,6 +18,15 @@ int64_t cg_plan_bytes(const Type *t) {
   return type_is_static(t) ? type_bytes(t) : type_bytes_bound(t);
 }
 
+int64_t cg_plan_bytes_dim(Ctx *c, const Type *t) {
+  if (type_is_bounded(t)) return cg_align(cg_plan_bytes(t));
+  int64_t d;
+  if (type_numel_dim(c, t, &d) != DIM_OK ||
+      dim_mul(c, d, dt_size(t->dt), &d) != DIM_OK)
+    return -1;
+  return d;
+}
+
 int *cg_use_counts(Arena *a, const Graph *g) {
   int *uses = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *uses);
   for (int i = 0; i < g->nnodes; i++)

@@ -77,13 +77,31 @@ typedef struct {
                             apart in its storage (views.c), else dense */
 } CgSlot;
 
+/* Workspace offsets (CgSlot offset, scratch_off, saved_off): a byte
+ * offset >= 0, or in a graph with sizes that have no bound, entry k of
+ * its run-time layout, CG_OFF_DYN - k (cg_off_dyn: k, else -1). */
+#define CG_OFF_DYN (-((int64_t)1 << 40))
+static inline int cg_off_dyn(int64_t off) {
+  return off <= CG_OFF_DYN ? (int)(CG_OFF_DYN - off) : -1;
+}
+
 /* The plan of one graph: slots indexed by Node.id. */
 typedef struct CgPlan {
   Graph *g;
   Ctx *ctx;              /* its arena holds the plan's tables */
   CgSlot *slot;          /* g->next_id entries */
   int nslots;
-  int64_t ws_bytes;      /* total workspace, multiple of 64 */
+  int64_t ws_bytes;      /* total workspace, multiple of 64 (with
+                            ndyn blocks: up to where they start) */
+  /* The run-time layout (docs/dynamic-dims.md, "Sizes without a
+   * bound"): the ndyn blocks whose bytes grow with a symbol without a
+   * bound, by definition: their bytes (dims, size expressions) and live
+   * ranges (def, last pairs). At each call the entry evaluates the bytes
+   * into a table at dyn_tab (ndyn offsets, ndyn byte counts, ndyn words
+   * of scratch) and rlx_ws_layout places them from dyn_base up. */
+  int ndyn;
+  int64_t *dyn_bytes, *dyn_range;
+  int64_t dyn_tab, dyn_base;
   unsigned *seen;        /* fused-tree walks: node id -> epoch seen */
   unsigned epoch;
   void **target;         /* per node id: the target's own data (LLVM:
@@ -108,6 +126,10 @@ int64_t cg_align(int64_t bytes);
  * with (its bound for a dynamic type: every symbol must be bounded). */
 int64_t cg_dim_header(void);
 int64_t cg_plan_bytes(const Type *t);
+/* Bytes of a block of type t (aligned) as a dim: a number when t is
+ * bounded (cg_plan_bytes), else a size expression; -1 when the
+ * expression cannot be formed (a diagnostic). */
+int64_t cg_plan_bytes_dim(Ctx *c, const Type *t);
 /* Ops compiled by the fused elementwise emitter: OPF_ELEMENTWISE ops
  * plus the elementwise complex ops (conjugate, real, imag, complex,
  * complex_norm_sq, complex_norm_sq_backward), quantize, dequantize. */

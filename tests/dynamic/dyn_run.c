@@ -5,7 +5,9 @@
  * (NaN and infinities exactly; a case of f16/bf16 results gives TOL,
  * the e2e goldens' bar for its dtype, for both terms); elements past
  * the size must stay untouched; sizes over the bound or negative must
- * return RLX_ERR_SIZE and write nothing. With and without a workspace, at 1 and 3 threads.
+ * return RLX_ERR_SIZE and write nothing. With and without a workspace
+ * of E_workspace_bytes(sizes) (the signature's constant where it has
+ * one), nothing written past it, at 1 and 3 threads.
  * An input of a dynamic axis after the first comes once per size, dense
  * at that size (kind bit 2 in the data file). Exit 0: pass. */
 #include "model.h"
@@ -24,6 +26,15 @@
 #include <string.h>
 
 enum { NIN = E(_NUM_INPUTS), NOUT = E(_NUM_OUTPUTS), MAXS = 8 };
+
+/* A size over the symbol's bound: the last size of the data file is
+   the bound, or (a case with `// DEFINE: UNBOUNDED`) it has none and
+   sizes stop at 2^40. */
+#ifdef UNBOUNDED
+#define SIZE_OVER (((int64_t)1 << 40) + 1)
+#else
+#define SIZE_OVER (sizes[ns - 1] + 1)
+#endif
 
 #ifdef TOL
 #define RTOL TOL
@@ -118,14 +129,30 @@ int main(int argc, char **argv) {
     out[o] = malloc(sizeof(float) * cap[o]);
   }
 #ifdef model_OUT_BYTES_y /* mlp: the BYTES macros of dynamic values */
+#ifdef model_SIZE_MAX_batch
   int64_t bound = model_SIZE_MAX_batch;
+#else
+  int64_t bound = (int64_t)1 << 40; /* mlpu */
+#endif
   if (model_SIZE_batch != 0 || model_BYTES_x(&bound) != bound * 32 ||
       model_OUT_BYTES_flat(&bound) != bound * 32 || model_BYTES_w1 != 512) {
     printf("FAIL header macros\n");
     fails++;
   }
 #endif
-  void *ws = aligned_alloc(64, E(_WORKSPACE_BYTES));
+  /* the workspace each size needs (E_workspace_bytes; the constant when
+     there is one), then guard bytes that must stay untouched */
+  size_t most = 0, fixed = E(_signature)()->workspace_bytes;
+  for (int s = 0; s < ns; s++) {
+    size_t wb = E(_workspace_bytes)(&sizes[s]);
+    if (fixed != SIZE_MAX && wb != fixed) {
+      printf("FAIL size %lld: workspace_bytes %zu, not the constant %zu\n",
+             (long long)sizes[s], wb, fixed);
+      fails++;
+    }
+    most = wb > most ? wb : most;
+  }
+  unsigned char *ws = aligned_alloc(64, most + 128);
   for (int threads = 1; threads <= 3; threads += 2) {
     rlx_set_num_threads(threads);
     for (int w = 0; w < 2; w++)
@@ -133,6 +160,8 @@ int main(int argc, char **argv) {
         for (int o = 0; o < NOUT; o++)
           for (unsigned i = 0; i < cap[o]; i++) out[o][i] = -7.0f;
         int64_t b = sizes[s];
+        size_t wb = E(_workspace_bytes)(&b);
+        memset(ws + wb, 0x5a, 128);
         int r = ENTRY((const void *const *)in[s], (void *const *)out,
                       w ? ws : NULL, &b);
         if (r != 0) {
@@ -142,14 +171,24 @@ int main(int argc, char **argv) {
         }
         for (int o = 0; o < NOUT; o++)
           check(o, b, out[o], ref[s][o], nref[s][o], cap[o]);
+        for (int i = 0; i < 128; i++)
+          if (ws[wb + i] != 0x5a) {
+            printf("FAIL size %lld: written past the %zu workspace bytes\n",
+                   (long long)b, wb);
+            fails++;
+            break;
+          }
       }
   }
-  int64_t bad[] = {sizes[ns - 1] + 1, -1, INT64_MIN, INT64_MAX};
+  /* over the bound (or, without one, 2^40), negative: RLX_ERR_SIZE, and
+     no workspace */
+  int64_t bad[] = {SIZE_OVER, -1, INT64_MIN, INT64_MAX};
   for (int k = 0; k < 4; k++) {
     out[0][0] = -7.0f;
     int r = ENTRY((const void *const *)in[ns - 1], (void *const *)out, ws,
                   &bad[k]);
-    if (r != RLX_ERR_SIZE || out[0][0] != -7.0f) {
+    if (r != RLX_ERR_SIZE || out[0][0] != -7.0f ||
+        E(_workspace_bytes)(&bad[k]) != 0) {
       printf("FAIL size %lld: returned %d, want RLX_ERR_SIZE (%d)\n",
              (long long)bad[k], r, RLX_ERR_SIZE);
       fails++;

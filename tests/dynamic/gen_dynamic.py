@@ -22,9 +22,9 @@ def put(f, a):
     f.write(a.astype("<f8").tobytes())
 
 
-def mlp(rng):
+def mlp(rng, rows=64, sizes=(0, 1, 7, 17, 64)):
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
-    ins = [f32(64, 8), f32(64, 3), f32(8, 16) * 0.5, f32(16) * 0.1,
+    ins = [f32(rows, 8), f32(rows, 3), f32(8, 16) * 0.5, f32(16) * 0.1,
            f32(16, 3) * 0.5]
 
     def run(n):
@@ -33,7 +33,11 @@ def mlp(rng):
         h = np.maximum(x @ w1 + b1, 0)
         flat = x.reshape(-1, 4)
         return [np.tanh(h @ w2) + skip, flat, flat * flat]
-    return ins, [0, 1, 7, 17, 64], run
+    return ins, list(sizes), run
+
+
+def mlpu(rng):  # mlp.rlx without a bound: one object past 64 rows too
+    return mlp(rng, 300, (0, 1, 7, 64, 300))
 
 
 def heads(rng):
@@ -55,9 +59,9 @@ def heads(rng):
     return [x, labels], [0, 1, 9, 40], run
 
 
-def train(rng):
+def train(rng, rows=32, sizes=(0, 1, 5, 8, 9, 32)):
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
-    x, y = f32(32, 6), rng.integers(0, 4, 32).astype(np.int32)
+    x, y = f32(rows, 6), rng.integers(0, 4, rows).astype(np.int32)
     w1, b1, w2, b2 = f32(6, 8) * 0.5, f32(8) * 0.1, f32(8, 4) * 0.5, f32(4)
     dout = np.ones((), np.float32)
 
@@ -79,7 +83,11 @@ def train(rng):
         dh = (dz @ W2.T) * (pre > 0)
         return [np.array([loss]), xd.T @ dh, dh.sum(axis=0), h.T @ dz,
                 dz.sum(axis=0)]
-    return [x, y, w1, b1, w2, b2, dout], [0, 1, 5, 8, 9, 32], run
+    return [x, y, w1, b1, w2, b2, dout], list(sizes), run
+
+
+def trainu(rng):  # train.rlx without a bound
+    return train(rng, 700, (0, 1, 9, 32, 700))
 
 
 def norms(rng):
@@ -1020,6 +1028,7 @@ def gath(rng):
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
+                       ("mlpu", mlpu), ("trainu", trainu),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
                        ("cum", cum), ("bcast", bcast), ("cnn", cnn),
                        ("topk", topk), ("convf16", conv_half("f16")),

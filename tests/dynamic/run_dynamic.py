@@ -4,9 +4,9 @@ once with rlxc, link dyn_run.c (which includes the generated header),
 and run it over data/CASE.bin (NumPy goldens from gen_dynamic.py).
 A case's first lines may give rlxc flags (`// RLXC: --grad`), the
 entry to test (`// ENTRY: model_grad`), another driver (`// DRIVER:
-dyn_fd.c`, which needs no data file) and dyn_run.c's tolerance for
+dyn_fd.c`, which needs no data file), dyn_run.c's tolerance for
 half-precision results (`// TOL: 2e-2`, both the relative and the
-absolute term). Needs only python3 and a C compiler.
+absolute term) and macros for the driver (`// DEFINE: UNBOUNDED`). Needs only python3 and a C compiler.
 usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
 import argparse
 import glob
@@ -42,7 +42,7 @@ def main():
     spec = {}
     for line in open(src):
         if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER",
-                                  "// TOL"):
+                                  "// TOL", "// DEFINE"):
             k, v = line[3:].split(":", 1)
             spec[k] = v.split()
     obj = os.path.join(work, "model.o")
@@ -52,6 +52,7 @@ def main():
     sh(cc + a.cflags.split() + [
         "-O1", "-std=c11", "-DENTRY=" + spec.get("ENTRY", ["model"])[0],
     ] + ["-DTOL=" + t for t in spec.get("TOL", [])] + [
+        "-D" + d for d in spec.get("DEFINE", [])] + [
         "-I", work, "-I", os.path.join(SRC, "runtime"),
         os.path.join(HERE, spec.get("DRIVER", ["dyn_run.c"])[0]), obj, rt[0],
         "-o", exe, "-lm", "-lpthread"])

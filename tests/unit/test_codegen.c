@@ -145,7 +145,8 @@ static int count_bodies(const char *src) {
   Graph *g = m->graphs[m->ngraphs - 1];
   Cg *cg = cg_new(c, NULL, "t");
   CU_ASSERT_PTR_NOT_NULL_FATAL(cg);
-  CgEntry x = {g, "t", 0, g->args, g->rets, g->nargs, g->nret, NULL, NULL, 0, NULL};
+  CgEntry x = {g, "t", 0, g->args, g->rets, g->nargs, g->nret, NULL, NULL, 0, NULL,
+               NULL, NULL, 0};
   CU_ASSERT_TRUE(cg_entry(cg, &x));
   int n = 0;
   for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f;

@@ -94,7 +94,9 @@ SH_TEST(t_limits_bounds) {
   CU_ASSERT_EQUAL(sym("a", 0), a);
   CU_ASSERT_EQUAL(dim_sym(F.c, "a", 9, &d), DIM_BOUND_CLASH);
   CU_ASSERT_EQUAL(dim_sym_bound(F.c, "a"), 8);
-  CU_ASSERT_EQUAL(dim_bound(add(mul(a, 2), b)), -1);
+  CU_ASSERT_EQUAL(dim_bound(add(mul(a, 2), b)), 16 + DIM_NOMINAL);
+  CU_ASSERT_FALSE(dim_is_bounded(add(mul(a, 2), b)));
+  CU_ASSERT_TRUE(dim_is_bounded(mul(a, 2)));
   CU_ASSERT_EQUAL(sym("b", 4), b); /* a later bound names the same size */
   CU_ASSERT_EQUAL(dim_bound(add(mul(a, 2), mul(a, b))), 16 + 32);
   CU_ASSERT_EQUAL(dim_bound(7), 7);

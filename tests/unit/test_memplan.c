@@ -9,9 +9,11 @@
  * elementwise values read only by one group are that group's side
  * outputs (in place over their argument when it is safe). Graphs come
  * from the front end; a randomized test checks the invariant on many
- * graphs. */
+ * graphs, and another the run-time layout of sizes without a bound
+ * (rlx_ws_layout) at several sizes. */
 #include "codegen/plan/plan.h"
 #include "frontend/frontend.h"
+#include "runtime/rlxrt.h"
 
 #include <CUnit/Basic.h>
 #include <stdlib.h>
@@ -486,6 +488,14 @@ static void test_group_bounds(void) {
   }
 }
 
+/* Two random operands for value i of a random graph: %x or an earlier
+ * %v<k> (the same stream of rand() draws as before). */
+static void pick2(int i, char *na, char *nb) {
+  int a = rand() % (i + 1), b = rand() % (i + 1);
+  snprintf(na, 16, a ? "%%v%d" : "%%x", a - 1);
+  snprintf(nb, 16, b ? "%%v%d" : "%%x", b - 1);
+}
+
 /* Random DAGs of matmul / add / exp / reshape with random reuse. */
 static void test_random_graphs(void) {
   srand(12345);
@@ -494,10 +504,8 @@ static void test_random_graphs(void) {
     int k = sprintf(src, "graph g { input %%x: f32[8, 8]\n");
     int nv = 1 + rand() % 40;
     for (int i = 0; i < nv; i++) {
-      int a = rand() % (i + 1), b = rand() % (i + 1);
       char na[16], nb[16];
-      snprintf(na, sizeof na, a ? "%%v%d" : "%%x", a - 1);
-      snprintf(nb, sizeof nb, b ? "%%v%d" : "%%x", b - 1);
+      pick2(i, na, nb);
       switch (rand() % 4) {
       case 0:
         k += sprintf(src + k, "%%v%d = matmul(%s, %s)\n", i, na, nb);
@@ -511,6 +519,80 @@ static void test_random_graphs(void) {
     sprintf(src + k, "return %%v%d, %%v%d }", nv - 1, rand() % nv);
     Planned r = plan_src(src, NULL);
     check_invariant(&r);
+    ctx_free(r.c);
+    free(src);
+  }
+}
+
+/* The value of size expression d at ?n = n (one symbol). */
+static int64_t at_n(int64_t d, int64_t n) {
+  int64_t v = 0;
+  for (int i = 0; i < dim_nterms(d); i++) {
+    int sy[RLX_MAX_RANK], ns;
+    int64_t t = dim_term(d, i, sy, &ns);
+    for (int j = 0; j < ns; j++) t *= n;
+    v += t;
+  }
+  return v;
+}
+
+/* A workspace offset of the plan, run-time ones from the layout tab. */
+static int64_t resolve(int64_t off, const int64_t *tab) {
+  return cg_off_dyn(off) < 0 ? off : tab[cg_off_dyn(off)];
+}
+
+/* Graphs over f32[?n, 8] without a bound: every block is placed at run
+ * time (rlx_ws_layout), at each size n by the same first fit from the
+ * run-time region's start, with no two live blocks overlapping. */
+static void test_runtime_layout(void) {
+  srand(4321);
+  for (int trial = 0; trial < 40; trial++) {
+    char *src = malloc(1 << 16);
+    int k = sprintf(src, "graph g { input %%x: f32[?n, 8]\n"
+                         "param %%w: f32[8, 8]\n");
+    int nv = 1 + rand() % 30;
+    for (int i = 0; i < nv; i++) {
+      char na[16], nb[16];
+      pick2(i, na, nb);
+      switch (rand() % 3) {
+      case 0: k += sprintf(src + k, "%%v%d = matmul(%s, %%w)\n", i, na); break;
+      case 1: k += sprintf(src + k, "%%v%d = add(%s, %s)\n", i, na, nb); break;
+      default: k += sprintf(src + k, "%%v%d = exp(%s)\n", i, na);
+      }
+    }
+    sprintf(src + k, "return %%v%d, %%v%d }", nv - 1, rand() % nv);
+    Planned r = plan_src(src, NULL);
+    CgPlan *p = r.p;
+    for (int64_t n = 0; n < 40; n += 13) {
+      int64_t *tab = malloc(sizeof *tab * (3 * (size_t)p->ndyn + 1));
+      for (int i = 0; i < p->ndyn; i++)
+        tab[p->ndyn + i] = at_n(p->dyn_bytes[i], n);
+      int64_t top = rlx_ws_layout(p->ndyn, p->dyn_range, p->dyn_base, tab);
+      CU_ASSERT_TRUE(top >= p->dyn_base && top % 64 == 0);
+      Blk b[4096];
+      int m = 0;
+      for (int i = 0; i < r.g->nnodes; i++) {
+        Node *x = r.g->nodes[i];
+        CgSlot *s = &p->slot[x->id];
+        if (s->kind != CG_SLOT_WS) continue;
+        CU_ASSERT_TRUE(cg_off_dyn(s->offset) >= 0);
+        b[m++] = (Blk){s->def, s->last,
+                       resolve(s->offset, tab) - p->dyn_base, n * 32, x->id,
+                       s->inplace_of ? s->inplace_of->id : -1};
+        CU_ASSERT_TRUE(b[m - 1].off + b[m - 1].size <= top - p->dyn_base);
+      }
+      for (int i = 0; i < m; i++)
+        for (int j = 0; j < i; j++) {
+          bool live = b[i].def <= b[j].last && b[j].def <= b[i].last;
+          bool space = b[i].off < b[j].off + b[j].size &&
+                       b[j].off < b[i].off + b[i].size;
+          bool inplace = b[i].inplace_of == b[j].id ||
+                         b[j].inplace_of == b[i].id;
+          CU_ASSERT_FALSE(live && space && !inplace && n);
+        }
+      check_first_fit(b, m);
+      free(tab);
+    }
     ctx_free(r.c);
     free(src);
   }
@@ -534,6 +616,7 @@ int main(void) {
   CU_add_test(s, "prologue fused", test_prologue_fused);
   CU_add_test(s, "prologue kept", test_prologue_kept);
   CU_add_test(s, "random graphs", test_random_graphs);
+  CU_add_test(s, "run-time layout", test_runtime_layout);
   CU_add_test(s, "group bounds", test_group_bounds);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
