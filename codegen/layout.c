@@ -8,10 +8,11 @@
  * (cg_dim). A plan with blocks placed at run time (CgPlan.ndyn) gets
  * two internal functions:
  *   i64 rlx.layout.NAME(ptr hdr, ptr tab): from the sizes in hdr,
- *     evaluates every block's bytes into tab (checked arithmetic, also
- *     each value's bytes, so that no size product overflows in the
- *     graph's code) and places them (rlx_ws_layout); returns the
- *     workspace bytes, -1 on overflow;
+ *     evaluates every block's bytes into tab (size expressions in
+ *     checked arithmetic, also each value's bytes, so that no size
+ *     product overflows in the graph's code; a scratch area that its
+ *     emitter computes at run time, cg_op_scratch_rt) and places them
+ *     (rlx_ws_layout); returns the workspace bytes, -1 on overflow;
  *   i64 rlx.wsbytes.NAME(ptr sizes): the same for a sizes array, in a
  *     scratch header and table of its own: bytes, -1 on overflow, -2
  *     when that scratch cannot be allocated.
@@ -93,9 +94,13 @@ static LLVMValueRef layout_fn(Cg *cg, const CgEntry *x, CgPlan *p) {
   cg->fn = &f; /* cg_dim reads the sizes from hdr */
   LLVMValueRef tab = LLVMGetParam(fn, 1), ovf = NULL;
   int n = p->ndyn;
-  for (int k = 0; k < n; k++)
-    LLVMBuildStore(cg->b, cg_dim_checked(cg, p->dyn_bytes[k], &ovf),
+  for (int k = 0; k < n; k++) {
+    Node *rt = p->dyn_node[k]; /* a scratch its emitter computes */
+    LLVMValueRef v = rt ? cg_op_scratch_rt(rt->op)(cg, rt)
+                        : cg_dim_checked(cg, p->dyn_bytes[k], &ovf);
+    LLVMBuildStore(cg->b, v,
                    cg_gep(cg, tab, cg_i64(cg, 8 * ((int64_t)n + k))));
+  }
   int64_t *vb = arena_tmp_alloc(cg->ctx->arena,
                                 sizeof *vb * ((size_t)x->g->nnodes + 1));
   for (int i = 0, m = value_bytes(cg, x->g, vb); i < m; i++)

@@ -25,6 +25,10 @@
  * routine writes f32 results there, each rounded once to the dtype;
  * with dynamic sizes the copies are laid out at the bounds and the
  * loops convert the run-time elements (dense at the actual sizes).
+ * With a size without a bound the scratch is computed at run time
+ * (the routine's formula at the call's geometry, the copies at the
+ * call's sizes: cg_attention_scratch_rt), and so are the parts'
+ * offsets.
  */
 #include "codegen/emit/emit.h"
 
@@ -91,7 +95,44 @@ static int64_t copy_bytes(const Node *n) {
 static int64_t cg_scratch_attention(Cg *cg, Node *n) {
   const CgPlan *p = cg->planning;
   if (p->slot[n->id].attn_lead) return 0;
+  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* ..._scratch_rt */
   return routine_bytes(p, n) + keep_bytes(n) + copy_bytes(n);
+}
+
+/* The parts of the scratch as run-time values (a size without a bound):
+ * the routine's at the call's geometry, keep, the f32 copies at the
+ * call's sizes, each rounded up to 64 bytes. */
+
+static LLVMValueRef routine_rt(Cg *cg, const Node *n, LLVMValueRef geom) {
+  LLVMValueRef a[3] = {geom, cg_i32(cg, routine_op(cg->fn->plan, n)),
+                       cg_i64(cg, half(n->type.dt) ? 4 : dt_size(n->type.dt))};
+  return cg_align_rt(cg, cg_call(cg, "rlx_attention_scratch_bytes", cg->t_i64,
+                              a, 3));
+}
+
+static LLVMValueRef keep_rt(Cg *cg, const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  if (!needs_keep(n)) return cg_i64(cg, 0);
+  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_dim(cg, g.b),
+                                      cg_dim(cg, g.lk), ""));
+}
+
+static LLVMValueRef copy_rt(Cg *cg, const Type *t) {
+  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_numel(cg, t),
+                                      cg_i64(cg, 4), ""));
+}
+
+static LLVMValueRef geometry(Cg *cg, const Node *n);
+
+LLVMValueRef cg_attention_scratch_rt(Cg *cg, Node *n) {
+  LLVMValueRef b = cg_add_i64(cg, routine_rt(cg, n, geometry(cg, n)),
+                              keep_rt(cg, n));
+  for (int i = 0; half(n->type.dt) && i < n->nin; i++) /* as copy_bytes */
+    if (i != mask_i(n) || cg_attn_mask_kind(n) == RLX_ATTN_BIAS)
+      b = cg_add_i64(cg, b, LLVMBuildNSWMul(cg->b, copy_rt(cg,
+                                            &n->in[i]->type),
+                                            cg_i64(cg, 2), ""));
+  return b;
 }
 
 _Static_assert(sizeof(rlx_attn_geom) == 10 * 8 &&
@@ -154,6 +195,11 @@ static void keep_loop(Cg *cg, LLVMValueRef keep, Node *m) {
 
 static LLVMValueRef null_ptr(Cg *cg) { return LLVMConstPointerNull(cg->t_ptr); }
 
+/* Bytes of t's f32 copy: at the bounds, or at run time. */
+static LLVMValueRef copy_size(Cg *cg, const Type *t, bool rt) {
+  return rt ? copy_rt(cg, t) : cg_i64(cg, cg_f32_copy_bytes(t));
+}
+
 static bool cg_emit_attention(Cg *cg, Node *n) {
   CgPlan *p = cg->fn->plan;
   CgSlot *s = cg_slot(cg, n);
@@ -166,8 +212,11 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   if (s->attn_lead) return true; /* written by its leader */
   rlx_attn_geom g = cg_attn_geometry(n);
   LLVMValueRef sc = s->scratch_bytes ? cg_scratch(cg, n) : null_ptr(cg);
-  int64_t off = routine_bytes(p, n);
-  LLVMValueRef ws = off ? sc : null_ptr(cg);
+  LLVMValueRef geom = geometry(cg, n);
+  bool rt = cg_unbounded(n); /* the parts' offsets at run time */
+  LLVMValueRef off = rt ? routine_rt(cg, n, geom)
+                        : cg_i64(cg, routine_bytes(p, n));
+  LLVMValueRef ws = rt || routine_bytes(p, n) ? sc : null_ptr(cg);
   /* operands: q k v (dy) and the mask operand */
   int nf = is_bwd(n) ? 4 : 3;
   LLVMValueRef in[5], mask = null_ptr(cg);
@@ -175,10 +224,10 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   if (g.mask == RLX_ATTN_CUSTOM || g.mask == RLX_ATTN_BIAS)
     mask = cg_buf(cg, n->in[mask_i(n)]);
   if (needs_keep(n)) {
-    LLVMValueRef keep = cg_gep(cg, sc, cg_i64(cg, off));
+    LLVMValueRef keep = cg_gep(cg, sc, off);
     keep_loop(cg, keep, n->in[mask_i(n)]);
     mask = keep;
-    off += keep_bytes(n);
+    off = cg_add_i64(cg, off, rt ? keep_rt(cg, n) : cg_i64(cg, keep_bytes(n)));
   }
   /* results: o | dq dk dv dbias (NULL: not wanted) */
   Node *res[4] = {n, NULL, NULL, NULL};
@@ -195,20 +244,19 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
     for (int i = 0; i < nf; i++) srcs[ns++] = n->in[i];
     if (g.mask == RLX_ATTN_BIAS) srcs[ns++] = n->in[mask_i(n)];
     for (int i = 0; i < ns; i++) {
-      LLVMValueRef c = cg_gep(cg, sc, cg_i64(cg, off));
+      LLVMValueRef c = cg_gep(cg, sc, off);
       cg_convert_type(cg, c, DT_F32, cg_buf(cg, srcs[i]), dt,
                       &srcs[i]->type);
-      off += cg_f32_copy_bytes(&srcs[i]->type);
+      off = cg_add_i64(cg, off, copy_size(cg, &srcs[i]->type, rt));
       if (i < nf) in[i] = c;
       else mask = c;
     }
     for (int i = 0; i < nres; i++)
       if (res[i]) {
-        f32_out[i] = cg_gep(cg, sc, cg_i64(cg, off));
-        off += cg_f32_copy_bytes(&res[i]->type);
+        f32_out[i] = cg_gep(cg, sc, off);
+        off = cg_add_i64(cg, off, copy_size(cg, &res[i]->type, rt));
       }
   }
-  LLVMValueRef geom = geometry(cg, n);
   const char *sfx = dt == DT_F64 ? "f64" : "f32";
   char fn[64];
   if (!is_bwd(n)) {

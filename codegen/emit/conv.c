@@ -18,7 +18,10 @@
  * workspace), the f32 routine runs into a third f32 copy, which is
  * rounded once to the dtype (nearest even), as matmul does; with a
  * dynamic batch the copies are laid out at the bound and the loops
- * convert the run-time batch's elements. Other
+ * convert the run-time batch's elements. A batch without a bound has
+ * the scratch computed at run time (the routine's formula at the
+ * call's geometry, the copies at the call's sizes: cg_conv_scratch_rt),
+ * and so are the parts' offsets. Other
  * dtypes are diagnosed (the shape rules admit only floats).
  *
  * Operands always have storage of their own: fusion computes nodes
@@ -89,6 +92,7 @@ static int64_t routine_bytes(const Node *n) {
 
 static int64_t cg_scratch_conv(Cg *cg, Node *n) {
   (void)cg;
+  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_conv_scratch_rt */
   int64_t bytes = cg_align(routine_bytes(n));
   if (!half(n->type.dt)) return bytes;
   return bytes + cg_f32_copy_bytes(&n->in[0]->type) +
@@ -121,6 +125,46 @@ LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g) {
   return cg_ops_const_global(cg, init, "rlx.conv");
 }
 
+LLVMValueRef cg_conv_geometry_call(Cg *cg, const Node *n) {
+  rlx_conv_geom g = cg_conv_geometry(n);
+  LLVMValueRef geom = cg_conv_geometry_global(cg, &g);
+  if (dim_is_static(g.n)) return geom;
+  LLVMTypeRef gt = LLVMArrayType(cg->t_i64, 16);
+  LLVMValueRef p = cg_alloca(cg, gt, "conv.geom");
+  LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, gt, geom, ""), p);
+  LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, g.n), p), 8);
+  return p;
+}
+
+/* With a batch without a bound, the parts of the scratch at run time:
+ * the routine's formula at the call's geometry, the f32 copies at the
+ * call's sizes, each rounded up to 64 bytes. */
+
+static LLVMValueRef routine_rt(Cg *cg, const Node *n, LLVMValueRef geom) {
+  LLVMValueRef a[3] = {geom, cg_i32(cg, conv_kind(n->op)),
+                       cg_i64(cg, half(n->type.dt) ? 4 : dt_size(n->type.dt))};
+  return cg_align_rt(cg, cg_call(cg, "rlx_conv2d_scratch_bytes", cg->t_i64, a,
+                              3));
+}
+
+/* Bytes of t's f32 copy: at the bounds, or (rt) at run time. */
+static LLVMValueRef copy_size(Cg *cg, const Type *t, bool rt) {
+  if (!rt) return cg_i64(cg, cg_f32_copy_bytes(t));
+  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_numel(cg, t), cg_i64(cg, 4),
+                                      ""));
+}
+
+static const Type *copy_type(const Node *n, int i) {
+  return i < 2 ? &n->in[i]->type : &n->type;
+}
+
+LLVMValueRef cg_conv_scratch_rt(Cg *cg, Node *n) {
+  LLVMValueRef b = routine_rt(cg, n, cg_conv_geometry_call(cg, n));
+  for (int i = 0; half(n->type.dt) && i < 3; i++)
+    b = cg_add_i64(cg, b, copy_size(cg, copy_type(n, i), true));
+  return b;
+}
+
 static bool cg_emit_conv(Cg *cg, Node *n) {
   DType dt = n->type.dt;
   int kind = conv_kind(n->op);
@@ -135,23 +179,17 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
   }
-  rlx_conv_geom g = cg_conv_geometry(n);
-  int64_t rb = cg_align(routine_bytes(n));
+  bool rt = cg_unbounded(n); /* the parts' offsets at run time */
   LLVMValueRef s = cg_slot(cg, n)->scratch_bytes != 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);
-  LLVMValueRef geom = cg_conv_geometry_global(cg, &g);
-  if (!dim_is_static(g.n)) { /* a copy on the stack, n read at run time */
-    LLVMTypeRef gt = LLVMArrayType(cg->t_i64, 16);
-    LLVMValueRef p = cg_alloca(cg, gt, "conv.geom");
-    LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, gt, geom, ""), p);
-    LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, g.n), p), 8);
-    geom = p;
-  }
+  LLVMValueRef geom = cg_conv_geometry_call(cg, n);
+  int64_t rb = rt ? 0 : cg_align(routine_bytes(n));
+  LLVMValueRef off = rt ? routine_rt(cg, n, geom) : cg_i64(cg, rb);
   LLVMValueRef a[5] = {geom,
                        cg_buf(cg, n->in[0]), cg_buf(cg, n->in[1]),
                        cg_buf(cg, n),
-                       rb ? s : LLVMConstPointerNull(cg->t_ptr)};
+                       rt || rb ? s : LLVMConstPointerNull(cg->t_ptr)};
   if (!half(dt)) {
     cg_call(cg, fn, cg->t_void, a, 5);
     return true;
@@ -159,17 +197,15 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
   /* f32 copies of operand 0, operand 1 and the result, laid out at the
    * bounds; the loops convert the elements of the run-time batch only
    * (?b*C*H*W) */
-  const Type *ts[3] = {&n->in[0]->type, &n->in[1]->type, &n->type};
   LLVMValueRef out = a[3];
-  int64_t off = rb;
   for (int i = 0; i < 3; i++) {
-    LLVMValueRef f = cg_gep(cg, s, cg_i64(cg, off));
-    if (i < 2) cg_convert_type(cg, f, DT_F32, a[i + 1], dt, ts[i]);
+    LLVMValueRef f = cg_gep(cg, s, off);
+    if (i < 2) cg_convert_type(cg, f, DT_F32, a[i + 1], dt, copy_type(n, i));
     a[i + 1] = f;
-    off += cg_f32_copy_bytes(ts[i]);
+    off = cg_add_i64(cg, off, copy_size(cg, copy_type(n, i), rt));
   }
   cg_call(cg, fn, cg->t_void, a, 5);
-  cg_convert_type(cg, out, dt, a[3], DT_F32, ts[2]);
+  cg_convert_type(cg, out, dt, a[3], DT_F32, &n->type);
   return true;
 }
 

@@ -29,10 +29,11 @@ typedef bool (*CgEmitFn)(Cg *cg, Node *n);
  * a diagnostic). May compile subgraphs (cg_graph_fn) to learn their
  * workspace sizes; cg->planning is the plan being built. */
 typedef int64_t (*CgScratchFn)(Cg *cg, Node *n);
-/* (Failure is -1. The emitters that cg_scratch_dims names give a dim:
- * a size expression when the bytes grow with a symbol without a bound,
- * which the plan places at run time; other emitters' nodes must have
- * bounded sizes, cg_dyn_check.) */
+/* (Failure is -1. The emitters table.c lists give, when the bytes grow
+ * with a symbol without a bound, a dim (a size expression) or
+ * CG_SCRATCH_RT (computed at run time, cg_op_scratch_rt), which the plan
+ * places at run time; other emitters' nodes must have bounded sizes,
+ * cg_dyn_check.) */
 /* Dynamic sizes (docs/dynamic-dims.md): NULL when the emitter compiles
  * n with the dynamic sizes of its type and operands, else what it
  * cannot take ("a dynamic size outside axis 0"). An emitter without
@@ -52,9 +53,23 @@ extern const CgEmitter cg_emitter_unsupported;
 
 const CgEmitter *cg_op_entry(Op op);
 /* Before planning a graph with dynamic sizes: may every node's emitter
- * take them (else a diagnostic naming the op, the value and why)?
- * Every symbol must have a bound, which the plan lays memory out for. */
+ * take them (else a diagnostic naming the op, the value and why)? A
+ * symbol without a bound also needs an emitter whose scratch memory,
+ * if any, is not laid out for bounds (see CgScratchFn). */
 bool cg_dyn_check(Cg *cg, Graph *g);
+/* Scratch computed at run time: for a node whose scratch function gave
+ * CG_SCRATCH_RT, code (where cg_dim reads the call's sizes) computing
+ * the i64 bytes its emitter will use there; NULL for other ops. */
+typedef LLVMValueRef (*CgScratchRtFn)(Cg *cg, Node *n);
+CgScratchRtFn cg_op_scratch_rt(Op op);
+LLVMValueRef cg_attention_scratch_rt(Cg *cg, Node *n);
+LLVMValueRef cg_conv_scratch_rt(Cg *cg, Node *n);
+LLVMValueRef cg_fft_scratch_rt(Cg *cg, Node *n);
+LLVMValueRef cg_ssm_scratch_rt(Cg *cg, Node *n);
+LLVMValueRef cg_qgemm_scratch_rt(Cg *cg, Node *n);
+LLVMValueRef cg_gm_scratch_rt(Cg *cg, Node *n);
+/* Has n, or an operand, a size with a symbol without a bound? */
+bool cg_unbounded(const Node *n);
 /* CgEmitter.dyn of an emitter that takes dynamic sizes in every axis. */
 const char *cg_dyn_any(const Node *n);
 /* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes and side
@@ -106,6 +121,9 @@ bool cg_norm_op(Op op, int *kind, int *role);
    i64. */
 rlx_conv_geom cg_conv_geometry(const Node *n);
 LLVMValueRef cg_conv_geometry_global(Cg *cg, const rlx_conv_geom *g);
+/* n's geometry for its call: the constant global, or with a dynamic
+ * batch a copy on the stack with n read at run time. */
+LLVMValueRef cg_conv_geometry_call(Cg *cg, const Node *n);
 
 /* ---- scan (control.c), also the GPU target's host loop ---- */
 /* The length of scan n (-1: none). */

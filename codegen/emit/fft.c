@@ -44,6 +44,7 @@ static LLVMValueRef lead_rows(Cg *cg, const Type *t) {
  * FFT_SLOTS), so the bound's serves every smaller count. */
 static int64_t cg_scratch_fft(Cg *cg, Node *n) {
   (void)cg;
+  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_fft_scratch_rt */
   int64_t rows, len;
   fft_dims(n, &rows, &len);
   return rlx_fft_scratch_bytes(rows, len);
@@ -106,6 +107,13 @@ static const char *fft_dyn(const Node *n) {
                                               : "a dynamic transform length";
 }
 
+/* Rows without a bound: the formula at the call's rows. */
+LLVMValueRef cg_fft_scratch_rt(Cg *cg, Node *n) {
+  const Type *t = &n->in[0]->type;
+  LLVMValueRef a[2] = {lead_rows(cg, t), cg_i64(cg, t->dims[t->rank - 1])};
+  return cg_call(cg, "rlx_fft_scratch_bytes", cg->t_i64, a, 2);
+}
+
 /* ---- log_mel, log_mel_backward (runtime/fft/log_mel.c) ---- */
 
 /* spec [..., F]: the product of the leading dims (at their bounds) */
@@ -118,10 +126,16 @@ static int64_t spec_rows(const Type *s) {
 /* log_mel_backward: z = spec filters, rows * M elements (the bound's
  * rows serve every smaller count) */
 static int64_t cg_scratch_log_mel(Cg *cg, Node *n) {
-  (void)cg;
   if (n->op != OP_LOG_MEL_BACKWARD) return 0;
   const Type *s = &n->in[0]->type;
-  return cg_align(spec_rows(s) * n->in[1]->type.dims[1] * dt_size(s->dt));
+  int64_t M = n->in[1]->type.dims[1], d;
+  if (type_is_bounded(s))
+    return cg_align(spec_rows(s) * M * dt_size(s->dt));
+  Type z = *s; /* rows without a bound: a size expression */
+  z.dims[z.rank - 1] = M;
+  d = cg_plan_bytes_dim(cg->ctx, &z);
+  if (d == -1) cg_unsupported(cg, n, "too large a size expression");
+  return d;
 }
 
 static bool cg_emit_log_mel(Cg *cg, Node *n) {

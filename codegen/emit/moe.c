@@ -31,12 +31,39 @@ static void gm_dims(const Node *n, int64_t d[4]) {
  * runtime lays its parts out from the run-time T, within the bound's). */
 static int64_t cg_scratch_grouped_matmul(Cg *cg, Node *n) {
   (void)cg;
+  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_gm_scratch_rt */
   int64_t d[4];
   gm_dims(n, d);
   d[0] = dim_bound(d[0]);
   int64_t b = cg_align(rlx_grouped_matmul_scratch_bytes(
       d[0], d[1], d[2], d[3], dt_size(n->type.dt)));
   return b + (dt_is_float(n->in[2]->type.dt) ? cg_align(d[0] * 8) : 0);
+}
+
+/* The routine's part of the scratch (aligned), where the i64 expert
+ * copy starts: at the bound, or (rt: T without a bound) at the call's
+ * T. */
+static LLVMValueRef routine_part(Cg *cg, const Node *n, bool rt) {
+  int64_t d[4];
+  gm_dims(n, d);
+  if (!rt)
+    return cg_i64(cg, cg_align(rlx_grouped_matmul_scratch_bytes(
+                          dim_bound(d[0]), d[1], d[2], d[3],
+                          dt_size(n->type.dt))));
+  LLVMValueRef a[5] = {cg_dim(cg, d[0]), cg_i64(cg, d[1]), cg_i64(cg, d[2]),
+                       cg_i64(cg, d[3]), cg_i64(cg, dt_size(n->type.dt))};
+  return cg_align_rt(cg, cg_call(cg, "rlx_grouped_matmul_scratch_bytes",
+                                 cg->t_i64, a, 5));
+}
+
+LLVMValueRef cg_gm_scratch_rt(Cg *cg, Node *n) {
+  int64_t d[4];
+  gm_dims(n, d);
+  LLVMValueRef b = routine_part(cg, n, true);
+  if (!dt_is_float(n->in[2]->type.dt)) return b;
+  return cg_add_i64(cg, b, cg_align_rt(cg, LLVMBuildNSWMul(
+                                              cg->b, cg_dim(cg, d[0]),
+                                              cg_i64(cg, 8), "")));
 }
 
 static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
@@ -48,9 +75,8 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   LLVMValueRef s = cg_scratch(cg, n), ex = cg_buf(cg, n->in[2]);
   int64_t ib = dt_size(et);
   if (dt_is_float(et)) { /* checked i64 copy after the runtime's part */
-    int64_t off = cg_scratch_grouped_matmul(cg, n) -
-                  cg_align(dim_bound(d[0]) * 8);
-    LLVMValueRef v[2] = {cg_gep(cg, s, cg_i64(cg, off)), ex};
+    LLVMValueRef off = routine_part(cg, n, cg_unbounded(n));
+    LLVMValueRef v[2] = {cg_gep(cg, s, off), ex};
     ex = v[0];
     CgPar p;
     LLVMValueRef i = cg_par_begin(cg, &p, cg_dim(cg, d[0]),

@@ -40,7 +40,20 @@ static bool empty(const Type *t) { return type_bytes_bound(t) == 0; }
 
 static int64_t cg_scratch_qgemm(Cg *cg, Node *n) {
   (void)cg;
-  return empty(&n->type) ? 0 : cg_align(routine_bytes(n));
+  if (empty(&n->type)) return 0;
+  return cg_unbounded(n) ? CG_SCRATCH_RT : cg_align(routine_bytes(n));
+}
+
+/* Sizes without a bound: the routine's formula at the call's sizes. */
+LLVMValueRef cg_qgemm_scratch_rt(Cg *cg, Node *n) {
+  if (n->op == OP_Q_CONV2D) {
+    LLVMValueRef g = cg_conv_geometry_call(cg, n);
+    return cg_call(cg, "rlx_q_conv2d_scratch_bytes", cg->t_i64, &g, 1);
+  }
+  const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
+  LLVMValueRef a[3] = {cg_dim(cg, x->dims[0]), cg_i64(cg, w->dims[1]),
+                       cg_i64(cg, x->dims[1])};
+  return cg_call(cg, "rlx_q_matmul_scratch_bytes", cg->t_i64, a, 3);
 }
 
 static bool cg_emit_qgemm(Cg *cg, Node *n) {
@@ -53,16 +66,7 @@ static bool cg_emit_qgemm(Cg *cg, Node *n) {
                         3 zero points, y, ws */
   int nq = 0;
   if (n->op == OP_Q_CONV2D) {
-    rlx_conv_geom g = cg_conv_geometry(n);
-    q[nq] = cg_conv_geometry_global(cg, &g);
-    if (!dim_is_static(g.n)) { /* a copy on the stack, N read at run time */
-      LLVMTypeRef gt = LLVMArrayType(cg->t_i64, 16);
-      LLVMValueRef p = cg_alloca(cg, gt, "qconv.geom");
-      LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, gt, q[nq], ""), p);
-      LLVMSetAlignment(LLVMBuildStore(cg->b, cg_dim(cg, g.n), p), 8);
-      q[nq] = p;
-    }
-    nq++;
+    q[nq++] = cg_conv_geometry_call(cg, n);
   } else {
     const Type *x = &n->in[0]->type, *w = &n->in[1]->type;
     q[nq++] = cg_dim(cg, x->dims[0]);

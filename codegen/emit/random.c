@@ -25,9 +25,15 @@ static bool cg_emit_rng(Cg *cg, Node *n) {
 
 /* logits [rows, C] -> rows * C doubles and rows * C i64 indices */
 static int64_t cg_scratch_sample(Cg *cg, Node *n) {
-  (void)cg;
-  return type_bytes_bound(&n->in[0]->type) /
-         dt_size(n->in[0]->type.dt) * 16; /* dynamic: the bound's */
+  const Type *t = &n->in[0]->type;
+  int64_t d;
+  if (type_is_bounded(t))
+    return type_bytes_bound(t) / dt_size(t->dt) * 16; /* the bound's */
+  if (type_numel_dim(cg->ctx, t, &d) == DIM_OK &&
+      dim_mul(cg->ctx, d, 16, &d) == DIM_OK)
+    return d; /* rows without a bound: a size expression */
+  cg_unsupported(cg, n, "too large a size expression");
+  return -1;
 }
 
 static bool cg_emit_sample(Cg *cg, Node *n) {

@@ -24,6 +24,7 @@ static void geometry(const Node *n, int64_t g[4]) {
  * block or head): the bounds' serves every smaller size. */
 static int64_t cg_scratch_ssm(Cg *cg, Node *n) {
   (void)cg;
+  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_ssm_scratch_rt */
   int64_t g[4], es = dt_size(n->type.dt);
   geometry(n, g);
   g[0] = dim_bound(g[0]), g[2] = dim_bound(g[2]);
@@ -31,6 +32,18 @@ static int64_t cg_scratch_ssm(Cg *cg, Node *n) {
                       ? rlx_selective_scan_scratch_bytes(g[0], g[2], g[3], es)
                       : rlx_gated_delta_net_scratch_bytes(g[0], g[2], g[3],
                                                           es));
+}
+
+/* Sizes without a bound: the formula at the call's b and h. */
+LLVMValueRef cg_ssm_scratch_rt(Cg *cg, Node *n) {
+  int64_t g[4];
+  geometry(n, g);
+  LLVMValueRef a[4] = {cg_dim(cg, g[0]), cg_dim(cg, g[2]), cg_i64(cg, g[3]),
+                       cg_i64(cg, dt_size(n->type.dt))};
+  return cg_call(cg, n->op == OP_SELECTIVE_SCAN
+                         ? "rlx_selective_scan_scratch_bytes"
+                         : "rlx_gated_delta_net_scratch_bytes",
+                 cg->t_i64, a, 4);
 }
 
 static bool cg_emit_ssm(Cg *cg, Node *n) {

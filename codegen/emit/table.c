@@ -62,15 +62,39 @@ static int unknown_sym(const Type *t, const bool *seen) {
   return -1;
 }
 
-/* Is e's scratch function one that gives dims (emit.h)? */
+/* The emitters whose scratch function takes sizes without a bound
+ * (emit.h) and, for those that compute it at run time, how. */
+static const struct {
+  const CgEmitter *e;
+  CgScratchRtFn rt;
+} unbounded_scratch[] = {
+    {&cg_emitter_matmul, NULL},     /* none with dynamic sizes */
+    {&cg_emitter_norm_param, NULL}, /* none with dynamic sizes */
+    {&cg_emitter_softmax, NULL},    /* a size expression */
+    {&cg_emitter_attention, cg_attention_scratch_rt},
+    {&cg_emitter_conv, cg_conv_scratch_rt},
+    {&cg_emitter_fft, cg_fft_scratch_rt},
+    {&cg_emitter_ssm, cg_ssm_scratch_rt},
+    {&cg_emitter_qgemm, cg_qgemm_scratch_rt},
+    {&cg_emitter_grouped_matmul, cg_gm_scratch_rt},
+    {&cg_emitter_sample, NULL},  /* a size expression */
+    {&cg_emitter_dequant_matmul, NULL}, /* static: K, N */
+    {&cg_emitter_solve, NULL},          /* static: N */
+    {&cg_emitter_log_mel, NULL}, /* a size expression */
+};
+enum { N_UNBOUNDED = sizeof unbounded_scratch / sizeof unbounded_scratch[0] };
+
 static bool scratch_dims(const CgEmitter *e) {
-  static const CgEmitter *const with[] = {
-      &cg_emitter_matmul,     /* none with dynamic sizes */
-      &cg_emitter_norm_param, /* none with dynamic sizes */
-      &cg_emitter_softmax, NULL};
-  for (size_t i = 0; with[i]; i++)
-    if (with[i] == e) return true;
+  for (int i = 0; i < N_UNBOUNDED; i++)
+    if (unbounded_scratch[i].e == e) return true;
   return false;
+}
+
+CgScratchRtFn cg_op_scratch_rt(Op op) {
+  for (int i = 0; i < N_UNBOUNDED; i++)
+    if (unbounded_scratch[i].e == cg_op_entry(op))
+      return unbounded_scratch[i].rt;
+  return NULL;
 }
 
 /* A symbol without a bound in n's type or its operands', or -1. */
@@ -85,6 +109,8 @@ static int unbounded_sym(const Node *n) {
   }
   return -1;
 }
+
+bool cg_unbounded(const Node *n) { return unbounded_sym(n) >= 0; }
 
 bool cg_dyn_check(Cg *cg, Graph *g) {
   if (dim_nsyms() == 0) return true;

@@ -132,6 +132,8 @@ LLVMValueRef cg_dim(Cg *cg, int64_t d);
  * whether a product or sum overflowed (sizes without a bound). */
 LLVMValueRef cg_dim_checked(Cg *cg, int64_t d, LLVMValueRef *ovf);
 LLVMValueRef cg_numel(Cg *cg, const Type *t);
+/* Run-time bytes rounded up to a multiple of 64 (cg_align's). */
+LLVMValueRef cg_align_rt(Cg *cg, LLVMValueRef bytes);
 LLVMValueRef cg_bytes(Cg *cg, const Type *t);
 /* Copy or zero the bytes of t (dynamic sizes read at run time). */
 void cg_copy_bytes(Cg *cg, LLVMValueRef dst, LLVMValueRef src,

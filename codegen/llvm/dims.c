@@ -58,6 +58,11 @@ LLVMValueRef cg_dim_checked(Cg *cg, int64_t d, LLVMValueRef *ovf) {
   return sum;
 }
 
+LLVMValueRef cg_align_rt(Cg *cg, LLVMValueRef bytes) {
+  return LLVMBuildAnd(cg->b, cg_add_i64(cg, bytes, cg_i64(cg, 63)),
+                      cg_i64(cg, ~(int64_t)63), "");
+}
+
 LLVMValueRef cg_numel(Cg *cg, const Type *t) {
   int64_t s = 1;
   LLVMValueRef v = NULL;

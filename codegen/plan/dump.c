@@ -43,6 +43,8 @@ static void block(FILE *f, const CgPlan *p, int64_t off, int64_t bytes) {
   char b[160];
   if (k < 0)
     fprintf(f, "[%lld, %lld)", (long long)off, (long long)(off + bytes));
+  else if (p->dyn_node[k])
+    fprintf(f, "run-time #%d (bytes computed at run time)", k);
   else
     fprintf(f, "run-time #%d (%s bytes)", k,
             dim_str(p->dyn_bytes[k], b, sizeof b));

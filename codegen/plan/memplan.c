@@ -41,7 +41,8 @@
  *
  * Sizes without a bound (docs/dynamic-dims.md): a block whose bytes
  * grow with a symbol that has no bound (a dim, not a number: a value's
- * type, a scratch area or saved block given as a size expression) is
+ * type, a scratch area or saved block given as a size expression, or a
+ * scratch area its emitter computes at run time, CG_SCRATCH_RT) is
  * placed at run time. Those blocks, by definition, go to the plan's
  * run-time layout (CgPlan.ndyn...) with their offsets CG_OFF_DYN - k;
  * the entry evaluates their bytes at each call and rlx_ws_layout places
@@ -91,6 +92,7 @@ static void mark_reads(CgPlan *p, Node *n, int64_t pos, bool via_ew) {
 
 typedef struct {
   int64_t def, last, size, *off;
+  Node *rt; /* size CG_SCRATCH_RT: whose scratch */
 } Block;
 
 /* Free gaps of the workspace, sorted by offset and coalesced; the last
@@ -286,7 +288,8 @@ typedef struct {
   bool ok; /* every size expression formed */
 } Blocks;
 
-/* A static size aligned; a dim (dynamic: aligned at run time) as is. */
+/* A static size aligned; a dim or CG_SCRATCH_RT (aligned at run time)
+ * as is. */
 static int64_t aligned(int64_t bytes) {
   return dim_is_static(bytes) ? cg_align(bytes) : bytes;
 }
@@ -310,17 +313,18 @@ static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
     int64_t bytes = s->pitch ? cg_align(cg_plan_slot_bytes(p, n))
                              : cg_plan_bytes_dim(p->ctx, &n->type);
     b->ok &= bytes != -1;
-    bl[b->nb++] = (Block){def, s->last, bytes, &s->offset};
+    bl[b->nb++] = (Block){def, s->last, bytes, &s->offset, NULL};
   } else if (n->op == OP_CONST && s->kind == CG_SLOT_NONE) {
     s->kind = n->splat ? CG_SLOT_NONE : CG_SLOT_CONST;
   }
   b->ok &= s->saved_bytes != -1;
   if (s->saved_bytes)
     bl[b->nb++] = (Block){i, s->saved_last, aligned(s->saved_bytes),
-                          &s->saved_off};
+                          &s->saved_off, NULL};
   if (b->scratch && b->scratch[n->id]) {
     s->scratch_bytes = b->scratch[n->id];
-    bl[b->nb++] = (Block){i, i, aligned(b->scratch[n->id]), &s->scratch_off};
+    bl[b->nb++] = (Block){i, i, aligned(b->scratch[n->id]), &s->scratch_off,
+                          n};
   }
 }
 
@@ -343,8 +347,10 @@ static void dyn_layout(CgPlan *p, Block *bl, int nb) {
   p->ndyn = n;
   p->dyn_bytes = arena_alloc(c->arena, sizeof(int64_t) * (size_t)n);
   p->dyn_range = arena_alloc(c->arena, sizeof(int64_t) * 2 * (size_t)n);
+  p->dyn_node = arena_alloc(c->arena, sizeof(Node *) * (size_t)n);
   for (int k = 0; k < n; k++) {
     p->dyn_bytes[k] = d[k]->size;
+    p->dyn_node[k] = d[k]->size == CG_SCRATCH_RT ? d[k]->rt : NULL;
     p->dyn_range[2 * k] = d[k]->def / ((int64_t)nb + 1);
     p->dyn_range[2 * k + 1] = d[k]->last;
     *d[k]->off = CG_OFF_DYN - k;

@@ -85,6 +85,11 @@ static inline int cg_off_dyn(int64_t off) {
   return off <= CG_OFF_DYN ? (int)(CG_OFF_DYN - off) : -1;
 }
 
+/* A scratch request (cg_memplan's scratch[id]) whose bytes the node's
+ * emitter computes at run time from the sizes (sizes without a bound:
+ * a routine's formula, codegen/layout.c). */
+#define CG_SCRATCH_RT INT64_MIN
+
 /* The plan of one graph: slots indexed by Node.id. */
 typedef struct CgPlan {
   Graph *g;
@@ -95,12 +100,14 @@ typedef struct CgPlan {
                             ndyn blocks: up to where they start) */
   /* The run-time layout (docs/dynamic-dims.md, "Sizes without a
    * bound"): the ndyn blocks whose bytes grow with a symbol without a
-   * bound, by definition: their bytes (dims, size expressions) and live
+   * bound, by definition: their bytes (dims, size expressions, or
+   * CG_SCRATCH_RT: the node's scratch at run time) and live
    * ranges (def, last pairs). At each call the entry evaluates the bytes
    * into a table at dyn_tab (ndyn offsets, ndyn byte counts, ndyn words
    * of scratch) and rlx_ws_layout places them from dyn_base up. */
   int ndyn;
   int64_t *dyn_bytes, *dyn_range;
+  Node **dyn_node;       /* CG_SCRATCH_RT bytes: the node, else NULL */
   int64_t dyn_tab, dyn_base;
   unsigned *seen;        /* fused-tree walks: node id -> epoch seen */
   unsigned epoch;

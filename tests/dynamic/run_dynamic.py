@@ -6,7 +6,8 @@ A case's first lines may give rlxc flags (`// RLXC: --grad`), the
 entry to test (`// ENTRY: model_grad`), another driver (`// DRIVER:
 dyn_fd.c`, which needs no data file), dyn_run.c's tolerance for
 half-precision results (`// TOL: 2e-2`, both the relative and the
-absolute term) and macros for the driver (`// DEFINE: UNBOUNDED`). Needs only python3 and a C compiler.
+absolute term), macros for the driver (`// DEFINE: UNBOUNDED`) and
+another case's data file (`// DATA: attf16`). Needs only python3 and a C compiler.
 usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
 import argparse
 import glob
@@ -42,7 +43,7 @@ def main():
     spec = {}
     for line in open(src):
         if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER",
-                                  "// TOL", "// DEFINE"):
+                                  "// TOL", "// DEFINE", "// DATA"):
             k, v = line[3:].split(":", 1)
             spec[k] = v.split()
     obj = os.path.join(work, "model.o")
@@ -56,7 +57,7 @@ def main():
         "-I", work, "-I", os.path.join(SRC, "runtime"),
         os.path.join(HERE, spec.get("DRIVER", ["dyn_run.c"])[0]), obj, rt[0],
         "-o", exe, "-lm", "-lpthread"])
-    data = os.path.join(HERE, "data", a.case + ".bin")
+    data = os.path.join(HERE, "data", spec.get("DATA", [a.case])[0] + ".bin")
     sh([exe] + ([data] if os.path.exists(data) else []))
 
 
