@@ -160,10 +160,8 @@ static void prepare_ws(Cg *cg, const CgEntry *x, LLVMValueRef fn,
   if (!sizes) return;
   cg_store_sizes(cg, x, sizes, ws);
   if (!x->layout) return;
-  LLVMTypeRef pp[2] = {cg->t_ptr, cg->t_ptr};
-  LLVMValueRef a[2] = {ws, cg_gep(cg, ws, cg_i64(cg, x->dyn_tab))};
-  LLVMValueRef r = LLVMBuildCall2(
-      cg->b, LLVMFunctionType(cg->t_i64, pp, 2, 0), x->layout, a, 2, "");
+  LLVMValueRef r = cg_call_layout(cg, x->layout, ws,
+                                  cg_gep(cg, ws, cg_i64(cg, x->dyn_tab)));
   if (fn)
     ret_if(cg, fn, LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), ""),
            RLX_ERR_SIZE);

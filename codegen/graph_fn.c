@@ -38,14 +38,7 @@ static CgPlan *plan_graph(Cg *cg, Graph *g) {
     }
   }
   cg->planning = outer;
-  if (!ok || !cg_memplan(g, p, scratch)) return NULL;
-  if (outer && p->ndyn) { /* its caller lays its workspace out statically */
-    diag_error(cg->ctx, g->loc, "codegen: graph '%s' is called by control "
-               "flow and has values whose sizes have no bound (write "
-               "?NAME<=N)", g->name);
-    return NULL;
-  }
-  return p;
+  return ok && cg_memplan(g, p, scratch) ? p : NULL;
 }
 
 static void copy_outputs(Cg *cg, Graph *g) {
@@ -168,6 +161,7 @@ CgPlan *cg_graph_plan(const Cg *cg, const Graph *g) {
 
 LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes) {
   cg->graph_fn = cg_compile_graph;
+  cg->layout_fn = cg_layout_fn;
   cg_emit_hooks(cg);
   for (CgSub *s = cg->subs; s; s = s->next)
     if (s->g == g) {
@@ -190,7 +184,7 @@ LLVMValueRef cg_compile_graph(Cg *cg, Graph *g, int64_t *ws_bytes) {
   if (saved_bb) LLVMPositionBuilderAtEnd(cg->b, saved_bb);
   if (!fn) return NULL;
   CgSub *s = arena_alloc(cg->ctx->arena, sizeof *s);
-  *s = (CgSub){g, fn, p->ws_bytes, cg->subs, p};
+  *s = (CgSub){g, fn, p->ws_bytes, cg->subs, p, NULL};
   cg->subs = s;
   *ws_bytes = p->ws_bytes;
   return fn;

@@ -23,6 +23,13 @@ bool node_dynamic(const Node *n) {
   return false;
 }
 
+bool node_unbounded(const Node *n) {
+  if (!type_is_bounded(&n->type)) return true;
+  for (int i = 0; i < n->nin; i++)
+    if (!type_is_bounded(&n->in[i]->type)) return true;
+  return false;
+}
+
 bool type_same_dims(const Type *a, const Type *b) {
   if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)

@@ -465,6 +465,8 @@ size_t ir_const_bytes(const Node *n);
 bool ir_node_same_local(const Node *a, const Node *b);
 /* Has n or one of its operands a dynamic type? */
 bool node_dynamic(const Node *n);
+/* Has n or one of its operands a size with a symbol without a bound? */
+bool node_unbounded(const Node *n);
 /* A hash consistent with ir_node_same_local. */
 uint64_t ir_node_hash_local(const Node *n);
 

@@ -319,7 +319,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     if (g == u->train) cg_train_args(u, x);
     LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
-    *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl};
+    *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl, NULL};
     host->subs = sub;
     cg_entry_signature(host, x);
   }

@@ -95,7 +95,7 @@ static int64_t copy_bytes(const Node *n) {
 static int64_t cg_scratch_attention(Cg *cg, Node *n) {
   const CgPlan *p = cg->planning;
   if (p->slot[n->id].attn_lead) return 0;
-  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* ..._scratch_rt */
+  if (node_unbounded(n)) return CG_SCRATCH_RT; /* ..._scratch_rt */
   return routine_bytes(p, n) + keep_bytes(n) + copy_bytes(n);
 }
 
@@ -213,7 +213,7 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
   rlx_attn_geom g = cg_attn_geometry(n);
   LLVMValueRef sc = s->scratch_bytes ? cg_scratch(cg, n) : null_ptr(cg);
   LLVMValueRef geom = geometry(cg, n);
-  bool rt = cg_unbounded(n); /* the parts' offsets at run time */
+  bool rt = node_unbounded(n); /* the parts' offsets at run time */
   LLVMValueRef off = rt ? routine_rt(cg, n, geom)
                         : cg_i64(cg, routine_bytes(p, n));
   LLVMValueRef ws = rt || routine_bytes(p, n) ? sc : null_ptr(cg);

@@ -23,10 +23,16 @@
  * Dynamic sizes: a subgraph's function reads them from the front of its
  * workspace, copied there from the caller's before the calls
  * (pass_sizes); carries are laid out at the bounds and copied at their
- * run-time bytes.
+ * run-time bytes. Sizes without a bound (docs/dynamic-dims.md): when the
+ * carries have them or a subgraph places blocks at run time, the
+ * node's scratch is CG_SCRATCH_RT and its parts lie at run-time
+ * offsets (each Lay function below: at layout time, cg_control_
+ * scratch_rt, the sum; at emit time the same offsets), and a
+ * subgraph's own layout runs on its workspace before the calls
+ * (sub_bytes); while's cond and body then get a workspace each.
  *
- * Entry points: cg_emit_{scan,if,while,custom_fn} and their scratch
- * functions cg_scratch_*.
+ * Entry points: cg_emit_{scan,if,while,custom_fn}, their scratch
+ * functions cg_scratch_* and cg_control_scratch_rt.
  */
 #include "codegen/emit/emit.h"
 
@@ -45,6 +51,61 @@ static int64_t sub_ws(Cg *cg, Graph *g) {
   return cg_align(ws);
 }
 
+/* ---- sizes without a bound ---- */
+
+static CgPlan *plan_of(Cg *cg, Graph *g) {
+  for (CgSub *s = cg->subs; s; s = s->next)
+    if (s->g == g) return s->plan;
+  return NULL;
+}
+
+/* Is n's scratch computed at run time (its subgraphs compiled)? */
+static bool run_time(Cg *cg, Node *n, Graph *g1, Graph *g2) {
+  if (!dim_nsyms()) return false; /* no dynamic sizes at all */
+  return node_unbounded(n) || (g1 && cg_graph_layout(cg, g1)) ||
+         (g2 && cg_graph_layout(cg, g2));
+}
+
+/* Bytes of subgraph g's workspace, aligned: its constant, or its layout
+ * run at layout time (ws NULL: the sizes of the layout function's
+ * header, a table on the stack) or on its workspace ws at emit time
+ * (the sizes passed there first, its table filled). *neg is or-ed with
+ * "the layout overflowed". */
+static LLVMValueRef sub_bytes(Cg *cg, Graph *g, LLVMValueRef ws,
+                              LLVMValueRef *neg) {
+  LLVMValueRef fn = cg_graph_layout(cg, g);
+  if (ws) pass_sizes(cg, ws);
+  if (!fn) return cg_i64(cg, sub_ws(cg, g));
+  CgPlan *p = plan_of(cg, g);
+  LLVMValueRef r;
+  if (ws) {
+    r = cg_call_layout(cg, fn, ws, cg_gep(cg, ws, cg_i64(cg, p->dyn_tab)));
+  } else {
+    LLVMValueRef tab = cg_alloca(
+        cg, LLVMArrayType(cg->t_i64, 3 * (unsigned)p->ndyn), "sub.tab");
+    r = cg_call_layout(cg, fn, cg->fn->ws, tab);
+  }
+  LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), "");
+  *neg = *neg ? LLVMBuildOr(cg->b, *neg, bad, "") : bad;
+  return cg_align_rt(cg, r);
+}
+
+/* A carry's bytes at run time, aligned. */
+static LLVMValueRef carry_rt(Cg *cg, const Type *t) {
+  return cg_align_rt(cg, cg_bytes(cg, t));
+}
+
+static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+  return cg_add_i64(cg, a, b);
+}
+
+/* total, or -1 when a layout overflowed */
+static LLVMValueRef total_or_neg(Cg *cg, LLVMValueRef total,
+                                 LLVMValueRef neg) {
+  return neg ? LLVMBuildSelect(cg->b, neg, cg_i64(cg, -1), total, "")
+             : total;
+}
+
 /* ---------------- scan ---------------- */
 
 int64_t cg_scan_len(Node *n) {
@@ -55,10 +116,22 @@ int64_t cg_scan_len(Node *n) {
 }
 
 static int64_t cg_scratch_scan(Cg *cg, Node *n) {
-  int64_t ws = sub_ws(cg, sub_graph(n, ATTR_BODY));
+  Graph *body = sub_graph(n, ATTR_BODY);
+  int64_t ws = sub_ws(cg, body);
   if (ws < 0) return 0;
+  if (run_time(cg, n, body, NULL)) return CG_SCRATCH_RT;
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
   return ws + (save ? 0 : cg_align(cg_plan_bytes(&n->in[0]->type))) + 64;
+}
+
+/* Run-time layout: [body ws][the carry's ping-pong buffer][64]; *tmp
+ * gets the buffer's offset. */
+static LLVMValueRef scan_lay(Cg *cg, Node *n, LLVMValueRef ws,
+                             LLVMValueRef *tmp, LLVMValueRef *neg) {
+  *tmp = sub_bytes(cg, sub_graph(n, ATTR_BODY), ws, neg);
+  bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
+  return add(cg, save ? *tmp : add(cg, *tmp, carry_rt(cg, &n->in[0]->type)),
+             cg_i64(cg, 64));
 }
 
 static LLVMValueRef sel_ptr(Cg *cg, LLVMValueRef c, LLVMValueRef a,
@@ -144,8 +217,12 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     LLVMBuildBr(cg->b, run);
     LLVMPositionBuilderAtEnd(cg->b, run);
   }
-  LLVMValueRef ws = cg_scratch(cg, n);
-  LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
+  LLVMValueRef ws = cg_scratch(cg, n), tmp, neg = NULL;
+  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
+    scan_lay(cg, n, ws, &tmp, &neg);
+  else
+    tmp = cg_i64(cg, cg_align(wsb));
+  tmp = cg_gep(cg, ws, tmp);
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
@@ -163,8 +240,9 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
 /* ---------------- if ---------------- */
 
 static int64_t cg_scratch_if(Cg *cg, Node *n) {
-  int64_t a = sub_ws(cg, sub_graph(n, ATTR_THEN));
-  int64_t b = sub_ws(cg, sub_graph(n, ATTR_ELSE));
+  Graph *gt = sub_graph(n, ATTR_THEN), *ge = sub_graph(n, ATTR_ELSE);
+  int64_t a = sub_ws(cg, gt), b = sub_ws(cg, ge);
+  if (a >= 0 && b >= 0 && run_time(cg, n, gt, ge)) return CG_SCRATCH_RT;
   return (a > b ? a : b) + 64;
 }
 
@@ -177,8 +255,10 @@ static LLVMValueRef truth(Cg *cg, DType dt, LLVMValueRef p) {
 static bool call_branch(Cg *cg, Node *n, Graph *g, LLVMValueRef *ins,
                         LLVMValueRef out, LLVMValueRef ws) {
   int64_t wsb;
-  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb);
+  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb), neg = NULL;
   if (!fn) return false;
+  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
+    sub_bytes(cg, g, ws, &neg); /* the branch's layout */
   cg_call_graph_fn(cg, fn, ins, n->nin - 1, &out, 1, ws);
   return true;
 }
@@ -226,11 +306,13 @@ static int64_t while_ws(Cg *cg, Node *n) {
 static int64_t cg_scratch_while(Cg *cg, Node *n) {
   int64_t ws = while_ws(cg, n);
   if (ws < 0) return 0;
+  if (run_time(cg, n, sub_graph(n, ATTR_COND), sub_graph(n, ATTR_BODY)))
+    return CG_SCRATCH_RT;
   return ws + 64 + 2 * carries_bytes(n);
 }
 
 typedef struct {
-  LLVMValueRef cond_fn, body_fn, ws, flag, set[2][64];
+  LLVMValueRef cond_fn, body_fn, ws, body_ws, flag, set[2][64];
   LLVMValueRef cur[64];
   int nc;
   DType flag_dt;
@@ -267,6 +349,24 @@ static LLVMValueRef while_head(Cg *cg, While *W, LLVMValueRef *init,
   return it;
 }
 
+/* Run-time layout: [cond ws][body ws][64: cond flag][carry set A][carry
+ * set B]. W NULL: at layout time (the total); else W's pointers into its
+ * scratch (W->ws), each subgraph's layout run on its workspace. */
+static LLVMValueRef while_lay(Cg *cg, Node *n, While *W, LLVMValueRef *neg) {
+  LLVMValueRef ws = W ? W->ws : NULL;
+  LLVMValueRef off = sub_bytes(cg, sub_graph(n, ATTR_COND), ws, neg);
+  LLVMValueRef bws = ws ? cg_gep(cg, ws, off) : NULL;
+  off = add(cg, off, sub_bytes(cg, sub_graph(n, ATTR_BODY), bws, neg));
+  if (W) W->body_ws = bws, W->flag = cg_gep(cg, ws, off);
+  off = add(cg, off, cg_i64(cg, 64));
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < n->nin; k++) {
+      if (W) W->set[s][k] = cg_gep(cg, ws, off);
+      off = add(cg, off, carry_rt(cg, &n->in[k]->type));
+    }
+  return off;
+}
+
 static bool while_prepare(Cg *cg, Node *n, While *W) {
   Graph *gc = sub_graph(n, ATTR_COND), *gb = sub_graph(n, ATTR_BODY);
   int64_t w;
@@ -280,7 +380,12 @@ static bool while_prepare(Cg *cg, Node *n, While *W) {
   if (!W->body_fn) return false;
   W->flag_dt = gc->rets[0]->type.dt;
   W->max_it = ir_attr_int(n, ATTR_MAX_ITERS, -1);
-  W->ws = cg_scratch(cg, n);
+  W->ws = W->body_ws = cg_scratch(cg, n);
+  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT) {
+    LLVMValueRef neg = NULL;
+    while_lay(cg, n, W, &neg);
+    return true;
+  }
   int64_t off = while_ws(cg, n);
   W->flag = cg_gep(cg, W->ws, cg_i64(cg, off));
   off += 64;
@@ -306,7 +411,7 @@ static bool cg_emit_while(Cg *cg, Node *n) {
       cg_i64(cg, 0), "");
   for (int k = 0; k < W.nc; k++)
     nxt[k] = sel_ptr(cg, even, W.set[0][k], W.set[1][k]);
-  cg_call_graph_fn(cg, W.body_fn, W.cur, W.nc, nxt, W.nc, W.ws);
+  cg_call_graph_fn(cg, W.body_fn, W.cur, W.nc, nxt, W.nc, W.body_ws);
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
   LLVMValueRef it1 = LLVMBuildNSWAdd(cg->b, it, cg_i64(cg, 1), "");
   LLVMAddIncoming(it, &it1, &latch, 1);
@@ -322,6 +427,8 @@ static bool cg_emit_while(Cg *cg, Node *n) {
 
 static int64_t cg_scratch_custom_fn(Cg *cg, Node *n) {
   int64_t ws = sub_ws(cg, sub_graph(n, ATTR_FWD));
+  if (ws >= 0 && run_time(cg, n, sub_graph(n, ATTR_FWD), NULL))
+    return CG_SCRATCH_RT;
   return ws < 0 ? 0 : ws + 64;
 }
 
@@ -336,14 +443,39 @@ static bool cg_emit_custom_fn(Cg *cg, Node *n) {
   if (!fn) return false;
   LLVMValueRef ins[64], out = cg_buf(cg, n);
   for (int k = 0; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
-  LLVMValueRef ws = cg_scratch(cg, n);
-  pass_sizes(cg, ws);
+  LLVMValueRef ws = cg_scratch(cg, n), neg = NULL;
+  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
+    sub_bytes(cg, g, ws, &neg); /* its layout */
+  else
+    pass_sizes(cg, ws);
   cg_call_graph_fn(cg, fn, ins, n->nin, &out, 1, ws);
   return true;
 }
 
+/* ---------------- run-time scratch ---------------- */
+
+LLVMValueRef cg_control_scratch_rt(Cg *cg, Node *n) {
+  LLVMValueRef neg = NULL, t, tmp;
+  switch (n->op) {
+  case OP_SCAN: t = scan_lay(cg, n, NULL, &tmp, &neg); break;
+  case OP_WHILE: t = while_lay(cg, n, NULL, &neg); break;
+  case OP_IF: {
+    LLVMValueRef a = sub_bytes(cg, sub_graph(n, ATTR_THEN), NULL, &neg);
+    LLVMValueRef b = sub_bytes(cg, sub_graph(n, ATTR_ELSE), NULL, &neg);
+    LLVMValueRef gt = LLVMBuildICmp(cg->b, LLVMIntSGT, a, b, "");
+    t = add(cg, LLVMBuildSelect(cg->b, gt, a, b, ""), cg_i64(cg, 64));
+    break;
+  }
+  default: /* custom_fn */
+    t = add(cg, sub_bytes(cg, sub_graph(n, ATTR_FWD), NULL, &neg),
+            cg_i64(cg, 64));
+  }
+  return total_or_neg(cg, t, neg);
+}
+
 /* Dynamic sizes anywhere: a subgraph function reads them as its caller
- * does (pass_sizes), buffers are laid out at the bounds. */
+ * does (pass_sizes), buffers are laid out at the bounds (or, without
+ * one, at run time). */
 const CgEmitter cg_emitter_scan = {cg_emit_scan, cg_scratch_scan, cg_dyn_any};
 const CgEmitter cg_emitter_if = {cg_emit_if, cg_scratch_if, cg_dyn_any};
 const CgEmitter cg_emitter_while = {cg_emit_while, cg_scratch_while,

@@ -92,7 +92,7 @@ static int64_t routine_bytes(const Node *n) {
 
 static int64_t cg_scratch_conv(Cg *cg, Node *n) {
   (void)cg;
-  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_conv_scratch_rt */
+  if (node_unbounded(n)) return CG_SCRATCH_RT; /* cg_conv_scratch_rt */
   int64_t bytes = cg_align(routine_bytes(n));
   if (!half(n->type.dt)) return bytes;
   return bytes + cg_f32_copy_bytes(&n->in[0]->type) +
@@ -179,7 +179,7 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
     CgSlotKind k = cg_slot(cg, n->in[i])->kind;
     RLX_ASSERT(k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED);
   }
-  bool rt = cg_unbounded(n); /* the parts' offsets at run time */
+  bool rt = node_unbounded(n); /* the parts' offsets at run time */
   LLVMValueRef s = cg_slot(cg, n)->scratch_bytes != 0
                        ? cg_scratch(cg, n)
                        : LLVMConstPointerNull(cg->t_ptr);

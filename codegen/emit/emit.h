@@ -68,8 +68,15 @@ LLVMValueRef cg_fft_scratch_rt(Cg *cg, Node *n);
 LLVMValueRef cg_ssm_scratch_rt(Cg *cg, Node *n);
 LLVMValueRef cg_qgemm_scratch_rt(Cg *cg, Node *n);
 LLVMValueRef cg_gm_scratch_rt(Cg *cg, Node *n);
-/* Has n, or an operand, a size with a symbol without a bound? */
-bool cg_unbounded(const Node *n);
+LLVMValueRef cg_control_scratch_rt(Cg *cg, Node *n); /* scan if while
+                                                        custom_fn */
+
+/* ---- run-time layouts (layout.c) ---- */
+/* The layout function i64 (ptr hdr, ptr tab) of compiled graph g, whose
+ * plan places blocks at run time (NULL when it places none): the
+ * workspace bytes at hdr's sizes (-1 on overflow), the blocks' offsets
+ * written to tab (the workspace's, at its plan's dyn_tab). */
+LLVMValueRef cg_layout_fn(Cg *cg, Graph *g);
 /* CgEmitter.dyn of an emitter that takes dynamic sizes in every axis. */
 const char *cg_dyn_any(const Node *n);
 /* Run n's emitter (skipping FUSED / FOLDED / ALIAS nodes and side

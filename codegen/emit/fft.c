@@ -44,7 +44,7 @@ static LLVMValueRef lead_rows(Cg *cg, const Type *t) {
  * FFT_SLOTS), so the bound's serves every smaller count. */
 static int64_t cg_scratch_fft(Cg *cg, Node *n) {
   (void)cg;
-  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_fft_scratch_rt */
+  if (node_unbounded(n)) return CG_SCRATCH_RT; /* cg_fft_scratch_rt */
   int64_t rows, len;
   fft_dims(n, &rows, &len);
   return rlx_fft_scratch_bytes(rows, len);

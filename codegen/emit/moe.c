@@ -31,7 +31,7 @@ static void gm_dims(const Node *n, int64_t d[4]) {
  * runtime lays its parts out from the run-time T, within the bound's). */
 static int64_t cg_scratch_grouped_matmul(Cg *cg, Node *n) {
   (void)cg;
-  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_gm_scratch_rt */
+  if (node_unbounded(n)) return CG_SCRATCH_RT; /* cg_gm_scratch_rt */
   int64_t d[4];
   gm_dims(n, d);
   d[0] = dim_bound(d[0]);
@@ -75,7 +75,7 @@ static bool cg_emit_grouped_matmul(Cg *cg, Node *n) {
   LLVMValueRef s = cg_scratch(cg, n), ex = cg_buf(cg, n->in[2]);
   int64_t ib = dt_size(et);
   if (dt_is_float(et)) { /* checked i64 copy after the runtime's part */
-    LLVMValueRef off = routine_part(cg, n, cg_unbounded(n));
+    LLVMValueRef off = routine_part(cg, n, node_unbounded(n));
     LLVMValueRef v[2] = {cg_gep(cg, s, off), ex};
     ex = v[0];
     CgPar p;

@@ -41,7 +41,7 @@ static bool empty(const Type *t) { return type_bytes_bound(t) == 0; }
 static int64_t cg_scratch_qgemm(Cg *cg, Node *n) {
   (void)cg;
   if (empty(&n->type)) return 0;
-  return cg_unbounded(n) ? CG_SCRATCH_RT : cg_align(routine_bytes(n));
+  return node_unbounded(n) ? CG_SCRATCH_RT : cg_align(routine_bytes(n));
 }
 
 /* Sizes without a bound: the routine's formula at the call's sizes. */

@@ -24,7 +24,7 @@ static void geometry(const Node *n, int64_t g[4]) {
  * block or head): the bounds' serves every smaller size. */
 static int64_t cg_scratch_ssm(Cg *cg, Node *n) {
   (void)cg;
-  if (cg_unbounded(n)) return CG_SCRATCH_RT; /* cg_ssm_scratch_rt */
+  if (node_unbounded(n)) return CG_SCRATCH_RT; /* cg_ssm_scratch_rt */
   int64_t g[4], es = dt_size(n->type.dt);
   geometry(n, g);
   g[0] = dim_bound(g[0]), g[2] = dim_bound(g[2]);

@@ -77,6 +77,10 @@ static const struct {
     {&cg_emitter_ssm, cg_ssm_scratch_rt},
     {&cg_emitter_qgemm, cg_qgemm_scratch_rt},
     {&cg_emitter_grouped_matmul, cg_gm_scratch_rt},
+    {&cg_emitter_scan, cg_control_scratch_rt},
+    {&cg_emitter_if, cg_control_scratch_rt},
+    {&cg_emitter_while, cg_control_scratch_rt},
+    {&cg_emitter_custom_fn, cg_control_scratch_rt},
     {&cg_emitter_sample, NULL},  /* a size expression */
     {&cg_emitter_dequant_matmul, NULL}, /* static: K, N */
     {&cg_emitter_solve, NULL},          /* static: N */
@@ -109,8 +113,6 @@ static int unbounded_sym(const Node *n) {
   }
   return -1;
 }
-
-bool cg_unbounded(const Node *n) { return unbounded_sym(n) >= 0; }
 
 bool cg_dyn_check(Cg *cg, Graph *g) {
   if (dim_nsyms() == 0) return true;

@@ -73,6 +73,8 @@ typedef struct CgSub {
   int64_t ws_bytes;
   struct CgSub *next;
   CgPlan *plan;          /* its plan (--emit=plan) */
+  LLVMValueRef layout;   /* its run-time layout function (emit/layout.c),
+                            NULL until made */
 } CgSub;
 
 #define CG_MAX_FSRC 16
@@ -120,6 +122,8 @@ typedef struct Cg {
   LLVMValueRef (*fused_load)(struct Cg *cg, Node *n, LLVMValueRef idx,
                              int lanes);
   LLVMValueRef (*graph_fn)(struct Cg *cg, Graph *g, int64_t *ws_bytes);
+  /* the run-time layout function of a compiled graph (emit/layout.c) */
+  LLVMValueRef (*layout_fn)(struct Cg *cg, Graph *g);
   struct CgDispatch *dispatch; /* calltable.c: dispatch functions */
 } Cg;
 
@@ -233,6 +237,12 @@ bool cg_unsupported(Cg *cg, Node *n, const char *why);
  * caller's builder position, so it may be called while emitting
  * another function. Outputs must not overlap inputs or each other. */
 LLVMValueRef cg_graph_fn(Cg *cg, Graph *g, int64_t *ws_bytes);
+/* The run-time layout function of compiled graph g through the
+ * layout_fn hook (emit/layout.c, cg_layout_fn: NULL when its plan
+ * places no block at run time), and a call of one: i64 (hdr, tab). */
+LLVMValueRef cg_graph_layout(Cg *cg, Graph *g);
+LLVMValueRef cg_call_layout(Cg *cg, LLVMValueRef fn, LLVMValueRef hdr,
+                            LLVMValueRef tab);
 /* Call a graph function with arrays built from the given pointers;
  * a non-zero result branches to the current error exit. */
 /* An alloca'd array of the n pointers v (one slot when n is 0). */

@@ -124,6 +124,19 @@ void cg_call_graph_fn(Cg *cg, LLVMValueRef fn, LLVMValueRef *ins, int nin,
                                         ""));
 }
 
+LLVMValueRef cg_graph_layout(Cg *cg, Graph *g) {
+  RLX_ASSERT(cg->layout_fn != NULL);
+  return cg->layout_fn(cg, g);
+}
+
+LLVMValueRef cg_call_layout(Cg *cg, LLVMValueRef fn, LLVMValueRef hdr,
+                            LLVMValueRef tab) {
+  LLVMTypeRef pp[2] = {cg->t_ptr, cg->t_ptr};
+  LLVMValueRef a[2] = {hdr, tab};
+  return LLVMBuildCall2(cg->b, LLVMFunctionType(cg->t_i64, pp, 2, 0), fn, a,
+                        2, "");
+}
+
 LLVMValueRef cg_graph_fn(Cg *cg, Graph *g, int64_t *ws_bytes) {
   RLX_ASSERT(cg->graph_fn != NULL);
   return cg->graph_fn(cg, g, ws_bytes);
