@@ -106,20 +106,15 @@ static int64_t cg_scratch_attention(Cg *cg, Node *n) {
 static LLVMValueRef routine_rt(Cg *cg, const Node *n, LLVMValueRef geom) {
   LLVMValueRef a[3] = {geom, cg_i32(cg, routine_op(cg->fn->plan, n)),
                        cg_i64(cg, half(n->type.dt) ? 4 : dt_size(n->type.dt))};
-  return cg_align_rt(cg, cg_call(cg, "rlx_attention_scratch_bytes", cg->t_i64,
-                              a, 3));
+  return cg_align_rt(cg, cg_call(cg, "rlx_attention_scratch_bytes",
+                                 cg->t_i64, a, 3));
 }
 
 static LLVMValueRef keep_rt(Cg *cg, const Node *n) {
   rlx_attn_geom g = cg_attn_geometry(n);
   if (!needs_keep(n)) return cg_i64(cg, 0);
   return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_dim(cg, g.b),
-                                      cg_dim(cg, g.lk), ""));
-}
-
-static LLVMValueRef copy_rt(Cg *cg, const Type *t) {
-  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_numel(cg, t),
-                                      cg_i64(cg, 4), ""));
+                                         cg_dim(cg, g.lk), ""));
 }
 
 static LLVMValueRef geometry(Cg *cg, const Node *n);
@@ -128,10 +123,10 @@ LLVMValueRef cg_attention_scratch_rt(Cg *cg, Node *n) {
   LLVMValueRef b = cg_add_i64(cg, routine_rt(cg, n, geometry(cg, n)),
                               keep_rt(cg, n));
   for (int i = 0; half(n->type.dt) && i < n->nin; i++) /* as copy_bytes */
-    if (i != mask_i(n) || cg_attn_mask_kind(n) == RLX_ATTN_BIAS)
-      b = cg_add_i64(cg, b, LLVMBuildNSWMul(cg->b, copy_rt(cg,
-                                            &n->in[i]->type),
-                                            cg_i64(cg, 2), ""));
+    if (i != mask_i(n) || cg_attn_mask_kind(n) == RLX_ATTN_BIAS) {
+      LLVMValueRef c = cg_f32_copy_size(cg, &n->in[i]->type, true);
+      b = cg_add_i64(cg, b, cg_add_i64(cg, c, c));
+    }
   return b;
 }
 
@@ -195,11 +190,6 @@ static void keep_loop(Cg *cg, LLVMValueRef keep, Node *m) {
 
 static LLVMValueRef null_ptr(Cg *cg) { return LLVMConstPointerNull(cg->t_ptr); }
 
-/* Bytes of t's f32 copy: at the bounds, or at run time. */
-static LLVMValueRef copy_size(Cg *cg, const Type *t, bool rt) {
-  return rt ? copy_rt(cg, t) : cg_i64(cg, cg_f32_copy_bytes(t));
-}
-
 static bool cg_emit_attention(Cg *cg, Node *n) {
   CgPlan *p = cg->fn->plan;
   CgSlot *s = cg_slot(cg, n);
@@ -227,7 +217,8 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
     LLVMValueRef keep = cg_gep(cg, sc, off);
     keep_loop(cg, keep, n->in[mask_i(n)]);
     mask = keep;
-    off = cg_add_i64(cg, off, rt ? keep_rt(cg, n) : cg_i64(cg, keep_bytes(n)));
+    off = cg_add_i64(cg, off,
+                     rt ? keep_rt(cg, n) : cg_i64(cg, keep_bytes(n)));
   }
   /* results: o | dq dk dv dbias (NULL: not wanted) */
   Node *res[4] = {n, NULL, NULL, NULL};
@@ -247,14 +238,16 @@ static bool cg_emit_attention(Cg *cg, Node *n) {
       LLVMValueRef c = cg_gep(cg, sc, off);
       cg_convert_type(cg, c, DT_F32, cg_buf(cg, srcs[i]), dt,
                       &srcs[i]->type);
-      off = cg_add_i64(cg, off, copy_size(cg, &srcs[i]->type, rt));
+      off = cg_add_i64(cg, off,
+                       cg_f32_copy_size(cg, &srcs[i]->type, rt));
       if (i < nf) in[i] = c;
       else mask = c;
     }
     for (int i = 0; i < nres; i++)
       if (res[i]) {
         f32_out[i] = cg_gep(cg, sc, off);
-        off = cg_add_i64(cg, off, copy_size(cg, &res[i]->type, rt));
+        off = cg_add_i64(cg, off,
+                         cg_f32_copy_size(cg, &res[i]->type, rt));
       }
   }
   const char *sfx = dt == DT_F64 ? "f64" : "f32";

@@ -69,8 +69,8 @@ static bool run_time(Cg *cg, Node *n, Graph *g1, Graph *g2) {
 /* Bytes of subgraph g's workspace, aligned: its constant, or its layout
  * run at layout time (ws NULL: the sizes of the layout function's
  * header, a table on the stack) or on its workspace ws at emit time
- * (the sizes passed there first, its table filled). *neg is or-ed with
- * "the layout overflowed". */
+ * (the sizes passed there first, its table filled). At layout time
+ * *neg is or-ed with "the layout overflowed". */
 static LLVMValueRef sub_bytes(Cg *cg, Graph *g, LLVMValueRef ws,
                               LLVMValueRef *neg) {
   LLVMValueRef fn = cg_graph_layout(cg, g);
@@ -85,8 +85,10 @@ static LLVMValueRef sub_bytes(Cg *cg, Graph *g, LLVMValueRef ws,
         cg, LLVMArrayType(cg->t_i64, 3 * (unsigned)p->ndyn), "sub.tab");
     r = cg_call_layout(cg, fn, cg->fn->ws, tab);
   }
-  LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), "");
-  *neg = *neg ? LLVMBuildOr(cg->b, *neg, bad, "") : bad;
+  if (neg) {
+    LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), "");
+    *neg = *neg ? LLVMBuildOr(cg->b, *neg, bad, "") : bad;
+  }
   return cg_align_rt(cg, r);
 }
 
@@ -125,7 +127,7 @@ static int64_t cg_scratch_scan(Cg *cg, Node *n) {
 }
 
 /* Run-time layout: [body ws][the carry's ping-pong buffer][64]; *tmp
- * gets the buffer's offset. */
+ * gets the buffer's offset (ws, neg: as sub_bytes). */
 static LLVMValueRef scan_lay(Cg *cg, Node *n, LLVMValueRef ws,
                              LLVMValueRef *tmp, LLVMValueRef *neg) {
   *tmp = sub_bytes(cg, sub_graph(n, ATTR_BODY), ws, neg);
@@ -217,9 +219,9 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     LLVMBuildBr(cg->b, run);
     LLVMPositionBuilderAtEnd(cg->b, run);
   }
-  LLVMValueRef ws = cg_scratch(cg, n), tmp, neg = NULL;
+  LLVMValueRef ws = cg_scratch(cg, n), tmp;
   if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
-    scan_lay(cg, n, ws, &tmp, &neg);
+    scan_lay(cg, n, ws, &tmp, NULL);
   else
     tmp = cg_i64(cg, cg_align(wsb));
   tmp = cg_gep(cg, ws, tmp);
@@ -255,10 +257,10 @@ static LLVMValueRef truth(Cg *cg, DType dt, LLVMValueRef p) {
 static bool call_branch(Cg *cg, Node *n, Graph *g, LLVMValueRef *ins,
                         LLVMValueRef out, LLVMValueRef ws) {
   int64_t wsb;
-  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb), neg = NULL;
+  LLVMValueRef fn = cg_graph_fn(cg, g, &wsb);
   if (!fn) return false;
   if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
-    sub_bytes(cg, g, ws, &neg); /* the branch's layout */
+    sub_bytes(cg, g, ws, NULL); /* the branch's layout */
   cg_call_graph_fn(cg, fn, ins, n->nin - 1, &out, 1, ws);
   return true;
 }
@@ -350,8 +352,9 @@ static LLVMValueRef while_head(Cg *cg, While *W, LLVMValueRef *init,
 }
 
 /* Run-time layout: [cond ws][body ws][64: cond flag][carry set A][carry
- * set B]. W NULL: at layout time (the total); else W's pointers into its
- * scratch (W->ws), each subgraph's layout run on its workspace. */
+ * set B]. W NULL: at layout time (the total; neg as sub_bytes); else
+ * W's pointers into its scratch (W->ws), each subgraph's layout run on
+ * its workspace. */
 static LLVMValueRef while_lay(Cg *cg, Node *n, While *W, LLVMValueRef *neg) {
   LLVMValueRef ws = W ? W->ws : NULL;
   LLVMValueRef off = sub_bytes(cg, sub_graph(n, ATTR_COND), ws, neg);
@@ -382,8 +385,7 @@ static bool while_prepare(Cg *cg, Node *n, While *W) {
   W->max_it = ir_attr_int(n, ATTR_MAX_ITERS, -1);
   W->ws = W->body_ws = cg_scratch(cg, n);
   if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT) {
-    LLVMValueRef neg = NULL;
-    while_lay(cg, n, W, &neg);
+    while_lay(cg, n, W, NULL);
     return true;
   }
   int64_t off = while_ws(cg, n);
@@ -443,9 +445,9 @@ static bool cg_emit_custom_fn(Cg *cg, Node *n) {
   if (!fn) return false;
   LLVMValueRef ins[64], out = cg_buf(cg, n);
   for (int k = 0; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
-  LLVMValueRef ws = cg_scratch(cg, n), neg = NULL;
+  LLVMValueRef ws = cg_scratch(cg, n);
   if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
-    sub_bytes(cg, g, ws, &neg); /* its layout */
+    sub_bytes(cg, g, ws, NULL); /* its layout */
   else
     pass_sizes(cg, ws);
   cg_call_graph_fn(cg, fn, ins, n->nin, &out, 1, ws);

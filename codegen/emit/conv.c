@@ -143,15 +143,8 @@ LLVMValueRef cg_conv_geometry_call(Cg *cg, const Node *n) {
 static LLVMValueRef routine_rt(Cg *cg, const Node *n, LLVMValueRef geom) {
   LLVMValueRef a[3] = {geom, cg_i32(cg, conv_kind(n->op)),
                        cg_i64(cg, half(n->type.dt) ? 4 : dt_size(n->type.dt))};
-  return cg_align_rt(cg, cg_call(cg, "rlx_conv2d_scratch_bytes", cg->t_i64, a,
-                              3));
-}
-
-/* Bytes of t's f32 copy: at the bounds, or (rt) at run time. */
-static LLVMValueRef copy_size(Cg *cg, const Type *t, bool rt) {
-  if (!rt) return cg_i64(cg, cg_f32_copy_bytes(t));
-  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_numel(cg, t), cg_i64(cg, 4),
-                                      ""));
+  return cg_align_rt(cg, cg_call(cg, "rlx_conv2d_scratch_bytes", cg->t_i64,
+                                 a, 3));
 }
 
 static const Type *copy_type(const Node *n, int i) {
@@ -161,7 +154,7 @@ static const Type *copy_type(const Node *n, int i) {
 LLVMValueRef cg_conv_scratch_rt(Cg *cg, Node *n) {
   LLVMValueRef b = routine_rt(cg, n, cg_conv_geometry_call(cg, n));
   for (int i = 0; half(n->type.dt) && i < 3; i++)
-    b = cg_add_i64(cg, b, copy_size(cg, copy_type(n, i), true));
+    b = cg_add_i64(cg, b, cg_f32_copy_size(cg, copy_type(n, i), true));
   return b;
 }
 
@@ -202,7 +195,7 @@ static bool cg_emit_conv(Cg *cg, Node *n) {
     LLVMValueRef f = cg_gep(cg, s, off);
     if (i < 2) cg_convert_type(cg, f, DT_F32, a[i + 1], dt, copy_type(n, i));
     a[i + 1] = f;
-    off = cg_add_i64(cg, off, copy_size(cg, copy_type(n, i), rt));
+    off = cg_add_i64(cg, off, cg_f32_copy_size(cg, copy_type(n, i), rt));
   }
   cg_call(cg, fn, cg->t_void, a, 5);
   cg_convert_type(cg, out, dt, a[3], DT_F32, &n->type);

@@ -497,5 +497,8 @@ void cg_convert_loop(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 void cg_convert_type(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
                      DType sdt, const Type *t);
 int64_t cg_f32_copy_bytes(const Type *t);
+/* The same as a value, or (rt: a size without a bound) computed from the
+ * call's sizes. */
+LLVMValueRef cg_f32_copy_size(Cg *cg, const Type *t, bool rt);
 
 #endif

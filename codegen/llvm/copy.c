@@ -198,3 +198,9 @@ void cg_convert_type(Cg *cg, LLVMValueRef dst, DType ddt, LLVMValueRef src,
 int64_t cg_f32_copy_bytes(const Type *t) {
   return cg_align(type_bytes_bound(t) / dt_size(t->dt) * 4);
 }
+
+LLVMValueRef cg_f32_copy_size(Cg *cg, const Type *t, bool rt) {
+  if (!rt) return cg_i64(cg, cg_f32_copy_bytes(t));
+  return cg_align_rt(cg, LLVMBuildNSWMul(cg->b, cg_numel(cg, t),
+                                         cg_i64(cg, 4), ""));
+}
