@@ -166,17 +166,9 @@ static bool norm_channels(Ctx *c, const Node *n, int64_t *ch) {
 bool shape_norm_bwd(Ctx *c, Node *n) {
   static const char *const names[] = {"x", "gamma", "beta", "mean", "var"};
   int64_t ch;
-  /* dynamic sizes: those of layer_norm and rms_norm (shape_layer_norm:
-   * any axis) and of group and batch norms' input gradients (all but
-   * C); their other backward ops take static ones */
+  /* dynamic sizes: those of the forward op (layer_norm and rms_norm: any
+   * axis; group and batch norms: all but C) */
   const char *nm = op_name(n->op);
-  bool rows = !strncmp(nm, "layer_norm", 10) || !strncmp(nm, "rms_norm", 8) ||
-              n->op == OP_GROUP_NORM_BACKWARD_INPUT ||
-              n->op == OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT;
-  for (int i = 0; !rows && i < n->nin; i++)
-    if (!sh_static_type(c, n, i, "group and batch norms' parameter "
-                        "backward ops take static sizes"))
-      return false;
   if (!norm_channels(c, n, &ch)) return false;
   int last = n->nin - 1;
   for (int i = 1; i < last; i++)

@@ -125,6 +125,8 @@ bool pass_jvp(Unit *u);             /* builds u->jvp (forward mode) */
 bool pass_hvp(Unit *u);             /* builds u->hvp (JVP of u->grad) */
 bool pass_lower_quant(Unit *u);     /* fake quantization -> its ops
                                        (when code is generated) */
+bool pass_lower_norm_params(Unit *u); /* dynamic norm parameter gradients
+                                         -> their closed forms (idem) */
 /* passes/unit.c. Object code, assembly or LLVM IR is produced (not --check, not
    --emit=ir alone): the lowering passes apply. */
 bool pass_generates_code(const Unit *u);

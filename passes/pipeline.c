@@ -61,6 +61,7 @@ static const Pass passes[] = {
     {"train", pass_train},
     {"hvp", pass_hvp},
     {"lower_quant", pass_lower_quant},
+    {"lower_norm_params", pass_lower_norm_params},
     {"simplify", pass_simplify},
     {"cse", pass_cse},
     {"dce", pass_dce},
@@ -209,7 +210,15 @@ static bool ad_dynamic_op(Op op) {
   case OP_FAKE_QUANTIZE_LSQ_BACKWARD_SCALE: case OP_QUANTIZE:
   case OP_DEQUANTIZE: case OP_DEQUANT_MATMUL: case OP_Q_MATMUL:
   case OP_Q_CONV2D: case OP_RNG_UNIFORM: case OP_RNG_NORMAL: case OP_SAMPLE:
-  case OP_SCATTER_ADD:
+  case OP_SCATTER_ADD: case OP_RELU_BACKWARD: case OP_ACTIVATION_BACKWARD:
+  case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
+  case OP_LAYER_NORM_BACKWARD_INPUT: case OP_LAYER_NORM_BACKWARD_GAMMA:
+  case OP_RMS_NORM_BACKWARD_INPUT: case OP_RMS_NORM_BACKWARD_GAMMA:
+  case OP_RMS_NORM_BACKWARD_BETA: case OP_GROUP_NORM_BACKWARD_INPUT:
+  case OP_GROUP_NORM_BACKWARD_GAMMA: case OP_GROUP_NORM_BACKWARD_BETA:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_GAMMA:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_BETA:
     return true;
   default:
     return false;

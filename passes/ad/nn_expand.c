@@ -37,10 +37,11 @@ static Node *nb_chan(IrBuilder *b, Node *v, const Type *xt, int ax) {
 static Node *nb_expand(IrBuilder *b, const Node *n, Node *const *a) {
   const Type *xt = &a[0]->type;
   int ax = ad_norm_axis(n);
-  Node *x = a[0], *dy = a[n->nin - 1], *e = ib_scalar(b, xt->dt,
-                                         ir_attr_float(n, ATTR_EPS, 0));
   bool rms = n->op != OP_LAYER_NORM_BACKWARD_INPUT &&
              n->op != OP_LAYER_NORM_BACKWARD_GAMMA;
+  double eps = ir_attr_float(n, ATTR_EPS, rms ? 1e-6 : 1e-5); /* the
+                                                 ops' defaults */
+  Node *x = a[0], *dy = a[n->nin - 1], *e = ib_scalar(b, xt->dt, eps);
   Node *c = rms ? x : NB(OP_SUB, x, nb_mean(b, x, ax));
   Node *r = ib_un(b, OP_RSQRT, NB(OP_ADD, nb_mean(b, NM(c, c), ax), e));
   Node *h = NM(c, r); /* x-hat (layer) or x r (rms) */

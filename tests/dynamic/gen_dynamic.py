@@ -1025,10 +1025,49 @@ def gath(rng):
     return [x, i, PerSize(r, rev)], [0, 1, 5, b_max], run
 
 
+def bwdops(rng):  # bwdops.rlx: the backward ops themselves, in float64
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, dy, x4, dy4 = f32(7, 6), f32(7, 6), f32(7, 4, 2, 3), f32(7, 4, 2, 3)
+    y = rng.integers(0, 6, 7).astype(np.int32)
+    g, bt, g4, b4 = f32(6) + 1, f32(6) * 0.1, f32(4) + 1, f32(4) * 0.1
+    mu, var = f32(4) * 0.3, rng.uniform(0.5, 2.0, 4).astype(np.float32)
+    eps = 1e-5
+
+    def run(n):
+        X, DY, X4, DY4 = [a[:n].astype(F64) for a in (x, dy, x4, dy4)]
+        G, G4, MU, VAR = [a.astype(F64) for a in (g, g4, mu, var)]
+        mean = lambda v, ax: v.mean(axis=ax, keepdims=True)
+        s = 1 / (1 + np.exp(-X))
+        c = X - mean(X, 1)
+        r = 1 / np.sqrt(mean(c * c, 1) + eps)
+        h, gg = c * r, DY * G
+        li = r * (gg - mean(gg, 1) - h * mean(gg * h, 1))
+        rr = 1 / np.sqrt(mean(X * X, 1) + eps)
+        ri = gg * rr - X * mean(gg * X, 1) * rr ** 3
+        ch = lambda v: v[None, :, None, None]
+        xv, dv = X4.reshape(n, 2, 12), (DY4 * ch(G4)).reshape(n, 2, 12)
+        c4 = xv - mean(xv, 2)
+        r4 = 1 / np.sqrt(mean(c4 * c4, 2) + eps)
+        h4 = c4 * r4
+        gi = (r4 * (dv - mean(dv, 2) - h4 * mean(dv * h4, 2))).reshape(X4.shape)
+        rb = ch(1 / np.sqrt(VAR + eps))
+        e = np.exp(X - X.max(axis=1, keepdims=True)) if n else X
+        p = e / e.sum(axis=1, keepdims=True) if n else X
+        onehot = np.eye(6)[y[:n]]
+        return [DY * (X > 0), DY * s * (1 - s), li, (DY * h).sum(0), ri,
+                (DY * X * rr).sum(0), DY.sum(0), gi,
+                (DY4 * h4.reshape(X4.shape)).sum((0, 2, 3)),
+                DY4.sum((0, 2, 3)), DY4 * ch(G4) * rb,
+                (DY4 * (X4 - ch(MU)) * rb).sum((0, 2, 3)), DY4.sum((0, 2, 3)),
+                (p - onehot) * DY.sum(1)[:, None]]
+    return [x, dy, x4, dy4, y, g, bt, g4, b4, mu, var], [0, 1, 5, 7], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
                        ("mlpu", mlpu), ("trainu", trainu),
+                       ("bwdops", bwdops),
                        ("norms", norms), ("seq", seq), ("attnb", attnb),
                        ("cum", cum), ("bcast", bcast), ("cnn", cnn),
                        ("topk", topk), ("convf16", conv_half("f16")),
