@@ -60,6 +60,9 @@ CgPlan *cg_graph_plan(const Cg *cg, const Graph *g);
 bool cg_entry(Cg *cg, CgEntry *e);
 /* NAME_signature() of entry e (also --target=cuda). */
 void cg_entry_signature(Cg *cg, const CgEntry *e);
+/* e->syms, e->nsyms: the entry's symbols in the order of first
+ * appearance among its arguments' dims (its sizes array's order). */
+void cg_entry_syms(Cg *cg, CgEntry *e);
 /* ENTRY_train's C arguments (x->g is u->train): the graph's up to the
  * hyperparameters, then one node standing for the state buffer (kind
  * RLX_ARG_STATE); its first nout returns. */

@@ -122,7 +122,7 @@ void cg_train_arrays(Cg *cg, const CgEntry *e, LLVMValueRef *in,
 
 /* The entry's symbols in order of first appearance among its
  * arguments' dims (each term's symbols in their canonical order). */
-static void entry_syms(Cg *cg, CgEntry *x) {
+void cg_entry_syms(Cg *cg, CgEntry *x) {
   int ns = dim_nsyms();
   x->syms = arena_alloc(cg->ctx->arena, sizeof(int) * (size_t)(ns + 1));
   x->nsyms = 0;
@@ -320,7 +320,7 @@ void cg_entry_signature(Cg *cg, const CgEntry *x) {
 }
 
 bool cg_entry(Cg *cg, CgEntry *x) {
-  entry_syms(cg, x);
+  cg_entry_syms(cg, x);
   LLVMValueRef impl = cg_compile_graph(cg, x->g, &x->ws_bytes);
   if (!impl || !cg_layout_fns(cg, x)) return false;
   build_wrapper(cg, x, impl);

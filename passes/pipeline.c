@@ -254,22 +254,22 @@ static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;
   if (!o) return false;
   bool gpu = o->target && !strcmp(o->target, "cuda");
-  const char *what = gpu ? "--target=cuda" : o->grad ? "--grad"
-                     : o->jvp ? "--jvp" : o->hvp ? "--hvp"
+  const char *what = o->grad ? "--grad" : o->jvp ? "--jvp" : o->hvp ? "--hvp"
                      : o->train ? "--train" : NULL;
-  if (!what) return false;
+  if (!what && !gpu) return false;
   const Module *m = u->mod;
   for (int g = 0; g < m->ngraphs; g++) {
     const Graph *gr = m->graphs[g];
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
       if (!node_dynamic(n)) continue;
-      if (!gpu && ad_dynamic_node(n)) continue;
+      bool unbounded = gpu && node_unbounded(n);
+      if (!unbounded && (!what || ad_dynamic_node(n))) continue;
       char ts[160];
-      if (gpu)
-        diag_error(u->ctx, n->loc, "%%%s has the dynamic type %s: "
-                   "--target=cuda does not take dynamic dimensions yet "
-                   "(the CPU target does)", n->name ? n->name : "?",
+      if (unbounded) /* its workspace is laid out once, at the bounds */
+        diag_error(u->ctx, n->loc, "%%%s has the type %s: --target=cuda "
+                   "needs a bound on every dynamic size (write ?NAME<=N)",
+                   n->name ? n->name : "?",
                    type_str(&n->type, ts, sizeof ts));
       else if (n->op == OP_REDUCE_PROD)
         diag_error(u->ctx, n->loc, "op 'reduce_prod' of %s: %s needs a "

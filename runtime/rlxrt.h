@@ -611,12 +611,14 @@ int rlx_gpu_launch(void *kernel, const unsigned grid[3],
    storage) and the counts.  rlx_gpu_graph_run replays g's graph on
    stream when it was captured on that stream with the same in[0..nin),
    out[0..nout) and ws; otherwise it captures `enqueue(in, out, ws,
-   stream)` (thread-local capture mode) into a new graph, instantiates
-   it in place of the old one and launches it.  A NULL (legacy) stream,
+   stream, NULL)` (thread-local capture mode; such an entry has no
+   sizes) into a new graph, instantiates it in place of the old one and
+   launches it.  A NULL (legacy) stream,
    or one already being captured by the caller, gets enqueue's launches
    directly.  One mutex serializes the calls (replays are a launch). */
 typedef int (*rlx_gpu_enqueue_fn)(const void *const *in, void *const *out,
-                                  void *ws, void *stream);
+                                  void *ws, void *stream,
+                                  const int64_t *sizes);
 typedef struct {
   void *exec;   /* CUgraphExec, NULL before the first capture */
   void *stream; /* the stream it was captured on */

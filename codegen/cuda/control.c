@@ -153,9 +153,10 @@ static void operands(Cu *cu, CgPlan *p, Node *n, int from, LLVMValueRef *v) {
 static void call_sub(Cu *cu, CuHostFn *h, LLVMValueRef enq, LLVMValueRef *ins,
                      int nin, LLVMValueRef *outs, int nout, LLVMValueRef ws) {
   Cg *cg = cu->host;
-  LLVMValueRef a[4] = {cg_ptr_array(cg, ins, nin),
-                       cg_ptr_array(cg, outs, nout), ws, h->stream};
-  cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, enq, a, 4, ""));
+  LLVMValueRef a[5] = {cg_ptr_array(cg, ins, nin),
+                       cg_ptr_array(cg, outs, nout), ws, h->stream,
+                       h->f.sizes};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, enq, a, 5, ""));
 }
 
 /* Start n's host function (its name: op and node id). */
@@ -168,7 +169,7 @@ static void host_begin(Cu *cu, CuHostFn *h, CgPlan *p, Node *n) {
 /* Close n's host function and add its call to the graph's steps. */
 static bool host_end(Cu *cu, CuHostFn *h) {
   LLVMValueRef fn = cu_host_end(cu, h);
-  cu_add_step(cu, (CuLaunch){-1, 0, 0, fn});
+  cu_add_step(cu, (CuLaunch){-1, 0, 0, fn, 0, 0});
   return !cu->host->failed && !cu->dev->failed;
 }
 
@@ -370,8 +371,8 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
                                      cg_i64(cg, max_it), ""), go, exit);
     LLVMPositionBuilderAtEnd(b, go);
   }
-  LLVMValueRef a[4] = {cur, fo, ws, h.stream};
-  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, ce, a, 4, ""));
+  LLVMValueRef a[5] = {cur, fo, ws, h.stream, h.f.sizes};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, ce, a, 5, ""));
   LLVMValueRef c[4] = {fh, flag, cg_i64(cg, dt_size(fdt)), h.stream};
   cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_copy_to_host", cg->t_i32, c,
                                  4));
@@ -381,8 +382,8 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef odd = LLVMBuildTrunc(b, it, LLVMInt1TypeInContext(cg->lc), "");
   LLVMValueRef nxt = LLVMBuildSelect(b, odd, sets[1], sets[0], "");
-  LLVMValueRef a2[4] = {cur, nxt, ws, h.stream};
-  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, be, a2, 4, ""));
+  LLVMValueRef a2[5] = {cur, nxt, ws, h.stream, h.f.sizes};
+  cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, be, a2, 5, ""));
   cg_memcpy(cg, cur, nxt, 8 * (int64_t)nc);
   LLVMBuildStore(b, LLVMBuildAdd(b, it, cg_i64(cg, 1), ""), itp);
   LLVMBuildBr(b, head);

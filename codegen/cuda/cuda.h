@@ -46,6 +46,10 @@ typedef struct {
   int kernel;               /* index into the module's kernels */
   unsigned grid, block;     /* 1-D */
   LLVMValueRef call;        /* or the host function to call */
+  int64_t gdim;             /* a dynamic size (0: none): the grid is then
+                               ceil(gdim / gper) * grid blocks, computed
+                               at launch; none launches nothing */
+  unsigned gper;
 } CuLaunch;
 
 /* The error word of a graph run as an if branch (control.c). */
@@ -67,9 +71,10 @@ typedef struct CuSub {
 } CuSub;
 
 /* A kernel parameter: element idx of the launch's input (CU_IN) or
- * output (CU_OUT) pointer array, that whole array byval (idx -1), or the
- * workspace pointer (CU_WS). */
-enum { CU_IN, CU_OUT, CU_WS };
+ * output (CU_OUT) pointer array, that whole array byval (idx -1), the
+ * workspace pointer (CU_WS), or the symbols' values byval (CU_SIZES:
+ * dim_nsyms() i64, the host function's `sizes` array). */
+enum { CU_IN, CU_OUT, CU_WS, CU_SIZES };
 typedef struct {
   int arr, idx;
 } CuParam;
@@ -88,7 +93,7 @@ typedef struct Cu {
   Cg *dev;                  /* device module */
   Graph *g;                 /* graph being emitted */
   int nin, nout;            /* its argument / return counts (>= 1) */
-  LLVMTypeRef t_kernel;     /* a kernel body: void (in, out, ws) */
+  LLVMTypeRef t_kernel;     /* a kernel body: void (in, out, ws, sizes) */
   CuKernel kernels[CU_MAX_KERNELS];
   int nkernels;
   CuLaunch *launch;         /* this graph's launches */
@@ -96,7 +101,8 @@ typedef struct Cu {
   CgFn fn;                  /* the kernel being built */
   LLVMBasicBlockRef exit_bb;
   Cg *host;                 /* host module: enqueue and control functions */
-  LLVMTypeRef t_enq;        /* i32 (in, out, ws, stream) */
+  LLVMTypeRef t_enq;        /* i32 (in, out, ws, stream, sizes): sizes
+                               the symbols' values (dims.c), or NULL */
   LLVMValueRef ktab;        /* host: the kernel table */
   CuSub *subs;              /* compiled subgraphs */
   int nsubs;
@@ -111,9 +117,9 @@ typedef struct Cu {
   LLVMValueRef (*subgraph)(struct Cu *cu, Graph *g, int64_t *ws_bytes);
 } Cu;
 
-/* A host function being built (entry.c): cg_fn_begin's, the stream
- * parameter, the launch's grid/block arrays, its kernelParams array
- * (nargs long) and the slot holding ws. */
+/* A host function being built (entry.c): cg_fn_begin's (f.sizes: the
+ * sizes parameter), the stream parameter, the launch's grid/block
+ * arrays, its kernelParams array (nargs long) and the slot holding ws. */
 typedef struct {
   CgFn f, *saved;
   LLVMValueRef stream, grid, block, args, wsp;
@@ -127,21 +133,28 @@ typedef struct {
 static inline LLVMValueRef i64(Cu *cu, int64_t v) {
   return cg_i64(cu->dev, v);
 }
+/* A size: a constant, or a dynamic one's value (read from the kernel's
+ * sizes parameter; dynamic sizes are the numbers <= DIM_DYN_BASE). */
+static inline LLVMValueRef cu_size(Cu *cu, int64_t c) {
+  return c <= DIM_DYN_BASE ? cg_dim(cu->dev, c) : i64(cu, c);
+}
 static inline LLVMValueRef add(Cu *cu, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildAdd(cu->dev->b, a, b, "");
 }
 static inline LLVMValueRef mul(Cu *cu, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(cu->dev->b, a, i64(cu, c), "");
+  return c == 1 ? a : LLVMBuildMul(cu->dev->b, a, cu_size(cu, c), "");
 }
 static inline LLVMValueRef udiv(Cu *cu, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildUDiv(cu->dev->b, a, i64(cu, c), "");
+  return c == 1 ? a : LLVMBuildUDiv(cu->dev->b, a, cu_size(cu, c), "");
 }
 static inline LLVMValueRef urem(Cu *cu, LLVMValueRef a, int64_t c) {
-  return LLVMBuildURem(cu->dev->b, a, i64(cu, c), "");
+  return LLVMBuildURem(cu->dev->b, a, cu_size(cu, c), "");
 }
 static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
-  return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, i64(cu, c), "");
+  return LLVMBuildICmp(cu->dev->b, LLVMIntULT, a, cu_size(cu, c), "");
 }
+/* ult, mul, udiv and urem above take sizes: a dynamic one (docs/
+ * dynamic-dims.md) is read from the kernel's sizes parameter. */
 
 /* ---- host.c ---- */
 /* Start a private host function NAME(in, out, ws, stream) -> i32 of the
@@ -180,6 +193,15 @@ LLVMValueRef cu_remap(Cu *cu, LLVMValueRef i, const int64_t *dims,
  * grid x block threads. */
 void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what);
 void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
+/* cu_kernel_end with a grid of ceil(n / per) * mul blocks, n a size
+ * (a dynamic one: computed at each launch, none for n = 0). */
+void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
+                     unsigned block);
+/* The element count of t as a size (a product of dynamic ones). */
+int64_t cu_numel(Cu *cu, const Type *t);
+/* Why n cannot run with dynamic sizes on the GPU, or NULL when it can
+ * (or has none): kernels.c's table of the ops that take them. */
+const char *cu_dyn_why(Cu *cu, CgPlan *plan, const Node *n);
 /* Append step l to the graph's steps. */
 void cu_add_step(Cu *cu, CuLaunch l);
 /* The module's shared-memory array `name` of n elements of et, made on
@@ -267,6 +289,8 @@ void cu_copy_out(Cu *cu, CgPlan *plan, Node *src, int j);
 bool cu_matmul(Cu *cu, CgPlan *plan, Node *n);
 bool cu_dequant_matmul(Cu *cu, CgPlan *plan, Node *n);
 bool cu_q_matmul(Cu *cu, CgPlan *plan, Node *n);
+/* Why matmul n cannot take its dynamic sizes (cu_dyn_why), or NULL. */
+const char *cu_matmul_dyn(const Cu *cu, const CgPlan *p, const Node *n);
 /* Workspace scratch matmul, dequant_matmul or q_matmul n needs (split-K
  * partial sums), or 0. */
 int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n);
@@ -293,7 +317,7 @@ int64_t cu_sample_scratch(const Node *n);
  * _backward_input/_gamma/_beta ops; the workspace scratch n needs (the
  * per-unit statistics of a _gamma op), or 0 for any other node. */
 bool cu_norm(Cu *cu, CgPlan *plan, Node *n);
-int64_t cu_norm_scratch(const Node *n);
+int64_t cu_norm_scratch(Cu *cu, const Node *n);
 
 /* ---- attention.c ---- */
 /* attention, attention_backward (every wrt); the backward's scratch

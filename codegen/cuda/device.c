@@ -95,6 +95,7 @@ void cu_kernel_begin(Cu *cu, CgPlan *plan, const char *what) {
   f->in = LLVMGetParam(fn, 0);
   f->out = LLVMGetParam(fn, 1);
   f->ws = LLVMGetParam(fn, 2);
+  f->sizes = LLVMGetParam(fn, 3);
   f->alloca_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "entry");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->lc, fn, "body");
   f->err_bb = LLVMAppendBasicBlockInContext(cg->lc, fn, "err");
@@ -139,7 +140,8 @@ static bool loaded_elements(Cg *cg, LLVMValueRef a, int n, bool *used) {
 
 /* Kernel k of body: its parameters are the elements of the input and
  * output pointer arrays the body loads (or an array on whole, byval,
- * where it uses it otherwise), then ws if the body uses it; it rebuilds
+ * where it uses it otherwise), then ws and the sizes (byval) if the
+ * body uses them; it rebuilds
  * the arrays the body takes from them and calls it (inlined; SROA then
  * turns the arrays back into the parameters). */
 static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
@@ -163,6 +165,8 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
   free(used);
   if (LLVMGetFirstUse(LLVMGetParam(body, 2)))
     par[np++] = (CuParam){CU_WS, 0}, k->bytes += 8;
+  if (LLVMGetFirstUse(LLVMGetParam(body, 3)))
+    par[np++] = (CuParam){CU_SIZES, -1}, k->bytes += 8 * dim_nsyms();
   LLVMTypeRef *t = malloc(sizeof *t * (size_t)(np + 1));
   RLX_ASSERT(t);
   for (int i = 0; i < np; i++) t[i] = cg->t_ptr;
@@ -173,8 +177,8 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
   cg_fn_attrs(cg, fn);
   LLVMPositionBuilderAtEnd(cg->b,
                            LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
-  LLVMValueRef arr[3] = {LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr),
-                         LLVMConstNull(cg->t_ptr)};
+  LLVMValueRef arr[4] = {LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr),
+                         LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr)};
   for (int a = 0; a < 2; a++)
     if (top[a] >= 0)
       arr[a] = LLVMBuildAlloca(
@@ -184,6 +188,11 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
     LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);
     if (par[i].arr == CU_WS) {
       arr[2] = p;
+    } else if (par[i].arr == CU_SIZES) {
+      LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)dim_nsyms());
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                              LLVMCreateTypeAttribute(cg->lc, byval, at));
+      arr[3] = p;
     } else if (par[i].idx < 0) {
       LLVMTypeRef at = LLVMArrayType2(cg->t_ptr, (uint64_t)cnt[par[i].arr]);
       LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
@@ -196,7 +205,7 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
                                    ""));
     }
   }
-  LLVMBuildCall2(cg->b, cu->t_kernel, body, arr, 3, "");
+  LLVMBuildCall2(cg->b, cu->t_kernel, body, arr, 4, "");
   LLVMBuildRetVoid(cg->b);
   k->par = par;
   k->npar = np;
@@ -285,7 +294,28 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   cg->fn = NULL;
   kernel_wrap(cu, f->fn, &cu->kernels[cu->nkernels]);
   annotate(cg, cu->kernels[cu->nkernels].name, "maxntidx", block);
-  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL});
+  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL, 0,
+                            0});
+}
+
+void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
+                     unsigned block) {
+  if (dim_is_static(n)) {
+    cu_kernel_end(cu, (unsigned)((n + per - 1) / per * mul), block);
+    return;
+  }
+  cu_kernel_end(cu, mul, block);
+  cu->launch[cu->nlaunch - 1].gdim = n;
+  cu->launch[cu->nlaunch - 1].gper = per;
+}
+
+int64_t cu_numel(Cu *cu, const Type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    DimStatus st = dim_mul(cu->dev->ctx, n, t->dims[i], &n);
+    RLX_ASSERT(st == DIM_OK); /* the shape rules made t's count */
+  }
+  return n;
 }
 
 void cu_add_step(Cu *cu, CuLaunch l) {
@@ -626,6 +656,7 @@ enum { CR_WARPS = 8, CR_UNROLL = 4 };
 
 bool cu_col_plan(CuCol *c, int64_t len, int64_t K) {
   c->len = len, c->K = K;
+  if (!dim_is_static(len)) len = dim_bound(len); /* planned for it */
   if (K < 32 || len < 2) return false;
   int64_t most = len / 256, ncg = (K + 31) / 32;
   c->S = 512 / ncg;
@@ -666,7 +697,8 @@ void cu_col_reduce(Cu *cu, CgPlan *p, CuCol *c, const char *what) {
   LLVMValueRef colc = LLVMBuildSelect(b, cin, col, i64(cu, 0), "");
   LLVMValueRef r0 = mul(cu, seg, c->seg);
   LLVMValueRef end = add(cu, r0, i64(cu, c->seg));
-  end = LLVMBuildSelect(b, ult(cu, end, c->len), end, i64(cu, c->len), "");
+  end = LLVMBuildSelect(b, ult(cu, end, c->len), end, cu_size(cu, c->len),
+                        "");
   LLVMValueRef acc = cg_ops_red_init(cg, dt, kind);
   int64_t step = CR_WARPS * CR_UNROLL;
   CgLoop l;

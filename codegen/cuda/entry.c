@@ -89,8 +89,9 @@ static void host_init(Cu *cu, Host *h) {
   h->kernels = LLVMAddGlobal(cg->mod, z, "rlx.gpu.kernels.tmp");
   LLVMSetLinkage(h->kernels, LLVMPrivateLinkage);
   LLVMSetInitializer(h->kernels, LLVMConstNull(z));
-  LLVMTypeRef p[4] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr};
-  cu->t_enq = LLVMFunctionType(cg->t_i32, p, 4, 0);
+  LLVMTypeRef p[5] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr,
+                      cg->t_ptr};
+  cu->t_enq = LLVMFunctionType(cg->t_i32, p, 5, 0);
   cu->ktab = h->kernels;
 }
 
@@ -121,8 +122,8 @@ static LLVMValueRef build_enqueue(Cu *cu, const char *name,
       cu_host_launch(cu, &h, l, in, out, h.f.ws);
       continue;
     }
-    LLVMValueRef a[4] = {in, out, h.f.ws, h.stream};
-    cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, l->call, a, 4,
+    LLVMValueRef a[5] = {in, out, h.f.ws, h.stream, h.f.sizes};
+    cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, l->call, a, 5,
                                           ""));
   }
   return cu_host_end(cu, &h);
@@ -141,19 +142,51 @@ static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x) {
                         "rlx.gpu.graph", false);
 }
 
-/* The exported entry: check ws, load the module, then enqueue the
- * launches, or with --cuda-graph replay (or capture) their graph. */
+/* The sizes array of the host functions and kernels: every symbol's
+ * value at its number (dims.c), from the entry's sizes (its x->syms
+ * order; other symbols are no argument's and never read). */
+static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x,
+                                 LLVMValueRef sizes) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)dim_nsyms());
+  LLVMValueRef a = LLVMBuildAlloca(b, at, "sizes");
+  LLVMBuildStore(b, LLVMConstNull(at), a);
+  for (int i = 0; i < x->nsyms; i++) {
+    LLVMValueRef k = cg_i64(cg, i), m = cg_i64(cg, x->syms[i]);
+    LLVMValueRef v = LLVMBuildLoad2(
+        b, cg->t_i64, LLVMBuildInBoundsGEP2(b, cg->t_i64, sizes, &k, 1, ""),
+        "");
+    LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, cg->t_i64, a, &m, 1, ""));
+  }
+  return a;
+}
+
+/* The exported entry NAME(in, out, ws, stream[, sizes]): check the
+ * sizes and ws, load the module, then enqueue the launches, or with
+ * --cuda-graph replay (or capture) their graph. */
 static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
   Cg *cg = cu->host;
   char nm[300];
   snprintf(nm, sizeof nm, "%s.enqueue", x->name);
   LLVMValueRef enq = build_enqueue(cu, nm, x);
-  LLVMValueRef fn = LLVMAddFunction(cg->mod, x->name, cu->t_enq);
+  LLVMTypeRef pt[5] = {cg->t_ptr, cg->t_ptr, cg->t_ptr, cg->t_ptr,
+                       cg->t_ptr};
+  LLVMValueRef fn = LLVMAddFunction(
+      cg->mod, x->name,
+      LLVMFunctionType(cg->t_i32, pt, x->nsyms ? 5 : 4, 0));
   cg_fn_attrs_baseline(cg, fn);
   LLVMBuilderRef b = cg->b;
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->lc, fn, "e"));
-  LLVMValueRef p[4];
+  LLVMValueRef p[5];
   LLVMGetParams(fn, p);
+  if (x->nsyms) {
+    LLVMValueRef bad = LLVMBuildNot(b, cg_sizes_ok(cg, x, p[4]), "");
+    ret_if(cg, fn, LLVMBuildMul(b, LLVMBuildZExt(b, bad, cg->t_i32, ""),
+                                cg_i32(cg, RLX_ERR_SIZE), ""));
+    p[4] = module_sizes(cg, x, p[4]);
+  } else {
+    p[4] = LLVMConstNull(cg->t_ptr);
+  }
   if (x->ws_bytes > 0) {
     LLVMValueRef bad = LLVMBuildZExt(b, LLVMBuildIsNull(b, p[2], ""),
                                      cg->t_i32, "");
@@ -161,7 +194,7 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
   }
   ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
   if (!cg->u->opt->cuda_graph) {
-    LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 4, ""));
+    LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 5, ""));
     return fn;
   }
   LLVMValueRef a[6] = {graph_cache(cg, x), enq, p[0], p[1], p[2], p[3]};
@@ -178,6 +211,15 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   if (!cg_fuse(g, p)) return NULL;
   cg_epilogues(p, g);
   cg_views(p, g);
+  for (int i = 0; i < g->nnodes; i++) {
+    const char *why = cu_dyn_why(cu, p, g->nodes[i]);
+    if (why) {
+      char m[200];
+      snprintf(m, sizeof m, "dynamic sizes (%s)", why);
+      cu_unsupported(cu, g->nodes[i], m);
+      return NULL;
+    }
+  }
   int64_t *scratch = arena_alloc(ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
   memset(scratch, 0, sizeof(int64_t) * (size_t)(g->next_id + 1));
@@ -197,7 +239,8 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
     bool same = s->kind == CG_SLOT_INPUT && g->ret_into &&
                 g->ret_into[j] == s->index; /* in place, unchanged */
     if (!(s->kind == CG_SLOT_OUTPUT && s->index == j) && !same &&
-        type_numel(&g->rets[j]->type) > 0)
+        (!type_is_static(&g->rets[j]->type) ||
+         type_numel(&g->rets[j]->type) > 0))
       cu_copy_out(cu, p, g->rets[j], j);
   }
   return p;
@@ -296,8 +339,8 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
   cu->dev = dev;
   cu->host = host;
   cu->subgraph = subgraph;
-  LLVMTypeRef p[3] = {dev->t_ptr, dev->t_ptr, dev->t_ptr};
-  cu->t_kernel = LLVMFunctionType(dev->t_void, p, 3, 0);
+  LLVMTypeRef p[4] = {dev->t_ptr, dev->t_ptr, dev->t_ptr, dev->t_ptr};
+  cu->t_kernel = LLVMFunctionType(dev->t_void, p, 4, 0);
   Host h;
   host_init(cu, &h);
   bool ok = true;
@@ -317,10 +360,18 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
     *x = (CgEntry){g, nm, pl->ws_bytes, g->args, g->rets, g->nargs,
                    g->nret, NULL, NULL, 0, NULL, NULL, NULL, 0};
     if (g == u->train) cg_train_args(u, x);
+    cg_entry_syms(host, x);
+    if (x->nsyms && u->opt->cuda_graph) {
+      ok = diag_error(u->ctx, g->loc, "--cuda-graph with dynamic sizes: a "
+                      "CUDA graph fixes its launches' sizes (compile "
+                      "without --cuda-graph)");
+      break;
+    }
     LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl, NULL};
     host->subs = sub;
+    cg_layout_fns(host, x); /* NAME_workspace_bytes(sizes) */
     cg_entry_signature(host, x);
   }
   if (ok) {

@@ -6,13 +6,33 @@
  */
 #include "codegen/cuda/cuda.h"
 
-static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, unsigned x) {
+static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, LLVMValueRef x) {
   for (int i = 0; i < 3; i++) {
     LLVMValueRef k = cg_i64(cg, i);
-    LLVMBuildStore(cg->b, cg_i32(cg, i ? 1 : (int32_t)x),
+    LLVMBuildStore(cg->b, i ? cg_i32(cg, 1) : x,
                    LLVMBuildInBoundsGEP2(cg->b, cg->t_i32, a, &k, 1, ""));
   }
   return a;
+}
+
+/* l's grid: constant, or ceil(gdim / gper) * grid from the sizes (at
+ * most the grid of the sizes' bounds, which the kernel was made for);
+ * with *skip the block to go to when it is 0 (nothing to launch). */
+static LLVMValueRef grid_of(Cg *cg, const CuLaunch *l,
+                            LLVMBasicBlockRef *skip) {
+  *skip = NULL;
+  if (!l->gdim) return cg_i32(cg, (int32_t)l->grid);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef n = cg_dim(cg, l->gdim);
+  LLVMValueRef g = LLVMBuildUDiv(b, cg_add_i64(cg, n, cg_i64(cg, l->gper - 1)),
+                                 cg_i64(cg, l->gper), "");
+  g = LLVMBuildMul(b, g, cg_i64(cg, l->grid), "");
+  LLVMBasicBlockRef go = cg_block(cg, "launch");
+  *skip = cg_block(cg, "launched");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, g, cg_i64(cg, 0), ""), *skip,
+                  go);
+  LLVMPositionBuilderAtEnd(b, go);
+  return LLVMBuildTrunc(b, g, cg->t_i32, "");
 }
 
 LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
@@ -24,6 +44,7 @@ LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
   h->saved = cg->fn;
   cg_fn_begin(cg, &h->f, fn, plan);
   h->stream = LLVMGetParam(fn, 3);
+  h->f.sizes = LLVMGetParam(fn, 4);
   h->grid = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "grid");
   h->block = cg_alloca(cg, LLVMArrayType2(cg->t_i32, 3), "block");
   h->wsp = cg_alloca(cg, cg->t_ptr, "wsp");
@@ -52,6 +73,7 @@ static LLVMValueRef param_addr(Cu *cu, CuHostFn *h, CuParam p,
     LLVMBuildStore(b, ws, h->wsp);
     return h->wsp;
   }
+  if (p.arr == CU_SIZES) return h->f.sizes; /* the byval array's bytes */
   if (p.idx >= 0) {
     LLVMValueRef k = cg_i64(cg, p.idx);
     return LLVMBuildInBoundsGEP2(b, cg->t_ptr, a, &k, 1, "");
@@ -76,14 +98,20 @@ void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
     LLVMBuildStore(b, param_addr(cu, h, kn->par[i], in, out, ws),
                    LLVMBuildInBoundsGEP2(b, cg->t_ptr, h->args, &x, 1, ""));
   }
+  LLVMBasicBlockRef skip;
+  LLVMValueRef grid = grid_of(cg, l, &skip);
   LLVMValueRef k = cg_i64(cg, l->kernel);
   LLVMValueRef kp = LLVMBuildLoad2(
       b, cg->t_ptr, LLVMBuildInBoundsGEP2(b, cg->t_ptr, cu->ktab, &k, 1, ""),
       "");
-  LLVMValueRef a[6] = {kp, dims3(cg, h->grid, l->grid),
-                       dims3(cg, h->block, l->block),
+  LLVMValueRef a[6] = {kp, dims3(cg, h->grid, grid),
+                       dims3(cg, h->block, cg_i32(cg, (int32_t)l->block)),
                        cg_i32(cg, (int32_t)kn->shmem),
                        h->stream,
                        h->args ? h->args : LLVMConstNull(cg->t_ptr)};
   cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_launch", cg->t_i32, a, 6));
+  if (skip) {
+    LLVMBuildBr(cg->b, skip);
+    LLVMPositionBuilderAtEnd(cg->b, skip);
+  }
 }

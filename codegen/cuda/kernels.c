@@ -70,8 +70,9 @@ static void ew_join(Cu *cu, LLVMBasicBlockRef next) {
   LLVMPositionBuilderAtEnd(cu->dev->b, next);
 }
 
-static unsigned ew_grid(int64_t N) {
-  return cu_blocks_for(N, EW_UNROLL * EW_BLOCK);
+/* Close a kernel of ew_indices' threads for N elements (a size). */
+static void ew_end(Cu *cu, int64_t N) {
+  cu_kernel_end_n(cu, N, EW_UNROLL * EW_BLOCK, 1, EW_BLOCK);
 }
 
 /* An elementwise group: the root n and its side outputs (fuse.c), each
@@ -79,7 +80,7 @@ static unsigned ew_grid(int64_t N) {
  * side output over its argument m reads m[i] before it writes m[i]; no
  * other thread touches element i). */
 static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
-  int64_t N = type_numel(&n->type);
+  int64_t N = cu_numel(cu, &n->type);
   if (N == 0) return true;
   Cg *cg = cu->dev;
   cu_kernel_begin(cu, p, op_name(n->op));
@@ -99,7 +100,7 @@ static bool ew_kernel(Cu *cu, CgPlan *p, Node *n) {
       cg_store(cg, side[k]->type.dt, cg_buf(cg, side[k]), i[u], sv[u][k]);
     ew_join(cu, next);
   }
-  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
+  ew_end(cu, N);
   return !cg->failed;
 }
 
@@ -144,7 +145,7 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
     return cu_unsupported(cu, n, "unknown activation kind");
   if (!dt_is_float(dt) || n->in[1]->type.dt != dt)
     return cu_bad_dtype(cu, n, dt);
-  int64_t N = type_numel(&n->type), bs[RLX_MAX_RANK];
+  int64_t N = cu_numel(cu, &n->type), bs[RLX_MAX_RANK];
   if (N == 0) return true;
   cg_bcast_strides(&n->in[1]->type, &n->type, bs);
   bool same = type_same_dims(&n->in[1]->type, &n->type);
@@ -165,7 +166,7 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
     cg_store(cg, dt, cg_buf(cg, n), i[u], act_grad(cu, dt, kind, x[u], dy[u]));
     ew_join(cu, next);
   }
-  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
+  ew_end(cu, N);
   return !cg->failed;
 }
 
@@ -176,7 +177,7 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
                         Node *), Node *src, const int64_t *sstr,
                         int64_t soff, const char *what) {
   Cg *cg = cu->dev;
-  int64_t N = type_numel(&n->type);
+  int64_t N = cu_numel(cu, &n->type);
   if (N == 0) return;
   int es = dt_size(n->type.dt);
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
@@ -195,7 +196,7 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
     LLVMBuildStore(cg->b, v[u], dp);
     ew_join(cu, next);
   }
-  cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
+  ew_end(cu, N);
 }
 
 static LLVMValueRef own_buf(Cu *cu, Node *n) { return cg_buf(cu->dev, n); }
@@ -237,7 +238,7 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   for (int k = 0; k < n->nin; k++) {
     Node *x = n->in[k];
-    int64_t N = type_numel(&x->type);
+    int64_t N = cu_numel(cu, &x->type);
     if (N) {
       cu_kernel_begin(cu, p, "concat");
       LLVMValueRef i[EW_UNROLL], in[EW_UNROLL], ic[EW_UNROLL], v[EW_UNROLL];
@@ -256,7 +257,7 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
         LLVMBuildStore(cg->b, v[u], dp);
         ew_join(cu, next);
       }
-      cu_kernel_end(cu, ew_grid(N), EW_BLOCK);
+      ew_end(cu, N);
     }
     off += x->type.dims[axis];
   }
@@ -271,9 +272,9 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (!cg_ops_index_dtype_ok(idt))
     return cu_unsupported(cu, n, "indices must be i32, i64 or f32");
   int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
-  int64_t a, t, b, ni = type_numel(&n->in[1]->type);
+  int64_t a, t, b, ni = cu_numel(cu, &n->in[1]->type), N; /* ni: a size */
   cg_ops_split_axis(tt, axis, &a, &t, &b);
-  int64_t N = a * ni * b;
+  dim_mul(cu->dev->ctx, ni, a * b, &N);
   if (N == 0) return true;
   LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(n->type.dt));
   cu_kernel_begin(cu, p, "gather");
@@ -286,7 +287,7 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n->in[0]), &si, 1, "");
   LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &i, 1, "");
   LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
@@ -297,7 +298,7 @@ void cu_copy_out(Cu *cu, CgPlan *p, Node *src, int j) {
   cu_kernel_begin(cu, p, "copy_out");
   /* copy_kernel's destination: outputs[j] */
   Cg *cg = cu->dev;
-  int64_t N = type_numel(&src->type);
+  int64_t N = cu_numel(cu, &src->type);
   LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(src->type.dt));
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
@@ -305,7 +306,7 @@ void cu_copy_out(Cu *cu, CgPlan *p, Node *src, int j) {
   LLVMValueRef dp = LLVMBuildGEP2(cg->b, et,
                                   cg_arg_ptr(cg, cg->fn->out, j), &i, 1, "");
   LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, et, sp, ""), dp);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
 }
 
 /* ---- one block per row ---- */
@@ -320,12 +321,18 @@ typedef LLVMValueRef (*RowMap)(Cu *cu, LLVMValueRef x, LLVMValueRef j,
 typedef struct {
   Node *src;          /* read with cg_load (prologue markers work) */
   DType dt;
-  int64_t len, block;
+  int64_t len, block; /* len: a size (reduce_*: may be dynamic) */
   const int64_t *dims, *str; /* row element j -> offset (remap), or */
   int rank;                  /* rank 0: base + j * step */
   LLVMValueRef base;
   int64_t step;
 } Row;
+
+/* ceil(n / per) for a size n: the trip count of a loop. */
+static LLVMValueRef trips(Cu *cu, int64_t n, int64_t per) {
+  if (dim_is_static(n)) return i64(cu, (n + per - 1) / per);
+  return udiv(cu, add(cu, cu_size(cu, n), i64(cu, per - 1)), per);
+}
 
 static LLVMValueRef row_off(Cu *cu, const Row *r, LLVMValueRef j) {
   if (r->rank)
@@ -341,10 +348,9 @@ static LLVMValueRef row_loads(Cu *cu, const Row *r, CgLoop *l,
                               void *ctx, LLVMValueRef *x, LLVMValueRef *j,
                               LLVMValueRef *in) {
   Cg *cg = cu->dev;
-  int64_t per = (r->len + r->block - 1) / r->block;
   LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
   LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
-                                  i64(cu, (per + ROW_UNROLL - 1) / ROW_UNROLL),
+                                  trips(cu, r->len, r->block * ROW_UNROLL),
                                   carry, ncarry);
   for (int u = 0; u < ROW_UNROLL; u++) {
     LLVMValueRef k = add(cu, mul(cu, it, ROW_UNROLL), i64(cu, u));
@@ -376,8 +382,7 @@ static LLVMValueRef row_each_begin(Cu *cu, const Row *r, CgLoop *l,
                                    LLVMBasicBlockRef *skip) {
   Cg *cg = cu->dev;
   LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
-                                  i64(cu, (r->len + r->block - 1) / r->block),
-                                  NULL, 0);
+                                  trips(cu, r->len, r->block), NULL, 0);
   LLVMValueRef j = add(cu, mul(cu, it, r->block), cu_tid(cu));
   LLVMBasicBlockRef go = cg_block(cg, "row.go");
   *skip = cg_block(cg, "row.skip");
@@ -398,7 +403,7 @@ static void row_each_end(Cu *cu, CgLoop *l, LLVMBasicBlockRef skip) {
 /* reduce_* whose reduced axes lead and kept axes follow views x as
  * [len, K]: a column reduction when K >= 32 (bias gradients: sums over
  * batch and sequence; a position table's over the batch). */
-static bool col_view(const Node *n, CuCol *c) {
+static bool col_view(Cu *cu, const Node *n, CuCol *c) {
   const Type *t = &n->in[0]->type;
   if (t->dt == DT_C64 || t->dt == DT_BOOL) return false;
   bool red[RLX_MAX_RANK] = {false};
@@ -409,11 +414,20 @@ static bool col_view(const Node *n, CuCol *c) {
   int64_t len = 1, K = 1;
   for (int i = 0; i < t->rank; i++) {
     if (red[i] && K > 1) return false; /* a reduced axis after a kept one */
-    if (red[i]) len *= t->dims[i];
+    if (red[i]) dim_mul(cu->dev->ctx, len, t->dims[i], &len); /* axis 0 dynamic */
     else K *= t->dims[i];
   }
   *c = (CuCol){.n = (Node *)n, .dt = t->dt, .kind = cg_red_kind(n->op)};
   return cu_col_plan(c, len, K);
+}
+
+/* Size n as a value of dt's compute type (a mean's count). */
+static LLVMValueRef count(Cu *cu, DType dt, int64_t n) {
+  Cg *cg = cu->dev;
+  if (dim_is_static(n)) return cg_const(cg, dt, (double)n);
+  LLVMTypeRef ct = cg_ctype(cg, dt == DT_C64 ? DT_F32 : dt);
+  LLVMValueRef v = LLVMBuildUIToFP(cg->b, cu_size(cu, n), ct, "");
+  return dt == DT_C64 ? cg_ops_splat(cg, v, 2) : v;
 }
 
 /* x[row, col] of a reduce node. */
@@ -428,7 +442,7 @@ static LLVMValueRef col_elem(Cu *cu, CuCol *c, LLVMValueRef row,
 static void col_finish(Cu *cu, CuCol *c, LLVMValueRef col, LLVMValueRef v) {
   Cg *cg = cu->dev;
   if (c->n->op == OP_REDUCE_MEAN)
-    v = LLVMBuildFDiv(cg->b, v, cg_const(cg, c->dt, (double)c->len), "");
+    v = LLVMBuildFDiv(cg->b, v, count(cu, c->dt, c->len), "");
   cg_store(cg, c->n->type.dt, cg_buf(cg, c->n), col, v);
 }
 
@@ -451,17 +465,19 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   int nk = 0, nr = 0;
   cg_strides(t, s);
   for (int i = 0; i < t->rank; i++) {
-    if (red[i]) rd[nr] = t->dims[i], rs[nr++] = s[i], len *= t->dims[i];
-    else kd[nk] = t->dims[i], ks[nk++] = s[i], rows *= t->dims[i];
+    int64_t *c = red[i] ? &len : &rows; /* axis 0 may be dynamic */
+    if (red[i]) rd[nr] = t->dims[i], rs[nr++] = s[i];
+    else kd[nk] = t->dims[i], ks[nk++] = s[i];
+    dim_mul(cu->dev->ctx, *c, t->dims[i], c);
   }
   if (rows == 0) return true;
   CuCol cr;
-  if (col_view(n, &cr)) {
+  if (col_view(cu, n, &cr)) {
     cr.elem = col_elem, cr.finish = col_finish;
     cu_col_reduce(cu, p, &cr, op_name(n->op));
     return true;
   }
-  int block = cu_block_for(len);
+  int block = cu_block_for(dim_bound(len));
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_ctaid(cu);
   Row r = {n->in[0], dt, len, block, rd, rs, nr,
@@ -469,13 +485,10 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   CgRed kind = cg_red_kind(n->op);
   LLVMValueRef v = row_fold(cu, &r, kind, NULL, NULL);
   if (n->op == OP_REDUCE_MEAN) /* c64: both parts by the count */
-    v = LLVMBuildFDiv(cg->b, v,
-                      c64 ? cg_ops_splat(cg, cg_const(cg, DT_F32,
-                                                      (double)len), 2)
-                          : cg_const(cg, dt, (double)len), "");
+    v = LLVMBuildFDiv(cg->b, v, count(cu, dt, len), "");
   cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
   cg_store(cg, n->type.dt, cg_buf(cg, n), o, v);
-  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  cu_kernel_end_n(cu, rows, 1, 1, (unsigned)block);
   return true;
 }
 
@@ -502,10 +515,10 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
   if (!dt_is_float(dt)) return cu_bad_dtype(cu, n, dt);
-  int64_t outer, len, inner;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
-                    &inner);
-  int64_t rows = outer * inner;
+  int64_t outer, len, inner, rows; /* outer may be dynamic */
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
+                    &len, &inner);
+  dim_mul(cu->dev->ctx, outer, inner, &rows);
   if (rows == 0 || len == 0) return true;
   int block = cu_block_for(len);
   cu_kernel_begin(cu, p, op_name(n->op));
@@ -528,7 +541,7 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
                        : LLVMBuildFMul(cg->b, cu_exp_neg(cu, dt, d), ls, "");
   cg_store(cg, dt, cg_buf(cg, n), off, y);
   row_each_end(cu, &l, skip);
-  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  cu_kernel_end_n(cu, rows, 1, 1, (unsigned)block);
   return true;
 }
 
@@ -626,7 +639,7 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
     saved = cg_gep(cg, cg->fn->ws, i64(cu, p->slot[f->id].saved_off));
   if (bwd && saved) {
     m = cg_load(cg, dt, saved, o);
-    s = cg_load(cg, dt, saved, add(cu, o, i64(cu, rows)));
+    s = cg_load(cg, dt, saved, add(cu, o, cu_size(cu, rows)));
   } else {
     row_lse_online(cu, &r, &m, &s);
   }
@@ -634,7 +647,7 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
     cu_guard(cu, LLVMBuildICmp(cg->b, LLVMIntEQ, cu_tid(cu), i64(cu, 0), ""));
     if (saved) {
       cg_store(cg, dt, saved, o, m);
-      cg_store(cg, dt, saved, add(cu, o, i64(cu, rows)), s);
+      cg_store(cg, dt, saved, add(cu, o, cu_size(cu, rows)), s);
     }
     LLVMValueRef xl = cg_load(cg, dt, cg_buf(cg, n->in[0]),
                               add(cu, r.base, lab));
@@ -667,7 +680,7 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
     cg_loop_end(cg, &l, NULL);
     xent_zero_pad(cu, p, n, o, c);
   }
-  cu_kernel_end(cu, (unsigned)rows, (unsigned)block);
+  cu_kernel_end_n(cu, rows, 1, 1, (unsigned)block);
   return true;
 }
 
@@ -685,6 +698,68 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
   cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
   return n->splat || N == 1 ||
          cu_unsupported(cu, n, "non-splat constant in the workspace");
+}
+
+/* ---- dynamic sizes ----
+ * The GPU kernels take dynamic sizes in axis 0 (a batch: docs/gpu.md):
+ * every dynamic size of n's type and its operands' in their axis 0
+ * (strides are then static, the element or row count is the run-time
+ * size, and the grid comes from it at launch); with same_rank, a
+ * dynamic operand has n's rank (the CPU elementwise rule). */
+static bool lead_ok(const Node *n, bool same_rank) {
+  if (!cg_dyn_leading(&n->type)) return false;
+  for (int i = 0; i < n->nin; i++) {
+    const Type *u = &n->in[i]->type;
+    if (!cg_dyn_leading(u) ||
+        (same_rank && !type_is_static(u) && u->rank != n->type.rank))
+      return false;
+  }
+  return true;
+}
+
+const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
+  if (!node_dynamic(n) || n->op == OP_INPUT || n->op == OP_PARAM)
+    return NULL;
+  CgSlotKind k = cg_plan_slot(p, n)->kind;
+  if (k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS) return NULL; /* views */
+  static const char *lead = "a dynamic size outside axis 0";
+  if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
+      n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
+    return lead_ok(n, true) ? NULL : lead;
+  switch (n->op) {
+  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD:
+    return lead_ok(n, false) ? NULL : lead;
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX:
+    if (!lead_ok(n, true)) return lead;
+    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, -1), n->type.rank)
+               ? NULL : "the softmax axis is the dynamic one";
+  case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
+    return lead_ok(n, false) ? NULL : lead;
+  case OP_MATMUL: return cu_matmul_dyn(cu, p, n);
+  case OP_TRANSPOSE: {
+    int k;
+    const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
+    if (!lead_ok(n, false)) return lead;
+    return k && !ir_norm_axis(perm[0], k) ? NULL
+                                          : "axis 0, the dynamic one, moves";
+  }
+  case OP_NARROW: case OP_CONCAT:
+    if (!lead_ok(n, false)) return lead;
+    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)
+               ? NULL : "along the dynamic axis";
+  case OP_GATHER:
+    return type_is_static(&n->in[0]->type) && lead_ok(n, false)
+               ? NULL : "a table with dynamic sizes";
+  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_GROUP_NORM:
+  case OP_BATCH_NORM_INFERENCE: case OP_LAYER_NORM_BACKWARD_INPUT:
+  case OP_RMS_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
+    if (!lead_ok(n, false)) return lead;
+    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, -1), n->in[0]->type.rank)
+               ? NULL : "the normalized axis is the dynamic one";
+  default: return "the op takes static sizes only on the GPU for now";
+  }
 }
 
 int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
@@ -707,9 +782,9 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: {
     CuCol c;
-    return col_view(n, &c) ? cu_col_scratch(&c) : 0;
+    return col_view(cu, n, &c) ? cu_col_scratch(&c) : 0;
   }
-  default: return cu_norm_scratch(n); /* 0 but for a norm's _gamma */
+  default: return cu_norm_scratch(cu, n); /* 0 but for a norm's _gamma */
   }
 }
 

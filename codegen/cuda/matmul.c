@@ -140,11 +140,11 @@ static void mm_fetch(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef pa,
     LLVMValueRef qi = cg_i32(cg, q), o, kk;
     mm_split(cu, m, &m->a, true, e, &o, &kk);
     LLVMValueRef v = mm_load(cu, m->dt, m->abase, &m->a, add(cu, m->row0, o),
-                             i64(cu, m->M), add(cu, k0, kk), m->kend);
+                             cu_size(cu, m->M), add(cu, k0, kk), m->kend);
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pa, &qi, 1, ""));
     mm_split(cu, m, &m->b, false, e, &o, &kk);
     v = mm_load(cu, m->dt, m->bbase, &m->b, add(cu, k0, kk), m->kend,
-                add(cu, m->col0, o), i64(cu, m->N));
+                add(cu, m->col0, o), cu_size(cu, m->N));
     LLVMBuildStore(cg->b, v, LLVMBuildGEP2(cg->b, m->et, pb, &qi, 1, ""));
   }
 }
@@ -186,8 +186,8 @@ static void mm_issue(Cu *cu, const Mm *m, LLVMValueRef k0, LLVMValueRef st) {
     LLVMValueRef ko = add(cu, k0, kk);
     LLVMValueRef oo = add(cu, s ? m->col0 : m->row0, o);
     LLVMValueRef r = s ? ko : oo, c = s ? oo : ko;
-    LLVMValueRef R = s ? m->kend : i64(cu, m->M);
-    LLVMValueRef C = s ? i64(cu, m->N) : m->kend;
+    LLVMValueRef R = s ? m->kend : cu_size(cu, m->M);
+    LLVMValueRef C = s ? cu_size(cu, m->N) : m->kend;
     LLVMValueRef buf = cg_buf(cg, x->st);
     LLVMValueRef off = add(cu, s ? m->bbase : m->abase,
                            add(cu, mul(cu, r, x->rs), mul(cu, c, x->cs)));
@@ -276,8 +276,14 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef acc) {
  * leave SMs idle and each block walks a long K: then the K range is
  * split over S blocks, whose partial sums a second kernel adds in
  * slice order (deterministic; S is a function of the shape). */
+/* The tiles of a product: batch, M, N, K, tm x tn output tiles of
+ * 16R x 16R, K in S slices of ks. Dynamic sizes (docs/gpu.md): M and K
+ * of a product without batch, or the batch (its axis 0) of a batched
+ * one; the tiles are chosen for their bounds (batch, tm: the bound's
+ * counts; bdim: the batch as a size), the grid comes from the run-time
+ * M or batch. */
 typedef struct {
-  int64_t batch, M, N, K, tm, tn, ks;
+  int64_t batch, bdim, M, N, K, tm, tn, ks;
   int R, S;
 } MmGeom;
 
@@ -301,23 +307,27 @@ static MmGeom mm_geom(const Cu *cu, const Node *n) {
     g.K = w->dims[0], g.N = w->dims[1];
     g.M = g.N ? type_numel(t) / g.N : 0;
   }
-  g.batch = g.M && g.N ? type_numel(t) / (g.M * g.N) : 0;
+  int64_t M = dim_bound(g.M), K = dim_bound(g.K);
+  g.bdim = 1; /* dequant_matmul: one batch */
+  for (int i = 0; n->op != OP_DEQUANT_MATMUL && i + 2 < t->rank; i++)
+    dim_mul(cu->dev->ctx, g.bdim, t->dims[i], &g.bdim);
+  g.batch = M && g.N ? dim_bound(g.bdim) : 0;
   for (int R = mm_rmax(cu, mm_acc_dt(n)); R >= 1; R /= 2) {
     g.R = R;
-    g.tm = (g.M + TS * R - 1) / (TS * R);
+    g.tm = (M + TS * R - 1) / (TS * R);
     g.tn = (g.N + TS * R - 1) / (TS * R);
     if (g.batch * g.tm * g.tn >= MM_SMS) break;
   }
   int64_t blocks = g.batch * g.tm * g.tn;
-  if (blocks > 0 && blocks < 2 * MM_SMS && g.K >= 2 * MM_SPLIT_K) {
-    int64_t s = 4 * MM_SMS / blocks, smax = g.K / MM_SPLIT_K;
+  if (blocks > 0 && blocks < 2 * MM_SMS && K >= 2 * MM_SPLIT_K) {
+    int64_t s = 4 * MM_SMS / blocks, smax = K / MM_SPLIT_K;
     g.S = (int)(s < smax ? s : smax);
     if (g.S < 1) g.S = 1;
   }
-  int64_t per = (g.K + g.S - 1) / g.S;
+  int64_t per = (K + g.S - 1) / g.S;
   g.ks = (per + TS - 1) / TS * TS;
   if (g.ks == 0) g.ks = TS;
-  g.S = (int)((g.K + g.ks - 1) / g.ks);
+  g.S = (int)((K + g.ks - 1) / g.ks);
   if (g.S < 1) g.S = 1;
   return g;
 }
@@ -342,10 +352,29 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
 
 static int64_t mma_scratch(const Cu *cu, const CgPlan *p, const Node *n);
 
+/* The elements of n's output at its bounds (the stride of split-K
+ * partials). */
+static int64_t mm_numel(const Node *n) {
+  return type_bytes_bound(&n->type) / dt_size(n->type.dt);
+}
+
 int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
   if (mm_on_mma(cu, n)) return mma_scratch(cu, p, n);
   MmGeom g = mm_geom(cu, n);
-  return g.S > 1 ? g.S * type_numel(&n->type) * dt_size(mm_acc_dt(n)) : 0;
+  return g.S > 1 ? g.S * mm_numel(n) * dt_size(mm_acc_dt(n)) : 0;
+}
+
+const char *cu_matmul_dyn(const Cu *cu, const CgPlan *p, const Node *n) {
+  if (mm_on_mma(cu, n))
+    return "products on the tensor cores (bf16, f16, tf32) take static "
+           "sizes only for now";
+  for (int k = -1; k < 2; k++) { /* a dynamic batch or M, K */
+    const Node *x = k < 0 ? n : n->in[k];
+    if (k >= 0 && cg_plan_slot((CgPlan *)p, x)->kind == CG_SLOT_FOLDED)
+      x = x->in[0];
+    if (!cg_dyn_leading(&x->type)) return "a dynamic size outside axis 0";
+  }
+  return NULL;
 }
 
 /* Output element off (column c) of n <- its sum v: q_matmul's
@@ -362,19 +391,19 @@ static void mm_out(Cu *cu, Node *n, LLVMValueRef off, LLVMValueRef c,
 static void mm_reduce(Cu *cu, CgPlan *p, Node *n, int S, DType dt,
                       int64_t off) {
   Cg *cg = cu->dev;
-  int64_t total = type_numel(&n->type);
+  int64_t total = cu_numel(cu, &n->type), stride = mm_numel(n);
   cu_kernel_begin(cu, p, "matmul_sum");
   LLVMValueRef i = cu_gid(cu);
   LLVMValueRef part = cg_gep(cg, cg_scratch(cg, n), i64(cu, off));
   cu_guard(cu, ult(cu, i, total));
   LLVMValueRef v = cg_load(cg, dt, part, i);
   for (int k = 1; k < S; k++) {
-    LLVMValueRef x = cg_load(cg, dt, part, add(cu, i, i64(cu, k * total)));
+    LLVMValueRef x = cg_load(cg, dt, part, add(cu, i, i64(cu, k * stride)));
     v = dt == DT_I32 ? LLVMBuildAdd(cg->b, v, x, "")
                      : LLVMBuildFAdd(cg->b, v, x, "");
   }
   mm_out(cu, n, i, urem(cu, i, n->type.dims[n->type.rank - 1]), v);
-  cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, total, EW_BLOCK, 1, EW_BLOCK);
 }
 
 bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
@@ -387,7 +416,7 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
     return cu_unsupported(cu, n, "operands of another dtype than the result");
   if (t->rank < 2 || n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)
     return cu_unsupported(cu, n, "rank < 2");
-  if (type_numel(t) == 0) return true;
+  if (type_is_static(t) && type_numel(t) == 0) return true;
   if (mma) return mma_matmul(cu, p, n);
   MmOp a = {0}, b = {0};
   mm_operand(p, n->in[0], t, &a);
@@ -452,16 +481,36 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
                                "acc");
   LLVMValueRef bid = cu_ctaid(cu);
   m.tid = cu_tid(cu);
-  LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
-  LLVMValueRef bb = urem(cu, udiv(cu, bid, tn * tm), batch);
-  LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * batch), g.ks);
+  /* block -> (slice, batch, tile row, tile column); a dynamic M: the
+   * run-time count of tile rows (batch 1) */
+  LLVMValueRef tmv = i64(cu, tm), bb = i64(cu, 0);
+  bool batched = batch > 1 || !dim_is_static(g.bdim);
+  if (!dim_is_static(g.M))
+    tmv = LLVMBuildUDiv(cg->b, add(cu, cu_size(cu, g.M),
+                                   i64(cu, TS * m.R - 1)),
+                        i64(cu, TS * m.R), "");
+  LLVMValueRef bn = urem(cu, bid, tn), rest = udiv(cu, bid, tn);
+  LLVMValueRef bm = LLVMBuildURem(cg->b, rest, tmv, "");
+  rest = LLVMBuildUDiv(cg->b, rest, tmv, "");
+  if (batched) bb = urem(cu, rest, g.bdim);
+  LLVMValueRef k0 = mul(cu, udiv(cu, rest, g.bdim), g.ks);
   LLVMValueRef kend = add(cu, k0, i64(cu, g.ks));
-  m.kend = LLVMBuildSelect(cg->b, ult(cu, kend, g.K), kend, i64(cu, g.K), "");
+  m.kend = LLVMBuildSelect(cg->b, ult(cu, kend, g.K), kend,
+                           cu_size(cu, g.K), "");
+  /* slices of this block: ks / TS, fewer for a dynamic K (none past it) */
+  LLVMValueRef nk = i64(cu, g.ks / TS);
+  if (!dim_is_static(g.K)) {
+    LLVMValueRef d = LLVMBuildSub(cg->b, m.kend, k0, "");
+    nk = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, d,
+                                              i64(cu, 0), ""),
+                         udiv(cu, add(cu, d, i64(cu, TS - 1)), TS),
+                         i64(cu, 0), "");
+  }
   m.tx = urem(cu, m.tid, TS), m.ty = udiv(cu, m.tid, TS);
   m.row0 = mul(cu, bm, TS * m.R), m.col0 = mul(cu, bn, TS * m.R);
-  m.abase = batch > 1 ? cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2)
+  m.abase = batched ? cu_remap(cu, bb, t->dims, m.a.bstr, t->rank - 2)
                       : i64(cu, 0);
-  m.bbase = batch > 1 ? cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2)
+  m.bbase = batched ? cu_remap(cu, bb, t->dims, m.b.bstr, t->rank - 2)
                       : i64(cu, 0);
   for (int i = 0; i < m.R * m.R; i++) {
     LLVMValueRef ix = cg_i32(cg, i);
@@ -475,8 +524,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
      * kt - 1, whose buffer kt + 2 then fills */
     mm_issue(cu, &m, k0, i64(cu, 0));
     mm_issue(cu, &m, add(cu, k0, i64(cu, TS)), i64(cu, 1));
-    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
-                                    NULL, 0);
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
     LLVMValueRef one = cg_i32(cg, 1), nxt = add(cu, kt, i64(cu, 2));
     cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
     cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
@@ -493,8 +541,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
     mm_fetch(cu, &m, k0, pa, pb);
     mm_put(cu, &m, i64(cu, 0), pa, pb);
     cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, g.ks / TS),
-                                    NULL, 0);
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
     LLVMValueRef nxt = add(cu, kt, i64(cu, 1));
     mm_fetch(cu, &m, add(cu, k0, mul(cu, nxt, TS)), pa, pb);
     mm_slice(cu, &m, urem(cu, kt, 2), acc);
@@ -503,8 +550,8 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
     cg_loop_end(cg, &l, NULL);
   }
   /* a split product writes slice s's partial sums to scratch[s] */
-  LLVMValueRef obase = add(cu, mul(cu, bb, m.M * m.N),
-                           mul(cu, udiv(cu, k0, g.ks), type_numel(t)));
+  LLVMValueRef obase = mul(cu, udiv(cu, k0, g.ks), mm_numel(n));
+  if (batched) obase = add(cu, obase, mul(cu, bb, m.M * m.N));
   for (int i = 0; i < m.R; i++)
     for (int j = 0; j < m.R; j++) {
       int64_t di = i % m.V + TS * m.V * (i / m.V);
@@ -529,7 +576,10 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
-  cu_kernel_end(cu, (unsigned)(batch * tm * tn * g.S), TS * TS);
+  if (!dim_is_static(g.M))
+    cu_kernel_end_n(cu, g.M, TS * m.R, (unsigned)(tn * g.S), TS * TS);
+  else
+    cu_kernel_end_n(cu, g.bdim, 1, (unsigned)(tm * tn * g.S), TS * TS);
   if (async)
     cu_kernel_dyn_shared(cu, (unsigned)(2 * MM_STAGES * mm_buf(&m) *
                                         dt_size(dt)));

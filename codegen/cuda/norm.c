@@ -40,6 +40,9 @@ typedef struct {
   double eps;
   int64_t outer, C, inner; /* x as [outer, C, inner] around the channels */
   int64_t U, len;       /* units, elements per unit */
+  /* outer and U are sizes: a dynamic batch makes them dynamic (forward
+   * and backward_input: cu_dyn_why; the pass lower_norm_params leaves
+   * no parameter-gradient op with dynamic sizes) */
   int64_t G, cpu;       /* groups (1 but for group_norm), channels each */
   /* kernel values */
   LLVMValueRef x, ga, be, mn, vr, dy, st; /* operands, scratch */
@@ -49,7 +52,7 @@ typedef struct {
 } Nm;
 
 /* Node n's geometry; false when n is no norm op. */
-static bool nm_init(Nm *S, Node *n) {
+static bool nm_init(Ctx *ctx, Nm *S, Node *n) {
   int kind, role;
   if (!cg_norm_op(n->op, &kind, &role)) return false;
   const Type *t = &n->in[0]->type;
@@ -57,11 +60,15 @@ static bool nm_init(Nm *S, Node *n) {
             .kind = kind, .role = role};
   bool nchw = S->kind == CG_NORM_GROUP || S->kind == CG_NORM_BATCH;
   S->eps = ir_attr_float(n, ATTR_EPS, S->kind == CG_NORM_RMS ? 1e-6 : 1e-5);
-  cg_ops_split_axis(t, nchw ? 1 : ir_attr_int(n, ATTR_AXIS, -1), &S->outer,
-                    &S->C, &S->inner);
+  int64_t ax = nchw ? 1 : ir_attr_int(n, ATTR_AXIS, -1), o = 1;
+  ax += ax < 0 ? t->rank : 0;
+  S->C = t->dims[ax], S->inner = 1;
+  for (int i = (int)ax + 1; i < t->rank; i++) S->inner *= t->dims[i];
+  for (int i = 0; i < ax; i++) dim_mul(ctx, o, t->dims[i], &o);
+  S->outer = o;
   S->G = S->kind == CG_NORM_GROUP ? ir_attr_int(n, ATTR_GROUPS, 1) : 1;
   S->cpu = S->C / S->G;
-  S->U = S->kind == CG_NORM_GROUP ? S->outer * S->G : S->outer * S->inner;
+  dim_mul(ctx, S->outer, S->kind == CG_NORM_GROUP ? S->G : S->inner, &S->U);
   S->len = S->kind == CG_NORM_GROUP ? S->cpu * S->inner : S->C;
   return true;
 }
@@ -238,7 +245,7 @@ static bool grid_ok(Cu *cu, Nm *S, int64_t grid) {
  * which stores [mu | r | x0] of every unit in scratch (compute type). */
 static bool unit_kernel(Cu *cu, CgPlan *p, Nm *S) {
   Cg *cg = cu->dev;
-  if (!grid_ok(cu, S, S->U)) return false;
+  if (!grid_ok(cu, S, dim_bound(S->U))) return false;
   int block = cu_block_for(S->len);
   char what[64];
   snprintf(what, sizeof what, "%s%s", op_name(S->n->op),
@@ -266,7 +273,7 @@ static bool unit_kernel(Cu *cu, CgPlan *p, Nm *S) {
       if (v[k]) cg_store(cg, S->cdt, S->st, add(cu, u, i64(cu, k * S->U)),
                          v[k]);
   }
-  cu_kernel_end(cu, (unsigned)S->U, (unsigned)block);
+  cu_kernel_end_n(cu, S->U, 1, 1, (unsigned)block);
   return true;
 }
 
@@ -275,8 +282,9 @@ static bool unit_kernel(Cu *cu, CgPlan *p, Nm *S) {
  * beta[c]; dx = (dy gamma[c]) r. */
 static bool bn_kernel(Cu *cu, CgPlan *p, Nm *S) {
   Cg *cg = cu->dev;
-  int64_t N = S->outer * S->C * S->inner;
-  if (!grid_ok(cu, S, (int64_t)cu_blocks_for(N, EW_BLOCK))) return false;
+  int64_t N = cu_numel(cu, &S->n->type);
+  if (!grid_ok(cu, S, (int64_t)cu_blocks_for(dim_bound(N), EW_BLOCK)))
+    return false;
   cu_kernel_begin(cu, p, op_name(S->n->op));
   nm_bind(cu, S);
   LLVMValueRef i = cu_gid(cu);
@@ -292,7 +300,7 @@ static bool bn_kernel(Cu *cu, CgPlan *p, Nm *S) {
     y = FA(FM(FM(d, r), ga), cg_load(cg, S->dt, S->be, c));
   }
   cg_store(cg, S->dt, cg_buf(cg, S->n), i, y);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
@@ -379,18 +387,18 @@ static bool param_kernel(Cu *cu, CgPlan *p, Nm *S) {
 
 bool cu_norm(Cu *cu, CgPlan *p, Node *n) {
   Nm S;
-  if (!nm_init(&S, n)) return cu_unsupported(cu, n, NULL);
+  if (!nm_init(cu->dev->ctx, &S, n)) return cu_unsupported(cu, n, NULL);
   if (!dt_is_float(S.dt)) return cu_bad_dtype(cu, n, S.dt);
   if (S.role == CG_NORM_GAMMA || S.role == CG_NORM_BETA) return param_kernel(cu, p, &S);
-  if (type_numel(&n->type) == 0) return true;
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   if (S.kind == CG_NORM_BATCH) return bn_kernel(cu, p, &S);
   return unit_kernel(cu, p, &S);
 }
 
-int64_t cu_norm_scratch(const Node *n) {
+int64_t cu_norm_scratch(Cu *cu, const Node *n) {
   Nm S;
   CuCol c;
-  if (!nm_init(&S, (Node *)n) ||
+  if (!nm_init(cu->dev->ctx, &S, (Node *)n) ||
       (S.role != CG_NORM_GAMMA && S.role != CG_NORM_BETA))
     return 0;
   int64_t st = nm_stats_bytes(&S);

@@ -6,12 +6,15 @@
  * entry wrapper stores them there before the call and the plan places
  * nothing below them (memplan.c). cg_dim evaluates a size expression,
  * a sum of products of symbols, from those loads; LLVM merges repeated
- * loads and products within a function.
+ * loads and products within a function. Where the workspace is device
+ * memory (--target=cuda) the function's `sizes` array holds them
+ * instead: a kernel parameter, or the host entry's copy.
  */
 #include "codegen/llvm/cg.h"
 
 static LLVMValueRef sym_value(Cg *cg, int k) {
-  LLVMValueRef p = cg_gep(cg, cg->fn->ws, cg_i64(cg, 8 * (int64_t)k));
+  LLVMValueRef at = cg->fn->sizes ? cg->fn->sizes : cg->fn->ws;
+  LLVMValueRef p = cg_gep(cg, at, cg_i64(cg, 8 * (int64_t)k));
   LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i64, p, "");
   LLVMSetAlignment(v, 8);
   return v;

@@ -27,6 +27,7 @@ void cg_xent_pairs(CgPlan *p, Graph *g) {
     Node *f = bwd ? fw[x->id] : NULL;
     if (!f || f->in[1] != n->in[1]) continue;
     p->slot[n->id].fwd = f;
-    p->slot[f->id].saved_bytes = 2 * x->type.dims[0] * dt_size(dt);
+    p->slot[f->id].saved_bytes = /* a dynamic batch: at its bound */
+        2 * dim_bound(x->type.dims[0]) * dt_size(dt);
   }
 }

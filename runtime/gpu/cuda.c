@@ -403,7 +403,7 @@ static int capture(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                  "cuStreamBeginCapture");
   if (rc != RLX_OK)
     return rc;
-  int rc_enq = enqueue(in, out, ws, stream);
+  int rc_enq = enqueue(in, out, ws, stream, NULL);
   rc = check(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
   if (rc_enq != RLX_OK)
     rc = rc_enq;
@@ -437,7 +437,7 @@ int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                     "cuStreamIsCapturing")) != RLX_OK)
       return rc;
   if (!stream || status != CU_STREAM_CAPTURE_STATUS_NONE)
-    return enqueue(in, out, ws, stream);
+    return enqueue(in, out, ws, stream, NULL);
   pthread_mutex_lock(&graph_lock);
   rc = same_key(g, in, out, ws, stream)
            ? RLX_OK

@@ -370,8 +370,8 @@ def test_dynamic(rlxc, tmp):
     NAME_workspace_bytes and no NAME_WORKSPACE_BYTES; a scan's scratch is
     then laid out at run time too), and refuses, at the node,
     an op that cannot take dynamic sizes yet; the transformations stop
-    with one diagnostic at the first dynamic argument. A failure writes
-    nothing."""
+    with one diagnostic at the first dynamic argument; --target=cuda
+    wants a bound on every symbol. A failure writes nothing."""
     d = os.path.join(tmp, "dyn")
     os.mkdir(d)
     src = os.path.join(d, "dyn.rlx")
@@ -390,8 +390,8 @@ def test_dynamic(rlxc, tmp):
     expect("dyn-plan", rc == 0 and "%s = scan  outputs[0] scratch run-time "
            "#0 (bytes computed at run time)" in plan, err + plan)
     cases = [("gpu", ["--target=cuda", "-o", os.path.join(d, "x.o")], src,
-              "%h has the dynamic type f32[?b, 4]: --target=cuda does not "
-              "take dynamic dimensions yet", ":2:9")]
+              "%xs has the type f32[?t, ?b, 4]: --target=cuda needs a bound "
+              "on every dynamic size (write ?NAME<=N)", ":10:9")]
     for name, text, want, where in [
             ("softmax", "graph g {\n  input %x: f32[3, ?b<=8]\n"
              "  %y = softmax(%x, axis=0)\n  return %y\n}\n",

@@ -8,8 +8,10 @@
  * inputs and then its params (static, f64); the loss is its only
  * return. Without model_hvp (a case compiled with --grad only) it
  * checks the gradients alone. Size 0 must run
- * and give zero gradients. Exit 0: pass. */
+ * and give zero gradients. Built with -DRLX_GPU, every entry runs on
+ * the GPU (dyn_gpu.h). Exit 0: pass. */
 #include "model.h"
+#include "dyn_gpu.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -48,7 +50,7 @@ static int64_t bsz;
 static double loss_at(void) {
   double l;
   void *out[1] = {&l};
-  if (model((const void *const *)in, out, NULL, &bsz)) exit(2);
+  if (CALL(model, in, out, &bsz)) exit(2);
   return l;
 }
 
@@ -60,7 +62,7 @@ static void grad_at(double *g) {
   gi[NIN] = &one;
   void *go[NP + 1] = {&l};
   for (int j = 0, off = 0; j < NP; off += (int)np[j++]) go[1 + j] = g + off;
-  if (model_grad(gi, go, NULL, &bsz)) exit(2);
+  if (CALL(model_grad, gi, go, &bsz)) exit(2);
 }
 
 int main(void) {
@@ -94,7 +96,7 @@ int main(void) {
     for (int i = 0; i < NIN; i++) ji[i] = in[i];
     for (int j = 0, off = 0; j < NP; off += (int)np[j++]) ji[NIN + j] = v + off;
     void *jo[2] = {&l, &tl};
-    if (model_jvp(ji, jo, NULL, &bsz)) exit(2);
+    if (CALL(model_jvp, ji, jo, &bsz)) exit(2);
     /* HVP: loss, grads, <grad, v>, H v */
     const void *hi[NIN + 1 + NP];
     for (int i = 0; i < NIN; i++) hi[i] = in[i];
@@ -108,7 +110,7 @@ int main(void) {
       ho[1 + j] = g2 + off;
       ho[2 + NP + j] = hv + off;
     }
-    if (model_hvp(hi, ho, NULL, &bsz)) exit(2);
+    if (CALL(model_hvp, hi, ho, &bsz)) exit(2);
 #else /* --grad only: no second derivatives */
     memcpy(g2, g, sizeof(double) * (size_t)total);
     memset(hv, 0, sizeof(double) * (size_t)total);
@@ -178,7 +180,7 @@ int main(void) {
     for (int j = 0; j < NP; j++)
       for (int64_t e = 0; e < np[j]; e++) saved[k++] = in[NIN - NP + j][e];
     void *to[1] = {&l};
-    if (model_train(ti, to, NULL, &bsz)) exit(2);
+    if (CALL(model_train, ti, to, &bsz)) exit(2);
     k = 0;
     for (int j = 0; j < NP; j++)
       for (int64_t e = 0; e < np[j]; e++, k++) {

@@ -9,7 +9,12 @@
  * of E_workspace_bytes(sizes) (the signature's constant where it has
  * one), nothing written past it, at 1 and 3 threads.
  * An input of a dynamic axis after the first comes once per size, dense
- * at that size (kind bit 2 in the data file). Exit 0: pass. */
+ * at that size (kind bit 2 in the data file). With -DRLX_GPU (an object
+ * compiled with --target=cuda, run_dynamic.py --gpu) every call stages
+ * its inputs, outputs and workspace (guard bytes included) in device
+ * memory, ENTRY(in, out, ws, stream, sizes) runs on a stream, and
+ * model_gpu_status must report no error; a NULL workspace must give
+ * RLX_ERR_INVALID when one is needed. Exit 0: pass. */
 #include "model.h"
 
 #ifndef ENTRY /* the entry under test (run_dynamic.py: the case's ENTRY) */
@@ -45,6 +50,56 @@ enum { NIN = E(_NUM_INPUTS), NOUT = E(_NUM_OUTPUTS), MAXS = 8 };
 #endif
 
 static int fails;
+
+#ifdef RLX_GPU
+/* call(): ENTRY on device copies of in (inb bytes each), out (cap
+   floats each) and ws (wsb bytes, or NULL); results copied back. */
+static void *stream, *din[NIN], *dout[NOUT], *dws;
+
+static void gpu_ok(int rc, const char *what) {
+  if (rc) {
+    printf("FAIL: %s: %s (%s)\n", what, rlx_strerror(rc), rlx_gpu_error());
+    exit(2);
+  }
+}
+
+static int call(void *const *in, const size_t *inb, float *const *out,
+                const unsigned *cap, unsigned char *ws, size_t wsb,
+                const int64_t *b) {
+  for (int i = 0; i < NIN; i++) {
+    gpu_ok(rlx_gpu_free(din[i]) || rlx_gpu_alloc(&din[i], inb[i]), "alloc");
+    gpu_ok(rlx_gpu_copy_to_device(din[i], in[i], inb[i], stream), "copy");
+  }
+  for (int o = 0; o < NOUT; o++) {
+    gpu_ok(rlx_gpu_free(dout[o]) || rlx_gpu_alloc(&dout[o], 4 * cap[o]),
+           "alloc");
+    gpu_ok(rlx_gpu_copy_to_device(dout[o], out[o], 4 * cap[o], stream),
+           "copy");
+  }
+  gpu_ok(rlx_gpu_free(dws) || rlx_gpu_alloc(&dws, wsb), "alloc");
+  if (ws) gpu_ok(rlx_gpu_copy_to_device(dws, ws, wsb, stream), "copy");
+  int r = ENTRY((const void *const *)din, (void *const *)dout,
+                ws ? dws : NULL, stream, b);
+  gpu_ok(rlx_gpu_stream_sync(stream), "sync");
+  int st = model_gpu_status(stream);
+  if (st) {
+    printf("FAIL size %lld: model_gpu_status %d\n", (long long)*b, st);
+    fails++;
+  }
+  for (int o = 0; o < NOUT; o++)
+    gpu_ok(rlx_gpu_copy_to_host(out[o], dout[o], 4 * cap[o], stream), "copy");
+  if (ws) gpu_ok(rlx_gpu_copy_to_host(ws, dws, wsb, stream), "copy");
+  gpu_ok(rlx_gpu_stream_sync(stream), "sync");
+  return r;
+}
+#else
+static int call(void *const *in, const size_t *inb, float *const *out,
+                const unsigned *cap, unsigned char *ws, size_t wsb,
+                const int64_t *b) {
+  (void)inb, (void)cap, (void)wsb;
+  return ENTRY((const void *const *)in, (void *const *)out, ws, b);
+}
+#endif
 
 static void rd(void *p, size_t sz, size_t n, FILE *f) {
   if (fread(p, sz, n, f) != n) {
@@ -99,6 +154,7 @@ int main(int argc, char **argv) {
   int64_t sizes[MAXS];
   rd(sizes, 8, (size_t)ns, f);
   void *in[MAXS][NIN];
+  size_t inb[MAXS][NIN];
   bool per_size[NIN];
   for (int i = 0; i < NIN; i++) {
     unsigned kind;
@@ -113,7 +169,7 @@ int main(int argc, char **argv) {
         else ((float *)p)[k] = (float)a[k];
       free(a);
       for (int t = per_size[i] ? s : 0; t < (per_size[i] ? s + 1 : ns); t++)
-        in[t][i] = p;
+        in[t][i] = p, inb[t][i] = 4 * (size_t)(n + 1);
     }
   }
   double *ref[MAXS][NOUT];
@@ -153,6 +209,9 @@ int main(int argc, char **argv) {
     most = wb > most ? wb : most;
   }
   unsigned char *ws = aligned_alloc(64, most + 128);
+#ifdef RLX_GPU
+  gpu_ok(rlx_gpu_stream_create(&stream), "stream");
+#endif
   for (int threads = 1; threads <= 3; threads += 2) {
     rlx_set_num_threads(threads);
     for (int w = 0; w < 2; w++)
@@ -162,8 +221,17 @@ int main(int argc, char **argv) {
         int64_t b = sizes[s];
         size_t wb = E(_workspace_bytes)(&b);
         memset(ws + wb, 0x5a, 128);
-        int r = ENTRY((const void *const *)in[s], (void *const *)out,
-                      w ? ws : NULL, &b);
+        int r = call(in[s], inb[s], out, cap, w ? ws : NULL, wb + 128, &b);
+#ifdef RLX_GPU
+        if (!w && wb > 0) { /* device memory is the caller's */
+          if (r != RLX_ERR_INVALID) {
+            printf("FAIL size %lld: NULL workspace gave %d\n", (long long)b,
+                   r);
+            fails++;
+          }
+          continue;
+        }
+#endif
         if (r != 0) {
           printf("FAIL size %lld: returned %d\n", (long long)b, r);
           fails++;
@@ -185,8 +253,7 @@ int main(int argc, char **argv) {
   int64_t bad[] = {SIZE_OVER, -1, INT64_MIN, INT64_MAX};
   for (int k = 0; k < 4; k++) {
     out[0][0] = -7.0f;
-    int r = ENTRY((const void *const *)in[ns - 1], (void *const *)out, ws,
-                  &bad[k]);
+    int r = call(in[ns - 1], inb[ns - 1], out, cap, ws, most + 128, &bad[k]);
     if (r != RLX_ERR_SIZE || out[0][0] != -7.0f ||
         E(_workspace_bytes)(&bad[k]) != 0) {
       printf("FAIL size %lld: returned %d, want RLX_ERR_SIZE (%d)\n",

@@ -8,10 +8,22 @@ dyn_fd.c`, which needs no data file), dyn_run.c's tolerance for
 half-precision results (`// TOL: 2e-2`, both the relative and the
 absolute term), macros for the driver (`// DEFINE: UNBOUNDED`) and
 another case's data file (`// DATA: attf16`). Needs only python3 and a C compiler.
-usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F] CASE"""
+--gpu compiles for --target=cuda and links dyn_run.c with -DRLX_GPU;
+--no-run only builds: DIR/CASE then holds dyn_run and data.bin, to run
+as `dyn_run data.bin` on a GPU host (scripts/test_gpu.sh dynamic).
+--gpu-check: without a GPU (CI), compile every case with --target=cuda:
+those of GPU_CASES must compile (rlxc verifies the PTX), every other
+one must be refused with a diagnostic naming the op and --target=cuda
+or asking for a bound. --gpu-pack: build GPU_CASES' drivers with --gpu
+--no-run into DIR.
+usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F]
+                      [--gpu [--gpu-arch=SM]] [--no-run] CASE
+       run_dynamic.py --rlxc RLXC --build BUILD --work DIR
+                      --gpu-check|--gpu-pack"""
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
 
@@ -26,28 +38,90 @@ def sh(cmd):
         sys.exit("FAIL: %s exited %d" % (" ".join(cmd), r.returncode))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rlxc", required=True)
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--cflags", default="")
-    ap.add_argument("case")
-    a = ap.parse_args()
-    rt = glob.glob(os.path.join(a.build, "runtime", "librlxrt.a"))
-    if not rt:
-        sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
-    work = os.path.join(a.work, a.case)
-    os.makedirs(work, exist_ok=True)
-    src = os.path.join(HERE, a.case + ".rlx")
+def spec_of(src):
     spec = {}
     for line in open(src):
         if line.split(":")[0] in ("// RLXC", "// ENTRY", "// DRIVER",
                                   "// TOL", "// DEFINE", "// DATA"):
             k, v = line[3:].split(":", 1)
             spec[k] = v.split()
+    return spec
+
+
+# The cases --target=cuda compiles (docs/gpu.md, "Dynamic sizes"): dynamic
+# sizes in axis 0 of elementwise groups, reductions, softmax,
+# cross-entropy, matmul (M and K, or the batch), norms, transpose,
+# narrow, concat, gather.
+GPU_CASES = ["bwd64", "bwdops", "heads", "mlp", "norms", "quantgrad",
+             "quantjvp", "redhalf", "train", "train64"]
+
+REFUSED = ("is not supported by --target=cuda yet",
+           "--target=cuda needs a bound on every dynamic size")
+
+
+def gpu_check(a):
+    os.makedirs(a.work, exist_ok=True)
+    bad = 0
+    names = sorted(f[:-4] for f in os.listdir(HERE) if f.endswith(".rlx"))
+    for c in names:
+        src = os.path.join(HERE, c + ".rlx")
+        r = subprocess.run([a.rlxc, src, "-o", os.path.join(a.work, c + ".o"),
+                            "--target=cuda"] + spec_of(src).get("RLXC", []),
+                           capture_output=True, text=True, timeout=300)
+        err = r.stderr.strip().splitlines()
+        if c in GPU_CASES:
+            ok = r.returncode == 0
+            what = "compiled" if ok else "FAIL (%s)" % (err[:1] or "?")
+        else:
+            ok = r.returncode == 1 and err and any(m in err[0] for m in REFUSED)
+            what = "refused" if ok else "FAIL: want a refusal, got rc %d %s" % (
+                r.returncode, err[:1])
+        print("%-10s %s" % (c, what))
+        bad += not ok
+    unknown = [c for c in GPU_CASES if c not in names]
+    print("%d cases, %d failures%s" % (len(names), bad + len(unknown),
+                                       ", unknown: %s" % unknown if unknown
+                                       else ""))
+    return 1 if bad or unknown else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rlxc", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--cflags", default="")
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--gpu-arch", default="")
+    ap.add_argument("--no-run", action="store_true")
+    ap.add_argument("--gpu-check", action="store_true")
+    ap.add_argument("--gpu-pack", action="store_true")
+    ap.add_argument("case", nargs="?")
+    a = ap.parse_args()
+    if a.gpu_check:
+        return gpu_check(a)
+    if a.gpu_pack:
+        a.gpu = a.no_run = True
+        for c in GPU_CASES:
+            a.case = c
+            run(a)
+        return 0
+    run(a)
+
+
+def run(a):
+    rt = glob.glob(os.path.join(a.build, "runtime", "librlxrt.a"))
+    if not rt:
+        sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
+    work = os.path.join(a.work, a.case)
+    os.makedirs(work, exist_ok=True)
+    src = os.path.join(HERE, a.case + ".rlx")
+    spec = spec_of(src)
     obj = os.path.join(work, "model.o")
-    sh([a.rlxc, src, "--name=model", "-o", obj] + spec.get("RLXC", []))
+    gpu = ["--target=cuda"] if a.gpu else []
+    if a.gpu and a.gpu_arch:
+        gpu.append("--gpu-arch=" + a.gpu_arch)
+    sh([a.rlxc, src, "--name=model", "-o", obj] + spec.get("RLXC", []) + gpu)
     exe = os.path.join(work, "dyn_run")
     cc = os.environ.get("CC", "cc").split()
     sh(cc + a.cflags.split() + [
@@ -56,10 +130,15 @@ def main():
         "-D" + d for d in spec.get("DEFINE", [])] + [
         "-I", work, "-I", os.path.join(SRC, "runtime"),
         os.path.join(HERE, spec.get("DRIVER", ["dyn_run.c"])[0]), obj, rt[0],
-        "-o", exe, "-lm", "-lpthread"])
+        "-o", exe, "-lm", "-lpthread"] + (["-DRLX_GPU", "-ldl"] if a.gpu
+                                          else []))
     data = os.path.join(HERE, "data", spec.get("DATA", [a.case])[0] + ".bin")
+    if a.no_run:
+        if os.path.exists(data):
+            shutil.copy(data, os.path.join(work, "data.bin"))
+        return
     sh([exe] + ([data] if os.path.exists(data) else []))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
