@@ -44,7 +44,8 @@ enum { AT_NT = 64, AT_SMEM = 45056 };
 typedef struct {
   Cu *cu;
   Node *n;
-  rlx_attn_geom g;
+  rlx_attn_geom g;    /* a dynamic batch: at its bound (the layout) */
+  int64_t bdim;       /* the batch as a size (dynamic: the grid's) */
   DType dt, ct;       /* storage dtype; compute dtype (f32 or f64) */
   LLVMTypeRef et;     /* compute type */
   int64_t es, bt;     /* compute bytes; rows per shared tile */
@@ -298,8 +299,8 @@ static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
 }
 
 static void at_end(At *a, int64_t L, unsigned threads) {
-  cu_kernel_end(a->cu, (unsigned)(a->g.b * a->g.h *
-                                  ((L + AT_NT - 1) / AT_NT)), threads);
+  cu_kernel_end_n(a->cu, a->bdim, 1,
+                  (unsigned)(a->g.h * ((L + AT_NT - 1) / AT_NT)), threads);
 }
 
 /* This thread's row t0 + tid, clamped to L - 1 (*valid: inside). */
@@ -464,12 +465,13 @@ static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
 static void dsum_kernel(At *a, CgPlan *p, Node *o) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  int64_t rows = a->g.b * a->g.h * a->g.lq;
+  int64_t rows; /* a size: the batch may be dynamic */
+  dim_mul(cg->ctx, a->bdim, a->g.h * a->g.lq, &rows);
   if (rows == 0) return;
   cu_kernel_begin(cu, p, "attention_dsum");
   LLVMValueRef gid = cu_gid(cu), r = udiv(cu, gid, 32);
   LLVMValueRef lane = urem(cu, gid, 32), valid = ult(cu, r, rows);
-  r = smin(a, r, I(a, rows - 1));
+  r = smin(a, r, LLVMBuildSub(cg->b, cu_size(cu, rows), I(a, 1), ""));
   a->bh = udiv(cu, r, a->g.lq);
   a->b = udiv(cu, a->bh, a->g.h), a->h = urem(cu, a->bh, a->g.h);
   LLVMValueRef i = urem(cu, r, a->g.lq), base = row_off(a, NULL, true, i);
@@ -488,7 +490,7 @@ static void dsum_kernel(At *a, CgPlan *p, Node *o) {
       cg->b, valid, LLVMBuildICmp(cg->b, LLVMIntEQ, lane, I(a, 0), ""), ""));
   LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
   end_if(a, j);
-  cu_kernel_end(cu, cu_blocks_for(rows * 32, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, rows, EW_BLOCK / 32, 1, EW_BLOCK);
 }
 
 /* ---- backward: query rows (dq, dbias) ---- */
@@ -1301,7 +1303,7 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
 int64_t cu_attention_scratch(const CgPlan *p, const Node *n) {
   const CgSlot *s = &p->slot[n->id];
   if (n->op != OP_ATTENTION_BACKWARD || s->attn_lead) return 0;
-  rlx_attn_geom g = cg_attn_geometry(n);
+  rlx_attn_geom g = cg_attn_geometry_bound(n);
   int64_t es = n->type.dt == DT_F64 ? 8 : 4;
   return cg_align((s->fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
 }
@@ -1310,13 +1312,11 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16)
     return cu_bad_dtype(cu, n, dt);
-  for (int i = 0; i < n->nin; i++)
-    if (!type_is_static(&n->in[i]->type))
-      return cu_unsupported(cu, n, "dynamic dimensions");
   const CgSlot *s = &p->slot[n->id];
   if (s->attn_lead) return true; /* written by its leader */
   bool bwd = n->op == OP_ATTENTION_BACKWARD;
-  At a = {.cu = cu, .n = n, .g = cg_attn_geometry(n), .dt = dt,
+  At a = {.cu = cu, .n = n, .g = cg_attn_geometry_bound(n), .dt = dt,
+          .bdim = n->in[0]->type.dims[0], /* cu_dyn_why: only it dynamic */
           .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3,
           .res = {n}, .lse_off = -1, .d_off = -1};
   a.et = cg_ctype(cu->dev, a.ct);
@@ -1326,7 +1326,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   a.bt = k_tile_rows(a.g.d, a.es);
   bool tc = tc_ok(&a);
   if (!bwd) {
-    if (type_numel(&n->type) == 0) return true;
+    if (cu_numel(cu, &n->type) == 0) return true;
     if (s->saved_bytes > 0) a.lse_off = s->saved_off;
     if (tc) tc_fwd_kernel(&a, p, false);
     else fwd_kernel(&a, p, false);

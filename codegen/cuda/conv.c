@@ -354,41 +354,48 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
  * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
  * CV_SPLIT_K) for about 4 CV_SMS blocks. */
 static void cv_tiles(Cv *v) {
+  int64_t M = dim_bound(v->M), K = dim_bound(v->K); /* a dynamic batch */
   for (v->TX = 1; v->TX < TS && v->TX < v->N; v->TX *= 2) {}
   v->TY = 256 / v->TX;
   for (int R = CV_R_MAX; R >= 1; R /= 2) {
     if (v->TY * R > 256 && R > 1) continue;
     v->R = R;
-    v->tm = (v->M + v->TY * R - 1) / (v->TY * R);
+    v->tm = (M + v->TY * R - 1) / (v->TY * R);
     v->tn = (v->N + v->TX * R - 1) / (v->TX * R);
     if (v->groups * v->tm * v->tn >= CV_SMS) break;
   }
   int64_t blocks = v->groups * v->tm * v->tn, S = 1;
-  if (blocks > 0 && blocks < 2 * CV_SMS && v->K >= 2 * CV_SPLIT_K) {
-    int64_t want = 4 * CV_SMS / blocks, most = v->K / CV_SPLIT_K;
+  if (blocks > 0 && blocks < 2 * CV_SMS && K >= 2 * CV_SPLIT_K) {
+    int64_t want = 4 * CV_SMS / blocks, most = K / CV_SPLIT_K;
     S = want < most ? want : most;
     if (S < 1) S = 1;
   }
-  v->ks = ((v->K + S - 1) / S + TS - 1) / TS * TS;
+  v->ks = ((K + S - 1) / S + TS - 1) / TS * TS;
   if (v->ks == 0) v->ks = TS;
-  v->S = (v->K + v->ks - 1) / v->ks;
+  v->S = (K + v->ks - 1) / v->ks;
   if (v->S < 1) v->S = 1;
+}
+
+/* n's elements at the bound of a dynamic batch: the stride of the
+ * split sums. */
+static int64_t cv_numel(const Node *n) {
+  return type_bytes_bound(&n->type) / dt_size(n->type.dt);
 }
 
 /* out[i] = sum over s of part[s][i], in slice order, rounded once. */
 static void cv_sum(Cu *cu, CgPlan *p, Node *n, const Cv *v) {
   Cg *cg = cu->dev;
   DType pt = part_dt(v->dt);
-  int64_t total = type_numel(&n->type);
+  int64_t total = cu_numel(cu, &n->type), stride = cv_numel(n);
   cu_kernel_begin(cu, p, "conv_sum");
   LLVMValueRef i = cu_gid(cu), part = cg_scratch(cg, n);
   cu_guard(cu, ult(cu, i, total));
   LLVMValueRef x = cg_load(cg, pt, part, i);
   for (int64_t k = 1; k < v->S; k++)
     x = LLVMBuildFAdd(cg->b, x, cg_load(cg, pt, part,
-                                        add(cu, i, i64(cu, k * total))), "");
+                                        add(cu, i, i64(cu, k * stride))), "");
   cg_store(cg, v->dt, cg_buf(cg, n), i, x);
-  cu_kernel_end(cu, cu_blocks_for(total, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, total, EW_BLOCK, 1, EW_BLOCK);
 }
 
 /* One kernel: blocks over (k range, group, row tile, column tile), the
@@ -409,12 +416,23 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   LLVMValueRef bid = cu_ctaid(cu);
   v->tid = cu_tid(cu);
   v->tx = urem(cu, v->tid, v->TX), v->ty = udiv(cu, v->tid, v->TX);
+  /* block -> (k range, group, row tile, column tile); a dynamic M: the
+   * run-time count of row tiles */
+  LLVMValueRef tmv = i64(cu, tm), rest = udiv(cu, bid, tn);
+  if (!dim_is_static(v->M))
+    tmv = udiv(cu, add(cu, cu_size(cu, v->M), i64(cu, v->TY * v->R - 1)),
+               v->TY * v->R);
   v->col0 = mul(cu, urem(cu, bid, tn), v->TX * v->R);
-  v->row0 = mul(cu, urem(cu, udiv(cu, bid, tn), tm), v->TY * v->R);
-  v->grp = urem(cu, udiv(cu, bid, tn * tm), v->groups);
-  LLVMValueRef k0 = mul(cu, udiv(cu, bid, tn * tm * v->groups), v->ks);
+  v->row0 = mul(cu, LLVMBuildURem(cg->b, rest, tmv, ""), v->TY * v->R);
+  rest = LLVMBuildUDiv(cg->b, rest, tmv, "");
+  v->grp = urem(cu, rest, v->groups);
+  LLVMValueRef k0 = mul(cu, udiv(cu, rest, v->groups), v->ks);
   LLVMValueRef kend = add(cu, k0, i64(cu, v->ks));
-  kend = LLVMBuildSelect(cg->b, ult(cu, kend, v->K), kend, i64(cu, v->K), "");
+  kend = LLVMBuildSelect(cg->b, ult(cu, kend, v->K), kend, cu_size(cu, v->K),
+                         "");
+  /* a dynamic K: ranges past it are empty */
+  kend = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, kend, k0, ""),
+                         k0, kend, "");
   for (int i = 0; i < v->R * v->R; i++)
     LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
   LLVMValueRef pa = cg_alloca(cg, LLVMArrayType2(v->et, 16), "pa");
@@ -434,41 +452,56 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   cg_loop_end(cg, &l, NULL);
   if (v->S > 1) { /* range s's partial sums to scratch[s] */
     v->y = cg_scratch(cg, n);
-    v->part = mul(cu, udiv(cu, k0, v->ks), type_numel(&n->type));
+    v->part = mul(cu, udiv(cu, k0, v->ks), cv_numel(n));
   }
   cv_store(cu, v, acc);
-  cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), 256);
+  if (dim_is_static(v->M))
+    cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), 256);
+  else
+    cu_kernel_end_n(cu, v->M, (unsigned)(v->TY * v->R),
+                    (unsigned)(v->S * v->groups * tn), 256);
   if (v->S > 1) cv_sum(cu, p, n, v);
 }
 
-/* The GEMM of conv node n (geometry, sizes, loaders, tiles). */
-static void cv_setup(Cv *v, const Node *n) {
+/* The GEMM of conv node n (geometry, sizes, loaders, tiles); with a
+ * dynamic batch, M (forward, backward_input) or K (backward_weight) is
+ * a dynamic size. */
+static int64_t dmul(Ctx *ctx, int64_t a, int64_t b) {
+  DimStatus st = dim_mul(ctx, a, b, &a);
+  RLX_ASSERT(st == DIM_OK); /* a factor of a tensor's count */
+  return a;
+}
+
+static void cv_setup(Ctx *ctx, Cv *v, const Node *n) {
   const Type *a = &n->in[0]->type, *b = &n->in[1]->type, *t = &n->type;
   switch (n->op) {
   case OP_CONV2D_BACKWARD_INPUT: /* (dy, w) -> dx */
     cv_init(v, n, t, b, a);
-    v->M = v->n * v->h * v->w, v->N = v->cg, v->K = v->cog * v->kh * v->kw;
+    v->M = dmul(ctx, v->n, v->h * v->w), v->N = v->cg;
+    v->K = v->cog * v->kh * v->kw;
     v->lda = bin_a, v->ldb = bin_b, v->out = bin_out;
     break;
   case OP_CONV2D_BACKWARD_WEIGHT: /* (x, dy) -> dw */
     cv_init(v, n, a, t, b);
-    v->M = v->cog, v->N = v->cg * v->kh * v->kw, v->K = v->n * v->oh * v->ow;
+    v->M = v->cog, v->N = v->cg * v->kh * v->kw;
+    v->K = dmul(ctx, v->n, v->oh * v->ow);
     v->lda = bwt_a, v->ldb = bwt_b, v->out = bwt_out;
     break;
   default: /* (x, w) -> y */
     cv_init(v, n, a, b, t);
-    v->M = v->n * v->oh * v->ow, v->N = v->cog, v->K = v->cg * v->kh * v->kw;
+    v->M = dmul(ctx, v->n, v->oh * v->ow), v->N = v->cog;
+    v->K = v->cg * v->kh * v->kw;
     v->lda = fwd_a, v->ldb = fwd_b, v->out = fwd_out;
     break;
   }
   cv_tiles(v);
 }
 
-int64_t cu_conv_scratch(const Node *n) {
-  if (!dt_is_float(n->type.dt) || type_numel(&n->type) == 0) return 0;
+int64_t cu_conv_scratch(Cu *cu, const Node *n) {
+  if (!dt_is_float(n->type.dt) || cv_numel(n) == 0) return 0;
   Cv v;
-  cv_setup(&v, n);
-  return v.S > 1 ? v.S * type_numel(&n->type) * dt_size(part_dt(v.dt)) : 0;
+  cv_setup(cu->dev->ctx, &v, n);
+  return v.S > 1 ? v.S * cv_numel(n) * dt_size(part_dt(v.dt)) : 0;
 }
 
 bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
@@ -476,9 +509,9 @@ bool cu_conv(Cu *cu, CgPlan *p, Node *n) {
   if (!dt_is_float(dt)) return cu_bad_dtype(cu, n, dt);
   for (int k = 0; k < 2; k++)
     if (n->in[k]->type.dt != dt) return cu_bad_dtype(cu, n, n->in[k]->type.dt);
-  if (type_numel(&n->type) == 0) return true;
+  if (cv_numel(n) == 0) return true;
   Cv v;
-  cv_setup(&v, n);
+  cv_setup(cu->dev->ctx, &v, n);
   cv_gemm(cu, p, n, &v);
   return !cu->dev->failed;
 }

@@ -334,7 +334,7 @@ bool cu_pool(Cu *cu, CgPlan *plan, Node *n);
 /* conv2d, conv2d_backward_input, conv2d_backward_weight. */
 bool cu_conv(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch conv node n needs (split-k partial sums), or 0. */
-int64_t cu_conv_scratch(const Node *n);
+int64_t cu_conv_scratch(Cu *cu, const Node *n);
 /* n's ints attribute id of two entries (stride, padding, dilation), or
  * def twice when absent. */
 void cu_conv_pair(const Node *n, AttrId id, int64_t def, int64_t *v);

@@ -30,28 +30,32 @@ bool cu_cumsum(Cu *cu, CgPlan *p, Node *n) {
   if (dt == DT_BOOL) return cu_bad_dtype(cu, n, dt);
   bool rev = n->op == OP_CUMSUM_BACKWARD;
   bool excl = ir_attr_bool(n, ATTR_EXCLUSIVE, false);
-  int64_t outer, len, inner;
-  cg_ops_split_axis(&n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
+  int64_t outer, len, inner, cols; /* sizes: outer or len may be dynamic */
+  cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer, &len,
                     &inner);
-  int64_t cols = outer * inner;
-  if (type_numel(&n->type) == 0) return true;
+  dim_mul(cg->ctx, outer, inner, &cols);
+  if (cols == 0 || len == 0) return true;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef c = cu_gid(cu);
   cu_guard(cu, ult(cu, c, cols));
-  LLVMValueRef base = add(cu, mul(cu, udiv(cu, c, inner), len * inner),
+  LLVMValueRef base = add(cu, mul(cu, mul(cu, udiv(cu, c, inner), len),
+                                  inner),
                           urem(cu, c, inner));
   LLVMValueRef acc = cg_const(cg, dt, 0), src = cg_buf(cg, n->in[0]);
   LLVMValueRef dst = cg_buf(cg, n);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, len), &acc, 1);
-  if (rev) j = LLVMBuildSub(cg->b, i64(cu, len - 1), j, "");
+  LLVMValueRef j = cg_loop_begin(cg, &l, i64(cu, 0), cu_size(cu, len), &acc,
+                                 1);
+  if (rev)
+    j = LLVMBuildSub(cg->b, LLVMBuildSub(cg->b, cu_size(cu, len), j, ""),
+                     i64(cu, 1), "");
   LLVMValueRef at = add(cu, base, mul(cu, j, inner));
   LLVMValueRef nxt = cg_ops_combine(cg, dt, CG_RED_SUM, acc,
                                     cg_load(cg, dt, src, at));
   cg_store(cg, dt, dst, at, excl ? acc : nxt);
   acc = nxt;
   cg_loop_end(cg, &l, &acc);
-  cu_kernel_end(cu, cu_blocks_for(cols, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, cols, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
@@ -216,9 +220,9 @@ bool cu_topk(Cu *cu, CgPlan *p, Node *n) {
   DType dt = t->dt;
   if (dt == DT_BOOL || dt == DT_C64) return cu_bad_dtype(cu, n, dt);
   if (t->rank < 1) return cu_unsupported(cu, n, "rank-0 operand");
-  int64_t len = t->dims[t->rank - 1], N = type_numel(t);
+  int64_t len = t->dims[t->rank - 1], N = cu_numel(cu, t); /* N: a size */
   int64_t k = n->type.dims[n->type.rank - 1];
-  if (type_numel(&n->type) == 0) return true;
+  if (N == 0 || k == 0) return true;
   cu_kernel_begin(cu, p, "topk");
   LLVMValueRef e = cu_gid(cu);
   cu_guard(cu, ult(cu, e, N));
@@ -234,6 +238,6 @@ bool cu_topk(Cu *cu, CgPlan *p, Node *n) {
   cg_loop_end(cg, &l, &rank);
   cu_guard(cu, ult(cu, rank, k));
   cg_store(cg, n->type.dt, cg_buf(cg, n), add(cu, mul(cu, row, k), rank), i);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }

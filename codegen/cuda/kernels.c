@@ -424,9 +424,11 @@ static bool col_view(Cu *cu, const Node *n, CuCol *c) {
 /* Size n as a value of dt's compute type (a mean's count). */
 static LLVMValueRef count(Cu *cu, DType dt, int64_t n) {
   Cg *cg = cu->dev;
-  if (dim_is_static(n)) return cg_const(cg, dt, (double)n);
-  LLVMTypeRef ct = cg_ctype(cg, dt == DT_C64 ? DT_F32 : dt);
-  LLVMValueRef v = LLVMBuildUIToFP(cg->b, cu_size(cu, n), ct, "");
+  DType et = dt == DT_C64 ? DT_F32 : dt; /* c64: both parts by n */
+  LLVMValueRef v = dim_is_static(n)
+                       ? cg_const(cg, et, (double)n)
+                       : LLVMBuildUIToFP(cg->b, cu_size(cu, n),
+                                         cg_ctype(cg, et), "");
   return dt == DT_C64 ? cg_ops_splat(cg, v, 2) : v;
 }
 
@@ -748,6 +750,17 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     if (!lead_ok(n, false)) return lead;
     return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)
                ? NULL : "along the dynamic axis";
+  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* a batch of heads */
+  case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: /* a batch: M or K of the GEMM */
+  case OP_ROPE: case OP_ROPE_BACKWARD: case OP_RNG_UNIFORM:
+  case OP_RNG_NORMAL: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
+  case OP_AVG_POOL2D_BACKWARD: /* one thread per element or column */
+    return lead_ok(n, false) ? NULL : lead;
+  case OP_TOPK:
+    if (!lead_ok(n, false)) return lead;
+    return n->type.rank > 1 ? NULL : "the row is the dynamic axis";
   case OP_GATHER:
     return type_is_static(&n->in[0]->type) && lead_ok(n, false)
                ? NULL : "a table with dynamic sizes";
@@ -773,7 +786,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_SAMPLE: return cu_sample_scratch(n);
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
-  case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(n);
+  case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(cu, n);
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
     return cu_solve_scratch(n);
   case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:

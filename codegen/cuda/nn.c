@@ -37,7 +37,7 @@ bool cu_rope(Cu *cu, CgPlan *p, Node *n) {
   int64_t rot = ir_attr_present(n, ATTR_N_ROT) ? ir_attr_int(n, ATTR_N_ROT, 0)
                                                : d;
   int64_t half = rot / 2, s = x->dims[x->rank - 2], e = x->dims[x->rank - 1];
-  int64_t w = n->in[1]->type.dims[1], N = type_numel(&n->type);
+  int64_t w = n->in[1]->type.dims[1], N = cu_numel(cu, &n->type);
   if (N == 0) return true;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_gid(cu);
@@ -62,7 +62,7 @@ bool cu_rope(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef y = LLVMBuildSelect(b, lo, LLVMBuildFSub(b, ac, ps, ""),
                                    LLVMBuildFAdd(b, ac, ps, ""), "");
   cg_store(cg, dt, cg_buf(cg, n), o, LLVMBuildSelect(b, in, y, a, ""));
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return !cg->failed;
 }
 
@@ -181,7 +181,7 @@ static bool pool_fwd(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   Pool P;
   pool_init(&P, n, &n->in[0]->type, &n->type);
-  int64_t N = type_numel(&n->type);
+  int64_t N = cu_numel(cu, &n->type); /* a dynamic batch: a size */
   if (N == 0) return true;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_gid(cu);
@@ -192,7 +192,7 @@ static bool pool_fwd(Cu *cu, CgPlan *p, Node *n) {
                           cg_buf(cg, n->in[0]), mul(cu, pl, P.h * P.w), r, q,
                           NULL);
   cg_store(cg, P.dt, cg_buf(cg, n), o, v);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return !cg->failed;
 }
 
@@ -203,7 +203,7 @@ static bool max_pool_bwd(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   Pool P;
   pool_init(&P, n, &n->in[0]->type, &n->in[1]->type);
-  int64_t N = type_numel(&n->type);
+  int64_t N = cu_numel(cu, &n->type); /* a dynamic batch: a size */
   if (N == 0) return true;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef e = cu_gid(cu);
@@ -232,7 +232,7 @@ static bool max_pool_bwd(Cu *cu, CgPlan *p, Node *n) {
   acc = a2;
   cg_loop_end(cg, &li, &acc);
   cg_store(cg, P.dt, cg_buf(cg, n), e, acc);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return !cg->failed;
 }
 
@@ -242,7 +242,7 @@ static bool avg_pool_bwd(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   Pool P;
   pool_init(&P, n, &n->type, &n->in[0]->type);
-  int64_t N = type_numel(&n->type);
+  int64_t N = cu_numel(cu, &n->type); /* a dynamic batch: a size */
   if (N == 0) return true;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef e = cu_gid(cu);
@@ -256,7 +256,7 @@ static bool avg_pool_bwd(Cu *cu, CgPlan *p, Node *n) {
                              mul(cu, pl, P.oh * P.ow), P.ow, r0, r1, q0, q1,
                              NULL);
   cg_store(cg, P.dt, cg_buf(cg, n), e, v);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return !cg->failed;
 }
 

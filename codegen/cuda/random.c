@@ -178,12 +178,12 @@ static void normal_pair(Cg *cg, LLVMValueRef w0, LLVMValueRef w1,
 bool cu_rng(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   if (n->type.dt != DT_F32) return cu_bad_dtype(cu, n, n->type.dt);
-  int64_t N = type_numel(&n->type), nb = (N + 3) / 4;
+  int64_t N = cu_numel(cu, &n->type); /* a dynamic batch: a size */
   if (N == 0) return true;
   bool normal = n->op == OP_RNG_NORMAL;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef j = cu_gid(cu);
-  cu_guard(cu, ult(cu, j, nb));
+  cu_guard(cu, ult(cu, mul(cu, j, 4), N)); /* j < ceil(N / 4) */
   LLVMValueRef w[4], v[4];
   philox(cg, j, normal ? STREAM_NORMAL : STREAM_UNIFORM,
          (uint64_t)ir_attr_int(n, ATTR_SEED, 0), w);
@@ -202,7 +202,7 @@ bool cu_rng(Cu *cu, CgPlan *p, Node *n) {
     if (k) cu_guard(cu, ult(cu, e, N));
     cg_store(cg, DT_F32, dst, e, v[k]);
   }
-  cu_kernel_end(cu, cu_blocks_for(nb, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, 4 * EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 

@@ -1063,6 +1063,43 @@ def bwdops(rng):  # bwdops.rlx: the backward ops themselves, in float64
     return [x, dy, x4, dy4, y, g, bt, g4, b4, mu, var], [0, 1, 5, 7], run
 
 
+def max_pool_bwd(x, dy, k):
+    """max_pool2d_backward, kernel k, stride k, no padding: each window's
+    dy to its first maximum (row-major), float64."""
+    dx = np.zeros(x.shape)
+    for i in range(dy.shape[2]):
+        for j in range(dy.shape[3]):
+            w = x[:, :, k * i:k * i + k, k * j:k * j + k].reshape(
+                x.shape[0], x.shape[1], k * k)
+            a = w.argmax(axis=2)
+            for n in range(x.shape[0]):
+                for c in range(x.shape[1]):
+                    dx[n, c, k * i + a[n, c] // k, k * j + a[n, c] % k] += \
+                        dy[n, c, i, j]
+    return dx
+
+
+def gpub(rng):
+    """gpub.rlx: rope, cumsum, topk, pools, draws over a batch."""
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    x, c, p, dy = f32(9, 4, 12), f32(9, 6), f32(9, 2, 5, 6), f32(9, 2, 2, 3)
+    t = rng.integers(-4, 5, (9, 11)).astype(np.float32)  # ties
+    ang = np.arange(4)[:, None] * (0.5 ** np.arange(3))[None, :]
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+    def run(b):
+        X, C, P = x[:b].astype(F64), c[:b].astype(F64), p[:b].astype(F64)
+        cs, sn = cos.astype(F64), sin.astype(F64)
+        sfx = np.flip(np.cumsum(np.flip(C, 0), 0), 0)
+        return [rope(X, cs, sn, 6, 6), rope(X, cs, sn, 6, 6, neg=True),
+                np.cumsum(C, axis=1), np.cumsum(C, axis=0) - C, sfx,
+                np.argsort(-t[:b].astype(F64), axis=1, kind="stable")[:, :3],
+                pool2d(P, 2, 2, 0, "max"), pool2d(P, 3, 2, 1, "avg"),
+                max_pool_bwd(P, dy[:b].astype(F64), 2),
+                rng_uniform(5, b * 7).reshape(b, 7)]
+    return [x, cos, sin, c, t, p, dy], [0, 1, 4, 9], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -1082,7 +1119,8 @@ def main():
                        ("quantjvp", quantjvp), ("gath", gath),
                        ("cplx", cplx), ("cplxgrad", cplxgrad),
                        ("cplxhvp", cplxhvp), ("ssm", ssm), ("moe", moe),
-                       ("lmsolve", lmsolve), ("tlayer", tlayer)]:
+                       ("lmsolve", lmsolve), ("tlayer", tlayer),
+                       ("gpub", gpub)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:

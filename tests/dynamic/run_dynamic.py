@@ -51,9 +51,12 @@ def spec_of(src):
 # The cases --target=cuda compiles (docs/gpu.md, "Dynamic sizes"): dynamic
 # sizes in axis 0 of elementwise groups, reductions, softmax,
 # cross-entropy, matmul (M and K, or the batch), norms, transpose,
-# narrow, concat, gather.
-GPU_CASES = ["bwd64", "bwdops", "heads", "mlp", "norms", "quantgrad",
-             "quantjvp", "redhalf", "train", "train64"]
+# narrow, concat, gather, rope, cumsum, topk, pools, draws, conv2d and
+# its backward ops, attention and its backward (a batch of heads).
+GPU_CASES = ["attgrad", "attnb", "bwd64", "bwdops", "cnn", "cnn64",
+             "convbf16", "convf16", "convgrad", "gpub", "heads", "mlp",
+             "norms", "quantgrad", "quantjvp", "redhalf", "tl64", "train",
+             "train64"]
 
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
