@@ -147,7 +147,7 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
     return cu_bad_dtype(cu, n, dt);
   int64_t N = cu_numel(cu, &n->type), bs[RLX_MAX_RANK];
   if (N == 0) return true;
-  cg_bcast_strides(&n->in[1]->type, &n->type, bs);
+  cg_bcast_strides_dim(cg, &n->in[1]->type, &n->type, bs);
   bool same = type_same_dims(&n->in[1]->type, &n->type);
   char what[48];
   snprintf(what, sizeof what, "%s_backward", kind);
@@ -175,7 +175,7 @@ static bool act_bwd_kernel(Cu *cu, CgPlan *p, Node *n, const char *kind) {
  * thread (ew_indices). */
 static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
                         Node *), Node *src, const int64_t *sstr,
-                        int64_t soff, const char *what) {
+                        int64_t soff, const char *what) { /* sizes */
   Cg *cg = cu->dev;
   int64_t N = cu_numel(cu, &n->type);
   if (N == 0) return;
@@ -186,7 +186,7 @@ static void copy_kernel(Cu *cu, CgPlan *p, Node *n, LLVMValueRef (*dst)(Cu *,
   ew_indices(cu, N, i, in, ic);
   for (int u = 0; u < EW_UNROLL; u++) {
     LLVMValueRef si = add(cu, cu_remap(cu, ic[u], n->type.dims, sstr,
-                                       n->type.rank), i64(cu, soff));
+                                       n->type.rank), cu_size(cu, soff));
     LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, src), &si, 1, "");
     v[u] = LLVMBuildLoad2(cg->b, et, sp, "");
   }
@@ -208,7 +208,7 @@ static bool transpose_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (!perm || k != in->rank)
     return cu_unsupported(cu, n, "perm does not match the rank");
   int64_t s[RLX_MAX_RANK], ss[RLX_MAX_RANK];
-  cg_strides(in, s);
+  cg_strides_dim(cu->dev, in, s);
   for (int i = 0; i < k; i++) ss[i] = s[ir_norm_axis(perm[i], k)];
   copy_kernel(cu, p, n, own_buf, n->in[0], ss, 0, "transpose");
   return true;
@@ -221,8 +221,10 @@ static bool narrow_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (start < 0) start += in->dims[axis];
   if (start < 0 || start + n->type.dims[axis] > in->dims[axis])
     return cu_unsupported(cu, n, "slice outside the operand");
-  cg_strides(in, s);
-  copy_kernel(cu, p, n, own_buf, n->in[0], s, start * s[axis], "narrow");
+  cg_strides_dim(cu->dev, in, s);
+  int64_t off; /* start times a size */
+  dim_mul(cu->dev->ctx, start, s[axis], &off);
+  copy_kernel(cu, p, n, own_buf, n->in[0], s, off, "narrow");
   return true;
 }
 
@@ -233,7 +235,7 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank);
   int64_t os[RLX_MAX_RANK], off = 0;
-  cg_strides(&n->type, os);
+  cg_strides_dim(cg, &n->type, os);
   int es = dt_size(n->type.dt);
   LLVMTypeRef et = cg_ops_bits_type(cg, es);
   for (int k = 0; k < n->nin; k++) {
@@ -252,7 +254,7 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
         LLVMBasicBlockRef next = ew_if(cu, in[u]);
         LLVMValueRef di = add(cu, cu_remap(cu, i[u], x->type.dims, os,
                                            x->type.rank),
-                              i64(cu, off * os[axis]));
+                              mul(cu, i64(cu, off), os[axis]));
         LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
         LLVMBuildStore(cg->b, v[u], dp);
         ew_join(cu, next);
@@ -414,7 +416,8 @@ static bool col_view(Cu *cu, const Node *n, CuCol *c) {
   int64_t len = 1, K = 1;
   for (int i = 0; i < t->rank; i++) {
     if (red[i] && K > 1) return false; /* a reduced axis after a kept one */
-    if (red[i]) dim_mul(cu->dev->ctx, len, t->dims[i], &len); /* axis 0 dynamic */
+    if (red[i]) dim_mul(cu->dev->ctx, len, t->dims[i], &len); /* a size */
+    else if (!dim_is_static(t->dims[i])) return false; /* K static */
     else K *= t->dims[i];
   }
   *c = (CuCol){.n = (Node *)n, .dt = t->dt, .kind = cg_red_kind(n->op)};
@@ -465,9 +468,9 @@ static bool reduce_kernel(Cu *cu, CgPlan *p, Node *n) {
   int64_t s[RLX_MAX_RANK], kd[RLX_MAX_RANK], ks[RLX_MAX_RANK];
   int64_t rd[RLX_MAX_RANK], rs[RLX_MAX_RANK], rows = 1, len = 1;
   int nk = 0, nr = 0;
-  cg_strides(t, s);
+  cg_strides_dim(cg, t, s);
   for (int i = 0; i < t->rank; i++) {
-    int64_t *c = red[i] ? &len : &rows; /* axis 0 may be dynamic */
+    int64_t *c = red[i] ? &len : &rows; /* sizes: may be dynamic */
     if (red[i]) rd[nr] = t->dims[i], rs[nr++] = s[i];
     else kd[nk] = t->dims[i], ks[nk++] = s[i];
     dim_mul(cu->dev->ctx, *c, t->dims[i], c);
@@ -522,11 +525,11 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
                     &len, &inner);
   dim_mul(cu->dev->ctx, outer, inner, &rows);
   if (rows == 0 || len == 0) return true;
-  int block = cu_block_for(len);
+  int block = cu_block_for(dim_bound(len));
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef o = cu_ctaid(cu);
-  LLVMValueRef base = add(cu, mul(cu, udiv(cu, o, inner), len * inner),
-                          urem(cu, o, inner));
+  LLVMValueRef base = add(cu, mul(cu, mul(cu, udiv(cu, o, inner), len),
+                                  inner), urem(cu, o, inner));
   Row r = {n->in[0], dt, len, block, NULL, NULL, 0, base, inner};
   LLVMValueRef m, s;
   row_lse(cu, &r, &m, &s);
@@ -703,19 +706,23 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
 }
 
 /* ---- dynamic sizes ----
- * The GPU kernels take dynamic sizes in axis 0 (a batch: docs/gpu.md):
- * every dynamic size of n's type and its operands' in their axis 0
- * (strides are then static, the element or row count is the run-time
- * size, and the grid comes from it at launch); with same_rank, a
- * dynamic operand has n's rank (the CPU elementwise rule). */
-static bool lead_ok(const Node *n, bool same_rank) {
+ * Elementwise groups, reductions, transposes, rope, cumsum and draws
+ * take dynamic sizes in any axis (offsets from strides that are sizes:
+ * docs/gpu.md); row ops want their rows static; the NN layers (pools,
+ * conv, attention) a dynamic batch only, in axis 0. */
+
+/* Is every dynamic size of n's type and its operands' in axis 0? */
+static bool lead_ok(const Node *n) {
   if (!cg_dyn_leading(&n->type)) return false;
-  for (int i = 0; i < n->nin; i++) {
-    const Type *u = &n->in[i]->type;
-    if (!cg_dyn_leading(u) ||
-        (same_rank && !type_is_static(u) && u->rank != n->type.rank))
-      return false;
-  }
+  for (int i = 0; i < n->nin; i++)
+    if (!cg_dyn_leading(&n->in[i]->type)) return false;
+  return true;
+}
+
+/* Are t's sizes from axis on static (a row op's row and after)? */
+static bool static_from(const Type *t, int64_t axis) {
+  for (int i = ir_norm_axis(axis, t->rank); i < t->rank; i++)
+    if (!dim_is_static(t->dims[i])) return false;
   return true;
 }
 
@@ -724,53 +731,43 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     return NULL;
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS) return NULL; /* views */
-  static const char *lead = "a dynamic size outside axis 0";
   if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
       n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
-    return lead_ok(n, true) ? NULL : lead;
+    return NULL; /* any sizes */
   switch (n->op) {
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
-  case OP_REDUCE_MIN: case OP_REDUCE_PROD:
-    return lead_ok(n, false) ? NULL : lead;
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD: case OP_TRANSPOSE:
   case OP_SOFTMAX: case OP_LOG_SOFTMAX:
-    if (!lead_ok(n, true)) return lead;
-    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, -1), n->type.rank)
-               ? NULL : "the softmax axis is the dynamic one";
+  case OP_ROPE: case OP_ROPE_BACKWARD: case OP_RNG_UNIFORM:
+  case OP_RNG_NORMAL: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
+    return NULL; /* any sizes */
   case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
-    return lead_ok(n, false) ? NULL : lead;
+    return static_from(&n->in[0]->type, 1) ? NULL : "dynamic classes";
+  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_LAYER_NORM_BACKWARD_INPUT:
+  case OP_RMS_NORM_BACKWARD_INPUT: /* units: any sizes before the axis */
+    return static_from(&n->in[0]->type, ir_attr_int(n, ATTR_AXIS, -1))
+               ? NULL : "a dynamic size in the normalized axis or after it";
+  case OP_GROUP_NORM: case OP_BATCH_NORM_INFERENCE:
+  case OP_GROUP_NORM_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT: /* NCHW: a dynamic N */
+    return static_from(&n->in[0]->type, 1) ? NULL
+                                           : "a dynamic size after N";
   case OP_MATMUL: return cu_matmul_dyn(cu, p, n);
-  case OP_TRANSPOSE: {
-    int k;
-    const int64_t *perm = ir_attr_ints(n, ATTR_PERM, &k);
-    if (!lead_ok(n, false)) return lead;
-    return k && !ir_norm_axis(perm[0], k) ? NULL
-                                          : "axis 0, the dynamic one, moves";
-  }
   case OP_NARROW: case OP_CONCAT:
-    if (!lead_ok(n, false)) return lead;
-    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)
-               ? NULL : "along the dynamic axis";
+    return dim_is_static(n->type.dims[ir_norm_axis(
+               ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)])
+               ? NULL : "along a dynamic axis";
+  case OP_GATHER:
+    return type_is_static(&n->in[0]->type) ? NULL
+                                           : "a table with dynamic sizes";
+  case OP_TOPK:
+    return static_from(&n->in[0]->type, -1) ? NULL : "a dynamic row";
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* a batch of heads */
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: /* a batch: M or K of the GEMM */
-  case OP_ROPE: case OP_ROPE_BACKWARD: case OP_RNG_UNIFORM:
-  case OP_RNG_NORMAL: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
-  case OP_AVG_POOL2D_BACKWARD: /* one thread per element or column */
-    return lead_ok(n, false) ? NULL : lead;
-  case OP_TOPK:
-    if (!lead_ok(n, false)) return lead;
-    return n->type.rank > 1 ? NULL : "the row is the dynamic axis";
-  case OP_GATHER:
-    return type_is_static(&n->in[0]->type) && lead_ok(n, false)
-               ? NULL : "a table with dynamic sizes";
-  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_GROUP_NORM:
-  case OP_BATCH_NORM_INFERENCE: case OP_LAYER_NORM_BACKWARD_INPUT:
-  case OP_RMS_NORM_BACKWARD_INPUT: case OP_GROUP_NORM_BACKWARD_INPUT:
-  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT:
-    if (!lead_ok(n, false)) return lead;
-    return ir_norm_axis(ir_attr_int(n, ATTR_AXIS, -1), n->in[0]->type.rank)
-               ? NULL : "the normalized axis is the dynamic one";
+  case OP_AVG_POOL2D_BACKWARD: /* static planes */
+    return lead_ok(n) ? NULL : "a dynamic size outside axis 0 (the batch)";
   default: return "the op takes static sizes only on the GPU for now";
   }
 }

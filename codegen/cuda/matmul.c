@@ -49,12 +49,13 @@ typedef struct {
 #define MM_STAGES 3 /* shared buffers of the cp.async pipeline */
 #define MM_SMS 120 /* aim for at least this many blocks */
 #define MM_SPLIT_K 128 /* shortest K slice of a split product */
-static void mm_operand(CgPlan *p, Node *x, const Type *out, MmOp *o) {
+static void mm_operand(Cg *cg, CgPlan *p, Node *x, const Type *out,
+                       MmOp *o) {
   bool folded = cg_plan_slot(p, x)->kind == CG_SLOT_FOLDED;
   o->st = folded ? x->in[0] : x;
   const Type *t = &o->st->type;
-  int64_t s[RLX_MAX_RANK];
-  cg_strides(t, s);
+  int64_t s[RLX_MAX_RANK]; /* sizes: a batch stride may be dynamic */
+  cg_strides_dim(cg, t, s);
   o->pitched = cg_plan_slot(p, o->st)->pitch > 0; /* plan/views.c */
   if (o->pitched) s[t->rank - 2] = cg_plan_slot(p, o->st)->pitch;
   o->rs = folded ? 1 : s[t->rank - 2];
@@ -352,6 +353,14 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
 
 static int64_t mma_scratch(const Cu *cu, const CgPlan *p, const Node *n);
 
+/* M N of product n as a size (the batch stride of its output). */
+static int64_t mm_mn(Cu *cu, const Node *n) {
+  const Type *t = &n->type;
+  int64_t mn;
+  dim_mul(cu->dev->ctx, t->dims[t->rank - 2], t->dims[t->rank - 1], &mn);
+  return mn;
+}
+
 /* The elements of n's output at its bounds (the stride of split-K
  * partials). */
 static int64_t mm_numel(const Node *n) {
@@ -365,14 +374,20 @@ int64_t cu_matmul_scratch(const Cu *cu, const CgPlan *p, const Node *n) {
 }
 
 const char *cu_matmul_dyn(const Cu *cu, const CgPlan *p, const Node *n) {
-  if (mm_on_mma(cu, n))
-    return "products on the tensor cores (bf16, f16, tf32) take static "
-           "sizes only for now";
-  for (int k = -1; k < 2; k++) { /* a dynamic batch or M, K */
-    const Node *x = k < 0 ? n : n->in[k];
-    if (k >= 0 && cg_plan_slot((CgPlan *)p, x)->kind == CG_SLOT_FOLDED)
-      x = x->in[0];
-    if (!cg_dyn_leading(&x->type)) return "a dynamic size outside axis 0";
+  const Type *t = &n->type;
+  int r = t->rank;
+  bool bdyn = false, mdyn = !dim_is_static(t->dims[r - 2]);
+  for (int i = 0; i + 2 < r; i++) bdyn |= !dim_is_static(t->dims[i]);
+  if (!dim_is_static(t->dims[r - 1])) return "a dynamic N";
+  if (bdyn && mdyn) return "a dynamic M and a dynamic batch";
+  if (!dim_is_static(n->in[0]->type.dims[n->in[0]->type.rank - 1]) &&
+      (r != 2 || mm_on_mma(cu, n)))
+    return "a dynamic K in a batched product or on the tensor cores";
+  for (int k = 0; k < 2; k++) { /* rows and columns at static strides */
+    MmOp o = {0};
+    mm_operand(cu->dev, (CgPlan *)p, n->in[k], t, &o);
+    if (!dim_is_static(o.rs) || !dim_is_static(o.cs))
+      return "an operand whose rows or columns are a dynamic stride apart";
   }
   return NULL;
 }
@@ -419,8 +434,8 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
   if (type_is_static(t) && type_numel(t) == 0) return true;
   if (mma) return mma_matmul(cu, p, n);
   MmOp a = {0}, b = {0};
-  mm_operand(p, n->in[0], t, &a);
-  mm_operand(p, n->in[1], t, &b);
+  mm_operand(cu->dev, p, n->in[0], t, &a);
+  mm_operand(cu->dev, p, n->in[1], t, &b);
   mm_cores(cu, p, n, &a, &b);
   return true;
 }
@@ -551,7 +566,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   }
   /* a split product writes slice s's partial sums to scratch[s] */
   LLVMValueRef obase = mul(cu, udiv(cu, k0, g.ks), mm_numel(n));
-  if (batched) obase = add(cu, obase, mul(cu, bb, m.M * m.N));
+  if (batched) obase = add(cu, obase, mul(cu, bb, mm_mn(cu, n)));
   for (int i = 0; i < m.R; i++)
     for (int j = 0; j < m.R; j++) {
       int64_t di = i % m.V + TS * m.V * (i / m.V);
@@ -576,8 +591,9 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
-  if (!dim_is_static(g.M))
-    cu_kernel_end_n(cu, g.M, TS * m.R, (unsigned)(tn * g.S), TS * TS);
+  if (!dim_is_static(g.M)) /* the batch static */
+    cu_kernel_end_n(cu, g.M, TS * m.R, (unsigned)(batch * tn * g.S),
+                    TS * TS);
   else
     cu_kernel_end_n(cu, g.bdim, 1, (unsigned)(tm * tn * g.S), TS * TS);
   if (async)
@@ -956,10 +972,11 @@ static void mma_store(Cu *cu, Node *n, const Mma *m, LLVMValueRef acc,
   LLVMValueRef t2 = LLVMBuildZExt(
       b, LLVMBuildShl(b, LLVMBuildAnd(b, m->lane, i32c(cu, 3), ""),
                       i32c(cu, 1), ""), cg->t_i64, "");
-  LLVMValueRef base = mul(cu, bb, M * N), dst = cg_buf(cg, n);
+  LLVMValueRef base = mul(cu, bb, mm_mn(cu, n));
+  LLVMValueRef dst = cg_buf(cg, n);
   DType dt = n->type.dt;
   if (m->S > 1) {
-    base = add(cu, base, mul(cu, split, type_numel(&n->type)));
+    base = add(cu, base, mul(cu, split, mm_numel(n)));
     dst = cg_gep(cg, cg_scratch(cg, n), i64(cu, m->part)), dt = DT_F32;
   }
   for (int mi = 0; mi < mt; mi++)
@@ -1011,11 +1028,12 @@ static void mma_pad(Mma *m, MmaOp *x, MmOp *o, int64_t macs, int64_t *off) {
 static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
                          MmOp *oa, MmOp *ob) {
   const Type *t = &n->type;
-  mm_operand(p, n->in[0], t, oa);
-  mm_operand(p, n->in[1], t, ob);
+  mm_operand(cu->dev, p, n->in[0], t, oa);
+  mm_operand(cu->dev, p, n->in[1], t, ob);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1];
-  int64_t batch = M && N ? type_numel(t) / (M * N) : 0;
-  *m = (Mma){.n = n, .c = mma_cfg(cu, n->in[0]->type.dt, batch, M, N),
+  int64_t Mb = dim_bound(M), numel = mm_numel(n); /* dynamic: bounds */
+  int64_t batch = Mb && N ? numel / (Mb * N) : 0;
+  *m = (Mma){.n = n, .c = mma_cfg(cu, n->in[0]->type.dt, batch, Mb, N),
              .dt = n->in[0]->type.dt,
              .K = n->in[0]->type.dims[n->in[0]->type.rank - 1]};
   m->stageb = (m->c.bm + m->c.bn) * m->c.rowb;
@@ -1023,11 +1041,13 @@ static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
   m->ve = 16 / m->es;
   mma_operand(m, &m->a, oa, true, M);
   mma_operand(m, &m->b, ob, false, N);
-  int64_t off = 0, macs = type_numel(t) * m->K;
+  /* no padded copies with dynamic sizes: unaligned rows are staged by
+   * masked element loads */
+  int64_t off = 0, macs = type_is_static(t) ? numel * m->K : 0;
   mma_pad(m, &m->a, oa, macs, &off);
   mma_pad(m, &m->b, ob, macs, &off);
   /* few blocks: K split as mm_geom splits it, at least 4 slices each */
-  int64_t blocks = batch * ((M + m->c.bm - 1) / m->c.bm) *
+  int64_t blocks = batch * ((Mb + m->c.bm - 1) / m->c.bm) *
                    ((N + m->c.bn - 1) / m->c.bn);
   int64_t nk = (m->K + m->c.rowb / m->es - 1) / (m->c.rowb / m->es);
   int64_t S = blocks > 0 && blocks < 2 * MM_SMS ? 4 * MM_SMS / blocks : 1;
@@ -1036,7 +1056,7 @@ static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
   if (S > 1) {
     m->nks = (nk + S - 1) / S;
     m->S = (int)((nk + m->nks - 1) / m->nks);
-    off += cg_align(m->S * type_numel(t) * 4);
+    off += cg_align(m->S * numel * 4);
   }
   return off;
 }
@@ -1193,6 +1213,18 @@ static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
   free(s), free(con), free(at), free(rt), free(args);
 }
 
+/* Close the product's kernel: `blocks` blocks, or with a dynamic M
+ * ceil(M / bm) * per * batch, with a dynamic batch bdim * tm * per. */
+static void mma_end(Cu *cu, int64_t M, int64_t bdim, const MmaCfg *c,
+                    int64_t per, int64_t blocks) {
+  if (!dim_is_static(M)) /* the batch static */
+    cu_kernel_end_n(cu, M, (unsigned)c->bm, (unsigned)(per * bdim),
+                    (unsigned)c->threads);
+  else
+    cu_kernel_end_n(cu, bdim, 1, (unsigned)(blocks / dim_bound(bdim)),
+                    (unsigned)c->threads);
+}
+
 static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
@@ -1201,9 +1233,11 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   Mma m;
   mma_setup(cu, p, n, &m, &oa, &ob);
   int64_t M = t->dims[t->rank - 2], N = t->dims[t->rank - 1], K = m.K;
-  int64_t batch = type_numel(t) / (M * N);
+  int64_t Mb = dim_bound(M), batch = mm_numel(n) / (Mb * N), bdim = 1;
+  for (int i = 0; i + 2 < t->rank; i++) /* a dynamic batch: a size */
+    dim_mul(cg->ctx, bdim, t->dims[i], &bdim);
   const MmaCfg *c = &m.c;
-  int64_t tm = (M + c->bm - 1) / c->bm, tn = (N + c->bn - 1) / c->bn;
+  int64_t tm = (Mb + c->bm - 1) / c->bm, tn = (N + c->bn - 1) / c->bn;
   if (m.a.pad >= 0) mma_pad_copy(cu, p, &m, &m.a);
   if (m.b.pad >= 0) mma_pad_copy(cu, p, &m, &m.b);
   cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32"
@@ -1222,11 +1256,17 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.tid = LLVMBuildTrunc(b, cu_tid(cu), cg->t_i32, "");
   m.lane = LLVMBuildAnd(b, m.tid, i32c(cu, 31), "");
   m.warp = LLVMBuildLShr(b, m.tid, i32c(cu, 5), "");
-  LLVMValueRef bn = urem(cu, bid, tn), bm = urem(cu, udiv(cu, bid, tn), tm);
-  LLVMValueRef bb = udiv(cu, bid, tn * tm), split = i64(cu, 0);
+  /* block -> (split, batch, tile row, tile column); a dynamic M or
+   * batch: their run-time counts */
+  LLVMValueRef tmv = i64(cu, tm);
+  if (!dim_is_static(M))
+    tmv = udiv(cu, add(cu, cu_size(cu, M), i64(cu, c->bm - 1)), c->bm);
+  LLVMValueRef bn = urem(cu, bid, tn), rest = udiv(cu, bid, tn);
+  LLVMValueRef bm = LLVMBuildURem(b, rest, tmv, "");
+  LLVMValueRef bb = LLVMBuildUDiv(b, rest, tmv, ""), split = i64(cu, 0);
   if (m.S > 1) {
-    split = udiv(cu, bb, batch);
-    bb = urem(cu, bb, batch);
+    split = udiv(cu, bb, bdim);
+    bb = urem(cu, bb, bdim);
   }
   m.koff = mul(cu, split, m.nks * (c->rowb / m.es));
   m.a.o0 = mul(cu, bm, c->bm);
@@ -1280,7 +1320,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
     mma_store(cu, n, &m, acc, bb, 1,
               add(cu, m.a.o0, LLVMBuildZExt(b, r0, cg->t_i64, "")), m.b.o0,
               M, N, split);
-    cu_kernel_end(cu, (unsigned)(batch * tm * tn * m.S), (unsigned)c->threads);
+    mma_end(cu, M, bdim, c, tn * m.S, batch * tm * tn * m.S);
     cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb + 1024));
     if (m.S > 1) mm_reduce(cu, p, n, m.S, DT_F32, m.part);
     return true;
@@ -1322,7 +1362,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
             add(cu, m.a.o0, LLVMBuildZExt(b, wm, cg->t_i64, "")),
             add(cu, m.b.o0, LLVMBuildZExt(b, wn, cg->t_i64, "")), M, N,
             split);
-  cu_kernel_end(cu, (unsigned)(batch * tm * tn * m.S), (unsigned)c->threads);
+  mma_end(cu, M, bdim, c, tn * m.S, batch * tm * tn * m.S);
   cu_kernel_dyn_shared(cu, (unsigned)(c->stages * m.stageb));
   cu_kernel_min_blocks(cu, (unsigned)c->minb);
   if (m.S > 1) mm_reduce(cu, p, n, m.S, DT_F32, m.part);

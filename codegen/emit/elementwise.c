@@ -158,7 +158,7 @@ static LLVMValueRef value(Ew *e, Node *n) {
         off = LLVMBuildNSWAdd(cg->b, off,
                               LLVMBuildNSWMul(cg->b, d ? e->idx[d]
                                                        : part_row(e, l),
-                                              cg_i64(cg, e->stride[l][d]),
+                                              cg_dim(cg, e->stride[l][d]),
                                               ""),
                               "");
     v = cg_load(cg, n->type.dt, e->ptr[l], off);
@@ -450,7 +450,7 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
   e.ndim = n->type.rank;
   for (int d = 0; d < e.ndim; d++) e.idx[d] = idx[d];
   for (int l = 0; l < e.nleaf; l++) {
-    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
+    cg_bcast_strides_dim(cg, &e.leaf[l]->type, &n->type, e.stride[l]);
     if (!splat_leaf(e.leaf[l])) e.ptr[l] = cg_buf(cg, e.leaf[l]);
   }
   LLVMValueRef v = value(&e, n);
@@ -465,9 +465,9 @@ LLVMValueRef cg_elem_at(Cg *cg, Node *n, LLVMValueRef *idx) {
  * the flat element index, lane by lane (same scalar ops as the
  * elementwise loop: results are bit-identical to the unfused graph). */
 
-static bool full_strides(const int64_t *a, const Type *t) {
+static bool full_strides(Cg *cg, const int64_t *a, const Type *t) {
   int64_t s[RLX_MAX_RANK];
-  cg_strides(t, s);
+  cg_strides_dim(cg, t, s);
   for (int d = 0; d < t->rank; d++)
     if (t->dims[d] != 1 && a[d] != s[d]) return false;
   return true;
@@ -481,7 +481,7 @@ static void unflatten(Cg *cg, const Type *t, LLVMValueRef i,
       idx[d] = i;
       break;
     }
-    LLVMValueRef sz = cg_i64(cg, t->dims[d]);
+    LLVMValueRef sz = cg_dim(cg, t->dims[d]);
     idx[d] = LLVMBuildURem(cg->b, i, sz, "");
     i = LLVMBuildUDiv(cg->b, i, sz, "");
   }
@@ -501,8 +501,8 @@ static LLVMValueRef fused_eval(Cg *cg, Node *n, LLVMValueRef idx, int lanes,
   bool need_idx = false;
   e.ndim = n->type.rank;
   for (int l = 0; l < e.nleaf; l++) {
-    cg_bcast_strides(&e.leaf[l]->type, &n->type, e.stride[l]);
-    e.full[l] = full_strides(e.stride[l], &n->type);
+    cg_bcast_strides_dim(cg, &e.leaf[l]->type, &n->type, e.stride[l]);
+    e.full[l] = full_strides(cg, e.stride[l], &n->type);
     if (!splat_leaf(e.leaf[l])) {
       e.ptr[l] = cg_buf(cg, e.leaf[l]);
       need_idx |= !e.full[l];

@@ -154,6 +154,9 @@ void cg_split_axis_dim(Cg *cg, const Type *t, int64_t axis, int64_t *outer,
                        int64_t *n, int64_t *inner);
 /* cg_strides for any sizes: the strides of dense t as sizes. */
 void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides);
+/* cg_bcast_strides for any sizes: strides as sizes. */
+void cg_bcast_strides_dim(Cg *cg, const Type *in, const Type *out,
+                          int64_t *strides);
 /* Is every dynamic size of t in axis 0? */
 bool cg_dyn_leading(const Type *t);
 /* Why rows of n's `axis` attribute over t cannot take t's dynamic sizes

@@ -125,6 +125,17 @@ void cg_strides_dim(Cg *cg, const Type *t, int64_t *strides) {
   }
 }
 
+void cg_bcast_strides_dim(Cg *cg, const Type *in, const Type *out,
+                          int64_t *strides) {
+  int64_t s[RLX_MAX_RANK];
+  cg_strides_dim(cg, in, s);
+  int off = out->rank - in->rank;
+  for (int i = 0; i < out->rank; i++) {
+    int j = i - off;
+    strides[i] = (j < 0 || in->dims[j] == 1) ? 0 : s[j];
+  }
+}
+
 bool cg_dyn_leading(const Type *t) {
   for (int i = 1; i < t->rank; i++)
     if (!dim_is_static(t->dims[i])) return false;

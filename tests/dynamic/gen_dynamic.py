@@ -1100,6 +1100,20 @@ def gpub(rng):
     return [x, cos, sin, c, t, p, dy], [0, 1, 4, 9], run
 
 
+def mmhalf(rng):
+    """mmhalf.rlx: bf16/f16 products over a dynamic batch, inputs exact
+    in the dtype, each product rounded once."""
+    bf = lambda *s: round_half("bf16", rng.standard_normal(s))
+    x, w, v = bf(40, 24), bf(24, 16), bf(8, 16)
+    y = round_half("f16", rng.standard_normal((40, 5, 24)))
+
+    def run(b):
+        h = round_half("bf16", x[:b].astype(F64) @ w.astype(F64))
+        return [h, round_half("bf16", h.astype(F64) @ v.astype(F64).T),
+                round_half("f16", y[:b].astype(F64) @ w.astype(F64))]
+    return [x, y, w, v], [0, 1, 17, 40], run
+
+
 def main():
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     for name, case in [("mlp", mlp), ("heads", heads), ("train", train),
@@ -1120,7 +1134,7 @@ def main():
                        ("cplx", cplx), ("cplxgrad", cplxgrad),
                        ("cplxhvp", cplxhvp), ("ssm", ssm), ("moe", moe),
                        ("lmsolve", lmsolve), ("tlayer", tlayer),
-                       ("gpub", gpub)]:
+                       ("gpub", gpub), ("mmhalf", mmhalf)]:
         ins, sizes, run = case(np.random.default_rng(26))
         outs = [run(n) for n in sizes]
         with open(os.path.join(HERE, "data", name + ".bin"), "wb") as f:

@@ -48,15 +48,16 @@ def spec_of(src):
     return spec
 
 
-# The cases --target=cuda compiles (docs/gpu.md, "Dynamic sizes"): dynamic
-# sizes in axis 0 of elementwise groups, reductions, softmax,
-# cross-entropy, matmul (M and K, or the batch), norms, transpose,
-# narrow, concat, gather, rope, cumsum, topk, pools, draws, conv2d and
-# its backward ops, attention and its backward (a batch of heads).
+# The cases --target=cuda compiles (docs/gpu.md, "Dynamic sizes"):
+# elementwise groups, reductions, softmax, transposes, rope, cumsum and
+# draws with dynamic sizes anywhere; row ops (norms, cross-entropy,
+# topk) with static rows; products with a dynamic M, K or batch (on the
+# tensor cores too: mmhalf, GPU only, the CPU refuses it); conv, pools
+# and attention over a dynamic batch.
 GPU_CASES = ["attgrad", "attnb", "bwd64", "bwdops", "cnn", "cnn64",
              "convbf16", "convf16", "convgrad", "gpub", "heads", "mlp",
-             "norms", "quantgrad", "quantjvp", "redhalf", "tl64", "train",
-             "train64"]
+             "mmhalf", "norm64", "norms", "pb64", "quantgrad", "quantjvp",
+             "redhalf", "tl64", "topk", "train", "train64"]
 
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
