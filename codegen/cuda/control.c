@@ -52,7 +52,7 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* while's scratch: [sub ws][64: cond flag][carry set A][carry set B] */
 static int64_t carries_bytes(const Node *n) {
   int64_t s = 0;
-  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes(&n->in[k]->type));
+  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes_bound(&n->in[k]->type));
   return s;
 }
 
@@ -99,12 +99,12 @@ static int64_t core_scratch(Cu *cu, const Node *n) {
   case OP_SCAN:
     a = sub_ws(cu, sub(n, ATTR_BODY));
     b = ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
-            ? 0 : cg_align(type_bytes(&n->in[0]->type));
+            ? 0 : cg_align(type_bytes_bound(&n->in[0]->type));
     break;
   case OP_IF: /* [sub ws][the then branch's result] */
     if (!branch(cu, n, 0, &a) || !branch(cu, n, 1, &b)) return -1;
     a = max64(cg_align(a), cg_align(b));
-    b = cg_align(type_bytes(&n->type));
+    b = cg_align(type_bytes_bound(&n->type));
     break;
   case OP_WHILE:
     if (cu->in_branch) return 0; /* refused by cu_control */
@@ -131,7 +131,7 @@ int64_t cu_control_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   int64_t s = core_scratch(cu, n);
   if (s < 0) return 0;
   for (int k = 0; k < n->nin; k++)
-    if (module_const(p, n->in[k])) s += cg_align(type_bytes(&n->in[k]->type));
+    if (module_const(p, n->in[k])) s += cg_align(type_bytes_bound(&n->in[k]->type));
   return s;
 }
 
@@ -145,7 +145,7 @@ static void operands(Cu *cu, CgPlan *p, Node *n, int from, LLVMValueRef *v) {
     if (k >= from)
       v[k - from] = c ? cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, off))
                       : cg_buf(cg, n->in[k]);
-    if (c) off += cg_align(type_bytes(&n->in[k]->type));
+    if (c) off += cg_align(type_bytes_bound(&n->in[k]->type));
   }
 }
 
@@ -175,7 +175,12 @@ static bool host_end(Cu *cu, CuHostFn *h) {
 
 /* ---- copy kernels ---- */
 
-enum { K_INIT, K_SELECT, K_PTRS, K_CONST };
+enum { K_INIT, K_SELECT, K_PTRS, K_CONST, K_HOST };
+
+/* Has t elements (a dynamic size may be 0 only at run time)? */
+static bool has_elems(const Type *t) {
+  return !type_is_static(t) || type_numel(t) > 0;
+}
 
 /* Thread 0 of if n's select kernel: the taken branch's error word,
  * recorded where the kernel records (the enclosing word); both branch
@@ -204,8 +209,9 @@ static void select_err(Cu *cu, Node *n, LLVMValueRef i, LLVMValueRef pred) {
 }
 
 /* One thread per element of v's type (v is n but for K_CONST):
- * K_INIT out = operand 0 (a scan of length 0); K_SELECT out = the then
- * branch's result (scratch at off) where the predicate holds (if),
+ * K_INIT out = operand 0 (a scan of length 0; K_HOST the same kernel
+ * launched by host code, a dynamic length being 0); K_SELECT out = the
+ * then branch's result (scratch at off) where the predicate holds (if),
  * and thread 0 passes on the taken branch's errors (select_err);
  * K_PTRS outputs[0] = inputs[0] in a kernel of one input and one
  * output, which host code launches with its own pointers (while): its
@@ -213,7 +219,7 @@ static void select_err(Cu *cu, Node *n, LLVMValueRef i, LLVMValueRef pred) {
 static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
                             int64_t off, Node *v) {
   Cg *cg = cu->dev;
-  int64_t N = type_numel(&v->type);
+  int64_t N = cu_numel(cu, &v->type); /* a size */
   LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(v->type.dt));
   int nin = cu->nin, nout = cu->nout;
   if (mode == K_PTRS) cu->nin = cu->nout = 1;
@@ -243,10 +249,10 @@ static CuLaunch copy_kernel(Cu *cu, CgPlan *p, Node *n, int mode,
   LLVMValueRef x = LLVMBuildLoad2(cg->b, et,
                                   LLVMBuildGEP2(cg->b, et, src, &i, 1, ""), "");
   LLVMBuildStore(cg->b, x, LLVMBuildGEP2(cg->b, et, dst, &i, 1, ""));
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   cu->nin = nin, cu->nout = nout;
   CuLaunch l = cu->launch[cu->nlaunch - 1];
-  if (mode == K_PTRS) cu->nlaunch--;
+  if (mode == K_PTRS || mode == K_HOST) cu->nlaunch--;
   return l;
 }
 
@@ -256,25 +262,40 @@ static bool scan(Cu *cu, CgPlan *p, Node *n) {
   Graph *body = sub(n, ATTR_BODY);
   int64_t L = cg_scan_len(n), wsb;
   bool save = ir_attr_bool(n, ATTR_SAVE_TRAJ, false);
-  if (!body || L < 0) return cu_unsupported(cu, n, "scan without a length");
+  if (!body || !dim_valid(L))
+    return cu_unsupported(cu, n, "scan without a length");
   if (body->nret != 1 || body->nargs != n->nin)
     return cu_unsupported(cu, n, "body signature does not match");
   if (n->nin > MAX_OPS) return cu_unsupported(cu, n, "more than 64 operands");
   LLVMValueRef enq = cu->subgraph(cu, body, &wsb);
   if (!enq) return false;
   if (L == 0) {
-    if (!save && type_numel(&n->type)) copy_kernel(cu, p, n, K_INIT, 0, n);
+    if (!save && has_elems(&n->type)) copy_kernel(cu, p, n, K_INIT, 0, n);
     return true;
   }
+  /* a dynamic length: out = init when it is 0 at run time */
+  CuLaunch init = {0};
+  bool empty = !dim_is_static(L) && !save && has_elems(&n->type);
+  if (empty) init = copy_kernel(cu, p, n, K_HOST, 0, n);
   Cg *cg = cu->host;
   CuHostFn h;
   host_begin(cu, &h, p, n);
+  if (empty) {
+    LLVMBasicBlockRef z = cg_block(cg, "scan.empty");
+    LLVMBasicBlockRef go = cg_block(cg, "scan.run");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg_dim(cg, L),
+                                         cg_i64(cg, 0), ""), z, go);
+    LLVMPositionBuilderAtEnd(cg->b, z);
+    cu_host_launch(cu, &h, &init, h.f.in, h.f.out, h.f.ws);
+    LLVMBuildBr(cg->b, go);
+    LLVMPositionBuilderAtEnd(cg->b, go);
+  }
   LLVMValueRef ins[MAX_OPS], a[MAX_OPS], dst;
   LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
   operands(cu, p, n, 0, ins);
   LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
   CgLoop l;
-  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_i64(cg, L),
+  LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, L),
                                  NULL, 0);
   cg_scan_step(cg, n, i, ins[0], ins, out, tmp, a, &dst);
   call_sub(cu, &h, enq, a, n->nin, &dst, 1, ws);
@@ -293,7 +314,7 @@ static bool if_(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef et = branch(cu, n, 0, &wt);
   LLVMValueRef ee = et ? branch(cu, n, 1, &we) : NULL;
   if (!ee) return false;
-  if (!type_numel(&n->type)) return true;
+  if (!has_elems(&n->type)) return true;
   Cg *cg = cu->host;
   CuHostFn h;
   host_begin(cu, &h, p, n);
@@ -333,7 +354,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef be = ce ? cu->subgraph(cu, gb, &w1) : NULL;
   if (!be) return false;
   CuLaunch cp = {0};
-  if (type_numel(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0, n);
+  if (has_elems(&n->type)) cp = copy_kernel(cu, p, n, K_PTRS, 0, n);
   Cg *cg = cu->host;
   LLVMBuilderRef b = cg->b;
   CuHostFn h;
@@ -348,7 +369,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   for (int s = 0; s < 2; s++)
     for (int k = 0; k < nc; k++) {
       set[s][k] = cg_gep(cg, ws, cg_i64(cg, off));
-      off += cg_align(type_bytes(&n->in[k]->type));
+      off += cg_align(type_bytes_bound(&n->in[k]->type));
     }
   /* cur: the carries' pointers (host array), first the operands */
   LLVMValueRef cur = cg_ptr_array(cg, init, nc);
@@ -388,7 +409,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMBuildStore(b, LLVMBuildAdd(b, it, cg_i64(cg, 1), ""), itp);
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, exit);
-  if (type_numel(&n->type))
+  if (has_elems(&n->type))
     cu_host_launch(cu, &h, &cp, cur, cg_ptr_array(cg, &out, 1), ws);
   return host_end(cu, &h);
 }
@@ -419,9 +440,9 @@ static void const_copies(Cu *cu, CgPlan *p, Node *n) {
   int64_t off = core_scratch(cu, n);
   for (int k = 0; k < n->nin && off >= 0; k++)
     if (module_const(p, n->in[k])) {
-      if (type_numel(&n->in[k]->type))
+      if (has_elems(&n->in[k]->type))
         copy_kernel(cu, p, n, K_CONST, off, n->in[k]);
-      off += cg_align(type_bytes(&n->in[k]->type));
+      off += cg_align(type_bytes_bound(&n->in[k]->type));
     }
 }
 

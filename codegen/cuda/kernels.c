@@ -254,14 +254,14 @@ static bool concat_kernel(Cu *cu, CgPlan *p, Node *n) {
         LLVMBasicBlockRef next = ew_if(cu, in[u]);
         LLVMValueRef di = add(cu, cu_remap(cu, i[u], x->type.dims, os,
                                            x->type.rank),
-                              mul(cu, i64(cu, off), os[axis]));
+                              mul(cu, cu_size(cu, off), os[axis]));
         LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &di, 1, "");
         LLVMBuildStore(cg->b, v[u], dp);
         ew_join(cu, next);
       }
       ew_end(cu, N);
     }
-    off += x->type.dims[axis];
+    dim_add(cg->ctx, off, x->type.dims[axis], &off); /* a size */
   }
   return true;
 }
@@ -737,7 +737,8 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   switch (n->op) {
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: case OP_TRANSPOSE:
-  case OP_SOFTMAX: case OP_LOG_SOFTMAX:
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: case OP_SCAN: case OP_IF:
+  case OP_WHILE: case OP_CUSTOM_FN: /* subgraphs: their own nodes' */
   case OP_ROPE: case OP_ROPE_BACKWARD: case OP_RNG_UNIFORM:
   case OP_RNG_NORMAL: case OP_CUMSUM: case OP_CUMSUM_BACKWARD:
     return NULL; /* any sizes */
@@ -753,7 +754,8 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     return static_from(&n->in[0]->type, 1) ? NULL
                                            : "a dynamic size after N";
   case OP_MATMUL: return cu_matmul_dyn(cu, p, n);
-  case OP_NARROW: case OP_CONCAT:
+  case OP_CONCAT: return NULL; /* slab offsets: sums of sizes */
+  case OP_NARROW:
     return dim_is_static(n->type.dims[ir_norm_axis(
                ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)])
                ? NULL : "along a dynamic axis";

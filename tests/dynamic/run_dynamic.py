@@ -53,11 +53,13 @@ def spec_of(src):
 # draws with dynamic sizes anywhere; row ops (norms, cross-entropy,
 # topk) with static rows; products with a dynamic M, K or batch (on the
 # tensor cores too: mmhalf, GPU only, the CPU refuses it); conv, pools
-# and attention over a dynamic batch.
+# and attention over a dynamic batch; control flow (its subgraphs' nodes
+# by these rules, a dynamic scan length a run-time trip count).
 GPU_CASES = ["attgrad", "attnb", "bwd64", "bwdops", "cnn", "cnn64",
-             "convbf16", "convf16", "convgrad", "gpub", "heads", "mlp",
-             "mmhalf", "norm64", "norms", "pb64", "quantgrad", "quantjvp",
-             "redhalf", "tl64", "topk", "train", "train64"]
+             "convbf16", "convf16", "convgrad", "ctl", "ctl64", "ctljvp",
+             "cum", "gpub", "heads", "mlp", "mmhalf", "norm64", "norms",
+             "pb64", "quantgrad", "quantjvp", "redhalf", "scan64",
+             "scanb64", "tl64", "topk", "train", "train64"]
 
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
