@@ -63,8 +63,9 @@ bool cu_cumsum(Cu *cu, CgPlan *p, Node *n) {
 
 enum { SC_THREADS = 128, SC_SMEM = 32768, SC_ROWS = 64 };
 
-/* Index i of idx as i64 and whether it is in [0, bound) (floats: also
- * integral), as cg_ops_index checks it, without leaving the warp. */
+/* Index i of idx as i64 and whether it is in [0, bound) (a size;
+ * floats: also integral), as cg_ops_index checks it, without leaving
+ * the warp. */
 static LLVMValueRef index_at(Cu *cu, DType dt, LLVMValueRef idx,
                              LLVMValueRef i, int64_t bound, LLVMValueRef *ok) {
   Cg *cg = cu->dev;
@@ -82,7 +83,8 @@ static LLVMValueRef index_at(Cu *cu, DType dt, LLVMValueRef idx,
       b, LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOGE, v,
                                        LLVMConstReal(ft, 0), ""),
                       LLVMBuildFCmp(b, LLVMRealOLT, v,
-                                    LLVMConstReal(ft, (double)bound), ""), ""),
+                                    LLVMBuildSIToFP(b, cu_size(cu, bound), ft,
+                                                    ""), ""), ""),
       LLVMBuildFCmp(b, LLVMRealOEQ, LLVMBuildSIToFP(b, k, ft, ""), v, ""), "");
   return k;
 }
@@ -112,28 +114,36 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   if (!cg_ops_index_dtype_ok(idt))
     return cu_unsupported(cu, n, "indices must be i32, i64 or f32");
   if (t->rank < 1) return cu_unsupported(cu, n, "rank-0 result");
-  int64_t a, tt, bc, ni = type_numel(&n->in[1]->type);
+  /* ni: a size (dynamic indices and updates into a static result) */
+  int64_t a, tt, bc, ni = cu_numel(cu, &n->in[1]->type);
   int axis = n->op == OP_GATHER_BACKWARD ? (int)ir_attr_int(n, ATTR_AXIS, 0)
                                          : 0;
-  cg_ops_split_axis(t, axis, &a, &tt, &bc);
-  if (type_numel(&n->in[0]->type) != a * ni * bc)
+  cg_split_axis_dim(cg, t, axis, &a, &tt, &bc); /* a or tt may be dynamic */
+  if (type_is_static(&n->in[0]->type) && type_is_static(t) &&
+      type_numel(&n->in[0]->type) != a * ni * bc)
     return cu_unsupported(cu, n, "updates do not match the indices");
-  if (type_numel(t) == 0) return true;
+  if (cu_numel(cu, t) == 0) return true;
   LLVMValueRef zero = cg_const(cg, dt, 0);
   LLVMTypeRef ct = LLVMTypeOf(zero);
   int64_t es = (int64_t)LLVMABISizeOfType(LLVMGetModuleDataLayout(cg->mod),
                                           ct);
   int64_t rows = SC_SMEM / (SC_THREADS * es);
   rows = rows > SC_ROWS ? SC_ROWS : rows;
-  int64_t nt = (tt + rows - 1) / rows, nc = (bc + SC_THREADS - 1) / SC_THREADS;
+  int64_t nt = (dim_bound(tt) + rows - 1) / rows;
+  int64_t nc = (bc + SC_THREADS - 1) / SC_THREADS;
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef sm = cu_shared(cg, "rlx.scatter", cg->t_i8, SC_SMEM, 16);
   LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
   LLVMValueRef j = add(cu, mul(cu, urem(cu, bid, nc), SC_THREADS), tid);
-  LLVMValueRef t0 = mul(cu, urem(cu, udiv(cu, bid, nc), nt), rows);
-  LLVMValueRef ai = udiv(cu, bid, nc * nt);
+  LLVMValueRef ntv = dim_is_static(tt) /* tiles of T at run time */
+                         ? i64(cu, nt)
+                         : udiv(cu, add(cu, cu_size(cu, tt), i64(cu, rows - 1)),
+                                rows);
+  LLVMValueRef rest = udiv(cu, bid, nc);
+  LLVMValueRef t0 = mul(cu, LLVMBuildURem(b, rest, ntv, ""), rows);
+  LLVMValueRef ai = LLVMBuildUDiv(b, rest, ntv, "");
   LLVMValueRef jin = ult(cu, j, bc);
-  LLVMValueRef ubase = add(cu, mul(cu, ai, ni * bc),
+  LLVMValueRef ubase = add(cu, mul(cu, mul(cu, ai, ni), bc),
                            LLVMBuildSelect(b, jin, j, i64(cu, 0), ""));
   for (int64_t r = 0; r < rows; r++)
     LLVMBuildStore(b, zero, cu_shared_at(cg, sm, ct,
@@ -142,7 +152,9 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef idx = cg_buf(cg, n->in[1]), upd = cg_buf(cg, n->in[0]);
   CgLoop l, m;
   LLVMValueRef i0 = mul(cu, cg_loop_begin(cg, &l, i64(cu, 0),
-                                          i64(cu, (ni + 31) / 32), NULL, 0),
+                                          udiv(cu, add(cu, cu_size(cu, ni),
+                                                       i64(cu, 31)), 32),
+                                          NULL, 0),
                         32);
   LLVMValueRef i = add(cu, i0, LLVMBuildZExt(b, lane, cg->t_i64, ""));
   LLVMValueRef iin = ult(cu, i, ni), ok;
@@ -187,7 +199,10 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
     LLVMBuildBr(b, nx);
     LLVMPositionBuilderAtEnd(b, nx);
   }
-  cu_kernel_end(cu, (unsigned)(a * nt * nc), SC_THREADS);
+  if (dim_is_static(tt))
+    cu_kernel_end_n(cu, a, 1, (unsigned)(nt * nc), SC_THREADS);
+  else /* a static (cu_dyn_why) */
+    cu_kernel_end_n(cu, tt, (unsigned)rows, (unsigned)(a * nc), SC_THREADS);
   return true;
 }
 

@@ -274,9 +274,10 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   if (!cg_ops_index_dtype_ok(idt))
     return cu_unsupported(cu, n, "indices must be i32, i64 or f32");
   int axis = ir_norm_axis(ir_attr_int(n, ATTR_AXIS, 0), tt->rank);
-  int64_t a, t, b, ni = cu_numel(cu, &n->in[1]->type), N; /* ni: a size */
-  cg_ops_split_axis(tt, axis, &a, &t, &b);
-  dim_mul(cu->dev->ctx, ni, a * b, &N);
+  int64_t a, t, b, ni = cu_numel(cu, &n->in[1]->type), N; /* sizes */
+  cg_split_axis_dim(cg, tt, axis, &a, &t, &b);
+  dim_mul(cg->ctx, ni, a, &N);
+  dim_mul(cg->ctx, N, b, &N);
   if (N == 0) return true;
   LLVMTypeRef et = cg_ops_bits_type(cg, dt_size(n->type.dt));
   cu_kernel_begin(cu, p, "gather");
@@ -284,7 +285,8 @@ static bool gather_kernel(Cu *cu, CgPlan *p, Node *n) {
   cu_guard(cu, ult(cu, i, N));
   LLVMValueRef j = urem(cu, i, b), u = udiv(cu, i, b);
   LLVMValueRef ii = urem(cu, u, ni), ai = udiv(cu, u, ni);
-  LLVMValueRef ti = cg_ops_index(cg, idt, cg_buf(cg, n->in[1]), ii, t);
+  LLVMValueRef ti = cg_ops_index_v(cg, idt, cg_buf(cg, n->in[1]), ii,
+                                   cu_size(cu, t));
   LLVMValueRef si = add(cu, mul(cu, add(cu, mul(cu, ai, t), ti), b), j);
   LLVMValueRef sp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n->in[0]), &si, 1, "");
   LLVMValueRef dp = LLVMBuildGEP2(cg->b, et, cg_buf(cg, n), &i, 1, "");
@@ -759,9 +761,17 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     return dim_is_static(n->type.dims[ir_norm_axis(
                ir_attr_int(n, ATTR_AXIS, 0), n->type.rank)])
                ? NULL : "along a dynamic axis";
-  case OP_GATHER:
-    return type_is_static(&n->in[0]->type) ? NULL
-                                           : "a table with dynamic sizes";
+  case OP_GATHER: return NULL; /* any sizes */
+  case OP_SAMPLE:
+    return static_from(&n->in[0]->type, 1) ? NULL : "dynamic classes";
+  case OP_SCATTER_ADD: case OP_GATHER_BACKWARD: { /* static rows */
+    int64_t a, t, b;
+    int ax = n->op == OP_GATHER_BACKWARD ? (int)ir_attr_int(n, ATTR_AXIS, 0)
+                                         : 0;
+    cg_split_axis_dim(cu->dev, &n->type, ax, &a, &t, &b);
+    return dim_is_static(b) && (dim_is_static(a) || dim_is_static(t))
+               ? NULL : "dynamic sizes after the axis, or before and in it";
+  }
   case OP_TOPK:
     return static_from(&n->in[0]->type, -1) ? NULL : "a dynamic row";
   case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* a batch of heads */

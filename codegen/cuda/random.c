@@ -208,12 +208,12 @@ bool cu_rng(Cu *cu, CgPlan *p, Node *n) {
 
 /* ---- sample ---- */
 
-int64_t cu_sample_scratch(const Node *n) {
-  return type_numel(&n->in[0]->type) * 16;
+int64_t cu_sample_scratch(const Node *n) { /* at the bound of ?rows */
+  return type_bytes_bound(&n->in[0]->type) / dt_size(n->in[0]->type.dt) * 16;
 }
 
 typedef struct {
-  int64_t rows, C, K;
+  int64_t rows, C, K; /* rows: a size (the scratch laid out for its bound) */
   double temp, top_p;
   uint64_t seed;
 } Smp;
@@ -234,7 +234,8 @@ static LLVMValueRef smp_s(Cu *cu, const Smp *S, Node *n, LLVMValueRef e) {
 /* One thread per logit: idx[row][rank] = i for ranks < K (scratch). */
 static void smp_rank(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   Cg *cg = cu->dev;
-  int64_t N = S->rows * S->C;
+  int64_t N;
+  dim_mul(cg->ctx, S->rows, S->C, &N);
   cu_kernel_begin(cu, p, "sample_rank");
   LLVMValueRef e = cu_gid(cu);
   cu_guard(cu, ult(cu, e, N));
@@ -250,7 +251,7 @@ static void smp_rank(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   cg_loop_end(cg, &l, &rank);
   cu_guard(cu, ult(cu, rank, S->K));
   cg_store(cg, DT_I64, cg_scratch(cg, n), add(cu, base, rank), i);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
 }
 
 /* The row's uniform in [0, 1) with 53 bits (block r of stream 2). */
@@ -283,7 +284,7 @@ static void smp_row(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   cg_fail_if(cg, nan, RLX_ERR_INVALID);
   LLVMValueRef ip = LLVMBuildGEP2(b, cg->t_i64, cg_scratch(cg, n), &base, 1,
                                   "");
-  LLVMValueRef pb = add(cu, base, i64(cu, S->rows * S->C));
+  LLVMValueRef pb = add(cu, base, i64(cu, dim_bound(S->rows) * S->C));
   LLVMValueRef pp = LLVMBuildGEP2(b, cg->t_f64, cg_scratch(cg, n), &pb, 1, "");
   LLVMValueRef m = smp_s(cu, S, n, add(cu, base,
                                        cg_load(cg, DT_I64, ip, i64(cu, 0))));
@@ -334,7 +335,7 @@ static void smp_row(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   c[0] = acc;
   cg_loop_end(cg, &l, c);
   cg_store(cg, DT_I64, cg_buf(cg, n), r, c[1]);
-  cu_kernel_end(cu, cu_blocks_for(S->rows, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, S->rows, EW_BLOCK, 1, EW_BLOCK);
 }
 
 bool cu_sample(Cu *cu, CgPlan *p, Node *n) {

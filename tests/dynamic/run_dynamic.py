@@ -57,9 +57,10 @@ def spec_of(src):
 # by these rules, a dynamic scan length a run-time trip count).
 GPU_CASES = ["attgrad", "attnb", "bwd64", "bwdops", "cnn", "cnn64",
              "convbf16", "convf16", "convgrad", "ctl", "ctl64", "ctljvp",
-             "cum", "gpub", "heads", "mlp", "mmhalf", "norm64", "norms",
-             "pb64", "quantgrad", "quantjvp", "redhalf", "scan64",
-             "scanb64", "tl64", "topk", "train", "train64"]
+             "cum", "gath", "gath64", "gpub", "heads", "mlp", "mmhalf",
+             "norm64", "norms", "pb64", "quantgrad", "quantjvp", "redhalf",
+             "rng", "scan64", "scanb64", "tl64", "topk", "train",
+             "train64"]
 
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
