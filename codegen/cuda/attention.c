@@ -44,8 +44,9 @@ enum { AT_NT = 64, AT_SMEM = 45056 };
 typedef struct {
   Cu *cu;
   Node *n;
-  rlx_attn_geom g;    /* a dynamic batch: at its bound (the layout) */
-  int64_t bdim;       /* the batch as a size (dynamic: the grid's) */
+  rlx_attn_geom g;    /* dynamic sizes at their bounds (the layout) */
+  int64_t bdim, lq, lk; /* batch and lengths as sizes (dynamic ones read
+                           at run time: the grid, the loops, the masks) */
   DType dt, ct;       /* storage dtype; compute dtype (f32 or f64) */
   LLVMTypeRef et;     /* compute type */
   int64_t es, bt;     /* compute bytes; rows per shared tile */
@@ -83,6 +84,14 @@ static LLVMValueRef smax(At *a, LLVMValueRef x, LLVMValueRef y) {
   return sel(a, icmp(a, LLVMIntSGT, x, y), x, y);
 }
 static LLVMValueRef I(At *a, int64_t v) { return i64(a->cu, v); }
+/* A size's value; L - 1; lk - lq (the causal mask's offset). */
+static LLVMValueRef SZ(At *a, int64_t L) { return cu_size(a->cu, L); }
+static LLVMValueRef last(At *a, int64_t L) {
+  return LLVMBuildSub(dev(a)->b, SZ(a, L), I(a, 1), "");
+}
+static LLVMValueRef koff(At *a) {
+  return LLVMBuildSub(dev(a)->b, SZ(a, a->lk), SZ(a, a->lq), "");
+}
 
 /* Element i of the compute-type array at generic pointer p. */
 static LLVMValueRef at_ptr(At *a, LLVMValueRef p, LLVMValueRef i) {
@@ -132,7 +141,7 @@ static void end_if(At *a, LLVMBasicBlockRef join) {
 static LLVMValueRef row_off(At *a, const Node *x, bool qlike,
                             LLVMValueRef r) {
   Cu *cu = a->cu;
-  int64_t L = qlike ? a->g.lq : a->g.lk, d = a->g.d, hd = a->g.h * d;
+  int64_t L = qlike ? a->lq : a->lk, d = a->g.d, hd = a->g.h * d;
   const CgSlot *s = x ? cg_slot(dev(a), (Node *)x) : NULL;
   if (s && s->kind == CG_SLOT_VIEW)
     hd = s->alias->type.dims[s->alias->type.rank - 1];
@@ -147,7 +156,7 @@ static void stage(At *a, Node *src, bool qlike, int64_t off,
                   LLVMValueRef r0) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  int64_t d = a->g.d, tot = a->bt * d, L = qlike ? a->g.lq : a->g.lk;
+  int64_t d = a->g.d, tot = a->bt * d, L = qlike ? a->lq : a->lk;
   if (tot == 0) return;
   CgLoop l;
   LLVMValueRef it = cg_loop_begin(cg, &l, I(a, 0),
@@ -201,7 +210,7 @@ static LLVMValueRef allowed(At *a, LLVMValueRef i, LLVMValueRef j) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   const rlx_attn_geom *g = &a->g;
-  LLVMValueRef ok = NULL, d = add(cu, i, I(a, g->lk - g->lq));
+  LLVMValueRef ok = NULL, d = add(cu, i, koff(a));
   if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
     ok = icmp(a, LLVMIntSLE, j, d);
   if (g->mask == RLX_ATTN_SLIDING)
@@ -210,7 +219,7 @@ static LLVMValueRef allowed(At *a, LLVMValueRef i, LLVMValueRef j) {
   if (g->mask == RLX_ATTN_CUSTOM) {
     Node *m = a->n->in[a->mi];
     LLVMValueRef v = cg_load(cg, m->type.dt, cg_buf(cg, m),
-                             add(cu, mul(cu, a->b, g->lk), j));
+                             add(cu, mul(cu, a->b, a->lk), j));
     if (m->type.dt != DT_BOOL) /* keep unless value < 0.5 (NaN kept) */
       v = LLVMBuildFCmp(cg->b, LLVMRealUGE,
                         cg_convert(cg, v, m->type.dt, DT_F64),
@@ -238,8 +247,8 @@ static LLVMValueRef finish_score(At *a, LLVMValueRef s, LLVMValueRef i,
   LLVMValueRef ok = allowed(a, i, j);
   if (ok) s = sel(a, ok, s, cst(a, -INFINITY));
   if (g->mask == RLX_ATTN_BIAS) {
-    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, g->lq), i),
-                                  g->lk), j);
+    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->lq), i),
+                                  a->lk), j);
     s = at_add(a, s, cg_load(cg, a->dt, cg_buf(cg, a->n->in[a->mi]), bi));
   }
   return s;
@@ -258,8 +267,8 @@ static void krange(At *a, LLVMValueRef i0, LLVMValueRef nq, LLVMValueRef *lo,
                    LLVMValueRef *hi) {
   Cu *cu = a->cu;
   const rlx_attn_geom *g = &a->g;
-  LLVMValueRef off = I(a, g->lk - g->lq);
-  *lo = I(a, 0), *hi = I(a, g->lk);
+  LLVMValueRef off = koff(a);
+  *lo = I(a, 0), *hi = SZ(a, a->lk);
   if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
     *hi = smax(a, I(a, 0), smin(a, *hi, add(cu, add(cu, off, i0), nq)));
   if (g->mask == RLX_ATTN_SLIDING)
@@ -271,8 +280,8 @@ static void qrange(At *a, LLVMValueRef j0, LLVMValueRef nk, LLVMValueRef *lo,
                    LLVMValueRef *hi) {
   Cu *cu = a->cu;
   const rlx_attn_geom *g = &a->g;
-  LLVMValueRef moff = I(a, g->lq - g->lk);
-  *lo = I(a, 0), *hi = I(a, g->lq);
+  LLVMValueRef moff = LLVMBuildNeg(dev(a)->b, koff(a), "");
+  *lo = I(a, 0), *hi = SZ(a, a->lq);
   if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
     *lo = smin(a, *hi, smax(a, I(a, 0), add(cu, j0, moff)));
   if (g->mask == RLX_ATTN_SLIDING)
@@ -286,12 +295,13 @@ static void qrange(At *a, LLVMValueRef j0, LLVMValueRef nk, LLVMValueRef *lo,
  * there is no block. */
 static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
   Cu *cu = a->cu;
-  int64_t nt = (L + AT_NT - 1) / AT_NT;
+  int64_t nt = (dim_bound(L) + AT_NT - 1) / AT_NT;
   if (a->g.b * a->g.h * nt == 0) return false;
   cu_kernel_begin(cu, p, what);
   LLVMValueRef c = cu_ctaid(cu);
-  a->t0 = mul(cu, urem(cu, c, nt), AT_NT);
-  a->bh = udiv(cu, c, nt);
+  LLVMValueRef ntv = udiv(cu, add(cu, SZ(a, L), I(a, AT_NT - 1)), AT_NT);
+  a->t0 = mul(cu, LLVMBuildURem(dev(a)->b, c, ntv, ""), AT_NT);
+  a->bh = LLVMBuildUDiv(dev(a)->b, c, ntv, "");
   a->b = udiv(cu, a->bh, a->g.h);
   a->h = urem(cu, a->bh, a->g.h);
   a->tid = cu_tid(cu);
@@ -299,20 +309,23 @@ static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
 }
 
 static void at_end(At *a, int64_t L, unsigned threads) {
-  cu_kernel_end_n(a->cu, a->bdim, 1,
-                  (unsigned)(a->g.h * ((L + AT_NT - 1) / AT_NT)), threads);
+  if (!dim_is_static(L)) /* the batch static (cu_dyn_why) */
+    cu_kernel_end_n(a->cu, L, AT_NT, (unsigned)(a->g.b * a->g.h), threads);
+  else
+    cu_kernel_end_n(a->cu, a->bdim, 1,
+                    (unsigned)(a->g.h * ((L + AT_NT - 1) / AT_NT)), threads);
 }
 
 /* This thread's row t0 + tid, clamped to L - 1 (*valid: inside). */
 static LLVMValueRef my_row(At *a, int64_t L, LLVMValueRef *valid) {
   LLVMValueRef r = add(a->cu, a->t0, a->tid);
   *valid = ult(a->cu, r, L);
-  return smin(a, r, I(a, L - 1));
+  return smin(a, r, last(a, L));
 }
 
 /* Rows of this block's tile: min(AT_NT, L - t0). */
 static LLVMValueRef tile_len(At *a, int64_t L) {
-  return smin(a, I(a, AT_NT), LLVMBuildSub(dev(a)->b, I(a, L), a->t0, ""));
+  return smin(a, I(a, AT_NT), LLVMBuildSub(dev(a)->b, SZ(a, L), a->t0, ""));
 }
 
 /* Load row r of src's head into the local array x (times scale if s). */
@@ -343,7 +356,7 @@ static LLVMValueRef key_tiles_begin(At *a, CgLoop *tl, LLVMValueRef *v,
   Cu *cu = a->cu;
   int64_t bt = a->bt;
   LLVMValueRef lo, hi;
-  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  krange(a, a->t0, tile_len(a, a->lq), &lo, &hi);
   LLVMValueRef kt = cg_loop_begin(dev(a), tl, udiv(cu, lo, bt),
                                   udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
                                   v, nv);
@@ -352,7 +365,7 @@ static LLVMValueRef key_tiles_begin(At *a, CgLoop *tl, LLVMValueRef *v,
   stage(a, a->n->in[1], false, 0, j0);
   stage(a, a->n->in[2], false, bt * a->g.d * a->es, j0);
   barrier(a);
-  *nk = smin(a, I(a, bt), LLVMBuildSub(dev(a)->b, I(a, a->g.lk), j0, ""));
+  *nk = smin(a, I(a, bt), LLVMBuildSub(dev(a)->b, SZ(a, a->lk), j0, ""));
   return j0;
 }
 
@@ -407,7 +420,7 @@ static LLVMValueRef out_elem(At *a, LLVMValueRef acc, LLVMValueRef c,
 static LLVMValueRef row_val(At *a, int64_t off, LLVMValueRef i) {
   Cg *cg = dev(a);
   return at_ptr(a, cg_gep(cg, cg->fn->ws, I(a, off)),
-                add(a->cu, mul(a->cu, a->bh, a->g.lq), i));
+                add(a->cu, mul(a->cu, a->bh, a->lq), i));
 }
 
 /* Row i's lse = m + log l (-inf for l = 0: no allowed key). */
@@ -424,8 +437,8 @@ static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  if (!at_begin(a, p, pre ? "attention_lse" : "attention", a->g.lq)) return;
-  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid);
+  if (!at_begin(a, p, pre ? "attention_lse" : "attention", a->lq)) return;
+  LLVMValueRef valid, i = my_row(a, a->lq, &valid);
   LLVMValueRef qs = row_array(a, "qs"), acc = row_array(a, "acc"), m, l;
   load_row(a, qs, a->n->in[0], true, i, true);
   fwd_row(a, qs, acc, i, &m, &l);
@@ -444,7 +457,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   if (pre) LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
   if (a->lse_off >= 0) put_lse(a, i, m, l);
   end_if(a, j);
-  at_end(a, a->g.lq, AT_NT);
+  at_end(a, a->lq, AT_NT);
 }
 
 /* lse of row r, +inf for a row without allowed keys (P = exp(s - lse)
@@ -466,15 +479,16 @@ static void dsum_kernel(At *a, CgPlan *p, Node *o) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   int64_t rows; /* a size: the batch may be dynamic */
-  dim_mul(cg->ctx, a->bdim, a->g.h * a->g.lq, &rows);
+  dim_mul(cg->ctx, a->bdim, a->g.h, &rows);
+  dim_mul(cg->ctx, rows, a->lq, &rows);
   if (rows == 0) return;
   cu_kernel_begin(cu, p, "attention_dsum");
   LLVMValueRef gid = cu_gid(cu), r = udiv(cu, gid, 32);
   LLVMValueRef lane = urem(cu, gid, 32), valid = ult(cu, r, rows);
   r = smin(a, r, LLVMBuildSub(cg->b, cu_size(cu, rows), I(a, 1), ""));
-  a->bh = udiv(cu, r, a->g.lq);
+  a->bh = udiv(cu, r, a->lq);
   a->b = udiv(cu, a->bh, a->g.h), a->h = urem(cu, a->bh, a->g.h);
-  LLVMValueRef i = urem(cu, r, a->g.lq), base = row_off(a, NULL, true, i);
+  LLVMValueRef i = urem(cu, r, a->lq), base = row_off(a, NULL, true, i);
   LLVMValueRef dd = cst(a, 0);
   CgLoop cl;
   LLVMValueRef k = cg_loop_begin(cg, &cl, I(a, 0), I(a, (a->g.d + 31) / 32),
@@ -498,10 +512,10 @@ static void dsum_kernel(At *a, CgPlan *p, Node *o) {
 static void dq_kernel(At *a, CgPlan *p, bool dbias) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  if (!at_begin(a, p, dbias ? "attention_dbias" : "attention_dq", a->g.lq))
+  if (!at_begin(a, p, dbias ? "attention_dbias" : "attention_dq", a->lq))
     return;
   int64_t bt = a->bt, vo = bt * a->g.d * a->es;
-  LLVMValueRef valid, i = my_row(a, a->g.lq, &valid), ls, dd;
+  LLVMValueRef valid, i = my_row(a, a->lq, &valid), ls, dd;
   LLVMValueRef qs = row_array(a, "qs"), dy = row_array(a, "dy");
   LLVMValueRef acc = row_array(a, "dq");
   load_row(a, qs, a->n->in[0], true, i, true);
@@ -520,8 +534,8 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
   LLVMValueRef ds = at_mul(a, pj, at_sub(a, dp, dd));
   if (dbias) {
     LLVMBasicBlockRef jn = begin_if(a, valid);
-    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq), i),
-                                  a->g.lk), j);
+    LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->lq), i),
+                                  a->lk), j);
     cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
     end_if(a, jn);
   } else {
@@ -538,7 +552,7 @@ static void dq_kernel(At *a, CgPlan *p, bool dbias) {
     cg_loop_end(cg, &jl, NULL);
     end_if(a, jn);
   }
-  at_end(a, a->g.lq, AT_NT);
+  at_end(a, a->lq, AT_NT);
 }
 
 /* ---- backward: key rows (dk, dv) ---- */
@@ -560,7 +574,7 @@ static void stage_lse(At *a, int64_t off, LLVMValueRef i0) {
                                   I(a, (a->bt + AT_NT - 1) / AT_NT), NULL, 0);
   LLVMValueRef r = add(cu, mul(cu, it, AT_NT), a->tid), i = add(cu, i0, r);
   LLVMValueRef in = LLVMBuildAnd(cg->b, ult(cu, r, a->bt),
-                                 ult(cu, i, a->g.lq), "");
+                                 ult(cu, i, a->lq), "");
   LLVMBasicBlockRef j = begin_if(a, in);
   LLVMValueRef ls, dd;
   lse_d(a, i, &ls, &dd);
@@ -573,15 +587,15 @@ static void stage_lse(At *a, int64_t off, LLVMValueRef i0) {
 static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
-  if (!at_begin(a, p, dv ? "attention_dv" : "attention_dk", a->g.lk)) return;
+  if (!at_begin(a, p, dv ? "attention_dv" : "attention_dk", a->lk)) return;
   int64_t bt = a->bt, d = a->g.d, oo = bt * d * a->es, lo_ = 2 * oo;
-  LLVMValueRef valid, j = my_row(a, a->g.lk, &valid), lo, hi;
+  LLVMValueRef valid, j = my_row(a, a->lk, &valid), lo, hi;
   LLVMValueRef kr = row_array(a, "k"), vr = row_array(a, "v");
   LLVMValueRef acc = row_array(a, "acc");
   load_row(a, kr, a->n->in[1], false, j, false);
   if (!dv) load_row(a, vr, a->n->in[2], false, j, false);
   zero(a, acc);
-  qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
+  qrange(a, a->t0, tile_len(a, a->lk), &lo, &hi);
   CgLoop tl, il;
   LLVMValueRef qt = cg_loop_begin(cg, &tl, udiv(cu, lo, bt),
                                   udiv(cu, add(cu, hi, I(a, bt - 1)), bt),
@@ -592,7 +606,7 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
   stage(a, a->n->in[3], true, oo, i0);
   stage_lse(a, lo_, i0);
   barrier(a);
-  LLVMValueRef nq = smin(a, I(a, bt), LLVMBuildSub(cg->b, I(a, a->g.lq), i0,
+  LLVMValueRef nq = smin(a, I(a, bt), LLVMBuildSub(cg->b, SZ(a, a->lq), i0,
                                                    ""));
   LLVMValueRef ii = cg_loop_begin(cg, &il, I(a, 0), nq, NULL, 0), f;
   LLVMValueRef qrow = at_ptr(a, sh(a, 0), mul(cu, ii, d));
@@ -615,7 +629,7 @@ static void dkv_kernel(At *a, CgPlan *p, bool dv) {
            lget(a, acc, c));
   cg_loop_end(cg, &il, NULL);
   end_if(a, jn);
-  at_end(a, a->g.lk, AT_NT);
+  at_end(a, a->lk, AT_NT);
 }
 
 /* ---- on the tensor cores (bf16, f16) ----
@@ -633,7 +647,7 @@ enum { TC_THREADS = 128, TC_KEYS = 64, TC_SMEM = 3 * TC_KEYS * 128 * 2 };
 
 static bool tc_ok(const At *a) {
   return (a->dt == DT_BF16 || a->dt == DT_F16) && a->g.d > 0 &&
-         a->g.lk > 0 &&
+         dim_bound(a->lk) > 0 &&
          a->g.d % 16 == 0 && a->g.d <= 128 && AT_NT == 64;
 }
 
@@ -671,7 +685,7 @@ static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef h = cg_ops_bits_type(cg, 2);
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
-  int64_t L = qlike ? a->g.lq : a->g.lk;
+  int64_t L = qlike ? a->lq : a->lk;
   LLVMValueRef pi = LLVMBuildPtrToInt(b, cg_buf(cg, src), cg->t_i64, "");
   LLVMValueRef al = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, pi, I(a, 15),
                                   ""), I(a, 0), "");
@@ -682,7 +696,7 @@ static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
     LLVMValueRef dst = tc_chunk(a, t, buf, r, c);
     LLVMValueRef j = add(cu, j0, LLVMBuildZExt(b, r, cg->t_i64, ""));
     LLVMValueRef in = ult(cu, j, L);
-    LLVMValueRef off = add(cu, row_off(a, src, qlike, smin(a, j, I(a, L - 1))),
+    LLVMValueRef off = add(cu, row_off(a, src, qlike, smin(a, j, last(a, L))),
                            mul(cu, LLVMBuildZExt(b, c, cg->t_i64, ""), 8));
     LLVMValueRef ptr = LLVMBuildGEP2(b, h, cg_buf(cg, src), &off, 1, "");
     LLVMBasicBlockRef ab = cg_block(cg, "tc.async");
@@ -739,9 +753,9 @@ static LLVMValueRef tc_q_pair(At *a, Node *x, bool qlike, LLVMValueRef i,
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef h = cg_ops_bits_type(cg, 2);
-  int64_t L = qlike ? a->g.lq : a->g.lk;
+  int64_t L = qlike ? a->lq : a->lk;
   LLVMValueRef in = ult(cu, i, L);
-  LLVMValueRef off = add(cu, row_off(a, x, qlike, smin(a, i, I(a, L - 1))), c);
+  LLVMValueRef off = add(cu, row_off(a, x, qlike, smin(a, i, last(a, L))), c);
   LLVMValueRef r = NULL;
   for (int k = 0; k < 2; k++) {
     LLVMValueRef o = add(cu, off, I(a, k));
@@ -900,8 +914,8 @@ static LLVMValueRef tc_score(At *a, LLVMValueRef sc, int k, LLVMValueRef i,
     if (f) *f = cst(a, a->g.scale);
     return s;
   }
-  s = finish_score(a, s, smin(a, i, I(a, a->g.lq - 1)),
-                   smin(a, j, I(a, a->g.lk - 1)), f);
+  s = finish_score(a, s, smin(a, i, last(a, a->lq)),
+                   smin(a, j, last(a, a->lk)), f);
   return sel(a, ok, s, cst(a, -INFINITY));
 }
 
@@ -917,9 +931,9 @@ static LLVMValueRef tc_interior(At *a, LLVMValueRef qa, LLVMValueRef ka) {
   Cu *cu = a->cu;
   LLVMBuilderRef b = dev(a)->b;
   LLVMValueRef in = LLVMBuildAnd(
-      b, icmp(a, LLVMIntSLE, add(cu, qa, I(a, TC_KEYS)), I(a, g->lq)),
-      icmp(a, LLVMIntSLE, add(cu, ka, I(a, TC_KEYS)), I(a, g->lk)), "");
-  LLVMValueRef d = add(cu, qa, I(a, g->lk - g->lq)); /* the mask's i + off */
+      b, icmp(a, LLVMIntSLE, add(cu, qa, I(a, TC_KEYS)), SZ(a, a->lq)),
+      icmp(a, LLVMIntSLE, add(cu, ka, I(a, TC_KEYS)), SZ(a, a->lk)), "");
+  LLVMValueRef d = add(cu, qa, koff(a)); /* the mask's i + off */
   if (g->mask == RLX_ATTN_CAUSAL || g->mask == RLX_ATTN_SLIDING)
     in = LLVMBuildAnd(b, in, icmp(a, LLVMIntSLE,
                                   add(cu, ka, I(a, TC_KEYS - 1)), d), "");
@@ -981,7 +995,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   int64_t nd = a->g.d / 8; /* n8 tiles of O */
   Tc t;
   LLVMValueRef rows[2], t2, qa[8][4];
-  if (!tc_begin(a, p, pre ? "attention_mma_lse" : "attention_mma", a->g.lq,
+  if (!tc_begin(a, p, pre ? "attention_mma_lse" : "attention_mma", a->lq,
                 &t, rows, &t2))
     return;
   tc_frags(a, a->n->in[0], true, rows, t2, qa);
@@ -993,7 +1007,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   LLVMValueRef acc = tc_at(a, st, 4);
   LLVMValueRef sc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 32), "s");
   LLVMValueRef lo, hi;
-  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  krange(a, a->t0, tile_len(a, a->lq), &lo, &hi);
   /* pipeline: K of tile kt + 1 (other K buffer) loads while tile kt's
    * softmax and P V run; V of tile kt + 1 while its S does */
   LLVMValueRef kt0 = udiv(cu, lo, TC_KEYS);
@@ -1023,7 +1037,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
           int k = 4 * nt + 2 * h + e;
           LLVMValueRef j = tc_key(a, j0, t2, nt, e);
           LLVMBuildStore(b, tc_score(a, sc, k, rows[h], j,
-                                     ult(cu, j, a->g.lk), fast, NULL),
+                                     ult(cu, j, a->lk), fast, NULL),
                          tc_at(a, sc, k));
         }
     if (!tc_split_next(a, &sp)) break;
@@ -1067,8 +1081,8 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   for (int h = 0; h < 2; h++) {
     LLVMValueRef l = tc_quad(a, tc_get(a, st, 2 + h), false);
     LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, l, cst(a, 0), "");
-    LLVMValueRef valid = ult(cu, rows[h], a->g.lq);
-    LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
+    LLVMValueRef valid = ult(cu, rows[h], a->lq);
+    LLVMValueRef i = smin(a, rows[h], last(a, a->lq));
     LLVMValueRef base = row_off(a, NULL, true, i), dd = cst(a, 0);
     for (int n = 0; n < nd; n++)
       for (int e = 0; e < 2; e++) {
@@ -1090,7 +1104,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
-  at_end(a, a->g.lq, TC_THREADS);
+  at_end(a, a->lq, TC_THREADS);
 }
 
 /* A zeroed f32 array of n (registers once promoted). */
@@ -1166,7 +1180,7 @@ static void tc_store_rows(At *a, Node *out, LLVMValueRef rows[2],
   Cg *cg = dev(a);
   for (int h = 0; h < 2; h++) {
     LLVMBasicBlockRef jn = begin_if(a, ult(cu, rows[h],
-                                           qlike ? a->g.lq : a->g.lk));
+                                           qlike ? a->lq : a->lk));
     LLVMValueRef base = row_off(a, out, qlike, rows[h]);
     for (int n = 0; n < a->g.d / 8; n++)
       for (int e = 0; e < 2; e++)
@@ -1188,17 +1202,17 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   Tc t;
   LLVMValueRef rows[2], t2, qa[8][4], ya[8][4], ls[2], dd[2];
   if (!tc_begin(a, p, dbias ? "attention_mma_dbias" : "attention_mma_dq",
-                a->g.lq, &t, rows, &t2))
+                a->lq, &t, rows, &t2))
     return;
   tc_frags(a, a->n->in[0], true, rows, t2, qa);
   tc_frags(a, a->n->in[3], true, rows, t2, ya);
   for (int h = 0; h < 2; h++) {
-    lse_d(a, smin(a, rows[h], I(a, a->g.lq - 1)), &ls[h], &dd[h]);
+    lse_d(a, smin(a, rows[h], last(a, a->lq)), &ls[h], &dd[h]);
     ls[h] = tc_mlog(a, ls[h]);
   }
   LLVMValueRef acc = tc_zeros(a, 4 * nd, "dq"), sc = tc_zeros(a, 32, "s");
   LLVMValueRef dp = tc_zeros(a, 32, "dp"), lo, hi;
-  krange(a, a->t0, tile_len(a, a->g.lq), &lo, &hi);
+  krange(a, a->t0, tile_len(a, a->lq), &lo, &hi);
   CgLoop tl;
   LLVMValueRef buf[2], j0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[1],
                                            a->n->in[2], false, buf);
@@ -1208,13 +1222,13 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   for (bool fast = tc_split_begin(a, &sp, tc_interior(a, a->t0, j0));;
        fast = false) {
     for (int h = 0; h < 2; h++) {
-      LLVMValueRef i = smin(a, rows[h], I(a, a->g.lq - 1));
-      LLVMValueRef in = ult(cu, rows[h], a->g.lq);
+      LLVMValueRef i = smin(a, rows[h], last(a, a->lq));
+      LLVMValueRef in = ult(cu, rows[h], a->lq);
       for (int nt = 0; nt < TC_KEYS / 8; nt++)
         for (int e = 0; e < 2; e++) {
           int k = 4 * nt + 2 * h + e;
           LLVMValueRef j = tc_key(a, j0, t2, nt, e), f;
-          LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->g.lk), fast,
+          LLVMValueRef s = tc_score(a, sc, k, i, j, ult(cu, j, a->lk), fast,
                                     &f);
           LLVMValueRef pj = tc_exp_sub(a, s, ls[h]);
           LLVMValueRef ds = at_mul(a, pj, at_sub(a, tc_get(a, dp, k),
@@ -1224,9 +1238,9 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
             continue;
           }
           LLVMBasicBlockRef jn = begin_if(a, LLVMBuildAnd(
-              b, in, ult(cu, j, a->g.lk), ""));
-          LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->g.lq),
-                                                i), a->g.lk), j);
+              b, in, ult(cu, j, a->lk), ""));
+          LLVMValueRef bi = add(cu, mul(cu, add(cu, mul(cu, a->bh, a->lq),
+                                                i), a->lk), j);
           cg_store(cg, a->dt, cg_buf(cg, a->res[3]), bi, ds);
           end_if(a, jn);
         }
@@ -1236,7 +1250,7 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   if (!dbias) tc_wy(a, &t, sc, buf[0], acc);
   tc_tiles_end(a, &tl);
   if (!dbias) tc_store_rows(a, a->res[0], rows, t2, acc, true);
-  at_end(a, a->g.lq, TC_THREADS);
+  at_end(a, a->lq, TC_THREADS);
 }
 
 /* attention_backward wrt=k (dk) and/or wrt=v (dv): 64 key rows a
@@ -1252,14 +1266,14 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   Tc t;
   LLVMValueRef rows[2], t2, ka[8][4], va[8][4];
   if (!tc_begin(a, p, !dk ? "attention_mma_dv" : !dv ? "attention_mma_dk"
-                : "attention_mma_dkv", a->g.lk, &t, rows, &t2))
+                : "attention_mma_dkv", a->lk, &t, rows, &t2))
     return;
   tc_frags(a, a->n->in[1], false, rows, t2, ka);
   if (dk) tc_frags(a, a->n->in[2], false, rows, t2, va);
   LLVMValueRef acck = dk ? tc_zeros(a, 4 * nd, "dk") : NULL;
   LLVMValueRef accv = dv ? tc_zeros(a, 4 * nd, "dv") : NULL;
   LLVMValueRef sc = tc_zeros(a, 32, "s"), dp = tc_zeros(a, 32, "dp"), lo, hi;
-  qrange(a, a->t0, tile_len(a, a->g.lk), &lo, &hi);
+  qrange(a, a->t0, tile_len(a, a->lk), &lo, &hi);
   CgLoop tl;
   LLVMValueRef buf[2], i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
                                            a->n->in[3], true, buf);
@@ -1269,7 +1283,7 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   for (int nt = 0; nt < TC_KEYS / 8; nt++)
     for (int e = 0; e < 2; e++) {
       LLVMValueRef i = tc_key(a, i0, t2, nt, e);
-      lse_d(a, smin(a, i, I(a, a->g.lq - 1)), &ls[nt][e], &dd[nt][e]);
+      lse_d(a, smin(a, i, last(a, a->lq)), &ls[nt][e], &dd[nt][e]);
       ls[nt][e] = tc_mlog(a, ls[nt][e]);
     }
   TcSplit sp;
@@ -1280,7 +1294,7 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
         for (int h = 0; h < 2; h++) {
           int k = 4 * nt + 2 * h + e;
           LLVMValueRef i = tc_key(a, i0, t2, nt, e), f;
-          LLVMValueRef s = tc_score(a, sc, k, i, rows[h], ult(cu, i, a->g.lq),
+          LLVMValueRef s = tc_score(a, sc, k, i, rows[h], ult(cu, i, a->lq),
                                     fast, &f);
           LLVMValueRef pj = tc_exp_sub(a, s, ls[nt][e]);
           LLVMBuildStore(b, pj, tc_at(a, sc, k));
@@ -1295,7 +1309,7 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   tc_tiles_end(a, &tl);
   if (dk) tc_store_rows(a, a->res[1], rows, t2, acck, false);
   if (dv) tc_store_rows(a, a->res[2], rows, t2, accv, false);
-  at_end(a, a->g.lk, TC_THREADS);
+  at_end(a, a->lk, TC_THREADS);
 }
 
 /* The leader's scratch: D, and lse unless its forward saved it
@@ -1315,8 +1329,9 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   const CgSlot *s = &p->slot[n->id];
   if (s->attn_lead) return true; /* written by its leader */
   bool bwd = n->op == OP_ATTENTION_BACKWARD;
+  rlx_attn_geom gd = cg_attn_geometry(n); /* sizes */
   At a = {.cu = cu, .n = n, .g = cg_attn_geometry_bound(n), .dt = dt,
-          .bdim = n->in[0]->type.dims[0], /* cu_dyn_why: only it dynamic */
+          .bdim = gd.b, .lq = gd.lq, .lk = gd.lk,
           .ct = dt == DT_F64 ? DT_F64 : DT_F32, .mi = bwd ? 4 : 3,
           .res = {n}, .lse_off = -1, .d_off = -1};
   a.et = cg_ctype(cu->dev, a.ct);

@@ -774,7 +774,15 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   }
   case OP_TOPK:
     return static_from(&n->in[0]->type, -1) ? NULL : "a dynamic row";
-  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* a batch of heads */
+  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: {
+    /* a dynamic batch or dynamic lengths (heads, head_dim static) */
+    rlx_attn_geom g = cg_attn_geometry(n);
+    if (!dim_is_static(g.h) || !dim_is_static(g.d))
+      return "dynamic heads or head_dim";
+    return dim_is_static(g.b) || (dim_is_static(g.lq) &&
+                                  dim_is_static(g.lk))
+               ? NULL : "a dynamic batch and a dynamic length";
+  }
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: /* a batch: M or K of the GEMM */
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:

@@ -55,12 +55,13 @@ def spec_of(src):
 # tensor cores too: mmhalf, GPU only, the CPU refuses it); conv, pools
 # and attention over a dynamic batch; control flow (its subgraphs' nodes
 # by these rules, a dynamic scan length a run-time trip count).
-GPU_CASES = ["attgrad", "attnb", "bwd64", "bwdops", "cnn", "cnn64",
+GPU_CASES = ["attbf16", "attf16", "attgrad", "attnb", "bwd64", "bwdops",
+             "cnn", "cnn64",
              "convbf16", "convf16", "convgrad", "ctl", "ctl64", "ctljvp",
              "cum", "gath", "gath64", "gpub", "heads", "mlp", "mmhalf",
              "norm64", "norms", "pb64", "quantgrad", "quantjvp", "redhalf",
-             "rng", "scan64", "scanb64", "tl64", "topk", "train",
-             "train64"]
+             "rng", "scan64", "scanb64", "seq", "seq64", "tl64", "tlayer",
+             "topk", "train", "train64"]
 
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
