@@ -308,15 +308,16 @@ static MmGeom mm_geom(const Cu *cu, const Node *n) {
     g.K = w->dims[0], g.N = w->dims[1];
     g.M = g.N ? type_numel(t) / g.N : 0;
   }
-  int64_t M = dim_bound(g.M), K = dim_bound(g.K);
+  int64_t M = dim_bound(g.M), K = dim_bound(g.K), N = dim_bound(g.N);
   g.bdim = 1; /* dequant_matmul: one batch */
   for (int i = 0; n->op != OP_DEQUANT_MATMUL && i + 2 < t->rank; i++)
     dim_mul(cu->dev->ctx, g.bdim, t->dims[i], &g.bdim);
-  g.batch = M && g.N ? dim_bound(g.bdim) : 0;
+  g.batch = M && N ? dim_bound(g.bdim) : 0;
   for (int R = mm_rmax(cu, mm_acc_dt(n)); R >= 1; R /= 2) {
     g.R = R;
     g.tm = (M + TS * R - 1) / (TS * R);
-    g.tn = (g.N + TS * R - 1) / (TS * R);
+    g.tn = (dim_bound(g.N) + TS * R - 1) / (TS * R); /* blocks past a
+                                          dynamic N store nothing */
     if (g.batch * g.tm * g.tn >= MM_SMS) break;
   }
   int64_t blocks = g.batch * g.tm * g.tn;
@@ -378,16 +379,17 @@ const char *cu_matmul_dyn(const Cu *cu, const CgPlan *p, const Node *n) {
   int r = t->rank;
   bool bdyn = false, mdyn = !dim_is_static(t->dims[r - 2]);
   for (int i = 0; i + 2 < r; i++) bdyn |= !dim_is_static(t->dims[i]);
-  if (!dim_is_static(t->dims[r - 1])) return "a dynamic N";
   if (bdyn && mdyn) return "a dynamic M and a dynamic batch";
-  if (!dim_is_static(n->in[0]->type.dims[n->in[0]->type.rank - 1]) &&
-      (r != 2 || mm_on_mma(cu, n)))
-    return "a dynamic K in a batched product or on the tensor cores";
+  if (!mm_on_mma(cu, n)) return NULL; /* CUDA cores: any other sizes */
+  if (!dim_is_static(t->dims[r - 1]) ||
+      !dim_is_static(n->in[0]->type.dims[n->in[0]->type.rank - 1]))
+    return "a dynamic N or K on the tensor cores";
   for (int k = 0; k < 2; k++) { /* rows and columns at static strides */
     MmOp o = {0};
     mm_operand(cu->dev, (CgPlan *)p, n->in[k], t, &o);
     if (!dim_is_static(o.rs) || !dim_is_static(o.cs))
-      return "an operand whose rows or columns are a dynamic stride apart";
+      return "an operand of the tensor cores whose rows or columns are a "
+             "dynamic stride apart";
   }
   return NULL;
 }
@@ -482,7 +484,9 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   snprintf(b_name, sizeof b_name, "rlx.mm.b.%s.r%d", dt_name(dt), m.R);
   /* plain loads (not dequant_matmul's or q_matmul's): cp.async into
    * MM_STAGES buffers of dynamic shared memory */
-  bool async = !a->scale && !a->q && !b->scale && !b->q;
+  bool async = !a->scale && !a->q && !b->scale && !b->q &&
+               dim_is_static(a->rs) && dim_is_static(a->cs) &&
+               dim_is_static(b->rs) && dim_is_static(b->cs); /* immediates */
   if (async) {
     LLVMValueRef i = i64(cu, MM_STAGES * mm_buf(&m));
     m.As = cu_dyn_shared(cg);

@@ -52,11 +52,13 @@ def spec_of(src):
 # elementwise groups, reductions, softmax, transposes, rope, cumsum and
 # draws with dynamic sizes anywhere; row ops (norms, cross-entropy,
 # topk) with static rows; products with a dynamic M, K or batch (on the
-# tensor cores too: mmhalf, GPU only, the CPU refuses it); conv, pools
-# and attention over a dynamic batch; control flow (its subgraphs' nodes
-# by these rules, a dynamic scan length a run-time trip count).
-GPU_CASES = ["attbf16", "attf16", "attgrad", "attnb", "bwd64", "bwdops",
-             "cnn", "cnn64",
+# tensor cores too: mmhalf, GPU only, the CPU refuses it; any sizes on
+# CUDA cores); conv and pools over a dynamic batch, attention over a
+# dynamic batch or length; gather, scatter, sample; control flow (its
+# subgraphs' nodes by these rules, a dynamic scan length a run-time
+# trip count).
+GPU_CASES = ["att64", "attbf16", "attf16", "attgrad", "attnb", "bcast",
+             "bwd64", "bwdops", "cnn", "cnn64",
              "convbf16", "convf16", "convgrad", "ctl", "ctl64", "ctljvp",
              "cum", "gath", "gath64", "gpub", "heads", "mlp", "mmhalf",
              "norm64", "norms", "pb64", "quantgrad", "quantjvp", "redhalf",
