@@ -307,6 +307,13 @@ void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
   cu_kernel_end(cu, mul, block);
   cu->launch[cu->nlaunch - 1].gdim = n;
   cu->launch[cu->nlaunch - 1].gper = per;
+  int64_t most = dim_bound(n); /* the grid at the bounds fits an i32 */
+  if (most < 0 || (most + per - 1) / per > INT32_MAX / (mul ? mul : 1)) {
+    cu->dev->failed = true;
+    diag_error(cu->dev->ctx, (Loc){0, 0}, "codegen: --target=cuda: a "
+               "kernel of %s would launch more than 2^31 - 1 blocks at "
+               "the sizes' bounds", cu->kernels[cu->nkernels - 1].name);
+  }
 }
 
 int64_t cu_numel(Cu *cu, const Type *t) {

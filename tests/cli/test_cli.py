@@ -399,10 +399,16 @@ def test_dynamic(rlxc, tmp):
              "an axis other than the last", ":3:8"),
             ("nosize", "graph g {\n  input %x: f32[?b<=4, 3]\n"
              "  %y = expand(%x, shape=[?n<=2, ?b, 3])\n  return %y\n}\n",
-             "?n is no argument's size, so no call can give it", ":3:8")]:
+             "?n is no argument's size, so no call can give it", ":3:8"),
+            ("gpugrid", "graph g {\n  input %x: f32[?b<=900000000000, 4]\n"
+             "  %y = relu(%x)\n  return %y\n}\n",
+             "would launch more than 2^31 - 1 blocks at the sizes' bounds",
+             "")]:
         f = os.path.join(d, name + ".rlx")
         open(f, "w").write(text)
-        cases.append((name, ["-o", os.path.join(d, "x.o")], f, want, where))
+        gpu = ["--target=cuda"] if name == "gpugrid" else []
+        cases.append((name, gpu + ["-o", os.path.join(d, "x.o")], f, want,
+                      where))
     f = os.path.join(d, "free.rlx")
     open(f, "w").write("graph g {\n  input %x: f32[2, ?t, 8]\n  param %w: "
                        "f32[8, 8]\n  %y = attention(matmul(%x, %w), %x, %x, "
