@@ -89,7 +89,7 @@ void cg_store_sizes(Cg *cg, const CgEntry *x, LLVMValueRef sizes,
 /* After x's graph is compiled: its layout functions when its plan has
  * blocks placed at run time (x->layout, x->wsbytes), and when it has
  * sizes, the exported NAME_workspace_bytes(sizes). */
-bool cg_layout_fns(Cg *cg, CgEntry *x);
+void cg_layout_fns(Cg *cg, CgEntry *x);
 
 /* ---- call tables (calltable.c) ---- */
 /* Runs of calls in segment fn become tables walked by dispatch

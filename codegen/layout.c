@@ -73,14 +73,14 @@ static LLVMValueRef wsbytes_fn(Cg *cg, const CgEntry *x, CgPlan *p,
   return fn;
 }
 
-bool cg_layout_fns(Cg *cg, CgEntry *x) {
+void cg_layout_fns(Cg *cg, CgEntry *x) {
   CgPlan *p = cg_graph_plan(cg, x->g);
   if (p && p->ndyn) {
     x->layout = cg_layout_fn(cg, x->g);
     x->wsbytes = wsbytes_fn(cg, x, p, x->layout);
     x->dyn_tab = p->dyn_tab;
   }
-  if (!x->nsyms) return true;
+  if (!x->nsyms) return;
   char name[300];
   snprintf(name, sizeof name, "%s_workspace_bytes", x->name);
   LLVMValueRef fn = LLVMAddFunction(
@@ -97,12 +97,11 @@ bool cg_layout_fns(Cg *cg, CgEntry *x) {
   LLVMPositionBuilderAtEnd(cg->b, go);
   if (!x->wsbytes) {
     LLVMBuildRet(cg->b, cg_i64(cg, x->ws_bytes));
-    return true;
+    return;
   }
   LLVMValueRef r = LLVMBuildCall2(
       cg->b, LLVMFunctionType(cg->t_i64, &cg->t_ptr, 1, 0), x->wsbytes,
       &sizes, 1, "");
   LLVMValueRef neg = LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), "");
   LLVMBuildRet(cg->b, LLVMBuildSelect(cg->b, neg, cg_i64(cg, 0), r, ""));
-  return true;
 }

@@ -220,15 +220,16 @@ static bool cg_emit_scan(Cg *cg, Node *n) {
     LLVMPositionBuilderAtEnd(cg->b, run);
   }
   LLVMValueRef ws = cg_scratch(cg, n), tmp;
-  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT)
-    scan_lay(cg, n, ws, &tmp, NULL);
-  else
+  if (cg_slot(cg, n)->scratch_bytes == CG_SCRATCH_RT) {
+    scan_lay(cg, n, ws, &tmp, NULL); /* passes the sizes (sub_bytes) */
+  } else {
     tmp = cg_i64(cg, cg_align(wsb));
+    pass_sizes(cg, ws);
+  }
   tmp = cg_gep(cg, ws, tmp);
   LLVMValueRef ins[64];
   if (n->nin > 64) return cg_unsupported(cg, n, "more than 64 operands");
   for (int k = 1; k < n->nin; k++) ins[k] = cg_buf(cg, n->in[k]);
-  pass_sizes(cg, ws);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, L),
                                  NULL, 0);
