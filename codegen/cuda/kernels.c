@@ -522,7 +522,7 @@ static bool softmax_kernel(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->dev;
   DType dt = n->type.dt;
   if (!dt_is_float(dt)) return cu_bad_dtype(cu, n, dt);
-  int64_t outer, len, inner, rows; /* outer may be dynamic */
+  int64_t outer, len, inner, rows; /* sizes: any may be dynamic */
   cg_split_axis_dim(cg, &n->type, ir_attr_int(n, ATTR_AXIS, -1), &outer,
                     &len, &inner);
   dim_mul(cu->dev->ctx, outer, inner, &rows);
@@ -708,10 +708,11 @@ static bool const_kernel(Cu *cu, CgPlan *p, Node *n) {
 }
 
 /* ---- dynamic sizes ----
- * Elementwise groups, reductions, transposes, rope, cumsum and draws
- * take dynamic sizes in any axis (offsets from strides that are sizes:
- * docs/gpu.md); row ops want their rows static; the NN layers (pools,
- * conv, attention) a dynamic batch only, in axis 0. */
+ * Elementwise groups, reductions, softmax, transposes, rope, cumsum,
+ * draws and concat take dynamic sizes in any axis (offsets from strides
+ * that are sizes: docs/gpu.md, "Dynamic sizes"); row ops want their
+ * rows static; products, gathers and attention have their own rules;
+ * conv and the pools take a dynamic batch (axis 0) only. */
 
 /* Is every dynamic size of n's type and its operands' in axis 0? */
 static bool lead_ok(const Node *n) {

@@ -278,11 +278,11 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef acc) {
  * split over S blocks, whose partial sums a second kernel adds in
  * slice order (deterministic; S is a function of the shape). */
 /* The tiles of a product: batch, M, N, K, tm x tn output tiles of
- * 16R x 16R, K in S slices of ks. Dynamic sizes (docs/gpu.md): M and K
- * of a product without batch, or the batch (its axis 0) of a batched
- * one; the tiles are chosen for their bounds (batch, tm: the bound's
- * counts; bdim: the batch as a size), the grid comes from the run-time
- * M or batch. */
+ * 16R x 16R, K in S slices of ks. Dynamic sizes (docs/gpu.md, cu_matmul_
+ * dyn): the tiles are chosen for the bounds (batch, tm, tn: the bounds'
+ * counts; bdim: the batch as a size); the grid comes from the run-time
+ * M or batch, column tiles past a run-time N store nothing, k slices
+ * past a run-time K are empty. */
 typedef struct {
   int64_t batch, bdim, M, N, K, tm, tn, ks;
   int R, S;
@@ -501,7 +501,7 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   LLVMValueRef bid = cu_ctaid(cu);
   m.tid = cu_tid(cu);
   /* block -> (slice, batch, tile row, tile column); a dynamic M: the
-   * run-time count of tile rows (batch 1) */
+   * run-time count of tile rows */
   LLVMValueRef tmv = i64(cu, tm), bb = i64(cu, 0);
   bool batched = batch > 1 || !dim_is_static(g.bdim);
   if (!dim_is_static(g.M))
