@@ -299,7 +299,7 @@ static bool at_begin(At *a, CgPlan *p, const char *what, int64_t L) {
   if (a->g.b * a->g.h * nt == 0) return false;
   cu_kernel_begin(cu, p, what);
   LLVMValueRef c = cu_ctaid(cu);
-  LLVMValueRef ntv = udiv(cu, add(cu, SZ(a, L), I(a, AT_NT - 1)), AT_NT);
+  LLVMValueRef ntv = cu_ceil_div(cu, L, AT_NT);
   a->t0 = mul(cu, LLVMBuildURem(dev(a)->b, c, ntv, ""), AT_NT);
   a->bh = LLVMBuildUDiv(dev(a)->b, c, ntv, "");
   a->b = udiv(cu, a->bh, a->g.h);

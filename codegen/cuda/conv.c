@@ -418,10 +418,8 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   v->tx = urem(cu, v->tid, v->TX), v->ty = udiv(cu, v->tid, v->TX);
   /* block -> (k range, group, row tile, column tile); a dynamic M: the
    * run-time count of row tiles */
-  LLVMValueRef tmv = i64(cu, tm), rest = udiv(cu, bid, tn);
-  if (!dim_is_static(v->M))
-    tmv = udiv(cu, add(cu, cu_size(cu, v->M), i64(cu, v->TY * v->R - 1)),
-               v->TY * v->R);
+  LLVMValueRef tmv = cu_ceil_div(cu, v->M, v->TY * v->R);
+  LLVMValueRef rest = udiv(cu, bid, tn);
   v->col0 = mul(cu, urem(cu, bid, tn), v->TX * v->R);
   v->row0 = mul(cu, LLVMBuildURem(cg->b, rest, tmv, ""), v->TY * v->R);
   rest = LLVMBuildUDiv(cg->b, rest, tmv, "");

@@ -155,6 +155,11 @@ static inline LLVMValueRef ult(Cu *cu, LLVMValueRef a, int64_t c) {
 }
 /* ult, mul, udiv and urem above take sizes: a dynamic one (docs/
  * dynamic-dims.md) is read from the kernel's sizes parameter. */
+/* ceil(n / per) for a size n (a count of tiles, a loop's trip count). */
+static inline LLVMValueRef cu_ceil_div(Cu *cu, int64_t n, int64_t per) {
+  if (dim_is_static(n)) return i64(cu, (n + per - 1) / per);
+  return udiv(cu, add(cu, cu_size(cu, n), i64(cu, per - 1)), per);
+}
 
 /* ---- host.c ---- */
 /* Start a private host function NAME(in, out, ws, stream) -> i32 of the

@@ -135,10 +135,7 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef sm = cu_shared(cg, "rlx.scatter", cg->t_i8, SC_SMEM, 16);
   LLVMValueRef bid = cu_ctaid(cu), tid = cu_tid(cu);
   LLVMValueRef j = add(cu, mul(cu, urem(cu, bid, nc), SC_THREADS), tid);
-  LLVMValueRef ntv = dim_is_static(tt) /* tiles of T at run time */
-                         ? i64(cu, nt)
-                         : udiv(cu, add(cu, cu_size(cu, tt), i64(cu, rows - 1)),
-                                rows);
+  LLVMValueRef ntv = cu_ceil_div(cu, tt, rows); /* tiles of T at run time */
   LLVMValueRef rest = udiv(cu, bid, nc);
   LLVMValueRef t0 = mul(cu, LLVMBuildURem(b, rest, ntv, ""), rows);
   LLVMValueRef ai = LLVMBuildUDiv(b, rest, ntv, "");
@@ -152,9 +149,7 @@ bool cu_scatter(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef idx = cg_buf(cg, n->in[1]), upd = cg_buf(cg, n->in[0]);
   CgLoop l, m;
   LLVMValueRef i0 = mul(cu, cg_loop_begin(cg, &l, i64(cu, 0),
-                                          udiv(cu, add(cu, cu_size(cu, ni),
-                                                       i64(cu, 31)), 32),
-                                          NULL, 0),
+                                          cu_ceil_div(cu, ni, 32), NULL, 0),
                         32);
   LLVMValueRef i = add(cu, i0, LLVMBuildZExt(b, lane, cg->t_i64, ""));
   LLVMValueRef iin = ult(cu, i, ni), ok;

@@ -332,12 +332,6 @@ typedef struct {
   int64_t step;
 } Row;
 
-/* ceil(n / per) for a size n: the trip count of a loop. */
-static LLVMValueRef trips(Cu *cu, int64_t n, int64_t per) {
-  if (dim_is_static(n)) return i64(cu, (n + per - 1) / per);
-  return udiv(cu, add(cu, cu_size(cu, n), i64(cu, per - 1)), per);
-}
-
 static LLVMValueRef row_off(Cu *cu, const Row *r, LLVMValueRef j) {
   if (r->rank)
     return add(cu, r->base, cu_remap(cu, j, r->dims, r->str, r->rank));
@@ -354,7 +348,7 @@ static LLVMValueRef row_loads(Cu *cu, const Row *r, CgLoop *l,
   Cg *cg = cu->dev;
   LLVMValueRef tid = cu_tid(cu), src = cg_buf(cg, r->src);
   LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
-                                  trips(cu, r->len, r->block * ROW_UNROLL),
+                                  cu_ceil_div(cu, r->len, r->block * ROW_UNROLL),
                                   carry, ncarry);
   for (int u = 0; u < ROW_UNROLL; u++) {
     LLVMValueRef k = add(cu, mul(cu, it, ROW_UNROLL), i64(cu, u));
@@ -386,7 +380,8 @@ static LLVMValueRef row_each_begin(Cu *cu, const Row *r, CgLoop *l,
                                    LLVMBasicBlockRef *skip) {
   Cg *cg = cu->dev;
   LLVMValueRef it = cg_loop_begin(cg, l, i64(cu, 0),
-                                  trips(cu, r->len, r->block), NULL, 0);
+                                  cu_ceil_div(cu, r->len, r->block), NULL,
+                                  0);
   LLVMValueRef j = add(cu, mul(cu, it, r->block), cu_tid(cu));
   LLVMBasicBlockRef go = cg_block(cg, "row.go");
   *skip = cg_block(cg, "row.skip");

@@ -502,12 +502,8 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
   m.tid = cu_tid(cu);
   /* block -> (slice, batch, tile row, tile column); a dynamic M: the
    * run-time count of tile rows */
-  LLVMValueRef tmv = i64(cu, tm), bb = i64(cu, 0);
+  LLVMValueRef tmv = cu_ceil_div(cu, g.M, TS * m.R), bb = i64(cu, 0);
   bool batched = batch > 1 || !dim_is_static(g.bdim);
-  if (!dim_is_static(g.M))
-    tmv = LLVMBuildUDiv(cg->b, add(cu, cu_size(cu, g.M),
-                                   i64(cu, TS * m.R - 1)),
-                        i64(cu, TS * m.R), "");
   LLVMValueRef bn = urem(cu, bid, tn), rest = udiv(cu, bid, tn);
   LLVMValueRef bm = LLVMBuildURem(cg->b, rest, tmv, "");
   rest = LLVMBuildUDiv(cg->b, rest, tmv, "");
@@ -1262,9 +1258,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   m.warp = LLVMBuildLShr(b, m.tid, i32c(cu, 5), "");
   /* block -> (split, batch, tile row, tile column); a dynamic M or
    * batch: their run-time counts */
-  LLVMValueRef tmv = i64(cu, tm);
-  if (!dim_is_static(M))
-    tmv = udiv(cu, add(cu, cu_size(cu, M), i64(cu, c->bm - 1)), c->bm);
+  LLVMValueRef tmv = cu_ceil_div(cu, M, c->bm);
   LLVMValueRef bn = urem(cu, bid, tn), rest = udiv(cu, bid, tn);
   LLVMValueRef bm = LLVMBuildURem(b, rest, tmv, "");
   LLVMValueRef bb = LLVMBuildUDiv(b, rest, tmv, ""), split = i64(cu, 0);
