@@ -607,27 +607,29 @@ int rlx_gpu_launch(void *kernel, const unsigned grid[3],
                    const unsigned block[3], unsigned shmem, void *stream,
                    void **args);
 /* An entry compiled with --cuda-graph (docs/gpu.md): static storage
-   per entry, zeroed but for `key` (nin + nout + 1 pointers of static
-   storage) and the counts.  rlx_gpu_graph_run replays g's graph on
-   stream when it was captured on that stream with the same in[0..nin),
-   out[0..nout) and ws; otherwise it captures `enqueue(in, out, ws,
-   stream, NULL)` (thread-local capture mode; such an entry has no
-   sizes) into a new graph, instantiates it in place of the old one and
-   launches it.  A NULL (legacy) stream,
-   or one already being captured by the caller, gets enqueue's launches
-   directly.  One mutex serializes the calls (replays are a launch). */
+   per entry, `slot` pointing at nslot * RLX_GPU_GRAPH_WORDS(nin, nout,
+   nsizes) zeroed words of static storage.  Each slot records one CUDA
+   graph with its key: the stream, in[0..nin), out[0..nout), ws and
+   sizes[0..nsizes) (the array enqueue receives).  rlx_gpu_graph_run
+   replays the slot whose key matches the call; otherwise it captures
+   `enqueue(in, out, ws, stream, sizes)` (thread-local capture mode)
+   into a new graph, instantiates it in the least recently used slot
+   (destroying the graph there) and launches it.  A NULL (legacy)
+   stream, or one already being captured by the caller, gets enqueue's
+   launches directly.  One mutex serializes the calls (replays are a
+   launch). */
 typedef int (*rlx_gpu_enqueue_fn)(const void *const *in, void *const *out,
                                   void *ws, void *stream,
                                   const int64_t *sizes);
+#define RLX_GPU_GRAPH_WORDS(nin, nout, nsizes) (4 + (nin) + (nout) + (nsizes))
 typedef struct {
-  void *exec;   /* CUgraphExec, NULL before the first capture */
-  void *stream; /* the stream it was captured on */
-  const void **key;
-  int nin, nout;
+  uint64_t *slot; /* exec, stream, last use, ws, in, out, sizes */
+  int nin, nout, nsizes, nslot;
+  uint64_t tick;  /* calls so far: a slot's last use */
 } rlx_gpu_graph;
 int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                       const void *const *in, void *const *out, void *ws,
-                      void *stream);
+                      void *stream, const int64_t *sizes);
 
 /* 64-byte aligned allocation; NULL on failure.  rlx_alloc(0) returns a
    valid unique pointer.  rlx_free(NULL) does nothing. */

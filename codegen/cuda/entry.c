@@ -13,7 +13,8 @@
  * node order on `stream` with rlx_gpu_launch (the private NAME.enqueue)
  * and returns without synchronizing; with --cuda-graph it hands
  * NAME.enqueue to rlx_gpu_graph_run instead, which captures it into a
- * CUDA graph and replays that while the stream and pointers stay. All pointers are device pointers; a graph needing a
+ * CUDA graph and replays that while the stream, pointers and sizes
+ * stay (eight such graphs kept per entry). All pointers are device pointers; a graph needing a
  * workspace gets RLX_ERR_INVALID for a NULL one (no device allocation
  * inside an entry). NAME_signature() is the CPU entry builder's, and
  * so are ENTRY_train's C arguments (cg_train_args: one state buffer)
@@ -129,16 +130,20 @@ static LLVMValueRef build_enqueue(Cu *cu, const char *name,
   return cu_host_end(cu, &h);
 }
 
-/* The graph cache of a --cuda-graph entry (rlx_gpu_graph): key
- * storage for its C inputs, outputs and workspace. */
-static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x) {
-  LLVMTypeRef kt = LLVMArrayType2(cg->t_ptr, (uint64_t)(x->nargs + x->nret +
-                                                        1));
-  LLVMValueRef key = private_global(cg, LLVMConstNull(kt), "rlx.gpu.key",
-                                    false);
-  LLVMValueRef f[5] = {LLVMConstNull(cg->t_ptr), LLVMConstNull(cg->t_ptr),
-                       key, cg_i32(cg, x->nargs), cg_i32(cg, x->nret)};
-  return private_global(cg, LLVMConstStructInContext(cg->lc, f, 5, 0),
+/* The graph cache of a --cuda-graph entry (rlx_gpu_graph): CU_GRAPHS
+ * slots keyed on its C inputs, outputs, workspace and nsizes words of
+ * the sizes array its enqueue function receives. */
+enum { CU_GRAPHS = 8 };
+static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x, int nsizes) {
+  LLVMTypeRef kt = LLVMArrayType2(
+      cg->t_i64, (uint64_t)CU_GRAPHS *
+                     RLX_GPU_GRAPH_WORDS(x->nargs, x->nret, nsizes));
+  LLVMValueRef slot = private_global(cg, LLVMConstNull(kt), "rlx.gpu.slots",
+                                     false);
+  LLVMValueRef f[6] = {slot, cg_i32(cg, x->nargs), cg_i32(cg, x->nret),
+                       cg_i32(cg, nsizes), cg_i32(cg, CU_GRAPHS),
+                       cg_i64(cg, 0)};
+  return private_global(cg, LLVMConstStructInContext(cg->lc, f, 6, 0),
                         "rlx.gpu.graph", false);
 }
 
@@ -197,8 +202,9 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
     LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 5, ""));
     return fn;
   }
-  LLVMValueRef a[6] = {graph_cache(cg, x), enq, p[0], p[1], p[2], p[3]};
-  LLVMBuildRet(b, cg_call(cg, "rlx_gpu_graph_run", cg->t_i32, a, 6));
+  LLVMValueRef a[7] = {graph_cache(cg, x, x->nsyms ? dim_nsyms() : 0), enq,
+                       p[0], p[1], p[2], p[3], p[4]};
+  LLVMBuildRet(b, cg_call(cg, "rlx_gpu_graph_run", cg->t_i32, a, 7));
   return fn;
 }
 
@@ -361,12 +367,6 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
                    g->nret, NULL, NULL, 0, NULL, NULL, NULL, 0};
     if (g == u->train) cg_train_args(u, x);
     cg_entry_syms(host, x);
-    if (x->nsyms && u->opt->cuda_graph) {
-      ok = diag_error(u->ctx, g->loc, "--cuda-graph with dynamic sizes: a "
-                      "CUDA graph fixes its launches' sizes (compile "
-                      "without --cuda-graph)");
-      break;
-    }
     LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
     *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl, NULL};

@@ -24,7 +24,8 @@
  *
  * CUDA graphs (--cuda-graph): rlx_gpu_graph_run captures an entry's
  * launches on the caller's stream into a graph, instantiates it and
- * replays it while the stream and every pointer argument stay the same.
+ * replays it when the stream, every pointer argument and the sizes are
+ * those of a recorded call (an entry keeps several: rlx_gpu_graph).
  */
 #include "runtime/rlxrt.h"
 
@@ -376,26 +377,42 @@ int rlx_gpu_status(rlx_gpu_module *m, void *stream)
 
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Was g captured on stream with these pointers? */
-static int same_key(const rlx_gpu_graph *g, const void *const *in,
-                    void *const *out, void *ws, void *stream)
+/* Slot k of g: exec, stream, last use, then the key's ws, in, out and
+   sizes words (rlxrt.h). */
+static uint64_t *slot_of(const rlx_gpu_graph *g, int k)
 {
-  if (!g->exec || g->stream != stream || g->key[g->nin + g->nout] != ws)
+  return g->slot +
+         (size_t)k * RLX_GPU_GRAPH_WORDS(g->nin, g->nout, g->nsizes);
+}
+
+static uint64_t word(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* Does slot s hold a graph captured for this call? */
+static int same_key(const rlx_gpu_graph *g, const uint64_t *s,
+                    const void *const *in, void *const *out, void *ws,
+                    void *stream, const int64_t *sizes)
+{
+  if (!s[0] || s[1] != word(stream) || s[3] != word(ws))
     return 0;
+  const uint64_t *k = s + 4;
   for (int i = 0; i < g->nin; i++)
-    if (g->key[i] != in[i])
+    if (*k++ != word(in[i]))
       return 0;
   for (int j = 0; j < g->nout; j++)
-    if (g->key[g->nin + j] != out[j])
+    if (*k++ != word(out[j]))
+      return 0;
+  for (int i = 0; i < g->nsizes; i++)
+    if (*k++ != (uint64_t)sizes[i])
       return 0;
   return 1;
 }
 
-/* Capture enqueue's launches on stream into g (replacing its graph);
-   called with graph_lock held. */
-static int capture(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
-                   const void *const *in, void *const *out, void *ws,
-                   void *stream)
+/* Capture enqueue's launches on stream into slot s (replacing its
+   graph); called with graph_lock held. */
+static int capture(const rlx_gpu_graph *g, uint64_t *s,
+                   rlx_gpu_enqueue_fn enqueue, const void *const *in,
+                   void *const *out, void *ws, void *stream,
+                   const int64_t *sizes)
 {
   void *graph = NULL, *exec = NULL;
   int rc = check(cu.cuStreamBeginCapture_v2(
@@ -403,7 +420,7 @@ static int capture(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                  "cuStreamBeginCapture");
   if (rc != RLX_OK)
     return rc;
-  int rc_enq = enqueue(in, out, ws, stream, NULL);
+  int rc_enq = enqueue(in, out, ws, stream, sizes);
   rc = check(cu.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
   if (rc_enq != RLX_OK)
     rc = rc_enq;
@@ -414,21 +431,24 @@ static int capture(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
     cu.cuGraphDestroy(graph);
   if (rc != RLX_OK)
     return rc;
-  if (g->exec) /* freed once a launch in flight completes */
-    cu.cuGraphExecDestroy(g->exec);
-  g->exec = exec;
-  g->stream = stream;
+  if (s[0]) /* freed once a launch in flight completes */
+    cu.cuGraphExecDestroy((void *)(uintptr_t)s[0]);
+  s[0] = word(exec);
+  s[1] = word(stream);
+  s[3] = word(ws);
+  uint64_t *k = s + 4;
   for (int i = 0; i < g->nin; i++)
-    g->key[i] = in[i];
+    *k++ = word(in[i]);
   for (int j = 0; j < g->nout; j++)
-    g->key[g->nin + j] = out[j];
-  g->key[g->nin + g->nout] = ws;
+    *k++ = word(out[j]);
+  for (int i = 0; i < g->nsizes; i++)
+    *k++ = (uint64_t)sizes[i];
   return RLX_OK;
 }
 
 int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                       const void *const *in, void *const *out, void *ws,
-                      void *stream)
+                      void *stream, const int64_t *sizes)
 {
   int status = CU_STREAM_CAPTURE_STATUS_NONE, rc;
   READY();
@@ -437,13 +457,23 @@ int rlx_gpu_graph_run(rlx_gpu_graph *g, rlx_gpu_enqueue_fn enqueue,
                     "cuStreamIsCapturing")) != RLX_OK)
       return rc;
   if (!stream || status != CU_STREAM_CAPTURE_STATUS_NONE)
-    return enqueue(in, out, ws, stream, NULL);
+    return enqueue(in, out, ws, stream, sizes);
   pthread_mutex_lock(&graph_lock);
-  rc = same_key(g, in, out, ws, stream)
-           ? RLX_OK
-           : capture(g, enqueue, in, out, ws, stream);
-  if (rc == RLX_OK)
-    rc = check(cu.cuGraphLaunch(g->exec, stream), "cuGraphLaunch");
+  uint64_t *s = NULL, *old = slot_of(g, 0);
+  for (int k = 0; k < g->nslot && !s; k++) {
+    uint64_t *t = slot_of(g, k);
+    if (same_key(g, t, in, out, ws, stream, sizes))
+      s = t;
+    else if (t[2] < old[2]) /* least recently used (0: never) */
+      old = t;
+  }
+  rc = s ? RLX_OK
+         : capture(g, s = old, enqueue, in, out, ws, stream, sizes);
+  if (rc == RLX_OK) {
+    s[2] = ++g->tick;
+    rc = check(cu.cuGraphLaunch((void *)(uintptr_t)s[0], stream),
+               "cuGraphLaunch");
+  }
   pthread_mutex_unlock(&graph_lock);
   return rc;
 }

@@ -14,10 +14,13 @@ as `dyn_run data.bin` on a GPU host (scripts/test_gpu.sh dynamic).
 --gpu-check: without a GPU (CI), compile every case with --target=cuda:
 those of GPU_CASES must compile (rlxc verifies the PTX), every other
 one must be refused with a diagnostic naming the op and --target=cuda
-or asking for a bound. --gpu-pack: build GPU_CASES' drivers with --gpu
---no-run into DIR.
+or asking for a bound, and GRAPH_CASES compile with --cuda-graph too.
+--gpu-pack: build GPU_CASES' drivers with --gpu --no-run into DIR, and
+GRAPH_CASES' again with --cuda-graph into DIR/CASE-graph (every size a
+recorded graph, replayed when it comes again). --cuda-graph adds the
+flag to one case's build.
 usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F]
-                      [--gpu [--gpu-arch=SM]] [--no-run] CASE
+                      [--gpu [--gpu-arch=SM] [--cuda-graph]] [--no-run] CASE
        run_dynamic.py --rlxc RLXC --build BUILD --work DIR
                       --gpu-check|--gpu-pack"""
 import argparse
@@ -65,6 +68,11 @@ GPU_CASES = ["att64", "attbf16", "attf16", "attgrad", "attnb", "bcast",
              "rng", "scan64", "scanb64", "seq", "seq64", "tl64", "tlayer",
              "topk", "train", "train64"]
 
+# Built again with --cuda-graph (a while loop refuses it: ctl*).
+GRAPH_CASES = ["att64", "attnb", "cnn", "cnn64", "gath", "gpub", "mlp",
+               "mmhalf", "rng", "scan64", "tl64", "tlayer", "train",
+               "train64"]
+
 REFUSED = ("is not supported by --target=cuda yet",
            "--target=cuda needs a bound on every dynamic size")
 
@@ -73,13 +81,14 @@ def gpu_check(a):
     os.makedirs(a.work, exist_ok=True)
     bad = 0
     names = sorted(f[:-4] for f in os.listdir(HERE) if f.endswith(".rlx"))
-    for c in names:
-        src = os.path.join(HERE, c + ".rlx")
-        r = subprocess.run([a.rlxc, src, "-o", os.path.join(a.work, c + ".o"),
-                            "--target=cuda"] + spec_of(src).get("RLXC", []),
+    for c in names + ["%s --cuda-graph" % c for c in GRAPH_CASES]:
+        src = os.path.join(HERE, c.split()[0] + ".rlx")
+        r = subprocess.run([a.rlxc, src, "-o", os.path.join(a.work, "x.o"),
+                            "--target=cuda"] + c.split()[1:] +
+                           spec_of(src).get("RLXC", []),
                            capture_output=True, text=True, timeout=300)
         err = r.stderr.strip().splitlines()
-        if c in GPU_CASES:
+        if c.split()[0] in GPU_CASES:
             ok = r.returncode == 0
             what = "compiled" if ok else "FAIL (%s)" % (err[:1] or "?")
         else:
@@ -88,8 +97,10 @@ def gpu_check(a):
                 r.returncode, err[:1])
         print("%-10s %s" % (c, what))
         bad += not ok
-    unknown = [c for c in GPU_CASES if c not in names]
-    print("%d cases, %d failures%s" % (len(names), bad + len(unknown),
+    unknown = [c for c in GPU_CASES + GRAPH_CASES if c not in GPU_CASES or
+               c not in names]
+    print("%d cases (%d with --cuda-graph), %d failures%s" % (
+        len(names), len(GRAPH_CASES), bad + len(unknown),
                                        ", unknown: %s" % unknown if unknown
                                        else ""))
     return 1 if bad or unknown else 0
@@ -103,6 +114,7 @@ def main():
     ap.add_argument("--cflags", default="")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--gpu-arch", default="")
+    ap.add_argument("--cuda-graph", action="store_true")
     ap.add_argument("--no-run", action="store_true")
     ap.add_argument("--gpu-check", action="store_true")
     ap.add_argument("--gpu-pack", action="store_true")
@@ -112,9 +124,10 @@ def main():
         return gpu_check(a)
     if a.gpu_pack:
         a.gpu = a.no_run = True
-        for c in GPU_CASES:
-            a.case = c
-            run(a)
+        for graph, cases in ((False, GPU_CASES), (True, GRAPH_CASES)):
+            for c in cases:
+                a.case, a.cuda_graph = c, graph
+                run(a)
         return 0
     run(a)
 
@@ -123,7 +136,7 @@ def run(a):
     rt = glob.glob(os.path.join(a.build, "runtime", "librlxrt.a"))
     if not rt:
         sys.exit("FAIL: librlxrt.a not found under %s/runtime" % a.build)
-    work = os.path.join(a.work, a.case)
+    work = os.path.join(a.work, a.case + ("-graph" if a.cuda_graph else ""))
     os.makedirs(work, exist_ok=True)
     src = os.path.join(HERE, a.case + ".rlx")
     spec = spec_of(src)
@@ -131,6 +144,8 @@ def run(a):
     gpu = ["--target=cuda"] if a.gpu else []
     if a.gpu and a.gpu_arch:
         gpu.append("--gpu-arch=" + a.gpu_arch)
+    if a.gpu and a.cuda_graph:
+        gpu.append("--cuda-graph")
     sh([a.rlxc, src, "--name=model", "-o", obj] + spec.get("RLXC", []) + gpu)
     exe = os.path.join(work, "dyn_run")
     cc = os.environ.get("CC", "cc").split()

@@ -12,8 +12,9 @@
  *     sequence: alloc, copies, zeroing, a stream, a module loaded once,
  *     a launch checked against the host's fmaf, a bad module's log, and
  *     rlx_gpu_graph_run (--cuda-graph): captured at the first call,
- *     replayed (the launches not enqueued again) while the stream and
- *     pointers stay, captured again when one changes; rlx_gpu_status
+ *     replayed (the launches not enqueued again) for a stream, pointers
+ *     and sizes seen before, captured into the least recently used of
+ *     its slots for new ones; rlx_gpu_status
  *     takes and clears a module's error word.
  * FAKE_CUDA is the fake driver's path (set by CMake).
  */
@@ -116,50 +117,57 @@ static int no_device(void)
   return 0;
 }
 
-/* The "entry" of the graph test: y += a*x with a from *in[0], x in[1],
-   y out[0] (a host value captured by value, as generated code's
-   argument arrays are), counting its calls. */
+/* The "entry" of the graph test: y += a*x over the first sizes[0]
+   elements, with a from *in[0], x in[1], y out[0] (a host value
+   captured by value, as generated code's argument arrays are),
+   counting its calls. */
 static void *axpy_kernel;
 static int enqueued;
 static int axpy_enqueue(const void *const *in, void *const *out, void *ws,
                         void *stream, const int64_t *sizes)
 {
-  (void)sizes;
-  enum { N = 1000 };
-  unsigned grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
+  (void)ws;
+  int n = (int)sizes[0];
+  unsigned grid[3] = {(unsigned)(n + 255) / 256, 1, 1}, block[3] = {256, 1,
+                                                                    1};
   float a = *(const float *)in[0];
-  int n = N;
   void *args[] = {(void *)&out[0], (void *)&in[1], &a, &n};
   enqueued++;
   return rlx_gpu_launch(axpy_kernel, grid, block, 0, stream, args);
 }
 
-/* dy = y + k*a*x after k calls through g: replays must run the kernel. */
+/* y + k*a*x on the first m elements, y after them, after k calls
+   through g at size m: replays must run the kernel at their size. */
 static int graph_calls(rlx_gpu_graph *g, const void *const *in,
                        void *const *out, void *stream, int k,
-                       const float *y, const float *x, float a, int n)
+                       const float *y, const float *x, float a, int n,
+                       int64_t m)
 {
   float got[1000], want[1000];
+  EXPECT(n <= 1000);
   EXPECT(rlx_gpu_copy_to_device(out[0], y, sizeof got, stream) == RLX_OK);
   for (int i = 0; i < k; i++)
-    EXPECT(rlx_gpu_graph_run(g, axpy_enqueue, in, out, NULL, stream) ==
+    EXPECT(rlx_gpu_graph_run(g, axpy_enqueue, in, out, NULL, stream, &m) ==
            RLX_OK);
   EXPECT(rlx_gpu_copy_to_host(got, out[0], sizeof got, stream) == RLX_OK);
   EXPECT(rlx_gpu_stream_sync(stream) == RLX_OK);
   for (int j = 0; j < n; j++) {
     want[j] = y[j];
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k && j < m; i++)
       want[j] = fmaf(a, x[j], want[j]);
     EXPECT(got[j] == want[j]);
   }
   return 0;
 }
 
+/* Two slots keyed on the stream, pointers and one size: a key seen
+   replays its graph, a new one is captured into the least recently
+   used slot. */
 static int graphs(void *kernel, const float *x, const float *y, int n,
                   void *dx, void *dy, void *stream, void *stream2)
 {
-  static const void *key[4]; /* nin + nout + 1 */
-  rlx_gpu_graph g = {NULL, NULL, key, 2, 1};
+  static uint64_t slots[2 * RLX_GPU_GRAPH_WORDS(2, 1, 1)];
+  rlx_gpu_graph g = {slots, 2, 1, 1, 2, 0};
   float a = 0.5f;
   const void *in[2] = {&a, dx};
   void *out[1] = {dy}, *dz;
@@ -167,23 +175,29 @@ static int graphs(void *kernel, const float *x, const float *y, int n,
   axpy_kernel = kernel;
   EXPECT(rlx_gpu_alloc(&dz, (size_t)n * sizeof(float)) == RLX_OK);
   enqueued = 0;
-  if ((rc = graph_calls(&g, in, out, stream, 3, y, x, a, n)))
+#define CALLS(k, a, m, want)                                              \
+  if ((rc = graph_calls(&g, in, out, stream, k, y, x, a, n, m)))          \
+    return rc;                                                            \
+  EXPECT(enqueued == (want))
+  CALLS(3, a, n, 1); /* captured once, replayed twice */
+  a = 2.0f;          /* the value was captured: the same key replays 0.5 */
+  CALLS(1, 0.5f, n, 1);
+  out[0] = dz;       /* another output pointer: captured (a = 2) */
+  CALLS(2, a, n, 2);
+  out[0] = dy;       /* the first key again: its graph, a = 0.5 */
+  CALLS(1, 0.5f, n, 2);
+  CALLS(2, a, 300, 3); /* another size: captured in dz's slot */
+  CALLS(1, 0.5f, n, 3); /* the full size's graph was kept */
+  out[0] = dz;          /* dz's was replaced: captured again */
+  CALLS(1, a, n, 4);
+  CALLS(1, a, 300, 5);  /* and the size-300 one in its turn */
+#undef CALLS
+  if ((rc = graph_calls(&g, in, out, stream2, 1, y, x, a, n, n)))
     return rc;
-  EXPECT(enqueued == 1); /* captured once, replayed twice */
-  a = 2.0f; /* the value was captured: the same pointer replays 0.5 */
-  if ((rc = graph_calls(&g, in, out, stream, 1, y, x, 0.5f, n)))
+  EXPECT(enqueued == 6); /* another stream */
+  if ((rc = graph_calls(&g, in, out, NULL, 2, y, x, a, n, n)))
     return rc;
-  EXPECT(enqueued == 1);
-  out[0] = dz; /* another output pointer: captured again (a = 2) */
-  if ((rc = graph_calls(&g, in, out, stream, 2, y, x, a, n)))
-    return rc;
-  EXPECT(enqueued == 2);
-  if ((rc = graph_calls(&g, in, out, stream2, 1, y, x, a, n)))
-    return rc;
-  EXPECT(enqueued == 3); /* another stream */
-  if ((rc = graph_calls(&g, in, out, NULL, 2, y, x, a, n)))
-    return rc;
-  EXPECT(enqueued == 5); /* the legacy stream: no graph */
+  EXPECT(enqueued == 8); /* the legacy stream: no graph */
   EXPECT(rlx_gpu_free(dz) == RLX_OK);
   return 0;
 }
