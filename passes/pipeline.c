@@ -253,25 +253,17 @@ static bool ad_dynamic_node(const Node *n) {
 static bool dynamic_stop(Unit *u) {
   const Options *o = u->opt;
   if (!o) return false;
-  bool gpu = o->target && !strcmp(o->target, "cuda");
   const char *what = o->grad ? "--grad" : o->jvp ? "--jvp" : o->hvp ? "--hvp"
                      : o->train ? "--train" : NULL;
-  if (!what && !gpu) return false;
+  if (!what) return false;
   const Module *m = u->mod;
   for (int g = 0; g < m->ngraphs; g++) {
     const Graph *gr = m->graphs[g];
     for (int i = 0; i < gr->nnodes; i++) {
       const Node *n = gr->nodes[i];
-      if (!node_dynamic(n)) continue;
-      bool unbounded = gpu && node_unbounded(n);
-      if (!unbounded && (!what || ad_dynamic_node(n))) continue;
+      if (!node_dynamic(n) || ad_dynamic_node(n)) continue;
       char ts[160];
-      if (unbounded) /* its workspace is laid out once, at the bounds */
-        diag_error(u->ctx, n->loc, "%%%s has the type %s: --target=cuda "
-                   "needs a bound on every dynamic size (write ?NAME<=N)",
-                   n->name ? n->name : "?",
-                   type_str(&n->type, ts, sizeof ts));
-      else if (n->op == OP_REDUCE_PROD)
+      if (n->op == OP_REDUCE_PROD)
         diag_error(u->ctx, n->loc, "op 'reduce_prod' of %s: %s needs a "
                    "static size on the reduced axis %d (the partials are "
                    "products over a static count of neighbours)",

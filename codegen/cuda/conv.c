@@ -352,7 +352,8 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
 /* R, the tiles and the split of k (matmul.c's rules): R the largest
  * that still gives CV_SMS blocks; fewer than 2 CV_SMS blocks and k of
  * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
- * CV_SPLIT_K) for about 4 CV_SMS blocks. */
+ * CV_SPLIT_K) for about 4 CV_SMS blocks. A batch without a bound (in M
+ * or K) leaves k unsplit: one range, to the run-time K. */
 static void cv_tiles(Cv *v) {
   int64_t M = dim_bound(v->M), K = dim_bound(v->K); /* a dynamic batch */
   for (v->TX = 1; v->TX < TS && v->TX < v->N; v->TX *= 2) {}
@@ -365,7 +366,8 @@ static void cv_tiles(Cv *v) {
     if (v->groups * v->tm * v->tn >= CV_SMS) break;
   }
   int64_t blocks = v->groups * v->tm * v->tn, S = 1;
-  if (blocks > 0 && blocks < 2 * CV_SMS && K >= 2 * CV_SPLIT_K) {
+  bool split = dim_is_bounded(v->M) && dim_is_bounded(v->K);
+  if (split && blocks > 0 && blocks < 2 * CV_SMS && K >= 2 * CV_SPLIT_K) {
     int64_t want = 4 * CV_SMS / blocks, most = K / CV_SPLIT_K;
     S = want < most ? want : most;
     if (S < 1) S = 1;
@@ -374,6 +376,8 @@ static void cv_tiles(Cv *v) {
   if (v->ks == 0) v->ks = TS;
   v->S = (K + v->ks - 1) / v->ks;
   if (v->S < 1) v->S = 1;
+  if (!dim_is_bounded(v->K)) /* one range, to the run-time K */
+    v->S = 1, v->ks = (RLX_MAX_ELEMS + TS - 1) / TS * TS;
 }
 
 /* n's elements at the bound of a dynamic batch: the stride of the

@@ -72,8 +72,8 @@ typedef struct CuSub {
 
 /* A kernel parameter: element idx of the launch's input (CU_IN) or
  * output (CU_OUT) pointer array, that whole array byval (idx -1), the
- * workspace pointer (CU_WS), or the symbols' values byval (CU_SIZES:
- * dim_nsyms() i64, the host function's `sizes` array). */
+ * workspace pointer (CU_WS), or the sizes byval (CU_SIZES: Cu.nsizes
+ * i64, the host function's `sizes` array). */
 enum { CU_IN, CU_OUT, CU_WS, CU_SIZES };
 typedef struct {
   int arr, idx;
@@ -93,6 +93,10 @@ typedef struct Cu {
   Cg *dev;                  /* device module */
   Graph *g;                 /* graph being emitted */
   int nin, nout;            /* its argument / return counts (>= 1) */
+  int nsizes;               /* i64 of its sizes array: the dim_nsyms()
+                               symbols' values, then (an entry graph
+                               with sizes without a bound) its run-time
+                               layout's ndyn offsets (entry.c) */
   LLVMTypeRef t_kernel;     /* a kernel body: void (in, out, ws, sizes) */
   CuKernel kernels[CU_MAX_KERNELS];
   int nkernels;
@@ -315,7 +319,7 @@ LLVMValueRef cu_ranks_before(Cu *cu, DType dt, LLVMValueRef xj,
 /* rng_uniform, rng_normal (the CPU's bits); sample and its scratch. */
 bool cu_rng(Cu *cu, CgPlan *plan, Node *n);
 bool cu_sample(Cu *cu, CgPlan *plan, Node *n);
-int64_t cu_sample_scratch(const Node *n);
+int64_t cu_sample_scratch(Ctx *ctx, const Node *n);
 
 /* ---- norm.c ---- */
 /* layer_norm, rms_norm, group_norm, batch_norm_inference and their

@@ -166,7 +166,7 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
   if (LLVMGetFirstUse(LLVMGetParam(body, 2)))
     par[np++] = (CuParam){CU_WS, 0}, k->bytes += 8;
   if (LLVMGetFirstUse(LLVMGetParam(body, 3)))
-    par[np++] = (CuParam){CU_SIZES, -1}, k->bytes += 8 * dim_nsyms();
+    par[np++] = (CuParam){CU_SIZES, -1}, k->bytes += 8 * cu->nsizes;
   LLVMTypeRef *t = malloc(sizeof *t * (size_t)(np + 1));
   RLX_ASSERT(t);
   for (int i = 0; i < np; i++) t[i] = cg->t_ptr;
@@ -189,7 +189,7 @@ static void kernel_wrap(Cu *cu, LLVMValueRef body, CuKernel *k) {
     if (par[i].arr == CU_WS) {
       arr[2] = p;
     } else if (par[i].arr == CU_SIZES) {
-      LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)dim_nsyms());
+      LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)cu->nsizes);
       LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
                               LLVMCreateTypeAttribute(cg->lc, byval, at));
       arr[3] = p;
@@ -307,8 +307,10 @@ void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
   cu_kernel_end(cu, mul, block);
   cu->launch[cu->nlaunch - 1].gdim = n;
   cu->launch[cu->nlaunch - 1].gper = per;
-  int64_t most = dim_bound(n); /* the grid at the bounds fits an i32 */
-  if (most < 0 || (most + per - 1) / per > INT32_MAX / (mul ? mul : 1)) {
+  int64_t most = dim_bound(n); /* the grid at the bounds fits an i32 (no
+                                   bound: entry.c checks it at run time) */
+  if (dim_is_bounded(n) &&
+      (most < 0 || (most + per - 1) / per > INT32_MAX / (mul ? mul : 1))) {
     cu->dev->failed = true;
     diag_error(cu->dev->ctx, (Loc){0, 0}, "codegen: --target=cuda: a "
                "kernel of %s would launch more than 2^31 - 1 blocks at "
@@ -663,6 +665,7 @@ enum { CR_WARPS = 8, CR_UNROLL = 4 };
 
 bool cu_col_plan(CuCol *c, int64_t len, int64_t K) {
   c->len = len, c->K = K;
+  if (!dim_is_bounded(len)) return false; /* segments: for a bound */
   if (!dim_is_static(len)) len = dim_bound(len); /* planned for it */
   if (K < 32 || len < 2) return false;
   int64_t most = len / 256, ncg = (K + 31) / 32;

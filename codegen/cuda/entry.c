@@ -107,14 +107,37 @@ static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef rc) {
   LLVMPositionBuilderAtEnd(cg->b, ok);
 }
 
-/* A graph's enqueue function NAME(in, out, ws, stream): its launches and
- * control steps in node order (ENTRY_train: after expanding its state
- * buffer, cg_train_arrays). */
+/* RLX_ERR_SIZE unless every launch of the graph whose grid grows with a
+ * size without a bound has at most 2^31 - 1 blocks at these sizes
+ * (checked before the first launch; bounded grids are checked at
+ * compile time, cu_kernel_end_n). */
+static void grids_ok(Cu *cu) {
+  Cg *cg = cu->host;
+  LLVMValueRef bad = NULL;
+  for (int i = 0; i < cu->nlaunch; i++) {
+    const CuLaunch *l = &cu->launch[i];
+    if (l->call || !l->gdim || dim_is_bounded(l->gdim)) continue;
+    LLVMValueRef n = cg_dim_checked(cg, l->gdim, &bad);
+    LLVMValueRef g = LLVMBuildUDiv(cg->b, n, cg_i64(cg, l->gper), "");
+    LLVMValueRef big = LLVMBuildICmp(
+        cg->b, LLVMIntUGE, g, cg_i64(cg, INT32_MAX / l->grid), "");
+    bad = bad ? LLVMBuildOr(cg->b, bad, big, "") : big;
+  }
+  if (bad)
+    cg_fail_if_nonzero(cg, LLVMBuildMul(cg->b, LLVMBuildZExt(cg->b, bad,
+                                                             cg->t_i32, ""),
+                                        cg_i32(cg, RLX_ERR_SIZE), ""));
+}
+
+/* A graph's enqueue function NAME(in, out, ws, stream, sizes): its
+ * launches and control steps in node order (ENTRY_train: after
+ * expanding its state buffer, cg_train_arrays). */
 static LLVMValueRef build_enqueue(Cu *cu, const char *name,
                                   const CgEntry *x) {
   Cg *cg = cu->host;
   CuHostFn h;
   cu_host_begin(cu, &h, NULL, name);
+  grids_ok(cu);
   LLVMValueRef in = h.f.in, out = h.f.out;
   if (x && x->train) cg_train_arrays(cg, x, &in, &out);
   for (int i = 0; i < cu->nlaunch; i++) {
@@ -147,13 +170,17 @@ static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x, int nsizes) {
                         "rlx.gpu.graph", false);
 }
 
-/* The sizes array of the host functions and kernels: every symbol's
- * value at its number (dims.c), from the entry's sizes (its x->syms
- * order; other symbols are no argument's and never read). */
-static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x,
-                                 LLVMValueRef sizes) {
+/* The sizes array of the host functions and kernels (Cu.nsizes i64):
+ * every symbol's value at its number (dims.c), from the entry's sizes
+ * (its x->syms order; other symbols are no argument's and never read),
+ * then with a run-time layout (sizes without a bound) the offsets it
+ * gives, computed in a header and table on the host's stack; *ovf:
+ * whether the layout overflowed (RLX_ERR_SIZE), else NULL. */
+static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x, int ndyn,
+                                 LLVMValueRef sizes, LLVMValueRef *ovf) {
   LLVMBuilderRef b = cg->b;
-  LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)dim_nsyms());
+  int ns = dim_nsyms();
+  LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)(ns + ndyn));
   LLVMValueRef a = LLVMBuildAlloca(b, at, "sizes");
   LLVMBuildStore(b, LLVMConstNull(at), a);
   for (int i = 0; i < x->nsyms; i++) {
@@ -163,13 +190,25 @@ static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x,
         "");
     LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, cg->t_i64, a, &m, 1, ""));
   }
+  *ovf = NULL;
+  if (!ndyn) return a;
+  int64_t hdr = cg_dim_header();
+  LLVMValueRef buf = LLVMBuildAlloca(
+      b, LLVMArrayType2(cg->t_i64, (uint64_t)(hdr / 8 + 3 * ndyn)), "layout");
+  LLVMValueRef tab = cg_gep(cg, buf, cg_i64(cg, hdr));
+  cg_store_sizes(cg, x, sizes, buf);
+  LLVMValueRef r = cg_call_layout(cg, x->layout, buf, tab);
+  *ovf = LLVMBuildICmp(b, LLVMIntSLT, r, cg_i64(cg, 0), "");
+  LLVMValueRef to = cg_gep(cg, a, cg_i64(cg, 8 * (int64_t)ns));
+  cg_memcpy(cg, to, tab, 8 * (int64_t)ndyn);
   return a;
 }
 
 /* The exported entry NAME(in, out, ws, stream[, sizes]): check the
  * sizes and ws, load the module, then enqueue the launches, or with
  * --cuda-graph replay (or capture) their graph. */
-static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
+static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x,
+                                int ndyn) {
   Cg *cg = cu->host;
   char nm[300];
   snprintf(nm, sizeof nm, "%s.enqueue", x->name);
@@ -188,7 +227,11 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
     LLVMValueRef bad = LLVMBuildNot(b, cg_sizes_ok(cg, x, p[4]), "");
     ret_if(cg, fn, LLVMBuildMul(b, LLVMBuildZExt(b, bad, cg->t_i32, ""),
                                 cg_i32(cg, RLX_ERR_SIZE), ""));
-    p[4] = module_sizes(cg, x, p[4]);
+    LLVMValueRef ovf;
+    p[4] = module_sizes(cg, x, ndyn, p[4], &ovf);
+    if (ovf)
+      ret_if(cg, fn, LLVMBuildMul(b, LLVMBuildZExt(b, ovf, cg->t_i32, ""),
+                                  cg_i32(cg, RLX_ERR_SIZE), ""));
   } else {
     p[4] = LLVMConstNull(cg->t_ptr);
   }
@@ -202,8 +245,9 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x) {
     LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 5, ""));
     return fn;
   }
-  LLVMValueRef a[7] = {graph_cache(cg, x, x->nsyms ? dim_nsyms() : 0), enq,
-                       p[0], p[1], p[2], p[3], p[4]};
+  int nsizes = x->nsyms ? dim_nsyms() + ndyn : 0;
+  LLVMValueRef a[7] = {graph_cache(cg, x, nsizes), enq, p[0], p[1], p[2],
+                       p[3], p[4]};
   LLVMBuildRet(b, cg_call(cg, "rlx_gpu_graph_run", cg->t_i32, a, 7));
   return fn;
 }
@@ -232,6 +276,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   for (int i = 0; i < g->nnodes; i++)
     scratch[g->nodes[i]->id] = cu_scratch(cu, p, g->nodes[i]);
   if (cu->dev->failed || !cg_memplan(g, p, scratch)) return NULL;
+  cu->nsizes = dim_nsyms() + p->ndyn;
   cu->g = g;
   cu->nin = g->nargs ? g->nargs : 1;
   cu->nout = g->nret ? g->nret : 1;
@@ -262,11 +307,14 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
   /* the enclosing graph's state (planned, not emitted yet) */
   Graph *sg = cu->g;
   int nin = cu->nin, nout = cu->nout, nl = cu->nlaunch, cap = cu->cap;
+  int nsizes = cu->nsizes;
   CuLaunch *l = cu->launch;
   cu->launch = NULL, cu->cap = 0;
   CgPlan *p = emit_graph(cu, g);
   LLVMValueRef enq = NULL;
-  if (p) {
+  if (p && p->ndyn) /* cu_dyn_why refuses their nodes */
+    cu_unsupported(cu, g->nodes[0], "sizes without a bound in a subgraph");
+  else if (p) {
     char nm[300];
     snprintf(nm, sizeof nm, "rlx.sub.%s.%d.enqueue", g->name, cu->nsubs);
     enq = build_enqueue(cu, nm, NULL);
@@ -276,7 +324,7 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
     cu->nsubs++;
     *ws_bytes = p->ws_bytes;
   }
-  cu->g = sg, cu->nin = nin, cu->nout = nout;
+  cu->g = sg, cu->nin = nin, cu->nout = nout, cu->nsizes = nsizes;
   cu->launch = l, cu->nlaunch = nl, cu->cap = cap;
   return enq;
 }
@@ -367,11 +415,11 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
                    g->nret, NULL, NULL, 0, NULL, NULL, NULL, 0};
     if (g == u->train) cg_train_args(u, x);
     cg_entry_syms(host, x);
-    LLVMValueRef fn = build_entry(cu, &h, x);
     CgSub *sub = arena_alloc(u->ctx->arena, sizeof *sub); /* --emit=plan */
-    *sub = (CgSub){all[i].g, fn, pl->ws_bytes, host->subs, pl, NULL};
+    *sub = (CgSub){all[i].g, NULL, pl->ws_bytes, host->subs, pl, NULL};
     host->subs = sub;
-    cg_layout_fns(host, x); /* NAME_workspace_bytes(sizes) */
+    cg_layout_fns(host, x); /* x->layout; NAME_workspace_bytes(sizes) */
+    sub->fn = build_entry(cu, &h, x, pl->ndyn);
     cg_entry_signature(host, x);
   }
   if (ok) {

@@ -724,11 +724,48 @@ static bool static_from(const Type *t, int64_t axis) {
   return true;
 }
 
+/* Can n (dynamic sizes it takes, cu_dyn_why) take sizes without a
+ * bound? Yes where its grids, loops and scratch follow the run-time
+ * sizes alone: not where tiles, splits or scratch are laid out for the
+ * bounds (attention, control flow's subgraph workspaces, scatter; a
+ * product's N: its column tiles). A product or convolution
+ * whose output or K has no bound is not split over K (mm_geom,
+ * cv_tiles). */
+static bool unbounded_ok(const Node *n) {
+  if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
+      n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
+    return true;
+  switch (n->op) {
+  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
+  case OP_REDUCE_MIN: case OP_REDUCE_PROD: case OP_TRANSPOSE:
+  case OP_SOFTMAX: case OP_LOG_SOFTMAX: case OP_ROPE: case OP_ROPE_BACKWARD:
+  case OP_RNG_UNIFORM: case OP_RNG_NORMAL: case OP_CUMSUM:
+  case OP_CUMSUM_BACKWARD: case OP_CONCAT: case OP_NARROW: case OP_GATHER:
+  case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
+  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_LAYER_NORM_BACKWARD_INPUT:
+  case OP_RMS_NORM_BACKWARD_INPUT: case OP_GROUP_NORM:
+  case OP_BATCH_NORM_INFERENCE: case OP_GROUP_NORM_BACKWARD_INPUT:
+  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT: case OP_MAX_POOL2D:
+  case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
+  case OP_AVG_POOL2D_BACKWARD: case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
+  case OP_CONV2D_BACKWARD_WEIGHT: case OP_TOPK: case OP_SAMPLE:
+    return true;
+  case OP_MATMUL: return dim_is_bounded(n->type.dims[n->type.rank - 1]);
+  default: return false;
+  }
+}
+
 const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   if (!node_dynamic(n) || n->op == OP_INPUT || n->op == OP_PARAM)
     return NULL;
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS) return NULL; /* views */
+  if (node_unbounded(n) && !unbounded_ok(n))
+    return n->op == OP_MATMUL
+               ? "an N without a bound: its column tiles are laid out for "
+                 "one; write ?NAME<=N"
+               : "a size without a bound: the op's tiles or scratch are "
+                 "laid out for one; write ?NAME<=N";
   if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
       n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
     return NULL; /* any sizes */
@@ -796,7 +833,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
     return p->slot[n->id].kind == CG_SLOT_NONE ||
                    p->slot[n->id].kind == CG_SLOT_EPI
                ? cu_matmul_scratch(cu, p, n) : 0;
-  case OP_SAMPLE: return cu_sample_scratch(n);
+  case OP_SAMPLE: return cu_sample_scratch(cu->dev->ctx, n);
   case OP_ATTENTION_BACKWARD: return cu_attention_scratch(p, n);
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(cu, n);

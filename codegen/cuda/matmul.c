@@ -282,7 +282,8 @@ static void mm_slice(Cu *cu, const Mm *m, LLVMValueRef buf, LLVMValueRef acc) {
  * dyn): the tiles are chosen for the bounds (batch, tm, tn: the bounds'
  * counts; bdim: the batch as a size); the grid comes from the run-time
  * M or batch, column tiles past a run-time N store nothing, k slices
- * past a run-time K are empty. */
+ * past a run-time K are empty. Sizes without a bound (only in M, K or
+ * the batch) leave K unsplit: one slice to the run-time K. */
 typedef struct {
   int64_t batch, bdim, M, N, K, tm, tn, ks;
   int R, S;
@@ -321,7 +322,9 @@ static MmGeom mm_geom(const Cu *cu, const Node *n) {
     if (g.batch * g.tm * g.tn >= MM_SMS) break;
   }
   int64_t blocks = g.batch * g.tm * g.tn;
-  if (blocks > 0 && blocks < 2 * MM_SMS && K >= 2 * MM_SPLIT_K) {
+  bool split = type_is_bounded(t) && dim_is_bounded(g.K); /* partials and
+                                          slices laid out for the bounds */
+  if (split && blocks > 0 && blocks < 2 * MM_SMS && K >= 2 * MM_SPLIT_K) {
     int64_t s = 4 * MM_SMS / blocks, smax = K / MM_SPLIT_K;
     g.S = (int)(s < smax ? s : smax);
     if (g.S < 1) g.S = 1;
@@ -331,6 +334,8 @@ static MmGeom mm_geom(const Cu *cu, const Node *n) {
   if (g.ks == 0) g.ks = TS;
   g.S = (int)((K + g.ks - 1) / g.ks);
   if (g.S < 1) g.S = 1;
+  if (!dim_is_bounded(g.K)) /* one slice, to the run-time K */
+    g.S = 1, g.ks = (RLX_MAX_ELEMS + TS - 1) / TS * TS;
   return g;
 }
 
@@ -1050,7 +1055,8 @@ static int64_t mma_setup(const Cu *cu, CgPlan *p, Node *n, Mma *m,
   int64_t blocks = batch * ((Mb + m->c.bm - 1) / m->c.bm) *
                    ((N + m->c.bn - 1) / m->c.bn);
   int64_t nk = (m->K + m->c.rowb / m->es - 1) / (m->c.rowb / m->es);
-  int64_t S = blocks > 0 && blocks < 2 * MM_SMS ? 4 * MM_SMS / blocks : 1;
+  int64_t S = type_is_bounded(t) && blocks > 0 && blocks < 2 * MM_SMS
+                  ? 4 * MM_SMS / blocks : 1; /* partials: for the bounds */
   S = S < nk / 4 ? S : nk / 4;
   m->S = 1, m->nks = nk, m->part = off;
   if (S > 1) {

@@ -208,12 +208,18 @@ bool cu_rng(Cu *cu, CgPlan *p, Node *n) {
 
 /* ---- sample ---- */
 
-int64_t cu_sample_scratch(const Node *n) { /* at the bound of ?rows */
-  return type_bytes_bound(&n->in[0]->type) / dt_size(n->in[0]->type.dt) * 16;
+/* 16 bytes a logit: at the bound of ?rows, or without one a size. */
+int64_t cu_sample_scratch(Ctx *ctx, const Node *n) {
+  const Type *t = &n->in[0]->type;
+  int64_t d;
+  if (type_is_bounded(t)) return type_bytes_bound(t) / dt_size(t->dt) * 16;
+  return type_numel_dim(ctx, t, &d) == DIM_OK &&
+                 dim_mul(ctx, d, 16, &d) == DIM_OK ? d : -1;
 }
 
 typedef struct {
-  int64_t rows, C, K; /* rows: a size (the scratch laid out for its bound) */
+  int64_t rows, C, K; /* rows: a size (the scratch laid out for its
+                         bound, or for it at run time) */
   double temp, top_p;
   uint64_t seed;
 } Smp;
@@ -284,7 +290,9 @@ static void smp_row(Cu *cu, CgPlan *p, Node *n, const Smp *S) {
   cg_fail_if(cg, nan, RLX_ERR_INVALID);
   LLVMValueRef ip = LLVMBuildGEP2(b, cg->t_i64, cg_scratch(cg, n), &base, 1,
                                   "");
-  LLVMValueRef pb = add(cu, base, i64(cu, dim_bound(S->rows) * S->C));
+  LLVMValueRef pb = add(cu, base, dim_is_bounded(S->rows)
+                                      ? i64(cu, dim_bound(S->rows) * S->C)
+                                      : mul(cu, cu_size(cu, S->rows), S->C));
   LLVMValueRef pp = LLVMBuildGEP2(b, cg->t_f64, cg_scratch(cg, n), &pb, 1, "");
   LLVMValueRef m = smp_s(cu, S, n, add(cu, base,
                                        cg_load(cg, DT_I64, ip, i64(cu, 0))));

@@ -59,8 +59,10 @@ typedef struct CgFn {
   LLVMValueRef in, out, ws; /* the graph function's 3 pointers (copies
                                inside outlined bodies) */
   LLVMValueRef sizes;       /* the symbols' values (i64 each, numbered as
-                               dim_nsyms), or NULL: in ws's header (the
-                               GPU's kernels and host code: dims.c) */
+                               dim_nsyms), then the run-time layout's
+                               offsets (storage.c), or NULL: in ws's
+                               header and table (the GPU's kernels and
+                               host code: dims.c) */
   LLVMBasicBlockRef alloca_bb; /* entry block: allocas go here */
   LLVMBasicBlockRef err_bb;    /* returns the i32 in status */
   LLVMValueRef status;         /* alloca i32 */

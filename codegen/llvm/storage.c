@@ -3,7 +3,8 @@
  *
  * cg_buf(n) is the pointer to n's bytes as the plan placed them: the
  * n-th inputs/outputs pointer, ws + offset (cg_ws_at: an offset of the
- * run-time layout is read from its table), a private 64-byte aligned
+ * run-time layout is read from its table, or on the GPU from the
+ * sizes array after the symbols), a private 64-byte aligned
  * constant global (made at the first use, kept in the plan's target
  * data), the owner of an alias, or for a prologue-fused node a marker
  * pointer (prologue.c).
@@ -47,9 +48,11 @@ static LLVMValueRef const_of(Cg *cg, Node *n) {
 LLVMValueRef cg_ws_at(Cg *cg, int64_t off) {
   int k = cg_off_dyn(off);
   if (k < 0) return cg_gep(cg, cg->fn->ws, cg_i64(cg, off));
-  int64_t at = cg->fn->plan->dyn_tab + 8 * (int64_t)k; /* the entry's */
+  LLVMValueRef tab = cg->fn->sizes ? cg->fn->sizes : cg->fn->ws; /* dims.c */
+  int64_t at = cg->fn->sizes ? 8 * (int64_t)(dim_nsyms() + k)
+                             : cg->fn->plan->dyn_tab + 8 * (int64_t)k;
   LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i64,
-                                  cg_gep(cg, cg->fn->ws, cg_i64(cg, at)), "");
+                                  cg_gep(cg, tab, cg_i64(cg, at)), "");
   LLVMSetAlignment(v, 8);
   return cg_gep(cg, cg->fn->ws, v);
 }

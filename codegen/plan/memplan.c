@@ -322,6 +322,7 @@ static void place_node(CgPlan *p, Blocks *b, Node *n, int64_t i) {
     bl[b->nb++] = (Block){i, s->saved_last, aligned(s->saved_bytes),
                           &s->saved_off, NULL};
   if (b->scratch && b->scratch[n->id]) {
+    b->ok &= b->scratch[n->id] != -1;
     s->scratch_bytes = b->scratch[n->id];
     bl[b->nb++] = (Block){i, i, aligned(b->scratch[n->id]), &s->scratch_off,
                           n};

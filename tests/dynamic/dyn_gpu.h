@@ -3,7 +3,7 @@
  * compiled with --target=cuda) on device copies of its arguments: each
  * input and output staged in device memory at the bytes its signature
  * gives for these sizes (one symbol: a dynamic dim is sizes[0]), a
- * workspace of E_WORKSPACE_BYTES, one stream; outputs and inputs (a
+ * workspace of E_workspace_bytes(sizes), one stream; outputs and inputs (a
  * --train entry updates its params in place) are copied back, and
  * UNIT_gpu_status (model_gpu_status) must be 0. Used by dyn_fd.c. */
 #ifndef DYN_GPU_H
@@ -31,7 +31,7 @@ static size_t dyn_bytes(const rlx_tensor_desc *d, int64_t b) {
   return n;
 }
 
-static int dyn_gpu_call(DynEntry e, const rlx_signature *sig,
+static int dyn_gpu_call(DynEntry e, const rlx_signature *sig, size_t wsb,
                         const void *const *in, void *const *out,
                         const int64_t *sizes) {
   static void *stream;
@@ -47,7 +47,7 @@ static int dyn_gpu_call(DynEntry e, const rlx_signature *sig,
   for (int j = 0; j < sig->num_outputs; j++)
     dyn_gpu_ok(rlx_gpu_alloc(&dout[j], dyn_bytes(&sig->outputs[j], *sizes)),
                "alloc");
-  dyn_gpu_ok(rlx_gpu_alloc(&ws, sig->workspace_bytes), "alloc");
+  dyn_gpu_ok(rlx_gpu_alloc(&ws, wsb), "alloc");
   int r = e((const void *const *)din, (void *const *)dout, ws, stream, sizes);
   dyn_gpu_ok(rlx_gpu_stream_sync(stream), "sync");
   if (model_gpu_status(stream)) {
@@ -69,8 +69,8 @@ static int dyn_gpu_call(DynEntry e, const rlx_signature *sig,
   return r;
 }
 #define CALL(E, in, out, sizes) \
-  dyn_gpu_call(E, E##_signature(), (const void *const *)(in), \
-               (void *const *)(out), sizes)
+  dyn_gpu_call(E, E##_signature(), E##_workspace_bytes(sizes), \
+               (const void *const *)(in), (void *const *)(out), sizes)
 #else
 #define CALL(E, in, out, sizes) \
   E((const void *const *)(in), (void *const *)(out), NULL, sizes)
