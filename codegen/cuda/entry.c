@@ -7,16 +7,17 @@
  * GPU emitters (kernels.c) add one kernel per node that emits code to
  * the device module, and the host module gets the exported
  *   int NAME(const void *const *in, void *const *out, void *ws,
- *            void *stream)
- * which loads the module at its first call (rlx_gpu_module_load: the
+ *            void *stream[, const int64_t *sizes])
+ * which checks the sizes (module_sizes: with sizes without a bound it
+ * also runs the run-time layout on the host), loads the module at its first call (rlx_gpu_module_load: the
  * driver compiles the PTX once per process), enqueues the kernels in
  * node order on `stream` with rlx_gpu_launch (the private NAME.enqueue)
  * and returns without synchronizing; with --cuda-graph it hands
  * NAME.enqueue to rlx_gpu_graph_run instead, which captures it into a
  * CUDA graph and replays that while the stream, pointers and sizes
- * stay (eight such graphs kept per entry). All pointers are device pointers; a graph needing a
- * workspace gets RLX_ERR_INVALID for a NULL one (no device allocation
- * inside an entry). NAME_signature() is the CPU entry builder's, and
+ * stay (eight such graphs kept per entry). All pointers are device
+ * pointers; a graph needing a workspace gets RLX_ERR_INVALID for a
+ * NULL one (no device allocation inside an entry). NAME_signature() is the CPU entry builder's, and
  * so are ENTRY_train's C arguments (cg_train_args: one state buffer)
  * and its expansion into the graph's pointer arrays (cg_train_arrays:
  * state pieces, in-place returns pointing at the params), done here on
@@ -107,6 +108,12 @@ static void ret_if(Cg *cg, LLVMValueRef fn, LLVMValueRef rc) {
   LLVMPositionBuilderAtEnd(cg->b, ok);
 }
 
+/* if (bad) return code; */
+static void ret_code_if(Cg *cg, LLVMValueRef fn, LLVMValueRef bad, int code) {
+  ret_if(cg, fn, LLVMBuildMul(cg->b, LLVMBuildZExt(cg->b, bad, cg->t_i32, ""),
+                              cg_i32(cg, code), ""));
+}
+
 /* RLX_ERR_SIZE unless every launch of the graph whose grid grows with a
  * size without a bound has at most 2^31 - 1 blocks at these sizes
  * (checked before the first launch; bounded grids are checked at
@@ -123,10 +130,7 @@ static void grids_ok(Cu *cu) {
         cg->b, LLVMIntUGE, g, cg_i64(cg, INT32_MAX / l->grid), "");
     bad = bad ? LLVMBuildOr(cg->b, bad, big, "") : big;
   }
-  if (bad)
-    cg_fail_if_nonzero(cg, LLVMBuildMul(cg->b, LLVMBuildZExt(cg->b, bad,
-                                                             cg->t_i32, ""),
-                                        cg_i32(cg, RLX_ERR_SIZE), ""));
+  if (bad) cg_fail_if(cg, bad, RLX_ERR_SIZE);
 }
 
 /* A graph's enqueue function NAME(in, out, ws, stream, sizes): its
@@ -224,22 +228,16 @@ static LLVMValueRef build_entry(Cu *cu, Host *h, const CgEntry *x,
   LLVMValueRef p[5];
   LLVMGetParams(fn, p);
   if (x->nsyms) {
-    LLVMValueRef bad = LLVMBuildNot(b, cg_sizes_ok(cg, x, p[4]), "");
-    ret_if(cg, fn, LLVMBuildMul(b, LLVMBuildZExt(b, bad, cg->t_i32, ""),
-                                cg_i32(cg, RLX_ERR_SIZE), ""));
     LLVMValueRef ovf;
+    ret_code_if(cg, fn, LLVMBuildNot(b, cg_sizes_ok(cg, x, p[4]), ""),
+                RLX_ERR_SIZE);
     p[4] = module_sizes(cg, x, ndyn, p[4], &ovf);
-    if (ovf)
-      ret_if(cg, fn, LLVMBuildMul(b, LLVMBuildZExt(b, ovf, cg->t_i32, ""),
-                                  cg_i32(cg, RLX_ERR_SIZE), ""));
+    if (ovf) ret_code_if(cg, fn, ovf, RLX_ERR_SIZE);
   } else {
     p[4] = LLVMConstNull(cg->t_ptr);
   }
-  if (x->ws_bytes > 0) {
-    LLVMValueRef bad = LLVMBuildZExt(b, LLVMBuildIsNull(b, p[2], ""),
-                                     cg->t_i32, "");
-    ret_if(cg, fn, LLVMBuildMul(b, bad, cg_i32(cg, RLX_ERR_INVALID), ""));
-  }
+  if (x->ws_bytes > 0)
+    ret_code_if(cg, fn, LLVMBuildIsNull(b, p[2], ""), RLX_ERR_INVALID);
   ret_if(cg, fn, cg_call(cg, "rlx_gpu_module_load", cg->t_i32, &h->mod, 1));
   if (!cg->u->opt->cuda_graph) {
     LLVMBuildRet(b, LLVMBuildCall2(b, cu->t_enq, enq, p, 5, ""));
