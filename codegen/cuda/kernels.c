@@ -727,8 +727,9 @@ static bool static_from(const Type *t, int64_t axis) {
 /* Can n (dynamic sizes it takes, cu_dyn_why) take sizes without a
  * bound? Yes where its grids, loops and scratch follow the run-time
  * sizes alone: not where tiles, splits or scratch are laid out for the
- * bounds (attention, control flow's subgraph workspaces, scatter; a
- * product's N: its column tiles). A product or convolution
+ * bounds (attention, control flow's subgraph workspaces and carries:
+ * a scan takes a length without a bound; scatter; a product's N: its
+ * column tiles). A product or convolution
  * whose output or K has no bound is not split over K (mm_geom,
  * cv_tiles). */
 static bool unbounded_ok(const Node *n) {
@@ -751,6 +752,8 @@ static bool unbounded_ok(const Node *n) {
   case OP_CONV2D_BACKWARD_WEIGHT: case OP_TOPK: case OP_SAMPLE:
     return true;
   case OP_MATMUL: return dim_is_bounded(n->type.dims[n->type.rank - 1]);
+  case OP_SCAN: /* a length without a bound: the host loop's trip count */
+    return type_is_bounded(&n->in[0]->type);
   default: return false;
   }
 }
