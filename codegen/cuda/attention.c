@@ -54,6 +54,8 @@ typedef struct {
   Node *res[4];       /* the results: o | dq dk dv dbias (NULL: none) */
   int64_t lse_off, d_off; /* workspace bytes of the rows' lse and D
                              ([b][h][lq], compute type; -1: none) */
+  int64_t lse_skip;   /* lse at lse_off plus these bytes (a size: after
+                         D in a scratch laid out at run time), or 0 */
   LLVMValueRef b, h, bh, t0, tid; /* this block's head, first row */
 } At;
 
@@ -417,10 +419,18 @@ static LLVMValueRef out_elem(At *a, LLVMValueRef acc, LLVMValueRef c,
 }
 
 /* Element (b, h, i) of the [b][h][lq] array at workspace byte off. */
-static LLVMValueRef row_val(At *a, int64_t off, LLVMValueRef i) {
+static LLVMValueRef row_val(At *a, int64_t off, int64_t skip,
+                            LLVMValueRef i) {
   Cg *cg = dev(a);
-  return at_ptr(a, cg_gep(cg, cg->fn->ws, I(a, off)),
-                add(a->cu, mul(a->cu, a->bh, a->lq), i));
+  LLVMValueRef base = cg_ws_at(cg, off);
+  if (skip) base = cg_gep(cg, base, cu_size(a->cu, skip));
+  return at_ptr(a, base, add(a->cu, mul(a->cu, a->bh, a->lq), i));
+}
+static LLVMValueRef lse_at(At *a, LLVMValueRef i) {
+  return row_val(a, a->lse_off, a->lse_skip, i);
+}
+static LLVMValueRef d_at(At *a, LLVMValueRef i) {
+  return row_val(a, a->d_off, 0, i);
 }
 
 /* Row i's lse = m + log l (-inf for l = 0: no allowed key). */
@@ -429,7 +439,7 @@ static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
   LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, l, cst(a, 0), "");
   LLVMValueRef lse = sel(a, pos, at_add(a, m, cg_ops_log(cg, l)),
                          cst(a, -INFINITY));
-  LLVMBuildStore(cg->b, lse, row_val(a, a->lse_off, i));
+  LLVMBuildStore(cg->b, lse, lse_at(a, i));
 }
 
 /* attention: o rows (and their lse when a->lse_off >= 0); pre (the
@@ -454,7 +464,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   else
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
-  if (pre) LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
+  if (pre) LLVMBuildStore(cg->b, dd, d_at(a, i));
   if (a->lse_off >= 0) put_lse(a, i, m, l);
   end_if(a, j);
   at_end(a, a->lq, AT_NT);
@@ -464,11 +474,11 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
  * is then 0), and D. */
 static void lse_d(At *a, LLVMValueRef r, LLVMValueRef *ls, LLVMValueRef *d) {
   Cg *cg = dev(a);
-  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->lse_off, r),
+  LLVMValueRef v = LLVMBuildLoad2(cg->b, a->et, lse_at(a, r),
                                   "");
   *ls = sel(a, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cst(a, -INFINITY), ""),
             cst(a, INFINITY), v);
-  *d = LLVMBuildLoad2(cg->b, a->et, row_val(a, a->d_off, r), "");
+  *d = LLVMBuildLoad2(cg->b, a->et, d_at(a, r), "");
 }
 
 /* D = dO . o of each query row, o the forward attention's output (the
@@ -502,7 +512,7 @@ static void dsum_kernel(At *a, CgPlan *p, Node *o) {
   dd = cu_block_reduce(cu, a->ct, CG_RED_SUM, dd, 32);
   LLVMBasicBlockRef j = begin_if(a, LLVMBuildAnd(
       cg->b, valid, LLVMBuildICmp(cg->b, LLVMIntEQ, lane, I(a, 0), ""), ""));
-  LLVMBuildStore(cg->b, dd, row_val(a, a->d_off, i));
+  LLVMBuildStore(cg->b, dd, d_at(a, i));
   end_if(a, j);
   cu_kernel_end_n(cu, rows, EW_BLOCK / 32, 1, EW_BLOCK);
 }
@@ -1100,7 +1110,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
       }
     if (pre) dd = tc_quad(a, dd, false);
     LLVMBasicBlockRef jn = begin_if(a, valid);
-    if (pre) LLVMBuildStore(b, dd, row_val(a, a->d_off, i));
+    if (pre) LLVMBuildStore(b, dd, d_at(a, i));
     if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
@@ -1312,14 +1322,27 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   at_end(a, a->lk, TC_THREADS);
 }
 
+/* b * h * lq of attention n as a size, -1 if it overflows. */
+static int64_t at_rows(Ctx *c, const Node *n) {
+  rlx_attn_geom g = cg_attn_geometry(n);
+  int64_t r;
+  return dim_mul(c, g.b, g.h, &r) == DIM_OK && dim_mul(c, r, g.lq, &r) ==
+                                                    DIM_OK ? r : -1;
+}
+
 /* The leader's scratch: D, and lse unless its forward saved it
  * ([b][h][lq] each, compute type); members have none. */
 int64_t cu_attention_scratch(const CgPlan *p, const Node *n) {
   const CgSlot *s = &p->slot[n->id];
   if (n->op != OP_ATTENTION_BACKWARD || s->attn_lead) return 0;
-  rlx_attn_geom g = cg_attn_geometry_bound(n);
-  int64_t es = n->type.dt == DT_F64 ? 8 : 4;
-  return cg_align((s->fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
+  int64_t es = n->type.dt == DT_F64 ? 8 : 4, rows;
+  if (!node_unbounded(n)) {
+    rlx_attn_geom g = cg_attn_geometry_bound(n);
+    return cg_align((s->fwd ? 1 : 2) * g.b * g.h * g.lq * es + 1);
+  }
+  return (rows = at_rows(p->ctx, n)) != -1 &&
+                 dim_mul(p->ctx, rows, (s->fwd ? 1 : 2) * es, &rows) == DIM_OK
+             ? rows : -1; /* a size: laid out at run time */
 }
 
 bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
@@ -1342,7 +1365,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   bool tc = tc_ok(&a);
   if (!bwd) {
     if (cu_numel(cu, &n->type) == 0) return true;
-    if (s->saved_bytes > 0) a.lse_off = s->saved_off;
+    if (s->saved_bytes != 0) a.lse_off = s->saved_off; /* number, size */
     if (tc) tc_fwd_kernel(&a, p, false);
     else fwd_kernel(&a, p, false);
     return !cu->dev->failed;
@@ -1352,8 +1375,13 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   cg_attn_members(p, n, a.res);
   Node *f = s->fwd;
   a.d_off = s->scratch_off;
-  a.lse_off = f ? p->slot[f->id].saved_off
-                : a.d_off + a.g.b * a.g.h * a.g.lq * a.es;
+  if (f)
+    a.lse_off = p->slot[f->id].saved_off;
+  else if (!node_unbounded(n))
+    a.lse_off = a.d_off + a.g.b * a.g.h * a.g.lq * a.es;
+  else /* after D, in a block laid out at run time */
+    a.lse_off = a.d_off, dim_mul(cu->dev->ctx, at_rows(cu->dev->ctx, n),
+                                 a.es, &a.lse_skip);
   if (f) dsum_kernel(&a, p, f);
   else if (tc) tc_fwd_kernel(&a, p, true);
   else if (a.g.lq > 0) fwd_kernel(&a, p, true);

@@ -169,7 +169,7 @@ static void host_begin(Cu *cu, CuHostFn *h, CgPlan *p, Node *n) {
 /* Close n's host function and add its call to the graph's steps. */
 static bool host_end(Cu *cu, CuHostFn *h) {
   LLVMValueRef fn = cu_host_end(cu, h);
-  cu_add_step(cu, (CuLaunch){-1, 0, 0, fn, 0, 0});
+  cu_add_step(cu, (CuLaunch){.kernel = -1, .call = fn});
   return !cu->host->failed && !cu->dev->failed;
 }
 

@@ -50,6 +50,9 @@ typedef struct {
                                ceil(gdim / gper) * grid blocks, computed
                                at launch; none launches nothing */
   unsigned gper;
+  int64_t gdim2;            /* and a second factor ceil(gdim2 / gper2)
+                               (0: none; a size without a bound) */
+  unsigned gper2;
 } CuLaunch;
 
 /* The error word of a graph run as an if branch (control.c). */
@@ -206,6 +209,9 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block);
  * (a dynamic one: computed at each launch, none for n = 0). */
 void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
                      unsigned block);
+/* ... times ceil(n2 / per2), n2 a size without a bound. */
+void cu_kernel_end_n2(Cu *cu, int64_t n, unsigned per, int64_t n2,
+                      unsigned per2, unsigned mul, unsigned block);
 /* The element count of t as a size (a product of dynamic ones). */
 int64_t cu_numel(Cu *cu, const Type *t);
 /* Why n cannot run with dynamic sizes on the GPU, or NULL when it can

@@ -294,8 +294,8 @@ void cu_kernel_end(Cu *cu, unsigned grid, unsigned block) {
   cg->fn = NULL;
   kernel_wrap(cu, f->fn, &cu->kernels[cu->nkernels]);
   annotate(cg, cu->kernels[cu->nkernels].name, "maxntidx", block);
-  cu_add_step(cu, (CuLaunch){cu->nkernels++, grid ? grid : 1, block, NULL, 0,
-                            0});
+  cu_add_step(cu, (CuLaunch){.kernel = cu->nkernels++, .grid = grid ? grid : 1,
+                             .block = block});
 }
 
 void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
@@ -316,6 +316,15 @@ void cu_kernel_end_n(Cu *cu, int64_t n, unsigned per, unsigned mul,
                "kernel of %s would launch more than 2^31 - 1 blocks at "
                "the sizes' bounds", cu->kernels[cu->nkernels - 1].name);
   }
+}
+
+void cu_kernel_end_n2(Cu *cu, int64_t n, unsigned per, int64_t n2,
+                      unsigned per2, unsigned mul, unsigned block) {
+  RLX_ASSERT(!dim_is_bounded(n2));
+  cu_kernel_end_n(cu, n, per, mul, block);
+  CuLaunch *l = &cu->launch[cu->nlaunch - 1];
+  if (!l->gdim) l->gdim = n, l->gper = per, l->grid = mul; /* n static */
+  l->gdim2 = n2, l->gper2 = per2;
 }
 
 int64_t cu_numel(Cu *cu, const Type *t) {

@@ -16,17 +16,23 @@ static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, LLVMValueRef x) {
 }
 
 /* l's grid: constant, or ceil(gdim / gper) * grid from the sizes (at
- * most the grid of the sizes' bounds, which the kernel was made for);
- * with *skip the block to go to when it is 0 (nothing to launch). */
+ * most the grid of the sizes' bounds, which the kernel was made for;
+ * times ceil(gdim2 / gper2)); with *skip the block to go to when it is
+ * 0 (nothing to launch). */
 static LLVMValueRef grid_of(Cg *cg, const CuLaunch *l,
                             LLVMBasicBlockRef *skip) {
   *skip = NULL;
   if (!l->gdim) return cg_i32(cg, (int32_t)l->grid);
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef n = cg_dim(cg, l->gdim);
-  LLVMValueRef g = LLVMBuildUDiv(b, cg_add_i64(cg, n, cg_i64(cg, l->gper - 1)),
-                                 cg_i64(cg, l->gper), "");
-  g = LLVMBuildMul(b, g, cg_i64(cg, l->grid), "");
+  LLVMValueRef g = cg_i64(cg, l->grid);
+  for (int k = 0; k < 2; k++) {
+    int64_t d = k ? l->gdim2 : l->gdim;
+    LLVMValueRef per = cg_i64(cg, k ? l->gper2 : l->gper);
+    if (!d) continue;
+    LLVMValueRef n = cg_add_i64(cg, cg_dim(cg, d),
+                                LLVMBuildSub(b, per, cg_i64(cg, 1), ""));
+    g = LLVMBuildMul(b, g, LLVMBuildUDiv(b, n, per, ""), "");
+  }
   LLVMBasicBlockRef go = cg_block(cg, "launch");
   *skip = cg_block(cg, "launched");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, g, cg_i64(cg, 0), ""), *skip,

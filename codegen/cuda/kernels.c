@@ -637,8 +637,8 @@ static bool xent_kernel(Cu *cu, CgPlan *p, Node *n, bool bwd) {
   const CgSlot *sl = &p->slot[n->id];
   Node *f = bwd ? sl->fwd : n; /* the node whose saved m and s these are */
   LLVMValueRef m, s, saved = NULL;
-  if (f && p->slot[f->id].saved_bytes > 0)
-    saved = cg_gep(cg, cg->fn->ws, i64(cu, p->slot[f->id].saved_off));
+  if (f && p->slot[f->id].saved_bytes != 0) /* a number, or a size */
+    saved = cg_ws_at(cg, p->slot[f->id].saved_off);
   if (bwd && saved) {
     m = cg_load(cg, dt, saved, o);
     s = cg_load(cg, dt, saved, add(cu, o, cu_size(cu, rows)));
@@ -727,9 +727,8 @@ static bool static_from(const Type *t, int64_t axis) {
 /* Can n (dynamic sizes it takes, cu_dyn_why) take sizes without a
  * bound? Yes where its grids, loops and scratch follow the run-time
  * sizes alone: not where tiles, splits or scratch are laid out for the
- * bounds (attention, control flow's subgraph workspaces and carries:
- * a scan takes a length without a bound; scatter; a product's N: its
- * column tiles). A product or convolution
+ * bounds (control flow's subgraph workspaces and carries: a scan
+ * takes a length without a bound; scatter). A product or convolution
  * whose output or K has no bound is not split over K (mm_geom,
  * cv_tiles). */
 static bool unbounded_ok(const Node *n) {
@@ -751,7 +750,9 @@ static bool unbounded_ok(const Node *n) {
   case OP_AVG_POOL2D_BACKWARD: case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: case OP_TOPK: case OP_SAMPLE:
     return true;
-  case OP_MATMUL: return dim_is_bounded(n->type.dims[n->type.rank - 1]);
+  case OP_MATMUL: /* a free N: run-time column tiles (mm_cores) */
+  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* lse, D: at run time */
+    return true;
   case OP_SCAN: /* a length without a bound: the host loop's trip count */
     return type_is_bounded(&n->in[0]->type);
   default: return false;
@@ -764,11 +765,8 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS) return NULL; /* views */
   if (node_unbounded(n) && !unbounded_ok(n))
-    return n->op == OP_MATMUL
-               ? "an N without a bound: its column tiles are laid out for "
-                 "one; write ?NAME<=N"
-               : "a size without a bound: the op's tiles or scratch are "
-                 "laid out for one; write ?NAME<=N";
+    return "a size without a bound: the op's tiles or scratch are laid out "
+           "for one; write ?NAME<=N";
   if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
       n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
     return NULL; /* any sizes */

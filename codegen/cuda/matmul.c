@@ -509,7 +509,10 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
    * run-time count of tile rows */
   LLVMValueRef tmv = cu_ceil_div(cu, g.M, TS * m.R), bb = i64(cu, 0);
   bool batched = batch > 1 || !dim_is_static(g.bdim);
-  LLVMValueRef bn = urem(cu, bid, tn), rest = udiv(cu, bid, tn);
+  bool nfree = !dim_is_bounded(g.N); /* run-time column tiles */
+  LLVMValueRef tnv = nfree ? cu_ceil_div(cu, g.N, TS * m.R) : i64(cu, tn);
+  LLVMValueRef bn = LLVMBuildURem(cg->b, bid, tnv, "");
+  LLVMValueRef rest = LLVMBuildUDiv(cg->b, bid, tnv, "");
   LLVMValueRef bm = LLVMBuildURem(cg->b, rest, tmv, "");
   rest = LLVMBuildUDiv(cg->b, rest, tmv, "");
   if (batched) bb = urem(cu, rest, g.bdim);
@@ -596,7 +599,11 @@ static void mm_cores(Cu *cu, CgPlan *p, Node *n, const MmOp *a,
       LLVMBuildBr(cg->b, nx);
       LLVMPositionBuilderAtEnd(cg->b, nx);
     }
-  if (!dim_is_static(g.M)) /* the batch static */
+  if (nfree) /* and M or the batch static, or a size (S is 1) */
+    cu_kernel_end_n2(cu, dim_is_static(g.M) ? g.bdim : g.M,
+                     dim_is_static(g.M) ? 1 : TS * m.R, g.N, TS * m.R,
+                     (unsigned)(dim_is_static(g.M) ? tm : batch), TS * TS);
+  else if (!dim_is_static(g.M)) /* the batch static */
     cu_kernel_end_n(cu, g.M, TS * m.R, (unsigned)(batch * tn * g.S),
                     TS * TS);
   else
