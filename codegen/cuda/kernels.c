@@ -724,49 +724,28 @@ static bool static_from(const Type *t, int64_t axis) {
   return true;
 }
 
-/* Can n (dynamic sizes it takes, cu_dyn_why) take sizes without a
- * bound? Yes where its grids, loops and scratch follow the run-time
- * sizes alone: not where tiles, splits or scratch are laid out for the
- * bounds (control flow's subgraph workspaces and carries: a scan
- * takes a length without a bound; scatter). A product or convolution
- * whose output or K has no bound is not split over K (mm_geom,
- * cv_tiles). */
+/* Can n, whose dynamic sizes the GPU takes (dyn_why), take sizes
+ * without a bound? Yes where its grids, loops and scratch follow the
+ * run-time sizes (products and convolutions then leave K unsplit:
+ * mm_geom, cv_tiles; attention's lse and D and sample's scratch are
+ * sizes); not where they are laid out for a bound: if, while and
+ * custom_fn (their subgraphs' workspaces, results and carries), a
+ * scan's carry (its length is the host loop's trip count), scatter's
+ * row tiles. */
 static bool unbounded_ok(const Node *n) {
-  if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
-      n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
-    return true;
   switch (n->op) {
-  case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
-  case OP_REDUCE_MIN: case OP_REDUCE_PROD: case OP_TRANSPOSE:
-  case OP_SOFTMAX: case OP_LOG_SOFTMAX: case OP_ROPE: case OP_ROPE_BACKWARD:
-  case OP_RNG_UNIFORM: case OP_RNG_NORMAL: case OP_CUMSUM:
-  case OP_CUMSUM_BACKWARD: case OP_CONCAT: case OP_NARROW: case OP_GATHER:
-  case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_BACKWARD:
-  case OP_LAYER_NORM: case OP_RMS_NORM: case OP_LAYER_NORM_BACKWARD_INPUT:
-  case OP_RMS_NORM_BACKWARD_INPUT: case OP_GROUP_NORM:
-  case OP_BATCH_NORM_INFERENCE: case OP_GROUP_NORM_BACKWARD_INPUT:
-  case OP_BATCH_NORM_INFERENCE_BACKWARD_INPUT: case OP_MAX_POOL2D:
-  case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
-  case OP_AVG_POOL2D_BACKWARD: case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
-  case OP_CONV2D_BACKWARD_WEIGHT: case OP_TOPK: case OP_SAMPLE:
-    return true;
-  case OP_MATMUL: /* a free N: run-time column tiles (mm_cores) */
-  case OP_ATTENTION: case OP_ATTENTION_BACKWARD: /* lse, D: at run time */
-    return true;
-  case OP_SCAN: /* a length without a bound: the host loop's trip count */
-    return type_is_bounded(&n->in[0]->type);
-  default: return false;
+  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: case OP_SCATTER_ADD:
+  case OP_GATHER_BACKWARD: return false;
+  case OP_SCAN: return type_is_bounded(&n->in[0]->type);
+  default: return true;
   }
 }
 
-const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
+static const char *dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   if (!node_dynamic(n) || n->op == OP_INPUT || n->op == OP_PARAM)
     return NULL;
   CgSlotKind k = cg_plan_slot(p, n)->kind;
   if (k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS) return NULL; /* views */
-  if (node_unbounded(n) && !unbounded_ok(n))
-    return "a size without a bound: the op's tiles or scratch are laid out "
-           "for one; write ?NAME<=N";
   if (cg_is_elementwise(n->op) || n->op == OP_EXPAND ||
       n->op == OP_RELU_BACKWARD || n->op == OP_ACTIVATION_BACKWARD)
     return NULL; /* any sizes */
@@ -824,6 +803,14 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     return lead_ok(n) ? NULL : "a dynamic size outside axis 0 (the batch)";
   default: return "the op takes static sizes only on the GPU for now";
   }
+}
+
+const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
+  const char *why = dyn_why(cu, p, n);
+  if (!why && node_unbounded(n) && !unbounded_ok(n))
+    why = "a size without a bound: the op's buffers are laid out for one; "
+          "write ?NAME<=N";
+  return why;
 }
 
 int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {

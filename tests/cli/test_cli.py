@@ -391,8 +391,8 @@ def test_dynamic(rlxc, tmp):
            "#0 (bytes computed at run time)" in plan, err + plan)
     cases = [("gpu", ["--target=cuda", "-o", os.path.join(d, "x.o")], src,
               "op 'scan' is not supported by --target=cuda yet: dynamic "
-              "sizes (a size without a bound: the op's tiles or scratch are "
-              "laid out for one; write ?NAME<=N)", ":11:8")]
+              "sizes (a size without a bound: the op's buffers are laid out "
+              "for one; write ?NAME<=N)", ":11:8")]
     for name, text, want, where in [
             ("softmax", "graph g {\n  input %x: f32[3, ?b<=8]\n"
              "  %y = softmax(%x, axis=0)\n  return %y\n}\n",
