@@ -730,12 +730,10 @@ static bool static_from(const Type *t, int64_t axis) {
  * mm_geom, cv_tiles; attention's lse and D and sample's scratch are
  * sizes); not where they are laid out for a bound: if, while and
  * custom_fn (their subgraphs' workspaces, results and carries), a
- * scan's carry (its length is the host loop's trip count), scatter's
- * row tiles. */
+ * scan's carry (its length is the host loop's trip count). */
 static bool unbounded_ok(const Node *n) {
   switch (n->op) {
-  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: case OP_SCATTER_ADD:
-  case OP_GATHER_BACKWARD: return false;
+  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: return false;
   case OP_SCAN: return type_is_bounded(&n->in[0]->type);
   default: return true;
   }
