@@ -24,6 +24,7 @@ usage: run_dynamic.py --rlxc RLXC --build BUILD --work DIR [--cflags=F]
        run_dynamic.py --rlxc RLXC --build BUILD --work DIR
                       --gpu-check|--gpu-pack"""
 import argparse
+import concurrent.futures
 import glob
 import os
 import shutil
@@ -82,24 +83,31 @@ REFUSED = ("is not supported by --target=cuda yet",)
 
 def gpu_check(a):
     os.makedirs(a.work, exist_ok=True)
-    bad = 0
     names = sorted(f[:-4] for f in os.listdir(HERE) if f.endswith(".rlx"))
-    for c in names + ["%s --cuda-graph" % c for c in GRAPH_CASES]:
+    runs = names + ["%s --cuda-graph" % c for c in GRAPH_CASES]
+
+    def compile_one(k):
+        c = runs[k]
         src = os.path.join(HERE, c.split()[0] + ".rlx")
-        r = subprocess.run([a.rlxc, src, "-o", os.path.join(a.work, "x.o"),
-                            "--target=cuda"] + c.split()[1:] +
-                           spec_of(src).get("RLXC", []),
-                           capture_output=True, text=True, timeout=300)
-        err = r.stderr.strip().splitlines()
-        if c.split()[0] in GPU_CASES:
-            ok = r.returncode == 0
-            what = "compiled" if ok else "FAIL (%s)" % (err[:1] or "?")
-        else:
-            ok = r.returncode == 1 and err and any(m in err[0] for m in REFUSED)
-            what = "refused" if ok else "FAIL: want a refusal, got rc %d %s" % (
-                r.returncode, err[:1])
-        print("%-10s %s" % (c, what))
-        bad += not ok
+        return subprocess.run([a.rlxc, src, "-o", os.path.join(
+            a.work, "x%d.o" % k), "--target=cuda"] + c.split()[1:] +
+                              spec_of(src).get("RLXC", []),
+                              capture_output=True, text=True, timeout=300)
+    bad = 0
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as ex:
+        for c, r in zip(runs, ex.map(compile_one, range(len(runs)))):
+            err = r.stderr.strip().splitlines()
+            if c.split()[0] in GPU_CASES:
+                ok = r.returncode == 0
+                what = "compiled" if ok else "FAIL (%s)" % (err[:1] or "?")
+            else:
+                ok = (r.returncode == 1 and err and
+                      any(m in err[0] for m in REFUSED))
+                what = "refused" if ok else (
+                    "FAIL: want a refusal, got rc %d %s" % (r.returncode,
+                                                             err[:1]))
+            print("%-10s %s" % (c, what))
+            bad += not ok
     unknown = [c for c in GPU_CASES + GRAPH_CASES if c not in GPU_CASES or
                c not in names]
     print("%d cases (%d with --cuda-graph), %d failures%s" % (
