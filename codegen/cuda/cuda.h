@@ -178,6 +178,10 @@ LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h);
 /* Launch l's kernel on h's stream with the pointer arrays in and out
  * and workspace ws (its kernelParams point at the elements it takes);
  * a failure is returned. */
+/* l's blocks ceil(gdim / gper) * ceil(gdim2 / gper2) * grid (i64, from
+ * the sizes); with ovf, or into *ovf whether they pass 2^31 - 1 (or a
+ * size product overflows). */
+LLVMValueRef cu_grid_blocks(Cg *cg, const CuLaunch *l, LLVMValueRef *ovf);
 void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
                     LLVMValueRef out, LLVMValueRef ws);
 

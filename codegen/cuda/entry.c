@@ -116,35 +116,16 @@ static void ret_code_if(Cg *cg, LLVMValueRef fn, LLVMValueRef bad, int code) {
 
 /* RLX_ERR_SIZE unless every launch of the graph whose grid grows with a
  * size without a bound has at most 2^31 - 1 blocks at these sizes
- * (checked before the first launch, with floor(n / per) + 1 for each
- * factor; bounded grids are checked at compile time, cu_kernel_end_n). */
-static void or_over(Cg *cg, LLVMValueRef *bad, LLVMValueRef v,
-                    int64_t most) {
-  LLVMValueRef o = LLVMBuildICmp(cg->b, LLVMIntUGT, v, cg_i64(cg, most), "");
-  *bad = *bad ? LLVMBuildOr(cg->b, *bad, o, "") : o;
-}
-
+ * (checked before the first launch; bounded grids are checked at
+ * compile time, cu_kernel_end_n). */
 static void grids_ok(Cu *cu) {
-  Cg *cg = cu->host;
   LLVMValueRef bad = NULL;
   for (int i = 0; i < cu->nlaunch; i++) {
     const CuLaunch *l = &cu->launch[i];
-    if (l->call || !l->gdim || (dim_is_bounded(l->gdim) && !l->gdim2))
-      continue;
-    LLVMValueRef g = NULL;
-    for (int k = 0; k < 2; k++) {
-      int64_t d = k ? l->gdim2 : l->gdim;
-      if (!d) continue;
-      LLVMValueRef f = LLVMBuildAdd(
-          cg->b, LLVMBuildUDiv(cg->b, cg_dim_checked(cg, d, &bad),
-                               cg_i64(cg, k ? l->gper2 : l->gper), ""),
-          cg_i64(cg, 1), "");
-      or_over(cg, &bad, f, INT32_MAX); /* then the product cannot overflow */
-      g = g ? LLVMBuildMul(cg->b, g, f, "") : f;
-    }
-    or_over(cg, &bad, g, INT32_MAX / l->grid);
+    if (!l->call && l->gdim && (!dim_is_bounded(l->gdim) || l->gdim2))
+      cu_grid_blocks(cu->host, l, &bad);
   }
-  if (bad) cg_fail_if(cg, bad, RLX_ERR_SIZE);
+  if (bad) cg_fail_if(cu->host, bad, RLX_ERR_SIZE);
 }
 
 /* A graph's enqueue function NAME(in, out, ws, stream, sizes): its

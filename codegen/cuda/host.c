@@ -15,24 +15,40 @@ static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, LLVMValueRef x) {
   return a;
 }
 
-/* l's grid: constant, or ceil(gdim / gper) * grid from the sizes (at
- * most the grid of the sizes' bounds, which the kernel was made for;
- * times ceil(gdim2 / gper2)); with *skip the block to go to when it is
- * 0 (nothing to launch). */
-static LLVMValueRef grid_of(Cg *cg, const CuLaunch *l,
-                            LLVMBasicBlockRef *skip) {
-  *skip = NULL;
-  if (!l->gdim) return cg_i32(cg, (int32_t)l->grid);
+static void or_over(Cg *cg, LLVMValueRef *ovf, LLVMValueRef v,
+                    int64_t most) {
+  LLVMValueRef o = LLVMBuildICmp(cg->b, LLVMIntUGT, v, cg_i64(cg, most), "");
+  *ovf = *ovf ? LLVMBuildOr(cg->b, *ovf, o, "") : o;
+}
+
+LLVMValueRef cu_grid_blocks(Cg *cg, const CuLaunch *l, LLVMValueRef *ovf) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef g = cg_i64(cg, l->grid);
   for (int k = 0; k < 2; k++) {
     int64_t d = k ? l->gdim2 : l->gdim;
     LLVMValueRef per = cg_i64(cg, k ? l->gper2 : l->gper);
     if (!d) continue;
-    LLVMValueRef n = cg_add_i64(cg, cg_dim(cg, d),
+    LLVMValueRef n = cg_add_i64(cg, ovf ? cg_dim_checked(cg, d, ovf)
+                                        : cg_dim(cg, d),
                                 LLVMBuildSub(b, per, cg_i64(cg, 1), ""));
-    g = LLVMBuildMul(b, g, LLVMBuildUDiv(b, n, per, ""), "");
+    LLVMValueRef f = LLVMBuildUDiv(b, n, per, "");
+    if (ovf) or_over(cg, ovf, f, INT32_MAX); /* the product cannot wrap */
+    g = LLVMBuildMul(b, g, f, "");
   }
+  if (ovf) or_over(cg, ovf, g, INT32_MAX);
+  return g;
+}
+
+/* l's grid: constant, or cu_grid_blocks from the sizes (at most the
+ * grid of the sizes' bounds, which the kernel was made for, or checked
+ * by the entry: grids_ok); with *skip the block to go to when it is 0
+ * (nothing to launch). */
+static LLVMValueRef grid_of(Cg *cg, const CuLaunch *l,
+                            LLVMBasicBlockRef *skip) {
+  *skip = NULL;
+  if (!l->gdim) return cg_i32(cg, (int32_t)l->grid);
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef g = cu_grid_blocks(cg, l, NULL);
   LLVMBasicBlockRef go = cg_block(cg, "launch");
   *skip = cg_block(cg, "launched");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, g, cg_i64(cg, 0), ""), *skip,
