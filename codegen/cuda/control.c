@@ -7,10 +7,11 @@
  * NAME.enqueue. A control node becomes a host function of the same
  * signature, called in node order among the graph's launches (a
  * CuLaunch with `call`): it passes device pointers to the subgraphs'
- * enqueue functions, the subgraph's workspace being the front of the
- * node's scratch (declared to the plan, as on the CPU: codegen/emit/
- * control.c). Host code only does pointer arithmetic on device
- * pointers:
+ * enqueue functions, the subgraph's workspace lying in the node's
+ * scratch (declared to the plan, as on the CPU: codegen/emit/
+ * control.c; with sizes without a bound laid out at each call, "the
+ * scratch area" below). Host code only does pointer arithmetic on
+ * device pointers:
  * - scan: a host loop over t (the length is static) enqueues the body
  *   with the CPU's pointers (cg_scan_step: rows of xs and of the
  *   trajectory, carries ping-ponging between out and one scratch
@@ -49,13 +50,6 @@ static int64_t sub_ws(Cu *cu, Graph *g) {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* while's scratch: [sub ws][64: cond flag][carry set A][carry set B] */
-static int64_t carries_bytes(const Node *n) {
-  int64_t s = 0;
-  for (int k = 0; k < n->nin; k++) s += cg_align(type_bytes_bound(&n->in[k]->type));
-  return s;
-}
-
 /* The error word of branch g (a private i32 global of the device
  * module, made on first use): the kernels of g run as a branch record
  * in it, the select kernel of each if running g reads and clears it
@@ -91,71 +85,182 @@ static LLVMValueRef branch(Cu *cu, const Node *n, int k, int64_t *ws) {
   return e;
 }
 
-/* n's scratch before the copies of its module constants, or -1 after
- * a diagnostic. */
-static int64_t core_scratch(Cu *cu, const Node *n) {
-  int64_t a, b;
-  switch (n->op) {
-  case OP_SCAN:
-    a = sub_ws(cu, sub(n, ATTR_BODY));
-    b = ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
-            ? 0 : cg_align(type_bytes_bound(&n->in[0]->type));
-    break;
-  case OP_IF: /* [sub ws][the then branch's result] */
-    if (!branch(cu, n, 0, &a) || !branch(cu, n, 1, &b)) return -1;
-    a = max64(cg_align(a), cg_align(b));
-    b = cg_align(type_bytes_bound(&n->type));
-    break;
-  case OP_WHILE:
-    if (cu->in_branch) return 0; /* refused by cu_control */
-    a = max64(sub_ws(cu, sub(n, ATTR_COND)), sub_ws(cu, sub(n, ATTR_BODY)));
-    b = 64 + 2 * carries_bytes(n);
-    break;
-  default: /* custom_fn */
-    a = sub_ws(cu, sub(n, ATTR_FWD));
-    b = 0;
-  }
-  return a < 0 ? -1 : a + b + 64;
-}
+/* ---- the scratch area ----
+ * [copies of n's module constants][its own buffers][its subgraphs'
+ * workspace][64]. Own buffers: a scan's second carry buffer (without a
+ * trajectory), an if's then result, a while's condition flag (64) and
+ * its two carry sets. Kernels read the constants and the then result,
+ * at offsets fixed at compile time; the rest only host code reads.
+ * With a size without a bound in an own buffer or a subgraph's
+ * workspace (a run-time layout of its own) the scratch is
+ * CG_SCRATCH_RT: its bytes come from the call's sizes (cu_control_
+ * scratch_rt, in the graph's run-time layout) and host code computes
+ * the same offsets at each call (own_at), and each subgraph's layout
+ * (sub_rt). */
 
 /* Is operand v (through aliases) a non-splat constant? Those live in
  * the device module, where host code has no address for them: the node
- * copies them to the end of its scratch first (const_copies). */
+ * copies them to the front of its scratch first (const_copies). */
 static bool module_const(const CgPlan *p, Node *v) {
   const CgSlot *s = &p->slot[v->id];
   while (s->kind == CG_SLOT_ALIAS) s = &p->slot[(v = s->alias)->id];
   return v->op == OP_CONST && !v->splat;
 }
 
-int64_t cu_control_scratch(Cu *cu, const CgPlan *p, const Node *n) {
-  int64_t s = core_scratch(cu, n);
-  if (s < 0) return 0;
+static int64_t bound_bytes(const Type *t) {
+  return cg_align(type_bytes_bound(t));
+}
+
+static int64_t consts_bytes(const CgPlan *p, const Node *n) {
+  int64_t s = 0;
   for (int k = 0; k < n->nin; k++)
-    if (module_const(p, n->in[k])) s += cg_align(type_bytes_bound(&n->in[k]->type));
+    if (module_const(p, n->in[k])) s += bound_bytes(&n->in[k]->type);
   return s;
+}
+
+/* The subgraphs n runs into g (the workspace is their largest). */
+static int subs_of(const Node *n, Graph **g) {
+  switch (n->op) {
+  case OP_SCAN: g[0] = sub(n, ATTR_BODY); return 1;
+  case OP_IF: g[0] = sub(n, ATTR_THEN), g[1] = sub(n, ATTR_ELSE); return 2;
+  case OP_WHILE: g[0] = sub(n, ATTR_COND), g[1] = sub(n, ATTR_BODY); return 2;
+  default: g[0] = sub(n, ATTR_FWD); return 1;
+  }
+}
+
+/* The bytes of t's buffer in n's scratch: at its bound, or (rt) at the
+ * call's sizes (host code). */
+static LLVMValueRef part(Cg *cg, const Type *t, bool rt) {
+  return rt ? cg_align_rt(cg, cg_bytes(cg, t)) : cg_i64(cg, bound_bytes(t));
+}
+
+/* Bytes of n's own buffers, in host code. */
+static LLVMValueRef own_at(Cg *cg, const Node *n, bool rt) {
+  switch (n->op) {
+  case OP_SCAN:
+    return ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
+               ? cg_i64(cg, 0) : part(cg, &n->in[0]->type, rt);
+  case OP_IF: return part(cg, &n->type, rt);
+  case OP_WHILE: {
+    LLVMValueRef s = cg_i64(cg, 0);
+    for (int k = 0; k < n->nin; k++)
+      s = cg_add_i64(cg, s, part(cg, &n->in[k]->type, rt));
+    return cg_add_i64(cg, cg_i64(cg, 64), LLVMBuildShl(cg->b, s,
+                                                       cg_i64(cg, 1), ""));
+  }
+  default: return cg_i64(cg, 0);
+  }
+}
+
+/* Bytes of n's own buffers at their bounds. */
+static int64_t own_bytes(const Node *n) {
+  switch (n->op) {
+  case OP_SCAN:
+    return ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
+               ? 0 : bound_bytes(&n->in[0]->type);
+  case OP_IF: return bound_bytes(&n->type);
+  case OP_WHILE: {
+    int64_t s = 0;
+    for (int k = 0; k < n->nin; k++) s += bound_bytes(&n->in[k]->type);
+    return 64 + 2 * s;
+  }
+  default: return 0;
+  }
+}
+
+/* Subgraph g's workspace at the call's sizes, in host code: its bytes
+ * (its layout's result, -1 on overflow; a constant without one) and
+ * *sizes, the sizes array its enqueue takes (the caller's, or with a
+ * layout the symbols and the offsets it placed: cu_layout_sizes). */
+static LLVMValueRef sub_rt(Cg *cg, Graph *g, LLVMValueRef *sizes) {
+  const CgPlan *sp = cg_graph_plan(cg, g);
+  LLVMValueRef hdr = cg->fn->sizes ? cg->fn->sizes : cg->fn->ws, r;
+  *sizes = hdr;
+  if (!sp->ndyn) return cg_i64(cg, cg_align(sp->ws_bytes));
+  *sizes = cu_layout_sizes(cg, hdr, cg_layout_fn(cg, g), sp->ndyn, &r);
+  return r;
+}
+
+/* Does n's scratch have a run-time layout (its subgraphs compiled)? */
+static bool run_time(Cu *cu, const Node *n) {
+  Graph *g[2];
+  bool rt = dim_nsyms() && node_unbounded(n);
+  for (int i = 0, k = subs_of(n, g); i < k; i++) {
+    const CgPlan *sp = cg_graph_plan(cu->host, g[i]);
+    rt |= sp && sp->ndyn;
+  }
+  return rt;
+}
+
+static bool is_rt(const CgPlan *p, const Node *n) {
+  return p->slot[n->id].scratch_bytes == CG_SCRATCH_RT;
+}
+
+int64_t cu_control_scratch(Cu *cu, const CgPlan *p, const Node *n) {
+  int64_t ws;
+  switch (n->op) {
+  case OP_IF: { /* each branch compiled with its error word */
+    int64_t a, b;
+    if (!branch(cu, n, 0, &a) || !branch(cu, n, 1, &b)) return 0;
+    ws = max64(cg_align(a), cg_align(b));
+    break;
+  }
+  case OP_WHILE:
+    if (cu->in_branch) return 0; /* refused by cu_control */
+    ws = max64(sub_ws(cu, sub(n, ATTR_COND)), sub_ws(cu, sub(n, ATTR_BODY)));
+    break;
+  default: ws = sub_ws(cu, sub(n, n->op == OP_SCAN ? ATTR_BODY : ATTR_FWD));
+  }
+  if (ws < 0) return 0; /* the diagnostic is out; cu_control fails */
+  if (run_time(cu, n)) return CG_SCRATCH_RT;
+  return consts_bytes(p, n) + own_bytes(n) + ws + 64;
+}
+
+LLVMValueRef cu_control_scratch_rt(Cg *cg, Node *n) {
+  Graph *g[2];
+  LLVMValueRef ws = cg_i64(cg, 0), neg = NULL, sz;
+  for (int i = 0, k = subs_of(n, g); i < k; i++) {
+    LLVMValueRef r = sub_rt(cg, g[i], &sz);
+    LLVMValueRef bad = LLVMBuildICmp(cg->b, LLVMIntSLT, r, cg_i64(cg, 0), "");
+    neg = neg ? LLVMBuildOr(cg->b, neg, bad, "") : bad;
+    r = cg_align_rt(cg, r);
+    ws = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntUGT, r, ws, ""),
+                         r, ws, "");
+  }
+  LLVMValueRef t = cg_add_i64(cg, own_at(cg, n, true), ws);
+  t = cg_add_i64(cg, t, cg_i64(cg, consts_bytes(cg->fn->plan, n) + 64));
+  return LLVMBuildSelect(cg->b, neg, cg_i64(cg, -1), t, "");
+}
+
+/* Host code: n's own buffers in its scratch; returns where its
+ * subgraphs' workspace starts. */
+static LLVMValueRef own_ptr(Cg *cg, CgPlan *p, Node *n, LLVMValueRef *own) {
+  *own = cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, consts_bytes(p, n)));
+  return cg_gep(cg, *own, own_at(cg, n, is_rt(p, n)));
 }
 
 /* Device pointers (host code) of n's operands from..nin-1 into v[0..):
  * a module constant's copy in n's scratch. */
 static void operands(Cu *cu, CgPlan *p, Node *n, int from, LLVMValueRef *v) {
   Cg *cg = cu->host;
-  int64_t off = core_scratch(cu, n);
+  int64_t off = 0;
   for (int k = 0; k < n->nin; k++) {
     bool c = module_const(p, n->in[k]);
     if (k >= from)
       v[k - from] = c ? cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, off))
                       : cg_buf(cg, n->in[k]);
-    if (c) off += cg_align(type_bytes_bound(&n->in[k]->type));
+    if (c) off += bound_bytes(&n->in[k]->type);
   }
 }
 
-/* Enqueue subgraph function enq(ins[0..nin), outs[0..nout), ws). */
+/* Enqueue subgraph function enq(ins[0..nin), outs[0..nout), ws) with
+ * its sizes array (sub_rt). */
 static void call_sub(Cu *cu, CuHostFn *h, LLVMValueRef enq, LLVMValueRef *ins,
-                     int nin, LLVMValueRef *outs, int nout, LLVMValueRef ws) {
+                     int nin, LLVMValueRef *outs, int nout, LLVMValueRef ws,
+                     LLVMValueRef sizes) {
   Cg *cg = cu->host;
   LLVMValueRef a[5] = {cg_ptr_array(cg, ins, nin),
-                       cg_ptr_array(cg, outs, nout), ws, h->stream,
-                       h->f.sizes};
+                       cg_ptr_array(cg, outs, nout), ws, h->stream, sizes};
   cg_fail_if_nonzero(cg, LLVMBuildCall2(cg->b, cu->t_enq, enq, a, 5, ""));
 }
 
@@ -290,15 +395,15 @@ static bool scan(Cu *cu, CgPlan *p, Node *n) {
     LLVMBuildBr(cg->b, go);
     LLVMPositionBuilderAtEnd(cg->b, go);
   }
-  LLVMValueRef ins[MAX_OPS], a[MAX_OPS], dst;
-  LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  LLVMValueRef ins[MAX_OPS], a[MAX_OPS], dst, tmp, sz;
+  LLVMValueRef out = cg_buf(cg, n), ws = own_ptr(cg, p, n, &tmp);
   operands(cu, p, n, 0, ins);
-  LLVMValueRef tmp = cg_gep(cg, ws, cg_i64(cg, cg_align(wsb)));
+  sub_rt(cg, body, &sz);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, cg_i64(cg, 0), cg_dim(cg, L),
                                  NULL, 0);
   cg_scan_step(cg, n, i, ins[0], ins, out, tmp, a, &dst);
-  call_sub(cu, &h, enq, a, n->nin, &dst, 1, ws);
+  call_sub(cu, &h, enq, a, n->nin, &dst, 1, ws, sz);
   cg_loop_end(cg, &l, NULL);
   return host_end(cu, &h);
 }
@@ -318,14 +423,15 @@ static bool if_(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->host;
   CuHostFn h;
   host_begin(cu, &h, p, n);
-  int64_t off = max64(cg_align(wt), cg_align(we));
-  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n), t, st, se;
+  LLVMValueRef ws = own_ptr(cg, p, n, &t); /* t: the then result */
   operands(cu, p, n, 1, ins);
-  LLVMValueRef t = cg_gep(cg, ws, cg_i64(cg, off));
-  call_sub(cu, &h, et, ins, n->nin - 1, &t, 1, ws);
-  call_sub(cu, &h, ee, ins, n->nin - 1, &out, 1, ws);
+  sub_rt(cg, sub(n, ATTR_THEN), &st);
+  sub_rt(cg, sub(n, ATTR_ELSE), &se);
+  call_sub(cu, &h, et, ins, n->nin - 1, &t, 1, ws, st);
+  call_sub(cu, &h, ee, ins, n->nin - 1, &out, 1, ws, se);
   if (!host_end(cu, &h)) return false;
-  copy_kernel(cu, p, n, K_SELECT, off, n);
+  copy_kernel(cu, p, n, K_SELECT, consts_bytes(p, n), n);
   return !cu->dev->failed;
 }
 
@@ -360,16 +466,16 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   CuHostFn h;
   host_begin(cu, &h, p, n);
   DType fdt = gc->rets[0]->type.dt;
-  LLVMValueRef init[MAX_OPS], set[2][MAX_OPS];
-  LLVMValueRef out = cg_buf(cg, n), ws = cg_scratch(cg, n);
+  LLVMValueRef init[MAX_OPS], set[2][MAX_OPS], flag, sc, sb;
+  LLVMValueRef out = cg_buf(cg, n), ws = own_ptr(cg, p, n, &flag);
   operands(cu, p, n, 0, init);
-  int64_t off = max64(cg_align(w0), cg_align(w1));
-  LLVMValueRef flag = cg_gep(cg, ws, cg_i64(cg, off));
-  off += 64;
+  sub_rt(cg, gc, &sc);
+  sub_rt(cg, gb, &sb);
+  LLVMValueRef off = cg_i64(cg, 64);
   for (int s = 0; s < 2; s++)
     for (int k = 0; k < nc; k++) {
-      set[s][k] = cg_gep(cg, ws, cg_i64(cg, off));
-      off += cg_align(type_bytes_bound(&n->in[k]->type));
+      set[s][k] = cg_gep(cg, flag, off);
+      off = cg_add_i64(cg, off, part(cg, &n->in[k]->type, is_rt(p, n)));
     }
   /* cur: the carries' pointers (host array), first the operands */
   LLVMValueRef cur = cg_ptr_array(cg, init, nc);
@@ -392,7 +498,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
                                      cg_i64(cg, max_it), ""), go, exit);
     LLVMPositionBuilderAtEnd(b, go);
   }
-  LLVMValueRef a[5] = {cur, fo, ws, h.stream, h.f.sizes};
+  LLVMValueRef a[5] = {cur, fo, ws, h.stream, sc};
   cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, ce, a, 5, ""));
   LLVMValueRef c[4] = {fh, flag, cg_i64(cg, dt_size(fdt)), h.stream};
   cg_fail_if_nonzero(cg, cg_call(cg, "rlx_gpu_copy_to_host", cg->t_i32, c,
@@ -403,7 +509,7 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef odd = LLVMBuildTrunc(b, it, LLVMInt1TypeInContext(cg->lc), "");
   LLVMValueRef nxt = LLVMBuildSelect(b, odd, sets[1], sets[0], "");
-  LLVMValueRef a2[5] = {cur, nxt, ws, h.stream, h.f.sizes};
+  LLVMValueRef a2[5] = {cur, nxt, ws, h.stream, sb};
   cg_fail_if_nonzero(cg, LLVMBuildCall2(b, cu->t_enq, be, a2, 5, ""));
   cg_memcpy(cg, cur, nxt, 8 * (int64_t)nc);
   LLVMBuildStore(b, LLVMBuildAdd(b, it, cg_i64(cg, 1), ""), itp);
@@ -428,21 +534,23 @@ static bool custom_fn(Cu *cu, CgPlan *p, Node *n) {
   Cg *cg = cu->host;
   CuHostFn h;
   host_begin(cu, &h, p, n);
-  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n);
+  LLVMValueRef ins[MAX_OPS], out = cg_buf(cg, n), own, sz;
+  LLVMValueRef ws = own_ptr(cg, p, n, &own);
   operands(cu, p, n, 0, ins);
-  call_sub(cu, &h, enq, ins, n->nin, &out, 1, cg_scratch(cg, n));
+  sub_rt(cg, g, &sz);
+  call_sub(cu, &h, enq, ins, n->nin, &out, 1, ws, sz);
   return host_end(cu, &h);
 }
 
 /* Copy n's module constants into its scratch (kernels launched before
  * n's host function), where operands() points. */
 static void const_copies(Cu *cu, CgPlan *p, Node *n) {
-  int64_t off = core_scratch(cu, n);
-  for (int k = 0; k < n->nin && off >= 0; k++)
+  int64_t off = 0;
+  for (int k = 0; k < n->nin; k++)
     if (module_const(p, n->in[k])) {
       if (has_elems(&n->in[k]->type))
         copy_kernel(cu, p, n, K_CONST, off, n->in[k]);
-      off += cg_align(type_bytes_bound(&n->in[k]->type));
+      off += bound_bytes(&n->in[k]->type);
     }
 }
 

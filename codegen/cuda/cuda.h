@@ -175,23 +175,33 @@ static inline LLVMValueRef cu_ceil_div(Cu *cu, int64_t n, int64_t per) {
 LLVMValueRef cu_host_begin(Cu *cu, CuHostFn *h, CgPlan *plan,
                            const char *name);
 LLVMValueRef cu_host_end(Cu *cu, CuHostFn *h);
-/* Launch l's kernel on h's stream with the pointer arrays in and out
- * and workspace ws (its kernelParams point at the elements it takes);
- * a failure is returned. */
 /* l's blocks ceil(gdim / gper) * ceil(gdim2 / gper2) * grid (i64, from
  * the sizes); with ovf, or into *ovf whether they pass 2^31 - 1 (or a
  * size product overflows). */
 LLVMValueRef cu_grid_blocks(Cg *cg, const CuLaunch *l, LLVMValueRef *ovf);
+/* A sizes array (host stack, allocated where the builder is: not in a
+ * loop) of dim_nsyms() + ndyn words: the symbols of hdr (a sizes array
+ * or a workspace header), then the ndyn block offsets of the run-time
+ * layout function `layout` run at those sizes; *r gets its result
+ * (workspace bytes, -1 on overflow). */
+LLVMValueRef cu_layout_sizes(Cg *cg, LLVMValueRef hdr, LLVMValueRef layout,
+                             int ndyn, LLVMValueRef *r);
+/* Launch l's kernel on h's stream with the pointer arrays in and out
+ * and workspace ws (its kernelParams point at the elements it takes);
+ * a failure is returned. */
 void cu_host_launch(Cu *cu, CuHostFn *h, const CuLaunch *l, LLVMValueRef in,
                     LLVMValueRef out, LLVMValueRef ws);
 
 /* ---- control.c ---- */
 /* scan, if, while, custom_fn: their subgraphs' kernels plus a host
  * function enqueueing them; cu_control_scratch: the node's scratch
- * (subgraph workspace first, then its own buffers, then copies of its
- * non-splat constant operands). */
+ * (copies of its non-splat constant operands, its own buffers, its
+ * subgraphs' workspace), CG_SCRATCH_RT where sizes without a bound
+ * reach them: then cu_control_scratch_rt gives its bytes in the graph's
+ * run-time layout (the host Cg's scratch_rt hook). */
 bool cu_control(Cu *cu, CgPlan *plan, Node *n);
 int64_t cu_control_scratch(Cu *cu, const CgPlan *plan, const Node *n);
+LLVMValueRef cu_control_scratch_rt(Cg *host, Node *n);
 
 /* ---- device.c ---- */
 /* The GPU target's refusal of n: `op 'NAME' is not supported by

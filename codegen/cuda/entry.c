@@ -173,13 +173,12 @@ static LLVMValueRef graph_cache(Cg *cg, const CgEntry *x, int nsizes) {
  * every symbol's value at its number (dims.c), from the entry's sizes
  * (its x->syms order; other symbols are no argument's and never read),
  * then with a run-time layout (sizes without a bound) the offsets it
- * gives, computed in a header and table on the host's stack; *ovf:
- * whether the layout overflowed (RLX_ERR_SIZE), else NULL. */
+ * gives (cu_layout_sizes); *ovf: whether the layout overflowed
+ * (RLX_ERR_SIZE), else NULL. */
 static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x, int ndyn,
                                  LLVMValueRef sizes, LLVMValueRef *ovf) {
   LLVMBuilderRef b = cg->b;
-  int ns = dim_nsyms();
-  LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)(ns + ndyn));
+  LLVMTypeRef at = LLVMArrayType2(cg->t_i64, (uint64_t)dim_nsyms());
   LLVMValueRef a = LLVMBuildAlloca(b, at, "sizes");
   LLVMBuildStore(b, LLVMConstNull(at), a);
   for (int i = 0; i < x->nsyms; i++) {
@@ -191,15 +190,9 @@ static LLVMValueRef module_sizes(Cg *cg, const CgEntry *x, int ndyn,
   }
   *ovf = NULL;
   if (!ndyn) return a;
-  int64_t hdr = cg_dim_header();
-  LLVMValueRef buf = LLVMBuildAlloca(
-      b, LLVMArrayType2(cg->t_i64, (uint64_t)(hdr / 8 + 3 * ndyn)), "layout");
-  LLVMValueRef tab = cg_gep(cg, buf, cg_i64(cg, hdr));
-  cg_store_sizes(cg, x, sizes, buf);
-  LLVMValueRef r = cg_call_layout(cg, x->layout, buf, tab);
+  LLVMValueRef r;
+  a = cu_layout_sizes(cg, a, x->layout, ndyn, &r);
   *ovf = LLVMBuildICmp(b, LLVMIntSLT, r, cg_i64(cg, 0), "");
-  LLVMValueRef to = cg_gep(cg, a, cg_i64(cg, 8 * (int64_t)ns));
-  cg_memcpy(cg, to, tab, 8 * (int64_t)ndyn);
   return a;
 }
 
@@ -305,9 +298,7 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
   cu->launch = NULL, cu->cap = 0;
   CgPlan *p = emit_graph(cu, g);
   LLVMValueRef enq = NULL;
-  if (p && p->ndyn) /* cu_dyn_why refuses their nodes */
-    cu_unsupported(cu, g->nodes[0], "sizes without a bound in a subgraph");
-  else if (p) {
+  if (p) {
     char nm[300];
     snprintf(nm, sizeof nm, "rlx.sub.%s.%d.enqueue", g->name, cu->nsubs);
     enq = build_enqueue(cu, nm, NULL);
@@ -315,6 +306,12 @@ static LLVMValueRef subgraph(Cu *cu, Graph *g, int64_t *ws_bytes) {
     *s = (CuSub){g, cu->err, enq, p->ws_bytes, cu->subs};
     cu->subs = s;
     cu->nsubs++;
+    Cg *host = cu->host;
+    if (!cg_graph_plan(host, g)) { /* --emit=plan; cg_layout_fn */
+      CgSub *cs = arena_alloc(host->ctx->arena, sizeof *cs);
+      *cs = (CgSub){g, enq, p->ws_bytes, host->subs, p, NULL};
+      host->subs = cs;
+    }
     *ws_bytes = p->ws_bytes;
   }
   cu->g = sg, cu->nin = nin, cu->nout = nout, cu->nsizes = nsizes;
@@ -386,6 +383,7 @@ static bool build(Cg *host, Cg *dev, Unit *u, CgEntry *e, int *ne) {
   cu->dev = dev;
   cu->host = host;
   cu->subgraph = subgraph;
+  host->scratch_rt = cu_control_scratch_rt; /* the layouts' (control.c) */
   LLVMTypeRef p[4] = {dev->t_ptr, dev->t_ptr, dev->t_ptr, dev->t_ptr};
   cu->t_kernel = LLVMFunctionType(dev->t_void, p, 4, 0);
   Host h;

@@ -15,6 +15,19 @@ static LLVMValueRef dims3(Cg *cg, LLVMValueRef a, LLVMValueRef x) {
   return a;
 }
 
+LLVMValueRef cu_layout_sizes(Cg *cg, LLVMValueRef hdr, LLVMValueRef layout,
+                             int ndyn, LLVMValueRef *r) {
+  int64_t ns = dim_nsyms();
+  LLVMValueRef a = LLVMBuildAlloca(
+      cg->b, LLVMArrayType2(cg->t_i64, (uint64_t)(ns + ndyn)), "sizes");
+  LLVMValueRef tab = LLVMBuildAlloca(
+      cg->b, LLVMArrayType2(cg->t_i64, 3 * (uint64_t)ndyn), "layout");
+  cg_memcpy(cg, a, hdr, 8 * ns);
+  *r = cg_call_layout(cg, layout, hdr, tab);
+  cg_memcpy(cg, cg_gep(cg, a, cg_i64(cg, 8 * ns)), tab, 8 * (int64_t)ndyn);
+  return a;
+}
+
 static void or_over(Cg *cg, LLVMValueRef *ovf, LLVMValueRef v,
                     int64_t most) {
   LLVMValueRef o = LLVMBuildICmp(cg->b, LLVMIntUGT, v, cg_i64(cg, most), "");

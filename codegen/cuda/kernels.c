@@ -724,22 +724,7 @@ static bool static_from(const Type *t, int64_t axis) {
   return true;
 }
 
-/* Can n, whose dynamic sizes the GPU takes (dyn_why), take sizes
- * without a bound? Yes where its grids, loops and scratch follow the
- * run-time sizes (products and convolutions then leave K unsplit:
- * mm_geom, cv_tiles; attention's lse and D and sample's scratch are
- * sizes); not where they are laid out for a bound: if, while and
- * custom_fn (their subgraphs' workspaces, results and carries), a
- * scan's carry (its length is the host loop's trip count). */
-static bool unbounded_ok(const Node *n) {
-  switch (n->op) {
-  case OP_IF: case OP_WHILE: case OP_CUSTOM_FN: return false;
-  case OP_SCAN: return type_is_bounded(&n->in[0]->type);
-  default: return true;
-  }
-}
-
-static const char *dyn_why(Cu *cu, CgPlan *p, const Node *n) {
+const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   if (!node_dynamic(n) || n->op == OP_INPUT || n->op == OP_PARAM)
     return NULL;
   CgSlotKind k = cg_plan_slot(p, n)->kind;
@@ -801,14 +786,6 @@ static const char *dyn_why(Cu *cu, CgPlan *p, const Node *n) {
     return lead_ok(n) ? NULL : "a dynamic size outside axis 0 (the batch)";
   default: return "the op takes static sizes only on the GPU for now";
   }
-}
-
-const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
-  const char *why = dyn_why(cu, p, n);
-  if (!why && node_unbounded(n) && !unbounded_ok(n))
-    why = "a size without a bound: the op's buffers are laid out for one; "
-          "write ?NAME<=N";
-  return why;
 }
 
 int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {

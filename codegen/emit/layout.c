@@ -6,7 +6,8 @@
  * (cg_dim reads them there) it evaluates every block's bytes into tab
  * -- size expressions in checked arithmetic, a scratch area through its
  * emitter (cg_op_scratch_rt: a routine's formula, or a control-flow
- * node's own subgraphs' layouts) -- checks every value's bytes the same
+ * node's own subgraphs' layouts; a target's own through the Cg's
+ * scratch_rt hook) -- checks every value's bytes the same
  * way, so that no size product overflows in the graph's code, and
  * places the blocks (rlx_ws_layout). It returns the workspace bytes,
  * -1 on overflow. The entry runs it on its workspace at each call
@@ -61,7 +62,8 @@ static LLVMValueRef build(Cg *cg, Graph *g, CgPlan *p) {
     Node *rt = p->dyn_node[k];
     LLVMValueRef v;
     if (rt) { /* a scratch its emitter computes (< 0: overflow) */
-      v = cg_op_scratch_rt(rt->op)(cg, rt);
+      v = cg->scratch_rt ? cg->scratch_rt(cg, rt)
+                         : cg_op_scratch_rt(rt->op)(cg, rt);
       LLVMValueRef neg = LLVMBuildICmp(cg->b, LLVMIntSLT, v, cg_i64(cg, 0),
                                        "");
       ovf = ovf ? LLVMBuildOr(cg->b, ovf, neg, "") : neg;

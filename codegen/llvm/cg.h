@@ -129,6 +129,10 @@ typedef struct Cg {
   LLVMValueRef (*graph_fn)(struct Cg *cg, Graph *g, int64_t *ws_bytes);
   /* the run-time layout function of a compiled graph (emit/layout.c) */
   LLVMValueRef (*layout_fn)(struct Cg *cg, Graph *g);
+  /* the bytes of a CG_SCRATCH_RT scratch area in a run-time layout:
+   * NULL for the op's emitter's (cg_op_scratch_rt), or the target's
+   * (--target=cuda: its control-flow nodes, codegen/cuda/control.c) */
+  LLVMValueRef (*scratch_rt)(struct Cg *cg, Node *n);
   struct CgDispatch *dispatch; /* calltable.c: dispatch functions */
 } Cg;
 

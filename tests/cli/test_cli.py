@@ -371,7 +371,8 @@ def test_dynamic(rlxc, tmp):
     then laid out at run time too), and refuses, at the node,
     an op that cannot take dynamic sizes yet; the transformations stop
     with one diagnostic at the first dynamic argument; --target=cuda
-    wants a bound on every symbol. A failure writes nothing."""
+    takes them too (a scan's carry without a bound: its scratch at run
+    time). A failure writes nothing."""
     d = os.path.join(tmp, "dyn")
     os.mkdir(d)
     src = os.path.join(d, "dyn.rlx")
@@ -392,15 +393,20 @@ def test_dynamic(rlxc, tmp):
     rc, out, err = run(rlxc, ["--target=cuda", "-o", os.path.join(d, "x.o"),
                               src])  # a scan over a length without a bound
     expect("dyn-gpu-length", rc == 0 and err == "", err)
+    carry = os.path.join(d, "carry.rlx")  # and a carry without one
+    open(carry, "w").write(
+        "graph body {\n  input %h: f32[?b, 4]\n  input %x: f32[?b, 4]\n"
+        "  %y = add(%h, %x)\n  return %y\n}\n\ngraph g {\n  input %x: "
+        "f32[?b, 4]\n  input %xs: f32[3, ?b, 4]\n  %s = scan(%x, %xs, "
+        "body=@body)\n  return %s\n}\n")
+    rc, out, err = run(rlxc, ["--target=cuda", "--emit=plan", "-o",
+                              os.path.join(d, "c.txt"), carry])
+    plan = open(os.path.join(d, "c.txt")).read() if rc == 0 else ""
+    expect("dyn-gpu-carry", rc == 0 and "plan rlx.sub.body.0.enqueue" in plan
+           and "%s = scan  outputs[0] scratch run-time #0" in plan,
+           err + plan)
     cases = []
     for name, text, want, where in [
-            ("gpu", "graph body {\n  input %h: f32[?b, 4]\n  input %x: "
-             "f32[?b, 4]\n  %y = add(%h, %x)\n  return %y\n}\n\ngraph g {"
-             "\n  input %x: f32[?b, 4]\n  input %xs: f32[3, ?b, 4]\n  %s = "
-             "scan(%x, %xs, body=@body)\n  return %s\n}\n",
-             "op 'scan' is not supported by --target=cuda yet: dynamic "
-             "sizes (a size without a bound: the op's buffers are laid out "
-             "for one; write ?NAME<=N)", ":11:8"),
             ("softmax", "graph g {\n  input %x: f32[3, ?b<=8]\n"
              "  %y = softmax(%x, axis=0)\n  return %y\n}\n",
              "codegen: op 'softmax' of %y (f32[3, ?b]) with dynamic sizes: "

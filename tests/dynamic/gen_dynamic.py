@@ -535,9 +535,12 @@ def ctl(rng):
         wl = H
         for _ in range(3):
             wl = wl * 0.5 + 1
+        ns = H
+        for k in range(5):
+            ns = np.tanh(ns + X[k])
         return [hs, scan(True)[1], wl, np.tanh(H), H * H, H @ W + 1,
                 np.concatenate([H, wl]), np.concatenate([X, hs]), X[1:4],
-                hs[:, :, 1:3]]
+                hs[:, :, 1:3], np.tanh(H) ** 2, ns]
     return [h0, PerSize(xs, cut1), w, p], [0, 1, 6, b_max], run
 
 

@@ -63,14 +63,16 @@ def spec_of(src):
 # trip count). Sizes without a bound (the *u cases, unb64): the ops
 # whose grids, loops and scratch follow the run-time sizes alone, the
 # workspace laid out at each call (mlpu, trainu, unb64, cnnu, cnn64u,
-# convbf16u, rngu, att64u, attf16u, gath64u, scan64u: a scan's length).
+# convbf16u, rngu, att64u, attf16u, gath64u, scan64u: a scan's length;
+# ctlu, ctl64u, ctljvpu, scanb64u: control flow, its subgraphs'
+# workspaces, carries and results laid out at each call too).
 GPU_CASES = ["att64", "att64u", "attbf16", "attf16", "attf16u", "attgrad",
              "attnb", "bcast", "bwd64", "bwdops", "cnn", "cnn64", "cnn64u",
              "cnnu", "convbf16", "convbf16u", "convf16", "convgrad", "ctl",
-             "ctl64", "ctljvp", "cum", "gath", "gath64", "gath64u", "gpub",
+             "ctl64", "ctl64u", "ctljvp", "ctljvpu", "ctlu", "cum", "gath", "gath64", "gath64u", "gpub",
              "heads", "mlp", "mlpu", "mmhalf", "norm64", "norms", "pb64",
              "quantgrad", "quantjvp", "redhalf", "rng", "rngu", "scan64",
-             "scan64u", "scanb64", "seq", "seq64", "tl64", "tlayer", "topk",
+             "scan64u", "scanb64", "scanb64u", "seq", "seq64", "tl64", "tlayer", "topk",
              "train", "train64", "trainu", "unb64"]
 
 # Built again with --cuda-graph (a while loop refuses it: ctl*).
