@@ -229,7 +229,9 @@ void cu_kernel_end_n2(Cu *cu, int64_t n, unsigned per, int64_t n2,
 /* The element count of t as a size (a product of dynamic ones). */
 int64_t cu_numel(Cu *cu, const Type *t);
 /* Why n cannot run with dynamic sizes on the GPU, or NULL when it can
- * (or has none): kernels.c's table of the ops that take them. */
+ * (or has none): kernels.c's table of the ops that take them, the
+ * op families' own rules (cu_*_dyn). */
+#define CU_STATIC_ONLY "the op takes static sizes only on the GPU for now"
 const char *cu_dyn_why(Cu *cu, CgPlan *plan, const Node *n);
 /* Append step l to the graph's steps. */
 void cu_add_step(Cu *cu, CuLaunch l);
@@ -378,7 +380,11 @@ bool cu_quant(Cu *cu, CgPlan *plan, Node *n);
  * plus bias[c], the CPU's requantization (mult, mults[c]). */
 LLVMValueRef cu_q_requant(Cu *cu, Node *n, LLVMValueRef acc, LLVMValueRef c);
 /* Workspace scratch of a solve (the copies of A), 0 for other nodes. */
-int64_t cu_solve_scratch(const Node *n);
+int64_t cu_solve_scratch(Cu *cu, const Node *n);
+/* Why those nodes cannot take their dynamic sizes (cu_dyn_why), or
+ * NULL. */
+const char *cu_quant_dyn(Cu *cu, const CgPlan *plan, const Node *n);
+/* (and of q_matmul and dequant_matmul, on matmul.c's tiles) */
 
 /* ---- seq.c ---- */
 /* selective_scan, gated_delta_net; log_mel, log_mel_backward. */
@@ -386,11 +392,16 @@ bool cu_ssm(Cu *cu, CgPlan *plan, Node *n);
 bool cu_log_mel(Cu *cu, CgPlan *plan, Node *n);
 /* Workspace scratch of those nodes (SSM states, log_mel_backward's
  * dy / z), or 0 for any other node. */
-int64_t cu_seq_scratch(const Node *n);
+int64_t cu_seq_scratch(Cu *cu, const Node *n);
+/* Why those nodes cannot take their dynamic sizes (cu_dyn_why), or
+ * NULL. */
+const char *cu_seq_dyn(Cu *cu, const CgPlan *plan, const Node *n);
 
 /* ---- fft.c ---- */
 /* fft (c64); its workspace scratch (the n roots). */
 bool cu_fft(Cu *cu, CgPlan *plan, Node *n);
-int64_t cu_fft_scratch(const Node *n);
+int64_t cu_fft_scratch(Cu *cu, const Node *n);
+/* Why fft n cannot take its dynamic sizes (cu_dyn_why), or NULL. */
+const char *cu_fft_dyn(Cu *cu, const CgPlan *plan, const Node *n);
 
 #endif

@@ -188,7 +188,13 @@ bool cu_fft(Cu *cu, CgPlan *p, Node *n) {
   return !cu->dev->failed;
 }
 
-int64_t cu_fft_scratch(const Node *n) {
+const char *cu_fft_dyn(Cu *cu, const CgPlan *p, const Node *n) {
+  (void)cu, (void)p, (void)n;
+  return CU_STATIC_ONLY;
+}
+
+int64_t cu_fft_scratch(Cu *cu, const Node *n) {
+  (void)cu;
   const Type *t = &n->in[0]->type;
   return t->rank < 1 ? 0 : t->dims[t->rank - 1] * 8;
 }

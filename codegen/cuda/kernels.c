@@ -784,7 +784,14 @@ const char *cu_dyn_why(Cu *cu, CgPlan *p, const Node *n) {
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_MAX_POOL2D_BACKWARD:
   case OP_AVG_POOL2D_BACKWARD: /* static planes */
     return lead_ok(n) ? NULL : "a dynamic size outside axis 0 (the batch)";
-  default: return "the op takes static sizes only on the GPU for now";
+  case OP_FFT: return cu_fft_dyn(cu, p, n);
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET: case OP_LOG_MEL:
+  case OP_LOG_MEL_BACKWARD: return cu_seq_dyn(cu, p, n);
+  case OP_Q_MATMUL: case OP_DEQUANT_MATMUL: case OP_Q_CONV2D:
+  case OP_GROUPED_MATMUL:
+  case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: case OP_DENSE_SOLVE:
+  case OP_BATCHED_DENSE_SOLVE: return cu_quant_dyn(cu, p, n);
+  default: return CU_STATIC_ONLY;
   }
 }
 
@@ -801,10 +808,10 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
   case OP_CONV2D: case OP_CONV2D_BACKWARD_INPUT:
   case OP_CONV2D_BACKWARD_WEIGHT: return cu_conv_scratch(cu, n);
   case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
-    return cu_solve_scratch(n);
+    return cu_solve_scratch(cu, n);
   case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET:
-  case OP_LOG_MEL_BACKWARD: return cu_seq_scratch(n);
-  case OP_FFT: return cu_fft_scratch(n);
+  case OP_LOG_MEL_BACKWARD: return cu_seq_scratch(cu, n);
+  case OP_FFT: return cu_fft_scratch(cu, n);
   case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX:
   case OP_REDUCE_MIN: case OP_REDUCE_PROD: {
     CuCol c;

@@ -216,7 +216,13 @@ static void sv_dims(const Node *n, int64_t *B, int64_t *N, int64_t *K) {
   *K = b->rank == 2 + batched ? b->dims[b->rank - 1] : 1;
 }
 
-int64_t cu_solve_scratch(const Node *n) {
+const char *cu_quant_dyn(Cu *cu, const CgPlan *p, const Node *n) {
+  (void)cu, (void)p, (void)n;
+  return CU_STATIC_ONLY;
+}
+
+int64_t cu_solve_scratch(Cu *cu, const Node *n) {
+  (void)cu;
   if (n->op != OP_DENSE_SOLVE && n->op != OP_BATCHED_DENSE_SOLVE) return 0;
   int64_t B, N, K;
   sv_dims(n, &B, &N, &K);

@@ -212,7 +212,13 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   return true;
 }
 
-int64_t cu_seq_scratch(const Node *n) {
+const char *cu_seq_dyn(Cu *cu, const CgPlan *p, const Node *n) {
+  (void)cu, (void)p, (void)n;
+  return CU_STATIC_ONLY;
+}
+
+int64_t cu_seq_scratch(Cu *cu, const Node *n) {
+  (void)cu;
   int64_t g[4], es = dt_size(n->type.dt);
   switch (n->op) {
   case OP_SELECTIVE_SCAN:
