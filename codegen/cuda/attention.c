@@ -442,7 +442,7 @@ static void put_lse(At *a, LLVMValueRef i, LLVMValueRef m, LLVMValueRef l) {
   LLVMBuildStore(cg->b, lse, lse_at(a, i));
 }
 
-/* attention: o rows (and their lse when a->lse_off >= 0); pre (the
+/* attention: o rows (and their lse when a->lse_off != -1); pre (the
  * backward's pre-pass): lse and D = dO . O of each row. */
 static void fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -465,7 +465,7 @@ static void fwd_kernel(At *a, CgPlan *p, bool pre) {
     cg_store(cg, a->dt, cg_buf(cg, a->n), add(cu, base, c), o);
   cg_loop_end(cg, &cl, &dd);
   if (pre) LLVMBuildStore(cg->b, dd, d_at(a, i));
-  if (a->lse_off >= 0) put_lse(a, i, m, l);
+  if (a->lse_off != -1) put_lse(a, i, m, l);
   end_if(a, j);
   at_end(a, a->lq, AT_NT);
 }
@@ -996,7 +996,7 @@ static LLVMValueRef tc_mlog(At *a, LLVMValueRef m) {
   return at_mul(a, m, cst(a, -1.4426950408889634));
 }
 
-/* attention (o, and its lse when a->lse_off >= 0) or the backward's
+/* attention (o, and its lse when a->lse_off != -1) or the backward's
  * pre-pass (pre: lse and D = dO . o of each row, as fwd_kernel). */
 static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   Cu *cu = a->cu;
@@ -1111,7 +1111,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     if (pre) dd = tc_quad(a, dd, false);
     LLVMBasicBlockRef jn = begin_if(a, valid);
     if (pre) LLVMBuildStore(b, dd, d_at(a, i));
-    if (a->lse_off >= 0) put_lse(a, i, tc_get(a, st, h), l);
+    if (a->lse_off != -1) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
   at_end(a, a->lq, TC_THREADS);

@@ -27,7 +27,8 @@ void cg_xent_pairs(CgPlan *p, Graph *g) {
     Node *f = bwd ? fw[x->id] : NULL;
     if (!f || f->in[1] != n->in[1]) continue;
     p->slot[n->id].fwd = f;
-    p->slot[f->id].saved_bytes = /* a dynamic batch: at its bound */
-        2 * dim_bound(x->type.dims[0]) * dt_size(dt);
+    Type st = {.dt = dt, .rank = 2, .dims = {2, x->type.dims[0]}};
+    p->slot[f->id].saved_bytes = /* a dynamic batch: at its bound, or */
+        cg_plan_bytes_dim(p->ctx, &st); /* a size without one (-1: none) */
   }
 }
