@@ -19,6 +19,13 @@
  * The scale (1/n or 1/sqrt(n), in float as the CPU's) multiplies each
  * result. Every output comes from one thread or a fixed butterfly
  * network: the same bits every run.
+ * Dynamic sizes (docs/gpu.md): the leading axes, bounded or not (the
+ * rows a size read at run time: the radix-2 grid is one block per row,
+ * the direct one a guarded thread per element, both computed at launch,
+ * none for 0 rows; the roots and their scratch depend on n alone; rows
+ * without a bound making a grid of 2^31 or more blocks are the entry's
+ * RLX_ERR_SIZE, as for every grid). The transform length is static (its
+ * shape rule, as on the CPU).
  */
 #include "codegen/cuda/cuda.h"
 
@@ -75,10 +82,9 @@ static LLVMValueRef scaled(Cg *cg, LLVMValueRef v, float scale) {
 }
 
 /* one thread per output: y_k = scale sum_j x_j w_(jk mod n) in double */
-static void dft_kernel(Cu *cu, CgPlan *p, Node *n, int64_t rows, int64_t len,
-                       float scale) {
+static void dft_kernel(Cu *cu, CgPlan *p, Node *n, int64_t len, float scale) {
   Cg *cg = cu->dev;
-  int64_t N = rows * len;
+  int64_t N = cu_numel(cu, &n->in[0]->type); /* a size */
   cu_kernel_begin(cu, p, "fft_dft");
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
@@ -103,7 +109,7 @@ static void dft_kernel(Cu *cu, CgPlan *p, Node *n, int64_t rows, int64_t len,
   LLVMValueRef y = pair(cg, LLVMBuildFPTrunc(cg->b, c[0], cg->t_f32, ""),
                         LLVMBuildFPTrunc(cg->b, c[1], cg->t_f32, ""));
   cg_store(cg, DT_C64, cg_buf(cg, n), i, scaled(cg, y, scale));
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
 }
 
 static void barrier(Cg *cg) {
@@ -117,7 +123,8 @@ static LLVMValueRef strided(Cu *cu, CgLoop *l, int64_t cnt, int B) {
   return add(cu, mul(cu, it, B), cu_tid(cu));
 }
 
-/* one block per row: radix-2 in shared memory (len a power of two) */
+/* one block per row: radix-2 in shared memory (len a power of two);
+ * rows a size */
 static void radix2_kernel(Cu *cu, CgPlan *p, Node *n, int64_t rows,
                           int64_t len, float scale) {
   Cg *cg = cu->dev;
@@ -160,16 +167,17 @@ static void radix2_kernel(Cu *cu, CgPlan *p, Node *n, int64_t rows,
            scaled(cg, LLVMBuildLoad2(cg->b, ct, cu_shared_at(cg, sm, ct, i),
                                      ""), scale));
   cg_loop_end(cg, &l, NULL);
-  cu_kernel_end(cu, (unsigned)rows, (unsigned)B);
+  cu_kernel_end_n(cu, rows, 1, 1, (unsigned)B);
 }
 
 bool cu_fft(Cu *cu, CgPlan *p, Node *n) {
   const Type *t = &n->in[0]->type;
   if (t->dt != DT_C64 || t->rank < 1)
     return cu_unsupported(cu, n, "operand must be a c64 tensor of rank >= 1");
-  int64_t len = t->dims[t->rank - 1];
-  int64_t rows = len ? type_numel(t) / len : 0;
-  if (rows * len == 0) return true;
+  Type lead = *t; /* the rows: the leading axes, a size */
+  lead.rank--;
+  int64_t len = t->dims[t->rank - 1], rows = cu_numel(cu, &lead);
+  if (len == 0 || rows == 0) return true;
   bool pow2 = len >= 2 && !(len & (len - 1)) && len <= FFT_SMEM;
   if (!pow2 && len > FFT_DFT_MAX)
     return cu_unsupported(cu, n, "fft length above 65536");
@@ -178,23 +186,30 @@ bool cu_fft(Cu *cu, CgPlan *p, Node *n) {
   double scale = 1.0;
   if (nw && !strcmp(nw, "ortho")) scale = 1.0 / sqrt((double)len);
   else if ((nw && !strcmp(nw, "forward")) != inv) scale = 1.0 / (double)len;
-  if (pow2 && rows > INT32_MAX)
+  if (pow2 && dim_is_bounded(rows) && dim_bound(rows) > INT32_MAX)
     return cu_unsupported(cu, n, "more than 2^31 - 1 rows");
   roots_kernel(cu, p, n, len, inv);
   if (pow2)
     radix2_kernel(cu, p, n, rows, len, (float)scale);
   else
-    dft_kernel(cu, p, n, rows, len, (float)scale);
+    dft_kernel(cu, p, n, len, (float)scale);
   return !cu->dev->failed;
 }
 
+/* Dynamic leading axes, bounded or not; the length stays static (the
+ * shape rule's; the roots, the shared array and the choice of kernel
+ * depend on it). */
 const char *cu_fft_dyn(Cu *cu, const CgPlan *p, const Node *n) {
-  (void)cu, (void)p, (void)n;
-  return CU_STATIC_ONLY;
+  (void)cu, (void)p;
+  const Type *t = &n->in[0]->type;
+  return t->rank < 1 || dim_is_static(t->dims[t->rank - 1])
+             ? NULL : "a dynamic transform length";
 }
 
+/* The n roots: static whatever the rows. */
 int64_t cu_fft_scratch(Cu *cu, const Node *n) {
   (void)cu;
   const Type *t = &n->in[0]->type;
-  return t->rank < 1 ? 0 : t->dims[t->rank - 1] * 8;
+  return t->rank < 1 || !dim_is_static(t->dims[t->rank - 1])
+             ? 0 : t->dims[t->rank - 1] * 8;
 }
