@@ -23,6 +23,17 @@
  *   dspec = sum_m w filters[f, m] (m in order).
  * Every value is computed by one thread in a fixed order: the same bits
  * every run; no atomics.
+ *
+ * Dynamic sizes (docs/gpu.md, "Dynamic sizes"), bounded or not: the SSM
+ * ops' batch, length and channels or heads (the state size is an
+ * attribute), log_mel's leading (frame, batch) axes (the frequency and
+ * mel axes are static: the shape rule). The thread counts (b h, b H n,
+ * rows M, rows F) are sizes: the guards and grids take their run-time
+ * values (no launch at 0), the time loop runs to the run-time length,
+ * and selective_scan's state stride is the run-time thread count. The
+ * scratch (b h n, b H n n or rows M elements) is laid out for the
+ * bounds, or at each call where a symbol has no bound (a size
+ * expression): either way it holds the run-time sizes' elements.
  */
 #include "codegen/cuda/cuda.h"
 
@@ -32,7 +43,17 @@
 #define FA(a, b2) LLVMBuildFAdd(cg->b, (a), (b2), "")
 #define FS(a, b2) LLVMBuildFSub(cg->b, (a), (b2), "")
 
-/* b, s, h (or heads), n of a shape-checked SSM node (as emit/ssm.c) */
+/* a b, both sizes, as a size; -1 when either is -1 or the product is
+ * no size expression (too complex, or over RLX_MAX_ELEMS) */
+static int64_t dmul(Ctx *c, int64_t a, int64_t b) {
+  if (a == -1 || b == -1) return -1;
+  if (a == 0 || b == 0 || (dim_is_static(a) && dim_is_static(b)))
+    return a * b;
+  return dim_mul(c, a, b, &a) == DIM_OK ? a : -1;
+}
+
+/* b, s, h (or heads), n of a shape-checked SSM node (as emit/ssm.c):
+ * sizes, n static (the state_size attribute) */
 static void ssm_geometry(const Node *n, int64_t g[4]) {
   const Type *x = &n->in[0]->type;
   g[0] = x->dims[0], g[1] = x->dims[1], g[2] = x->dims[2];
@@ -53,6 +74,15 @@ static LLVMValueRef dot(Cu *cu, DType dt, LLVMValueRef a, LLVMValueRef ai,
   return acc;
 }
 
+/* The threads of SSM node n as a size (-1: none): b h for
+ * selective_scan, b H n for gated_delta_net. */
+static int64_t ssm_threads(Ctx *c, const Node *n) {
+  int64_t g[4];
+  ssm_geometry(n, g);
+  int64_t T = dmul(c, g[0], g[2]);
+  return n->op == OP_SELECTIVE_SCAN ? T : dmul(c, T, g[3]);
+}
+
 /* ---- selective_scan ---- */
 
 static bool scan_kernel(Cu *cu, CgPlan *p, Node *n) {
@@ -60,7 +90,7 @@ static bool scan_kernel(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   int64_t g[4];
   ssm_geometry(n, g);
-  int64_t S = g[1], h = g[2], ns = g[3], T = g[0] * h;
+  int64_t S = g[1], h = g[2], ns = g[3], T = ssm_threads(cg->ctx, n);
   cu_kernel_begin(cu, p, "selective_scan");
   LLVMValueRef th = cu_gid(cu);
   cu_guard(cu, ult(cu, th, T));
@@ -72,7 +102,8 @@ static bool scan_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef k = cg_loop_begin(cg, &l0, i64(cu, 0), i64(cu, ns), NULL, 0);
   cg_store(cg, dt, st, add(cu, mul(cu, k, T), th), cg_const(cg, dt, 0));
   cg_loop_end(cg, &l0, NULL);
-  LLVMValueRef t = cg_loop_begin(cg, &lt, i64(cu, 0), i64(cu, S), NULL, 0);
+  LLVMValueRef t = cg_loop_begin(cg, &lt, i64(cu, 0), cu_size(cu, S), NULL,
+                                 0);
   LLVMValueRef r = add(cu, mul(cu, bi, S), t), xi = add(cu, mul(cu, r, h), c);
   LLVMValueRef dv = cg_load(cg, dt, de, xi);
   LLVMValueRef du = FM(dv, cg_load(cg, dt, x, xi));
@@ -87,7 +118,7 @@ static bool scan_kernel(Cu *cu, CgPlan *p, Node *n) {
   cg_loop_end(cg, &lk, &y);
   cg_store(cg, dt, cg_buf(cg, n), xi, y);
   cg_loop_end(cg, &lt, NULL);
-  cu_kernel_end(cu, cu_blocks_for(T, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, T, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
@@ -98,7 +129,7 @@ static bool gdn_kernel(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   int64_t g[4];
   ssm_geometry(n, g);
-  int64_t S = g[1], H = g[2], ns = g[3], T = g[0] * H * ns;
+  int64_t S = g[1], H = g[2], ns = g[3], T = ssm_threads(cg->ctx, n);
   cu_kernel_begin(cu, p, "gated_delta_net");
   LLVMValueRef th = cu_gid(cu);
   cu_guard(cu, ult(cu, th, T));
@@ -115,7 +146,8 @@ static bool gdn_kernel(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef i = cg_loop_begin(cg, &l0, i64(cu, 0), i64(cu, ns), NULL, 0);
   cg_store(cg, dt, sb, add(cu, col, mul(cu, i, ns)), cg_const(cg, dt, 0));
   cg_loop_end(cg, &l0, NULL);
-  LLVMValueRef t = cg_loop_begin(cg, &lt, i64(cu, 0), i64(cu, S), NULL, 0);
+  LLVMValueRef t = cg_loop_begin(cg, &lt, i64(cu, 0), cu_size(cu, S), NULL,
+                                 0);
   LLVMValueRef r = add(cu, mul(cu, add(cu, mul(cu, bi, S), t), H), hh);
   LLVMValueRef rn = mul(cu, r, ns);
   LLVMValueRef eg = cg_ops_exp(cg, cg_load(cg, dt, gb, r));
@@ -139,26 +171,27 @@ static bool gdn_kernel(Cu *cu, CgPlan *p, Node *n) {
               FM(cg_load(cg, dt, kb, add(cu, rn, i)), d)));
   cg_loop_end(cg, &lu, NULL);
   cg_loop_end(cg, &lt, NULL);
-  cu_kernel_end(cu, cu_blocks_for(T, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, T, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
 bool cu_ssm(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  if (type_numel(&n->type) == 0) return true;
+  if (type_bytes_bound(&n->type) == 0) return true; /* a static 0 */
   return n->op == OP_SELECTIVE_SCAN ? scan_kernel(cu, p, n)
                                     : gdn_kernel(cu, p, n);
 }
 
 /* ---- log_mel, log_mel_backward ---- */
 
-/* spec [..., F] as rows x F; M mel bins */
-static void mel_dims(const Node *n, int64_t *rows, int64_t *F, int64_t *M) {
+/* spec [..., F] as rows x F, rows a size (-1: none); M mel bins */
+static void mel_dims(Ctx *c, const Node *n, int64_t *rows, int64_t *F,
+                     int64_t *M) {
   const Type *s = &n->in[0]->type;
   *F = s->dims[s->rank - 1], *M = n->in[1]->type.dims[1];
   int64_t r = 1;
-  for (int i = 0; i + 1 < s->rank; i++) r *= s->dims[i];
+  for (int i = 0; i + 1 < s->rank; i++) r = dmul(c, r, s->dims[i]);
   *rows = r;
 }
 
@@ -168,7 +201,7 @@ static void mel_dims(const Node *n, int64_t *rows, int64_t *F, int64_t *M) {
 static void mel_kernel(Cu *cu, CgPlan *p, Node *n, DType dt, int64_t rows,
                        int64_t F, int64_t M) {
   Cg *cg = cu->dev;
-  int64_t N = rows * M;
+  int64_t N = dmul(cg->ctx, rows, M);
   LLVMValueRef floor_ = cg_const(cg, dt, 1e-10);
   cu_kernel_begin(cu, p, op_name(n->op));
   LLVMValueRef i = cu_gid(cu);
@@ -186,7 +219,7 @@ static void mel_kernel(Cu *cu, CgPlan *p, Node *n, DType dt, int64_t rows,
     cg_store(cg, dt, cg_scratch(cg, n), i,
              LLVMBuildSelect(cg->b, ge, w, cg_const(cg, dt, 0), ""));
   }
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
 }
 
 bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
@@ -194,12 +227,12 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->in[0]->type.dt;
   if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
   int64_t rows, F, M;
-  mel_dims(n, &rows, &F, &M);
-  if (type_numel(&n->type) == 0) return true;
+  mel_dims(cg->ctx, n, &rows, &F, &M);
+  if (type_bytes_bound(&n->type) == 0) return true; /* a static 0 */
   if (M) mel_kernel(cu, p, n, dt, rows, F, M);
   if (n->op == OP_LOG_MEL) return true;
   /* dspec[row, f] = sum_m w[row, m] filters[f, m] (0 without bins) */
-  int64_t N = rows * F;
+  int64_t N = dmul(cg->ctx, rows, F);
   cu_kernel_begin(cu, p, "log_mel_backward_spec");
   LLVMValueRef i = cu_gid(cu);
   cu_guard(cu, ult(cu, i, N));
@@ -208,30 +241,49 @@ bool cu_log_mel(Cu *cu, CgPlan *p, Node *n) {
                              mul(cu, urem(cu, i, F), M), 1, M)
                        : cg_const(cg, dt, 0);
   cg_store(cg, dt, cg_buf(cg, n), i, acc);
-  cu_kernel_end(cu, cu_blocks_for(N, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, N, EW_BLOCK, 1, EW_BLOCK);
   return true;
 }
 
-const char *cu_seq_dyn(Cu *cu, const CgPlan *p, const Node *n) {
-  (void)cu, (void)p, (void)n;
-  return CU_STATIC_ONLY;
+/* e elements (a size) of es bytes: at the bounds, or a size expression
+ * (laid out at each call) where a symbol of e has no bound; -1: none. */
+static int64_t scratch_bytes(Ctx *c, int64_t e, int64_t es) {
+  if (e == -1 || !dim_is_bounded(e)) return dmul(c, e, es);
+  int64_t b = dim_bound(e);
+  return b < 0 || b > INT64_MAX / es ? -1 : b * es;
 }
 
 int64_t cu_seq_scratch(Cu *cu, const Node *n) {
-  (void)cu;
-  int64_t g[4], es = dt_size(n->type.dt);
+  Ctx *c = cu->dev->ctx;
+  int64_t g[4], rows, F, M;
   switch (n->op) {
-  case OP_SELECTIVE_SCAN:
+  case OP_SELECTIVE_SCAN: case OP_GATED_DELTA_NET: /* T n states */
     ssm_geometry(n, g);
-    return g[0] * g[2] * g[3] * es;
-  case OP_GATED_DELTA_NET:
-    ssm_geometry(n, g);
-    return g[0] * g[2] * g[3] * g[3] * es;
-  case OP_LOG_MEL_BACKWARD: {
-    int64_t rows, F, M;
-    mel_dims(n, &rows, &F, &M);
-    return rows * M * dt_size(n->in[0]->type.dt);
-  }
+    return scratch_bytes(c, dmul(c, ssm_threads(c, n), g[3]),
+                         dt_size(n->type.dt));
+  case OP_LOG_MEL_BACKWARD:
+    mel_dims(c, n, &rows, &F, &M);
+    return scratch_bytes(c, dmul(c, rows, M), dt_size(n->in[0]->type.dt));
   default: return 0;
   }
+}
+
+/* Any sizes but a dynamic state, frequency or mel axis, which the shape
+ * rules exclude; the products the kernels take must be sizes. */
+const char *cu_seq_dyn(Cu *cu, const CgPlan *p, const Node *n) {
+  (void)p;
+  Ctx *c = cu->dev->ctx;
+  int64_t g[4], rows, F, M;
+  if (n->op == OP_SELECTIVE_SCAN || n->op == OP_GATED_DELTA_NET) {
+    ssm_geometry(n, g);
+    if (!dim_is_static(g[3])) return "a dynamic state size";
+  } else {
+    mel_dims(c, n, &rows, &F, &M);
+    if (!dim_is_static(F) || !dim_is_static(M))
+      return "a dynamic frequency or mel axis";
+    if (dmul(c, rows, F) == -1 || dmul(c, rows, M) == -1)
+      return "too complex a size expression";
+  }
+  return cu_seq_scratch(cu, n) == -1 ? "too complex a size expression"
+                                     : NULL;
 }
