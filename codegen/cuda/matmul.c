@@ -305,9 +305,12 @@ static MmGeom mm_geom(const Cu *cu, const Node *n) {
               .K = n->in[0]->type.dims[n->in[0]->type.rank - 1], .R = 1,
               .S = 1};
   if (n->op == OP_DEQUANT_MATMUL) { /* x as [numel / K, K], one batch */
-    const Type *w = &n->in[1]->type;
-    g.K = w->dims[0], g.N = w->dims[1];
-    g.M = g.N ? type_numel(t) / g.N : 0;
+    const Type *w = &n->in[1]->type, *x = &n->in[0]->type;
+    g.K = w->dims[0], g.N = w->dims[1], g.M = 1;
+    for (int i = 0; i + 1 < x->rank; i++) { /* M: a size (dynamic axes) */
+      DimStatus st = dim_mul(cu->dev->ctx, g.M, x->dims[i], &g.M);
+      RLX_ASSERT(st == DIM_OK); /* a factor of x's element count */
+    }
   }
   int64_t M = dim_bound(g.M), K = dim_bound(g.K), N = dim_bound(g.N);
   g.bdim = 1; /* dequant_matmul: one batch */
@@ -450,8 +453,9 @@ bool cu_matmul(Cu *cu, CgPlan *p, Node *n) {
 bool cu_dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
   DType dt = n->type.dt;
   if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  if (type_numel(&n->type) == 0) return true;
-  const Type *w = &n->in[1]->type;
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
+  const Type *w = &n->in[1]->type; /* and x's leading axes: M, dynamic
+                                      ones too (mm_geom) */
   int64_t K = w->dims[0], N = w->dims[1];
   int64_t grp = ir_attr_present(n, ATTR_GROUP_SIZE)
                     ? ir_attr_int(n, ATTR_GROUP_SIZE, 1) : K;
@@ -463,7 +467,8 @@ bool cu_dequant_matmul(Cu *cu, CgPlan *p, Node *n) {
 }
 
 bool cu_q_matmul(Cu *cu, CgPlan *p, Node *n) {
-  if (type_numel(&n->type) == 0) return true;
+  /* M may be dynamic (mm_geom); K and N are static */
+  if (type_is_static(&n->type) && type_numel(&n->type) == 0) return true;
   MmOp a = {.st = n->in[0], .rs = n->in[0]->type.dims[1], .cs = 1,
             .q = true, .zp = ir_attr_int(n, ATTR_X_ZP, 0)};
   MmOp b = {.st = n->in[1], .rs = n->in[1]->type.dims[1], .cs = 1,

@@ -26,12 +26,24 @@
  *   CPU's order (separate mul and sub): the CPU's bits. A singular
  *   system (an exactly zero pivot) gets NaN in all of its x and records
  *   RLX_ERR_SINGULAR.
+ *
+ * Dynamic sizes (docs/gpu.md; cu_quant_dyn), with or without a bound:
+ * every size the shape rules let be dynamic. q_matmul's M and
+ * dequant_matmul's (x's leading axes) are matmul.c's (row tiles from the
+ * run-time M); q_conv2d's batch and grouped_matmul's token count T make
+ * the element count, the grid of its one-thread kernel computed at
+ * launch; grouped_matmul_backward_weight walks the run-time T (T = 0:
+ * zeros); a solve's B is its grid (one block a system; the copies of A
+ * laid out for B's bound, or as a size without one) and its K the
+ * run-time width of x's rows (K = 0: no work and no error, as on the
+ * CPU).
  */
 #include "codegen/cuda/cuda.h"
 
 /* ---- shared pieces ---- */
 
-/* Kernel `what` over n elements, one thread each: the element index. */
+/* Kernel `what` over n elements (a size), one thread each: the element
+ * index; a dynamic n: the grid from the run-time count. */
 static LLVMValueRef each_begin(Cu *cu, CgPlan *p, const char *what,
                                int64_t n) {
   cu_kernel_begin(cu, p, what);
@@ -41,7 +53,7 @@ static LLVMValueRef each_begin(Cu *cu, CgPlan *p, const char *what,
 }
 
 static void each_end(Cu *cu, int64_t n) {
-  cu_kernel_end(cu, cu_blocks_for(n, EW_BLOCK), EW_BLOCK);
+  cu_kernel_end_n(cu, n, EW_BLOCK, 1, EW_BLOCK);
 }
 
 /* i8 element buf[i] minus zero point zp, as i32. */
@@ -97,7 +109,7 @@ static bool q_conv2d(Cu *cu, CgPlan *p, Node *n) {
   int64_t KH = w->dims[2], KW = w->dims[3], CG = w->dims[1];
   int64_t G = ir_attr_int(n, ATTR_GROUPS, 1), COG = CO / (G > 0 ? G : 1);
   int64_t xz = ir_attr_int(n, ATTR_X_ZP, 0), wz = ir_attr_int(n, ATTR_W_ZP, 0);
-  int64_t total = type_numel(y);
+  int64_t total = cu_numel(cu, y); /* a size: the batch may be dynamic */
   if (total == 0) return true;
   LLVMValueRef i = each_begin(cu, p, "q_conv2d", total);
   LLVMValueRef ow = urem(cu, i, OW), oh = urem(cu, udiv(cu, i, OW), OH);
@@ -156,11 +168,12 @@ static bool grouped_matmul(Cu *cu, CgPlan *p, Node *n) {
   if (!gm_dtypes_ok(cu, n)) return false;
   Node *w = n->in[1];
   bool wt = cg_plan_slot(p, w)->kind == CG_SLOT_FOLDED;
-  int64_t T = n->in[0]->type.dims[0], K = n->in[0]->type.dims[1];
+  int64_t K = n->in[0]->type.dims[1];
   int64_t E = w->type.dims[0], N = w->type.dims[2];
   int64_t ks = wt ? 1 : N, js = wt ? K : 1; /* w[e, k, j] strides */
-  if (T * N == 0) return true;
-  LLVMValueRef i = each_begin(cu, p, "grouped_matmul", T * N);
+  int64_t total = cu_numel(cu, &n->type); /* T N, T a size */
+  if (total == 0) return true;
+  LLVMValueRef i = each_begin(cu, p, "grouped_matmul", total);
   LLVMValueRef t = udiv(cu, i, N), j = urem(cu, i, N);
   LLVMValueRef e = cg_ops_index(cg, et, cg_buf(cg, n->in[2]), t, E);
   LLVMValueRef wb = add(cu, mul(cu, e, K * N), mul(cu, j, js));
@@ -174,7 +187,7 @@ static bool grouped_matmul(Cu *cu, CgPlan *p, Node *n) {
   acc = fma3(cg, xv, wv, acc);
   cg_loop_end(cg, &l, &acc);
   cg_store(cg, dt, cg_buf(cg, n), i, acc);
-  each_end(cu, T * N);
+  each_end(cu, total);
   return true;
 }
 
@@ -191,7 +204,8 @@ static bool grouped_bwd_weight(Cu *cu, CgPlan *p, Node *n) {
   LLVMValueRef e = udiv(cu, i, K * N);
   LLVMValueRef acc = cg_const(cg, dt, 0);
   CgLoop l;
-  LLVMValueRef t = cg_loop_begin(cg, &l, i64(cu, 0), i64(cu, T), &acc, 1);
+  LLVMValueRef t = cg_loop_begin(cg, &l, i64(cu, 0), cu_size(cu, T), &acc,
+                                 1);
   LLVMValueRef te = cg_ops_index(cg, et, cg_buf(cg, n->in[2]), t, E);
   LLVMValueRef xv = cg_load(cg, dt, cg_buf(cg, n->in[0]),
                             add(cu, mul(cu, t, K), kk));
@@ -207,7 +221,8 @@ static bool grouped_bwd_weight(Cu *cu, CgPlan *p, Node *n) {
 
 /* ---- dense_solve, batched_dense_solve ---- */
 
-/* Sizes of a solve: systems, N, right-hand columns. */
+/* Sizes of a solve: systems, N, right-hand columns (B and K sizes,
+ * maybe dynamic). */
 static void sv_dims(const Node *n, int64_t *B, int64_t *N, int64_t *K) {
   const Type *a = &n->in[0]->type, *b = &n->in[1]->type;
   bool batched = n->op == OP_BATCHED_DENSE_SOLVE;
@@ -216,17 +231,49 @@ static void sv_dims(const Node *n, int64_t *B, int64_t *N, int64_t *K) {
   *K = b->rank == 2 + batched ? b->dims[b->rank - 1] : 1;
 }
 
-const char *cu_quant_dyn(Cu *cu, const CgPlan *p, const Node *n) {
-  (void)cu, (void)p, (void)n;
-  return CU_STATIC_ONLY;
+/* No work at any size: a static 0 among them (a dynamic size is a
+ * negative dim id, never 0). */
+static bool sv_none(int64_t B, int64_t N, int64_t K) {
+  return B == 0 || N == 0 || K == 0;
 }
 
+/* The sizes the shape rules let be dynamic (cu_dyn_why): all of them. */
+const char *cu_quant_dyn(Cu *cu, const CgPlan *p, const Node *n) {
+  (void)cu, (void)p;
+  const Type *t = &n->type, *x = &n->in[0]->type;
+  switch (n->op) {
+  case OP_Q_MATMUL: case OP_DEQUANT_MATMUL: /* M: matmul.c's row tiles */
+    return dim_is_static(t->dims[t->rank - 1]) &&
+                   dim_is_static(x->dims[x->rank - 1])
+               ? NULL : "a dynamic K or N";
+  case OP_Q_CONV2D:
+    return cg_dyn_leading(t) && cg_dyn_leading(x) &&
+                   type_is_static(&n->in[1]->type)
+               ? NULL : "a dynamic size outside axis 0 (the batch)";
+  case OP_GROUPED_MATMUL: case OP_GROUPED_MATMUL_BACKWARD_WEIGHT: {
+    const Type *w = n->op == OP_GROUPED_MATMUL ? &n->in[1]->type : t;
+    return dim_is_static(x->dims[1]) && type_is_static(w)
+               ? NULL : "a dynamic K, N or expert count";
+  }
+  case OP_DENSE_SOLVE: case OP_BATCHED_DENSE_SOLVE:
+    return dim_is_static(x->dims[x->rank - 1]) ? NULL
+                                               : "a dynamic system size N";
+  default: return CU_STATIC_ONLY;
+  }
+}
+
+/* One copy of A per system: A's bytes, at B's bound, or without one a
+ * size (laid out at run time). */
 int64_t cu_solve_scratch(Cu *cu, const Node *n) {
-  (void)cu;
   if (n->op != OP_DENSE_SOLVE && n->op != OP_BATCHED_DENSE_SOLVE) return 0;
-  int64_t B, N, K;
+  int64_t B, N, K, d;
   sv_dims(n, &B, &N, &K);
-  return B * N * K != 0 ? B * N * N * dt_size(n->type.dt) : 0;
+  if (sv_none(B, N, K)) return 0;
+  const Type *a = &n->in[0]->type;
+  if (type_is_bounded(a)) return type_bytes_bound(a);
+  Ctx *ctx = cu->dev->ctx;
+  return type_numel_dim(ctx, a, &d) == DIM_OK &&
+                 dim_mul(ctx, d, dt_size(a->dt), &d) == DIM_OK ? d : -1;
 }
 
 /* for (e = lo + tid; e < hi; e += block), lo and hi i64 values: the
@@ -265,7 +312,7 @@ static void barrier(Cu *cu) {
 
 typedef struct {
   DType dt;
-  int64_t N, K;
+  int64_t N, K;             /* K a size */
   int block;
   LLVMValueRef lu, x; /* this system's LU copy [N, N] and x [N, K] */
 } Sv;
@@ -285,7 +332,8 @@ static void sv_st(Cu *cu, const Sv *s, LLVMValueRef buf, LLVMValueRef r,
 static void sv_swap(Cu *cu, const Sv *s, LLVMValueRef buf, int64_t w,
                     LLVMValueRef pr, LLVMValueRef c) {
   Strided st;
-  LLVMValueRef j = strided_begin(cu, &st, i64(cu, 0), i64(cu, w), s->block);
+  LLVMValueRef j = strided_begin(cu, &st, i64(cu, 0), cu_size(cu, w),
+                                 s->block);
   LLVMValueRef a = sv_ld(cu, s, buf, pr, w, j), b = sv_ld(cu, s, buf, c, w, j);
   sv_st(cu, s, buf, pr, w, j, b);
   sv_st(cu, s, buf, c, w, j, a);
@@ -298,7 +346,7 @@ static void sv_axpy(Cu *cu, const Sv *s, LLVMValueRef buf, int64_t w,
                     LLVMValueRef f) {
   Cg *cg = cu->dev;
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, lo, i64(cu, w), NULL, 0);
+  LLVMValueRef j = cg_loop_begin(cg, &l, lo, cu_size(cu, w), NULL, 0);
   LLVMValueRef v = LLVMBuildFSub(
       cg->b, sv_ld(cu, s, buf, r, w, j),
       LLVMBuildFMul(cg->b, f, sv_ld(cu, s, buf, c, w, j), ""), "");
@@ -355,7 +403,8 @@ static void sv_back(Cu *cu, const Sv *s) {
   Cg *cg = cu->dev;
   LLVMBuilderRef b = cg->b;
   Strided st;
-  LLVMValueRef j = strided_begin(cu, &st, i64(cu, 0), i64(cu, s->K), s->block);
+  LLVMValueRef j = strided_begin(cu, &st, i64(cu, 0), cu_size(cu, s->K),
+                                 s->block);
   CgLoop lr, lq;
   LLVMValueRef it = cg_loop_begin(cg, &lr, i64(cu, 0), i64(cu, s->N), NULL, 0);
   LLVMValueRef r = LLVMBuildSub(b, i64(cu, s->N - 1), it, "");
@@ -376,7 +425,8 @@ static void sv_back(Cu *cu, const Sv *s) {
 static void sv_fill(Cu *cu, const Sv *s, LLVMValueRef dst, LLVMValueRef src,
                     int64_t n) {
   Strided st;
-  LLVMValueRef e = strided_begin(cu, &st, i64(cu, 0), i64(cu, n), s->block);
+  LLVMValueRef e = strided_begin(cu, &st, i64(cu, 0), cu_size(cu, n),
+                                 s->block);
   LLVMValueRef v = src ? cg_load(cu->dev, s->dt, src, e)
                        : cg_const(cu->dev, s->dt, __builtin_nan(""));
   cg_store(cu->dev, s->dt, dst, e, v);
@@ -388,20 +438,25 @@ static bool dense_solve(Cu *cu, CgPlan *p, Node *n) {
   LLVMBuilderRef b = cg->b;
   DType dt = n->type.dt;
   if (dt != DT_F32 && dt != DT_F64) return cu_bad_dtype(cu, n, dt);
-  int64_t B, N, K;
+  int64_t B, N, K, NK;
   sv_dims(n, &B, &N, &K);
-  if (B * N * K == 0) return true;
-  Sv s = {.dt = dt, .N = N, .K = K, .block = cu_block_for(N > K ? N : K)};
+  if (sv_none(B, N, K)) return true;
+  DimStatus st = dim_mul(cg->ctx, N, K, &NK);
+  RLX_ASSERT(st == DIM_OK); /* a factor of b's element count */
+  int64_t kb = dim_bound(K); /* the block for K's bound (none: 256) */
+  Sv s = {.dt = dt, .N = N, .K = K, .block = cu_block_for(N > kb ? N : kb)};
   cu_kernel_begin(cu, p, op_name(n->op));
+  if (!dim_is_static(K)) /* no right-hand sides: no work, no error */
+    cu_guard(cu, LLVMBuildICmp(b, LLVMIntNE, cu_size(cu, K), i64(cu, 0), ""));
   LLVMValueRef sys = cu_ctaid(cu);
   LLVMTypeRef et = cg_ctype(cg, dt);
-  LLVMValueRef ao = mul(cu, sys, N * N), xo = mul(cu, sys, N * K);
+  LLVMValueRef ao = mul(cu, sys, N * N), xo = mul(cu, sys, NK);
   s.lu = LLVMBuildGEP2(b, et, cg_scratch(cg, n), &ao, 1, "");
   s.x = LLVMBuildGEP2(b, et, cg_buf(cg, n), &xo, 1, "");
   LLVMValueRef a = LLVMBuildGEP2(b, et, cg_buf(cg, n->in[0]), &ao, 1, "");
   LLVMValueRef rhs = LLVMBuildGEP2(b, et, cg_buf(cg, n->in[1]), &xo, 1, "");
   sv_fill(cu, &s, s.lu, a, N * N);
-  sv_fill(cu, &s, s.x, rhs, N * K); /* same element per thread: x may be b */
+  sv_fill(cu, &s, s.x, rhs, NK); /* same element per thread: x may be b */
   barrier(cu);
   LLVMValueRef bad = LLVMConstInt(cg->t_i1, 0, 0);
   CgLoop l;
@@ -414,11 +469,11 @@ static bool dense_solve(Cu *cu, CgPlan *p, Node *n) {
   LLVMBuildCondBr(b, bad, nan, done);
   LLVMPositionBuilderAtEnd(b, nan);
   barrier(cu);
-  sv_fill(cu, &s, s.x, NULL, N * K);
+  sv_fill(cu, &s, s.x, NULL, NK);
   LLVMBuildBr(b, done);
   LLVMPositionBuilderAtEnd(b, done);
   cg_fail_if(cg, bad, RLX_ERR_SINGULAR);
-  cu_kernel_end(cu, (unsigned)B, (unsigned)s.block);
+  cu_kernel_end_n(cu, B, 1, 1, (unsigned)s.block); /* a block a system */
   return true;
 }
 
