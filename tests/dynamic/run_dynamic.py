@@ -68,11 +68,15 @@ def spec_of(src):
 # workspaces, carries and results laid out at each call too).
 GPU_CASES = ["att64", "att64u", "attbf16", "attf16", "attf16u", "attgrad",
              "attnb", "bcast", "bwd64", "bwdops", "cnn", "cnn64", "cnn64u",
-             "cnnu", "convbf16", "convbf16u", "convf16", "convgrad", "ctl",
-             "ctl64", "ctl64u", "ctljvp", "ctljvpu", "ctlu", "cum", "gath", "gath64", "gath64u", "gpub",
-             "heads", "mlp", "mlpu", "mmhalf", "norm64", "norms", "pb64",
-             "quantgrad", "quantjvp", "redhalf", "rng", "rngu", "scan64",
-             "scan64u", "scanb64", "scanb64u", "seq", "seq64", "tl64", "tlayer", "topk",
+             "cnnu", "convbf16", "convbf16u", "convf16", "convgrad", "cplx",
+             "cplxgrad", "cplxhvp", "cplxu", "ctl", "ctl64", "ctl64u",
+             "ctljvp", "ctljvpu", "ctlu", "cum", "gath", "gath64", "gath64u",
+             "gmm64", "gmm64u", "gpub", "heads", "lm64", "lm64u", "lmsolve",
+             "lmsolveu", "mlp", "mlpu", "mmhalf", "moe", "moeu", "norm64",
+             "norms", "pb64", "quant", "quant64", "quantgrad", "quantjvp",
+             "quantseq", "quantu", "redhalf", "rng", "rngu", "scan64",
+             "scan64u", "scanb64", "scanb64u", "seq", "seq64", "solve64",
+             "ssm", "ssm64", "ssm64u", "ssmu", "tl64", "tlayer", "topk",
              "train", "train64", "trainu", "unb64"]
 
 # Built again with --cuda-graph (a while loop refuses it: ctl*).
