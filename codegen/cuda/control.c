@@ -128,44 +128,49 @@ static int subs_of(const Node *n, Graph **g) {
   }
 }
 
-/* The bytes of t's buffer in n's scratch: at its bound, or (rt) at the
- * call's sizes (host code). */
-static LLVMValueRef part(Cg *cg, const Type *t, bool rt) {
-  return rt ? cg_align_rt(cg, cg_bytes(cg, t)) : cg_i64(cg, bound_bytes(t));
-}
-
-/* Bytes of n's own buffers, in host code. */
-static LLVMValueRef own_at(Cg *cg, const Node *n, bool rt) {
-  switch (n->op) {
-  case OP_SCAN:
-    return ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
-               ? cg_i64(cg, 0) : part(cg, &n->in[0]->type, rt);
-  case OP_IF: return part(cg, &n->type, rt);
-  case OP_WHILE: {
-    LLVMValueRef s = cg_i64(cg, 0);
-    for (int k = 0; k < n->nin; k++)
-      s = cg_add_i64(cg, s, part(cg, &n->in[k]->type, rt));
-    return cg_add_i64(cg, cg_i64(cg, 64), LLVMBuildShl(cg->b, s,
-                                                       cg_i64(cg, 1), ""));
+/* n's own buffers, in order after their first *head bytes (a while's
+ * flag: 64): their types into t (a while's carries twice: set A, then
+ * set B); their count. */
+static int own_parts(const Node *n, const Type **t, int64_t *head) {
+  int k = 0;
+  *head = 0;
+  if (n->op == OP_SCAN && !ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false))
+    t[k++] = &n->in[0]->type;
+  else if (n->op == OP_IF)
+    t[k++] = &n->type;
+  else if (n->op == OP_WHILE) {
+    *head = 64;
+    for (int s = 0; s < 2; s++)
+      for (int c = 0; c < n->nin && c < MAX_OPS; c++) t[k++] = &n->in[c]->type;
   }
-  default: return cg_i64(cg, 0);
-  }
+  return k;
 }
 
 /* Bytes of n's own buffers at their bounds. */
 static int64_t own_bytes(const Node *n) {
-  switch (n->op) {
-  case OP_SCAN:
-    return ir_attr_bool((Node *)n, ATTR_SAVE_TRAJ, false)
-               ? 0 : bound_bytes(&n->in[0]->type);
-  case OP_IF: return bound_bytes(&n->type);
-  case OP_WHILE: {
-    int64_t s = 0;
-    for (int k = 0; k < n->nin; k++) s += bound_bytes(&n->in[k]->type);
-    return 64 + 2 * s;
+  const Type *t[2 * MAX_OPS];
+  int64_t s;
+  for (int i = 0, k = own_parts(n, t, &s); i < k; i++) s += bound_bytes(t[i]);
+  return s;
+}
+
+/* Host code: the bytes of n's own buffers, at their bounds or (rt) at
+ * the call's sizes; with own, own[0] the front of them (a while's
+ * flag, else the first buffer) and own[(head > 0) + i] buffer i, from
+ * base. */
+static LLVMValueRef own_at(Cg *cg, const Node *n, bool rt, LLVMValueRef base,
+                           LLVMValueRef *own) {
+  const Type *t[2 * MAX_OPS];
+  int64_t head;
+  int k = own_parts(n, t, &head);
+  LLVMValueRef s = cg_i64(cg, head);
+  if (own) own[0] = base;
+  for (int i = 0; i < k; i++) {
+    if (own) own[(head > 0) + i] = cg_gep(cg, base, s);
+    s = cg_add_i64(cg, s, rt ? cg_align_rt(cg, cg_bytes(cg, t[i]))
+                             : cg_i64(cg, bound_bytes(t[i])));
   }
-  default: return 0;
-  }
+  return s;
 }
 
 /* Subgraph g's workspace at the call's sizes, in host code: its bytes
@@ -227,16 +232,17 @@ LLVMValueRef cu_control_scratch_rt(Cg *cg, Node *n) {
     ws = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntUGT, r, ws, ""),
                          r, ws, "");
   }
-  LLVMValueRef t = cg_add_i64(cg, own_at(cg, n, true), ws);
+  LLVMValueRef t = cg_add_i64(cg, own_at(cg, n, true, NULL, NULL), ws);
   t = cg_add_i64(cg, t, cg_i64(cg, consts_bytes(cg->fn->plan, n) + 64));
   return LLVMBuildSelect(cg->b, neg, cg_i64(cg, -1), t, "");
 }
 
-/* Host code: n's own buffers in its scratch; returns where its
- * subgraphs' workspace starts. */
+/* Host code: n's own buffers in its scratch (own_at's own); returns
+ * where its subgraphs' workspace starts. */
 static LLVMValueRef own_ptr(Cg *cg, CgPlan *p, Node *n, LLVMValueRef *own) {
-  *own = cg_gep(cg, cg_scratch(cg, n), cg_i64(cg, consts_bytes(p, n)));
-  return cg_gep(cg, *own, own_at(cg, n, is_rt(p, n)));
+  LLVMValueRef base = cg_gep(cg, cg_scratch(cg, n),
+                             cg_i64(cg, consts_bytes(p, n)));
+  return cg_gep(cg, base, own_at(cg, n, is_rt(p, n), base, own));
 }
 
 /* Device pointers (host code) of n's operands from..nin-1 into v[0..):
@@ -466,17 +472,12 @@ static bool while_(Cu *cu, CgPlan *p, Node *n) {
   CuHostFn h;
   host_begin(cu, &h, p, n);
   DType fdt = gc->rets[0]->type.dt;
-  LLVMValueRef init[MAX_OPS], set[2][MAX_OPS], flag, sc, sb;
-  LLVMValueRef out = cg_buf(cg, n), ws = own_ptr(cg, p, n, &flag);
+  LLVMValueRef init[MAX_OPS], own[1 + 2 * MAX_OPS], sc, sb;
+  LLVMValueRef out = cg_buf(cg, n), ws = own_ptr(cg, p, n, own);
+  LLVMValueRef flag = own[0], *set[2] = {own + 1, own + 1 + nc};
   operands(cu, p, n, 0, init);
   sub_rt(cg, gc, &sc);
   sub_rt(cg, gb, &sb);
-  LLVMValueRef off = cg_i64(cg, 64);
-  for (int s = 0; s < 2; s++)
-    for (int k = 0; k < nc; k++) {
-      set[s][k] = cg_gep(cg, flag, off);
-      off = cg_add_i64(cg, off, part(cg, &n->in[k]->type, is_rt(p, n)));
-    }
   /* cur: the carries' pointers (host array), first the operands */
   LLVMValueRef cur = cg_ptr_array(cg, init, nc);
   LLVMValueRef sets[2] = {cg_ptr_array(cg, set[0], nc),
