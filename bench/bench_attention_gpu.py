@@ -2,15 +2,17 @@
 """bench_attention_gpu.py: bf16 attention with --target=cuda against
 torch.nn.functional.scaled_dot_product_attention (flash backend).
 
-  bench_attention_gpu.py build RLXC LIBRLXRT OUT  (here: compile every
-                                                   case to OUT/NAME.so)
-  bench_attention_gpu.py run OUT [ROUNDS]         (GPU host: check, time)
+  bench_attention_gpu.py build RLXC LIBRLXRT OUT [SM]  (here: compile
+        every case to OUT/NAME.so, with --gpu-arch=SM when given: sm_90a
+        for the wgmma kernels)
+  bench_attention_gpu.py run OUT [ROUNDS [REGEX]]  (GPU host: check and
+        time the cases whose name REGEX matches, default all)
 
 Cases: head dim 64 and 128, L = 1024, 2048, 4096, 8192 (Lq = Lk), causal
 and not, B = 16384 / L sequences of H = 2048 / d heads ([B, H, L, d],
 bf16), the forward alone (`fwd`: o) and forward + backward (`fb`: o,
 dq, dk, dv from dO as attention_backward nodes, what a training step
-runs; each backward node runs its own pre-pass today, docs/gpu.md). Check first, per case: o (and dq, dk, dv) against torch's flash
+runs: one attention group, the forward saving its lse, docs/gpu.md). Check first, per case: o (and dq, dk, dv) against torch's flash
 kernels on the same inputs, max |err| / max |ref| (both bf16 results of
 f32-accumulated sums: a few 1e-3 expected). Timing: rlxc and torch
 alternated (bench/gpu_rounds.py), ROUNDS (5) rounds of enough calls
@@ -57,13 +59,14 @@ def graph(name, d, L, causal, mode):
     return "\n".join(lines + ["  return %s" % ret, "}", ""])
 
 
-def build(rlxc, rt, out):
+def build(rlxc, rt, out, arch=None):
     os.makedirs(out, exist_ok=True)
     for name, d, L, causal, mode in cases():
         src = os.path.join(out, name + ".rlx")
         open(src, "w").write(graph(name, d, L, causal, mode))
         obj = os.path.join(out, name + ".o")
-        subprocess.run([rlxc, src, "--target=cuda", "-o", obj], check=True)
+        subprocess.run([rlxc, src, "--target=cuda", "-o", obj] +
+                       (["--gpu-arch=" + arch] if arch else []), check=True)
         subprocess.run(["cc", "-shared", "-o", os.path.join(out, name + ".so"),
                         obj, rt, "-lm", "-lpthread", "-ldl"], check=True)
         for ext in (".o", ".h", ".rlx"):
@@ -76,7 +79,7 @@ def pairs(L, causal):
     return L * (L + 1) // 2 if causal else L * L
 
 
-def run(out, rounds):
+def run(out, rounds, match=None):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -96,7 +99,7 @@ def run(out, rounds):
     results, fails = [], 0
     for name, d, L, causal, mode in cases():
         so = os.path.join(out, name + ".so")
-        if not os.path.exists(so):
+        if not os.path.exists(so) or (match and not re.search(match, name)):
             continue
         torch.manual_seed(0)
         ins = [torch.randn(shape(d, L), device=dev).to(torch.bfloat16)
@@ -160,11 +163,11 @@ def run(out, rounds):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 4 and a[0] == "build":
-        build(a[1], a[2], a[3])
+    if len(a) in (4, 5) and a[0] == "build":
+        build(*a[1:])
         return 0
-    if len(a) in (2, 3) and a[0] == "run":
-        return run(a[1], int(a[2]) if len(a) == 3 else 5)
+    if len(a) in (2, 3, 4) and a[0] == "run":
+        return run(a[1], int(a[2]) if len(a) >= 3 else 5, *a[3:])
     sys.exit(__doc__)
 
 

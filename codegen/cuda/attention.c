@@ -661,11 +661,25 @@ static bool tc_ok(const At *a) {
          a->g.d % 16 == 0 && a->g.d <= 128 && AT_NT == 64;
 }
 
+/* With wgmma (sm_90a, head_dim 64 or 128) the products read their
+ * operands from shared memory: the block's own 64 rows (Q; Q and dO;
+ * K and V) are staged once in buffers of their own, and every tile
+ * buffer takes wgmma's 128-byte-swizzle layout: head_dim in panels of
+ * 64 (TC_KEYS rows of 128 bytes each, chunk c ^ (row & 7)), read
+ * K-major (rows the m or n index) or MN-major (rows the k index) from
+ * the same bytes; buffers in dynamic shared memory on 1024-byte
+ * boundaries. */
 typedef struct {
   LLVMValueRef smem, lane, rr, jh, jl; /* lane & 7, lane >> 4, (lane >> 3) & 1 */
   int64_t cpr;                      /* 16-byte chunks per row: d / 8 */
   int sm;                           /* swizzle mask */
+  bool wg;                          /* wgmma */
+  int nbuf;                         /* tile buffers (wgmma) */
 } Tc;
+
+static bool tc_wg(const At *a) {
+  return cu_wgmma_ok(a->cu) && a->g.d % 64 == 0;
+}
 
 static LLVMValueRef i32v(At *a, int64_t v) { return cg_i32(dev(a), (int)v); }
 
@@ -678,6 +692,12 @@ static LLVMValueRef tc_chunk(At *a, const Tc *t, LLVMValueRef buf,
                                 "");
   LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i32v(a, t->cpr), ""), x,
                                 "");
+  if (t->wg) /* panel c / 8, row r, chunk (c ^ r) & 7 */
+    o = LLVMBuildAdd(b, LLVMBuildAdd(
+        b, LLVMBuildMul(b, LLVMBuildLShr(b, c, i32v(a, 3), ""),
+                        i32v(a, TC_KEYS * 8), ""),
+        LLVMBuildMul(b, r, i32v(a, 8), ""), ""),
+        LLVMBuildAnd(b, x, i32v(a, 7), ""), "");
   o = LLVMBuildAdd(b, LLVMBuildMul(b, o, i32v(a, 16), ""),
                    LLVMBuildMul(b, buf, i32v(a, TC_KEYS * t->cpr * 16), ""),
                    "");
@@ -732,11 +752,16 @@ static void tc_issue(At *a, const Tc *t, Node *src, bool qlike,
   cg_intrinsic_n(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 }
 
-/* Wait until at most one commit group of this thread is in flight,
- * then for every thread (barrier). */
-static void tc_wait(At *a) {
-  LLVMValueRef one = i32v(a, 1);
-  cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+/* Wait until at most n commit groups of this thread are in flight,
+ * then for every thread (barrier; before it, with wgmma, the fence
+ * that makes the copies visible to the tensor cores' reads). */
+static void tc_wait(At *a, const Tc *t, int n) {
+  LLVMValueRef v = i32v(a, n);
+  if (n)
+    cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.group", NULL, 0, &v, 1);
+  else
+    cg_intrinsic_n(dev(a), "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+  if (t->wg) cu_asm(dev(a), "fence.proxy.async.shared::cta;");
   barrier(a);
 }
 
@@ -812,15 +837,23 @@ static LLVMValueRef tc_get(At *a, LLVMValueRef p, int k) {
  * rows[0] = g and rows[1] = g + 8 of its warp's 16, t2 = 2 (lane & 3)
  * (its first column in an n8 tile). false if there is no block. */
 static bool tc_begin(At *a, CgPlan *p, const char *what, int64_t L, Tc *t,
-                     LLVMValueRef rows[2], LLVMValueRef *t2) {
+                     int nbuf, LLVMValueRef rows[2], LLVMValueRef *t2) {
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
-  *t = (Tc){.cpr = a->g.d / 8};
+  *t = (Tc){.cpr = a->g.d / 8, .wg = tc_wg(a), .nbuf = nbuf};
   t->sm = (int)((t->cpr & -t->cpr) < 8 ? (t->cpr & -t->cpr) : 8) - 1;
-  t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, TC_SMEM,
-                      128);
+  if (!t->wg)
+    t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, TC_SMEM, 128);
   if (!at_begin(a, p, what, L)) return false;
+  if (t->wg) { /* on a 1024-byte boundary (the swizzle atoms) */
+    t->smem = cu_dyn_shared(cg);
+    LLVMValueRef pad = LLVMBuildAnd(
+        b, LLVMBuildSub(b, I(a, 0), LLVMBuildPtrToInt(b, t->smem, cg->t_i64,
+                                                      ""), ""),
+        I(a, 1023), "");
+    t->smem = LLVMBuildGEP2(b, cg->t_i8, t->smem, &pad, 1, "");
+  }
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
   t->lane = LLVMBuildAnd(b, tid, i32v(a, 31), "");
   t->rr = LLVMBuildAnd(b, t->lane, i32v(a, 7), "");
@@ -834,6 +867,30 @@ static bool tc_begin(At *a, CgPlan *p, const char *what, int64_t L, Tc *t,
   rows[0] = add(cu, add(cu, a->t0, mul(cu, udiv(cu, a->tid, 32), 16)), g);
   rows[1] = add(cu, rows[0], I(a, 8));
   return true;
+}
+
+/* Close a tensor-core kernel over L (with wgmma: its dynamic shared
+ * memory). */
+static void tc_end(At *a, const Tc *t, int64_t L) {
+  at_end(a, L, TC_THREADS);
+  if (t->wg)
+    cu_kernel_dyn_shared(a->cu, (unsigned)(t->nbuf * TC_KEYS * t->cpr * 16 +
+                                           1024));
+}
+
+/* The wgmma descriptor of 16-deep k step ks of tile buffer buf:
+ * K-major (rows the m or n index, k along head_dim: panel ks / 4, 32
+ * bytes a step) or MN-major (mn: rows the k index, 16 rows a step;
+ * head_dim panels TC_KEYS * 128 bytes apart). */
+static LLVMValueRef tc_desc(At *a, const Tc *t, LLVMValueRef buf, int ks,
+                            bool mn) {
+  Cg *cg = dev(a);
+  LLVMValueRef z = i32v(a, 0);
+  LLVMValueRef sa = LLVMBuildPtrToInt(cg->b, tc_chunk(a, t, buf, z, z),
+                                      cg->t_i64, "");
+  int64_t off = mn ? ks * 2048 : ks / 4 * TC_KEYS * 128 + ks % 4 * 32;
+  return cu_wg_desc(a->cu, add(a->cu, sa, I(a, off)),
+                    mn ? TC_KEYS * 128 : 16, 1024);
 }
 
 /* fr[ks][0..4): the A fragments of rows[] of x (q-like or k-like), columns
@@ -851,9 +908,20 @@ static void tc_frags(At *a, Node *x, bool qlike, LLVMValueRef rows[2],
  * ldmatrix of keys 16 np + 8 jh + rr, columns 16 ks + 8 jl gives the B
  * fragments of tiles 2 np, 2 np + 1. */
 static void tc_xyt(At *a, const Tc *t, LLVMValueRef fr[8][4],
-                   LLVMValueRef buf, LLVMValueRef sc) {
+                   LLVMValueRef xb, LLVMValueRef buf, LLVMValueRef sc) {
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
+  if (t->wg) { /* X: the block's 64 rows in buffer xb */
+    LLVMValueRef ad[8], bd[8];
+    for (int ks = 0; ks < a->g.d / 16; ks++) {
+      ad[ks] = tc_desc(a, t, xb, ks, false);
+      bd[ks] = tc_desc(a, t, buf, ks, false);
+    }
+    for (int k = 0; k < 32; k++) LLVMBuildStore(b, cst(a, 0), tc_at(a, sc, k));
+    cu_wgmma(cg, a->dt, TC_KEYS, sc, (int)(a->g.d / 16), ad, NULL, false, bd,
+             false, 0);
+    return;
+  }
   for (int np = 0; np < TC_KEYS / 16; np++) {
     LLVMValueRef c0[4], c1[4];
     for (int i = 0; i < 4; i++) c0[i] = c1[i] = cst(a, 0);
@@ -883,11 +951,15 @@ static void tc_wy(At *a, const Tc *t, LLVMValueRef sc, LLVMValueRef buf,
                   LLVMValueRef acc) {
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
+  LLVMValueRef pa[TC_KEYS / 16][4], bd[TC_KEYS / 16];
   for (int kk = 0; kk < TC_KEYS / 16; kk++) {
-    LLVMValueRef pa[4];
     for (int i = 0; i < 4; i++) {
       int k = 8 * kk + 4 * (i >> 1) + 2 * (i & 1);
-      pa[i] = tc_pack(a, tc_get(a, sc, k), tc_get(a, sc, k + 1));
+      pa[kk][i] = tc_pack(a, tc_get(a, sc, k), tc_get(a, sc, k + 1));
+    }
+    if (t->wg) {
+      bd[kk] = tc_desc(a, t, buf, kk, true);
+      continue;
     }
     LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(b, i32v(a, 16 * kk),
                                     t->rr, ""), LLVMBuildShl(b, t->jl,
@@ -899,12 +971,15 @@ static void tc_wy(At *a, const Tc *t, LLVMValueRef sc, LLVMValueRef buf,
       for (int x = 0; x < 2; x++) {
         LLVMValueRef c[4];
         for (int i = 0; i < 4; i++) c[i] = tc_get(a, acc, 4 * (2 * dn + x) + i);
-        cu_mma(cg, a->dt, pa, r + 2 * x, c);
+        cu_mma(cg, a->dt, pa[kk], r + 2 * x, c);
         for (int i = 0; i < 4; i++)
           LLVMBuildStore(b, c[i], tc_at(a, acc, 4 * (2 * dn + x) + i));
       }
     }
   }
+  if (t->wg)
+    cu_wgmma(cg, a->dt, (int)a->g.d, acc, TC_KEYS / 16, NULL, pa, false, bd,
+             true, 0);
 }
 
 /* Key j of element e (0, 1) of n8 tile nt of the tile from j0. */
@@ -1006,9 +1081,11 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   Tc t;
   LLVMValueRef rows[2], t2, qa[8][4];
   if (!tc_begin(a, p, pre ? "attention_mma_lse" : "attention_mma", a->lq,
-                &t, rows, &t2))
+                &t, 4, rows, &t2))
     return;
-  tc_frags(a, a->n->in[0], true, rows, t2, qa);
+  LLVMValueRef qb = i32v(a, 3); /* wgmma: Q's buffer, staged first */
+  if (t.wg) tc_issue(a, &t, a->n->in[0], true, qb, a->t0);
+  else tc_frags(a, a->n->in[0], true, rows, t2, qa);
   /* state: m[2], l[2] (this thread's partial sums), O[nd][4] */
   LLVMValueRef st = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 4 + 4 * nd),
                               "st");
@@ -1033,8 +1110,8 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
   LLVMValueRef j0 = mul(cu, kt, TC_KEYS);
   LLVMValueRef kb = LLVMBuildTrunc(b, LLVMBuildAnd(b, kt, I(a, 1), ""),
                                    cg->t_i32, "");
-  tc_wait(a); /* K of this tile has landed */
-  tc_xyt(a, &t, qa, kb, sc);
+  tc_wait(a, &t, 1); /* K of this tile has landed */
+  tc_xyt(a, &t, qa, qb, kb, sc);
   tc_issue(a, &t, kn, false, LLVMBuildXor(b, kb, i32v(a, 1), ""),
            add(cu, j0, I(a, TC_KEYS)));
   /* scores, then the online softmax of rows[h] (elements 2 h, 2 h + 1) */
@@ -1080,7 +1157,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
                                  alpha), q);
       }
   }
-  tc_wait(a); /* V of this tile has landed */
+  tc_wait(a, &t, 1); /* V of this tile has landed */
   tc_wy(a, &t, sc, i32v(a, 2), acc);
   barrier(a); /* every warp is done with V */
   tc_issue(a, &t, vn, false, i32v(a, 2), add(cu, j0, I(a, TC_KEYS)));
@@ -1114,7 +1191,7 @@ static void tc_fwd_kernel(At *a, CgPlan *p, bool pre) {
     if (a->lse_off != -1) put_lse(a, i, tc_get(a, st, h), l);
     end_if(a, jn);
   }
-  at_end(a, a->lq, TC_THREADS);
+  tc_end(a, &t, a->lq);
 }
 
 /* A zeroed f32 array of n (registers once promoted). */
@@ -1140,7 +1217,7 @@ static LLVMValueRef tc_tiles_begin(At *a, const Tc *t, CgLoop *tl,
   Cu *cu = a->cu;
   Cg *cg = dev(a);
   LLVMBuilderRef b = cg->b;
-  bool pipe = 4 * TC_KEYS * t->cpr * 16 <= TC_SMEM;
+  bool pipe = t->wg || 4 * TC_KEYS * t->cpr * 16 <= TC_SMEM;
   LLVMValueRef first = udiv(cu, lo, TC_KEYS);
   if (pipe) {
     LLVMValueRef par = LLVMBuildTrunc(b, LLVMBuildAnd(b, first, I(a, 1), ""),
@@ -1167,8 +1244,7 @@ static LLVMValueRef tc_tiles_begin(At *a, const Tc *t, CgLoop *tl,
   buf[0] = par, buf[1] = LLVMBuildAdd(b, par, i32v(a, 2), "");
   /* this tile has landed, and every warp is done with the previous one,
    * whose buffers the next tile's copies reuse */
-  cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
-  barrier(a);
+  tc_wait(a, t, 0);
   LLVMValueRef nx = LLVMBuildXor(b, par, i32v(a, 1), "");
   tc_issue(a, t, x0, qlike, nx, add(cu, r0, I(a, TC_KEYS)));
   tc_issue(a, t, x2, qlike, LLVMBuildAdd(b, nx, i32v(a, 2), ""),
@@ -1212,10 +1288,16 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   Tc t;
   LLVMValueRef rows[2], t2, qa[8][4], ya[8][4], ls[2], dd[2];
   if (!tc_begin(a, p, dbias ? "attention_mma_dbias" : "attention_mma_dq",
-                a->lq, &t, rows, &t2))
+                a->lq, &t, 6, rows, &t2))
     return;
-  tc_frags(a, a->n->in[0], true, rows, t2, qa);
-  tc_frags(a, a->n->in[3], true, rows, t2, ya);
+  LLVMValueRef qb = i32v(a, 4), yb = i32v(a, 5); /* wgmma: Q, dO */
+  if (t.wg) {
+    tc_issue(a, &t, a->n->in[0], true, qb, a->t0);
+    tc_issue(a, &t, a->n->in[3], true, yb, a->t0);
+  } else {
+    tc_frags(a, a->n->in[0], true, rows, t2, qa);
+    tc_frags(a, a->n->in[3], true, rows, t2, ya);
+  }
   for (int h = 0; h < 2; h++) {
     lse_d(a, smin(a, rows[h], last(a, a->lq)), &ls[h], &dd[h]);
     ls[h] = tc_mlog(a, ls[h]);
@@ -1226,8 +1308,8 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   CgLoop tl;
   LLVMValueRef buf[2], j0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[1],
                                            a->n->in[2], false, buf);
-  tc_xyt(a, &t, qa, buf[0], sc);
-  tc_xyt(a, &t, ya, buf[1], dp);
+  tc_xyt(a, &t, qa, qb, buf[0], sc);
+  tc_xyt(a, &t, ya, yb, buf[1], dp);
   TcSplit sp;
   for (bool fast = tc_split_begin(a, &sp, tc_interior(a, a->t0, j0));;
        fast = false) {
@@ -1260,7 +1342,7 @@ static void tc_dq_kernel(At *a, CgPlan *p, bool dbias) {
   if (!dbias) tc_wy(a, &t, sc, buf[0], acc);
   tc_tiles_end(a, &tl);
   if (!dbias) tc_store_rows(a, a->res[0], rows, t2, acc, true);
-  at_end(a, a->lq, TC_THREADS);
+  tc_end(a, &t, a->lq);
 }
 
 /* attention_backward wrt=k (dk) and/or wrt=v (dv): 64 key rows a
@@ -1276,10 +1358,16 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   Tc t;
   LLVMValueRef rows[2], t2, ka[8][4], va[8][4];
   if (!tc_begin(a, p, !dk ? "attention_mma_dv" : !dv ? "attention_mma_dk"
-                : "attention_mma_dkv", a->lk, &t, rows, &t2))
+                : "attention_mma_dkv", a->lk, &t, 6, rows, &t2))
     return;
-  tc_frags(a, a->n->in[1], false, rows, t2, ka);
-  if (dk) tc_frags(a, a->n->in[2], false, rows, t2, va);
+  LLVMValueRef kb = i32v(a, 4), vb = i32v(a, 5); /* wgmma: K, V */
+  if (t.wg) {
+    tc_issue(a, &t, a->n->in[1], false, kb, a->t0);
+    if (dk) tc_issue(a, &t, a->n->in[2], false, vb, a->t0);
+  } else {
+    tc_frags(a, a->n->in[1], false, rows, t2, ka);
+    if (dk) tc_frags(a, a->n->in[2], false, rows, t2, va);
+  }
   LLVMValueRef acck = dk ? tc_zeros(a, 4 * nd, "dk") : NULL;
   LLVMValueRef accv = dv ? tc_zeros(a, 4 * nd, "dv") : NULL;
   LLVMValueRef sc = tc_zeros(a, 32, "s"), dp = tc_zeros(a, 32, "dp"), lo, hi;
@@ -1287,8 +1375,8 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   CgLoop tl;
   LLVMValueRef buf[2], i0 = tc_tiles_begin(a, &t, &tl, lo, hi, a->n->in[0],
                                            a->n->in[3], true, buf);
-  tc_xyt(a, &t, ka, buf[0], sc);
-  if (dk) tc_xyt(a, &t, va, buf[1], dp);
+  tc_xyt(a, &t, ka, kb, buf[0], sc);
+  if (dk) tc_xyt(a, &t, va, vb, buf[1], dp);
   LLVMValueRef ls[TC_KEYS / 8][2], dd[TC_KEYS / 8][2];
   for (int nt = 0; nt < TC_KEYS / 8; nt++)
     for (int e = 0; e < 2; e++) {
@@ -1319,7 +1407,7 @@ static void tc_dkv_kernel(At *a, CgPlan *p, bool dk, bool dv) {
   tc_tiles_end(a, &tl);
   if (dk) tc_store_rows(a, a->res[1], rows, t2, acck, false);
   if (dv) tc_store_rows(a, a->res[2], rows, t2, accv, false);
-  at_end(a, a->lk, TC_THREADS);
+  tc_end(a, &t, a->lk);
 }
 
 /* b * h * lq of attention n as a size, -1 if it overflows. */
@@ -1387,7 +1475,7 @@ bool cu_attention(Cu *cu, CgPlan *p, Node *n) {
   else if (a.g.lq > 0) fwd_kernel(&a, p, true);
   if (a.res[0]) (tc ? tc_dq_kernel : dq_kernel)(&a, p, false);
   if (a.res[3]) (tc ? tc_dq_kernel : dq_kernel)(&a, p, true);
-  if (tc && a.res[1] && a.res[2] && a.g.d <= 64) {
+  if (tc && a.res[1] && a.res[2] && (a.g.d <= 64 || tc_wg(&a))) {
     tc_dkv_kernel(&a, p, true, true); /* both in one pass */
     return !cu->dev->failed;
   }

@@ -677,8 +677,7 @@ static MmaCfg mma_cfg(const Cu *cu, DType dt, int64_t batch, int64_t M,
   MmaCfg c = {o ? o[0] : 128, o ? o[1] : 128, o ? 2 * o[2] : 64,
               o ? o[3] : 4, 0, 0, o ? o[4] : 0, o && o[5] ? 32 * o[5] : 256,
               false, 0};
-  if (op && op->gpu_arch && !strcmp(op->gpu_arch, "sm_90a") &&
-      dt_size(dt) == 2 && op->gpu_wg[0] >= 0) {
+  if (dt_size(dt) == 2 && cu_wgmma_ok(cu)) {
     const int *w = op->gpu_wg;
     c = (MmaCfg){w[0] ? w[0] : 128, w[0] ? w[1] : 256, 128,
                  w[0] ? w[2] : 4, 0, 0, 0, 0, true, w[0] ? w[3] : 1};
@@ -1142,11 +1141,25 @@ static void mma_frags(Cu *cu, const Mma *m, LLVMValueRef stage,
  * stages start on 1024-byte boundaries. Warpgroup g multiplies rows
  * 64 g .. 64 g + 63 of the tile by all BN columns. */
 
-static void wg_asm(Cg *cg, const char *s) {
+void cu_asm(Cg *cg, const char *s) {
   LLVMTypeRef ft = LLVMFunctionType(cg->t_void, NULL, 0, 0);
   LLVMValueRef f = LLVMGetInlineAsm(ft, s, strlen(s), "~{memory}", 9, 1, 0,
                                     LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(cg->b, ft, f, NULL, 0, "");
+}
+
+bool cu_wgmma_ok(const Cu *cu) {
+  const Options *op = cu->dev->u ? cu->dev->u->opt : NULL;
+  return op && op->gpu_arch && !strcmp(op->gpu_arch, "sm_90a") &&
+         op->gpu_wg[0] >= 0;
+}
+
+LLVMValueRef cu_wg_desc(Cu *cu, LLVMValueRef a, int64_t lbo, int64_t sbo) {
+  LLVMBuilderRef b = cu->dev->b;
+  a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, i64(cu, 0x3FFFF), ""), i64(cu, 4),
+                    "");
+  return LLVMBuildOr(b, a, i64(cu, (lbo >> 4) << 16 | (sbo >> 4) << 32 |
+                                   (int64_t)1 << 62), "");
 }
 
 /* The descriptor of operand x's 16-deep k step ks in the stage at
@@ -1155,66 +1168,78 @@ static LLVMValueRef wg_desc(Cu *cu, const MmaOp *x, LLVMValueRef sa, int o0,
                             int ks) {
   int64_t off = x->soff + (x->wgmn ? (int64_t)o0 / 64 * WG_LBO + ks * 2048
                                    : (int64_t)o0 * 128 + ks * 32);
-  int64_t lbo = x->wgmn ? WG_LBO : 16, sbo = 1024;
-  LLVMValueRef a = add(cu, sa, i64(cu, off));
-  a = LLVMBuildLShr(cu->dev->b, LLVMBuildAnd(cu->dev->b, a,
-                                             i64(cu, 0x3FFFF), ""),
-                    i64(cu, 4), "");
-  return LLVMBuildOr(cu->dev->b, a,
-                     i64(cu, (lbo >> 4) << 16 | (sbo >> 4) << 32 |
-                             (int64_t)1 << 62), "");
+  return cu_wg_desc(cu, add(cu, sa, i64(cu, off)), x->wgmn ? WG_LBO : 16,
+                    1024);
 }
 
 /* acc (BN / 2 f32 per thread) += the stage's A rows of warpgroup g
- * times B: fence, the k steps' wgmma, commit, then wait until at most
- * `wait` groups are pending (one asm block whose operands are the
- * accumulators, so no compiler move of one falls between them; sa NULL:
+ * times B, then wait until at most `wait` groups are pending (sa NULL:
  * the wait alone). */
 static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
                      LLVMValueRef acc, int wait) {
-  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cu->dev->b;
+  int nk = sa ? m->c.rowb / 32 : 0;
+  LLVMValueRef ad[8], bd[8];
+  for (int ks = 0; ks < nk; ks++) {
+    /* A: the warpgroup's 64 rows (g is 0 or 1: select the offset) */
+    LLVMValueRef d0 = wg_desc(cu, &m->a, sa, 0, ks);
+    LLVMValueRef d1 = m->c.wm > 1 ? wg_desc(cu, &m->a, sa, 64, ks) : d0;
+    ad[ks] = m->c.wm > 1 ? LLVMBuildSelect(
+        b, LLVMBuildICmp(b, LLVMIntEQ, g, i32c(cu, 0), ""), d0, d1, "") : d0;
+    bd[ks] = wg_desc(cu, &m->b, sa, 0, ks);
+  }
+  cu_wgmma(cu->dev, m->dt, m->c.bn, acc, nk, ad, NULL, m->a.wgmn, bd,
+           m->b.wgmn, wait);
+}
+
+void cu_wgmma(Cg *cg, DType dt, int n, LLVMValueRef acc, int nk,
+              LLVMValueRef *ad, LLVMValueRef (*ar)[4], bool ta,
+              LLVMValueRef *bd, bool tb, int wait) {
   LLVMBuilderRef b = cg->b;
-  int na = m->c.bn / 2, nk = sa ? m->c.rowb / 32 : 0;
-  char *s = malloc(4096 + (size_t)nk * (64 + (size_t)na * 6));
+  int na = n / 2, wa = ar ? 4 : 1; /* A operands per k step */
+  int pa = na + (wa + 1) * nk;     /* the predicate's operand */
+  char *s = malloc(4096 + (size_t)nk * (96 + (size_t)na * 6));
   RLX_ASSERT(s);
-  const char *ty = m->dt == DT_BF16 ? "bf16" : "f16";
-  int len = sprintf(s, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s",
-                    na + 2 * nk, nk ? "wgmma.fence.sync.aligned;\n" : "");
+  const char *ty = dt == DT_BF16 ? "bf16" : "f16";
+  int len = sprintf(s, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s", pa,
+                    nk ? "wgmma.fence.sync.aligned;\n" : "");
   for (int ks = 0; ks < nk; ks++) {
     len += sprintf(s + len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "
-                   "{", m->c.bn, ty, ty);
+                   "{", n, ty, ty);
     for (int i = 0; i < na; i++)
       len += sprintf(s + len, "%s$%d", i ? ", " : "", i);
-    len += sprintf(s + len, "}, $%d, $%d, p, 1, 1, %d, %d;\n", na + ks,
-                   na + nk + ks, m->a.wgmn, m->b.wgmn);
+    if (ar)
+      len += sprintf(s + len, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n",
+                     na + 4 * ks, na + 4 * ks + 1, na + 4 * ks + 2,
+                     na + 4 * ks + 3, na + 4 * nk + ks, tb);
+    else
+      len += sprintf(s + len, "}, $%d, $%d, p, 1, 1, %d, %d;\n", na + ks,
+                     na + nk + ks, ta, tb);
   }
   len += sprintf(s + len, "%swgmma.wait_group.sync.aligned %d;\n}",
                  nk ? "wgmma.commit_group.sync.aligned;\n" : "", wait);
-  char *con = malloc((size_t)na * 8 + (size_t)nk * 4 + 16);
+  char *con = malloc((size_t)na * 8 + (size_t)nk * 10 + 16);
   RLX_ASSERT(con);
   int cl = 0;
   for (int i = 0; i < na; i++) cl += sprintf(con + cl, "=f,");
-  for (int i = 0; i < 2 * nk; i++) cl += sprintf(con + cl, "l,");
+  for (int i = 0; i < wa * nk; i++) cl += sprintf(con + cl, ar ? "r," : "l,");
+  for (int i = 0; i < nk; i++) cl += sprintf(con + cl, "l,");
   cl += sprintf(con + cl, "r");
   for (int i = 0; i < na; i++) cl += sprintf(con + cl, ",%d", i);
-  int nargs = 2 * nk + 1 + na;
+  int nargs = pa + 1;
   LLVMTypeRef *at = malloc(sizeof *at * (size_t)nargs);
   LLVMTypeRef *rt = malloc(sizeof *rt * (size_t)na);
   LLVMValueRef *args = malloc(sizeof *args * (size_t)nargs);
   RLX_ASSERT(at && rt && args);
   for (int i = 0; i < na; i++) rt[i] = cg->t_f32;
   for (int ks = 0; ks < nk; ks++) {
-    /* A: the warpgroup's 64 rows (g is 0 or 1: select the offset) */
-    LLVMValueRef d0 = wg_desc(cu, &m->a, sa, 0, ks);
-    LLVMValueRef d1 = m->c.wm > 1 ? wg_desc(cu, &m->a, sa, 64, ks) : d0;
-    args[ks] = m->c.wm > 1 ? LLVMBuildSelect(
-        b, LLVMBuildICmp(b, LLVMIntEQ, g, i32c(cu, 0), ""), d0, d1, "") : d0;
-    args[nk + ks] = wg_desc(cu, &m->b, sa, 0, ks);
+    for (int i = 0; i < wa; i++) args[wa * ks + i] = ar ? ar[ks][i] : ad[ks];
+    args[wa * nk + ks] = bd[ks];
   }
-  args[2 * nk] = i32c(cu, 1);
+  args[pa - na] = cg_i32(cg, 1);
   for (int i = 0; i < na; i++) {
-    LLVMValueRef ix = i32c(cu, i);
-    args[2 * nk + 1 + i] = LLVMBuildLoad2(
+    LLVMValueRef ix = cg_i32(cg, i);
+    args[pa - na + 1 + i] = LLVMBuildLoad2(
         b, cg->t_f32, LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""), "");
   }
   for (int i = 0; i < nargs; i++) at[i] = LLVMTypeOf(args[i]);
@@ -1224,7 +1249,7 @@ static void wg_slice(Cu *cu, const Mma *m, LLVMValueRef sa, LLVMValueRef g,
                                     LLVMInlineAsmDialectATT, 0);
   LLVMValueRef r = LLVMBuildCall2(b, ft, f, args, (unsigned)nargs, "");
   for (int i = 0; i < na; i++) {
-    LLVMValueRef ix = i32c(cu, i);
+    LLVMValueRef ix = cg_i32(cg, i);
     LLVMBuildStore(b, LLVMBuildExtractValue(b, r, (unsigned)i, ""),
                    LLVMBuildGEP2(b, cg->t_f32, acc, &ix, 1, ""));
   }
@@ -1319,7 +1344,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
     int ahead = c->stages - 1 - c->wgp;
     LLVMValueRef wg = i32c(cu, ahead - 1);
     cg_intrinsic_n(cg, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wg, 1);
-    wg_asm(cg, "fence.proxy.async.shared::cta;");
+    cu_asm(cg, "fence.proxy.async.shared::cta;");
     cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
     mma_stage(cu, &m, add(cu, kt, i64(cu, ahead)));
     LLVMValueRef stage = LLVMBuildTrunc(b, urem(cu, kt, c->stages),

@@ -1,6 +1,6 @@
 /* mma.h: tensor-core building blocks shared by the GPU kernels that use
- * mma.sync (matmul.c defines them; attention.c uses them): the mma
- * instruction on fragment registers, ldmatrix and cp.async. */
+ * them (matmul.c defines them; attention.c uses them): the mma
+ * instruction on fragment registers, ldmatrix, cp.async and wgmma. */
 #ifndef RLX_CODEGEN_CUDA_MMA_H
 #define RLX_CODEGEN_CUDA_MMA_H
 
@@ -20,5 +20,25 @@ void cu_ldmatrix4(Cg *cg, LLVMValueRef p, bool trans, LLVMValueRef r[4]);
  * false (src is then not read). */
 void cu_cp_async(Cg *cg, LLVMValueRef dst, LLVMValueRef src,
                  LLVMValueRef in, int bytes);
+
+/* acc (a pointer to the n / 2 f32 accumulators of a warpgroup's
+ * m64 x n tile, wgmma's fragment layout) += nk 16-deep k steps of
+ * A x B, bf16 or f16 (sm_90a; inline PTX, LLVM 19 has no wgmma
+ * intrinsics): A by shared-memory descriptors ad[ks] (ta: MN-major) or,
+ * when ar is given, register fragments ar[ks] (mma.m16n8k16's A layout
+ * per warp); B by descriptors bd[ks] (tb: MN-major). One asm block
+ * (the accumulators its operands, so no compiler move falls between
+ * the steps): fence, the wgmmas, commit, then wait until at most `wait`
+ * groups are pending; nk = 0: the wait alone. */
+void cu_wgmma(Cg *cg, DType dt, int n, LLVMValueRef acc, int nk,
+              LLVMValueRef *ad, LLVMValueRef (*ar)[4], bool ta,
+              LLVMValueRef *bd, bool tb, int wait);
+/* The kernels may use wgmma: --gpu-arch=sm_90a, not RLX_CUDA_MM=nowg. */
+bool cu_wgmma_ok(const Cu *cu);
+/* The descriptor of a 128-byte-swizzled shared operand starting at
+ * shared byte address a (i64): lbo, sbo as wgmma's. */
+LLVMValueRef cu_wg_desc(Cu *cu, LLVMValueRef a, int64_t lbo, int64_t sbo);
+/* An inline asm statement without operands (fences). */
+void cu_asm(Cg *cg, const char *s);
 
 #endif
