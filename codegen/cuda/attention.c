@@ -32,7 +32,8 @@
  * cores" below: mma.sync, ldmatrix, cp.async from mma.h): the forward,
  * the pre-pass, dq / dbias over key tiles and dk / dv over query tiles
  * with the same structure; other dtypes and head dims use the kernels
- * above.
+ * above. With --gpu-arch=sm_90a and head_dim 64 or 128 the same kernels
+ * multiply by wgmma from shared memory (Tc.wg).
  */
 #include "codegen/cuda/mma.h"
 
