@@ -32,13 +32,21 @@
  * function of the shape, so the bits are still fixed. f16/bf16 load
  * into f32 and round once on store (the CPU also computes them in f32
  * and rounds once).
+ * On the tensor cores: f16/bf16 GEMMs of at least 16 columns use
+ * mma.m16n8k16 (f32 accumulators) on a 128 x 64 tile (128 x 32 for at
+ * most 32 columns) of 8 warps, k in slices of 32 gathered by the same
+ * loaders into shared memory as [row][k] 16-bit rows (16-byte chunks
+ * XOR-swizzled by row pair), fragments by ldmatrix; the same pipeline,
+ * split and store, each output the mma chain over its slices in order.
  */
-#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/mma.h"
 
 #define TS 16      /* tile edge in threads */
 #define CV_R_MAX 4
 #define CV_SMS 120 /* aim for at least this many blocks */
 #define CV_SPLIT_K 128 /* shortest k range of a split GEMM */
+#define MB 128     /* tensor cores: rows of a tile, */
+#define MK 32      /* k of a slice */
 
 typedef struct Cv Cv;
 /* lda, ldb: operand element (row, col) of group g's A or B (compute
@@ -55,6 +63,8 @@ struct Cv {
   int64_t M, N, K;               /* GEMM of one group */
   int R, TX, TY;                 /* R x R outputs per thread; threads
                                     TX (columns) x TY (rows) */
+  bool tc;                       /* on the tensor cores */
+  int bm, bn, bk;                /* tile rows, columns; k of a slice */
   int64_t tm, tn, S, ks;         /* tiles; k split into S ranges of ks */
   CvLoad lda, ldb, out;
   LLVMValueRef x, wt, y;         /* buffers: input, weight, output-side */
@@ -325,6 +335,25 @@ static void cv_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
   }
 }
 
+/* x (compute type) to the output element of (r, c) when both are in
+ * range (a split GEMM: its partial sums, compute type, at part + that
+ * offset). */
+static void cv_put_out(Cu *cu, const Cv *v, LLVMValueRef r, LLVMValueRef c,
+                       LLVMValueRef x) {
+  Cg *cg = cu->dev;
+  LLVMBasicBlockRef st = cg_block(cg, "cv.store");
+  LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
+  LLVMBuildCondBr(cg->b, both_in(cu, r, c, v->M, v->N), st, nx);
+  LLVMPositionBuilderAtEnd(cg->b, st);
+  LLVMValueRef at = v->out(cu, v, v->grp, r, c);
+  if (v->part)
+    cg_store(cg, part_dt(v->dt), v->y, add(cu, v->part, at), x);
+  else
+    cg_store(cg, v->dt, v->y, at, x);
+  LLVMBuildBr(cg->b, nx);
+  LLVMPositionBuilderAtEnd(cg->b, nx);
+}
+
 /* Outputs in range of this thread's tile to y through v->out() (a
  * split GEMM: its partial sums, compute type, at part + that offset). */
 static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
@@ -333,38 +362,162 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
     for (int j = 0; j < v->R; j++) {
       LLVMValueRef r = add(cu, v->row0, add(cu, v->ty, i64(cu, v->TY * i)));
       LLVMValueRef c = add(cu, v->col0, add(cu, v->tx, i64(cu, v->TX * j)));
-      LLVMBasicBlockRef st = cg_block(cg, "cv.store");
-      LLVMBasicBlockRef nx = cg_block(cg, "cv.next");
-      LLVMBuildCondBr(cg->b, both_in(cu, r, c, v->M, v->N), st, nx);
-      LLVMPositionBuilderAtEnd(cg->b, st);
-      LLVMValueRef x = LLVMBuildLoad2(cg->b, v->et,
-                                      slot(cg, v->et, acc, i * v->R + j), "");
-      LLVMValueRef at = v->out(cu, v, v->grp, r, c);
-      if (v->part)
-        cg_store(cg, part_dt(v->dt), v->y, add(cu, v->part, at), x);
-      else
-        cg_store(cg, v->dt, v->y, at, x);
-      LLVMBuildBr(cg->b, nx);
-      LLVMPositionBuilderAtEnd(cg->b, nx);
+      cv_put_out(cu, v, r, c, LLVMBuildLoad2(
+          cg->b, v->et, slot(cg, v->et, acc, i * v->R + j), ""));
     }
+}
+
+/* ---- on the tensor cores ----
+ * 8 warps as WM x WN (WN = bn / 32), warp (wm, wn) the MT m16 x 4 n8
+ * tiles at rows 16 MT wm, columns 32 wn (MT = bm / 16 WM). A slice:
+ * A [bm][32] and B [bn][32] (k contiguous, 64 bytes a row, chunk c of
+ * row r at c ^ ((r >> 1) & 3): the 8 rows an ldmatrix reads hit
+ * distinct banks), thread e's elements (e / 32 + 8 q, e % 32). */
+
+static int tc_wn(const Cv *v) { return v->bn / 32; }
+static int tc_mt(const Cv *v) { return v->bm / 16 / (8 / tc_wn(v)); }
+
+/* Shared byte offset (i32) of element k (a multiple of 8 for a chunk)
+ * of row r of a slice tile. */
+static LLVMValueRef tc_off(Cg *cg, LLVMValueRef r, LLVMValueRef k) {
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef c = LLVMBuildXor(
+      b, LLVMBuildLShr(b, k, cg_i32(cg, 3), ""),
+      LLVMBuildAnd(b, LLVMBuildLShr(b, r, cg_i32(cg, 1), ""), cg_i32(cg, 3),
+                   ""), "");
+  return LLVMBuildAdd(
+      b, LLVMBuildAdd(b, LLVMBuildMul(b, r, cg_i32(cg, 64), ""),
+                      LLVMBuildMul(b, c, cg_i32(cg, 16), ""), ""),
+      LLVMBuildMul(b, LLVMBuildAnd(b, k, cg_i32(cg, 7), ""), cg_i32(cg, 2),
+                   ""), "");
+}
+
+static LLVMValueRef tc_ptr(Cg *cg, LLVMValueRef tile, LLVMValueRef off) {
+  return LLVMBuildGEP2(cg->b, cg->t_i8, tile, &off, 1, "");
+}
+
+/* Slice k0 into the registers pa[] (A: bm 32 / 256 a thread) and pb[]
+ * (B: bn 32 / 256), compute type. */
+static void tc_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, LLVMValueRef pa,
+                     LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  LLVMValueRef r = udiv(cu, v->tid, MK), k = add(cu, k0, urem(cu, v->tid, MK));
+  for (int q = 0; q < v->bm * MK / 256; q++)
+    LLVMBuildStore(cg->b, v->lda(cu, v, v->grp, add(cu, v->row0, add(
+                       cu, r, i64(cu, 8 * q))), k), slot(cg, v->et, pa, q));
+  for (int q = 0; q < v->bn * MK / 256; q++)
+    LLVMBuildStore(cg->b, v->ldb(cu, v, v->grp, k, add(cu, v->col0, add(
+                       cu, r, i64(cu, 8 * q)))), slot(cg, v->et, pb, q));
+}
+
+/* The registers to the shared tiles, rounded to the dtype (exact: they
+ * were loaded from it). */
+static void tc_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef t = LLVMBuildTrunc(b, v->tid, cg->t_i32, "");
+  LLVMValueRef r = LLVMBuildLShr(b, t, cg_i32(cg, 5), "");
+  LLVMValueRef k = LLVMBuildAnd(b, t, cg_i32(cg, MK - 1), "");
+  for (int s = 0; s < 2; s++)
+    for (int q = 0; q < (s ? v->bn : v->bm) * MK / 256; q++) {
+      LLVMValueRef o = tc_off(cg, LLVMBuildAdd(b, r, cg_i32(cg, 8 * q), ""), k);
+      cg_store(cg, v->dt, tc_ptr(cg, s ? v->Bs : v->As, o), i64(cu, 0),
+               LLVMBuildLoad2(b, v->et, slot(cg, v->et, s ? pb : pa, q), ""));
+    }
+}
+
+/* acc += the slice's A rows of this warp times its B columns. */
+static void tc_slice(Cu *cu, const Cv *v, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef b = cg->b;
+  int mt = tc_mt(v);
+  LLVMValueRef t = LLVMBuildTrunc(b, v->tid, cg->t_i32, "");
+  LLVMValueRef lane = LLVMBuildAnd(b, t, cg_i32(cg, 31), "");
+  LLVMValueRef w = LLVMBuildLShr(b, t, cg_i32(cg, 5), "");
+  LLVMValueRef wm = LLVMBuildURem(b, w, cg_i32(cg, 8 / tc_wn(v)), "");
+  LLVMValueRef wn = LLVMBuildUDiv(b, w, cg_i32(cg, 8 / tc_wn(v)), "");
+  LLVMValueRef l7 = LLVMBuildAnd(b, lane, cg_i32(cg, 7), "");
+  LLVMValueRef l3 = LLVMBuildAnd(b, LLVMBuildLShr(b, lane, cg_i32(cg, 3), ""),
+                                 cg_i32(cg, 1), "");
+  LLVMValueRef l4 = LLVMBuildLShr(b, lane, cg_i32(cg, 4), "");
+  for (int ks = 0; ks < MK / 16; ks++) {
+    LLVMValueRef fa[2][4], fb[4][2];
+    for (int m = 0; m < mt; m++) { /* rows + (lane & 15), k + 8 (lane >> 4) */
+      LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildAdd(
+          b, LLVMBuildMul(b, wm, cg_i32(cg, 16 * mt), ""),
+          cg_i32(cg, 16 * m), ""), LLVMBuildAdd(
+          b, l7, LLVMBuildShl(b, l3, cg_i32(cg, 3), ""), ""), "");
+      LLVMValueRef k = LLVMBuildAdd(b, cg_i32(cg, 16 * ks),
+                                    LLVMBuildShl(b, l4, cg_i32(cg, 3), ""), "");
+      cu_ldmatrix4(cg, tc_ptr(cg, v->As, tc_off(cg, row, k)), false, fa[m]);
+    }
+    for (int np = 0; np < 2; np++) { /* cols + (lane & 7) + 8 (lane >> 4),
+                                        k + 8 ((lane >> 3) & 1) */
+      LLVMValueRef col = LLVMBuildAdd(b, LLVMBuildAdd(
+          b, LLVMBuildMul(b, wn, cg_i32(cg, 32), ""), cg_i32(cg, 16 * np), ""),
+          LLVMBuildAdd(b, l7, LLVMBuildShl(b, l4, cg_i32(cg, 3), ""), ""), "");
+      LLVMValueRef k = LLVMBuildAdd(b, cg_i32(cg, 16 * ks),
+                                    LLVMBuildShl(b, l3, cg_i32(cg, 3), ""), "");
+      LLVMValueRef r[4];
+      cu_ldmatrix4(cg, tc_ptr(cg, v->Bs, tc_off(cg, col, k)), false, r);
+      fb[2 * np][0] = r[0], fb[2 * np][1] = r[1];
+      fb[2 * np + 1][0] = r[2], fb[2 * np + 1][1] = r[3];
+    }
+    for (int m = 0; m < mt; m++)
+      for (int n = 0; n < 4; n++) {
+        LLVMValueRef c[4];
+        for (int i = 0; i < 4; i++)
+          c[i] = LLVMBuildLoad2(b, cg->t_f32, slot(cg, cg->t_f32, acc,
+                                                   16 * m + 4 * n + i), "");
+        cu_mma(cg, v->dt, fa[m], fb[n], c);
+        for (int i = 0; i < 4; i++)
+          LLVMBuildStore(b, c[i], slot(cg, cg->t_f32, acc, 16 * m + 4 * n + i));
+      }
+  }
+}
+
+/* Element i of n8 tile n of m16 tile m of this warp: row
+ * 16 (MT wm + m) + lane / 4 + 8 (i / 2), column 32 wn + 8 n +
+ * 2 (lane % 4) + i % 2. */
+static void tc_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
+  Cg *cg = cu->dev;
+  int mt = tc_mt(v);
+  LLVMValueRef lane = urem(cu, v->tid, 32), w = udiv(cu, v->tid, 32);
+  LLVMValueRef wm = urem(cu, w, 8 / tc_wn(v)), wn = udiv(cu, w, 8 / tc_wn(v));
+  LLVMValueRef r0 = add(cu, add(cu, v->row0, mul(cu, wm, 16 * mt)),
+                        udiv(cu, lane, 4));
+  LLVMValueRef c0 = add(cu, add(cu, v->col0, mul(cu, wn, 32)),
+                        mul(cu, urem(cu, lane, 4), 2));
+  for (int m = 0; m < mt; m++)
+    for (int n = 0; n < 4; n++)
+      for (int i = 0; i < 4; i++)
+        cv_put_out(cu, v, add(cu, r0, i64(cu, 16 * m + 8 * (i / 2))),
+                   add(cu, c0, i64(cu, 8 * n + i % 2)),
+                   LLVMBuildLoad2(cg->b, cg->t_f32, slot(
+                       cg, cg->t_f32, acc, 16 * m + 4 * n + i), ""));
 }
 
 /* R, the tiles and the split of k (matmul.c's rules): R the largest
  * that still gives CV_SMS blocks; fewer than 2 CV_SMS blocks and k of
- * at least 2 CV_SPLIT_K: S ranges of ks (a multiple of 16, at least
+ * at least 2 CV_SPLIT_K: S ranges of ks (whole slices, at least
  * CV_SPLIT_K) for about 4 CV_SMS blocks. A batch without a bound (in M
  * or K) leaves k unsplit: one range, to the run-time K. */
 static void cv_tiles(Cv *v) {
   int64_t M = dim_bound(v->M), K = dim_bound(v->K); /* a dynamic batch */
   for (v->TX = 1; v->TX < TS && v->TX < v->N; v->TX *= 2) {}
   v->TY = 256 / v->TX;
-  for (int R = CV_R_MAX; R >= 1; R /= 2) {
+  v->tc = (v->dt == DT_BF16 || v->dt == DT_F16) && v->N >= 16;
+  if (v->tc)
+    v->bm = MB, v->bn = v->N <= 32 ? 32 : 64, v->bk = MK;
+  for (int R = CV_R_MAX; R >= 1 && !v->tc; R /= 2) {
     if (v->TY * R > 256 && R > 1) continue;
-    v->R = R;
-    v->tm = (M + v->TY * R - 1) / (v->TY * R);
-    v->tn = (v->N + v->TX * R - 1) / (v->TX * R);
-    if (v->groups * v->tm * v->tn >= CV_SMS) break;
+    v->R = R, v->bm = v->TY * R, v->bn = v->TX * R, v->bk = TS;
+    if (v->groups * ((M + v->bm - 1) / v->bm) *
+            ((v->N + v->bn - 1) / v->bn) >= CV_SMS)
+      break;
   }
+  v->tm = (M + v->bm - 1) / v->bm;
+  v->tn = (v->N + v->bn - 1) / v->bn;
   int64_t blocks = v->groups * v->tm * v->tn, S = 1;
   bool split = dim_is_bounded(v->M) && dim_is_bounded(v->K);
   if (split && blocks > 0 && blocks < 2 * CV_SMS && K >= 2 * CV_SPLIT_K) {
@@ -372,12 +525,12 @@ static void cv_tiles(Cv *v) {
     S = want < most ? want : most;
     if (S < 1) S = 1;
   }
-  v->ks = ((K + S - 1) / S + TS - 1) / TS * TS;
-  if (v->ks == 0) v->ks = TS;
+  v->ks = ((K + S - 1) / S + v->bk - 1) / v->bk * v->bk;
+  if (v->ks == 0) v->ks = v->bk;
   v->S = (K + v->ks - 1) / v->ks;
   if (v->S < 1) v->S = 1;
   if (!dim_is_bounded(v->K)) /* one range, to the run-time K */
-    v->S = 1, v->ks = (RLX_MAX_ELEMS + TS - 1) / TS * TS;
+    v->S = 1, v->ks = (RLX_MAX_ELEMS + v->bk - 1) / v->bk * v->bk;
 }
 
 /* n's elements at the bound of a dynamic batch: the stride of the
@@ -409,8 +562,14 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   Cg *cg = cu->dev;
   v->et = cg_ctype(cg, v->dt);
   int64_t tm = v->tm, tn = v->tn;
-  v->As = shared_tile(cg, "a", v->et, TS * v->TY * v->R);
-  v->Bs = shared_tile(cg, "b", v->et, TS * v->TX * v->R);
+  if (v->tc) { /* 16-bit [row][k] tiles */
+    v->As = cu_shared(cg, "rlx.cv.ta", cg->t_i8, MB * MK * 2, 128);
+    v->Bs = cu_shared(cg, v->bn == 64 ? "rlx.cv.tb64" : "rlx.cv.tb32",
+                      cg->t_i8, v->bn * MK * 2, 128);
+  } else {
+    v->As = shared_tile(cg, "a", v->et, TS * v->TY * v->R);
+    v->Bs = shared_tile(cg, "b", v->et, TS * v->TX * v->R);
+  }
   cu_kernel_begin(cu, p, op_name(n->op));
   v->x = cg_buf(cg, n->in[0]);
   v->wt = cg_buf(cg, n->in[1]);
@@ -422,10 +581,10 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   v->tx = urem(cu, v->tid, v->TX), v->ty = udiv(cu, v->tid, v->TX);
   /* block -> (k range, group, row tile, column tile); a dynamic M: the
    * run-time count of row tiles */
-  LLVMValueRef tmv = cu_ceil_div(cu, v->M, v->TY * v->R);
+  LLVMValueRef tmv = cu_ceil_div(cu, v->M, v->bm);
   LLVMValueRef rest = udiv(cu, bid, tn);
-  v->col0 = mul(cu, urem(cu, bid, tn), v->TX * v->R);
-  v->row0 = mul(cu, LLVMBuildURem(cg->b, rest, tmv, ""), v->TY * v->R);
+  v->col0 = mul(cu, urem(cu, bid, tn), v->bn);
+  v->row0 = mul(cu, LLVMBuildURem(cg->b, rest, tmv, ""), v->bm);
   rest = LLVMBuildUDiv(cg->b, rest, tmv, "");
   v->grp = urem(cu, rest, v->groups);
   LLVMValueRef k0 = mul(cu, udiv(cu, rest, v->groups), v->ks);
@@ -435,32 +594,38 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
   /* a dynamic K: ranges past it are empty */
   kend = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, kend, k0, ""),
                          k0, kend, "");
-  for (int i = 0; i < v->R * v->R; i++)
-    LLVMBuildStore(cg->b, cg_const(cg, v->dt, 0), slot(cg, v->et, acc, i));
+  if (v->tc) /* f32 accumulators */
+    acc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, 32), "acc");
+  for (int i = 0; i < (v->tc ? 32 : v->R * v->R); i++)
+    LLVMBuildStore(cg->b, cg_const(cg, v->tc ? DT_F32 : v->dt, 0),
+                   slot(cg, v->tc ? cg->t_f32 : v->et, acc, i));
   LLVMValueRef pa = cg_alloca(cg, LLVMArrayType2(v->et, 16), "pa");
-  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX), "pb");
-  /* ks is a multiple of 16: a range is whole slices, and the slice
+  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, v->tc ? 8 : CV_R_MAX),
+                              "pb");
+  void (*fetch)(Cu *, const Cv *, LLVMValueRef, LLVMValueRef, LLVMValueRef) =
+      v->tc ? tc_fetch : cv_fetch;
+  /* ks is a multiple of bk: a range is whole slices, and the slice
    * fetched after a range's last is never used */
-  cv_fetch(cu, v, k0, pa, pb);
+  fetch(cu, v, k0, pa, pb);
   LLVMValueRef nk = udiv(cu, add(cu, LLVMBuildSub(cg->b, kend, k0, ""),
-                                 i64(cu, TS - 1)), TS);
+                                 i64(cu, v->bk - 1)), v->bk);
   CgLoop l;
   LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
-  cv_put(cu, v, pa, pb);
+  (v->tc ? tc_put : cv_put)(cu, v, pa, pb);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cv_fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
-  cv_slice(cu, v, acc);
+  fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), v->bk)), pa, pb);
+  (v->tc ? tc_slice : cv_slice)(cu, v, acc);
   cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   cg_loop_end(cg, &l, NULL);
   if (v->S > 1) { /* range s's partial sums to scratch[s] */
     v->y = cg_scratch(cg, n);
     v->part = mul(cu, udiv(cu, k0, v->ks), cv_numel(n));
   }
-  cv_store(cu, v, acc);
+  (v->tc ? tc_store : cv_store)(cu, v, acc);
   if (dim_is_static(v->M))
     cu_kernel_end(cu, (unsigned)(v->S * v->groups * tm * tn), 256);
   else
-    cu_kernel_end_n(cu, v->M, (unsigned)(v->TY * v->R),
+    cu_kernel_end_n(cu, v->M, (unsigned)v->bm,
                     (unsigned)(v->S * v->groups * tn), 256);
   if (v->S > 1) cv_sum(cu, p, n, v);
 }
