@@ -396,34 +396,166 @@ static LLVMValueRef tc_ptr(Cg *cg, LLVMValueRef tile, LLVMValueRef off) {
   return LLVMBuildGEP2(cg->b, cg->t_i8, tile, &off, 1, "");
 }
 
-/* Slice k0 into the registers pa[] (A: bm 32 / 256 a thread) and pb[]
- * (B: bn 32 / 256), compute type. */
-static void tc_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, LLVMValueRef pa,
-                     LLVMValueRef pb) {
-  Cg *cg = cu->dev;
-  LLVMValueRef r = udiv(cu, v->tid, MK), k = add(cu, k0, urem(cu, v->tid, MK));
-  for (int q = 0; q < v->bm * MK / 256; q++)
-    LLVMBuildStore(cg->b, v->lda(cu, v, v->grp, add(cu, v->row0, add(
-                       cu, r, i64(cu, 8 * q))), k), slot(cg, v->et, pa, q));
-  for (int q = 0; q < v->bn * MK / 256; q++)
-    LLVMBuildStore(cg->b, v->ldb(cu, v, v->grp, k, add(cu, v->col0, add(
-                       cu, r, i64(cu, 8 * q)))), slot(cg, v->et, pb, q));
+/* The gathers of the tensor-core path, split into the part fixed by a
+ * thread's row of the tile (an output pixel, a channel, a tap: computed
+ * once per kernel) and the part of k, which a thread steps through E
+ * consecutive values a slice (its k digits advanced by carries, divided
+ * out once a slice). Each part is an offset, y and x (tap rows and
+ * columns: added, or subtracted for the transposed convolution) and ok;
+ * the element is the raw 16-bit word, 0 where out of range. */
+typedef struct { LLVMValueRef off, y, x, ok; } Part;
+enum { G_LIN, G_XTAP, G_DYTAP }; /* off; x at (y, x); dy at (y, x) / s */
+
+/* How operand `b` (0: A, 1: B) of v gathers: its kind, k's digits
+ * (d0 = k / (r1 r2), d1 = k / r2 % r1, d2 = k % r2) and their
+ * coefficients: off = d0 o0 + d2 o2, y = d1 y1 + y0, x = d2 x2 + x0. */
+typedef struct {
+  int kind;
+  int64_t r1, r2, o0, o2, y1, y0, x2, x0;
+} Gk;
+
+static Gk gk(const Cv *v, int b) {
+  int64_t hw = v->h * v->w, ohw = v->oh * v->ow;
+  if (v->lda == fwd_a) /* x: k = (ci, kh, kw) */
+    return b ? (Gk){G_LIN, 1, 1, 1, 0, 0, 0, 0, 0}
+             : (Gk){G_XTAP, v->kh, v->kw, hw, 0, v->dh, 0, v->dw, 0};
+  if (v->lda == bin_a) /* dy: k = (co, kh, kw); w: k = (co, tap) */
+    return b ? (Gk){G_LIN, 1, v->kh * v->kw, v->cg * v->kh * v->kw, 1, 0, 0,
+                    0, 0}
+             : (Gk){G_DYTAP, v->kh, v->kw, ohw, 0, v->dh, 0, v->dw, 0};
+  /* backward weight: dy (k = (n, pixel)), x (k = (n, oh, ow)) */
+  return b ? (Gk){G_XTAP, v->oh, v->ow, v->c * hw, 0, v->sh, -v->ph, v->sw,
+                  -v->pw}
+           : (Gk){G_LIN, 1, ohw, v->co * ohw, 1, 0, 0, 0, 0};
 }
 
-/* The registers to the shared tiles, rounded to the dtype (exact: they
- * were loaded from it). */
-static void tc_put(Cu *cu, const Cv *v, LLVMValueRef pa, LLVMValueRef pb) {
+/* The fixed part of row (A) or column (B) i of operand b. */
+static Part g_fixed(Cu *cu, const Cv *v, int b, LLVMValueRef i) {
   Cg *cg = cu->dev;
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef t = LLVMBuildTrunc(b, v->tid, cg->t_i32, "");
-  LLVMValueRef r = LLVMBuildLShr(b, t, cg_i32(cg, 5), "");
-  LLVMValueRef k = LLVMBuildAnd(b, t, cg_i32(cg, MK - 1), "");
-  for (int s = 0; s < 2; s++)
-    for (int q = 0; q < (s ? v->bn : v->bm) * MK / 256; q++) {
-      LLVMValueRef o = tc_off(cg, LLVMBuildAdd(b, r, cg_i32(cg, 8 * q), ""), k);
-      cg_store(cg, v->dt, tc_ptr(cg, s ? v->Bs : v->As, o), i64(cu, 0),
-               LLVMBuildLoad2(b, v->et, slot(cg, v->et, s ? pb : pa, q), ""));
+  LLVMValueRef g = v->grp, z = i64(cu, 0);
+  int64_t hw = v->h * v->w, ohw = v->oh * v->ow, taps = v->kh * v->kw;
+  Part p = {z, z, z, b ? ult(cu, i, v->N) : ult(cu, i, v->M)};
+  if (gk(v, b).kind == G_LIN) { /* a channel's (or a weight row's) base */
+    p.off = v->lda == fwd_a ? mul(cu, add(cu, mul(cu, g, v->cog), i), v->K)
+          : v->lda == bin_a ? add(cu, mul(cu, g, v->cog * v->cg * taps),
+                                  mul(cu, i, taps))
+                            : mul(cu, add(cu, mul(cu, g, v->cog), i), ohw);
+    return p;
+  }
+  if (v->lda == bwt_a) { /* a tap (ci, kh, kw) of x */
+    LLVMValueRef kw = urem(cu, i, v->kw), u = udiv(cu, i, v->kw);
+    p.off = mul(cu, add(cu, mul(cu, g, v->cg), udiv(cu, u, v->kh)), hw);
+    p.y = mul(cu, urem(cu, u, v->kh), v->dh);
+    p.x = mul(cu, kw, v->dw);
+    return p;
+  }
+  bool in = v->lda == bin_a; /* a pixel of dx (n, h, w), else of y */
+  int64_t pw = in ? v->w : v->ow, ph = in ? v->h : v->oh;
+  LLVMValueRef x = urem(cu, i, pw), t = udiv(cu, i, pw);
+  LLVMValueRef y = urem(cu, t, ph), n = udiv(cu, t, ph);
+  if (in) {
+    p.off = mul(cu, add(cu, mul(cu, n, v->co), mul(cu, g, v->cog)), ohw);
+    p.y = add(cu, y, i64(cu, v->ph)), p.x = add(cu, x, i64(cu, v->pw));
+  } else {
+    p.off = mul(cu, add(cu, mul(cu, n, v->c), mul(cu, g, v->cg)), hw);
+    p.y = LLVMBuildSub(cg->b, mul(cu, y, v->sh), i64(cu, v->ph), "");
+    p.x = LLVMBuildSub(cg->b, mul(cu, x, v->sw), i64(cu, v->pw), "");
+  }
+  return p;
+}
+
+/* The element of fixed part f and k part q (an i16 word). */
+static LLVMValueRef g_get(Cu *cu, const Cv *v, int b, Part f, Part q) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef bl = cg->b;
+  int kind = gk(v, b).kind;
+  LLVMValueRef ok = LLVMBuildAnd(bl, f.ok, q.ok, ""), off = add(cu, f.off,
+                                                                q.off);
+  if (kind == G_XTAP) {
+    LLVMValueRef y = add(cu, f.y, q.y), x = add(cu, f.x, q.x);
+    ok = and3(cg, ok, cu_in_range(cu, y, v->h), cu_in_range(cu, x, v->w));
+    off = add(cu, off, add(cu, mul(cu, y, v->w), x));
+  } else if (kind == G_DYTAP) {
+    LLVMValueRef a = LLVMBuildSub(bl, f.y, q.y, "");
+    LLVMValueRef c = LLVMBuildSub(bl, f.x, q.x, ""), z = i64(cu, 0);
+    ok = and3(cg, ok, LLVMBuildICmp(bl, LLVMIntSGE, a, z, ""),
+              LLVMBuildICmp(bl, LLVMIntSGE, c, z, ""));
+    ok = and3(cg, ok, LLVMBuildICmp(bl, LLVMIntEQ, urem(cu, a, v->sh), z, ""),
+              LLVMBuildICmp(bl, LLVMIntEQ, urem(cu, c, v->sw), z, ""));
+    LLVMValueRef oy = udiv(cu, a, v->sh), ox = udiv(cu, c, v->sw);
+    ok = and3(cg, ok, ult(cu, oy, v->oh), ult(cu, ox, v->ow));
+    off = add(cu, off, add(cu, mul(cu, oy, v->ow), ox));
+  }
+  LLVMValueRef buf = b == (v->lda == bwt_a) ? v->x : v->wt;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  off = LLVMBuildSelect(bl, ok, off, i64(cu, 0), "");
+  LLVMValueRef e = LLVMBuildLoad2(bl, h, LLVMBuildGEP2(bl, h, buf, &off, 1,
+                                                       ""), "");
+  return LLVMBuildSelect(bl, ok, e, LLVMConstNull(h), "");
+}
+
+/* Elements a thread gathers of operand b a slice: E consecutive k of
+ * row tid / (32 / E), from k E (tid % (32 / E)). */
+static int g_e(const Cv *v, int b) { return (b ? v->bn : v->bm) * MK / 256; }
+static LLVMValueRef g_row(Cu *cu, const Cv *v, int b) {
+  return udiv(cu, v->tid, MK / g_e(v, b));
+}
+static LLVMValueRef g_k(Cu *cu, const Cv *v, int b) {
+  return mul(cu, urem(cu, v->tid, MK / g_e(v, b)), g_e(v, b));
+}
+
+/* Slice k0 into the registers p[b][] (the E words of operand b). */
+static void tc_fetch(Cu *cu, const Cv *v, LLVMValueRef k0, const Part *fix,
+                     LLVMValueRef p[2]) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef bl = cg->b;
+  for (int b = 0; b < 2; b++) {
+    Gk g = gk(v, b);
+    LLVMValueRef k = add(cu, k0, g_k(cu, v, b)), ok;
+    LLVMValueRef d2 = urem(cu, k, g.r2), t = udiv(cu, k, g.r2);
+    LLVMValueRef d1 = urem(cu, t, g.r1), d0 = udiv(cu, t, g.r1);
+    for (int e = 0; e < g_e(v, b); e++) {
+      if (e) { /* k + 1: d2 + 1, carried into d1, d0 */
+        LLVMValueRef one = i64(cu, 1), z = i64(cu, 0);
+        d2 = add(cu, d2, one);
+        LLVMValueRef c2 = LLVMBuildICmp(bl, LLVMIntEQ, d2, i64(cu, g.r2), "");
+        d2 = LLVMBuildSelect(bl, c2, z, d2, "");
+        d1 = add(cu, d1, LLVMBuildZExt(bl, c2, cg->t_i64, ""));
+        LLVMValueRef c1 = LLVMBuildICmp(bl, LLVMIntEQ, d1, i64(cu, g.r1), "");
+        d1 = LLVMBuildSelect(bl, c1, z, d1, "");
+        d0 = add(cu, d0, LLVMBuildZExt(bl, c1, cg->t_i64, ""));
+      }
+      ok = ult(cu, add(cu, k, i64(cu, e)), v->K);
+      Part q = {add(cu, mul(cu, d0, g.o0), mul(cu, d2, g.o2)),
+                add(cu, mul(cu, d1, g.y1), i64(cu, g.y0)),
+                add(cu, mul(cu, d2, g.x2), i64(cu, g.x0)), ok};
+      LLVMValueRef w = g_get(cu, v, b, fix[b], q);
+      p[b] = LLVMBuildInsertElement(bl, p[b], w, cg_i32(cg, e), "");
     }
+  }
+}
+
+/* The registers to the shared tiles: 8 words (16 bytes) a store. */
+static void tc_put(Cu *cu, const Cv *v, LLVMValueRef p[2]) {
+  Cg *cg = cu->dev;
+  LLVMBuilderRef bl = cg->b;
+  LLVMTypeRef h = cg_ops_bits_type(cg, 2);
+  for (int b = 0; b < 2; b++) {
+    int E = g_e(v, b), n = E < 8 ? E : 8;
+    LLVMValueRef r = LLVMBuildTrunc(bl, g_row(cu, v, b), cg->t_i32, "");
+    LLVMValueRef k = LLVMBuildTrunc(bl, g_k(cu, v, b), cg->t_i32, "");
+    for (int c = 0; c < E; c += n) {
+      LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(h, (unsigned)n));
+      for (int e = 0; e < n; e++)
+        vec = LLVMBuildInsertElement(
+            bl, vec, LLVMBuildExtractElement(bl, p[b], cg_i32(cg, c + e), ""),
+            cg_i32(cg, e), "");
+      LLVMValueRef o = tc_off(cg, r, LLVMBuildAdd(bl, k, cg_i32(cg, c), ""));
+      LLVMSetAlignment(LLVMBuildStore(bl, vec, tc_ptr(cg, b ? v->Bs : v->As,
+                                                      o)),
+                       (unsigned)(2 * n));
+    }
+  }
 }
 
 /* acc += the slice's A rows of this warp times its B columns. */
@@ -555,6 +687,13 @@ static void cv_sum(Cu *cu, CgPlan *p, Node *n, const Cv *v) {
   cu_kernel_end_n(cu, total, EW_BLOCK, 1, EW_BLOCK);
 }
 
+/* The slices of the range [k0, kend). */
+static LLVMValueRef cv_slices(Cu *cu, const Cv *v, LLVMValueRef k0,
+                              LLVMValueRef kend) {
+  return udiv(cu, add(cu, LLVMBuildSub(cu->dev->b, kend, k0, ""),
+                      i64(cu, v->bk - 1)), v->bk);
+}
+
 /* One kernel: blocks over (k range, group, row tile, column tile), the
  * k slices of the range in order, software-pipelined as in matmul.c;
  * a split GEMM adds the ranges in cv_sum. */
@@ -600,23 +739,42 @@ static void cv_gemm(Cu *cu, CgPlan *p, Node *n, Cv *v) {
     LLVMBuildStore(cg->b, cg_const(cg, v->tc ? DT_F32 : v->dt, 0),
                    slot(cg, v->tc ? cg->t_f32 : v->et, acc, i));
   LLVMValueRef pa = cg_alloca(cg, LLVMArrayType2(v->et, 16), "pa");
-  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, v->tc ? 8 : CV_R_MAX),
-                              "pb");
-  void (*fetch)(Cu *, const Cv *, LLVMValueRef, LLVMValueRef, LLVMValueRef) =
-      v->tc ? tc_fetch : cv_fetch;
+  LLVMValueRef pb = cg_alloca(cg, LLVMArrayType2(v->et, CV_R_MAX), "pb");
+  CgLoop l;
   /* ks is a multiple of bk: a range is whole slices, and the slice
    * fetched after a range's last is never used */
-  fetch(cu, v, k0, pa, pb);
-  LLVMValueRef nk = udiv(cu, add(cu, LLVMBuildSub(cg->b, kend, k0, ""),
-                                 i64(cu, v->bk - 1)), v->bk);
-  CgLoop l;
-  LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), nk, NULL, 0);
-  (v->tc ? tc_put : cv_put)(cu, v, pa, pb);
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), v->bk)), pa, pb);
-  (v->tc ? tc_slice : cv_slice)(cu, v, acc);
-  cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  cg_loop_end(cg, &l, NULL);
+  if (v->tc) { /* the slice in vectors of 16-bit words */
+    Part fix[2];
+    LLVMValueRef pv[2];
+    for (int b = 0; b < 2; b++) {
+      fix[b] = g_fixed(cu, v, b, add(cu, b ? v->col0 : v->row0,
+                                     g_row(cu, v, b)));
+      pv[b] = LLVMGetUndef(LLVMVectorType(cg_ops_bits_type(cg, 2),
+                                          (unsigned)g_e(v, b)));
+    }
+    tc_fetch(cu, v, k0, fix, pv); /* pv: this slice's words, carried */
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), cv_slices(cu, v, k0,
+                                                                   kend),
+                                    pv, 2);
+    tc_put(cu, v, pv);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    tc_fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), v->bk)), fix,
+             pv);
+    tc_slice(cu, v, acc);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    cg_loop_end(cg, &l, pv);
+  } else {
+    cv_fetch(cu, v, k0, pa, pb);
+    LLVMValueRef kt = cg_loop_begin(cg, &l, i64(cu, 0), cv_slices(cu, v, k0,
+                                                                   kend),
+                                    NULL, 0);
+    cv_put(cu, v, pa, pb);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    cv_fetch(cu, v, add(cu, k0, mul(cu, add(cu, kt, i64(cu, 1)), TS)), pa, pb);
+    cv_slice(cu, v, acc);
+    cg_intrinsic_n(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    cg_loop_end(cg, &l, NULL);
+  }
   if (v->S > 1) { /* range s's partial sums to scratch[s] */
     v->y = cg_scratch(cg, n);
     v->part = mul(cu, udiv(cu, k0, v->ks), cv_numel(n));
