@@ -4,7 +4,8 @@
 
   bench_conv_gpu.py build RLXC LIBRLXRT OUT   (here: compile every case
                                                to OUT/NAME.so)
-  bench_conv_gpu.py run OUT [ROUNDS]          (GPU host: check, time)
+  bench_conv_gpu.py run OUT [ROUNDS [REGEX]]  (GPU host: check and time
+                                               the cases REGEX matches)
 
 Cases: ResNet 3x3 layers (batch 32: 64 channels at 56x56, 128 at 28x28,
 256 at 14x14, padding 1) and the small CNN's second convolution (batch
@@ -19,6 +20,7 @@ a few 1e-3 expected in bf16). Timing: alternated rounds
 2 N Co OH OW Ci KH KW for every form.
 """
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -73,7 +75,7 @@ def build(rlxc, rt, out):
             os.remove(os.path.join(out, name + ext))
 
 
-def run(out, rounds):
+def run(out, rounds, match=None):
     import torch
     import torch.nn.functional as F
     here = os.path.dirname(os.path.abspath(__file__))
@@ -94,7 +96,7 @@ def run(out, rounds):
     fails = 0
     for name, s, dt, form in cases():
         so = os.path.join(out, name + ".so")
-        if not os.path.exists(so):
+        if not os.path.exists(so) or (match and not re.search(match, name)):
             continue
         _, n, c, h, co, k = s
         tdt = torch.bfloat16 if dt == "bf16" else torch.float32
@@ -147,8 +149,8 @@ def main():
     if len(a) == 4 and a[0] == "build":
         build(a[1], a[2], a[3])
         return 0
-    if len(a) in (2, 3) and a[0] == "run":
-        return run(a[1], int(a[2]) if len(a) == 3 else 5)
+    if len(a) in (2, 3, 4) and a[0] == "run":
+        return run(a[1], int(a[2]) if len(a) >= 3 else 5, *a[3:])
     sys.exit(__doc__)
 
 
