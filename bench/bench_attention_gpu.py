@@ -24,7 +24,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 
 DIMS = (64, 128)
@@ -57,22 +56,6 @@ def graph(name, d, L, causal, mode):
                      "wrt=%s, mask=%s)" % (w, w, mask))
     ret = "%o, %dq, %dk, %dv" if mode == "fb" else "%o"
     return "\n".join(lines + ["  return %s" % ret, "}", ""])
-
-
-def build(rlxc, rt, out, arch=None):
-    os.makedirs(out, exist_ok=True)
-    for name, d, L, causal, mode in cases():
-        src = os.path.join(out, name + ".rlx")
-        open(src, "w").write(graph(name, d, L, causal, mode))
-        obj = os.path.join(out, name + ".o")
-        subprocess.run([rlxc, src, "--target=cuda", "-o", obj] +
-                       (["--gpu-arch=" + arch] if arch else []), check=True)
-        subprocess.run(["cc", "-shared", "-o", os.path.join(out, name + ".so"),
-                        obj, rt, "-lm", "-lpthread", "-ldl"], check=True)
-        for ext in (".o", ".h", ".rlx"):
-            p = os.path.join(out, name + ext)
-            if os.path.exists(p):
-                os.remove(p)
 
 
 def pairs(L, causal):
@@ -161,15 +144,9 @@ def run(out, rounds, match=None):
     return 1 if fails else 0
 
 
-def main():
-    a = sys.argv[1:]
-    if len(a) in (4, 5) and a[0] == "build":
-        build(*a[1:])
-        return 0
-    if len(a) in (2, 3, 4) and a[0] == "run":
-        return run(a[1], int(a[2]) if len(a) >= 3 else 5, *a[3:])
-    sys.exit(__doc__)
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_cases
+    sys.exit(gpu_cases.main(__doc__, lambda: [(c[0], graph(*c))
+                                              for c in cases()], run))

@@ -2,8 +2,8 @@
 """bench_conv_gpu.py: conv2d and its two backward convolutions with
 --target=cuda against PyTorch's (cuDNN) on the same inputs.
 
-  bench_conv_gpu.py build RLXC LIBRLXRT OUT   (here: compile every case
-                                               to OUT/NAME.so)
+  bench_conv_gpu.py build RLXC LIBRLXRT OUT [SM]  (here: compile every
+                                               case to OUT/NAME.so)
   bench_conv_gpu.py run OUT [ROUNDS [REGEX]]  (GPU host: check and time
                                                the cases REGEX matches)
 
@@ -22,7 +22,6 @@ a few 1e-3 expected in bf16). Timing: alternated rounds
 import os
 import re
 import statistics
-import subprocess
 import sys
 
 SHAPES = (  # name, N, C, H, Co, K
@@ -60,19 +59,6 @@ def graph(name, s, dt, form):
     lines = ["graph %s {" % name] + ["  input %%%s: %s" % i for i in ins]
     lines += ["  %%r = %s" % body, "  return %r", "}", ""]
     return "\n".join(lines)
-
-
-def build(rlxc, rt, out):
-    os.makedirs(out, exist_ok=True)
-    for name, s, dt, form in cases():
-        src = os.path.join(out, name + ".rlx")
-        open(src, "w").write(graph(name, s, dt, form))
-        obj = os.path.join(out, name + ".o")
-        subprocess.run([rlxc, src, "--target=cuda", "-o", obj], check=True)
-        subprocess.run(["cc", "-shared", "-o", os.path.join(out, name + ".so"),
-                        obj, rt, "-lm", "-lpthread", "-ldl"], check=True)
-        for ext in (".o", ".h", ".rlx"):
-            os.remove(os.path.join(out, name + ext))
 
 
 def run(out, rounds, match=None):
@@ -144,15 +130,9 @@ def run(out, rounds, match=None):
     return 1 if fails else 0
 
 
-def main():
-    a = sys.argv[1:]
-    if len(a) == 4 and a[0] == "build":
-        build(a[1], a[2], a[3])
-        return 0
-    if len(a) in (2, 3, 4) and a[0] == "run":
-        return run(a[1], int(a[2]) if len(a) >= 3 else 5, *a[3:])
-    sys.exit(__doc__)
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_cases
+    sys.exit(gpu_cases.main(__doc__, lambda: [(c[0], graph(*c))
+                                              for c in cases()], run))
