@@ -847,14 +847,7 @@ static bool tc_begin(At *a, CgPlan *p, const char *what, int64_t L, Tc *t,
   if (!t->wg)
     t->smem = cu_shared(cg, "rlx.attn.tc", cg->t_i8, TC_SMEM, 128);
   if (!at_begin(a, p, what, L)) return false;
-  if (t->wg) { /* on a 1024-byte boundary (the swizzle atoms) */
-    t->smem = cu_dyn_shared(cg);
-    LLVMValueRef pad = LLVMBuildAnd(
-        b, LLVMBuildSub(b, I(a, 0), LLVMBuildPtrToInt(b, t->smem, cg->t_i64,
-                                                      ""), ""),
-        I(a, 1023), "");
-    t->smem = LLVMBuildGEP2(b, cg->t_i8, t->smem, &pad, 1, "");
-  }
+  if (t->wg) t->smem = cu_wg_smem(cu);
   LLVMValueRef tid = LLVMBuildTrunc(b, a->tid, cg->t_i32, "");
   t->lane = LLVMBuildAnd(b, tid, i32v(a, 31), "");
   t->rr = LLVMBuildAnd(b, t->lane, i32v(a, 7), "");

@@ -1154,6 +1154,16 @@ bool cu_wgmma_ok(const Cu *cu) {
          op->gpu_wg[0] >= 0;
 }
 
+LLVMValueRef cu_wg_smem(Cu *cu) {
+  LLVMBuilderRef b = cu->dev->b;
+  LLVMValueRef p = cu_dyn_shared(cu->dev);
+  LLVMValueRef pad = LLVMBuildAnd(
+      b, LLVMBuildSub(b, i64(cu, 0), LLVMBuildPtrToInt(b, p, cu->dev->t_i64,
+                                                       ""), ""),
+      i64(cu, 1023), "");
+  return LLVMBuildGEP2(b, cu->dev->t_i8, p, &pad, 1, "");
+}
+
 LLVMValueRef cu_wg_desc(Cu *cu, LLVMValueRef a, int64_t lbo, int64_t sbo) {
   LLVMBuilderRef b = cu->dev->b;
   a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, i64(cu, 0x3FFFF), ""), i64(cu, 4),
@@ -1285,13 +1295,7 @@ static bool mma_matmul(Cu *cu, CgPlan *p, Node *n) {
   if (m.b.pad >= 0) mma_pad_copy(cu, p, &m, &m.b);
   cu_kernel_begin(cu, p, m.dt == DT_F32 ? "matmul_tf32"
                          : c->wg ? "matmul_wgmma" : "matmul_mma");
-  m.smem = cu_dyn_shared(cg);
-  if (c->wg) { /* stages on 1024-byte boundaries (the swizzle atoms) */
-    LLVMValueRef a = LLVMBuildPtrToInt(b, m.smem, cg->t_i64, "");
-    LLVMValueRef pad = LLVMBuildAnd(
-        b, LLVMBuildSub(b, i64(cu, 0), a, ""), i64(cu, 1023), "");
-    m.smem = LLVMBuildGEP2(b, cg->t_i8, m.smem, &pad, 1, "");
-  }
+  m.smem = c->wg ? cu_wg_smem(cu) : cu_dyn_shared(cg);
   int mt = c->wg ? 1 : 4, nacc = mt * c->ni * 4; /* m16 tiles per warp */
   LLVMValueRef acc = cg_alloca(cg, LLVMArrayType2(cg->t_f32, (uint64_t)nacc),
                                "acc");

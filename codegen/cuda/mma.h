@@ -35,6 +35,9 @@ void cu_wgmma(Cg *cg, DType dt, int n, LLVMValueRef acc, int nk,
               LLVMValueRef *bd, bool tb, int wait);
 /* The kernels may use wgmma: --gpu-arch=sm_90a, not RLX_CUDA_MM=nowg. */
 bool cu_wgmma_ok(const Cu *cu);
+/* The kernel's dynamic shared memory from its first 1024-byte boundary
+ * (wgmma's 128-byte swizzle atoms; ask for 1024 bytes more). */
+LLVMValueRef cu_wg_smem(Cu *cu);
 /* The descriptor of a 128-byte-swizzled shared operand starting at
  * shared byte address a (i64): lbo, sbo as wgmma's. */
 LLVMValueRef cu_wg_desc(Cu *cu, LLVMValueRef a, int64_t lbo, int64_t sbo);
