@@ -17,7 +17,8 @@
  *
  * Files: entry.c (the unit, host entries, header), host.c (host
  * functions: frame, kernel launches), kernels.c (one kernel
- * per op family), matmul.c (matmul and batched matmul), index.c (cumsum,
+ * per op family), matmul.c (matmul and batched matmul), mma.c (the
+ * tensor-core building blocks: mma.h), index.c (cumsum,
  * scatter, topk), random.c (Philox draws, sample), norm.c (layer, rms,
  * group and batch norms and their backward ops), attention.c
  * (attention and its backward, FlashAttention-2 tiles), nn.c (rope,

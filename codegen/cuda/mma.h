@@ -1,6 +1,7 @@
 /* mma.h: tensor-core building blocks shared by the GPU kernels that use
- * them (matmul.c defines them; attention.c uses them): the mma
- * instruction on fragment registers, ldmatrix, cp.async and wgmma. */
+ * them (mma.c defines them; matmul.c, attention.c and conv.c use them):
+ * the mma instruction on fragment registers, ldmatrix, cp.async and
+ * wgmma. */
 #ifndef RLX_CODEGEN_CUDA_MMA_H
 #define RLX_CODEGEN_CUDA_MMA_H
 
