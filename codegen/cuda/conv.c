@@ -34,10 +34,11 @@
  * and rounds once).
  * On the tensor cores: f16/bf16 GEMMs of at least 16 columns use
  * mma.m16n8k16 (f32 accumulators) on a 128 x 64 tile (128 x 32 for at
- * most 32 columns) of 8 warps, k in slices of 32 gathered by the same
- * loaders into shared memory as [row][k] 16-bit rows (16-byte chunks
- * XOR-swizzled by row pair), fragments by ldmatrix; the same pipeline,
- * split and store, each output the mma chain over its slices in order.
+ * most 32 columns) of 8 warps, k in slices of 32 gathered (the same
+ * addresses as the loaders below, computed incrementally: g_*) into
+ * shared memory as [row][k] 16-bit rows (16-byte chunks XOR-swizzled
+ * by row pair), fragments by ldmatrix; the same pipeline, split and
+ * store, each output the mma chain over its slices in order.
  */
 #include "codegen/cuda/mma.h"
 
@@ -372,7 +373,7 @@ static void cv_store(Cu *cu, const Cv *v, LLVMValueRef acc) {
  * tiles at rows 16 MT wm, columns 32 wn (MT = bm / 16 WM). A slice:
  * A [bm][32] and B [bn][32] (k contiguous, 64 bytes a row, chunk c of
  * row r at c ^ ((r >> 1) & 3): the 8 rows an ldmatrix reads hit
- * distinct banks), thread e's elements (e / 32 + 8 q, e % 32). */
+ * distinct banks). */
 
 static int tc_wn(const Cv *v) { return v->bn / 32; }
 static int tc_mt(const Cv *v) { return v->bm / 16 / (8 / tc_wn(v)); }
