@@ -71,7 +71,7 @@ def run(out, rounds, match=None):
               os.path.join(here, "..", "samples")):
         sys.path.insert(0, x)
     import gpu_torch_interop as gi
-    from gpu_rounds import header, time_rounds
+    from gpu_rounds import header, time_rounds, timed
     gi.DTYPES[3] = torch.bfloat16
     dev = torch.device("cuda")
     s = torch.cuda.current_stream()
@@ -113,13 +113,7 @@ def run(out, rounds, match=None):
         fails += not ok
         # calls per round: ~0.2 s of the slower variant
         s.synchronize()
-        t0 = torch.cuda.Event(True)
-        t1 = torch.cuda.Event(True)
-        t0.record()
-        rl()
-        t1.record()
-        torch.cuda.synchronize()
-        ms = t0.elapsed_time(t1)
+        ms = timed(rl, 1)
         iters = max(1, min(50, int(200 / max(ms, 1e-3))))
         r = rounds if ms < 2000 else 1
         times = time_rounds([("rlxc", rl), ("torch", tfn)], s, r, iters, 1)

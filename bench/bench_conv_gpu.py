@@ -68,7 +68,7 @@ def run(out, rounds, match=None):
     for x in (here, os.path.join(here, "..", "samples")):
         sys.path.insert(0, x)
     import gpu_torch_interop as gi
-    from gpu_rounds import header, time_rounds
+    from gpu_rounds import header, time_rounds, timed
     gi.DTYPES[3] = torch.bfloat16
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -109,12 +109,7 @@ def run(out, rounds, match=None):
                ref.float().abs().max().clamp(min=1e-30)).item()
         ok = err < (2e-2 if dt == "bf16" else 1e-4)
         fails += not ok
-        t0, t1 = torch.cuda.Event(True), torch.cuda.Event(True)
-        t0.record()
-        rl()
-        t1.record()
-        torch.cuda.synchronize()
-        ms = t0.elapsed_time(t1)
+        ms = timed(rl, 1)
         iters = max(1, min(200, int(100 / max(ms, 1e-3))))
         times = time_rounds([("rlxc", rl), ("torch", fn)], st, rounds, iters,
                             2)
