@@ -106,8 +106,8 @@ TGT static void pack_bt_avx2_f32(const float *b, int64_t cs, int64_t kc,
    after inlining); C is read and written through lane masks. */
 __attribute__((always_inline)) TGT static inline void
 edge_rv_avx2_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
-                 int64_t lda, int64_t ldb, float *c, int64_t ldc, int load,
-                 int mr, int nr)
+                 int64_t ars, int64_t lda, int64_t ldb, float *c,
+                 int64_t ldc, int load, int mr, int nr)
 {
   __m256 acc[AP_MR][2];
   __m256i mk[2];
@@ -122,7 +122,7 @@ edge_rv_avx2_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
     __m256 b1 = V > 1 ? _mm256_loadu_ps(bp + 8) : b0;
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
-      __m256 a = _mm256_broadcast_ss(ap + i);
+      __m256 a = _mm256_broadcast_ss(ap + i * ars);
       acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
       if (V > 1)
         acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
@@ -142,18 +142,22 @@ edge_rv_avx2_f32(int R, int V, int64_t kc, const float *ap, const float *bp,
     }
 }
 
-TGT static void edge_avx2_f32(int64_t kc, const float *ap, const float *bp,
-                              int64_t lda, int64_t ldb, float *c,
-                              int64_t ldc, int load, int mr, int nr)
+/* The edge tile for A(i, p) at ap[i*ars + p*lda]. */
+__attribute__((always_inline)) TGT static inline void
+edge_s_avx2_f32(int64_t kc, const float *ap, const float *bp, int64_t ars,
+                int64_t lda, int64_t ldb, float *c, int64_t ldc, int load,
+                int mr, int nr)
 {
   int v2 = nr > 8;
   switch (mr) {
 #define EDGE_CASE(R)                                                      \
   case R:                                                                 \
     if (v2)                                                               \
-      edge_rv_avx2_f32(R, 2, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr); \
+      edge_rv_avx2_f32(R, 2, kc, ap, bp, ars, lda, ldb, c, ldc, load, mr, \
+                       nr);                                               \
     else                                                                  \
-      edge_rv_avx2_f32(R, 1, kc, ap, bp, lda, ldb, c, ldc, load, mr, nr); \
+      edge_rv_avx2_f32(R, 1, kc, ap, bp, ars, lda, ldb, c, ldc, load, mr, \
+                       nr);                                               \
     break;
     EDGE_CASE(1) EDGE_CASE(2) EDGE_CASE(3) EDGE_CASE(4) EDGE_CASE(5)
     EDGE_CASE(6)
@@ -161,8 +165,25 @@ TGT static void edge_avx2_f32(int64_t kc, const float *ap, const float *bp,
   }
 }
 
+TGT static void edge_avx2_f32(int64_t kc, const float *ap, const float *bp,
+                              int64_t lda, int64_t ldb, float *c,
+                              int64_t ldc, int load, int mr, int nr)
+{
+  edge_s_avx2_f32(kc, ap, bp, 1, lda, ldb, c, ldc, load, mr, nr);
+}
+
+/* A in place by rows: A(i, p) at ap[i*lda + p]. */
+TGT static void edge_ra_avx2_f32(int64_t kc, const float *ap,
+                                 const float *bp, int64_t lda, int64_t ldb,
+                                 float *c, int64_t ldc, int load, int mr,
+                                 int nr)
+{
+  edge_s_avx2_f32(kc, ap, bp, lda, 1, ldb, c, ldc, load, mr, nr);
+}
+
 #define GK_PACK_A_F32 pack_a_avx2_f32
 #define GK_PACK_B_F32 pack_b_avx2_f32
 #define GK_PACK_BT_F32 pack_bt_avx2_f32
 #define GK_PACK_AT_F32 pack_at_avx2_f32
 #define GK_EDGE_F32 edge_avx2_f32
+#define GK_EDGE_RA_F32 edge_ra_avx2_f32

@@ -80,6 +80,13 @@ struct RlxGemmCfgF32 {
   RlxPackF32 pack_bt; /* count = npanels */
   RlxPackF32 pack_at; /* count = rows present */
   RlxEdgeF32 edge;
+  /* Optional (both or neither): kern and edge reading A in place by
+     rows (unit column stride): A(i, p) at ap[i*lda + p]; otherwise the
+     same contract.  Only where the MR row streams stay in L1 at any
+     stride (AVX2's 6 rows; the 14 rows of AVX-512 lost up to 25% at
+     2048^3 when their stride mapped them to one L1 set). */
+  RlxKernF32 kern_ra;
+  RlxEdgeF32 edge_ra;
   /* Optional table of the same ISA and KC with another MR, used for
      calls whose M it pads less (see gemm.c); NULL: none. */
   const RlxGemmCfgF32 *alt;
@@ -91,6 +98,8 @@ typedef struct {
   RlxKernF64 kern;
   RlxPackF64 pack_a, pack_b, pack_bt, pack_at;
   RlxEdgeF64 edge;
+  RlxKernF64 kern_ra;
+  RlxEdgeF64 edge_ra;
 } RlxGemmCfgF64;
 
 /* Per-ISA tables; `kern` is NULL where the ISA was not compiled in. */

@@ -7,8 +7,11 @@
  * Optional: GK_F32_EXTRA, a header included after the f32 kernel (with
  * the f32 vector layer active) that defines ISA-specific packing and
  * edge routines and names them in GK_PACK_A_F32, GK_PACK_B_F32,
- * GK_PACK_BT_F32, GK_PACK_AT_F32 and GK_EDGE_F32 (contracts: gemm_internal.h); those
- * not named stay NULL (the driver's generic loops).
+ * GK_PACK_BT_F32, GK_PACK_AT_F32 and GK_EDGE_F32 (contracts:
+ * gemm_internal.h); those not named stay NULL (the driver's generic
+ * loops).  Naming GK_EDGE_RA_F32 too (the edge tile reading A in place
+ * by rows) also enables kern_f32_ra: the table then reads full A panels
+ * of unit column stride in place instead of packing them.
  */
 #define GEMM_CAT3_(a, b, c) a##b##c
 #define GEMM_CAT3(a, b, c) GEMM_CAT3_(a, b, c)
@@ -37,6 +40,12 @@ enum { NR_F32 = GK_NV * VL };
 #ifndef GK_EDGE_F32
 #define GK_EDGE_F32 NULL
 #endif
+#ifdef GK_EDGE_RA_F32
+#define GK_KERN_RA_F32 kern_f32_ra
+#else
+#define GK_KERN_RA_F32 NULL
+#define GK_EDGE_RA_F32 NULL
+#endif
 #undef VEC_F64
 #undef T
 #undef GK_NAME
@@ -52,7 +61,8 @@ const RlxGemmCfgF32 GEMM_CAT3(rlx_gemm_, ISA, _f32) = {
   .name = ISA_NAME, .mr = GK_MR, .nr = NR_F32, .kc = 384, .nc = 512,
   .kern = kern_f32, .pack_a = GK_PACK_A_F32, .pack_b = GK_PACK_B_F32,
   .pack_bt = GK_PACK_BT_F32, .pack_at = GK_PACK_AT_F32,
-  .edge = GK_EDGE_F32};
+  .edge = GK_EDGE_F32, .kern_ra = GK_KERN_RA_F32,
+  .edge_ra = GK_EDGE_RA_F32};
 const RlxGemmCfgF64 GEMM_CAT3(rlx_gemm_, ISA, _f64) = {
   .name = ISA_NAME, .mr = GK_MR, .nr = NR_F64, .kc = 256, .nc = 512,
   .kern = kern_f64};

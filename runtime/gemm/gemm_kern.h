@@ -5,8 +5,15 @@
  * GK_MR * GK_NV accumulators start from zero and take one FMA per p, in
  * increasing p; C is added once at the end.
  */
-TGT static void GK_NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,
-                        int64_t ldb, T *c, int64_t ldc, int load)
+#define GK_CAT_(a, b) a##b
+#define GK_CAT(a, b) GK_CAT_(a, b)
+
+/* A(i, p) at ap[i*ars + p*lda]: ars = 1 (a packed panel, or a
+   transposed A in place) or A's row stride (A in place by rows). */
+__attribute__((always_inline)) TGT static inline void
+GK_CAT(GK_NAME, _body)(int64_t kc, const T *ap, const T *bp, int64_t ars,
+                       int64_t lda, int64_t ldb, T *c, int64_t ldc,
+                       int load)
 {
   VT acc[GK_MR][GK_NV];
 #pragma GCC unroll 16
@@ -21,7 +28,7 @@ TGT static void GK_NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,
       b[v] = VLOADU(bp + v * VL);
 #pragma GCC unroll 16
     for (int i = 0; i < GK_MR; i++) {
-      VT a = VSET1(ap[i]);
+      VT a = VSET1(ap[i * ars]);
 #pragma GCC unroll 16
       for (int v = 0; v < GK_NV; v++)
         acc[i][v] = VFMA(a, b[v], acc[i][v]);
@@ -36,4 +43,19 @@ TGT static void GK_NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,
       T *ci = c + i * ldc + v * VL;
       VSTOREU(ci, load ? VADD(VLOADU(ci), acc[i][v]) : acc[i][v]);
     }
+}
+
+TGT static void GK_NAME(int64_t kc, const T *ap, const T *bp, int64_t lda,
+                        int64_t ldb, T *c, int64_t ldc, int load)
+{
+  GK_CAT(GK_NAME, _body)(kc, ap, bp, 1, lda, ldb, c, ldc, load);
+}
+
+/* A in place by rows: A(i, p) at ap[i*lda + p] (the tables of
+   gemm_isa.h use it where GK_EDGE_RA_F32 is defined). */
+__attribute__((unused)) TGT static void GK_CAT(GK_NAME, _ra)(int64_t kc, const T *ap, const T *bp,
+                                     int64_t lda, int64_t ldb, T *c,
+                                     int64_t ldc, int load)
+{
+  GK_CAT(GK_NAME, _body)(kc, ap, bp, lda, 1, ldb, c, ldc, load);
 }

@@ -17,7 +17,9 @@
  * Partial tiles use the ISA's edge kernel, else an MR x NR buffer and the
  * full kernel.  With at most RLX_DIRECT_B_ROWS register tiles of rows,
  * full B panels are read in place instead of packed; with at most
- * RLX_DIRECT_A_COLS tiles of columns, a transposed A is read in place.
+ * RLX_DIRECT_A_COLS tiles of columns, a transposed A is read in place;
+ * an A of unit column stride is read in place by rows where the table
+ * has kern_ra (AVX2: its 6 row streams stay in L1).
  * Determinism: K is never split across threads, and every C element is
  * accumulated in increasing p order in one accumulator per KC block
  * (blocks in order, each added to C), whatever the region and tile it
@@ -103,17 +105,19 @@ static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
                       bp + full * kc);
 }
 
-/* One tile of C with mr <= MR rows and nr <= NR columns. */
+/* One tile of C with mr <= MR rows and nr <= NR columns; `ra`: A in
+   place by rows (kern_ra / edge_ra). */
 static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
                       int64_t lda, int64_t ldb, T *c, int64_t ldc, int mr,
-                      int nr, int load)
+                      int nr, int load, int ra)
 {
   if (mr == cfg->mr && nr == cfg->nr) {
-    cfg->kern(kc, ap, bp, lda, ldb, c, ldc, load);
+    (ra ? cfg->kern_ra : cfg->kern)(kc, ap, bp, lda, ldb, c, ldc, load);
     return;
   }
-  if (cfg->edge) {
-    cfg->edge(kc, ap, bp, lda, ldb, c, ldc, load, mr, nr);
+  if (ra ? cfg->edge_ra != NULL : cfg->edge != NULL) {
+    (ra ? cfg->edge_ra : cfg->edge)(kc, ap, bp, lda, ldb, c, ldc, load, mr,
+                                    nr);
     return;
   }
   _Alignas(64) T tmp[RLX_MR_MAX * RLX_NR_MAX];
@@ -123,7 +127,8 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
   for (int i = 0; i < mr && load; i++)
     for (int j = 0; j < nr; j++)
       tmp[i * NR + j] = c[i * ldc + j];
-  cfg->kern(kc, ap, bp, lda, ldb, tmp, NR, load); /* same ops */
+  (ra ? cfg->kern_ra : cfg->kern)(kc, ap, bp, lda, ldb, tmp, NR,
+                                  load); /* same ops */
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = tmp[i * NR + j];
@@ -152,26 +157,31 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
 }
 
 /* The packed rows [m0,m1) x kc (ap) times the kc x nc block of B, into
-   C (c points at row 0, column jc).  Full B panels come from bdir (B in
-   place, rows jb->b_rs apart) when it is not NULL, else from the packed
-   block bp, which always holds the partial last panel. */
+   C (c points at row 0, column jc).  Full A panels come from adir (A in
+   place: transposed, or by rows with `ra`) when it is not NULL, else
+   from ap, which always holds the partial last panel.  Full B panels
+   come from bdir (B in place, rows jb->b_rs apart) when it is not NULL,
+   else from the packed block bp, which always holds the partial last
+   panel. */
 static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
                        int64_t kc, int64_t nc, const T *ap, const T *adir,
-                       const T *bp, const T *bdir, T *c, int load)
+                       int ra, const T *bp, const T *bdir, T *c, int load)
 {
   const CFG *cfg = jb->cfg;
   for (int64_t ic = m0; ic < m1; ic += cfg->mr) {
     int mr = m1 - ic < cfg->mr ? (int)(m1 - ic) : cfg->mr;
     int in_place = adir && mr == cfg->mr;
-    const T *apan = in_place ? adir + ic : ap + (ic - m0) * kc;
-    int64_t lda = in_place ? jb->a_cs : cfg->mr;
+    const T *apan = !in_place ? ap + (ic - m0) * kc
+                    : ra      ? adir + ic * jb->a_rs
+                              : adir + ic;
+    int64_t lda = !in_place ? cfg->mr : ra ? jb->a_rs : jb->a_cs;
     T *cr = c + ic * jb->c_rs;
     for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
       int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
       int direct = bdir && nr == cfg->nr;
       FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc, lda,
                 direct ? jb->b_rs : cfg->nr, cr + jr, jb->c_rs, mr, nr,
-                load);
+                load, in_place && ra);
     }
   }
 }
@@ -230,6 +240,9 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
      place. */
   int adirect = !direct && jb->a_rs == 1 &&
                 n1 - n0 <= RLX_DIRECT_A_COLS * cfg->nr;
+  /* A with unit column stride: full panels read in place by rows (each
+     of its MR row streams stays in L1 across the B panels). */
+  int ra = !adirect && jb->a_cs == 1 && cfg->kern_ra;
   /* Equal column blocks of at most NC (a narrow last block would reuse
      each A panel only a few times). */
   int64_t nblk = (n1 - n0 + cfg->nc - 1) / cfg->nc;
@@ -239,7 +252,7 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
   for (int64_t pc = 0; pc < jb->k; pc += kstep) {
     int64_t kc = jb->k - pc < kstep ? jb->k - pc : kstep;
     const T *asrc = a + pc * jb->a_cs;
-    FN(pack_a_block_)(jb, asrc, m0, m1, kc, ap, adirect);
+    FN(pack_a_block_)(jb, asrc, m0, m1, kc, ap, adirect || ra);
     for (int64_t jc = n0; jc < n1; jc += nstep) {
       int64_t nc = n1 - jc < nstep ? n1 - jc : nstep;
       const T *bsrc = b + pc * jb->b_rs + jc * jb->b_cs;
@@ -251,9 +264,8 @@ static void FN(rows_)(const FN(Job_) *jb, const T *a, const T *b, T *c,
       } else {
         FN(pack_b_)(cfg, bsrc, jb->b_rs, jb->b_cs, nc, kc, bp);
       }
-      FN(macro_)(jb, m0, m1, kc, nc, ap, adirect ? asrc : NULL, bp,
-                 direct ? bsrc : NULL, c + jc,
-                 jb->acc || pc > 0);
+      FN(macro_)(jb, m0, m1, kc, nc, ap, adirect || ra ? asrc : NULL, ra,
+                 bp, direct ? bsrc : NULL, c + jc, jb->acc || pc > 0);
     }
   }
 }
