@@ -10,9 +10,10 @@
 #if RLX_HAVE_X86_SIMD
 #define ISA avx2
 #define VEC_HEADER "runtime/simd/vec_avx2.h"
+#include "runtime/attention/attention_trans_avx2.h"
 #define MM_NV 2
 #include "runtime/attention/attention_isa.h"
 #else
-const AttnIsaF32 rlx_attn_avx2_f32 = {NULL, NULL, NULL};
-const AttnIsaF64 rlx_attn_avx2_f64 = {NULL, NULL, NULL};
+const AttnIsaF32 rlx_attn_avx2_f32 = {NULL, NULL, NULL, NULL};
+const AttnIsaF64 rlx_attn_avx2_f64 = {NULL, NULL, NULL, NULL};
 #endif

@@ -43,8 +43,10 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
            kvis >= nk: no such rows).  A kernel may store 0 there
            without exp (the same value) and leave it out of the sum (a
            sum from +0 keeps its bits without +0 terms).
-   online and expsub may be NULL in a table: the portable C ones of
-   attention_tmpl.h are used. */
+   trans:  dst[c*ldd + r] = src[r*lds + c] * mul for r < rows,
+           c < cols (a transposed copy; mul 1 copies).
+   online, expsub and trans may be NULL in a table: the portable C ones
+   of attention_tmpl.h are used. */
 #define ATTN_DECL_KERNELS(T, SFX)                                         \
   typedef void (*AttnMm##SFX)(int64_t m, int64_t n, int64_t k,           \
                               const T *a, int64_t ars, int64_t acs,      \
@@ -54,10 +56,14 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
                                   T *l, T *alpha);                        \
   typedef void (*AttnExpsub##SFX)(T *s, int64_t nk, int64_t kvis,        \
                                   const T *sub);                          \
+  typedef void (*AttnTrans##SFX)(const T *src, int64_t lds, int64_t rows, \
+                                 int64_t cols, T mul, T *dst,             \
+                                 int64_t ldd);                            \
   typedef struct {                                                        \
     AttnMm##SFX mm;                                                       \
     AttnOnline##SFX online;                                               \
     AttnExpsub##SFX expsub;                                               \
+    AttnTrans##SFX trans;                                                 \
   } AttnIsa##SFX;
 ATTN_DECL_KERNELS(float, F32)
 ATTN_DECL_KERNELS(double, F64)

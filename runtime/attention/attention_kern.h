@@ -21,40 +21,42 @@
 #define MM_TILE CAT(mm_tile_, SFX)
 #define MM CAT(mm_, SFX)
 
+/* FULL (a constant): the last vector has all VL columns (plain loads
+   and stores; else `last` selects its columns). */
 __attribute__((always_inline)) TGT static inline void
-MM_TILE(const int R, const int NV, int64_t k, const T *a, int64_t ars,
-        int64_t acs, const T *b, int64_t ldb, T *c, int64_t ldc, MT last,
-        int acc)
+MM_TILE(const int R, const int NV, const int FULL, int64_t k, const T *a,
+        int64_t ars, int64_t acs, const T *b, int64_t ldb, T *c,
+        int64_t ldc, MT last, int acc)
 {
   VT x[6][4];
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++)
-      x[r][v] = !acc         ? VZERO()
-                : v < NV - 1 ? VLOADU(c + r * ldc + v * VL)
-                             : VMASKZ_LOAD(last, c + r * ldc + v * VL);
+      x[r][v] = !acc                 ? VZERO()
+                : FULL || v < NV - 1 ? VLOADU(c + r * ldc + v * VL)
+                                     : VMASKZ_LOAD(last, c + r * ldc + v * VL);
   for (int64_t p = 0; p < k; p++) {
     VT bv[4];
-    const T *bp = b + p * ldb;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++)
-      bv[v] = v < NV - 1 ? VLOADU(bp + v * VL)
-                         : VMASKZ_LOAD(last, bp + v * VL);
-    const T *ap = a + p * acs;
+      bv[v] = FULL || v < NV - 1 ? VLOADU(b + v * VL)
+                                 : VMASKZ_LOAD(last, b + v * VL);
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-      VT av = VSET1(ap[r * ars]);
+      VT av = VSET1(a[r * ars]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++)
         x[r][v] = VFMA(av, bv[v], x[r][v]);
     }
+    a += acs;
+    b += ldb;
   }
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) {
-      if (v < NV - 1)
+      if (FULL || v < NV - 1)
         VSTOREU(c + r * ldc + v * VL, x[r][v]);
       else
         VMASK_STORE(c + r * ldc + v * VL, last, x[r][v]);
@@ -77,9 +79,16 @@ TGT static void MM(int64_t m, int64_t n, int64_t k, const T *a,
       const T *bj = b + j0;
 #define MM_CASE(RR, NN)                                                   \
   case (RR) * 8 + (NN):                                                   \
-    MM_TILE(RR, NN, k, ai, ars, acs, bj, ldb, ci, ldc, last, acc);        \
+    if (tail == VL)                                                       \
+      MM_TILE(RR, NN, 1, k, ai, ars, acs, bj, ldb, ci, ldc, last, acc);   \
+    else                                                                  \
+      MM_TILE(RR, NN, 0, k, ai, ars, acs, bj, ldb, ci, ldc, last, acc);   \
     break;
+#if MM_NV == 2
+#define MM_ROW(RR) MM_CASE(RR, 1) MM_CASE(RR, 2)
+#else
 #define MM_ROW(RR) MM_CASE(RR, 1) MM_CASE(RR, 2) MM_CASE(RR, 3) MM_CASE(RR, 4)
+#endif
       switch (R * 8 + nv) {
         MM_ROW(1) MM_ROW(2) MM_ROW(3) MM_ROW(4) MM_ROW(5) MM_ROW(6)
       }

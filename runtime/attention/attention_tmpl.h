@@ -83,16 +83,25 @@ static void FN(expsub_c_)(T *s, int64_t nk, int64_t kvis, const T *sub)
       s[j * BQ + i] = EXP(s[j * BQ + i] - sub[i]);
 }
 
+static void FN(trans_c_)(const T *src, int64_t lds, int64_t rows,
+                         int64_t cols, T mul, T *dst, int64_t ldd)
+{
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++)
+      dst[c * ldd + r] = src[r * lds + c] * mul;
+}
+
 /* The kernels of the ISA the GEMM dispatch chose; portable C where its
    table has none. */
 static ISA_T FN(isa_)(void)
 {
-  ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_)};
+  ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_), FN(trans_c_)};
   const ISA_T *x = FN(attn_tables_)[rlx_isa_level()];
   if (x && x->mm) {
     t.mm = x->mm;
     t.online = x->online ? x->online : t.online;
     t.expsub = x->expsub ? x->expsub : t.expsub;
+    t.trans = x->trans ? x->trans : t.trans;
   }
   return t;
 }
@@ -119,15 +128,13 @@ static inline int64_t FN(base_)(const rlx_attn_geom *g, int l4, int64_t b,
 }
 
 /* dst[c*BQ + i] = src[i*ld + c] * mul for i < n, 0 for n <= i < BQ. */
-static void FN(trans_)(const T *src, int64_t ld, int64_t n, int64_t d,
-                       T mul, T *dst)
+static void FN(trans_)(const FN(Attn_) *A, const T *src, int64_t ld,
+                       int64_t n, int64_t d, T mul, T *dst)
 {
   for (int64_t c = 0; c < d; c++)
     for (int64_t i = n; i < BQ; i++)
       dst[c * BQ + i] = 0;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t c = 0; c < d; c++)
-      dst[c * BQ + i] = src[i * ld + c] * mul;
+  A->isa->trans(src, ld, n, d, mul, dst, BQ);
 }
 
 static void FN(zero_rows_)(T *p, int64_t ld, int64_t rows, int64_t d)
@@ -276,7 +283,7 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   T *o = A->o + FN(base_)(g, A->o_l4, b, h, g->lq, &ldo);
   T *qt = (T *)slot, *ot = qt + d * BQ, *s = ot + d * BQ;
   T *mx = s + BK * BQ, *l = mx + BQ, *al = l + BQ;
-  FN(trans_)(q + i0 * ldq, ldq, nq, d, A->scale, qt);
+  FN(trans_)(A, q + i0 * ldq, ldq, nq, d, A->scale, qt);
   memset(ot, 0, (size_t)(d * BQ) * sizeof(T));
   for (int i = 0; i < BQ; i++) {
     mx[i] = -INFINITY;
@@ -287,7 +294,7 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
     int64_t nk = FN(min_)(BK, g->lk - j0);
     FN(scores_)(A, b, h, k + j0 * ldk, ldk, qt, i0, j0, nk, s, NULL);
     A->isa->online(s, nk, FN(kvis_)(A, i0, j0, nk), mx, l, al);
-    for (int64_t c = 0; c < d; c++)
+    for (int64_t c = 0; c < d && j0 > lo / BK * BK; c++) /* first: 0 */
       for (int i = 0; i < BQ; i++)
         ot[c * BQ + i] *= al[i];
     if (!A->tri)
@@ -301,17 +308,18 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
                      1);
       }
   }
+  for (int i = 0; i < BQ; i++) /* divisors: columns without keys: 1 */
+    al[i] = l[i] > 0 ? l[i] : 1;
   for (int64_t c = 0; c < d; c++) /* along i: vector divisions */
     for (int i = 0; i < BQ; i++)
-      ot[c * BQ + i] = l[i] > 0 ? ot[c * BQ + i] / l[i] : 0;
-  for (int64_t i = 0; i < nq; i++) {
-    T li = l[i], *oi = o + (i0 + i) * ldo;
-    for (int64_t c = 0; c < d; c++)
-      oi[c] = ot[c * BQ + i];
-    if (A->lse)
-      A->lse[(b * g->h + h) * g->lq + i0 + i] =
-          li > 0 ? mx[i] + LOG(li) : -INFINITY;
-  }
+      ot[c * BQ + i] /= al[i];
+  for (int i = 0; i < BQ; i++) /* and 0 there (even for inf v) */
+    for (int64_t c = 0; !(l[i] > 0) && c < d; c++)
+      ot[c * BQ + i] = 0;
+  A->isa->trans(ot, BQ, d, nq, 1, o + i0 * ldo, ldo);
+  for (int64_t i = 0; i < nq && A->lse; i++)
+    A->lse[(b * g->h + h) * g->lq + i0 + i] =
+        l[i] > 0 ? mx[i] + LOG(l[i]) : -INFINITY;
 }
 
 /* ---- work split: slot s runs items [s*n/S, (s+1)*n/S) in order ---- */
@@ -383,13 +391,17 @@ static void FN(pre_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   int64_t qoff = FN(base_)(g, l4, b, h, g->lq, &ldq) + i0 * ldq;
   const T *o = A->o + FN(base_)(g, A->o_l4, b, h, g->lq, &ldo) + i0 * ldo;
   const T *dy = A->dy + qoff;
-  FN(trans_)(A->q + qoff, ldq, nq, d, A->scale, A->qt + it * d * BQ);
-  FN(trans_)(dy, ldq, nq, d, 1, A->dot + it * d * BQ);
-  for (int64_t i = 0; i < BQ; i++) {
-    T acc = 0;
-    for (int64_t c = 0; i < nq && c < d; c++)
-      acc += dy[i * ldq + c] * o[i * ldo + c];
-    A->dd[it * BQ + i] = acc;
+  FN(trans_)(A, A->q + qoff, ldq, nq, d, A->scale, A->qt + it * d * BQ);
+  FN(trans_)(A, dy, ldq, nq, d, 1, A->dot + it * d * BQ);
+  /* D: eight rows at a time (independent sums, each in c order) */
+  for (int64_t i0 = 0; i0 < BQ; i0 += 8) {
+    T acc[8] = {0};
+    int64_t nr = FN(max_)(0, FN(min_)(8, nq - i0));
+    for (int64_t c = 0; c < d; c++)
+      for (int64_t r = 0; r < nr; r++)
+        acc[r] += dy[(i0 + r) * ldq + c] * o[(i0 + r) * ldo + c];
+    for (int r = 0; r < 8; r++)
+      A->dd[it * BQ + i0 + r] = acc[r];
   }
 }
 
