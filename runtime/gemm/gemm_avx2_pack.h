@@ -39,23 +39,24 @@ TGT static void pack_a_avx2_f32(const float *a, int64_t rs, int64_t kc,
       ap[p * AP_MR + i] = i < count ? a[i * rs + p] : 0.0f;
 }
 
-/* pack_at: ap[p*6 + i] = i < count ? a[p*cs + i] : 0 (A stored
-   transposed): six contiguous floats per p, read as 4 + 2 (never past
-   the panel's last row). */
+/* pack_at: `count` rows of A stored transposed (A(i, p) at a[p*cs + i])
+   as 6-row panels, row p of the group read once: six contiguous floats
+   per panel as 4 + 2 (never past the last row); the last partial panel
+   zero-padded. */
 TGT static void pack_at_avx2_f32(const float *a, int64_t cs, int64_t kc,
                                  int64_t count, float *ap)
 {
-  if (count < AP_MR) {
-    for (int64_t p = 0; p < kc; p++)
-      for (int i = 0; i < AP_MR; i++)
-        ap[p * AP_MR + i] = i < count ? a[p * cs + i] : 0.0f;
-    return;
-  }
+  int64_t full = count / AP_MR, rem = count % AP_MR;
   for (int64_t p = 0; p < kc; p++) {
     const float *s = a + p * cs;
-    _mm_storeu_ps(ap + p * AP_MR, _mm_loadu_ps(s));
-    _mm_storel_pi((__m64 *)(ap + p * AP_MR + 4),
-                  _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + 4)));
+    float *d = ap + p * AP_MR;
+    for (int64_t q = 0; q < full; q++, s += AP_MR, d += AP_MR * kc) {
+      _mm_storeu_ps(d, _mm_loadu_ps(s));
+      _mm_storel_pi((__m64 *)(d + 4),
+                    _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + 4)));
+    }
+    for (int i = 0; rem && i < AP_MR; i++)
+      d[i] = i < rem ? s[i] : 0.0f;
   }
 }
 

@@ -38,8 +38,11 @@ typedef void (*RlxKernF64)(int64_t kc, const double *ap, const double *bp,
      bp[jr*kc + p*NR + j] = b[p*rs + jr + j], jr = 0, NR, ...
    pack_bt: the same from B stored transposed (unit row stride), with
      `rs` the column stride: bp[jr*kc + p*NR + j] = b[(jr + j)*rs + p].
-   pack_at: pack_a from A stored transposed (unit row stride), with `rs`
-     the column stride: ap[p*MR + i] = i < count ? a[p*rs + i] : 0. */
+   pack_at: `count` rows (1 <= count <= RLX_PACK_AT_PANELS * MR) of A
+     stored transposed (unit row stride), with `rs` the column stride,
+     as consecutive MR-row panels, the last zero-padded:
+     ap[i0*kc + p*MR + i] = i0 + i < count ? a[p*rs + i0 + i] : 0 for
+     i0 = 0, MR, ..., i < MR, p < kc. */
 typedef void (*RlxPackF32)(const float *src, int64_t rs, int64_t kc,
                            int64_t count, float *dst);
 typedef void (*RlxPackF64)(const double *src, int64_t rs, int64_t kc,
@@ -56,6 +59,9 @@ typedef void (*RlxEdgeF64)(int64_t kc, const double *ap,
                            const double *bp, int64_t lda, int64_t ldb,
                            double *c, int64_t ldc, int load, int mr,
                            int nr);
+
+/* Panels that one pack_at call fills. */
+enum { RLX_PACK_AT_PANELS = 8 };
 
 /* Largest MR and NR of any kernel: sizes the edge-tile buffer. */
 enum { RLX_MR_MAX = 16, RLX_NR_MAX = 32 };
@@ -78,7 +84,7 @@ struct RlxGemmCfgF32 {
   RlxPackF32 pack_a; /* count = rows present */
   RlxPackF32 pack_b; /* count = npanels */
   RlxPackF32 pack_bt; /* count = npanels */
-  RlxPackF32 pack_at; /* count = rows present */
+  RlxPackF32 pack_at; /* count = rows, several panels */
   RlxEdgeF32 edge;
   /* Optional (both or neither): kern and edge reading A in place by
      rows (unit column stride): A(i, p) at ap[i*lda + p]; otherwise the

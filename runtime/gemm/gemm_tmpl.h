@@ -135,12 +135,24 @@ static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
 }
 
 /* Pack rows [m0,m1) x kc of A into consecutive MR-row panels (with
-   `direct`, only the partial last panel: full ones are read in place). */
+   `direct`, only the partial last panel: full ones are read in place).
+   A stored transposed goes through pack_at in groups of
+   RLX_PACK_AT_PANELS panels: each source row's bytes of a group are read
+   once, whatever its stride (per panel, a stride that maps the rows to
+   a few L1 sets made every panel reload them from L2). */
 static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
                               int64_t m1, int64_t kc, T *ap, int direct)
 {
   const CFG *cfg = jb->cfg;
   int MR = cfg->mr;
+  if (cfg->pack_at && jb->a_rs == 1 && !(cfg->pack_a && jb->a_cs == 1)) {
+    int64_t g = (int64_t)RLX_PACK_AT_PANELS * MR;
+    for (int64_t ic = direct ? m0 + (m1 - m0) / MR * MR : m0; ic < m1;
+         ic += g)
+      cfg->pack_at(a + ic, jb->a_cs, kc, m1 - ic < g ? m1 - ic : g,
+                   ap + (ic - m0) * kc);
+    return;
+  }
   for (int64_t ic = m0; ic < m1; ic += MR) {
     int mr = m1 - ic < MR ? (int)(m1 - ic) : MR;
     if (direct && mr == MR)
@@ -148,8 +160,6 @@ static void FN(pack_a_block_)(const FN(Job_) *jb, const T *a, int64_t m0,
     if (cfg->pack_a && jb->a_cs == 1)
       cfg->pack_a(a + ic * jb->a_rs, jb->a_rs, kc, mr,
                   ap + (ic - m0) * kc);
-    else if (cfg->pack_at && jb->a_rs == 1)
-      cfg->pack_at(a + ic, jb->a_cs, kc, mr, ap + (ic - m0) * kc);
     else
       FN(pack_a_)(a + ic * jb->a_rs, jb->a_rs, jb->a_cs, mr, kc, MR,
                   ap + (ic - m0) * kc);
@@ -176,7 +186,14 @@ static void FN(macro_)(const FN(Job_) *jb, int64_t m0, int64_t m1,
                               : adir + ic;
     int64_t lda = !in_place ? cfg->mr : ra ? jb->a_rs : jb->a_cs;
     T *cr = c + ic * jb->c_rs;
-    for (int64_t jr = 0; jr < nc; jr += cfg->nr) {
+    int64_t jr = 0;
+    if (mr == cfg->mr) { /* full tiles: the kernel directly */
+      __typeof__(cfg->kern) kern = in_place && ra ? cfg->kern_ra : cfg->kern;
+      for (; jr + cfg->nr <= nc; jr += cfg->nr)
+        kern(kc, apan, bdir ? bdir + jr : bp + jr * kc, lda,
+             bdir ? jb->b_rs : cfg->nr, cr + jr, jb->c_rs, load);
+    }
+    for (; jr < nc; jr += cfg->nr) {
       int nr = nc - jr < cfg->nr ? (int)(nc - jr) : cfg->nr;
       int direct = bdir && nr == cfg->nr;
       FN(tile_)(cfg, kc, apan, direct ? bdir + jr : bp + jr * kc, lda,
