@@ -24,6 +24,7 @@ static CgPlan *plan_graph(Cg *cg, Graph *g) {
   CgPlan *p = cg_plan_new(cg->ctx, g);
   cg_attention_groups(p, g, false);
   if (!cg_fuse(g, p)) return NULL;
+  cg_views(p, g, false);
   int64_t *scratch = arena_alloc(cg->ctx->arena,
                                  sizeof(int64_t) * (size_t)(g->next_id + 1));
   struct CgPlan *outer = cg->planning;
@@ -32,7 +33,9 @@ static CgPlan *plan_graph(Cg *cg, Graph *g) {
   for (int i = 0; ok && i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     const CgEmitter *e = cg_op_entry(n->op);
-    if (e->scratch && p->slot[n->id].kind == CG_SLOT_NONE) {
+    CgSlotKind k = p->slot[n->id].kind;
+    if (e->scratch && (k == CG_SLOT_NONE ||
+                       (k == CG_SLOT_VIEW && n->op != OP_NARROW))) {
       scratch[n->id] = e->scratch(cg, n);
       ok = scratch[n->id] != -1;
     }
@@ -57,8 +60,10 @@ static void copy_outputs(Cg *cg, Graph *g) {
  * aliased or an argument)? */
 static bool emits_code(Cg *cg, const Node *n) {
   CgSlotKind k = cg->fn->plan->slot[n->id].kind;
+  const CgSlot *s = &cg->fn->plan->slot[n->id];
   return k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED && k != CG_SLOT_ALIAS &&
-         !cg->fn->plan->slot[n->id].side_of && n->op != OP_INPUT &&
+         !(k == CG_SLOT_VIEW && n->op == OP_NARROW) && !s->side_of &&
+         !s->stored_by && n->op != OP_INPUT &&
          n->op != OP_PARAM && n->op != OP_CONST;
 }
 

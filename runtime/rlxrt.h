@@ -427,7 +427,16 @@ typedef struct {
   int64_t window; /* RLX_ATTN_SLIDING only */
   double scale;
   double softcap; /* 0: none */
+  /* Layout 3: elements from one row to the next of q, k, v, dq, dk, dv
+     (RLX_ATTN_LD_*), >= h*d; 0 (or h*d): dense.  A larger pitch reads or
+     writes the operand as columns of a wider tensor in place (q, k, v
+     inside a fused qkv projection; dq, dk, dv inside their concat). */
+  int64_t ld[6];
 } rlx_attn_geom;
+enum {
+  RLX_ATTN_LD_Q, RLX_ATTN_LD_K, RLX_ATTN_LD_V,
+  RLX_ATTN_LD_DQ, RLX_ATTN_LD_DK, RLX_ATTN_LD_DV
+};
 enum {
   RLX_ATTN_NONE = 0,
   RLX_ATTN_CAUSAL = 1,

@@ -246,7 +246,7 @@ static CgPlan *emit_graph(Cu *cu, Graph *g) {
   cg_xent_pairs(p, g);
   if (!cg_fuse(g, p)) return NULL;
   cg_epilogues(p, g);
-  cg_views(p, g);
+  cg_views(p, g, true);
   for (int i = 0; i < g->nnodes; i++) {
     const char *why = cu_dyn_why(cu, p, g->nodes[i]);
     if (why) {

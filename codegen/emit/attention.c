@@ -130,27 +130,48 @@ LLVMValueRef cg_attention_scratch_rt(Cg *cg, Node *n) {
   return b;
 }
 
-_Static_assert(sizeof(rlx_attn_geom) == 10 * 8 &&
-                   offsetof(rlx_attn_geom, scale) == 8 * 8,
-               "rlx_attn_geom: 8 int64s, then scale and softcap");
+_Static_assert(sizeof(rlx_attn_geom) == 16 * 8 &&
+                   offsetof(rlx_attn_geom, scale) == 8 * 8 &&
+                   offsetof(rlx_attn_geom, ld) == 10 * 8,
+               "rlx_attn_geom: 8 int64s, scale, softcap, 6 int64 pitches");
 
 static LLVMValueRef geometry_init(Cg *cg, const rlx_attn_geom *g) {
   const int64_t f[8] = {g->b,      g->h,    g->lq,   g->lk,
                         g->d,      g->layout, g->mask, g->window};
-  LLVMValueRef v[10];
+  LLVMValueRef v[11], ld[6];
   for (int i = 0; i < 8; i++) v[i] = cg_i64(cg, f[i]);
   v[8] = LLVMConstReal(cg->t_f64, g->scale);
   v[9] = LLVMConstReal(cg->t_f64, g->softcap);
-  return LLVMConstStructInContext(cg->lc, v, 10, 0);
+  for (int i = 0; i < 6; i++) ld[i] = cg_i64(cg, g->ld[i]);
+  v[10] = LLVMConstArray(cg->t_i64, ld, 6);
+  return LLVMConstStructInContext(cg->lc, v, 11, 0);
+}
+
+/* Row pitches of n's q, k, v and (a backward's group) dq, dk, dv that
+ * are views of a wider tensor (plan/views.c): its last dim. */
+static void pitches(Cg *cg, const Node *n, rlx_attn_geom *g) {
+  Node *x[6] = {n->in[0], n->in[1], n->in[2], NULL, NULL, NULL};
+  if (is_bwd(n)) {
+    Node *res[4];
+    cg_attn_members(cg->fn->plan, (Node *)n, res);
+    for (int i = 0; i < 3; i++) x[3 + i] = res[i];
+  }
+  for (int i = 0; i < 6; i++) {
+    const CgSlot *s = x[i] ? cg_slot(cg, x[i]) : NULL;
+    if (s && s->kind == CG_SLOT_VIEW)
+      g->ld[i] = s->alias->type.dims[s->alias->type.rank - 1];
+  }
 }
 
 /* The geometry of n: a constant global, or with dynamic sizes a copy
  * of the bound's on the stack with b, lq and lk read at run time. */
 static LLVMValueRef geometry(Cg *cg, const Node *n) {
   rlx_attn_geom g = cg_attn_geometry(n);
+  pitches(cg, n, &g);
   if (!node_dynamic(n))
     return cg_ops_const_global(cg, geometry_init(cg, &g), "rlx.attn");
   rlx_attn_geom gb = cg_attn_geometry_bound(n);
+  pitches(cg, n, &gb);
   LLVMValueRef init = geometry_init(cg, &gb);
   LLVMValueRef p = cg_alloca(cg, LLVMTypeOf(init), "attn.geom");
   LLVMBuildStore(cg->b, init, p);

@@ -41,9 +41,12 @@ static bool dtype_ok(Cg *cg, Node *n) {
 }
 
 bool cg_emit_node(Cg *cg, Node *n) {
-  CgSlotKind k = cg_slot(cg, n)->kind;
+  const CgSlot *s = cg_slot(cg, n);
+  CgSlotKind k = s->kind;
   if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
-      cg_slot(cg, n)->side_of) /* stored by its root's loop */
+      s->side_of || /* stored by its root's loop */
+      (k == CG_SLOT_VIEW && n->op == OP_NARROW) || /* read in place */
+      s->stored_by) /* a concat its members' leader wrote (views.c) */
     return true;
   if (!dtype_ok(cg, n)) return false;
   int nfsrc = cg->nfsrc; /* prologue markers live for one emitter */

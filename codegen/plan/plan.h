@@ -181,12 +181,14 @@ void cg_xent_pairs(CgPlan *p, Graph *g);
 void cg_epilogues(CgPlan *p, Graph *g);
 /* After cg_fuse, before cg_memplan, for a target whose attention
  * kernels address q-like and k-like rows with the operand's row pitch
- * (the GPU): a narrow along the last axis read only as attention's q,
- * k or v, and the q/k/v gradients of one attention group read only by
- * one concat along the last axis, are views (CG_SLOT_VIEW) of the
- * narrowed tensor and of the concat, which the group's leader writes
- * (stored_by): no copies. */
-void cg_views(CgPlan *p, Graph *g);
+ * (the GPU; the CPU's rlx_attn_geom.ld): a narrow along the last axis
+ * read only as attention's q, k or v, and the q/k/v gradients of one
+ * attention group read only by one concat along the last axis, are
+ * views (CG_SLOT_VIEW) of the narrowed tensor and of the concat, which
+ * the group's leader writes (stored_by): no copies. Without half_ok,
+ * only for f32 and f64 attention (the CPU computes f16/bf16 attention
+ * on dense f32 copies). */
+void cg_views(CgPlan *p, Graph *g, bool half_ok);
 /* The results of attention_backward leader n (after cg_memplan) by
  * wrt index (q k v bias), n included, NULL where not wanted. */
 void cg_attn_members(const CgPlan *p, Node *n, Node *mem[4]);

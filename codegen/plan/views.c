@@ -5,7 +5,8 @@
  * axis=-1): copies of [rows, h*d] slices out of and into rows of 3*h*d.
  * The attention kernels address every q-like and k-like row through
  * one function of the operand (its row pitch), so on a target that
- * uses this (the GPU) such a narrow read only as attention's q, k or v
+ * uses this (the GPU; the CPU's rlx_attn_geom.ld, f32 and f64) such a
+ * narrow read only as attention's q, k or v
  * is a view (CG_SLOT_VIEW: its source's bytes from `offset`, rows of
  * the source's last dim), and attention_backward results of one group
  * read only by one concat along the last axis are views of the concat,
@@ -33,15 +34,19 @@ static bool attn_op(const Node *n) {
   return n->op == OP_ATTENTION || n->op == OP_ATTENTION_BACKWARD;
 }
 
+static bool wide(DType dt) { return dt == DT_F32 || dt == DT_F64; }
+
 /* qkv[id]: every reader of the node is an attention (backward) of
- * layout 3 reading it as q, k or v (and there is one). */
-static bool *qkv_reads(Arena *a, Graph *g, const int *uses) {
+ * layout 3 reading it as q, k or v (and there is one), of a dtype the
+ * target reads in place (half_ok: any). */
+static bool *qkv_reads(Arena *a, Graph *g, const int *uses, bool half_ok) {
   bool *ok = arena_tmp_alloc(a, ((size_t)g->next_id + 1) * sizeof *ok);
   for (int i = 0; i <= g->next_id; i++) ok[i] = uses[i] > 0;
   for (int i = 0; i < g->nnodes; i++) {
     const Node *c = g->nodes[i];
     for (int k = 0; k < c->nin; k++)
-      if (!attn_op(c) || k > 2 || c->in[0]->type.rank != 3)
+      if (!attn_op(c) || k > 2 || c->in[0]->type.rank != 3 ||
+          (!half_ok && !wide(c->type.dt)))
         ok[c->in[k]->id] = false;
   }
   return ok;
@@ -65,9 +70,10 @@ static void narrow_view(CgPlan *p, Node *v, const bool *qkv) {
 
 /* concat(m...) of one attention group's q/k/v gradients, each read only
  * by it: the members become views of c. */
-static void concat_view(CgPlan *p, Node *c, const int *uses) {
+static void concat_view(CgPlan *p, Node *c, const int *uses, bool half_ok) {
   int r = c->type.rank;
-  if (r != 3 || last_axis(c) != r - 1 || p->slot[c->id].kind != CG_SLOT_NONE)
+  if (r != 3 || last_axis(c) != r - 1 ||
+      p->slot[c->id].kind != CG_SLOT_NONE || (!half_ok && !wide(c->type.dt)))
     return;
   Node *lead = NULL;
   for (int k = 0; k < c->nin; k++) {
@@ -117,16 +123,17 @@ static void pitch_rows(CgPlan *p, Node *n, const bool *mm) {
   s->pitch = (C * es + 15) / 16 * 16 / es;
 }
 
-void cg_views(CgPlan *p, Graph *g) {
+void cg_views(CgPlan *p, Graph *g, bool half_ok) {
   Arena *a = p->ctx->arena;
   int *uses = cg_use_counts(a, g);
-  bool *qkv = qkv_reads(a, g, uses);
+  bool *qkv = qkv_reads(a, g, uses, half_ok);
   for (int j = 0; j < g->nret; j++) qkv[g->rets[j]->id] = false;
   bool *mm = mm_reads(a, g, p, uses);
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = g->nodes[i];
     if (n->op == OP_NARROW) narrow_view(p, n, qkv);
-    else if (n->op == OP_CONCAT && n->nin > 1) concat_view(p, n, uses);
+    else if (n->op == OP_CONCAT && n->nin > 1)
+      concat_view(p, n, uses, half_ok);
     pitch_rows(p, n, mm);
   }
   arena_tmp_free(a, uses);

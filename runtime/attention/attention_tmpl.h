@@ -119,12 +119,22 @@ static inline int64_t FN(max_)(int64_t a, int64_t b)
 }
 
 /* Row 0 of head (b, h) of a q-like (len = lq) or k-like (len = lk)
-   tensor, and its row stride. */
+   tensor, and its row stride: h*d in layout 3, or operand `op`'s pitch
+   (g->ld[op]; op < 0: dense). */
 static inline int64_t FN(base_)(const rlx_attn_geom *g, int l4, int64_t b,
                                 int64_t h, int64_t len, int64_t *ld)
 {
   *ld = l4 ? g->d : g->h * g->d;
   return l4 ? (b * g->h + h) * len * g->d : (b * len * g->h + h) * g->d;
+}
+
+static inline int64_t FN(at_)(const rlx_attn_geom *g, int op, int64_t b,
+                              int64_t h, int64_t len, int64_t *ld)
+{
+  if (g->layout == 4 || op < 0 || g->ld[op] <= 0)
+    return FN(base_)(g, g->layout == 4, b, h, len, ld);
+  *ld = g->ld[op];
+  return b * len * *ld + h * g->d;
 }
 
 /* dst[c*BQ + i] = src[i*ld + c] * mul for i < n, 0 for n <= i < BQ. */
@@ -273,13 +283,12 @@ static void FN(scores_)(const FN(Attn_) *A, int64_t b, int64_t h,
 static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
 {
   const rlx_attn_geom *g = A->g;
-  int l4 = g->layout == 4;
   int64_t d = g->d, qi = it % A->nqt, h = it / A->nqt % g->h;
   int64_t b = it / A->nqt / g->h, i0 = qi * BQ;
-  int64_t nq = FN(min_)(BQ, g->lq - i0), ldq, ldk, ldo, lo, hi;
-  const T *q = A->q + FN(base_)(g, l4, b, h, g->lq, &ldq);
-  const T *k = A->k + FN(base_)(g, l4, b, h, g->lk, &ldk);
-  const T *v = A->v + (k - A->k);
+  int64_t nq = FN(min_)(BQ, g->lq - i0), ldq, ldk, ldv, ldo, lo, hi;
+  const T *q = A->q + FN(at_)(g, RLX_ATTN_LD_Q, b, h, g->lq, &ldq);
+  const T *k = A->k + FN(at_)(g, RLX_ATTN_LD_K, b, h, g->lk, &ldk);
+  const T *v = A->v + FN(at_)(g, RLX_ATTN_LD_V, b, h, g->lk, &ldv);
   T *o = A->o + FN(base_)(g, A->o_l4, b, h, g->lq, &ldo);
   T *qt = (T *)slot, *ot = qt + d * BQ, *s = ot + d * BQ;
   T *mx = s + BK * BQ, *l = mx + BQ, *al = l + BQ;
@@ -298,13 +307,13 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       for (int i = 0; i < BQ; i++)
         ot[c * BQ + i] *= al[i];
     if (!A->tri)
-      A->isa->mm(d, BQ, nk, v + j0 * ldk, 1, ldk, s, BQ, ot, BQ, 1);
+      A->isa->mm(d, BQ, nk, v + j0 * ldv, 1, ldv, s, BQ, ot, BQ, 1);
     else /* query columns in groups, each over the keys it sees */
       for (int64_t i = 0; i < BQ; i += 2 * TRI_G) {
         int64_t w = FN(min_)(2 * TRI_G, BQ - i);
         int64_t kk = FN(tri_k_)(g, i0, j0, nk, i + w - 1);
         if (kk > 0)
-          A->isa->mm(d, w, kk, v + j0 * ldk, 1, ldk, s + i, BQ, ot + i, BQ,
+          A->isa->mm(d, w, kk, v + j0 * ldv, 1, ldv, s + i, BQ, ot + i, BQ,
                      1);
       }
   }
@@ -385,21 +394,21 @@ static void FN(pre_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   int l4 = g->layout == 4;
   int64_t d = g->d, qi = it % A->nqt, h = it / A->nqt % g->h;
   int64_t b = it / A->nqt / g->h, i0 = qi * BQ;
-  int64_t nq = FN(min_)(BQ, g->lq - i0), ldq, ldo;
+  int64_t nq = FN(min_)(BQ, g->lq - i0), ldq, ldy, ldo;
   if (A->recompute)
     FN(fwd_item_)(A, it, slot);
-  int64_t qoff = FN(base_)(g, l4, b, h, g->lq, &ldq) + i0 * ldq;
+  const T *q = A->q + FN(at_)(g, RLX_ATTN_LD_Q, b, h, g->lq, &ldq) + i0 * ldq;
   const T *o = A->o + FN(base_)(g, A->o_l4, b, h, g->lq, &ldo) + i0 * ldo;
-  const T *dy = A->dy + qoff;
-  FN(trans_)(A, A->q + qoff, ldq, nq, d, A->scale, A->qt + it * d * BQ);
-  FN(trans_)(A, dy, ldq, nq, d, 1, A->dot + it * d * BQ);
+  const T *dy = A->dy + FN(base_)(g, l4, b, h, g->lq, &ldy) + i0 * ldy;
+  FN(trans_)(A, q, ldq, nq, d, A->scale, A->qt + it * d * BQ);
+  FN(trans_)(A, dy, ldy, nq, d, 1, A->dot + it * d * BQ);
   /* D: eight rows at a time (independent sums, each in c order) */
   for (int64_t i0 = 0; i0 < BQ; i0 += 8) {
     T acc[8] = {0};
     int64_t nr = FN(max_)(0, FN(min_)(8, nq - i0));
     for (int64_t c = 0; c < d; c++)
       for (int64_t r = 0; r < nr; r++)
-        acc[r] += dy[(i0 + r) * ldq + c] * o[(i0 + r) * ldo + c];
+        acc[r] += dy[(i0 + r) * ldy + c] * o[(i0 + r) * ldo + c];
     for (int r = 0; r < 8; r++)
       A->dd[it * BQ + i0 + r] = acc[r];
   }
@@ -412,31 +421,35 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   const rlx_attn_geom *g = A->g;
   int l4 = g->layout == 4;
   int64_t d = g->d, ch = it % A->nch, h = it / A->nch % g->h;
-  int64_t b = it / A->nch / g->h, ldq, ldk, ldp = d;
+  int64_t b = it / A->nch / g->h, ldq, ldy, ldk, ldv, lddq, lddk, lddv;
+  int64_t ldp = d;
   int64_t kt0 = ch * A->nkt / A->nch, kt1 = (ch + 1) * A->nkt / A->nch;
-  int64_t qoff = FN(base_)(g, l4, b, h, g->lq, &ldq);
-  int64_t koff = FN(base_)(g, l4, b, h, g->lk, &ldk);
-  const T *q = A->q + qoff, *dy = A->dy + qoff;
-  const T *k = A->k + koff, *v = A->v + koff;
+  const T *q = A->q + FN(at_)(g, RLX_ATTN_LD_Q, b, h, g->lq, &ldq);
+  const T *dy = A->dy + FN(base_)(g, l4, b, h, g->lq, &ldy);
+  const T *k = A->k + FN(at_)(g, RLX_ATTN_LD_K, b, h, g->lk, &ldk);
+  const T *v = A->v + FN(at_)(g, RLX_ATTN_LD_V, b, h, g->lk, &ldv);
+  int64_t dqoff = FN(at_)(g, RLX_ATTN_LD_DQ, b, h, g->lq, &lddq);
+  int64_t dkoff = FN(at_)(g, RLX_ATTN_LD_DK, b, h, g->lk, &lddk);
+  int64_t dvoff = FN(at_)(g, RLX_ATTN_LD_DV, b, h, g->lk, &lddv);
   const T *lse = A->lse + (b * g->h + h) * g->lq;
   T *dqp = NULL, *s = (T *)slot, *dp = s + BK * BQ, *f = dp + BK * BQ;
   T *lt = f + BK * BQ, *dt = lt + BQ;
   int need_ds = A->dq || A->dk || A->dbias;
   if (A->dq) {
-    dqp = ch == 0 ? A->dq + qoff /* chunk 0 into dq, the others apart */
+    dqp = ch == 0 ? A->dq + dqoff /* chunk 0 into dq, the others apart */
                   : A->dqp + (((ch - 1) * g->b + b) * g->h + h) * g->lq * d;
-    ldp = ch == 0 ? ldq : d;
+    ldp = ch == 0 ? lddq : d;
     FN(zero_rows_)(dqp, ldp, g->lq, d);
   }
   for (int64_t kt = kt0; kt < kt1; kt++) {
     int64_t j0 = kt * BK, nk = FN(min_)(BK, g->lk - j0), lo, hi;
-    const T *kr = k + j0 * ldk, *vr = v + j0 * ldk;
-    T *dkr = A->dk ? A->dk + koff + j0 * ldk : NULL;
-    T *dvr = A->dv ? A->dv + koff + j0 * ldk : NULL;
+    const T *kr = k + j0 * ldk, *vr = v + j0 * ldv;
+    T *dkr = A->dk ? A->dk + dkoff + j0 * lddk : NULL;
+    T *dvr = A->dv ? A->dv + dvoff + j0 * lddv : NULL;
     if (dkr)
-      FN(zero_rows_)(dkr, ldk, nk, d);
+      FN(zero_rows_)(dkr, lddk, nk, d);
     if (dvr)
-      FN(zero_rows_)(dvr, ldk, nk, d);
+      FN(zero_rows_)(dvr, lddv, nk, d);
     FN(qrange_)(g, j0, nk, &lo, &hi);
     for (int64_t i0 = lo / BQ * BQ; i0 < hi; i0 += BQ) {
       int64_t nq = FN(min_)(BQ, g->lq - i0);
@@ -450,22 +463,22 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
                   A->cap > 0 ? f : NULL);
       A->isa->expsub(s, nk, FN(kvis_)(A, i0, j0, nk), lt); /* s = P */
       if (dvr && !A->tri)
-        A->isa->mm(nk, d, nq, s, BQ, 1, dy + i0 * ldq, ldq, dvr, ldk, 1);
+        A->isa->mm(nk, d, nq, s, BQ, 1, dy + i0 * ldy, ldy, dvr, lddv, 1);
       else if (dvr) /* key rows in groups, each over the queries that
                        see them */
         for (int64_t j = 0; j < nk; j += TRI_G) {
           int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(g, i0, j0, j);
           if (c0 < nq)
             A->isa->mm(m, d, nq - c0, s + j * BQ + c0, BQ, 1,
-                       dy + (i0 + c0) * ldq, ldq, dvr + j * ldk, ldk, 1);
+                       dy + (i0 + c0) * ldy, ldy, dvr + j * lddv, lddv, 1);
         }
       if (!need_ds)
         continue;
       if (A->tri)
-        FN(mm_keyrows_)(A, i0, j0, nk, d, vr, ldk, 1,
+        FN(mm_keyrows_)(A, i0, j0, nk, d, vr, ldv, 1,
                         A->dot + tile * d * BQ, BQ, dp, BQ);
       else
-        A->isa->mm(nk, BQ, d, vr, ldk, 1, A->dot + tile * d * BQ, BQ, dp,
+        A->isa->mm(nk, BQ, d, vr, ldv, 1, A->dot + tile * d * BQ, BQ, dp,
                    BQ, 0);
       /* dS = P (dP - D), times the scale here unless dbias needs dS
          first or the softcap's f replaces the scale (x * 1 is x) */
@@ -490,13 +503,13 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
         for (int64_t x = 0; x < nk * BQ; x++)
           dp[x] *= A->scale;
       if (dkr && !A->tri)
-        A->isa->mm(nk, d, nq, dp, BQ, 1, q + i0 * ldq, ldq, dkr, ldk, 1);
+        A->isa->mm(nk, d, nq, dp, BQ, 1, q + i0 * ldq, ldq, dkr, lddk, 1);
       else if (dkr)
         for (int64_t j = 0; j < nk; j += TRI_G) {
           int64_t m = FN(min_)(TRI_G, nk - j), c0 = FN(tri_a_)(g, i0, j0, j);
           if (c0 < nq)
             A->isa->mm(m, d, nq - c0, dp + j * BQ + c0, BQ, 1,
-                       q + (i0 + c0) * ldq, ldq, dkr + j * ldk, ldk, 1);
+                       q + (i0 + c0) * ldq, ldq, dkr + j * lddk, lddk, 1);
         }
       if (dqp && !A->tri)
         A->isa->mm(nq, d, nk, dp, 1, BQ, kr, ldk, dqp + i0 * ldp, ldp, 1);
@@ -519,8 +532,8 @@ static void FN(sum_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   const rlx_attn_geom *g = A->g;
   int64_t d = g->d, qi = it % A->nqt, bh = it / A->nqt, ldq;
   int64_t i0 = qi * BQ, nq = FN(min_)(BQ, g->lq - i0);
-  T *dq = A->dq + FN(base_)(g, g->layout == 4, bh / g->h, bh % g->h, g->lq,
-                            &ldq) + i0 * ldq;
+  T *dq = A->dq + FN(at_)(g, RLX_ATTN_LD_DQ, bh / g->h, bh % g->h, g->lq,
+                          &ldq) + i0 * ldq;
   int64_t stride = g->b * g->h * g->lq * d;
   const T *p = A->dqp + (bh * g->lq + i0) * d;
   for (int64_t i = 0; i < nq; i++)

@@ -60,7 +60,7 @@ enum { NCASE = sizeof CASES / sizeof CASES[0] };
 static rlx_attn_geom geom(const Case *c)
 {
   rlx_attn_geom g = {c->b, c->h, c->lq, c->lk, c->d, c->layout,
-                     c->mask, c->window, c->scale, c->cap};
+                     c->mask, c->window, c->scale, c->cap, {0}};
   if (g.scale == 0)
     g.scale = 1 / sqrt((double)c->d);
   return g;
@@ -376,7 +376,8 @@ static void test_cases(void)
    does not grow with the length at all. */
 static void test_scratch_linear(void)
 {
-  rlx_attn_geom g = {1, 8, 4096, 4096, 64, 4, RLX_ATTN_CAUSAL, 0, 0.125, 0};
+  rlx_attn_geom g = {1, 8, 4096, 4096, 64, 4, RLX_ATTN_CAUSAL, 0, 0.125, 0,
+                     {0}};
   rlx_attn_geom g2 = g;
   g2.lq = g2.lk = 8192;
   for (int op = 0; op < 3; op++) {
@@ -388,6 +389,59 @@ static void test_scratch_linear(void)
   }
 }
 
+/* Layout 3 with row pitches (rlx_attn_geom.ld): q, k, v as the column
+   blocks of one [b, l, 3hd] tensor and dq, dk, dv written into one
+   too (the compiler's views of a fused qkv projection and of the
+   gradients' concat) give the dense call's bits, at every ISA; the
+   columns between the blocks are left alone. */
+static void test_pitched(void)
+{
+  const int64_t B = 2, H = 3, L = 70, D = 8, HD = H * D, W = 3 * HD + 5;
+  rlx_attn_geom g = {B, H, L, L, D, 3, RLX_ATTN_CAUSAL, 0, 0.3, 0, {0}};
+  int64_t n = B * L * HD, nw = B * L * W;
+  float *x = malloc(sizeof(float) * 4 * n), *qkv = malloc(sizeof(float) * nw);
+  float *o = malloc(sizeof(float) * 2 * n), *lse = malloc(sizeof(float) * 2 * B * H * L);
+  float *dd = malloc(sizeof(float) * 3 * n), *dw = malloc(sizeof(float) * nw);
+  for (int64_t i = 0; i < 4 * n; i++)
+    x[i] = (float)rnd();
+  for (int64_t r = 0; r < B * L; r++)
+    for (int j = 0; j < 3; j++)
+      memcpy(qkv + r * W + j * HD, x + j * n + r * HD, sizeof(float) * HD);
+  for (int i = 0; i < N_TEST_ISAS; i++) {
+    if (!test_isa_use(test_isas[i]))
+      continue;
+    rlx_attn_geom gp = g;
+    for (int j = 0; j < 6; j++)
+      gp.ld[j] = W;
+    void *sf = rlx_alloc((size_t)rlx_attention_scratch_bytes(&g, RLX_ATTN_FWD, 4));
+    void *sb = rlx_alloc((size_t)rlx_attention_scratch_bytes(&g, RLX_ATTN_BWD, 4));
+    rlx_attention_f32(&g, x, x + n, x + 2 * n, NULL, o, lse, sf);
+    rlx_attention_f32(&gp, qkv, qkv + HD, qkv + 2 * HD, NULL, o + n,
+                      lse + B * H * L, sf);
+    CU_ASSERT(memcmp(o, o + n, sizeof(float) * n) == 0);
+    CU_ASSERT(memcmp(lse, lse + B * H * L, sizeof(float) * B * H * L) == 0);
+    rlx_attention_bwd_f32(&g, x, x + n, x + 2 * n, NULL, x + 3 * n, o, lse,
+                          dd, dd + n, dd + 2 * n, NULL, sb);
+    for (int64_t k = 0; k < nw; k++)
+      dw[k] = -7.0f;
+    rlx_attention_bwd_f32(&gp, qkv, qkv + HD, qkv + 2 * HD, NULL, x + 3 * n,
+                          o, lse, dw, dw + HD, dw + 2 * HD, NULL, sb);
+    int same = 1;
+    for (int64_t r = 0; r < B * L; r++) {
+      for (int j = 0; j < 3; j++)
+        same &= memcmp(dw + r * W + j * HD, dd + j * n + r * HD,
+                       sizeof(float) * HD) == 0;
+      for (int64_t c = 3 * HD; c < W; c++)
+        same &= dw[r * W + c] == -7.0f;
+    }
+    CU_ASSERT(same);
+    rlx_free(sf);
+    rlx_free(sb);
+  }
+  rlx_gemm_select_isa(NULL);
+  free(x), free(qkv), free(o), free(lse), free(dd), free(dw);
+}
+
 int main(void)
 {
   if (CU_initialize_registry() != CUE_SUCCESS)
@@ -395,6 +449,7 @@ int main(void)
   CU_pSuite s = CU_add_suite("runtime_attention", NULL, NULL);
   CU_add_test(s, "cases: fwd + bwd x f32/f64 x threads x ISA", test_cases);
   CU_add_test(s, "scratch linear", test_scratch_linear);
+  CU_add_test(s, "row pitches (views of qkv)", test_pitched);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   int fails = (int)CU_get_number_of_failures();
