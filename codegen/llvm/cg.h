@@ -304,6 +304,8 @@ typedef struct {
   LLVMValueRef idx, end;
   int nc;
   LLVMValueRef init[CG_MAX_CARRY], phi[CG_MAX_CARRY];
+  int interleave; /* > 1: ask LLVM's vectorizer to interleave this many
+                     vectors (llvm.loop.interleave.count) */
 } CgLoop;
 /* for (i = begin; i < end; i++) with nc loop-carried values: carry[]
  * holds initial values and is replaced by the phis. Returns i (i64).

@@ -19,6 +19,8 @@
  */
 #include "codegen/llvm/cg.h"
 
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
+
 #include <string.h>
 
 LLVMValueRef cg_loop_begin(Cg *cg, CgLoop *l, LLVMValueRef begin,
@@ -51,7 +53,18 @@ void cg_loop_end(Cg *cg, CgLoop *l, LLVMValueRef *carry) {
   for (int k = 0; k < l->nc; k++)
     LLVMAddIncoming(l->phi[k], &carry[k], &latch, 1);
   LLVMValueRef more = LLVMBuildICmp(cg->b, LLVMIntSLT, next, l->end, "");
-  LLVMBuildCondBr(cg->b, more, l->body, l->exit);
+  LLVMValueRef br = LLVMBuildCondBr(cg->b, more, l->body, l->exit);
+  if (l->interleave > 1) { /* !llvm.loop !{self, !{"...count", N}} */
+    LLVMMetadataRef hint[2] = {
+        LLVMMDStringInContext2(cg->lc, "llvm.loop.interleave.count", 26),
+        LLVMValueAsMetadata(cg_i32(cg, l->interleave))};
+    LLVMMetadataRef self = LLVMTemporaryMDNode(cg->lc, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(cg->lc, hint, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(cg->lc, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(cg->lc, "llvm.loop", 9),
+                    LLVMMetadataAsValue(cg->lc, id));
+  }
   LLVMMoveBasicBlockAfter(l->exit, latch);
   LLVMPositionBuilderAtEnd(cg->b, l->exit);
   for (int k = 0; k < l->nc; k++) {
