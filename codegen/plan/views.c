@@ -60,8 +60,9 @@ static void narrow_view(CgPlan *p, Node *v, const bool *qkv) {
     return;
   if (p->slot[s->id].kind == CG_SLOT_ALIAS) s = p->slot[s->id].alias;
   int64_t es = dt_size(v->type.dt), start = ir_attr_int(v, ATTR_START, 0);
-  if (p->slot[s->id].kind != CG_SLOT_NONE || start < 0 ||
-      (start * es) % 16 || (v->in[0]->type.dims[r - 1] * es) % 16)
+  int64_t row = v->in[0]->type.dims[r - 1]; /* the view's pitch */
+  if (p->slot[s->id].kind != CG_SLOT_NONE || start < 0 || row < 0 ||
+      (start * es) % 16 || (row * es) % 16)
     return;
   p->slot[v->id].kind = CG_SLOT_VIEW;
   p->slot[v->id].alias = s;
@@ -72,7 +73,7 @@ static void narrow_view(CgPlan *p, Node *v, const bool *qkv) {
  * by it: the members become views of c. */
 static void concat_view(CgPlan *p, Node *c, const int *uses, bool half_ok) {
   int r = c->type.rank;
-  if (r != 3 || last_axis(c) != r - 1 ||
+  if (r != 3 || last_axis(c) != r - 1 || c->type.dims[r - 1] < 0 ||
       p->slot[c->id].kind != CG_SLOT_NONE || (!half_ok && !wide(c->type.dt)))
     return;
   Node *lead = NULL;
