@@ -59,11 +59,7 @@ static void copy_outputs(Cg *cg, Graph *g) {
 /* Does n's emitter produce code (not fused, a side output, folded,
  * aliased or an argument)? */
 static bool emits_code(Cg *cg, const Node *n) {
-  CgSlotKind k = cg->fn->plan->slot[n->id].kind;
-  const CgSlot *s = &cg->fn->plan->slot[n->id];
-  return k != CG_SLOT_FUSED && k != CG_SLOT_FOLDED && k != CG_SLOT_ALIAS &&
-         !(k == CG_SLOT_VIEW && n->op == OP_NARROW) && !s->side_of &&
-         !s->stored_by && n->op != OP_INPUT &&
+  return !cg_plan_elsewhere(cg->fn->plan, n) && n->op != OP_INPUT &&
          n->op != OP_PARAM && n->op != OP_CONST;
 }
 

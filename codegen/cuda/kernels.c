@@ -823,11 +823,7 @@ int64_t cu_scratch(Cu *cu, const CgPlan *p, const Node *n) {
 
 bool cu_emit_node(Cu *cu, CgPlan *p, Node *n) {
   CgSlotKind k = cg_plan_slot(p, n)->kind;
-  if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
-      (k == CG_SLOT_VIEW && n->op == OP_NARROW) || /* read in place */
-      cg_plan_slot(p, n)->side_of || /* stored by its root's kernel */
-      cg_plan_slot(p, n)->stored_by || /* by its op's (epilogues.c) */
-      n->op == OP_INPUT || n->op == OP_PARAM)
+  if (cg_plan_elsewhere(p, n) || n->op == OP_INPUT || n->op == OP_PARAM)
     return true;
   if (n->op == OP_CONST) return k != CG_SLOT_WS || const_kernel(cu, p, n);
   if (k == CG_SLOT_NONE) return true;

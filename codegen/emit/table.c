@@ -41,13 +41,7 @@ static bool dtype_ok(Cg *cg, Node *n) {
 }
 
 bool cg_emit_node(Cg *cg, Node *n) {
-  const CgSlot *s = cg_slot(cg, n);
-  CgSlotKind k = s->kind;
-  if (k == CG_SLOT_FUSED || k == CG_SLOT_FOLDED || k == CG_SLOT_ALIAS ||
-      s->side_of || /* stored by its root's loop */
-      (k == CG_SLOT_VIEW && n->op == OP_NARROW) || /* read in place */
-      s->stored_by) /* a concat its members' leader wrote (views.c) */
-    return true;
+  if (cg_plan_elsewhere(cg->fn->plan, n)) return true;
   if (!dtype_ok(cg, n)) return false;
   int nfsrc = cg->nfsrc; /* prologue markers live for one emitter */
   bool ok = cg_op_entry(n->op)->emit(cg, n);

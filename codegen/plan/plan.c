@@ -62,6 +62,14 @@ CgSlot *cg_plan_slot(const CgPlan *p, const Node *n) {
   return &p->slot[n->id];
 }
 
+bool cg_plan_elsewhere(const CgPlan *p, const Node *n) {
+  const CgSlot *s = cg_plan_slot(p, n);
+  return s->kind == CG_SLOT_FUSED || s->kind == CG_SLOT_FOLDED ||
+         s->kind == CG_SLOT_ALIAS ||
+         (s->kind == CG_SLOT_VIEW && n->op == OP_NARROW) || s->side_of ||
+         s->stored_by;
+}
+
 bool cg_is_complex_op(Op op) {
   return op == OP_CONJUGATE || op == OP_REAL || op == OP_IMAG ||
          op == OP_COMPLEX || op == OP_COMPLEX_NORM_SQ ||

@@ -120,6 +120,10 @@ typedef struct CgPlan {
 CgPlan *cg_plan_new(Ctx *ctx, Graph *g);
 /* n's slot (n a node of p's graph). */
 CgSlot *cg_plan_slot(const CgPlan *p, const Node *n);
+/* Is n computed by code emitted for another node (fused or folded into
+ * it, an alias, a narrow read in place as a view, a side output, or
+ * stored by another node's kernel)? Its emitter then runs nothing. */
+bool cg_plan_elsewhere(const CgPlan *p, const Node *n);
 /* Readers of each node id of g (arena_tmp memory), a returned value's
  * counted twice more: never a value's one reader. */
 int *cg_use_counts(Arena *a, const Graph *g);

@@ -105,16 +105,13 @@ static void FN(pack_b_)(const CFG *cfg, const T *b, int64_t rs,
                       bp + full * kc);
 }
 
-/* One tile of C with mr <= MR rows and nr <= NR columns; `ra`: A in
-   place by rows (kern_ra / edge_ra). */
+/* A partial tile of C: mr <= MR rows, nr <= NR columns, not both full
+   (macro_ runs full tiles); `ra`: A in place by rows (kern_ra /
+   edge_ra). */
 static void FN(tile_)(const CFG *cfg, int64_t kc, const T *ap, const T *bp,
                       int64_t lda, int64_t ldb, T *c, int64_t ldc, int mr,
                       int nr, int load, int ra)
 {
-  if (mr == cfg->mr && nr == cfg->nr) {
-    (ra ? cfg->kern_ra : cfg->kern)(kc, ap, bp, lda, ldb, c, ldc, load);
-    return;
-  }
   if (ra ? cfg->edge_ra != NULL : cfg->edge != NULL) {
     (ra ? cfg->edge_ra : cfg->edge)(kc, ap, bp, lda, ldb, c, ldc, load, mr,
                                     nr);
