@@ -9,6 +9,7 @@
  * measurements: conv_internal.h and docs/performance.md, "Convolution
  * kernels".
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "runtime/conv/conv_internal.h"

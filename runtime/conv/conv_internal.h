@@ -39,8 +39,10 @@
  *   partial dW (row blocks `nkb` split it further); the partials are
  *   then added in chunk order.
  * Work split: rlx_parallel_for over a fixed number of slots (<= 16,
- * each with its own scratch area), slot s running items [s*items/S,
- * (s+1)*items/S) in order.  Each output element is computed by one
+ * each with its own scratch area), each slot claiming items from a
+ * shared counter until none is left (so a slow item, e.g. an image with
+ * subnormal gradients, does not hold up the items behind it in a fixed
+ * range).  Each output element is computed by one
  * item in an order fixed by the shapes, so results never depend on the
  * thread count; all kernels of a dtype do the same operations per
  * element, so they do not depend on the ISA either.

@@ -4,9 +4,12 @@
  * double), SFX (F32 / F64), SFXL (f32 / f64) and FN(name) (name##f32 /
  * name##f64) defined.
  *
- * Work split: parallel_for over the plan's slots; slot s runs items
- * [s*items/S, (s+1)*items/S) one after another in its own scratch
- * area.  An item's results never depend on which slot runs it.
+ * Work split: parallel_for over the plan's slots; each slot claims
+ * items from the job's counter until none is left, and runs them one
+ * after another in its own scratch area (claimed, not split in fixed
+ * ranges: images whose data is slow, e.g. subnormal gradients, would
+ * otherwise hold up one slot).  An item's results never depend on which
+ * slot runs it.
  */
 #define ISA_T CAT(ConvIsa, SFX)
 
@@ -19,6 +22,7 @@ typedef struct {
   char *scratch;
   int ri, V;             /* igemm kernel: R = conv_rows[ri], V */
   int64_t per_h, per_w, nqb; /* forward-style plane periods */
+  atomic_llong *next;    /* next unclaimed item */
 } FN(Job_);
 
 /* One output phase of an igemm item (forward: the only one). */
@@ -669,8 +673,7 @@ static void FN(slot_task_)(void *ctx, int64_t b, int64_t e)
   const ConvPlan *pl = jb->pl;
   for (int64_t s = b; s < e; s++) {
     char *slot = jb->scratch + pl->slot_off + s * pl->slot_bytes;
-    for (int64_t it = s * pl->items / pl->slots;
-         it < (s + 1) * pl->items / pl->slots; it++) {
+    for (int64_t it; (it = atomic_fetch_add(jb->next, 1)) < pl->items;) {
       if (pl->path == CONV_IGEMM)
         FN(igemm_item_)(jb, it, slot);
       else if (pl->path == CONV_WGEMM)
@@ -724,7 +727,9 @@ static void FN(conv_run_)(const rlx_conv_geom *g, int op, const T *src,
 {
   ConvPlan pl;
   rlx_conv_plan(g, op, sizeof(T), &pl);
-  FN(Job_) jb = {&pl, g, isa, src, w, dy, dst, scratch, 0, 0, 0, 0, 0};
+  atomic_llong next = 0;
+  FN(Job_) jb = {&pl, g, isa, src, w, dy, dst, scratch, 0, 0, 0, 0, 0,
+                 &next};
   FN(periods_)(g, &jb.per_h, &jb.per_w, &jb.nqb);
   if (pl.items == 0) {
     int64_t n = op == RLX_CONV_FWD ? g->n * g->co * g->oh * g->ow
