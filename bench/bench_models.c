@@ -10,12 +10,18 @@
  * entries through tests/tools/harness.c.
  *   bench_models [--threads 1,2] [--seconds S] [--only NAME]
  *                [--what forward|train_step] [--ftz] [--isa=NAME]
+ *                [--dump-inputs DIR]
  * Prints one line per measurement,
  *   rlx NAME.<forward|train_step> threads=T median_ms=M min_ms=N calls=C
  *       cpu_ms=P cpu_min_ms=Q
  * and then each model's workspace bytes (forward, training step).
- * bench/bench_models_torch.py --rlx PATH runs this and PyTorch,
- * alternating, and prints the table of docs/performance.md.
+ * --dump-inputs DIR times nothing: it writes each model's training-step
+ * inputs (d_output aside) as DIR/MODEL.NAME.bin (raw, native dtype) and
+ * their list as DIR/MODEL.txt (name, param or input, dtype code), and
+ * prints the step's loss (`loss MODEL VALUE`), so
+ * that bench/bench_models_torch.py --rlx PATH, which runs this and
+ * PyTorch alternating and prints the table of docs/performance.md,
+ * gives PyTorch the same numbers.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,13 +110,38 @@ static int ftz_args(int argc, char **argv)
   return n;
 }
 
+/* --dump-inputs: c's inputs but the last (d_output) into dir. */
+static int dump_inputs(const HxCall *c, const char *dir, const char *model)
+{
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.txt", dir, model);
+  FILE *list = fopen(path, "w");
+  int bad = !list;
+  for (int i = 0; !bad && i + 1 < c->sig->num_inputs; i++) {
+    const HxTensor *t = &c->in[i];
+    fprintf(list, "%s %s %d\n", t->desc->name,
+            t->desc->kind == RLX_ARG_PARAM ? "param" : "input",
+            t->desc->dtype);
+    snprintf(path, sizeof path, "%s/%s.%s.bin", dir, model, t->desc->name);
+    FILE *f = fopen(path, "wb");
+    bad = !f || fwrite(t->data, 1, t->bytes, f) != t->bytes;
+    if (f && fclose(f))
+      bad = 1;
+  }
+  if (!list || fclose(list) || bad) {
+    fprintf(stderr, "bench_models: cannot write %s\n", path);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   argc = ftz_args(argc, argv);
   argc = bench_isa_args(argc, argv);
   int threads[8] = {1, 2}, nt = 2;
   double seconds = 2.0;
-  const char *only = NULL, *what = NULL;
+  const char *only = NULL, *what = NULL, *dump = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--seconds"))
       seconds = atof(argv[i + 1]);
@@ -118,6 +149,8 @@ int main(int argc, char **argv)
       only = argv[i + 1];
     else if (!strcmp(argv[i], "--what")) /* forward or train_step */
       what = argv[i + 1];
+    else if (!strcmp(argv[i], "--dump-inputs"))
+      dump = argv[i + 1];
     else if (!strcmp(argv[i], "--threads")) {
       nt = 0;
       for (char *s = argv[i + 1]; *s && nt < 8; s += *s == ',')
@@ -133,13 +166,16 @@ int main(int argc, char **argv)
     if (!setup(&fwd, md->fwd, md->fwd_sig(), false) ||
         !setup(&step, md->step, md->step_sig(), true))
       return 2;
-    for (int k = 0; k < nt && !bad; k++)
+    if (dump && !(bad = dump_inputs(&step, dump, md->name) || hx_run(&step)))
+      printf("loss %s %.9g\n", md->name, *(const float *)step.out[0].data);
+    for (int k = 0; k < nt && !bad && !dump; k++)
       bad = (!(what && strcmp(what, "forward")) &&
              time_call(&fwd, md->name, "forward", threads[k], seconds)) ||
             (!(what && strcmp(what, "train_step")) &&
              time_call(&step, md->name, "train_step", threads[k], seconds));
-    printf("workspace_bytes %s forward=%zu train_step=%zu\n", md->name,
-           md->fwd_ws, md->step_ws);
+    if (!dump)
+      printf("workspace_bytes %s forward=%zu train_step=%zu\n", md->name,
+             md->fwd_ws, md->step_ws);
     hx_call_free(&fwd);
     hx_call_free(&step);
   }

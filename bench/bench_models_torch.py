@@ -7,7 +7,11 @@ gradients of the params only), with torch.set_num_threads(T) and
 OpenBLAS's pool set to T too (bench/torch_env.py). With
 --rlx PATH it alternates with that bench_models binary --rounds times,
 keeps the best median and minimum of each side, and prints a Markdown
-table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster).
+table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster). With
+--rlx both sides run the same numbers: PyTorch takes each model's inputs
+and params from `bench_models --dump-inputs` (without --rlx it draws its
+own, uniform in [-1, 1), a few weight matrices of the GPT scaled by 0.1).
+The data matter on Intel CPUs: subnormal operands cost microcode assists.
 --chart PATH draws those numbers (bench/charts.py, needs matplotlib).
 
 Usage: /usr/bin/python3 bench/bench_models_torch.py
@@ -19,6 +23,7 @@ import argparse
 import os
 import re
 import subprocess
+import tempfile
 
 import torch_env
 torch_env.set_env(max(torch_env.argv_threads("1,2")))
@@ -30,11 +35,47 @@ def uniform(g, *shape):
     return torch.rand(*shape, generator=g) * 2 - 1
 
 
-def cnn():
+def rlx_data(path, name):
+    """Model `name`'s inputs and params as bench_models fills them,
+    and rlxc's loss on them: ({input name: tensor}, [param tensors in the
+    graph's order], loss)."""
+    import numpy as np
+    dtypes = {0: np.float32, 6: np.int32}
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([path, "--dump-inputs", d, "--only", name],
+                             check=True, stdout=subprocess.PIPE).stdout
+        loss = float(re.search(rb"loss \S+ (\S+)", out).group(1))
+        ins, ps = {}, []
+        for line in open(os.path.join(d, name + ".txt")):
+            arg, kind, dt = line.split()
+            t = torch.from_numpy(np.fromfile(
+                os.path.join(d, "%s.%s.bin" % (name, arg)),
+                dtype=dtypes[int(dt)]))
+            if kind == "param":
+                ps.append(t)
+            else:
+                ins[arg] = t.long() if t.dtype == torch.int32 else t
+    return ins, ps, loss
+
+
+def take(data, ps, inputs):
+    """With data (rlx_data's), its params shaped as ps and its inputs
+    shaped as `inputs` (name: tensor); else ps and inputs."""
+    if data is None:
+        return ps, inputs
+    ins, dps, _ = data
+    assert [p.numel() for p in ps] == [p.numel() for p in dps]
+    return ([d.reshape(p.shape) for d, p in zip(dps, ps)],
+            {k: ins[k].reshape(v.shape) for k, v in inputs.items()})
+
+
+def cnn(data=None):
     g = torch.Generator().manual_seed(1)
     ps = [uniform(g, 16, 1, 3, 3), uniform(g, 16), uniform(g, 32, 16, 3, 3),
           uniform(g, 32), uniform(g, 1568, 10), uniform(g, 10)]
-    x, y = uniform(g, 64, 1, 28, 28), torch.arange(64) * 7 % 10
+    ps, i = take(data, ps, {"x": uniform(g, 64, 1, 28, 28),
+                            "y": torch.arange(64) * 7 % 10})
+    x, y = i["x"], i["y"]
 
     def loss(ps):
         h = F.max_pool2d(F.relu(F.conv2d(x, ps[0], ps[1], padding=1)), 2)
@@ -43,13 +84,15 @@ def cnn():
     return ps, loss
 
 
-def resblock():
+def resblock(data=None):
     g = torch.Generator().manual_seed(1)
     ps = [uniform(g, 64, 64, 3, 3), uniform(g, 64), uniform(g, 64),
           uniform(g, 64, 64, 3, 3), uniform(g, 64), uniform(g, 64)]
     x = uniform(g, 8, 64, 28, 28)
     m1, v1 = uniform(g, 64), uniform(g, 64) + 1.5
     m2, v2 = uniform(g, 64), uniform(g, 64) + 1.5
+    ps, i = take(data, ps, {"x": x, "m1": m1, "v1": v1, "m2": m2, "v2": v2})
+    x, m1, v1, m2, v2 = i["x"], i["m1"], i["v1"], i["m2"], i["v2"]
 
     def loss(ps):
         h = F.conv2d(x, ps[0], padding=1)
@@ -60,14 +103,16 @@ def resblock():
     return ps, loss
 
 
-def tblock():
+def tblock(data=None):
     g = torch.Generator().manual_seed(1)
     ps = [uniform(g, 512), uniform(g, 512), uniform(g, 512, 512),
           uniform(g, 512, 512), uniform(g, 512), uniform(g, 512),
           uniform(g, 512, 1024), uniform(g, 512, 1024),
           uniform(g, 1024, 512)]
-    x, cos, sin = uniform(g, 2, 128, 512), uniform(g, 128, 32), \
-        uniform(g, 128, 32)
+    ps, i = take(data, ps, {"x": uniform(g, 2, 128, 512),
+                            "cos": uniform(g, 128, 32),
+                            "sin": uniform(g, 128, 32)})
+    x, cos, sin = i["x"], i["cos"], i["sin"]
 
     def rms_norm(v, gamma, beta):
         return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6) \
@@ -89,7 +134,7 @@ def tblock():
     return ps, loss
 
 
-def gpt():
+def gpt(data=None):
     """bench_gpt.rlx: pre-LN GPT, manual causal attention (matmul,
     masked_fill, softmax, matmul), tied embedding."""
     g = torch.Generator().manual_seed(1)
@@ -102,8 +147,9 @@ def gpt():
                uniform(g, 4 * E), uniform(g, 4 * E, E) * 0.1,
                uniform(g, E)]
     ps += [uniform(g, E), uniform(g, E)]
-    tok = torch.arange(B * T).reshape(B, T) * 7 % 10
-    tgt = torch.arange(B * T) * 3 % 10
+    ps, i = take(data, ps, {"tok": torch.arange(B * T).reshape(B, T) * 7
+                            % 10, "tgt": torch.arange(B * T) * 3 % 10})
+    tok, tgt = i["tok"], i["tgt"]
     causal = torch.ones(T, T, dtype=torch.bool).tril()
 
     def heads(t):
@@ -130,10 +176,14 @@ def gpt():
 MODELS = {"cnn": cnn, "resblock": resblock, "tblock": tblock, "gpt": gpt}
 
 
-def run_torch(names, threads, seconds):
+def run_torch(names, threads, seconds, rlx=None):
     res = {}
     for name in names:
-        ps, loss = MODELS[name]()
+        data = rlx_data(rlx, name) if rlx else None
+        ps, loss = MODELS[name](data)
+        if data:  # the same numbers: the same loss, up to rounding
+            print("loss %s: rlxc %.6g, PyTorch %.6g" % (
+                name, data[2], loss(ps).item()), flush=True)
         for p in ps:
             p.requires_grad_()
 
@@ -192,7 +242,8 @@ def main():
     names = [a.only] if a.only else list(MODELS)
     tb, rb, ws = {}, {}, []
     for _ in range(a.rounds):
-        torch_env.merge_best(tb, run_torch(names, threads, a.seconds))
+        torch_env.merge_best(tb, run_torch(names, threads, a.seconds,
+                                           a.rlx))
         if a.rlx:
             res, ws = run_rlx(a.rlx, names, threads, a.seconds)
             torch_env.merge_best(rb, res)
