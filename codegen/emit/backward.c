@@ -176,6 +176,16 @@ static LLVMValueRef act_map(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
 
 #define ACT_BLOCK 4096
 
+/* Lanes factor of the block loops: f32 derivatives built on exp take
+ * four vector registers a step (the AVX2 gelu_tanh backward runs 1.2x
+ * faster than with two), others the usual two. */
+static int act_wide(const char *kind, DType dt) {
+  static const char *const slow[] = {"gelu_tanh", "silu", "sigmoid", "exp"};
+  for (size_t i = 0; dt == DT_F32 && i < sizeof slow / sizeof *slow; i++)
+    if (!strcmp(kind, slow[i])) return 2;
+  return 1;
+}
+
 /* Same shapes: blocks of ACT_BLOCK elements in parallel, each a vector
  * loop (cg_ops_row_map), then the remainder. */
 static void act_blocks(Cg *cg, Node *n, const char *kind, int64_t numel) {
@@ -190,9 +200,9 @@ static void act_blocks(Cg *cg, Node *n, const char *kind, int64_t numel) {
                                   cg_grain(nblk, 8 * ACT_BLOCK), vals, 3,
                                   true);
     A.dy = vals[2];
-    cg_ops_row_map(cg, dt, vals[0], vals[1],
-                   LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
-                   ACT_BLOCK, act_map, &A);
+    cg_ops_row_map_wide(cg, dt, vals[0], vals[1],
+                        LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
+                        ACT_BLOCK, act_wide(kind, dt), act_map, &A);
     cg_par_end(cg, &par);
   }
   if (rest > 0) { /* a body too: the graph function stays loop-free */
@@ -222,9 +232,9 @@ static void act_blocks_dyn(Cg *cg, Node *n, const char *kind) {
                                 cg_grain(bound / ACT_BLOCK, 8 * ACT_BLOCK),
                                 vals, 3, true);
   A.dy = vals[2];
-  cg_ops_row_map(cg, dt, vals[0], vals[1],
-                 LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
-                 ACT_BLOCK, act_map, &A);
+  cg_ops_row_map_wide(cg, dt, vals[0], vals[1],
+                      LLVMBuildNSWMul(cg->b, u, cg_i64(cg, ACT_BLOCK), ""),
+                      ACT_BLOCK, act_wide(kind, dt), act_map, &A);
   cg_par_end(cg, &par);
   LLVMValueRef p[3] = {cg_buf(cg, n), cg_buf(cg, n->in[0]),
                        cg_buf(cg, n->in[1])};

@@ -427,6 +427,12 @@ LLVMValueRef cg_ops_row_fold_k(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
 /* dst[off + j] = f(src[off + j]) for j in [0, n_c) (vectorized). */
 void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
                     LLVMValueRef off, int64_t n_c, CgOpsMapFn f, void *ctx);
+/* The same with vectors of `wide` times the usual lanes: more
+ * independent work per step for maps with long dependency chains
+ * (exp-based activations: 1.2x faster at 4 registers than at 2). */
+void cg_ops_row_map_wide(Cg *cg, DType dt, LLVMValueRef dst,
+                         LLVMValueRef src, LLVMValueRef off, int64_t n_c,
+                         int wide, CgOpsMapFn f, void *ctx);
 
 /* [outer, n, inner] view around axis (negative counts from the end). */
 void cg_ops_split_axis(const Type *t, int64_t axis, int64_t *outer,

@@ -190,7 +190,14 @@ LLVMValueRef cg_ops_row_fold(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
 
 void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
                     LLVMValueRef off, int64_t n_c, CgOpsMapFn f, void *ctx) {
-  int L = row_lanes(cg, dt, n_c);
+  cg_ops_row_map_wide(cg, dt, dst, src, off, n_c, 1, f, ctx);
+}
+
+void cg_ops_row_map_wide(Cg *cg, DType dt, LLVMValueRef dst,
+                         LLVMValueRef src, LLVMValueRef off, int64_t n_c,
+                         int wide, CgOpsMapFn f, void *ctx) {
+  int L = cg_ops_lanes(cg, dt) > 1 ? cg_ops_lanes(cg, dt) * wide : 1;
+  while (L > 4 && n_c < L) L /= 2;
   int64_t nv = L > 1 ? n_c / L : 0;
   CgLoop l;
   if (nv > 0) {
