@@ -14,6 +14,12 @@
 #define VEC_HEADER "runtime/simd/vec_avx2.h"
 #define GK_MR 6
 #define GK_NV 2
+/* B blocks of 128 columns (384 x 128 floats, 192 KiB): each A panel,
+   read in place, then meets 8 B panels from L2 before the next; with
+   512 columns the 6 x 16 kernel fell to 111-116 GF/s at 128 x 512 x 512
+   (the GPT's weight gradients) against 123-125 now; square sizes
+   unchanged (dev box, Zen 5, 2026-12-07). */
+#define GK_NC_F32 128
 #define GK_F32_EXTRA "runtime/gemm/gemm_avx2_pack.h"
 #include "runtime/gemm/gemm_isa.h"
 #else

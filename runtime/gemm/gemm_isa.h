@@ -4,6 +4,8 @@
  * ISA_NAME (its string), VEC_HEADER, GK_MR and GK_NV defined.  KC is
  * the same in every table (384 f32, 256 f64), so every ISA gives the
  * same bits.
+ * Optional: GK_NC_F32, the columns of a packed f32 B block (default
+ * 512; blocking only, no effect on results).
  * Optional: GK_F32_EXTRA, a header included after the f32 kernel (with
  * the f32 vector layer active) that defines ISA-specific packing and
  * edge routines and names them in GK_PACK_A_F32, GK_PACK_B_F32,
@@ -57,8 +59,11 @@ enum { NR_F32 = GK_NV * VL };
 #include "runtime/gemm/gemm_kern.h"
 enum { NR_F64 = GK_NV * VL };
 
+#ifndef GK_NC_F32 /* columns of a packed f32 B block */
+#define GK_NC_F32 512
+#endif
 const RlxGemmCfgF32 GEMM_CAT3(rlx_gemm_, ISA, _f32) = {
-  .name = ISA_NAME, .mr = GK_MR, .nr = NR_F32, .kc = 384, .nc = 512,
+  .name = ISA_NAME, .mr = GK_MR, .nr = NR_F32, .kc = 384, .nc = GK_NC_F32,
   .kern = kern_f32, .pack_a = GK_PACK_A_F32, .pack_b = GK_PACK_B_F32,
   .pack_bt = GK_PACK_BT_F32, .pack_at = GK_PACK_AT_F32,
   .edge = GK_EDGE_F32, .kern_ra = GK_KERN_RA_F32,
