@@ -69,19 +69,23 @@ static LLVMValueRef gelu_d(Cg *cg, LLVMValueRef x) {
 
 /* With s = 1 / (1 + exp(−2u)) = ½(1 + tanh u), u = k(x + a x³):
  * d/dx (x s) = s + x s (1 − s) 2u′ (one exp, one division; −2u clamped
- * at −40 as in the forward, elementwise_scalar.c: no subnormals). */
+ * to [−40, 40] and the derivative 0 above 40, as the forward is,
+ * elementwise_scalar.c: no subnormals). */
 static LLVMValueRef gelu_tanh_d(Cg *cg, LLVMValueRef x) {
   const double k = 0.79788456080286535588, a = 0.044715;
+  LLVMBuilderRef b = cg->b;
   LLVMValueRef x2 = fmul(cg, x, x);
   LLVMValueRef u = fmul(cg, C(x, -2 * k),
                         fadd(cg, x, fmul(cg, C(x, a), fmul(cg, x2, x))));
-  u = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, u, C(x, -40), ""),
+  LLVMValueRef hi = LLVMBuildFCmp(b, LLVMRealOGT, u, C(x, 40), "");
+  u = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, u, C(x, -40), ""),
                       C(x, -40), u, "");
+  u = LLVMBuildSelect(b, hi, C(x, 40), u, "");
   LLVMValueRef s = fdiv(cg, C(x, 1), fadd(cg, C(x, 1), cg_ops_exp(cg, u)));
   LLVMValueRef du = fmul(cg, C(x, 2 * k), fadd(cg, C(x, 1),
                                                fmul(cg, C(x, 3 * a), x2)));
   LLVMValueRef t = fmul(cg, fmul(cg, x, s), fsub(cg, C(x, 1), s));
-  return fadd(cg, s, fmul(cg, t, du));
+  return LLVMBuildSelect(b, hi, C(x, 0), fadd(cg, s, fmul(cg, t, du)), "");
 }
 
 static LLVMValueRef sel(Cg *cg, LLVMRealPredicate p, LLVMValueRef x,

@@ -646,6 +646,27 @@ def backward():
                          % (k, k) for k in ks),
                ", ".join("%" + k for k in ks)))
     case("ab_long", src, [x, dy], [("f32", DY * d_act(k, X)) for k in ks])
+    # gelu_tanh far out (x in [-12, -6)): value and derivative are 0
+    # where -2u > 40 (docs/decisions-codegen.md), so no subnormal comes
+    # out: scaled by 2^100 / 2^60, the subnormals of the plain formula
+    # (x near -9.5) and the tiny values below x = -9 would be far from 0
+    for dt in ("f32", "f64"):
+        x = (dt, pat([192], 1, 0, 768, 1.0 / 32))
+        X = vals([x], 0)
+        m2u = -2 * 0.7978845608028654 * (X + 0.044715 * X ** 3)
+        e = np.exp(np.minimum(np.maximum(m2u, -40), 40))
+        sg = 1 / (1 + e)
+        du = 2 * 0.7978845608028654 * (1 + 3 * 0.044715 * X * X)
+        far = m2u > 40
+        y = np.where(far, 0, X / (1 + e))
+        d = np.where(far, 0, sg + X * sg * (1 - sg) * du)
+        src = ("graph gt_far_%s { input %%x: %s[192]\n"
+               "  %%y = mul(gelu_tanh(%%x), 1.2676506002282294e30)\n"
+               "  %%one = add(mul(%%x, 0), 1.152921504606847e18)\n"
+               "  %%d = activation_backward(%%x, %%one, kind=gelu_tanh)\n"
+               "  return %%y, %%d }" % (dt, dt))
+        case("gt_far_" + dt, src, [x],
+             [(dt, y * 2.0 ** 100), (dt, d * 2.0 ** 60)])
 
 
 def c_double(v, digits=17):
