@@ -18,6 +18,10 @@
  *  - the caller returns only after every participant has finished, so
  *    the job fields are never read after the caller returns.
  *  - fork: the child starts with no workers (pthread_atfork handler).
+ *  - floating-point environment: each participant runs a job's chunks
+ *    under the caller's control register (x86 MXCSR: rounding,
+ *    flush-to-zero, denormals-are-zero; AArch64 FPCR), so a caller that
+ *    flushes subnormals gets the same bits at any thread count.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +30,10 @@
 #include <unistd.h>
 
 #include "runtime/rlxrt.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 enum { MAX_THREADS = 256, SPIN_ITERS = 4000 }; /* ~0.1-0.5 ms of pause */
 
@@ -41,6 +49,7 @@ typedef struct {
   atomic_llong next;      /* next unclaimed chunk */
   int participants;       /* workers (not the caller) in this job */
   atomic_int finished;    /* participants done with this job */
+  unsigned long fpenv;    /* the caller's FP control register */
   int nworkers;
   int default_threads;
   unsigned long long start_gen[MAX_THREADS]; /* gen when spawned */
@@ -55,6 +64,31 @@ static Pool pool = {
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static atomic_int requested_threads; /* 0: use the default */
 static _Thread_local int in_task;
+
+/* The FP control register (fp_set: its control bits only). */
+static unsigned long fp_get(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  return _mm_getcsr();
+#elif defined(__aarch64__)
+  unsigned long r;
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+
+static void fp_set(unsigned long v)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr((unsigned)v & ~0x3Fu); /* not the sticky exception flags */
+#elif defined(__aarch64__)
+  __asm__ __volatile__("msr fpcr, %0" : : "r"(v));
+#else
+  (void)v;
+#endif
+}
 
 static inline void cpu_relax(void)
 {
@@ -157,6 +191,7 @@ static void *worker_main(void *arg)
   for (;;) {
     if (!wait_for_job(idx, &seen))
       continue;
+    fp_set(pool.fpenv);
     run_chunks();
     pthread_mutex_lock(&pool.lock);
     if (atomic_fetch_add(&pool.finished, 1) + 1 == pool.participants)
@@ -203,6 +238,7 @@ static void publish_job(int64_t n, int64_t chunks, rlx_task_fn fn,
   int have = grow_workers(helpers);
   pool.fn = fn;
   pool.ctx = ctx;
+  pool.fpenv = fp_get();
   pool.n = n;
   pool.chunks = chunks;
   atomic_store(&pool.next, 0);

@@ -2,7 +2,8 @@
  * rlx_parallel_for covers [0, n) exactly once with the documented static
  * chunks for many n / grain / thread counts, nested calls run serially,
  * concurrent callers from several user threads are safe, a forked
- * child can use the pool, and the thread-count setting behaves as
+ * child can use the pool, workers run under the caller's MXCSR, and the
+ * thread-count setting behaves as
  * documented: the default is the size of the CPU affinity set (checked
  * in a re-executed copy of this program pinned to one CPU).
  */
@@ -178,6 +179,42 @@ static void test_fork(void)
   rlx_set_num_threads(0);
 }
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+static volatile float fp_a = 1e-30f, fp_b = 1e-10f;
+
+static void fp_task(void *ctx, int64_t begin, int64_t end)
+{
+  float *out = ctx;
+  usleep(2000); /* long enough that the workers take chunks too */
+  for (int64_t i = begin; i < end; i++)
+    out[i] = fp_a * fp_b; /* 1e-40: subnormal, 0 when flushed */
+}
+
+/* Workers run under the caller's MXCSR: with flush-to-zero set after
+   they were created, every chunk flushes; after it is cleared, none. */
+static void test_fp_env(void)
+{
+  float out[64];
+  rlx_set_num_threads(4);
+  rlx_parallel_for(64, 1, fp_task, out); /* workers exist now */
+  unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8040); /* FTZ | DAZ */
+  rlx_parallel_for(64, 1, fp_task, out);
+  _mm_setcsr(csr);
+  int flushed = 0;
+  for (int i = 0; i < 64; i++)
+    flushed += out[i] == 0.0f;
+  CU_ASSERT_EQUAL(flushed, 64);
+  rlx_parallel_for(64, 1, fp_task, out);
+  flushed = 0;
+  for (int i = 0; i < 64; i++)
+    flushed += out[i] == 0.0f;
+  CU_ASSERT_EQUAL(flushed, 0);
+  rlx_set_num_threads(0);
+}
+#endif
+
 static void test_num_threads(void)
 {
   rlx_set_num_threads(3);
@@ -231,6 +268,9 @@ int main(int argc, char **argv)
   CU_add_test(s, "concurrent_callers", test_concurrent_callers);
   CU_add_test(s, "many_jobs", test_many_jobs);
   CU_add_test(s, "num_threads", test_num_threads);
+#if defined(__x86_64__)
+  CU_add_test(s, "fp_env", test_fp_env);
+#endif
   /* qemu-user (RLX_TEST_EMULATED: the aarch64 tier, docs/testing.md)
      cannot fork a process that has threads (qemu 7.2 aborts in the
      child) nor exec /proc/self/exe (an aarch64 file to the host) */
