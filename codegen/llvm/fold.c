@@ -120,10 +120,12 @@ LLVMValueRef cg_ops_hfold(Cg *cg, DType dt, CgRed r, LLVMValueRef v) {
   return LLVMBuildExtractElement(cg->b, v, cg_i32(cg, 0), "");
 }
 
-/* Lanes for a row of n_c elements: narrower vectors for short rows
- * (the choice depends only on n_c, so the order stays fixed). */
-static int row_lanes(Cg *cg, DType dt, int64_t n_c) {
+/* Lanes for a row of n_c elements (`wide` times the usual vector):
+ * narrower vectors for short rows (the choice depends only on n_c, so
+ * the order stays fixed). */
+static int row_lanes(Cg *cg, DType dt, int64_t n_c, int wide) {
   int L = cg_ops_lanes(cg, dt);
+  if (L > 1) L *= wide;
   while (L > 4 && n_c < L) L /= 2;
   return L;
 }
@@ -163,7 +165,7 @@ LLVMValueRef cg_ops_row_fold_k(Cg *cg, DType dt, CgRed r, LLVMValueRef base,
                                LLVMValueRef off, int64_t n_c,
                                LLVMValueRef init, CgOpsMapFn f, void *ctx,
                                int k) {
-  int L = row_lanes(cg, dt, n_c);
+  int L = row_lanes(cg, dt, n_c, 1);
   int64_t nv = L > 1 ? n_c / L : 0;
   while (k > 1 && nv < 2 * k) k /= 2;
   LLVMValueRef acc = init;
@@ -196,8 +198,7 @@ void cg_ops_row_map(Cg *cg, DType dt, LLVMValueRef dst, LLVMValueRef src,
 void cg_ops_row_map_wide(Cg *cg, DType dt, LLVMValueRef dst,
                          LLVMValueRef src, LLVMValueRef off, int64_t n_c,
                          int wide, CgOpsMapFn f, void *ctx) {
-  int L = cg_ops_lanes(cg, dt) > 1 ? cg_ops_lanes(cg, dt) * wide : 1;
-  while (L > 4 && n_c < L) L /= 2;
+  int L = row_lanes(cg, dt, n_c, wide);
   int64_t nv = L > 1 ? n_c / L : 0;
   CgLoop l;
   if (nv > 0) {
