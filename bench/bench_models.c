@@ -23,6 +23,7 @@
  * PyTorch alternating and prints the table of docs/performance.md,
  * gives PyTorch the same numbers.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,13 @@ static int time_call(HxCall *c, const char *model, const char *what,
 }
 
 /* Inputs uniform in [-1, 1); i32 inputs (labels) in [0, 10); variances
- * (inputs named v*) in [0.5, 1.5); d_output = 1. */
+ * (inputs named v*) in [0.5, 1.5); d_output = 1.  Weight matrices and
+ * filters (params of rank >= 2, fan_in their first dimension for rank
+ * 2, x @ W, else all but the first) uniform in [-b, b), b =
+ * 1/sqrt(fan_in), PyTorch's default bound for Linear and Conv2d: with
+ * [-1, 1) the CNN's logits were hundreds apart (loss 485), the softmax
+ * saturated and whole images' gradients subnormal, which Intel cores
+ * process in microcode (docs/performance.md). */
 static bool setup(HxCall *c, HxEntry fn, const rlx_signature *sig,
                   bool grad)
 {
@@ -79,6 +86,13 @@ static bool setup(HxCall *c, HxEntry fn, const rlx_signature *sig,
         ((int32_t *)t->data)[k] = (int32_t)(k * 7 % 10);
       else if (t->desc->name[0] == 'v')
         ((float *)t->data)[k] += 1.5f;
+    const rlx_tensor_desc *d = t->desc;
+    if (d->kind == RLX_ARG_PARAM && d->dtype == RLX_DT_F32 && d->rank >= 2) {
+      int64_t fan_in = d->rank == 2 ? d->dims[0] : t->numel / d->dims[0];
+      float b = 1.0f / sqrtf((float)fan_in);
+      for (int64_t k = 0; k < t->numel; k++)
+        ((float *)t->data)[k] *= b;
+    }
   }
   if (grad)
     hx_set(&c->in[sig->num_inputs - 1], 0, 1.0);

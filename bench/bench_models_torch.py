@@ -10,7 +10,8 @@ keeps the best median and minimum of each side, and prints a Markdown
 table with the ratios torch_ms / rlx_ms (> 1: rlxc is faster). With
 --rlx both sides run the same numbers: PyTorch takes each model's inputs
 and params from `bench_models --dump-inputs` (without --rlx it draws its
-own, uniform in [-1, 1), a few weight matrices of the GPT scaled by 0.1).
+its own by the same rule: uniform in [-1, 1), weight matrices and
+filters in [-b, b), b = 1/sqrt(fan_in) as PyTorch's default init).
 The data matter on Intel CPUs: subnormal operands cost microcode assists.
 --chart PATH draws those numbers (bench/charts.py, needs matplotlib).
 
@@ -61,8 +62,9 @@ def rlx_data(path, name):
 def take(data, ps, inputs):
     """With data (rlx_data's), its params shaped as ps and its inputs
     shaped as `inputs` (name: tensor); else ps and inputs."""
-    if data is None:
-        return ps, inputs
+    if data is None:  # bench_models' rule: fan_in dims[0] for x @ W
+        return ([p / (p.shape[0] if p.dim() == 2 else p[0].numel()) ** 0.5
+                 if p.dim() >= 2 else p for p in ps], inputs)
     ins, dps, _ = data
     assert [p.numel() for p in ps] == [p.numel() for p in dps]
     return ([d.reshape(p.shape) for d, p in zip(dps, ps)],
@@ -139,12 +141,12 @@ def gpt(data=None):
     masked_fill, softmax, matmul), tied embedding."""
     g = torch.Generator().manual_seed(1)
     V, T, B, E, H, L = 256, 64, 8, 128, 4, 4
-    ps = [uniform(g, V, E) * 0.1, uniform(g, T, E) * 0.1]
+    ps = [uniform(g, V, E), uniform(g, T, E)]
     for _ in range(L):
-        ps += [uniform(g, E), uniform(g, E), uniform(g, E, 3 * E) * 0.1,
-               uniform(g, 3 * E), uniform(g, E, E) * 0.1, uniform(g, E),
-               uniform(g, E), uniform(g, E), uniform(g, E, 4 * E) * 0.1,
-               uniform(g, 4 * E), uniform(g, 4 * E, E) * 0.1,
+        ps += [uniform(g, E), uniform(g, E), uniform(g, E, 3 * E),
+               uniform(g, 3 * E), uniform(g, E, E), uniform(g, E),
+               uniform(g, E), uniform(g, E), uniform(g, E, 4 * E),
+               uniform(g, 4 * E), uniform(g, 4 * E, E),
                uniform(g, E)]
     ps += [uniform(g, E), uniform(g, E)]
     ps, i = take(data, ps, {"tok": torch.arange(B * T).reshape(B, T) * 7
