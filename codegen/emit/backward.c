@@ -68,24 +68,18 @@ static LLVMValueRef gelu_d(Cg *cg, LLVMValueRef x) {
 }
 
 /* With s = 1 / (1 + exp(−2u)) = ½(1 + tanh u), u = k(x + a x³):
- * d/dx (x s) = s + x s (1 − s) 2u′ (one exp, one division; −2u clamped
- * to [−40, 40] and the derivative 0 above 40, as the forward is,
- * elementwise_scalar.c: no subnormals). */
+ * d/dx (x s) = s + x s (1 − s) 2u′ (one exp, one division; 0 where
+ * the forward is, cg_gelu_tanh_exp). */
 static LLVMValueRef gelu_tanh_d(Cg *cg, LLVMValueRef x) {
   const double k = 0.79788456080286535588, a = 0.044715;
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef x2 = fmul(cg, x, x);
-  LLVMValueRef u = fmul(cg, C(x, -2 * k),
-                        fadd(cg, x, fmul(cg, C(x, a), fmul(cg, x2, x))));
-  LLVMValueRef hi = LLVMBuildFCmp(b, LLVMRealOGT, u, C(x, 40), "");
-  u = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, u, C(x, -40), ""),
-                      C(x, -40), u, "");
-  u = LLVMBuildSelect(b, hi, C(x, 40), u, "");
-  LLVMValueRef s = fdiv(cg, C(x, 1), fadd(cg, C(x, 1), cg_ops_exp(cg, u)));
+  LLVMValueRef hi, e = cg_gelu_tanh_exp(cg, x, &hi);
+  LLVMValueRef s = fdiv(cg, C(x, 1), fadd(cg, C(x, 1), e));
   LLVMValueRef du = fmul(cg, C(x, 2 * k), fadd(cg, C(x, 1),
-                                               fmul(cg, C(x, 3 * a), x2)));
+                                               fmul(cg, C(x, 3 * a),
+                                                    fmul(cg, x, x))));
   LLVMValueRef t = fmul(cg, fmul(cg, x, s), fsub(cg, C(x, 1), s));
-  return LLVMBuildSelect(b, hi, C(x, 0), fadd(cg, s, fmul(cg, t, du)), "");
+  return LLVMBuildSelect(cg->b, hi, C(x, 0), fadd(cg, s, fmul(cg, t, du)),
+                         "");
 }
 
 static LLVMValueRef sel(Cg *cg, LLVMRealPredicate p, LLVMValueRef x,
@@ -180,14 +174,11 @@ static LLVMValueRef act_map(Cg *cg, LLVMValueRef x, LLVMValueRef idx,
 
 #define ACT_BLOCK 4096
 
-/* Lanes factor of the block loops: f32 derivatives built on exp take
- * four vector registers a step (the AVX2 gelu_tanh backward runs 1.2x
- * faster than with two), others the usual two. */
+/* Lanes factor of the block loops: f32 derivatives built on exp
+ * (cg_exp_chain) take four vector registers a step (the AVX2 gelu_tanh
+ * backward runs 1.2x faster than with two), others the usual two. */
 static int act_wide(const char *kind, DType dt) {
-  static const char *const slow[] = {"gelu_tanh", "silu", "sigmoid", "exp"};
-  for (size_t i = 0; dt == DT_F32 && i < sizeof slow / sizeof *slow; i++)
-    if (!strcmp(kind, slow[i])) return 2;
-  return 1;
+  return dt == DT_F32 && cg_exp_chain(op_lookup(kind)) ? 2 : 1;
 }
 
 /* Same shapes: blocks of ACT_BLOCK elements in parallel, each a vector

@@ -294,18 +294,18 @@ static int coalesce(Ew *e, const Type *t, int64_t *cd, int64_t *ostr) {
   return k;
 }
 
+bool cg_exp_chain(Op op) {
+  return op == OP_EXP || op == OP_TANH || op == OP_SIGMOID ||
+         op == OP_SILU || op == OP_GELU_TANH;
+}
+
 /* Vectors the innermost loop interleaves: 4 for f32 trees with an exp
- * (exp, tanh, sigmoid, silu, gelu_tanh: long dependency chains that one
- * vector a step leaves mostly idle; the AVX2 gelu_tanh loop runs 1.35x
- * faster), else LLVM's choice. */
+ * chain (cg_exp_chain; the AVX2 gelu_tanh loop runs 1.35x faster), else
+ * LLVM's choice. */
 static int interleave(const Ew *e) {
-  for (int i = 0; i < e->ninner; i++) {
-    Op op = e->inner[i]->op;
-    if (e->inner[i]->type.dt == DT_F32 &&
-        (op == OP_EXP || op == OP_TANH || op == OP_SIGMOID ||
-         op == OP_SILU || op == OP_GELU_TANH))
+  for (int i = 0; i < e->ninner; i++)
+    if (e->inner[i]->type.dt == DT_F32 && cg_exp_chain(e->inner[i]->op))
       return 4;
-  }
   return 0;
 }
 

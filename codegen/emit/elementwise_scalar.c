@@ -79,40 +79,6 @@ static LLVMValueRef libm(Cg *cg, const char *nm, LLVMValueRef x) {
   return r;
 }
 
-/* exp of a float: n = rint(x log2 e), r = x - n ln2 (two-part ln2),
- * Cephes expf polynomial, times 2^n in two halves (denormal results
- * right); x >= 89 -> inf, x <= -104 -> 0, NaN -> NaN. f64: llvm.exp. */
-static LLVMValueRef exp_(Cg *cg, LLVMValueRef x) {
-  if (is_f64(cg, x)) return intr1(cg, "llvm.exp", x);
-  LLVMBuilderRef b = cg->b;
-  LLVMValueRef c = intr2(cg, "llvm.minnum", x, fc(cg, x, 89.0));
-  c = intr2(cg, "llvm.maxnum", c, fc(cg, x, -104.0));
-  LLVMValueRef n = intr1(
-      cg, "llvm.rint", LLVMBuildFMul(b, c, fc(cg, x, 1.4426950408889634), ""));
-  LLVMValueRef r =
-      LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, fc(cg, x, 0.693359375), ""), "");
-  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(cg, x, -2.12194440e-4), ""),
-                    "");
-  static const double P[] = {1.9875691500E-4, 1.3981999507E-3,
-                             8.3334519073E-3, 4.1665795894E-2,
-                             1.6666665459E-1, 5.0000001201E-1};
-  LLVMValueRef p = fc(cg, x, P[0]);
-  for (int i = 1; i < 6; i++)
-    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), fc(cg, x, P[i]), "");
-  p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
-  p = LLVMBuildFAdd(b, p, LLVMBuildFAdd(b, r, fc(cg, x, 1.0), ""), "");
-  LLVMValueRef ni = LLVMBuildFPToSI(b, n, cg->t_i32, "");
-  LLVMValueRef n1 = LLVMBuildAShr(b, ni, cg_i32(cg, 1), "");
-  LLVMValueRef half[2] = {n1, LLVMBuildSub(b, ni, n1, "")};
-  for (int i = 0; i < 2; i++) {
-    LLVMValueRef e = LLVMBuildAdd(b, half[i], cg_i32(cg, 127), "");
-    e = LLVMBuildShl(b, e, cg_i32(cg, 23), "");
-    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, cg->t_f32, ""), "");
-  }
-  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
-  return LLVMBuildSelect(b, nan, x, p, "");
-}
-
 /* tanh of a float. f32: straight-line (fused loops vectorize), Cephes
  * tanhf: |x| < 0.625: x + x^3 P(x^2), else sign(x) (1 - 2 / (exp(2|x|) +
  * 1)); about 2 ulp, NaN -> NaN. f64: libm. */
@@ -120,7 +86,7 @@ static LLVMValueRef tanh_(Cg *cg, LLVMValueRef x) {
   if (is_f64(cg, x)) return libm(cg, "tanh", x);
   LLVMBuilderRef b = cg->b;
   LLVMValueRef a = intr1(cg, "llvm.fabs", x);
-  LLVMValueRef e = exp_(cg, LLVMBuildFMul(b, a, fc(cg, x, 2), ""));
+  LLVMValueRef e = cg_ops_expf(cg, LLVMBuildFMul(b, a, fc(cg, x, 2), ""));
   LLVMValueRef q = LLVMBuildFDiv(b, fc(cg, x, 2),
                                  LLVMBuildFAdd(b, e, fc(cg, x, 1), ""), "");
   LLVMValueRef big = intr2(cg, "llvm.copysign",
@@ -139,33 +105,21 @@ static LLVMValueRef tanh_(Cg *cg, LLVMValueRef x) {
 
 static LLVMValueRef sigmoid(Cg *cg, LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef e = exp_(cg, LLVMBuildFNeg(b, x, ""));
+  LLVMValueRef e = cg_ops_expf(cg, LLVMBuildFNeg(b, x, ""));
   return LLVMBuildFDiv(b, fc(cg, x, 1), LLVMBuildFAdd(b, fc(cg, x, 1), e, ""),
                        "");
 }
 
 static LLVMValueRef gelu(Cg *cg, LLVMValueRef x, bool tanh_form) {
   LLVMBuilderRef b = cg->b;
-  if (tanh_form) {
-    /* ½x(1 + tanh u) = x / (1 + exp(−2u)): one exp and a division, and
-       no cancellation in 1 + tanh u for negative x. −2u is clamped to
-       [−40, 40] and the result is 0 above 40 (|result| < 5e-17 |x|
-       there; f32's ½x(1 + tanh u) is 0 from −2u > 17): 1 + exp(−40) is
-       1 in f32 and f64 alike, and neither exp nor the division makes a
-       subnormal, whose every use costs a microcode assist on Intel
-       CPUs (backward.c's derivative does the same). */
-    LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
-    LLVMValueRef in = LLVMBuildFAdd(
-        b, x, LLVMBuildFMul(b, fc(cg, x, 0.044715), x3, ""), "");
-    in = LLVMBuildFMul(b, fc(cg, x, -2 * 0.7978845608028654), in, "");
-    LLVMValueRef lo = LLVMBuildFCmp(b, LLVMRealOLT, in, fc(cg, x, -40), "");
-    LLVMValueRef hi = LLVMBuildFCmp(b, LLVMRealOGT, in, fc(cg, x, 40), "");
-    in = LLVMBuildSelect(b, lo, fc(cg, x, -40), in, "");
-    in = LLVMBuildSelect(b, hi, fc(cg, x, 40), in, "");
-    LLVMValueRef r = LLVMBuildFDiv(
-        b, x, LLVMBuildFAdd(b, fc(cg, x, 1), exp_(cg, in), ""), "");
-    return LLVMBuildSelect(b, hi, LLVMBuildFMul(b, x, fc(cg, x, 0), ""), r,
-                           "");
+  if (tanh_form) { /* ½x(1 + tanh u) = x / (1 + exp(−2u)): one exp and
+                       a division, no cancellation in 1 + tanh u for
+                       negative x; 0 where −2u > 40 (cg_gelu_tanh_exp) */
+    LLVMValueRef above, e = cg_gelu_tanh_exp(cg, x, &above);
+    LLVMValueRef r =
+        LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, fc(cg, x, 1), e, ""), "");
+    return LLVMBuildSelect(b, above, LLVMBuildFMul(b, x, fc(cg, x, 0), ""),
+                           r, "");
   }
   LLVMValueRef t =
       libm(cg, "erf", LLVMBuildFMul(b, x, fc(cg, x, M_SQRT1_2), ""));
@@ -185,7 +139,7 @@ static LLVMValueRef unary_float(Cg *cg, Op op, LLVMValueRef x) {
   case OP_SILU: return LLVMBuildFMul(b, x, sigmoid(cg, x), "");
   case OP_SIGMOID: return sigmoid(cg, x);
   case OP_TANH: return tanh_(cg, x);
-  case OP_EXP: return exp_(cg, x);
+  case OP_EXP: return cg_ops_expf(cg, x);
   case OP_LOG: return intr1(cg, "llvm.log", x);
   case OP_SQRT: return intr1(cg, "llvm.sqrt", x);
   case OP_RSQRT:

@@ -105,6 +105,12 @@ LLVMValueRef cg_group_load(Cg *cg, Node *n, LLVMValueRef idx, Node **side,
 /* Does the elementwise emitter compile n's op for its dtypes? (else a
  * diagnostic). One element of n from its operands' values v[]. */
 bool cg_ew_check(Cg *cg, Node *n);
+/* Is op an activation computed through exp (exp, tanh, sigmoid, silu,
+ * gelu_tanh)? In f32 their long dependency chains leave a core mostly
+ * idle at one vector a loop step: the elementwise loops (elementwise.c)
+ * and the activation-backward loops (backward.c) give them more
+ * independent vectors a step. */
+bool cg_exp_chain(Op op);
 LLVMValueRef cg_ew_op(Cg *cg, Node *n, LLVMValueRef *v);
 
 /* ---- elementwise backward ops (backward.c) ---- */

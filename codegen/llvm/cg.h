@@ -458,6 +458,17 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
  * or f64 (intrinsics; vectors are expanded by LLVM). */
 LLVMValueRef cg_ops_exp(Cg *cg, LLVMValueRef v);
 LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v);
+/* exp as cg_ops_exp, but f32 scalars too in the straight-line form
+ * (the elementwise emitter's exp: its per-element code vectorizes). */
+LLVMValueRef cg_ops_expf(Cg *cg, LLVMValueRef v);
+/* gelu_tanh's exp(-2u), u = sqrt(2/pi) (x + 0.044715 x^3), with -2u
+ * clamped to [-40, 40] (f32: no range clamp inside the exp then), and
+ * *above true where -2u exceeded 40: there the caller's value and
+ * derivative are 0 (|x s| < 5e-17 |x|): neither 1 + exp(-2u) nor a
+ * quotient by it is subnormal, whose every use costs a microcode assist
+ * on Intel CPUs. The forward (elementwise_scalar.c) and the derivative
+ * (backward.c) both start here. */
+LLVMValueRef cg_gelu_tanh_exp(Cg *cg, LLVMValueRef x, LLVMValueRef *above);
 /* libm call by base name ("tanh", "erf", ...) on a float/double scalar
  * (the float variant gets the 'f' suffix) or per lane of a vector. */
 LLVMValueRef cg_ops_libm(Cg *cg, const char *name, LLVMValueRef v);

@@ -26,63 +26,100 @@ static LLVMValueRef splat_f(Cg *cg, LLVMTypeRef vt, double c) {
                 (int)LLVMGetVectorSize(vt));
 }
 
-/* 2^k for an i32 vector k in [-126, 127], as floats. */
-static LLVMValueRef pow2i(Cg *cg, LLVMValueRef k, LLVMTypeRef vt) {
-  int n = (int)LLVMGetVectorSize(vt);
-  LLVMValueRef e = LLVMBuildAdd(cg->b, k, csplat(cg_i32(cg, 127), n),
-                                "");
-  e = LLVMBuildShl(cg->b, e, csplat(cg_i32(cg, 23), n), "");
-  return LLVMBuildBitCast(cg->b, e, vt, "");
+/* Constant c of like's type: a scalar, or a vector of copies. */
+static LLVMValueRef cof(LLVMValueRef like, LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(like);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind
+             ? csplat(c, (int)LLVMGetVectorSize(t))
+             : c;
 }
 
-/* exp of an f32 vector in straight-line vector code (LLVM would call
+/* exp of an f32 scalar or vector in straight-line code (LLVM would call
  * expf per lane): n = rint(x log2 e), r = x - n ln2 (two-part ln2),
  * Cephes expf polynomial (about 1 ulp), times 2^n applied in two halves
  * so results down to the denormal range are right; x >= 89 -> inf,
- * x <= -104 -> 0, NaN -> NaN. */
-static LLVMValueRef vexp_f32(Cg *cg, LLVMValueRef x) {
+ * x <= -104 -> 0, NaN -> NaN.  `bounded`: the caller has x in [-104, 89]
+ * or NaN already, and the range clamp (a min and a max, three
+ * instructions each on x86) is left out: the same bits. */
+static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool bounded) {
   LLVMBuilderRef b = cg->b;
-  LLVMTypeRef vt = LLVMTypeOf(x);
-  int lanes = (int)LLVMGetVectorSize(vt);
-  LLVMValueRef a2[2] = {x, splat_f(cg, vt, 89.0)};
-  LLVMValueRef c = cg_intrinsic(cg, "llvm.minnum", vt, a2, 2);
-  a2[0] = c;
-  a2[1] = splat_f(cg, vt, -104.0);
-  c = cg_intrinsic(cg, "llvm.maxnum", vt, a2, 2);
-  LLVMValueRef t = LLVMBuildFMul(b, c, splat_f(cg, vt, 1.44269504088896341),
+  LLVMTypeRef t = LLVMTypeOf(x);
+#define F(c) cof(x, LLVMConstReal(cg->t_f32, (c)))
+#define I(c) cof(x, cg_i32(cg, (c)))
+  LLVMValueRef c = x;
+  if (!bounded) {
+    LLVMValueRef a2[2] = {x, F(89.0)};
+    c = cg_intrinsic(cg, "llvm.minnum", t, a2, 2);
+    a2[0] = c;
+    a2[1] = F(-104.0);
+    c = cg_intrinsic(cg, "llvm.maxnum", t, a2, 2);
+  }
+  LLVMValueRef m = LLVMBuildFMul(b, c, F(1.44269504088896341), "");
+  LLVMValueRef n = cg_intrinsic(cg, "llvm.rint", t, &m, 1);
+  LLVMValueRef r = LLVMBuildFSub(b, c, LLVMBuildFMul(b, n, F(0.693359375), ""),
                                  "");
-  LLVMValueRef n = cg_intrinsic(cg, "llvm.rint", vt, &t, 1);
-  LLVMValueRef r = LLVMBuildFSub(
-      b, c, LLVMBuildFMul(b, n, splat_f(cg, vt, 0.693359375), ""), "");
-  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, splat_f(cg, vt,
-                                                      -2.12194440e-4), ""),
-                    "");
+  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, F(-2.12194440e-4), ""), "");
   static const double P[] = {1.9875691500E-4, 1.3981999507E-3,
                              8.3334519073E-3, 4.1665795894E-2,
                              1.6666665459E-1, 5.0000001201E-1};
-  LLVMValueRef p = splat_f(cg, vt, P[0]);
+  LLVMValueRef p = F(P[0]);
   for (int i = 1; i < 6; i++)
-    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), splat_f(cg, vt, P[i]),
-                      "");
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), F(P[i]), "");
   p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
-  p = LLVMBuildFAdd(b, p, LLVMBuildFAdd(b, r, splat_f(cg, vt, 1.0), ""), "");
-  LLVMTypeRef it = LLVMVectorType(cg->t_i32, (unsigned)lanes);
+  p = LLVMBuildFAdd(b, p, LLVMBuildFAdd(b, r, F(1.0), ""), "");
+  LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind
+                       ? LLVMVectorType(cg->t_i32, LLVMGetVectorSize(t))
+                       : cg->t_i32;
   LLVMValueRef ni = LLVMBuildFPToSI(b, n, it, "");
-  LLVMValueRef n1 = LLVMBuildAShr(b, ni, csplat(cg_i32(cg, 1), lanes),
-                                  "");
-  LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
-  p = LLVMBuildFMul(b, p, pow2i(cg, n1, vt), "");
-  p = LLVMBuildFMul(b, p, pow2i(cg, n2, vt), "");
+  LLVMValueRef n1 = LLVMBuildAShr(b, ni, I(1), "");
+  LLVMValueRef half[2] = {n1, LLVMBuildSub(b, ni, n1, "")};
+  for (int i = 0; i < 2; i++) { /* 2^half[i], half[i] in [-126, 127] */
+    LLVMValueRef e = LLVMBuildAdd(b, half[i], I(127), "");
+    e = LLVMBuildShl(b, e, I(23), "");
+    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, t, ""), "");
+  }
+#undef F
+#undef I
   LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
   return LLVMBuildSelect(b, nan, x, p, "");
+}
+
+static bool is_f32(Cg *cg, LLVMTypeRef t) {
+  return t == cg->t_f32 || (LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+                            LLVMGetElementType(t) == cg->t_f32);
 }
 
 LLVMValueRef cg_ops_exp(Cg *cg, LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
       LLVMGetElementType(t) == cg->t_f32)
-    return vexp_f32(cg, v);
+    return exp_f32(cg, v, false);
   return cg_intrinsic(cg, "llvm.exp", t, &v, 1);
+}
+
+LLVMValueRef cg_ops_expf(Cg *cg, LLVMValueRef v) {
+  if (is_f32(cg, LLVMTypeOf(v))) return exp_f32(cg, v, false);
+  return cg_intrinsic(cg, "llvm.exp", LLVMTypeOf(v), &v, 1);
+}
+
+LLVMValueRef cg_gelu_tanh_exp(Cg *cg, LLVMValueRef x, LLVMValueRef *above) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMTypeRef et = LLVMGetTypeKind(t) == LLVMVectorTypeKind
+                       ? LLVMGetElementType(t)
+                       : t;
+#define C(c) cof(x, LLVMConstReal(et, (c)))
+  LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
+  LLVMValueRef z = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, C(0.044715), x3, ""),
+                                 "");
+  z = LLVMBuildFMul(b, C(-2 * 0.79788456080286535588), z, "");
+  LLVMValueRef lo = LLVMBuildFCmp(b, LLVMRealOLT, z, C(-40), "");
+  *above = LLVMBuildFCmp(b, LLVMRealOGT, z, C(40), "");
+  z = LLVMBuildSelect(b, lo, C(-40), z, "");
+  z = LLVMBuildSelect(b, *above, C(40), z, "");
+#undef C
+  if (is_f32(cg, t)) return exp_f32(cg, z, true);
+  return cg_intrinsic(cg, "llvm.exp", t, &z, 1);
 }
 
 LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v) {
