@@ -454,8 +454,9 @@ void cg_ops_cols(Cg *cg, DType dt, int64_t outer, int64_t n, int64_t inner,
                  void *ctx);
 
 /* ---- math (math.c) ---- */
-/* exp / log / other unary libm functions on scalars or vectors of f32
- * or f64 (intrinsics; vectors are expanded by LLVM). */
+/* exp / log on scalars or vectors of f32 or f64: intrinsics, except
+ * exp of f32 vectors: a straight-line approximation (about 1 ulp; LLVM
+ * would call expf per lane). */
 LLVMValueRef cg_ops_exp(Cg *cg, LLVMValueRef v);
 LLVMValueRef cg_ops_log(Cg *cg, LLVMValueRef v);
 /* exp as cg_ops_exp, but f32 scalars too in the straight-line form
