@@ -95,6 +95,8 @@ typedef struct Cg {
   const char *cpu_needs;    /* extensions checked at the first call */
   int opt_level;
   bool avx512;              /* target has avx512f: prefer zmm */
+  bool fma;                 /* target has a fused multiply-add (x86 fma,
+                               AArch64, NVPTX): math.c's polynomials use it */
   /* types */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64;
   LLVMTypeRef t_f16, t_f32, t_f64, t_ptr, t_c64; /* c64: <2 x float> */

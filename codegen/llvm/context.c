@@ -234,6 +234,10 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
     return NULL;
   }
   cg->avx512 = feature_on(cg->features, "avx512f");
+  cg->fma = strncmp(cg->triple, "x86_64", 6)
+                ? !strncmp(cg->triple, "aarch64", 7) ||
+                      !strncmp(cg->triple, "nvptx", 5)
+                : cg_tm_has_feature(cg->tm, "fma");
   pick_cpu_needs(cg);
   cg->lc = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(cg->lc, llvm_diag, cg);
