@@ -51,18 +51,6 @@ static bool subtarget_known(const char *triple, const char *cpu,
   return !strstr(buf, "not a recognized");
 }
 
-/* Is feature f enabled in a feature string (the last +f / -f wins)? */
-static bool feature_on(const char *features, const char *f) {
-  bool on = false;
-  size_t n = strlen(f);
-  for (const char *p = features; *p;) {
-    size_t len = strcspn(p, ",");
-    if (len == n + 1 && !strncmp(p + 1, f, n)) on = p[0] == '+';
-    p += len + (p[len] == ',');
-  }
-  return on;
-}
-
 /* Append --mattr (comma-separated +feature / -feature) to the CPU's
  * features; each entry must be signed and known to the target. */
 static bool add_mattr(Cg *cg, const char *mattr) {
@@ -233,7 +221,7 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
     cg_free(cg);
     return NULL;
   }
-  cg->avx512 = feature_on(cg->features, "avx512f");
+  cg->avx512 = cg_tm_has_feature(cg->tm, "avx512f");
   cg->fma = strncmp(cg->triple, "x86_64", 6)
                 ? !strncmp(cg->triple, "aarch64", 7) ||
                       !strncmp(cg->triple, "nvptx", 5)
