@@ -20,6 +20,9 @@
    (the GPT's weight gradients) against 123-125 now; square sizes
    unchanged (dev box, Zen 5, 2026-12-07). */
 #define GK_NC_F32 128
+/* C's tile prefetched at each kernel call (gemm_kern.h); on AVX-512 no
+   gain was measured. */
+#define GK_PREFETCH_C
 #define GK_F32_EXTRA "runtime/gemm/gemm_avx2_pack.h"
 #include "runtime/gemm/gemm_isa.h"
 #else

@@ -3,7 +3,10 @@
  * with T, a vec_*.h instantiation, GK_MR (rows) and GK_NV (vectors per
  * row: NR = GK_NV * VL) defined; defines the static kernel GK_NAME.
  * GK_MR * GK_NV accumulators start from zero and take one FMA per p, in
- * increasing p; C is added once at the end.
+ * increasing p; C is added once at the end.  With GK_PREFETCH_C the
+ * kernel first asks for C's tile (prefetch for writing), so its loads
+ * and stores at the end do not wait for a C that large GEMMs keep out
+ * of cache (AVX2: 2048^3 from 0.93 to 0.96-0.98 of OpenBLAS's rate).
  */
 #define GK_CAT_(a, b) a##b
 #define GK_CAT(a, b) GK_CAT_(a, b)
@@ -16,6 +19,13 @@ GK_CAT(GK_NAME, _body)(int64_t kc, const T *ap, const T *bp, int64_t ars,
                        int load)
 {
   VT acc[GK_MR][GK_NV];
+#ifdef GK_PREFETCH_C
+#pragma GCC unroll 16
+  for (int i = 0; i < GK_MR; i++) {
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + GK_NV * VL - 1, 1);
+  }
+#endif
 #pragma GCC unroll 16
   for (int i = 0; i < GK_MR; i++)
 #pragma GCC unroll 16
