@@ -14,6 +14,6 @@
 #define MM_NV 4
 #include "runtime/attention/attention_isa.h"
 #else
-const AttnIsaF32 rlx_attn_avx512_f32 = {NULL, NULL, NULL, NULL};
-const AttnIsaF64 rlx_attn_avx512_f64 = {NULL, NULL, NULL, NULL};
+const AttnIsaF32 rlx_attn_avx512_f32 = {0};
+const AttnIsaF64 rlx_attn_avx512_f64 = {0};
 #endif

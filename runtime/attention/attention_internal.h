@@ -45,8 +45,16 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
            sum from +0 keeps its bits without +0 terms).
    trans:  dst[c*ldd + r] = src[r*lds + c] * mul for r < rows,
            c < cols (a transposed copy; mul 1 copies).
-   online, expsub and trans may be NULL in a table: the portable C ones
-   of attention_tmpl.h are used. */
+   dsub:   dS from P and dP on an nk x ATTN_BQ tile, in place of dP: per
+           row j, with a = min(ATTN_BQ, max(0, j + shift)),
+             dp[j][i] = 0                                   for i < a,
+             dp[j][i] = (s[j][i] * (dp[j][i] - dd[i])) * mul  for i >= a
+           (the masked columns of a causal tile are set without reading
+           dp there: the products left them unwritten).
+   cols:   x[r][i] = x[r][i] * f[i] (div: / f[i]) for r < rows, i <
+           ATTN_BQ (row stride ATTN_BQ).
+   online, expsub, trans, dsub and cols may be NULL in a table: the
+   portable C ones of attention_tmpl.h are used. */
 #define ATTN_DECL_KERNELS(T, SFX)                                         \
   typedef void (*AttnMm##SFX)(int64_t m, int64_t n, int64_t k,           \
                               const T *a, int64_t ars, int64_t acs,      \
@@ -59,11 +67,16 @@ void rlx_attn_plan(const rlx_attn_geom *g, int op, int64_t elem_size,
   typedef void (*AttnTrans##SFX)(const T *src, int64_t lds, int64_t rows, \
                                  int64_t cols, T mul, T *dst,             \
                                  int64_t ldd);                            \
+  typedef void (*AttnDsub##SFX)(const T *s, T *dp, int64_t nk,           \
+                                int64_t shift, const T *dd, T mul);       \
+  typedef void (*AttnCols##SFX)(T *x, int64_t rows, const T *f, int div); \
   typedef struct {                                                        \
     AttnMm##SFX mm;                                                       \
     AttnOnline##SFX online;                                               \
     AttnExpsub##SFX expsub;                                               \
     AttnTrans##SFX trans;                                                 \
+    AttnDsub##SFX dsub;                                                   \
+    AttnCols##SFX cols;                                                   \
   } AttnIsa##SFX;
 ATTN_DECL_KERNELS(float, F32)
 ATTN_DECL_KERNELS(double, F64)

@@ -28,8 +28,7 @@
 #ifndef ATTN_TRANS_F32
 #define ATTN_TRANS_F32 NULL
 #endif
-const AttnIsaF32 ATTN_CAT3(rlx_attn_, ISA, _f32) = {mm_f32, online_f32,
-                                                     expsub_f32,
-                                                     ATTN_TRANS_F32};
-const AttnIsaF64 ATTN_CAT3(rlx_attn_, ISA, _f64) = {mm_f64, NULL, NULL,
-                                                     NULL};
+const AttnIsaF32 ATTN_CAT3(rlx_attn_, ISA, _f32) = {
+    mm_f32, online_f32, expsub_f32, ATTN_TRANS_F32, dsub_f32, cols_f32};
+const AttnIsaF64 ATTN_CAT3(rlx_attn_, ISA, _f64) = {
+    mm_f64, NULL, NULL, NULL, dsub_f64, cols_f64};

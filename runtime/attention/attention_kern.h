@@ -13,8 +13,9 @@
  * the dispatch switch.  Every element of C is one FMA chain in
  * increasing p, so both ISAs give the same bits.
  *
- * Where VEXP is defined (f32, simd/vec_exp.h), also the online and
- * expsub softmax steps of attention_internal.h over VL-lane columns.
+ * Also the dsub and cols steps, and where VEXP is defined (f32,
+ * simd/vec_exp.h) the online and expsub softmax steps of
+ * attention_internal.h over VL-lane columns.
  */
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -101,6 +102,38 @@ TGT static void MM(int64_t m, int64_t n, int64_t k, const T *a,
 #undef MM_TILE
 #undef MM
 
+/* dsub and cols (attention_internal.h): the portable kernels' operations
+   lane by lane, so their bits. */
+TGT static void CAT(dsub_, SFX)(const T *s, T *dp, int64_t nk,
+                                int64_t shift, const T *dd, T mul)
+{
+  const VT m = VSET1(mul);
+  for (int64_t j = 0; j < nk; j++) {
+    int64_t a = j + shift < 0 ? 0 : j + shift < ATTN_BQ ? j + shift : ATTN_BQ;
+    const T *sj = s + j * ATTN_BQ;
+    T *pj = dp + j * ATTN_BQ;
+    int v = 0;
+    for (; v + VL <= a; v += VL)
+      VSTOREU(pj + v, VZERO());
+    for (; v < ATTN_BQ; v += VL) {
+      VT t = VSUB(VLOADU(pj + v), VLOADU(dd + v));
+      VSTOREU(pj + v, VMUL(VMUL(VLOADU(sj + v), t), m));
+      if (v < a) /* the masked lanes of a partly masked vector */
+        VMASK_STORE(pj + v, VMASK_FIRST((int)(a - v)), VZERO());
+    }
+  }
+}
+
+TGT static void CAT(cols_, SFX)(T *x, int64_t rows, const T *f, int div)
+{
+  for (int64_t r = 0; r < rows; r++)
+    for (int v = 0; v < ATTN_BQ; v += VL) {
+      T *p = x + r * ATTN_BQ + v;
+      VSTOREU(p, div ? VDIV(VLOADU(p), VLOADU(f + v))
+                     : VMUL(VLOADU(p), VLOADU(f + v)));
+    }
+}
+
 #ifdef VEXP
 /* Rows of the VL columns from v that are not -inf in all of them
    (kvis: attention_internal.h); the rest are set to 0 here. */
@@ -114,38 +147,61 @@ TGT static inline int64_t CAT(visible_, SFX)(T *s, int64_t nk, int64_t kvis,
   return ne;
 }
 
+/* Both steps run the tile row by row across its ATTN_BQ / VL column
+   groups (each group's max, exp and sum chains independent of the
+   others'), in each column the order of the one-group loops, so their
+   bits. */
 TGT static void CAT(online_, SFX)(T *s, int64_t nk, int64_t kvis, T *mx,
                                   T *l, T *alpha)
 {
-  for (int v = 0; v < ATTN_BQ; v += VL) {
-    VT m0 = VLOADU(mx + v), mn = m0;
-    for (int64_t j = 0; j < nk; j++)
-      mn = VMAX(mn, VLOADU(s + j * ATTN_BQ + v));
-    int64_t ne = CAT(visible_, SFX)(s, nk, kvis, v);
-    VT mu = VZERO_IF_NEGINF(mn);
-    VT a = VEXP(VSUB(m0, mu)), sum = VZERO();
-    for (int64_t j = 0; j < ne; j++) {
-      T *sj = s + j * ATTN_BQ + v;
-      VT e = VEXP(VSUB(VLOADU(sj), mu));
-      VSTOREU(sj, e);
-      sum = VADD(sum, e);
-    }
-    VSTOREU(l + v, VADD(VMUL(VLOADU(l + v), a), sum));
-    VSTOREU(mx + v, mn);
-    VSTOREU(alpha + v, a);
+  enum { G = ATTN_BQ / VL };
+  VT mn[G], sum[G];
+  T mu[ATTN_BQ];
+  int64_t ne[G], top = 0;
+  for (int g = 0; g < G; g++)
+    mn[g] = VLOADU(mx + g * VL);
+  for (int64_t j = 0; j < nk; j++)
+    for (int g = 0; g < G; g++)
+      mn[g] = VMAX(mn[g], VLOADU(s + j * ATTN_BQ + g * VL));
+  for (int g = 0; g < G; g++) {
+    ne[g] = CAT(visible_, SFX)(s, nk, kvis, g * VL);
+    top = ne[g] > top ? ne[g] : top;
+    VT m = VZERO_WHERE_NEGINF(mn[g], mn[g]);
+    VSTOREU(mu + g * VL, m);
+    VSTOREU(alpha + g * VL, VEXP(VSUB(VLOADU(mx + g * VL), m)));
+    VSTOREU(mx + g * VL, mn[g]);
+    sum[g] = VZERO();
   }
+  for (int64_t j = 0; j < top; j++)
+    for (int g = 0; g < G; g++)
+      if (j < ne[g]) {
+        T *sj = s + j * ATTN_BQ + g * VL;
+        VSTOREU(sj, VEXP(VSUB(VLOADU(sj), VLOADU(mu + g * VL))));
+      }
+  for (int64_t j = 0; j < top; j++)
+    for (int g = 0; g < G; g++)
+      if (j < ne[g])
+        sum[g] = VADD(sum[g], VLOADU(s + j * ATTN_BQ + g * VL));
+  for (int g = 0; g < G; g++)
+    VSTOREU(l + g * VL, VADD(VMUL(VLOADU(l + g * VL),
+                                  VLOADU(alpha + g * VL)),
+                             sum[g]));
 }
 
 TGT static void CAT(expsub_, SFX)(T *s, int64_t nk, int64_t kvis,
                                   const T *sub)
 {
-  for (int v = 0; v < ATTN_BQ; v += VL) {
-    VT u = VLOADU(sub + v);
-    int64_t ne = CAT(visible_, SFX)(s, nk, kvis, v);
-    for (int64_t j = 0; j < ne; j++) {
-      T *sj = s + j * ATTN_BQ + v;
-      VSTOREU(sj, VEXP(VSUB(VLOADU(sj), u)));
-    }
+  enum { G = ATTN_BQ / VL };
+  int64_t ne[G], top = 0;
+  for (int g = 0; g < G; g++) {
+    ne[g] = CAT(visible_, SFX)(s, nk, kvis, g * VL);
+    top = ne[g] > top ? ne[g] : top;
   }
+  for (int64_t j = 0; j < top; j++)
+    for (int g = 0; g < G; g++)
+      if (j < ne[g]) {
+        T *sj = s + j * ATTN_BQ + g * VL;
+        VSTOREU(sj, VEXP(VSUB(VLOADU(sj), VLOADU(sub + g * VL))));
+      }
 }
 #endif

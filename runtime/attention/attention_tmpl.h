@@ -91,17 +91,39 @@ static void FN(trans_c_)(const T *src, int64_t lds, int64_t rows,
       dst[c * ldd + r] = src[r * lds + c] * mul;
 }
 
+static void FN(dsub_c_)(const T *s, T *dp, int64_t nk, int64_t shift,
+                        const T *dd, T mul)
+{
+  for (int64_t j = 0; j < nk; j++) {
+    int64_t a = j + shift < 0 ? 0 : j + shift < BQ ? j + shift : BQ;
+    for (int64_t i = 0; i < a; i++) /* masked: P = 0, not computed */
+      dp[j * BQ + i] = 0;
+    for (int64_t i = a; i < BQ; i++)
+      dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dd[i]) * mul;
+  }
+}
+
+static void FN(cols_c_)(T *x, int64_t rows, const T *f, int div)
+{
+  for (int64_t r = 0; r < rows; r++)
+    for (int i = 0; i < BQ; i++)
+      x[r * BQ + i] = div ? x[r * BQ + i] / f[i] : x[r * BQ + i] * f[i];
+}
+
 /* The kernels of the ISA the GEMM dispatch chose; portable C where its
    table has none. */
 static ISA_T FN(isa_)(void)
 {
-  ISA_T t = {FN(mm_c_), FN(online_c_), FN(expsub_c_), FN(trans_c_)};
+  ISA_T t = {FN(mm_c_),    FN(online_c_), FN(expsub_c_),
+             FN(trans_c_), FN(dsub_c_),   FN(cols_c_)};
   const ISA_T *x = FN(attn_tables_)[rlx_isa_level()];
   if (x && x->mm) {
     t.mm = x->mm;
     t.online = x->online ? x->online : t.online;
     t.expsub = x->expsub ? x->expsub : t.expsub;
     t.trans = x->trans ? x->trans : t.trans;
+    t.dsub = x->dsub ? x->dsub : t.dsub;
+    t.cols = x->cols ? x->cols : t.cols;
   }
   return t;
 }
@@ -303,9 +325,8 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
     int64_t nk = FN(min_)(BK, g->lk - j0);
     FN(scores_)(A, b, h, k + j0 * ldk, ldk, qt, i0, j0, nk, s, NULL);
     A->isa->online(s, nk, FN(kvis_)(A, i0, j0, nk), mx, l, al);
-    for (int64_t c = 0; c < d && j0 > lo / BK * BK; c++) /* first: 0 */
-      for (int i = 0; i < BQ; i++)
-        ot[c * BQ + i] *= al[i];
+    if (j0 > lo / BK * BK) /* the first tile's O^T is 0 */
+      A->isa->cols(ot, d, al, 0);
     if (!A->tri)
       A->isa->mm(d, BQ, nk, v + j0 * ldv, 1, ldv, s, BQ, ot, BQ, 1);
     else /* query columns in groups, each over the keys it sees */
@@ -319,9 +340,7 @@ static void FN(fwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
   }
   for (int i = 0; i < BQ; i++) /* divisors: columns without keys: 1 */
     al[i] = l[i] > 0 ? l[i] : 1;
-  for (int64_t c = 0; c < d; c++) /* along i: vector divisions */
-    for (int i = 0; i < BQ; i++)
-      ot[c * BQ + i] /= al[i];
+  A->isa->cols(ot, d, al, 1);
   for (int i = 0; i < BQ; i++) /* and 0 there (even for inf v) */
     for (int64_t c = 0; !(l[i] > 0) && c < d; c++)
       ot[c * BQ + i] = 0;
@@ -483,13 +502,8 @@ static void FN(bwd_item_)(const FN(Attn_) *A, int64_t it, char *slot)
       /* dS = P (dP - D), times the scale here unless dbias needs dS
          first or the softcap's f replaces the scale (x * 1 is x) */
       T mul = A->dbias || A->cap > 0 ? 1 : A->scale;
-      for (int64_t j = 0; j < nk; j++) {
-        int64_t a = A->tri ? FN(tri_a_)(g, i0, j0, j) : 0;
-        for (int64_t i = 0; i < a; i++) /* masked: P = 0, not computed */
-          dp[j * BQ + i] = 0;
-        for (int64_t i = a; i < BQ; i++)
-          dp[j * BQ + i] = s[j * BQ + i] * (dp[j * BQ + i] - dt[i]) * mul;
-      }
+      A->isa->dsub(s, dp, nk, A->tri ? j0 - (g->lk - g->lq) - i0 : -nk, dt,
+                   mul); /* causal: the columns tri_a_ masks are 0 */
       if (A->dbias) {
         T *db = A->dbias + ((b * g->h + h) * g->lq + i0) * g->lk + j0;
         for (int64_t i = 0; i < nq; i++)

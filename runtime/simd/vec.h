@@ -23,7 +23,8 @@
  *   VADD VSUB VMUL VDIV VMAX VMIN   lane-wise, IEEE (VMAX / VMIN: as
  *                       x86 maxps / minps: the second operand when
  *                       either is NaN or both are zero)
- *   VZERO_IF_NEGINF(x)  0 in the lanes where x is -inf, x elsewhere
+ *   VZERO_WHERE_NEGINF(c, x)        0 in the lanes where c is -inf, x
+ *                       elsewhere
  *   VROUND(x) VFLOOR(x) to the nearest integer (ties to even) / down
  *   VFRAC(x)            (f32) x - floor(x) rounded down, in [0, 1)
  *                       for finite x (exact but for x in (-1/2, 0)).

@@ -154,9 +154,9 @@ rlx_avx2_load_unzip_pd(const double *p, __m256d *a, __m256d *b)
 #define VROUND(x)                                                         \
   _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VFLOOR(x) _mm256_floor_pd(x)
-#define VZERO_IF_NEGINF(x)                                                \
+#define VZERO_WHERE_NEGINF(c, x)                                          \
   _mm256_blendv_pd(x, _mm256_setzero_pd(),                                \
-                   _mm256_cmp_pd(x, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ))
+                   _mm256_cmp_pd(c, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ))
 #define VZIPLO(a, b, g) rlx_avx2_zip_pd(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx2_zip_pd(a, b, g, 1)
 #define VSTORE_ZIP(p, a, b, g) rlx_avx2_store_zip_pd(p, a, b, g)
@@ -189,9 +189,9 @@ rlx_avx2_load_unzip_pd(const double *p, __m256d *a, __m256d *b)
 #define VSCALE_NORMAL(p, n) rlx_avx2_scale_normal_ps(p, n)
 #define VALL_LT(a, b)                                                     \
   (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff)
-#define VZERO_IF_NEGINF(x)                                                \
+#define VZERO_WHERE_NEGINF(c, x)                                          \
   _mm256_blendv_ps(x, _mm256_setzero_ps(),                                \
-                   _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))
+                   _mm256_cmp_ps(c, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ))
 #define VZIPLO(a, b, g) rlx_avx2_zip_ps(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx2_zip_ps(a, b, g, 1)
 #define VSTORE_ZIP(p, a, b, g) rlx_avx2_store_zip_ps(p, a, b, g)

@@ -86,9 +86,9 @@ rlx_avx512_load_unzip_pd(const double *p, __m512d *a, __m512d *b)
   _mm512_roundscale_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VFLOOR(x)                                                         \
   _mm512_roundscale_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
-#define VZERO_IF_NEGINF(x)                                                \
+#define VZERO_WHERE_NEGINF(c, x)                                          \
   _mm512_mask_blend_pd(                                                   \
-      _mm512_cmp_pd_mask(x, _mm512_set1_pd(-INFINITY), _CMP_EQ_OQ), x,    \
+      _mm512_cmp_pd_mask(c, _mm512_set1_pd(-INFINITY), _CMP_EQ_OQ), x,    \
       _mm512_setzero_pd())
 #define VZIPLO(a, b, g) rlx_avx512_zip_pd(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx512_zip_pd(a, b, g, 1)
@@ -123,9 +123,9 @@ rlx_avx512_load_unzip_pd(const double *p, __m512d *a, __m512d *b)
 #define VFRAC(x) _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define VSCALEF(p, n) _mm512_scalef_ps(p, n)
 #define VLDEXP(p, n) _mm512_scalef_ps(p, n)
-#define VZERO_IF_NEGINF(x)                                                \
+#define VZERO_WHERE_NEGINF(c, x)                                          \
   _mm512_mask_blend_ps(                                                   \
-      _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), x,    \
+      _mm512_cmp_ps_mask(c, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), x,    \
       _mm512_setzero_ps())
 #define VZIPLO(a, b, g) rlx_avx512_zip_ps(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_avx512_zip_ps(a, b, g, 1)

@@ -6,12 +6,15 @@
  * VEXP: x clamped to [-110, 88.72], n = rint(x / ln 2), r = x - n ln 2
  * in two FMAs (Cody-Waite), a degree-7 polynomial, then p * 2^n
  * (VLDEXP, n in [-159, 128]); about 1 ulp (the attention unit test
- * checks against a double reference).  Every step is a lane-wise IEEE
- * operation, VLDEXP's one rounding included, so every ISA gives the
- * same bits.
+ * checks against a double reference).  -inf (a masked score) gives 0
+ * by a select, computed as exp(0): through VLDEXP it underflowed, which
+ * costs Intel cores a microcode assist per vector (the causal tiles'
+ * partly masked rows).  Every step is a lane-wise IEEE operation,
+ * VLDEXP's one rounding included, so every ISA gives the same bits.
  */
-TGT static inline VT vec_exp(VT x)
+TGT static inline VT vec_exp(VT x0)
 {
+  VT x = VZERO_WHERE_NEGINF(x0, x0);
   x = VMAX(x, VSET1(-110.0f));
   x = VMIN(x, VSET1(88.72f));
   VT n = VROUND(VMUL(x, VSET1(1.44269504088896341f)));
@@ -25,7 +28,7 @@ TGT static inline VT vec_exp(VT x)
   p = VFMA(p, r, VSET1(5.0000001201e-1f));
   p = VFMA(p, VMUL(r, r), r);
   p = VADD(p, VSET1(1.0f));
-  return VLDEXP(p, n);
+  return VZERO_WHERE_NEGINF(x0, VLDEXP(p, n));
 }
 #define VEXP(x) vec_exp(x)
 

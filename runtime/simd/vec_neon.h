@@ -117,8 +117,8 @@ static inline void rlx_neon_load_unzip_f64(const double *p, float64x2_t *a,
 #define VMIN(a, b) vbslq_f64(vcltq_f64(a, b), a, b)
 #define VROUND(x) vrndnq_f64(x)
 #define VFLOOR(x) vrndmq_f64(x)
-#define VZERO_IF_NEGINF(x)                                                \
-  vbslq_f64(vceqq_f64(x, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
+#define VZERO_WHERE_NEGINF(c, x)                                          \
+  vbslq_f64(vceqq_f64(c, vdupq_n_f64(-INFINITY)), vdupq_n_f64(0.0), x)
 #define VZIPLO(a, b, g) vzip1q_f64(a, b)
 #define VZIPHI(a, b, g) vzip2q_f64(a, b)
 #define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f64(p, a, b)
@@ -144,8 +144,8 @@ static inline void rlx_neon_load_unzip_f64(const double *p, float64x2_t *a,
 #define VFLOOR(x) vrndmq_f32(x)
 #define VFRAC(x) rlx_neon_frac_f32(x)
 #define VLDEXP(p, n) rlx_neon_ldexp_f32(p, n)
-#define VZERO_IF_NEGINF(x)                                                \
-  vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
+#define VZERO_WHERE_NEGINF(c, x)                                          \
+  vbslq_f32(vceqq_f32(c, vdupq_n_f32(-INFINITY)), vdupq_n_f32(0.0f), x)
 #define VZIPLO(a, b, g) rlx_neon_zip_f32(a, b, g, 0)
 #define VZIPHI(a, b, g) rlx_neon_zip_f32(a, b, g, 1)
 #define VSTORE_ZIP(p, a, b, g) rlx_neon_store_zip_f32(p, a, b, g)

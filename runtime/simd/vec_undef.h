@@ -19,7 +19,7 @@
 #undef VMASK_FIRST
 #undef VMASKZ_LOAD
 #undef VMASK_STORE
-#undef VZERO_IF_NEGINF
+#undef VZERO_WHERE_NEGINF
 #undef VROUND
 #undef VFLOOR
 #undef VFRAC
