@@ -48,9 +48,11 @@ static LLVMValueRef mul_add(Cg *cg, LLVMValueRef a, LLVMValueRef b,
  * expf per lane): n = rint(x log2 e), r = x - n ln2 (two-part ln2),
  * Cephes expf polynomial (about 1 ulp), times 2^n; the reduction and
  * the polynomial are mul_add steps (their bits depend on cg->fma).
- * `small` false: x is clamped to [-104, 89] first and 2^n applied in
- * two halves so results down to the denormal range are right (x >= 89
- * -> inf, x <= -104 -> 0), NaN -> NaN.  `small` true: the caller has
+ * `small` false: x is clamped to at most 89 (-> inf) and 2^n applied
+ * in two halves so results down to the denormal range are right; x <
+ * -104 (-inf, a mask's -1e9) gives 0 by a select, computed as exp(0):
+ * scaling down to 0 is a microcode assist per vector on Intel cores;
+ * NaN -> NaN.  `small` true: the caller has
  * |x| <= 40 or NaN, so n = (m + 1.5*2^23) - 1.5*2^23 (rint's value for
  * |m| < 2^22, both round to nearest even), 2^n's exponent comes from
  * the same sum's low bits and one scaling is exact: the same bits as
@@ -64,13 +66,12 @@ static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool small) {
                        : cg->t_i32;
 #define F(c) cof(x, LLVMConstReal(cg->t_f32, (c)))
 #define I(c) cof(x, cg_i32(cg, (c)))
-  LLVMValueRef c = x, n, e2n = NULL;
+  LLVMValueRef c = x, n, e2n = NULL, low = NULL;
   if (!small) {
     LLVMValueRef a2[2] = {x, F(89.0)};
     c = cg_intrinsic(cg, "llvm.minnum", t, a2, 2);
-    a2[0] = c;
-    a2[1] = F(-104.0);
-    c = cg_intrinsic(cg, "llvm.maxnum", t, a2, 2);
+    low = LLVMBuildFCmp(b, LLVMRealOLT, x, F(-104.0), "");
+    c = LLVMBuildSelect(b, low, F(0.0), c, "");
   }
   LLVMValueRef m = LLVMBuildFMul(b, c, F(1.44269504088896341), "");
   if (small) {
@@ -100,6 +101,7 @@ static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool small) {
     e = LLVMBuildShl(b, e, I(23), "");
     p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, t, ""), "");
   }
+  p = LLVMBuildSelect(b, low, F(0.0), p, "");
 #undef F
 #undef I
   LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
