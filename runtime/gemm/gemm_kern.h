@@ -6,7 +6,7 @@
  * increasing p; C is added once at the end.  With GK_PREFETCH_C the
  * kernel first asks for C's tile (prefetch for writing), so its loads
  * and stores at the end do not wait for a C that large GEMMs keep out
- * of cache (AVX2: 2048^3 from 0.93 to 0.96-0.98 of OpenBLAS's rate).
+ * of cache (AVX2, 2048^3: 0.92-0.94 of OpenBLAS's rate before, 0.93-0.98).
  */
 #define GK_CAT_(a, b) a##b
 #define GK_CAT(a, b) GK_CAT_(a, b)
