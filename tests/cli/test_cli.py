@@ -169,7 +169,8 @@ def test_color(rlxc, tmp):
 
 def test_targets(rlxc, tmp, good):
     """--mattr and foreign triples: objects or diagnostics, never a
-    signal; -avx512f really removes 512-bit registers."""
+    signal; -avx512f really removes 512-bit registers; --mcpu decides
+    the exp's FMA and the vector loops' width."""
     o = os.path.join(tmp, "t.o")
     s = os.path.join(tmp, "t.s")
     case_status(rlxc, "mattr.ok", ["--mattr=+avx2,-avx512f", good, "-o", o],
@@ -182,6 +183,25 @@ def test_targets(rlxc, tmp, good):
     rc, _, err = run(rlxc, ["--mattr=-avx512f", "--emit=asm", good, "-o",
                             s])
     expect("mattr.no-zmm", rc == 0 and "zmm" not in open(s).read(), err)
+    # the f32 exp's multiply-adds are fused only where the CPU has FMA;
+    # explicit vector loops of f32 are two zmm wide on AVX-512 also when
+    # the CPU is named (activation_backward: <32 x float> a step)
+    act = os.path.join(tmp, "act.rlx")
+    open(act, "w").write("graph act { input %x: f32[8192]\n"
+                         "  param %w: f32[8192]\n"
+                         "  %y = reduce_sum(sigmoid(mul(%x, %w)))\n"
+                         "  return %y }\n")
+    ll = os.path.join(tmp, "act.ll")
+    for cpu, fma, zmm in [("x86-64-v2", False, False),
+                          ("x86-64-v3", True, False),
+                          ("x86-64-v4", True, True)]:
+        rc, _, err = run(rlxc, ["--target=x86_64-linux-gnu", "--mcpu=" + cpu,
+                                "--grad", "--emit=llvm", act, "-o", ll])
+        text = open(ll).read() if rc == 0 else ""
+        expect("exp-fma." + cpu, rc == 0 and ("llvm.fma" in text) == fma,
+               err)
+        expect("lanes." + cpu, rc == 0 and ("<32 x float>" in text) == zmm,
+               err)
     for triple in ["riscv64-linux-gnu", "aarch64-linux-gnu"]:
         case_status(rlxc, "target." + triple, ["--target=" + triple, good,
                                                "-o", o], 0)

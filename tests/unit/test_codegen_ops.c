@@ -244,7 +244,9 @@ static int check_outputs(const OpsCase *c, const char *dir, const Type *t) {
       for (int64_t k = 0; k < c->out[j].n; k++) {
         double got = decode(dt, a + k * es), want = c->out[j].v[k];
         double tol = c->out[j].tol * (1 + fabs(want));
-        if (fabs(got - want) <= tol || (isnan(got) && isnan(want))) continue;
+        if (got == want || fabs(got - want) <= tol ||
+            (isnan(got) && isnan(want)))
+          continue;
         fprintf(stderr, "%s: out%d[%lld] = %.9g, want %.9g\n", c->name, j,
                 (long long)k, got, want);
         bad++;

@@ -724,6 +724,29 @@ def cstr(s):
         "\n", '\\n"\n    "') + '"'
 
 
+def masked_softmax():
+    """Masks: -inf, -1e9 and scores 85-120 below the row's max (the f32
+    exp's select below -104, its subnormal range, exp(-inf) = 0); 3 x 40:
+    vector lanes and a scalar tail."""
+    inf = float("inf")
+    row = [0.5, -inf, 2.0, -1e9, -100.0, -103.5, -104.5, -110.0, -88.0,
+           -95.0, 1.25, -inf, -inf, -inf, -inf, -inf, -inf, 3.0, -inf,
+           -1e30, -118.0, -106.0, -102.0, -87.0, -inf, 0.0, -0.5, -inf,
+           -inf, -inf, -inf, -1e9, -1e9, 4.0, -inf, -inf, -inf, -inf,
+           -90.0, -inf]
+    mk = ("f32", lst([3, 40], [row, [v - 1.0 for v in row],
+                               [-inf] * 39 + [7.0]]))
+    MK = vals([mk], 0)
+    src = ("graph smx_mask { input %m: f32[3, 40]\n"
+           "  %a = softmax(%m, axis=1)\n  %b = exp(%m)\n"
+           "  %c = log_softmax(%m, axis=1)\n"
+           "  return %a, %b, %c }")
+    with np.errstate(invalid="ignore"):
+        case("smx_mask", src, [mk],
+             [("f32", softmax(MK, 1)), ("f32", np.exp(MK)),
+              ("f32", log_softmax(MK, 1))])
+
+
 def main():
     reductions()
     softmaxes()
@@ -734,6 +757,7 @@ def main():
     control()
     backward()
     xents_huge()
+    masked_softmax()
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "test_codegen_ops_data.h"), "w") as f:
         emit(f)
