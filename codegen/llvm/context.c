@@ -222,10 +222,11 @@ Cg *cg_new(Ctx *ctx, Unit *u, const char *module_name) {
     return NULL;
   }
   cg->avx512 = cg_tm_has_feature(cg->tm, "avx512f");
-  cg->fma = strncmp(cg->triple, "x86_64", 6)
-                ? !strncmp(cg->triple, "aarch64", 7) ||
-                      !strncmp(cg->triple, "nvptx", 5)
-                : cg_tm_has_feature(cg->tm, "fma");
+  if (!strncmp(cg->triple, "x86_64", 6))
+    cg->fma = cg_tm_has_feature(cg->tm, "fma");
+  else /* FMA is baseline on AArch64 and PTX */
+    cg->fma = !strncmp(cg->triple, "aarch64", 7) ||
+              !strncmp(cg->triple, "nvptx", 5);
   pick_cpu_needs(cg);
   cg->lc = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(cg->lc, llvm_diag, cg);

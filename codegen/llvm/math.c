@@ -50,14 +50,13 @@ static LLVMValueRef mul_add(Cg *cg, LLVMValueRef a, LLVMValueRef b,
  * the polynomial are mul_add steps (their bits depend on cg->fma).
  * `small` false: x is clamped to at most 89 (-> inf) and 2^n applied
  * in two halves so results down to the denormal range are right; x <
- * -104 (-inf, a mask's -1e9) gives 0 by a select, computed as exp(0):
- * scaling down to 0 is a microcode assist per vector on Intel cores;
- * NaN -> NaN.  `small` true: the caller has
- * |x| <= 40 or NaN, so n = (m + 1.5*2^23) - 1.5*2^23 (rint's value for
- * |m| < 2^22, both round to nearest even), 2^n's exponent comes from
- * the same sum's low bits and one scaling is exact: the same bits as
- * the general form, six to nine instructions fewer; a NaN gives a NaN
- * (of unspecified payload). */
+ * -104 (-inf, a mask's -1e9) gives 0 by a select, computed as exp(0)
+ * (scaling down to 0 is a microcode assist per vector on Intel cores);
+ * NaN -> NaN.  `small` true: the caller has |x| <= 40 or NaN, so n =
+ * (m + 1.5*2^23) - 1.5*2^23 (rint's value for |m| < 2^22, both round to
+ * nearest even), 2^n's exponent comes from the same sum's low bits and
+ * one scaling is exact: the same bits as the general form, six to nine
+ * instructions fewer; a NaN gives a NaN (of unspecified payload). */
 static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x, bool small) {
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef t = LLVMTypeOf(x);
